@@ -1,0 +1,13 @@
+"""multikernel: Multiple Kernel Learning with a Rust engine.
+
+Every solver reports its primal objective, a dual objective from a feasible dual point and the
+relative duality gap, which certifies how far the fit is from the optimum.
+"""
+
+from __future__ import annotations
+
+from . import kernels
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "kernels"]

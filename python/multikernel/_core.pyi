@@ -1,0 +1,49 @@
+"""Type stub of the native module (checked by ``python -m mypy.stubtest multikernel._core``)."""
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "StackTooLargeError",
+    "gram_cross",
+    "gram_fit",
+    "low_rank",
+    "quad_forms",
+    "simplemkl_specs",
+    "validate_stack",
+]
+
+_SpecTuple = tuple[str, float, float, float, list[int] | None]
+
+class StackTooLargeError(ValueError): ...
+
+def gram_fit(
+    x: NDArray[np.float64],
+    specs: list[_SpecTuple],
+    normalize: str,
+    center: bool,
+    float32: bool,
+    n_threads: int,
+    max_bytes: int | None = None,
+) -> tuple[NDArray[Any], dict[str, Any]]: ...
+def gram_cross(
+    x_new: NDArray[np.float64],
+    x_train: NDArray[np.float64],
+    specs: list[_SpecTuple],
+    stats: dict[str, Any],
+    float32: bool,
+    n_threads: int,
+    max_bytes: int | None = None,
+) -> NDArray[Any]: ...
+def quad_forms(
+    g: NDArray[Any], v: NDArray[np.float64], n_threads: int = 0
+) -> NDArray[np.float64]: ...
+def validate_stack(g: NDArray[Any], rtol: float, n_threads: int = 0) -> None: ...
+def low_rank(
+    g: NDArray[np.float64], tol: float, max_rank: int, n_threads: int = 0
+) -> tuple[list[NDArray[np.float64]], list[int], NDArray[np.float64]]: ...
+def simplemkl_specs(
+    n_features: int, widths: list[float], degrees: list[int]
+) -> list[_SpecTuple]: ...

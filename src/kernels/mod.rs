@@ -1,0 +1,46 @@
+//! The kernel layer: kernel functions on feature subsets, training and cross Gram matrices,
+//! normalisation with training statistics, and the [`KernelStack`] through which every solver
+//! reads kernels.
+
+mod gram;
+mod lowrank;
+mod normalize;
+mod spec;
+mod stack;
+
+pub use gram::{cross_gram, gram, stack_bytes, GramOptions};
+pub use lowrank::{pivoted_cholesky, LowRankStack};
+pub use normalize::{NormStats, Normalization};
+pub use spec::{simplemkl_bank, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
+pub use stack::{DenseStack, KernelStack};
+
+/// A floating-point element a dense stack may hold: f64, or f32 for half the bytes per pass.
+/// Arithmetic is always carried in f64.
+pub trait Element: Copy + Send + Sync + Default + 'static {
+    /// Widen to f64.
+    fn to_f64(self) -> f64;
+    /// Narrow from f64 (rounding for f32).
+    fn from_f64(v: f64) -> Self;
+}
+
+impl Element for f64 {
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+}
+
+impl Element for f32 {
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+}

@@ -1,0 +1,236 @@
+//! Normalisation of Gram matrices with statistics kept from the training stack, so that the
+//! cross kernels of new points are scaled exactly like the training kernels.
+//!
+//! For every kernel the training statistics are computed once from the raw training Gram, and
+//! then one formula, [`NormStats::apply`], serves both the training Gram (whose "new points" are
+//! the training points) and any cross kernel. That makes the invariant
+//! `cross(X_train) == gram(X_train)` hold by construction.
+
+use crate::error::{MkError, Result};
+use crate::kernels::Element;
+
+/// How each Gram matrix is scaled after the optional centring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Normalization {
+    /// Raw kernel.
+    None,
+    /// Unit trace: `K / tr(K)` (SimpleMKL, SpicyMKL).
+    Trace,
+    /// Unit mean diagonal: `K / (tr(K)/n)`.
+    MeanDiag,
+    /// Kloft et al. eq. 25: `K / ((1/n) Σ_i k(x_i,x_i) − (1/n²) Σ_ij k(x_i,x_j))`, the variance
+    /// of the points in feature space.
+    Multiplicative,
+    /// Kloft et al. eq. 26: `k(x,x') / sqrt(k(x,x) k(x',x'))`, all points on the unit sphere.
+    Spherical,
+}
+
+impl Normalization {
+    /// Parses `none`, `trace`, `mean_diag`, `multiplicative`, `spherical`.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "none" => Ok(Normalization::None),
+            "trace" => Ok(Normalization::Trace),
+            "mean_diag" => Ok(Normalization::MeanDiag),
+            "multiplicative" => Ok(Normalization::Multiplicative),
+            "spherical" => Ok(Normalization::Spherical),
+            other => Err(MkError::config(
+                "normalize",
+                format!(
+                    "unknown normalisation {other:?}; valid: none, trace, mean_diag, \
+                     multiplicative, spherical"
+                ),
+            )),
+        }
+    }
+}
+
+/// Training statistics of a whole stack (flat arrays, kernel-major), enough to normalise the
+/// cross kernels of new points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NormStats {
+    pub normalization: Normalization,
+    pub center: bool,
+    /// Number of training points.
+    pub n: usize,
+    /// `(M, n)` training row means of the raw kernels (empty unless `center`).
+    pub row_means: Vec<f64>,
+    /// `(M,)` mean of all entries of each raw training kernel (0 unless `center`).
+    pub total_means: Vec<f64>,
+    /// `(M, n)` diagonal of the centred training kernels (empty unless spherical).
+    pub diag: Vec<f64>,
+    /// `(M,)` factor applied after centring (1 for none and spherical; 0 for a kernel that is
+    /// zero after centring, which stays zero).
+    pub scales: Vec<f64>,
+}
+
+/// Relative size below which a kernel counts as zero (e.g. a constant kernel after centring).
+const DEGENERATE: f64 = 1e-12;
+
+impl NormStats {
+    /// Number of kernels.
+    pub fn m(&self) -> usize {
+        self.scales.len()
+    }
+
+    /// Indices of kernels that were zero after centring and so could not be scaled.
+    pub fn degenerate(&self) -> Vec<usize> {
+        (0..self.m())
+            .filter(|&m| self.scales[m] == 0.0 && self.normalization != Normalization::Spherical)
+            .collect()
+    }
+
+    /// Statistics of one raw training kernel `k` (n×n, row-major) and its diagonal.
+    pub(crate) fn of_kernel<T: Element>(
+        normalization: Normalization,
+        center: bool,
+        k: &[T],
+        n: usize,
+    ) -> KernelStats {
+        let mut row_means = Vec::new();
+        let mut total = 0.0;
+        if center {
+            row_means = k
+                .chunks_exact(n)
+                .map(|row| row.iter().map(|v| v.to_f64()).sum::<f64>() / n as f64)
+                .collect();
+            total = row_means.iter().sum::<f64>() / n as f64;
+        }
+        // The centred diagonal: k_ii − 2 r_i + t.
+        let cdiag: Vec<f64> = (0..n)
+            .map(|i| {
+                let kii = k[i * n + i].to_f64();
+                if center {
+                    kii - 2.0 * row_means[i] + total
+                } else {
+                    kii
+                }
+            })
+            .collect();
+        let raw_scale = (0..n)
+            .map(|i| k[i * n + i].to_f64().abs())
+            .sum::<f64>()
+            .max(f64::MIN_POSITIVE);
+        let trace: f64 = cdiag.iter().sum();
+        let zero = trace <= DEGENERATE * raw_scale;
+        let scale = match normalization {
+            Normalization::None | Normalization::Spherical => 1.0,
+            _ if zero => 0.0,
+            Normalization::Trace => 1.0 / trace,
+            Normalization::MeanDiag => n as f64 / trace,
+            Normalization::Multiplicative => {
+                // With centring the mean of all entries is 0 already.
+                let mean_all = if center {
+                    0.0
+                } else {
+                    k.iter().map(|v| v.to_f64()).sum::<f64>() / (n * n) as f64
+                };
+                let var = trace / n as f64 - mean_all;
+                if var <= DEGENERATE * raw_scale / n as f64 {
+                    0.0
+                } else {
+                    1.0 / var
+                }
+            }
+        };
+        KernelStats {
+            row_means,
+            total,
+            diag: if normalization == Normalization::Spherical {
+                cdiag
+            } else {
+                Vec::new()
+            },
+            scale,
+        }
+    }
+
+    /// Assembles per-kernel statistics into the stack's statistics.
+    pub(crate) fn collect(
+        normalization: Normalization,
+        center: bool,
+        n: usize,
+        per_kernel: Vec<KernelStats>,
+    ) -> Self {
+        let mut s = NormStats {
+            normalization,
+            center,
+            n,
+            row_means: Vec::new(),
+            total_means: Vec::with_capacity(per_kernel.len()),
+            diag: Vec::new(),
+            scales: Vec::with_capacity(per_kernel.len()),
+        };
+        for k in per_kernel {
+            s.row_means.extend(k.row_means);
+            s.total_means.push(k.total);
+            s.diag.extend(k.diag);
+            s.scales.push(k.scale);
+        }
+        s
+    }
+
+    /// Checks that these statistics fit a stack of `m` kernels on `n` training points.
+    pub fn validate(&self, m: usize, n: usize) -> Result<()> {
+        let ok = self.scales.len() == m
+            && self.total_means.len() == m
+            && self.n == n
+            && (!self.center || self.row_means.len() == m * n)
+            && (self.normalization != Normalization::Spherical || self.diag.len() == m * n);
+        if ok {
+            Ok(())
+        } else {
+            Err(MkError::Shape(format!(
+                "normalisation statistics do not match {m} kernels on {n} training points"
+            )))
+        }
+    }
+
+    /// Normalises, in place, the raw kernel `m` between new points and the training points:
+    /// `k` is `(n_new, n)` row-major and `self_values[a] = k(x_a, x_a)` (raw).
+    ///
+    /// Centring in feature space: `k̃(a,i) = k(a,i) − mean_j k(a,j) − r_i + t` and
+    /// `k̃(a,a) = k(a,a) − 2 mean_j k(a,j) + t`, with `r`, `t` the training row and total means.
+    pub(crate) fn apply<T: Element>(&self, m: usize, k: &mut [T], self_values: &[f64]) {
+        let n = self.n;
+        let rows = self.row_means.get(m * n..(m + 1) * n);
+        let t = self.total_means[m];
+        let scale = self.scales[m];
+        let spherical = self.normalization == Normalization::Spherical;
+        let dtrain = if spherical {
+            &self.diag[m * n..(m + 1) * n]
+        } else {
+            &[][..]
+        };
+        for (row, &kaa) in k.chunks_exact_mut(n).zip(self_values) {
+            let mut self_c = kaa;
+            if let (true, Some(r)) = (self.center, rows) {
+                let mean_a = row.iter().map(|v| v.to_f64()).sum::<f64>() / n as f64;
+                for (v, &ri) in row.iter_mut().zip(r) {
+                    *v = T::from_f64(v.to_f64() - mean_a - ri + t);
+                }
+                self_c = kaa - 2.0 * mean_a + t;
+            }
+            if spherical {
+                for (v, &di) in row.iter_mut().zip(dtrain) {
+                    let d = self_c * di;
+                    // A point at the origin of feature space has no direction: its row is 0.
+                    let f = if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 };
+                    *v = T::from_f64(v.to_f64() * f);
+                }
+            } else if scale != 1.0 {
+                for v in row.iter_mut() {
+                    *v = T::from_f64(v.to_f64() * scale);
+                }
+            }
+        }
+    }
+}
+
+/// Statistics of one kernel, before they are gathered into [`NormStats`].
+pub(crate) struct KernelStats {
+    row_means: Vec<f64>,
+    total: f64,
+    diag: Vec<f64>,
+    scale: f64,
+}

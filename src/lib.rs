@@ -1,0 +1,29 @@
+//! # multikernel — Multiple Kernel Learning engine
+//!
+//! A model is `f(x) = Σ_m f_m(x) + b` with `f_m(x) = Σ_i A[m,i] k_m(x, x_i)`, so that
+//! `‖f_m‖_H = sqrt(A[m]ᵀ K_m A[m])`. Every solver minimises
+//!
+//! ```text
+//! P(A, b) = C Σ_i ℓ(y_i, f(x_i)) + Ω(‖f_1‖, …, ‖f_M‖)
+//! ```
+//!
+//! for a loss ℓ and a penalty Ω (block-ℓ1, elastic net, ℓp, group), and reports `P`, a dual value
+//! `D ≤ P` from a feasible dual point, and the relative gap `(P − D)/|P|` as a certificate
+//! (see `ALGORITHMS.md` of the project).
+//!
+//! Layout: [`kernels`] computes and normalises Gram matrices and holds them in a
+//! [`kernels::KernelStack`], the one abstraction through which solvers touch kernels;
+//! [`solvers`] holds the optimisation algorithms; the `python` module (feature `python`) is a thin
+//! binding without logic.
+
+pub mod error;
+pub mod interrupt;
+pub mod kernels;
+pub mod parallel;
+pub mod solvers;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use error::{MkError, Result};
+pub use interrupt::{Interrupt, NoInterrupt};

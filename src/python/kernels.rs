@@ -1,0 +1,367 @@
+//! Bindings of the kernel layer.
+
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
+    PyUntypedArrayMethods,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::convert::{signals_pending, to_py};
+use crate::kernels::{
+    cross_gram, gram, simplemkl_bank, DenseStack, Element, GramOptions, KernelFn, KernelSpec,
+    KernelStack, LowRankStack, NormStats, Normalization,
+};
+use crate::parallel::with_pool;
+
+/// A kernel specification as it crosses the binding: `(kind, a, b, c, features)`;
+/// polynomial `(degree, coef0, scale)`, gaussian and laplacian `(sigma, 0, 0)`.
+type SpecTuple = (String, f64, f64, f64, Option<Vec<usize>>);
+
+fn spec_from(t: &SpecTuple) -> PyResult<KernelSpec> {
+    let (kind, a, b, c, features) = t;
+    let func = match kind.as_str() {
+        "linear" => KernelFn::Linear,
+        "polynomial" => {
+            if !(a.fract() == 0.0 && *a >= 1.0 && *a <= u32::MAX as f64) {
+                return Err(PyValueError::new_err(format!(
+                    "polynomial degree must be a positive integer, got {a}"
+                )));
+            }
+            KernelFn::Polynomial {
+                degree: *a as u32,
+                coef0: *b,
+                scale: *c,
+            }
+        }
+        "gaussian" => KernelFn::Gaussian { sigma: *a },
+        "laplacian" => KernelFn::Laplacian { sigma: *a },
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown kernel kind {other:?}; valid: linear, polynomial, gaussian, laplacian"
+            )))
+        }
+    };
+    Ok(KernelSpec {
+        func,
+        features: features.clone(),
+    })
+}
+
+fn spec_to(s: &KernelSpec) -> SpecTuple {
+    let (kind, a, b, c) = match s.func {
+        KernelFn::Linear => ("linear", 0.0, 0.0, 0.0),
+        KernelFn::Polynomial {
+            degree,
+            coef0,
+            scale,
+        } => ("polynomial", degree as f64, coef0, scale),
+        KernelFn::Gaussian { sigma } => ("gaussian", sigma, 0.0, 0.0),
+        KernelFn::Laplacian { sigma } => ("laplacian", sigma, 0.0, 0.0),
+    };
+    (kind.to_string(), a, b, c, s.features.clone())
+}
+
+fn specs_from(specs: &[SpecTuple]) -> PyResult<Vec<KernelSpec>> {
+    specs.iter().map(spec_from).collect()
+}
+
+fn norm_name(n: Normalization) -> &'static str {
+    match n {
+        Normalization::None => "none",
+        Normalization::Trace => "trace",
+        Normalization::MeanDiag => "mean_diag",
+        Normalization::Multiplicative => "multiplicative",
+        Normalization::Spherical => "spherical",
+    }
+}
+
+fn stats_to_dict<'py>(py: Python<'py>, s: NormStats) -> PyResult<Bound<'py, PyDict>> {
+    let m = s.m();
+    let n = s.n;
+    let d = PyDict::new(py);
+    d.set_item("normalize", norm_name(s.normalization))?;
+    d.set_item("center", s.center)?;
+    d.set_item("n", n)?;
+    let rows = if s.center { n } else { 0 };
+    let drows = if s.normalization == Normalization::Spherical {
+        n
+    } else {
+        0
+    };
+    d.set_item("degenerate", s.degenerate())?;
+    d.set_item(
+        "row_means",
+        ndarray::Array2::from_shape_vec((m, rows), s.row_means)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .into_pyarray(py),
+    )?;
+    d.set_item("total_means", s.total_means.into_pyarray(py))?;
+    d.set_item(
+        "diag",
+        ndarray::Array2::from_shape_vec((m, drows), s.diag)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .into_pyarray(py),
+    )?;
+    d.set_item("scales", s.scales.into_pyarray(py))?;
+    Ok(d)
+}
+
+fn stats_from_dict(d: &Bound<'_, PyDict>) -> PyResult<NormStats> {
+    let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
+        d.get_item(k)?
+            .ok_or_else(|| PyValueError::new_err(format!("normalisation statistics lack {k:?}")))
+    };
+    let flat2 = |k: &str| -> PyResult<Vec<f64>> {
+        let a: PyReadonlyArray2<f64> = get(k)?.extract()?;
+        Ok(a.as_array().iter().copied().collect())
+    };
+    let flat1 = |k: &str| -> PyResult<Vec<f64>> {
+        let a: PyReadonlyArray1<f64> = get(k)?.extract()?;
+        Ok(a.as_array().to_vec())
+    };
+    let name: String = get("normalize")?.extract()?;
+    Ok(NormStats {
+        normalization: Normalization::parse(&name).map_err(to_py)?,
+        center: get("center")?.extract()?,
+        n: get("n")?.extract()?,
+        row_means: flat2("row_means")?,
+        total_means: flat1("total_means")?,
+        diag: flat2("diag")?,
+        scales: flat1("scales")?,
+    })
+}
+
+fn options(
+    normalize: &str,
+    center: bool,
+    n_threads: usize,
+    max_bytes: Option<u64>,
+) -> PyResult<GramOptions> {
+    Ok(GramOptions {
+        normalization: Normalization::parse(normalize).map_err(to_py)?,
+        center,
+        n_threads,
+        max_bytes,
+    })
+}
+
+/// Training Gram stack and normalisation statistics.
+#[pyfunction]
+#[pyo3(signature = (x, specs, normalize, center, float32, n_threads, max_bytes=None))]
+#[allow(clippy::too_many_arguments)]
+fn gram_fit<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    specs: Vec<SpecTuple>,
+    normalize: &str,
+    center: bool,
+    float32: bool,
+    n_threads: usize,
+    max_bytes: Option<u64>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+    let specs = specs_from(&specs)?;
+    let opts = options(normalize, center, n_threads, max_bytes)?;
+    let xv = x.as_array();
+    let interrupt = signals_pending;
+    if float32 {
+        let (g, s) = py
+            .detach(|| gram::<f32>(xv, &specs, &opts, &interrupt))
+            .map_err(to_py)?;
+        Ok((g.into_pyarray(py).into_any(), stats_to_dict(py, s)?))
+    } else {
+        let (g, s) = py
+            .detach(|| gram::<f64>(xv, &specs, &opts, &interrupt))
+            .map_err(to_py)?;
+        Ok((g.into_pyarray(py).into_any(), stats_to_dict(py, s)?))
+    }
+}
+
+/// Cross kernels between new points and the training points.
+#[pyfunction]
+#[pyo3(signature = (x_new, x_train, specs, stats, float32, n_threads, max_bytes=None))]
+#[allow(clippy::too_many_arguments)]
+fn gram_cross<'py>(
+    py: Python<'py>,
+    x_new: PyReadonlyArray2<'py, f64>,
+    x_train: PyReadonlyArray2<'py, f64>,
+    specs: Vec<SpecTuple>,
+    stats: &Bound<'py, PyDict>,
+    float32: bool,
+    n_threads: usize,
+    max_bytes: Option<u64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let specs = specs_from(&specs)?;
+    let st = stats_from_dict(stats)?;
+    let opts = options(norm_name(st.normalization), st.center, n_threads, max_bytes)?;
+    let (a, b) = (x_new.as_array(), x_train.as_array());
+    let interrupt = signals_pending;
+    if float32 {
+        let g = py
+            .detach(|| cross_gram::<f32>(a, b, &specs, &st, &opts, &interrupt))
+            .map_err(to_py)?;
+        Ok(g.into_pyarray(py).into_any())
+    } else {
+        let g = py
+            .detach(|| cross_gram::<f64>(a, b, &specs, &st, &opts, &interrupt))
+            .map_err(to_py)?;
+        Ok(g.into_pyarray(py).into_any())
+    }
+}
+
+/// Runs `f` on a dense stack view of a float64 or float32 `(M, n, n)` array.
+pub(crate) fn with_dense<R>(
+    g: &Bound<'_, PyAny>,
+    f: impl FnOnce(&dyn KernelStack) -> PyResult<R>,
+) -> PyResult<R> {
+    fn view<'a, T: Element + numpy::Element>(
+        a: &'a PyReadonlyArray3<'_, T>,
+    ) -> PyResult<DenseStack<'a, T>> {
+        let sh = a.shape();
+        if sh[1] != sh[2] {
+            return Err(PyValueError::new_err(format!(
+                "a kernel stack must have shape (M, n, n), got ({}, {}, {})",
+                sh[0], sh[1], sh[2]
+            )));
+        }
+        let data = a
+            .as_slice()
+            .map_err(|_| PyValueError::new_err("the kernel stack must be C-contiguous"))?;
+        DenseStack::new(data, sh[0], sh[1]).map_err(to_py)
+    }
+    if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f64>>() {
+        f(&view(&a)?)
+    } else if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f32>>() {
+        f(&view(&a)?)
+    } else {
+        Err(PyValueError::new_err(
+            "a kernel stack must be a float64 or float32 array of shape (M, n, n)",
+        ))
+    }
+}
+
+/// `vᵀ K_m v` for every kernel of a dense stack.
+#[pyfunction]
+#[pyo3(signature = (g, v, n_threads=0))]
+fn quad_forms<'py>(
+    py: Python<'py>,
+    g: &Bound<'py, PyAny>,
+    v: PyReadonlyArray1<'py, f64>,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let v = v.as_array().to_vec();
+    let out = with_dense(g, |s| {
+        if v.len() != s.n() {
+            return Err(PyValueError::new_err(format!(
+                "v has length {} but the kernels are {}×{}",
+                v.len(),
+                s.n(),
+                s.n()
+            )));
+        }
+        let mut out = vec![0.0; s.m()];
+        py.detach(|| with_pool(n_threads, || s.quad_forms(&v, &mut out)))
+            .map_err(to_py)?;
+        Ok(out)
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
+/// Checks a precomputed stack: finite and symmetric within `rtol`.
+#[pyfunction]
+#[pyo3(signature = (g, rtol, n_threads=0))]
+fn validate_stack(
+    py: Python<'_>,
+    g: &Bound<'_, PyAny>,
+    rtol: f64,
+    n_threads: usize,
+) -> PyResult<()> {
+    fn check<T: Element + numpy::Element>(
+        py: Python<'_>,
+        a: PyReadonlyArray3<'_, T>,
+        rtol: f64,
+        n_threads: usize,
+    ) -> PyResult<()> {
+        let sh = a.shape().to_vec();
+        let data = a
+            .as_slice()
+            .map_err(|_| PyValueError::new_err("the kernel stack must be C-contiguous"))?;
+        let s = DenseStack::new(data, sh[0], sh[1]).map_err(to_py)?;
+        py.detach(|| with_pool(n_threads, || s.validate(rtol)))
+            .map_err(to_py)?
+            .map_err(to_py)
+    }
+    if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f64>>() {
+        check(py, a, rtol, n_threads)
+    } else if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f32>>() {
+        check(py, a, rtol, n_threads)
+    } else {
+        Err(PyValueError::new_err(
+            "a kernel stack must be a float64 or float32 array of shape (M, n, n)",
+        ))
+    }
+}
+
+/// Pivoted incomplete Cholesky of every kernel: factors `(n, r_m)`, ranks and relative errors.
+#[pyfunction]
+#[pyo3(signature = (g, tol, max_rank, n_threads=0))]
+#[allow(clippy::type_complexity)]
+fn low_rank<'py>(
+    py: Python<'py>,
+    g: PyReadonlyArray3<'py, f64>,
+    tol: f64,
+    max_rank: usize,
+    n_threads: usize,
+) -> PyResult<(
+    Vec<Bound<'py, PyArray2<f64>>>,
+    Vec<usize>,
+    Bound<'py, PyArray1<f64>>,
+)> {
+    let sh = g.shape().to_vec();
+    let data = g
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("the kernel stack must be C-contiguous"))?;
+    let stack = DenseStack::new(data, sh[0], sh[1]).map_err(to_py)?;
+    let lr = py
+        .detach(|| {
+            with_pool(n_threads, || {
+                LowRankStack::from_dense(&stack, tol, max_rank)
+            })
+        })
+        .map_err(to_py)?
+        .map_err(to_py)?;
+    let n = sh[1];
+    let ranks = lr.ranks();
+    let factors = (0..ranks.len())
+        .map(|m| {
+            // Stored as r columns of length n: that is the (r, n) row-major transpose.
+            let f = ndarray::Array2::from_shape_vec((ranks[m], n), lr.factor(m).to_vec())
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            Ok(f.reversed_axes()
+                .as_standard_layout()
+                .into_owned()
+                .into_pyarray(py))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((factors, ranks, lr.errors().to_vec().into_pyarray(py)))
+}
+
+/// The SimpleMKL bank as specification tuples.
+#[pyfunction]
+fn simplemkl_specs(n_features: usize, widths: Vec<f64>, degrees: Vec<u32>) -> Vec<SpecTuple> {
+    simplemkl_bank(n_features, &widths, &degrees)
+        .iter()
+        .map(spec_to)
+        .collect()
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(gram_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(gram_cross, m)?)?;
+    m.add_function(wrap_pyfunction!(quad_forms, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_stack, m)?)?;
+    m.add_function(wrap_pyfunction!(low_rank, m)?)?;
+    m.add_function(wrap_pyfunction!(simplemkl_specs, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! The `multikernel._core` extension module: conversion, GIL release and error mapping only.
+//! All validation that needs Python types lives in the Python facade; all logic in the engine.
+
+mod convert;
+mod kernels;
+
+use pyo3::prelude::*;
+
+/// The native core of multikernel.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add(
+        "StackTooLargeError",
+        m.py().get_type::<convert::StackTooLargeError>(),
+    )?;
+    kernels::register(m)?;
+    Ok(())
+}

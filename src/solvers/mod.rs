@@ -1,0 +1,4 @@
+//! Optimisation algorithms. Each solver touches kernels only through
+//! [`crate::kernels::KernelStack`].
+
+pub mod smo;
