@@ -19,7 +19,10 @@
 pub mod error;
 pub mod interrupt;
 pub mod kernels;
+pub mod linalg;
+pub mod losses;
 pub mod parallel;
+pub mod result;
 pub mod solvers;
 
 #[cfg(feature = "python")]
@@ -27,3 +30,5 @@ mod python;
 
 pub use error::{MkError, Result};
 pub use interrupt::{Interrupt, NoInterrupt};
+pub use losses::Loss;
+pub use result::{FitResult, IterRecord, SolveStatus};

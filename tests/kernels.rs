@@ -12,7 +12,9 @@ use ndarray::Array2;
 fn lcg(seed: u64) -> impl FnMut() -> f64 {
     let mut s = seed;
     move || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 }
@@ -196,7 +198,10 @@ fn bad_inputs_are_errors_not_panics() {
     assert!(e.to_string().contains("float32"));
     assert!(DenseStack::new(&[0.0f64; 7], 1, 3).is_err());
     let asym = [1.0, 0.5, 0.0, 1.0];
-    assert!(DenseStack::new(&asym, 1, 2).unwrap().validate(1e-8).is_err());
+    assert!(DenseStack::new(&asym, 1, 2)
+        .unwrap()
+        .validate(1e-8)
+        .is_err());
 }
 
 #[test]

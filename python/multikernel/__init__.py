@@ -7,7 +7,18 @@ relative duality gap, which certifies how far the fit is from the optimum.
 from __future__ import annotations
 
 from . import kernels
+from ._config import AnalyticConfig, InterleavedConfig, SolverConfig
+from ._estimators import MKLClassifier, MKLRegressor, default_kernels
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "kernels"]
+__all__ = [
+    "AnalyticConfig",
+    "InterleavedConfig",
+    "MKLClassifier",
+    "MKLRegressor",
+    "SolverConfig",
+    "__version__",
+    "default_kernels",
+    "kernels",
+]

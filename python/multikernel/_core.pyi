@@ -7,6 +7,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "StackTooLargeError",
+    "fit_lp",
     "gram_cross",
     "gram_fit",
     "low_rank",
@@ -47,3 +48,17 @@ def low_rank(
 def simplemkl_specs(
     n_features: int, widths: list[float], degrees: list[int]
 ) -> list[_SpecTuple]: ...
+def fit_lp(
+    g: NDArray[Any],
+    y: NDArray[np.float64],
+    *,
+    p: float,
+    C: float,
+    loss: str,
+    epsilon: float,
+    algorithm: str,
+    tol: float,
+    max_iter: int,
+    inner_tol: float,
+    n_threads: int,
+) -> dict[str, Any]: ...

@@ -3,6 +3,7 @@
 
 mod convert;
 mod kernels;
+mod solvers;
 
 use pyo3::prelude::*;
 
@@ -14,5 +15,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.py().get_type::<convert::StackTooLargeError>(),
     )?;
     kernels::register(m)?;
+    solvers::register(m)?;
     Ok(())
 }

@@ -1,0 +1,69 @@
+//! Dense linear algebra on faer: Cholesky solves with a ridge fallback.
+
+use faer::linalg::solvers::Solve;
+use faer::{Mat, MatRef, Side};
+
+use crate::error::{MkError, Result};
+
+/// A Cholesky factorisation of an SPD matrix, with the ridge that had to be added (0 if none).
+pub struct Cholesky {
+    llt: faer::linalg::solvers::Llt<f64>,
+    pub ridge: f64,
+}
+
+impl Cholesky {
+    /// Factorises the row-major symmetric `n×n` matrix `a`. When it is not numerically positive
+    /// definite, retries with `a + r·I` for growing `r` (from `1e-12·mean diag`), because the
+    /// systems solved here are PSD by construction and fail only through rounding.
+    pub fn new(a: &[f64], n: usize) -> Result<Self> {
+        let m = MatRef::from_row_major_slice(a, n, n);
+        let mean_diag = (0..n).map(|i| a[i * n + i].abs()).sum::<f64>() / n as f64;
+        let mut ridge = 0.0;
+        let mut base = 1e-12 * mean_diag.max(f64::MIN_POSITIVE);
+        for _ in 0..8 {
+            let attempt = if ridge == 0.0 {
+                m.llt(Side::Lower)
+            } else {
+                let mut shifted = m.to_owned();
+                for i in 0..n {
+                    shifted[(i, i)] += ridge;
+                }
+                shifted.llt(Side::Lower)
+            };
+            if let Ok(llt) = attempt {
+                return Ok(Cholesky { llt, ridge });
+            }
+            ridge = base;
+            base *= 100.0;
+        }
+        Err(MkError::Linalg(format!(
+            "Cholesky factorisation failed even with a ridge of {ridge:.3e}: the system is not \
+             positive definite"
+        )))
+    }
+
+    /// Solves `A x = b` for each column of `b` (`n × k`), in place.
+    pub fn solve_in_place(&self, b: &mut Mat<f64>) {
+        self.llt.solve_in_place(b.as_mut());
+    }
+
+    /// Solves `A x = b` for one right-hand side.
+    pub fn solve(&self, b: &[f64]) -> Vec<f64> {
+        let mut m = Mat::from_fn(b.len(), 1, |i, _| b[i]);
+        self.solve_in_place(&mut m);
+        (0..b.len()).map(|i| m[(i, 0)]).collect()
+    }
+}
+
+/// Solves the bordered system `[A 1; 1ᵀ 0] [x; b] = [r; 0]` of a kernel model with an intercept
+/// (`Σ x = 0`) through two solves with `A`: `x = A⁻¹(r − b1)`, `b = 1ᵀA⁻¹r / 1ᵀA⁻¹1`.
+pub fn solve_with_intercept(chol: &Cholesky, r: &[f64]) -> (Vec<f64>, f64) {
+    let n = r.len();
+    let mut rhs = Mat::from_fn(n, 2, |i, j| if j == 0 { r[i] } else { 1.0 });
+    chol.solve_in_place(&mut rhs);
+    let s_r: f64 = (0..n).map(|i| rhs[(i, 0)]).sum();
+    let s_1: f64 = (0..n).map(|i| rhs[(i, 1)]).sum();
+    let b = s_r / s_1;
+    let x = (0..n).map(|i| rhs[(i, 0)] - b * rhs[(i, 1)]).collect();
+    (x, b)
+}

@@ -1,0 +1,233 @@
+//! Losses `ℓ(y, z)` and their convex conjugates `ℓ*(y, u) = sup_z (u z − ℓ(y, z))`, the one
+//! place every primal value and every dual value is computed (ALGORITHMS.md §0).
+
+use crate::error::{MkError, Result};
+
+/// A loss of a label `y` and a prediction `z`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Loss {
+    /// `max(0, 1 − yz)`; `ℓ*(y,u) = yu` for `−1 ≤ yu ≤ 0`.
+    Hinge,
+    /// `½ max(0, 1 − yz)²`; `ℓ*(y,u) = −s + s²/2`, `s = −yu ≥ 0`.
+    SquaredHinge,
+    /// `log(1 + e^{−yz})`; `ℓ*(y,u) = s log s + (1−s) log(1−s)`, `s = −yu ∈ [0, 1]`.
+    Logistic,
+    /// `½ (y − z)²`; `ℓ*(y,u) = ½u² + yu`.
+    Squared,
+    /// `max(0, |y − z| − ε)`; `ℓ*(y,u) = yu + ε|u|` for `|u| ≤ 1`.
+    EpsilonInsensitive { epsilon: f64 },
+}
+
+impl Loss {
+    /// Parses a loss name (`epsilon` is used by `epsilon_insensitive` only).
+    pub fn parse(name: &str, epsilon: f64) -> Result<Self> {
+        match name {
+            "hinge" => Ok(Loss::Hinge),
+            "squared_hinge" => Ok(Loss::SquaredHinge),
+            "logistic" => Ok(Loss::Logistic),
+            "squared" => Ok(Loss::Squared),
+            "epsilon_insensitive" => {
+                if !(epsilon.is_finite() && epsilon >= 0.0) {
+                    return Err(MkError::config(
+                        "epsilon",
+                        format!("must be ≥ 0, got {epsilon}"),
+                    ));
+                }
+                Ok(Loss::EpsilonInsensitive { epsilon })
+            }
+            other => Err(MkError::config(
+                "loss",
+                format!(
+                    "unknown loss {other:?}; valid: hinge, squared_hinge, logistic, squared, \
+                     epsilon_insensitive"
+                ),
+            )),
+        }
+    }
+
+    /// `true` for classification losses (labels ±1).
+    pub fn is_classification(&self) -> bool {
+        matches!(self, Loss::Hinge | Loss::SquaredHinge | Loss::Logistic)
+    }
+
+    /// `ℓ(y, z)`.
+    #[inline]
+    pub fn value(&self, y: f64, z: f64) -> f64 {
+        match *self {
+            Loss::Hinge => (1.0 - y * z).max(0.0),
+            Loss::SquaredHinge => 0.5 * (1.0 - y * z).max(0.0).powi(2),
+            Loss::Logistic => softplus(-y * z),
+            Loss::Squared => 0.5 * (y - z) * (y - z),
+            Loss::EpsilonInsensitive { epsilon } => ((y - z).abs() - epsilon).max(0.0),
+        }
+    }
+
+    /// `∂ℓ/∂z` (a subgradient for the non-smooth losses).
+    #[inline]
+    pub fn deriv(&self, y: f64, z: f64) -> f64 {
+        match *self {
+            Loss::Hinge => {
+                if y * z < 1.0 {
+                    -y
+                } else {
+                    0.0
+                }
+            }
+            Loss::SquaredHinge => -y * (1.0 - y * z).max(0.0),
+            Loss::Logistic => -y * sigmoid(-y * z),
+            Loss::Squared => z - y,
+            Loss::EpsilonInsensitive { epsilon } => {
+                let r = z - y;
+                if r > epsilon {
+                    1.0
+                } else if r < -epsilon {
+                    -1.0
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+
+    /// `∂²ℓ/∂z²` (for the Newton solvers of the smooth losses).
+    #[inline]
+    pub fn deriv2(&self, y: f64, z: f64) -> f64 {
+        match *self {
+            Loss::SquaredHinge => {
+                if y * z < 1.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Loss::Logistic => {
+                let s = sigmoid(-y * z);
+                s * (1.0 - s)
+            }
+            Loss::Squared => 1.0,
+            Loss::Hinge | Loss::EpsilonInsensitive { .. } => 0.0,
+        }
+    }
+
+    /// `ℓ*(y, u)`, `+∞` outside the conjugate's domain (a small tolerance absorbs rounding).
+    #[inline]
+    pub fn conjugate(&self, y: f64, u: f64) -> f64 {
+        const TOL: f64 = 1e-9;
+        match *self {
+            Loss::Hinge => {
+                let s = y * u;
+                if (-1.0 - TOL..=TOL).contains(&s) {
+                    s.clamp(-1.0, 0.0)
+                } else {
+                    f64::INFINITY
+                }
+            }
+            Loss::SquaredHinge => {
+                let s = -y * u;
+                if s >= -TOL {
+                    let s = s.max(0.0);
+                    -s + 0.5 * s * s
+                } else {
+                    f64::INFINITY
+                }
+            }
+            Loss::Logistic => {
+                let s = -y * u;
+                if (-TOL..=1.0 + TOL).contains(&s) {
+                    let s = s.clamp(0.0, 1.0);
+                    xlogx(s) + xlogx(1.0 - s)
+                } else {
+                    f64::INFINITY
+                }
+            }
+            Loss::Squared => 0.5 * u * u + y * u,
+            Loss::EpsilonInsensitive { epsilon } => {
+                if u.abs() <= 1.0 + TOL {
+                    let u = u.clamp(-1.0, 1.0);
+                    y * u + epsilon * u.abs()
+                } else {
+                    f64::INFINITY
+                }
+            }
+        }
+    }
+
+    /// The nearest point of the conjugate's domain to `u` (used to make a dual point feasible).
+    #[inline]
+    pub fn project_conjugate_domain(&self, y: f64, u: f64) -> f64 {
+        match *self {
+            // yu ∈ [−1, 0] with y = ±1.
+            Loss::Hinge | Loss::Logistic => y * (y * u).clamp(-1.0, 0.0),
+            Loss::SquaredHinge => y * (y * u).min(0.0),
+            Loss::Squared => u,
+            Loss::EpsilonInsensitive { .. } => u.clamp(-1.0, 1.0),
+        }
+    }
+}
+
+/// `log(1 + e^x)` without overflow.
+#[inline]
+pub fn softplus(x: f64) -> f64 {
+    if x > 0.0 {
+        x + (-x).exp().ln_1p()
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// `1 / (1 + e^{−x})` without overflow.
+#[inline]
+pub fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+#[inline]
+fn xlogx(x: f64) -> f64 {
+    if x > 0.0 {
+        x * x.ln()
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fenchel–Young: ℓ(y,z) + ℓ*(y,u) ≥ uz, with equality at u = ℓ'(y,z).
+    #[test]
+    fn fenchel_young_equality_at_the_derivative() {
+        let losses = [
+            Loss::Hinge,
+            Loss::SquaredHinge,
+            Loss::Logistic,
+            Loss::Squared,
+            Loss::EpsilonInsensitive { epsilon: 0.3 },
+        ];
+        for loss in losses {
+            for &y in &[1.0, -1.0, 0.7] {
+                if loss.is_classification() && y == 0.7 {
+                    continue;
+                }
+                for &z in &[-2.0, -0.4, 0.0, 0.5, 1.3, 3.0] {
+                    let u = loss.deriv(y, z);
+                    let lhs = loss.value(y, z) + loss.conjugate(y, u);
+                    assert!(
+                        (lhs - u * z).abs() < 1e-12,
+                        "{loss:?} y={y} z={z}: {lhs} vs {}",
+                        u * z
+                    );
+                    for &v in &[-0.9, -0.3, 0.2] {
+                        let v = loss.project_conjugate_domain(y, v);
+                        assert!(loss.value(y, z) + loss.conjugate(y, v) >= v * z - 1e-12);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The single-kernel problem of Algorithm 1 on a combined kernel `K_θ`, warm-started across
+//! outer iterations: SMO for the hinge, squared-hinge and ε-insensitive losses, Newton
+//! (Cholesky) for the squared and logistic losses. Every variant exposes the model as
+//! `f = K_θ β + b`, with `β` a feasible point of the ℓp dual (ALGORITHMS.md §1).
+
+use crate::error::Result;
+use crate::interrupt::Interrupt;
+use crate::losses::Loss;
+use crate::solvers::newton::NewtonSolver;
+use crate::solvers::smo::{l2svm, svc, svr, DenseKernel, SmoOptions, SvmSolution};
+
+/// A warm-started single-kernel solver.
+pub enum SingleKernel {
+    Smo {
+        loss: Loss,
+        c: f64,
+        y: Vec<f64>,
+        last: Option<SvmSolution>,
+        zero: Vec<f64>,
+    },
+    Newton(NewtonSolver),
+}
+
+impl SingleKernel {
+    /// A solver for `loss` with loss weight `c` and targets `y`.
+    pub fn new(loss: Loss, c: f64, y: &[f64]) -> Result<Self> {
+        Ok(match loss {
+            Loss::Squared | Loss::Logistic => SingleKernel::Newton(NewtonSolver::new(loss, c, y)?),
+            _ => SingleKernel::Smo {
+                loss,
+                c,
+                y: y.to_vec(),
+                last: None,
+                zero: vec![0.0; y.len()],
+            },
+        })
+    }
+
+    /// Solves on the dense row-major kernel `k` to accuracy `tol` (SMO: maximal KKT violation).
+    pub fn solve(&mut self, k: &[f64], tol: f64, interrupt: &dyn Interrupt) -> Result<()> {
+        match self {
+            SingleKernel::Newton(s) => s.solve(k, tol.min(1e-12), interrupt),
+            SingleKernel::Smo {
+                loss, c, y, last, ..
+            } => {
+                let kernel = DenseKernel::new(k, y.len())?;
+                let opts = SmoOptions {
+                    eps: tol,
+                    ..SmoOptions::default()
+                };
+                let warm = last.as_ref().map(|s| s.alpha.as_slice());
+                let cs = [*c];
+                let sol = match *loss {
+                    Loss::Hinge => svc(&kernel, y, &cs, &opts, warm, interrupt)?,
+                    Loss::SquaredHinge => l2svm(&kernel, y, &cs, &opts, warm, interrupt)?,
+                    Loss::EpsilonInsensitive { epsilon } => {
+                        svr(&kernel, y, &cs, epsilon, &opts, warm, interrupt)?
+                    }
+                    Loss::Squared | Loss::Logistic => unreachable!("Newton losses"),
+                };
+                *last = Some(sol);
+                Ok(())
+            }
+        }
+    }
+
+    /// `β` of the last solve (zeros before the first).
+    pub fn beta(&self) -> &[f64] {
+        match self {
+            SingleKernel::Newton(s) => &s.beta,
+            SingleKernel::Smo { last, zero, .. } => {
+                last.as_ref().map_or(zero.as_slice(), |s| s.coef.as_slice())
+            }
+        }
+    }
+
+    /// The intercept `b` of the last solve.
+    pub fn intercept(&self) -> f64 {
+        match self {
+            SingleKernel::Newton(s) => s.b,
+            SingleKernel::Smo { last, .. } => last.as_ref().map_or(0.0, |s| s.intercept),
+        }
+    }
+}

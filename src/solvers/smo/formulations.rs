@@ -1,0 +1,319 @@
+//! The SVM duals built on [`SmoState`], each set up exactly as libsvm's `solve_*` functions so
+//! that the reported objective equals libsvm's (and scikit-learn's) dual objective.
+
+use super::solver::{QpSpec, SmoState};
+use super::{KernelColumns, SmoOptions};
+use crate::error::{MkError, Result};
+use crate::interrupt::Interrupt;
+
+/// A solved SVM dual. The model is `f(x) = Σ_i coef_i K(x, x_i) + intercept`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SvmSolution {
+    /// The QP's own variables α ≥ 0 (length `n`; `2n` for ε-SVR: `[α; α*]`). Pass them back as
+    /// the warm start of the next solve.
+    pub alpha: Vec<f64>,
+    /// Expansion coefficients (length `n`): `y_i α_i` for the SVMs, `α_i − α*_i` for ε-SVR,
+    /// `α_i` for the one-class SVM (scikit-learn's `dual_coef_`).
+    pub coef: Vec<f64>,
+    /// `b = −ρ`.
+    pub intercept: f64,
+    /// libsvm's `ρ`.
+    pub rho: f64,
+    /// libsvm's dual objective `F(α) = ½αᵀQα + pᵀα`, the value SMO *minimises* (libsvm's
+    /// `obj`). For C-SVC it is `½αᵀQα − 1ᵀα`; see [`dual_value`](Self::dual_value) for the
+    /// maximisation form.
+    pub objective: f64,
+    /// SMO steps taken.
+    pub iterations: usize,
+    /// Whether `m(α) − M(α) < eps` was reached (else `max_iter` stopped it).
+    pub converged: bool,
+    /// Final maximal KKT violation `m(α) − M(α)`.
+    pub violation: f64,
+}
+
+impl SvmSolution {
+    /// The dual in maximisation form, `−F(α)`: for C-SVC `1ᵀα − ½αᵀQα`, which lower-bounds the
+    /// primal `C Σ hinge + ½‖f‖²` (the `D` of `ALGORITHMS.md` §1); for the squared hinge
+    /// `1ᵀα − ½αᵀQα − Σ α_i²/(2C_i)`; for ε-SVR `Σ y_i(α_i − α*_i) − ε Σ(α_i + α*_i) − ½βᵀKβ`.
+    pub fn dual_value(&self) -> f64 {
+        -self.objective
+    }
+}
+
+/// `C` given as one value or one per sample; every value must be finite and > 0.
+fn expand_c(c: &[f64], n: usize) -> Result<Vec<f64>> {
+    let v = match c.len() {
+        1 => vec![c[0]; n],
+        len if len == n => c.to_vec(),
+        len => {
+            return Err(MkError::Shape(format!(
+                "C must have length 1 or n = {n}, got {len}"
+            )))
+        }
+    };
+    if let Some(bad) = v.iter().find(|&&x| !(x.is_finite() && x > 0.0)) {
+        return Err(MkError::config(
+            "C",
+            format!("must be finite and > 0, got {bad}"),
+        ));
+    }
+    Ok(v)
+}
+
+fn check_kernel<K: KernelColumns + ?Sized>(kernel: &K, n: usize, what: &str) -> Result<()> {
+    if kernel.n() != n {
+        return Err(MkError::Shape(format!(
+            "kernel of size {} for {n} {what}",
+            kernel.n()
+        )));
+    }
+    Ok(())
+}
+
+fn check_labels(y: &[f64]) -> Result<()> {
+    if y.len() < 2 {
+        return Err(MkError::config("y", "need at least 2 samples"));
+    }
+    if y.iter().any(|&v| v != 1.0 && v != -1.0) {
+        return Err(MkError::config("y", "labels must be +1 or -1"));
+    }
+    if !(y.contains(&1.0) && y.contains(&-1.0)) {
+        return Err(MkError::config(
+            "y",
+            "both classes +1 and -1 must be present",
+        ));
+    }
+    Ok(())
+}
+
+/// The warm start, or `default`; checks length and the equality constraint `yᵀα = Δ` (box
+/// violations are checked by [`SmoState::new`]).
+fn initial_alpha(
+    warm: Option<&[f64]>,
+    y: &[f64],
+    delta: f64,
+    default: impl FnOnce() -> Vec<f64>,
+) -> Result<Vec<f64>> {
+    let Some(a) = warm else {
+        return Ok(default());
+    };
+    if a.len() != y.len() {
+        return Err(MkError::Shape(format!(
+            "warm start of length {}, expected {}",
+            a.len(),
+            y.len()
+        )));
+    }
+    let dot: f64 = a.iter().zip(y).map(|(a, y)| a * y).sum();
+    let scale: f64 = a
+        .iter()
+        .map(|a| a.abs())
+        .sum::<f64>()
+        .max(delta.abs())
+        .max(1.0);
+    if (dot - delta).abs() > 1e-9 * scale {
+        return Err(MkError::config(
+            "warm_start",
+            format!("violates the equality constraint: yᵀα = {dot}, expected {delta}"),
+        ));
+    }
+    Ok(a.to_vec())
+}
+
+fn run<K: KernelColumns + ?Sized>(
+    kernel: &K,
+    spec: &QpSpec<'_>,
+    alpha0: &[f64],
+    options: &SmoOptions,
+    interrupt: &dyn Interrupt,
+    coef: impl FnOnce(&[f64]) -> Vec<f64>,
+) -> Result<SvmSolution> {
+    let mut state = SmoState::new(kernel, spec, alpha0, options)?;
+    let info = state.solve(kernel, interrupt)?;
+    let alpha = state.alpha();
+    Ok(SvmSolution {
+        coef: coef(&alpha),
+        alpha,
+        intercept: -info.rho,
+        rho: info.rho,
+        objective: info.objective,
+        iterations: info.iterations,
+        converged: info.converged,
+        violation: info.violation,
+    })
+}
+
+/// C-SVC (hinge loss), libsvm's `solve_c_svc`:
+///
+/// ```text
+/// primal  min_{f,b}  Σ_i C_i max(0, 1 − y_i (f(x_i) + b)) + ½‖f‖²
+/// dual    min_α  ½ αᵀQα − 1ᵀα   s.t.  yᵀα = 0,  0 ≤ α_i ≤ C_i,    Q = Y K Y
+/// ```
+///
+/// `y ∈ {±1}ⁿ` with both classes, `c` of length 1 or `n` (per-sample C, e.g. class weights),
+/// `warm`: a previous `alpha` (feasible for these bounds). `coef = y ∘ α`.
+pub fn svc<K: KernelColumns + ?Sized>(
+    kernel: &K,
+    y: &[f64],
+    c: &[f64],
+    options: &SmoOptions,
+    warm: Option<&[f64]>,
+    interrupt: &dyn Interrupt,
+) -> Result<SvmSolution> {
+    check_labels(y)?;
+    let n = y.len();
+    check_kernel(kernel, n, "labels")?;
+    let upper = expand_c(c, n)?;
+    let p = vec![-1.0; n];
+    let alpha0 = initial_alpha(warm, y, 0.0, || vec![0.0; n])?;
+    let spec = QpSpec {
+        p: &p,
+        y,
+        upper: &upper,
+        diag_shift: None,
+        kernel_index: None,
+    };
+    run(kernel, &spec, &alpha0, options, interrupt, |a| {
+        a.iter().zip(y).map(|(a, y)| a * y).collect()
+    })
+}
+
+/// L2-SVM (squared hinge loss):
+///
+/// ```text
+/// primal  min_{f,b}  Σ_i C_i · ½ max(0, 1 − y_i (f(x_i) + b))² + ½‖f‖²
+/// dual    min_α  ½ αᵀ(Q + diag(1/C))α − 1ᵀα   s.t.  yᵀα = 0,  α ≥ 0   (no upper bound)
+/// ```
+///
+/// At the optimum `max(0, 1 − y_i f(x_i)) = α_i / C_i`. `coef = y ∘ α`. The upper bounds are
+/// `+∞`; the solver's clipping never fires on them.
+pub fn l2svm<K: KernelColumns + ?Sized>(
+    kernel: &K,
+    y: &[f64],
+    c: &[f64],
+    options: &SmoOptions,
+    warm: Option<&[f64]>,
+    interrupt: &dyn Interrupt,
+) -> Result<SvmSolution> {
+    check_labels(y)?;
+    let n = y.len();
+    check_kernel(kernel, n, "labels")?;
+    let shift: Vec<f64> = expand_c(c, n)?.iter().map(|c| 1.0 / c).collect();
+    let upper = vec![f64::INFINITY; n];
+    let p = vec![-1.0; n];
+    let alpha0 = initial_alpha(warm, y, 0.0, || vec![0.0; n])?;
+    let spec = QpSpec {
+        p: &p,
+        y,
+        upper: &upper,
+        diag_shift: Some(&shift),
+        kernel_index: None,
+    };
+    run(kernel, &spec, &alpha0, options, interrupt, |a| {
+        a.iter().zip(y).map(|(a, y)| a * y).collect()
+    })
+}
+
+/// ε-SVR, libsvm's `solve_epsilon_svr`, with `2n` variables `[α; α*]`:
+///
+/// ```text
+/// primal  min_{f,b}  Σ_i C_i max(0, |y_i − f(x_i) − b| − ε) + ½‖f‖²
+/// dual    min  ½ (α − α*)ᵀK(α − α*) + Σ_i (ε − y_i) α_i + Σ_i (ε + y_i) α*_i
+///         s.t. Σ_i (α_i − α*_i) = 0,  0 ≤ α_i, α*_i ≤ C_i
+/// ```
+///
+/// i.e. the generic problem with signs `[+1…; −1…]`, `p = [ε − y; ε + y]` and `K̃` read through
+/// the index map `t ↦ t mod n` (libsvm's `SVR_Q`, never materialised). `coef = α − α*`;
+/// `warm` is a previous `alpha` of length `2n`.
+pub fn svr<K: KernelColumns + ?Sized>(
+    kernel: &K,
+    y: &[f64],
+    c: &[f64],
+    epsilon: f64,
+    options: &SmoOptions,
+    warm: Option<&[f64]>,
+    interrupt: &dyn Interrupt,
+) -> Result<SvmSolution> {
+    let n = y.len();
+    if n < 2 {
+        return Err(MkError::config("y", "need at least 2 samples"));
+    }
+    if y.iter().any(|v| !v.is_finite()) {
+        return Err(MkError::NonFinite("targets y".into()));
+    }
+    if !(epsilon.is_finite() && epsilon >= 0.0) {
+        return Err(MkError::config(
+            "epsilon",
+            format!("must be finite and ≥ 0, got {epsilon}"),
+        ));
+    }
+    check_kernel(kernel, n, "targets")?;
+    let c = expand_c(c, n)?;
+    let upper: Vec<f64> = c.iter().chain(&c).copied().collect();
+    let p: Vec<f64> = y
+        .iter()
+        .map(|y| epsilon - y)
+        .chain(y.iter().map(|y| epsilon + y))
+        .collect();
+    let signs: Vec<f64> = (0..2 * n).map(|t| if t < n { 1.0 } else { -1.0 }).collect();
+    let kidx: Vec<usize> = (0..2 * n).map(|t| t % n).collect();
+    let alpha0 = initial_alpha(warm, &signs, 0.0, || vec![0.0; 2 * n])?;
+    let spec = QpSpec {
+        p: &p,
+        y: &signs,
+        upper: &upper,
+        diag_shift: None,
+        kernel_index: Some(&kidx),
+    };
+    run(kernel, &spec, &alpha0, options, interrupt, |a| {
+        a[..n].iter().zip(&a[n..]).map(|(a, b)| a - b).collect()
+    })
+}
+
+/// One-class SVM (Schölkopf et al. 2001), libsvm's `solve_one_class`, scaled as libsvm and
+/// scikit-learn's `OneClassSVM`:
+///
+/// ```text
+/// dual  min_α  ½ αᵀKα   s.t.  1ᵀα = ν n,  0 ≤ α_i ≤ 1
+/// ```
+///
+/// Decision function `f(x) = Σ_i α_i K(x, x_i) − ρ` (`coef = α`, `intercept = −ρ`). The cold
+/// start is libsvm's: the first `⌊νn⌋` variables at 1, the next one at `νn − ⌊νn⌋`.
+pub fn one_class<K: KernelColumns + ?Sized>(
+    kernel: &K,
+    nu: f64,
+    options: &SmoOptions,
+    warm: Option<&[f64]>,
+    interrupt: &dyn Interrupt,
+) -> Result<SvmSolution> {
+    let n = kernel.n();
+    if n < 2 {
+        return Err(MkError::config("kernel", "need at least 2 samples"));
+    }
+    if !(nu > 0.0 && nu <= 1.0) {
+        return Err(MkError::config(
+            "nu",
+            format!("must be in (0, 1], got {nu}"),
+        ));
+    }
+    let ones = vec![1.0; n];
+    let total = nu * n as f64;
+    let alpha0 = initial_alpha(warm, &ones, total, || {
+        let full = (total as usize).min(n);
+        let mut a = vec![0.0; n];
+        a[..full].iter_mut().for_each(|a| *a = 1.0);
+        if full < n {
+            a[full] = total - full as f64;
+        }
+        a
+    })?;
+    let p = vec![0.0; n];
+    let spec = QpSpec {
+        p: &p,
+        y: &ones,
+        upper: &ones,
+        diag_shift: None,
+        kernel_index: None,
+    };
+    run(kernel, &spec, &alpha0, options, interrupt, <[f64]>::to_vec)
+}
