@@ -39,6 +39,15 @@ pub trait KernelStack: Sync {
     /// `out = K_m[:, i]`.
     fn column(&self, m: usize, i: usize, out: &mut [f64]);
 
+    /// `out += c · K_m[:, i]` (the per-step update of per-kernel gradients).
+    fn add_column(&self, m: usize, i: usize, c: f64, out: &mut [f64]) {
+        let mut col = vec![0.0; self.n()];
+        self.column(m, i, &mut col);
+        for (o, v) in out.iter_mut().zip(&col) {
+            *o += c * v;
+        }
+    }
+
     /// `out = diag(K_m)`.
     fn diag(&self, m: usize, out: &mut [f64]);
 }
@@ -224,6 +233,13 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
         let n = self.n;
         for (o, s) in out.iter_mut().zip(&self.kernel(m)[i * n..(i + 1) * n]) {
             *o = s.to_f64();
+        }
+    }
+
+    fn add_column(&self, m: usize, i: usize, c: f64, out: &mut [f64]) {
+        let n = self.n;
+        for (o, s) in out.iter_mut().zip(&self.kernel(m)[i * n..(i + 1) * n]) {
+            *o += c * s.to_f64();
         }
     }
 

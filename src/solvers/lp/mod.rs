@@ -13,6 +13,7 @@
 //! `θ_m = ‖w_m‖^{2/(p+1)} / (Σ_k ‖w_k‖^{2p/(p+1)})^{1/p}`.
 //! The model is `A[m] = θ_m β`, so `f = K_θ β + b`.
 
+mod interleaved;
 mod single;
 
 use std::time::Instant;
@@ -158,6 +159,105 @@ pub fn lp_dual(loss: Loss, c: f64, y: &[f64], beta: &[f64], quad: &[f64], p: f64
     -c * conj - 0.5 * dual_norm(quad, p)
 }
 
+/// `P`, `D` and the block norms `‖f_m‖ = θ_m sqrt(βᵀK_mβ)` at `A[m] = θ_m β`, given
+/// `quad[m] = βᵀK_mβ` and `f = K_θ β` (without the intercept).
+pub(crate) fn certificate(
+    cfg: &LpConfig,
+    y: &[f64],
+    theta: &[f64],
+    beta: &[f64],
+    b: f64,
+    quad: &[f64],
+    f: &[f64],
+) -> (f64, f64, Vec<f64>) {
+    let norms: Vec<f64> = theta
+        .iter()
+        .zip(quad)
+        .map(|(t, q)| t * q.max(0.0).sqrt())
+        .collect();
+    let data: f64 = y
+        .iter()
+        .zip(f)
+        .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
+        .sum();
+    let primal = cfg.c * data + lp_penalty(&norms, cfg.p);
+    let dual = lp_dual(cfg.loss, cfg.c, y, beta, quad, cfg.p);
+    (primal, dual, norms)
+}
+
+/// Tracks the iterate with the smallest primal value and the largest dual value seen: both
+/// bound the optimum, so together they give the tightest certificate.
+pub(crate) struct Tracker {
+    start: Instant,
+    pub history: Vec<IterRecord>,
+    best_primal: f64,
+    best_dual: f64,
+    best: Option<(Vec<f64>, Vec<f64>, f64, Vec<f64>)>,
+}
+
+impl Tracker {
+    pub fn new() -> Self {
+        Tracker {
+            start: Instant::now(),
+            history: Vec::new(),
+            best_primal: f64::INFINITY,
+            best_dual: f64::NEG_INFINITY,
+            best: None,
+        }
+    }
+
+    /// Records an iterate (`A[m] = θ_m β`, intercept `b`); returns the current relative gap.
+    pub fn record(
+        &mut self,
+        primal: f64,
+        dual: f64,
+        theta: &[f64],
+        beta: &[f64],
+        b: f64,
+        norms: Vec<f64>,
+    ) -> f64 {
+        if primal < self.best_primal {
+            self.best_primal = primal;
+            self.best = Some((theta.to_vec(), beta.to_vec(), b, norms));
+        }
+        self.best_dual = self.best_dual.max(dual);
+        let gap = relative_gap(self.best_primal, self.best_dual);
+        self.history.push(IterRecord {
+            primal,
+            dual,
+            gap,
+            active: theta.iter().filter(|&&t| t > 0.0).count(),
+            seconds: self.start.elapsed().as_secs_f64(),
+        });
+        gap
+    }
+
+    /// The result at the best primal iterate.
+    pub fn finish(self, n: usize, n_iter: usize, status: SolveStatus) -> Result<FitResult> {
+        let (theta, beta, b, norms) = self
+            .best
+            .ok_or_else(|| MkError::Linalg("no finite iterate was produced".into()))?;
+        let mut coef = vec![0.0; theta.len() * n];
+        for (row, t) in coef.chunks_exact_mut(n).zip(&theta) {
+            for (a, &bi) in row.iter_mut().zip(&beta) {
+                *a = t * bi;
+            }
+        }
+        Ok(FitResult {
+            coef,
+            intercept: b,
+            kernel_weights: theta,
+            kernel_norms: norms,
+            primal: self.best_primal,
+            dual: self.best_dual,
+            gap: relative_gap(self.best_primal, self.best_dual),
+            n_iter,
+            status,
+            history: self.history,
+        })
+    }
+}
+
 /// Fits ℓp-norm MKL on a kernel stack.
 pub fn fit_lp(
     stack: &dyn KernelStack,
@@ -166,30 +266,47 @@ pub fn fit_lp(
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
-    let (m, n) = (stack.m(), stack.n());
+    let n = stack.n();
     if y.len() != n {
         return Err(MkError::Shape(format!(
             "y has {} entries for {n} points",
             y.len()
         )));
     }
-    if cfg.algorithm == LpAlgorithm::Interleaved && cfg.loss != Loss::Hinge {
-        return Err(MkError::config(
-            "solver",
-            "'interleaved' supports the hinge loss only; use 'analytic'",
-        ));
+    if y.iter().any(|v| !v.is_finite()) {
+        return Err(MkError::NonFinite("y contains NaN or infinity".into()));
     }
-    let start = Instant::now();
-    let p = cfg.p;
-    let mut theta = theta_update(&vec![1.0; m], p);
+    match cfg.algorithm {
+        LpAlgorithm::Analytic => fit_analytic(stack, y, cfg, interrupt),
+        LpAlgorithm::Interleaved => {
+            if cfg.loss != Loss::Hinge {
+                return Err(MkError::config(
+                    "solver",
+                    "'interleaved' supports the hinge loss only; use 'analytic'",
+                ));
+            }
+            interleaved::fit_interleaved(stack, y, cfg, interrupt)
+        }
+    }
+}
+
+/// Algorithm 1.
+fn fit_analytic(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    cfg: &LpConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
+    let (m, n) = (stack.m(), stack.n());
+    let mut theta = theta_update(&vec![1.0; m], cfg.p);
     let mut sub = SingleKernel::new(cfg.loss, cfg.c, y)?;
     let mut k_theta = vec![0.0; n * n];
     let mut quad = vec![0.0; m];
     let mut f = vec![0.0; n];
-    let mut history = Vec::new();
+    let mut tracker = Tracker::new();
     let mut status = SolveStatus::MaxIterations;
     let mut inner_tol = 1e-3f64.max(cfg.inner_tol);
-    let mut best: Option<(f64, f64, f64, Vec<f64>, Vec<f64>, f64)> = None;
+    let mut best_gap = f64::INFINITY;
     let mut stalled = 0;
     let mut n_iter = 0;
     for _ in 0..cfg.max_iter {
@@ -200,70 +317,27 @@ pub fn fit_lp(
         let (beta, b) = (sub.beta(), sub.intercept());
         stack.quad_forms(beta, &mut quad);
         dense_matvec(&k_theta, beta, &mut f);
-        let norms: Vec<f64> = theta
-            .iter()
-            .zip(&quad)
-            .map(|(t, q)| t * q.max(0.0).sqrt())
-            .collect();
-        let data: f64 = y
-            .iter()
-            .zip(&f)
-            .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
-            .sum();
-        let primal = cfg.c * data + lp_penalty(&norms, p);
-        let dual = lp_dual(cfg.loss, cfg.c, y, beta, &quad, p);
-        let gap = relative_gap(primal, dual);
-        history.push(IterRecord {
-            primal,
-            dual,
-            gap,
-            active: theta.iter().filter(|&&t| t > 0.0).count(),
-            seconds: start.elapsed().as_secs_f64(),
-        });
-        let improved = best.as_ref().is_none_or(|bst| gap < bst.2);
-        if improved {
-            best = Some((primal, dual, gap, beta.to_vec(), theta.clone(), b));
-            stalled = 0;
-        } else {
-            stalled += 1;
-        }
+        let (primal, dual, norms) = certificate(cfg, y, &theta, beta, b, &quad, &f);
+        let gap = tracker.record(primal, dual, &theta, beta, b, norms.clone());
         if gap <= cfg.tol {
             status = SolveStatus::Converged;
             break;
         }
-        if stalled >= 10 && inner_tol <= cfg.inner_tol {
-            status = SolveStatus::Stalled;
-            break;
+        if gap < best_gap * (1.0 - 1e-9) {
+            best_gap = gap;
+            stalled = 0;
+        } else {
+            stalled += 1;
+            if stalled >= 10 && inner_tol <= cfg.inner_tol {
+                status = SolveStatus::Stalled;
+                break;
+            }
         }
         // Ask the inner solver for more accuracy as the outer gap closes.
         inner_tol = (0.1 * gap.max(0.0)).clamp(cfg.inner_tol, inner_tol);
-        theta = theta_update(&norms, p);
+        theta = theta_update(&norms, cfg.p);
     }
-    let (primal, dual, gap, beta, theta, b) = best.expect("at least one iteration");
-    let mut coef = vec![0.0; m * n];
-    for (k, row) in coef.chunks_exact_mut(n).enumerate() {
-        for (a, &bi) in row.iter_mut().zip(&beta) {
-            *a = theta[k] * bi;
-        }
-    }
-    stack.quad_forms(&beta, &mut quad);
-    let kernel_norms = theta
-        .iter()
-        .zip(&quad)
-        .map(|(t, q)| t * q.max(0.0).sqrt())
-        .collect();
-    Ok(FitResult {
-        coef,
-        intercept: b,
-        kernel_weights: theta,
-        kernel_norms,
-        primal,
-        dual,
-        gap,
-        n_iter,
-        status,
-        history,
-    })
+    tracker.finish(n, n_iter, status)
 }
 
 #[cfg(test)]

@@ -82,6 +82,21 @@ fn bound_of(alpha: f64, upper: f64) -> Bound {
     }
 }
 
+/// Status of α in `[0, U]`, and the `I_up` / `I_low` masks (`0` in the set, `−∞` outside):
+/// `I_up` holds `y = +1` below `U` and `y = −1` above 0, `I_low` the other way round.
+#[inline]
+fn classify(alpha: f64, upper: f64, y: f64) -> (Bound, f64, f64) {
+    let st = bound_of(alpha, upper);
+    let pos = y > 0.0;
+    let (in_up, in_low) = match st {
+        Bound::Free => (true, true),
+        Bound::Lower => (pos, !pos),
+        Bound::Upper => (!pos, pos),
+    };
+    let mask = |inside: bool| if inside { 0.0 } else { f64::NEG_INFINITY };
+    (st, mask(in_up), mask(in_low))
+}
+
 /// Two kernel columns, for kernels without [`KernelColumns::column_slice`]: an SMO step needs
 /// columns `i` and `j`, and the next step's `i` is usually one of them.
 #[derive(Debug, Clone)]
@@ -419,17 +434,8 @@ impl SmoState {
     /// Status and masks of position `t` from its α.
     #[inline]
     fn set_status(&mut self, t: usize) {
-        let st = bound_of(self.alpha[t], self.upper[t]);
-        self.status[t] = st;
-        let pos = self.y[t] > 0.0;
-        // I_up: y = +1 below U, or y = −1 above 0; I_low the other way round.
-        let (in_up, in_low) = match st {
-            Bound::Free => (true, true),
-            Bound::Lower => (pos, !pos),
-            Bound::Upper => (!pos, pos),
-        };
-        self.up_mask[t] = if in_up { 0.0 } else { f64::NEG_INFINITY };
-        self.low_mask[t] = if in_low { 0.0 } else { f64::NEG_INFINITY };
+        (self.status[t], self.up_mask[t], self.low_mask[t]) =
+            classify(self.alpha[t], self.upper[t], self.y[t]);
     }
 
     /// `out_t += c · K̃_{row, k(t)}` for `t` in `range` (a kernel column mapped to positions).
@@ -475,10 +481,11 @@ impl SmoState {
         for t in 0..l {
             self.h[t] -= self.y[t] * self.p[t];
             if self.shrinking && self.status[t] == Bound::Upper {
-                self.grad_bar[t] += self.shift[t] * self.upper[t];
+                // Pre-signed: the line below multiplies by y_t again.
+                self.grad_bar[t] += self.y[t] * self.shift[t] * self.upper[t];
             }
         }
-        // Ḡ was accumulated unsigned in t: apply y_t.
+        // Ḡ was accumulated without y_t: apply it.
         for (g, &y) in self.grad_bar.iter_mut().zip(&self.y) {
             *g *= y;
         }
@@ -501,8 +508,8 @@ impl SmoState {
         }
         self.reset_kernel(kernel)?;
         let l = self.l;
-        for t in 0..l {
-            self.h[t] = -self.y[t] * g[t];
+        for ((h, &y), &g) in self.h.iter_mut().zip(&self.y).zip(g) {
+            *h = -y * g;
         }
         if self.shrinking {
             self.grad_bar.iter_mut().for_each(|g| *g = 0.0);
@@ -629,10 +636,11 @@ impl SmoState {
     ) -> Option<(usize, usize)> {
         let a = self.active_size;
         let (gmax, i) = scan::last_argmax(&self.h[..a], &self.up_mask[..a])?;
+        let contiguous = self.contiguous();
         let row = self.cache.one(kernel, self.kidx[i] as usize);
         let qdi = self.qd[i];
         let mut sc = Scan2::new();
-        if self.natural && self.periodic {
+        if contiguous {
             let mut s = 0;
             while s < a {
                 let e = (s + self.n).min(a);
@@ -669,6 +677,7 @@ impl SmoState {
     /// Solves the two-variable subproblem on positions `i, j` and updates `h` (and `Ḡ`).
     fn update_pair<K: KernelColumns + ?Sized>(&mut self, kernel: &K, i: usize, j: usize) -> Step {
         let (ki, kj) = (self.kidx[i] as usize, self.kidx[j] as usize);
+        let contiguous = self.contiguous();
         let (col_i, col_j) = self.cache.two(kernel, ki, kj);
         let (c_i, c_j) = (self.upper[i], self.upper[j]);
         let (old_i, old_j) = (self.alpha[i], self.alpha[j]);
@@ -735,7 +744,7 @@ impl SmoState {
         // h_t −= K̃_{t,i} c_i + K̃_{t,j} c_j, no signs in the loop.
         let (ci, cj) = (self.y[i] * d_i, self.y[j] * d_j);
         let a = self.active_size;
-        if self.natural && self.periodic {
+        if contiguous {
             let mut s = 0;
             while s < a {
                 let e = (s + self.n).min(a);
@@ -753,7 +762,8 @@ impl SmoState {
         // Ḡ tracks Σ_{α_s = U_s} U_s Q_{:,s} over all l variables (for reconstruction).
         for (pos, col, c_pos) in [(i, col_i, c_i), (j, col_j, c_j)] {
             let was_upper = self.status[pos] == Bound::Upper;
-            self.set_status(pos);
+            (self.status[pos], self.up_mask[pos], self.low_mask[pos]) =
+                classify(self.alpha[pos], c_pos, self.y[pos]);
             let is_upper = self.status[pos] == Bound::Upper;
             if self.shrinking && was_upper != is_upper {
                 let sign = if is_upper { 1.0 } else { -1.0 };
