@@ -13,6 +13,7 @@ __all__ = [
     "low_rank",
     "quad_forms",
     "simplemkl_specs",
+    "svm",
     "validate_stack",
 ]
 
@@ -61,4 +62,15 @@ def fit_lp(
     max_iter: int,
     inner_tol: float,
     n_threads: int,
+) -> dict[str, Any]: ...
+def svm(
+    k: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    kind: str,
+    C: float = 1.0,
+    epsilon: float = 0.1,
+    nu: float = 0.5,
+    tol: float = 1e-6,
+    shrinking: bool = True,
 ) -> dict[str, Any]: ...

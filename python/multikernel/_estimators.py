@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -207,7 +208,11 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             return G, yv
         Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=self._y_numeric)
         specs = default_kernels(Xv.shape[1]) if self.kernels is None else self.kernels
-        bank = KernelBank(specs, normalize=self.normalize, n_threads=self.n_threads)
+        bank = KernelBank(
+            specs,
+            normalize=self.normalize,  # type: ignore[arg-type]  # validated by KernelBank
+            n_threads=self.n_threads,
+        )
         G = bank.fit_transform(Xv)
         self.kernel_bank_ = bank
         self.n_kernels_ = G.shape[0]
@@ -236,7 +241,9 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         for name in _FITTED:
             self.__dict__.pop(name, None)
 
-    def _solve(self, G: NDArray[Any], y: NDArray[np.float64], settings: dict[str, Any]) -> Any:
+    def _solve(
+        self, G: NDArray[Any], y: NDArray[np.float64], settings: dict[str, Any]
+    ) -> dict[str, Any]:
         return _core.fit_lp(G, np.ascontiguousarray(y, dtype=np.float64), **settings)
 
     def _set_results(self, results: list[dict[str, Any]], multi: bool) -> None:
@@ -273,7 +280,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         A = np.asarray(self.dual_coef_)
         b = np.asarray(self.intercept_)
         if A.ndim == 2:
-            return np.einsum("mij,mj->i", G_test, A, dtype=np.float64) + float(b)
+            f: NDArray[np.float64] = np.einsum("mij,mj->i", G_test, A, dtype=np.float64)
+            return f + float(b)
         out: NDArray[np.float64] = np.einsum("mij,kmj->ik", G_test, A, dtype=np.float64) + b
         return out
 
@@ -439,7 +447,7 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         classes, yi = np.unique(yv, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(
-                f"the training data must contain at least two classes, got {len(classes)}"
+                f"the training data must contain at least two classes, got {len(classes)} class"
             )
         results: list[dict[str, Any]] = []
         problems: list[tuple[int, int]] = []
@@ -500,10 +508,10 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
             raise AttributeError("predict_proba is available for loss='logistic' only")
         return True
 
+    @available_if(_check_proba)  # type: ignore[untyped-decorator]
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
         """Class probabilities (``loss="logistic"`` only): the logistic model's
         ``σ(f)`` for two classes; normalised one-vs-rest probabilities otherwise."""
-        self._check_proba()
         f = self.decision_function(X)
         if f.ndim == 1:
             p1 = 1.0 / (1.0 + np.exp(-f))

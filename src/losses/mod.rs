@@ -165,6 +165,77 @@ impl Loss {
     }
 }
 
+impl Loss {
+    /// The intercept minimising `Σ_i ℓ(y_i, f_i + b)` for fixed `f`, by bisection on the
+    /// monotone (sub)derivative `Σ_i ℓ'(y_i, f_i + b)`, starting from `start`.
+    ///
+    /// Every `b` gives a valid primal value; the best one makes the reported primal tight even
+    /// when the inner solver's intercept rule is not primal-optimal (libsvm's average over free
+    /// support vectors, or the midpoint when none is free).
+    pub fn best_intercept(&self, y: &[f64], f: &[f64], start: f64) -> f64 {
+        let slope = |b: f64| -> f64 {
+            y.iter()
+                .zip(f)
+                .map(|(&yi, &fi)| self.deriv(yi, fi + b))
+                .sum()
+        };
+        let total = |b: f64| -> f64 {
+            y.iter()
+                .zip(f)
+                .map(|(&yi, &fi)| self.value(yi, fi + b))
+                .sum()
+        };
+        let s0 = slope(start);
+        if s0 == 0.0 || !start.is_finite() {
+            return start;
+        }
+        // Bracket the sign change of the slope.
+        let dir = if s0 > 0.0 { -1.0 } else { 1.0 };
+        let mut step = 1e-3 * (1.0 + start.abs());
+        let (mut lo, mut hi) = (start, start);
+        let mut found = false;
+        for _ in 0..200 {
+            let b = start + dir * step;
+            if slope(b) * s0 <= 0.0 {
+                if dir > 0.0 {
+                    hi = b;
+                } else {
+                    lo = b;
+                }
+                found = true;
+                break;
+            }
+            if dir > 0.0 {
+                lo = b;
+            } else {
+                hi = b;
+            }
+            step *= 2.0;
+        }
+        if !found {
+            return start;
+        }
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            if slope(mid) > 0.0 {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        // For piecewise-linear losses the minimum is at the kink the bracket closed on; keep
+        // whichever end (or the start) is lowest, so the result is never worse than `start`.
+        [start, lo, hi]
+            .into_iter()
+            .map(|b| (total(b), b))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map_or(start, |(_, b)| b)
+    }
+}
+
 /// `log(1 + e^x)` without overflow.
 #[inline]
 pub fn softplus(x: f64) -> f64 {

@@ -8,7 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::convert::{signals_pending, to_py};
+use super::convert::{run_detached, to_py};
 use crate::kernels::{
     cross_gram, gram, simplemkl_bank, DenseStack, Element, GramOptions, KernelFn, KernelSpec,
     KernelStack, LowRankStack, NormStats, Normalization,
@@ -164,16 +164,11 @@ fn gram_fit<'py>(
     let specs = specs_from(&specs)?;
     let opts = options(normalize, center, n_threads, max_bytes)?;
     let xv = x.as_array();
-    let interrupt = signals_pending;
     if float32 {
-        let (g, s) = py
-            .detach(|| gram::<f32>(xv, &specs, &opts, &interrupt))
-            .map_err(to_py)?;
+        let (g, s) = run_detached(py, n_threads, |i| gram::<f32>(xv, &specs, &opts, i))?;
         Ok((g.into_pyarray(py).into_any(), stats_to_dict(py, s)?))
     } else {
-        let (g, s) = py
-            .detach(|| gram::<f64>(xv, &specs, &opts, &interrupt))
-            .map_err(to_py)?;
+        let (g, s) = run_detached(py, n_threads, |i| gram::<f64>(xv, &specs, &opts, i))?;
         Ok((g.into_pyarray(py).into_any(), stats_to_dict(py, s)?))
     }
 }
@@ -196,16 +191,15 @@ fn gram_cross<'py>(
     let st = stats_from_dict(stats)?;
     let opts = options(norm_name(st.normalization), st.center, n_threads, max_bytes)?;
     let (a, b) = (x_new.as_array(), x_train.as_array());
-    let interrupt = signals_pending;
     if float32 {
-        let g = py
-            .detach(|| cross_gram::<f32>(a, b, &specs, &st, &opts, &interrupt))
-            .map_err(to_py)?;
+        let g = run_detached(py, n_threads, |i| {
+            cross_gram::<f32>(a, b, &specs, &st, &opts, i)
+        })?;
         Ok(g.into_pyarray(py).into_any())
     } else {
-        let g = py
-            .detach(|| cross_gram::<f64>(a, b, &specs, &st, &opts, &interrupt))
-            .map_err(to_py)?;
+        let g = run_detached(py, n_threads, |i| {
+            cross_gram::<f64>(a, b, &specs, &st, &opts, i)
+        })?;
         Ok(g.into_pyarray(py).into_any())
     }
 }

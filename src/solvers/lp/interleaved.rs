@@ -37,7 +37,7 @@ pub(super) fn fit_interleaved(
         kernel_index: None,
     };
     let opts = SmoOptions {
-        eps: cfg.inner_tol,
+        eps: cfg.inner_tol.min(0.1 * cfg.tol),
         ..SmoOptions::default()
     };
     let mut state = SmoState::new(&DenseKernel::new(&k_theta, n)?, &spec, &vec![0.0; n], &opts)?;
@@ -75,7 +75,7 @@ pub(super) fn fit_interleaved(
             *q = hm.iter().zip(&beta).map(|(a, b)| a * b).sum();
         }
         dense_matvec(&k_theta, &beta, &mut f);
-        let b = -state.rho();
+        let b = cfg.loss.best_intercept(y, &f, -state.rho());
         let (primal, dual, norms) = certificate(cfg, y, &theta, &beta, b, &quad, &f);
         if tracker.record(primal, dual, &theta, &beta, b, norms.clone()) <= cfg.tol {
             status = SolveStatus::Converged;

@@ -70,7 +70,7 @@ impl Default for LpConfig {
 impl LpConfig {
     /// Checks every setting.
     pub fn validate(&self) -> Result<()> {
-        if !(self.p >= 1.0) || self.p.is_nan() {
+        if self.p.is_nan() || self.p < 1.0 {
             return Err(MkError::config(
                 "p",
                 format!("must be in [1, inf], got {}", self.p),
@@ -305,7 +305,9 @@ fn fit_analytic(
     let mut f = vec![0.0; n];
     let mut tracker = Tracker::new();
     let mut status = SolveStatus::MaxIterations;
-    let mut inner_tol = 1e-3f64.max(cfg.inner_tol);
+    // The inner accuracy must not limit the outer gap the caller asked for.
+    let inner_floor = cfg.inner_tol.min(0.1 * cfg.tol);
+    let mut inner_tol = 1e-3f64.max(inner_floor);
     let mut best_gap = f64::INFINITY;
     let mut stalled = 0;
     let mut n_iter = 0;
@@ -314,9 +316,10 @@ fn fit_analytic(
         n_iter += 1;
         stack.combine(&theta, &mut k_theta);
         sub.solve(&k_theta, inner_tol, interrupt)?;
-        let (beta, b) = (sub.beta(), sub.intercept());
+        let beta = sub.beta();
         stack.quad_forms(beta, &mut quad);
         dense_matvec(&k_theta, beta, &mut f);
+        let b = cfg.loss.best_intercept(y, &f, sub.intercept());
         let (primal, dual, norms) = certificate(cfg, y, &theta, beta, b, &quad, &f);
         let gap = tracker.record(primal, dual, &theta, beta, b, norms.clone());
         if gap <= cfg.tol {
@@ -328,13 +331,13 @@ fn fit_analytic(
             stalled = 0;
         } else {
             stalled += 1;
-            if stalled >= 10 && inner_tol <= cfg.inner_tol {
+            if stalled >= 10 && inner_tol <= inner_floor {
                 status = SolveStatus::Stalled;
                 break;
             }
         }
         // Ask the inner solver for more accuracy as the outer gap closes.
-        inner_tol = (0.1 * gap.max(0.0)).clamp(cfg.inner_tol, inner_tol);
+        inner_tol = (0.1 * gap.max(0.0)).clamp(inner_floor, inner_tol);
         theta = theta_update(&norms, cfg.p);
     }
     tracker.finish(n, n_iter, status)

@@ -170,7 +170,7 @@ impl ColumnCache {
 /// The kernel is passed to every method that needs it rather than stored, so an outer
 /// algorithm may change it between steps; after a change call
 /// [`recompute_gradient`](Self::recompute_gradient) or [`set_gradient`](Self::set_gradient)
-/// (both also refresh the diagonal, the column cache and `Ḡ`).
+/// (both also re-read the diagonal and drop cached columns and `Ḡ`).
 #[derive(Debug, Clone)]
 pub struct SmoState {
     l: usize,
@@ -192,6 +192,8 @@ pub struct SmoState {
     low_mask: Vec<f64>,
     /// `Ḡ_t = Σ_{s: α_s = U_s} U_s Q_ts` (G-form), maintained only when shrinking.
     grad_bar: Vec<f64>,
+    /// `Ḡ` matches α and the kernel (it is rebuilt lazily after a kernel change).
+    grad_bar_valid: bool,
     eps: f64,
     shrinking: bool,
     max_iter: usize,
@@ -305,6 +307,7 @@ impl SmoState {
             up_mask: vec![0.0; l],
             low_mask: vec![0.0; l],
             grad_bar: vec![0.0; l],
+            grad_bar_valid: false,
             eps: options.eps,
             shrinking: options.shrinking,
             max_iter: options.max_iter_for(l),
@@ -451,50 +454,31 @@ impl SmoState {
         }
     }
 
-    /// Recomputes `diag(K̃)`, `G = Qα + p` and `Ḡ` from scratch on `kernel` (e.g. after an
-    /// outer MKL step changed it) and restores the full working problem. Costs one column per
+    /// Recomputes `diag(K̃)` and `G = Qα + p` from scratch on `kernel` (e.g. after an outer
+    /// MKL step changed it) and restores the full working problem. Costs one column per
     /// nonzero α.
     pub fn recompute_gradient<K: KernelColumns + ?Sized>(&mut self, kernel: &K) -> Result<()> {
         self.reset_kernel(kernel)?;
         let l = self.l;
-        // Accumulate −Σ_s y_s α_s K̃_{s,t} in h, then h_t = −y_t p_t + that.
-        self.h.iter_mut().for_each(|h| *h = 0.0);
-        self.grad_bar.iter_mut().for_each(|g| *g = 0.0);
+        // h_t = −y_t G_t = −y_t p_t − Σ_s y_s α_s K̃_{s,t} (− y_t d_t α_t).
+        for ((h, &y), &p) in self.h.iter_mut().zip(&self.y).zip(&self.p) {
+            *h = -y * p;
+        }
         for s in 0..l {
             if self.status[s] == Bound::Lower {
                 continue;
             }
             let row = self.cache.one(kernel, self.kidx[s] as usize);
-            Self::add_column(
-                row,
-                &self.kidx,
-                &mut self.h,
-                0..l,
-                -self.alpha[s] * self.y[s],
-            );
+            let c = -self.alpha[s] * self.y[s];
+            Self::add_column(row, &self.kidx, &mut self.h, 0..l, c);
             self.h[s] -= self.y[s] * self.shift[s] * self.alpha[s];
-            if self.shrinking && self.status[s] == Bound::Upper {
-                let c = self.upper[s] * self.y[s];
-                Self::add_column(row, &self.kidx, &mut self.grad_bar, 0..l, c);
-            }
-        }
-        for t in 0..l {
-            self.h[t] -= self.y[t] * self.p[t];
-            if self.shrinking && self.status[t] == Bound::Upper {
-                // Pre-signed: the line below multiplies by y_t again.
-                self.grad_bar[t] += self.y[t] * self.shift[t] * self.upper[t];
-            }
-        }
-        // Ḡ was accumulated without y_t: apply it.
-        for (g, &y) in self.grad_bar.iter_mut().zip(&self.y) {
-            *g *= y;
         }
         Ok(())
     }
 
     /// Replaces the gradient by `g` (original order, length `l`), e.g. one an interleaved MKL
     /// algorithm recombined as `Σ_m θ_m g_m`; `kernel` must be the kernel `g` belongs to (its
-    /// diagonal is re-read, and `Ḡ` recomputed when shrinking).
+    /// diagonal is re-read). Costs `O(l)`: `Ḡ` is rebuilt only if shrinking later needs it.
     pub fn set_gradient<K: KernelColumns + ?Sized>(&mut self, kernel: &K, g: &[f64]) -> Result<()> {
         if g.len() != self.l {
             return Err(MkError::Shape(format!(
@@ -507,26 +491,30 @@ impl SmoState {
             return Err(MkError::NonFinite("gradient".into()));
         }
         self.reset_kernel(kernel)?;
-        let l = self.l;
         for ((h, &y), &g) in self.h.iter_mut().zip(&self.y).zip(g) {
             *h = -y * g;
         }
-        if self.shrinking {
-            self.grad_bar.iter_mut().for_each(|g| *g = 0.0);
-            for s in 0..l {
-                if self.status[s] != Bound::Upper {
-                    continue;
-                }
-                let row = self.cache.one(kernel, self.kidx[s] as usize);
-                let c = self.upper[s] * self.y[s];
-                Self::add_column(row, &self.kidx, &mut self.grad_bar, 0..l, c);
-                self.grad_bar[s] += self.y[s] * self.shift[s] * self.upper[s];
-            }
-            for (g, &y) in self.grad_bar.iter_mut().zip(&self.y) {
-                *g *= y;
-            }
-        }
         Ok(())
+    }
+
+    /// `Ḡ_t = Σ_{s: α_s = U_s} U_s Q_ts` from scratch (one column per variable at its bound).
+    fn compute_grad_bar<K: KernelColumns + ?Sized>(&mut self, kernel: &K) {
+        let l = self.l;
+        self.grad_bar.iter_mut().for_each(|g| *g = 0.0);
+        for s in 0..l {
+            if self.status[s] != Bound::Upper {
+                continue;
+            }
+            let row = self.cache.one(kernel, self.kidx[s] as usize);
+            let c = self.upper[s] * self.y[s];
+            Self::add_column(row, &self.kidx, &mut self.grad_bar, 0..l, c);
+            // Pre-signed: the loop below multiplies by y_s again.
+            self.grad_bar[s] += self.y[s] * self.shift[s] * self.upper[s];
+        }
+        for (g, &y) in self.grad_bar.iter_mut().zip(&self.y) {
+            *g *= y;
+        }
+        self.grad_bar_valid = true;
     }
 
     /// Back to the natural order with every variable active, fresh diagonal, empty cache.
@@ -543,6 +531,7 @@ impl SmoState {
         self.unshrunk = false;
         self.counter = self.l.min(CHECK_EVERY) + 1;
         self.cache.invalidate();
+        self.grad_bar_valid = false;
         kernel.diag(&mut self.kdiag);
         if self.kdiag.iter().any(|v| !v.is_finite()) {
             return Err(MkError::NonFinite("kernel diagonal".into()));
@@ -765,7 +754,7 @@ impl SmoState {
             (self.status[pos], self.up_mask[pos], self.low_mask[pos]) =
                 classify(self.alpha[pos], c_pos, self.y[pos]);
             let is_upper = self.status[pos] == Bound::Upper;
-            if self.shrinking && was_upper != is_upper {
+            if self.grad_bar_valid && was_upper != is_upper {
                 let sign = if is_upper { 1.0 } else { -1.0 };
                 let c = sign * c_pos * self.y[pos];
                 for ((g, &yt), &kt) in self.grad_bar.iter_mut().zip(&self.y).zip(&self.kidx) {
@@ -872,6 +861,9 @@ impl SmoState {
         let (a, l) = (self.active_size, self.l);
         if a == l {
             return;
+        }
+        if !self.grad_bar_valid {
+            self.compute_grad_bar(kernel);
         }
         // Work in G-form on the tail: h_t ← G_t, converted at the end.
         for t in a..l {

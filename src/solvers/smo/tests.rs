@@ -629,6 +629,49 @@ fn warm_start_after_kernel_change_is_faster() {
     assert!(info.iterations < cold.iterations.max(1) * 10);
 }
 
+#[test]
+fn set_gradient_then_shrinking_solve() {
+    // Ḡ is rebuilt lazily after set_gradient: a shrinking solve must still end exact.
+    let n = 300;
+    let (x, y, _) = data(n, 57);
+    let k1 = gaussian(&x, 0.5);
+    let k2 = gaussian(&x, 0.8);
+    let (kern1, kern2) = (
+        DenseKernel::new(&k1, n).unwrap(),
+        DenseKernel::new(&k2, n).unwrap(),
+    );
+    let opts = SmoOptions {
+        eps: 1e-9,
+        ..SmoOptions::default()
+    };
+    let p = vec![-1.0; n];
+    let upper: Vec<f64> = y.iter().map(|&v| if v > 0.0 { 0.5 } else { 0.8 }).collect();
+    let spec = QpSpec {
+        p: &p,
+        y: &y,
+        upper: &upper,
+        diag_shift: None,
+        kernel_index: None,
+    };
+    let mut st = SmoState::new(&kern1, &spec, &vec![0.0; n], &opts).unwrap();
+    st.solve(&kern1, &NoInterrupt).unwrap();
+    let qp2 = DenseQp::svc(&k2, &y, &upper);
+    st.set_gradient(&kern2, &qp2.grad(&st.alpha())).unwrap();
+    let info = st.solve(&kern2, &NoInterrupt).unwrap();
+    assert!(info.converged);
+    // Long enough for shrinking (every n steps) and the lazy Ḡ to be exercised.
+    assert!(info.iterations > n);
+    let a = st.alpha();
+    qp2.check_kkt(&a, 1e-8);
+    assert!(close(info.objective, qp2.objective(&a), 1e-12));
+    let cold = svc(&kern2, &y, &upper, &opts, None, &NoInterrupt).unwrap();
+    assert!(close(info.objective, cold.objective, 1e-9));
+    // The state's gradient is exact at the end.
+    for (g, r) in st.gradient().iter().zip(qp2.grad(&a)) {
+        assert!((g - r).abs() < 1e-9);
+    }
+}
+
 fn cold_objective(k: &DenseKernel<'_>, y: &[f64], opts: &SmoOptions) -> f64 {
     svc(k, y, &[1.0], opts, None, &NoInterrupt)
         .unwrap()

@@ -1,0 +1,234 @@
+"""The scikit-learn estimators: the estimator checks, labels, multiclass, pickling, precomputed
+kernels, validation errors, warnings, threads and Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import threading
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import multikernel as mk
+from multikernel.kernels import Gaussian, Linear
+
+
+@parametrize_with_checks([mk.MKLClassifier(), mk.MKLRegressor()])  # type: ignore[untyped-decorator]
+def test_sklearn_estimator_checks(estimator: Any, check: Any) -> None:
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def cancer() -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    idx = np.random.default_rng(0).permutation(len(y))[:240]
+    return X[idx], y[idx]
+
+
+def test_spec_and_precomputed_modes_agree(
+    cancer: tuple[NDArray[np.float64], NDArray[np.int64]],
+) -> None:
+    X, y = cancer
+    specs = [Linear(), Gaussian(sigma=3.0), Gaussian(sigma=6.0, features=[0, 1, 2])]
+    a = mk.MKLClassifier(kernels=specs, p=1.5, tol=1e-6).fit(X[:200], y[:200])
+    bank = mk.kernels.KernelBank(specs, normalize="mean_diag")
+    G = bank.fit_transform(X[:200])
+    b = mk.MKLClassifier(kernels="precomputed", p=1.5, tol=1e-6).fit(G, y[:200])
+    np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, atol=1e-10)
+    np.testing.assert_allclose(
+        a.decision_function(X[200:]), b.decision_function(bank.transform(X[200:])), atol=1e-10
+    )
+    # The primal recomputed from the fitted attributes.
+    f = np.einsum("mij,mj->i", G, b.dual_coef_) + b.intercept_
+    yy = np.where(y[:200] == 1, 1.0, -1.0)
+    norms = np.sqrt(np.einsum("mi,mij,mj->m", b.dual_coef_, G, b.dual_coef_))
+    np.testing.assert_allclose(norms, b.kernel_norms_, rtol=1e-8)
+    q = 2 * 1.5 / 2.5
+    P = np.maximum(0, 1 - yy * f).sum() + 0.5 * np.sum(norms**q) ** (2 / q)
+    assert P == pytest.approx(b.primal_objective_, rel=1e-9)
+    assert 0 <= b.duality_gap_ <= 1e-6
+    assert b.converged_ and b.n_iter_ == len(b.history_)
+    assert b.history_["gap"][-1] == pytest.approx(b.duality_gap_)
+
+
+def test_string_labels_and_pickle(cancer: tuple[NDArray[np.float64], NDArray[np.int64]]) -> None:
+    X, y = cancer
+    labels = np.array(["malignant", "benign"])[y]
+    clf = mk.MKLClassifier().fit(X, labels)
+    assert set(clf.classes_) == {"benign", "malignant"}
+    assert clf.score(X, labels) > 0.95
+    clone = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(clone.predict(X), clf.predict(X))
+    for v in vars(clf).values():
+        assert not type(v).__module__.startswith("builtins.multikernel")
+
+
+@pytest.mark.parametrize("multi_class", ["ovr", "ovo"])
+def test_multiclass(multi_class: str) -> None:
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    clf = mk.MKLClassifier(multi_class=multi_class, C=10.0).fit(X, names)
+    assert clf.score(X, names) > 0.95
+    n_problems = 3
+    assert clf.dual_coef_.shape == (n_problems, 5, 150)
+    assert clf.decision_function(X).shape == (150, n_problems)
+    assert np.all(clf.duality_gap_ <= 1e-3)
+
+
+def test_predict_proba_logistic(cancer: tuple[NDArray[np.float64], NDArray[np.int64]]) -> None:
+    X, y = cancer
+    clf = mk.MKLClassifier(kernels=[Linear()], normalize=None, loss="logistic", C=0.5, tol=1e-8)
+    clf.fit(X, y)
+    # A single linear kernel with p = 2 is L2-regularised logistic regression.
+    ref = LogisticRegression(C=0.5, tol=1e-12, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), atol=1e-5)
+    hinge = mk.MKLClassifier().fit(X, y)
+    assert not hasattr(hinge, "predict_proba")
+    with pytest.raises(AttributeError, match="predict_proba"):
+        hinge.predict_proba(X)
+    Xi, yi = load_iris(return_X_y=True)
+    P = mk.MKLClassifier(loss="logistic").fit(Xi, yi).predict_proba(Xi)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+
+
+def test_regressor_squared_loss_is_kernel_ridge() -> None:
+    from sklearn.kernel_ridge import KernelRidge
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
+    # One kernel, p = ∞, centred targets: kernel ridge with alpha = 1/C plus the intercept.
+    reg = mk.MKLRegressor(kernels=[Gaussian(sigma=1.0)], normalize=None, p=np.inf, C=4.0)
+    reg.fit(X, y)
+    K = mk.kernels.gram(X, [Gaussian(sigma=1.0)])[0]
+    n = len(y)
+    # Bordered system of the intercept model: [K + I/C, 1; 1ᵀ, 0].
+    A = np.block([[K + np.eye(n) / 4.0, np.ones((n, 1))], [np.ones((1, n)), np.zeros((1, 1))]])
+    sol = np.linalg.solve(A, np.r_[y, 0.0])
+    np.testing.assert_allclose(reg.dual_coef_[0], sol[:n], atol=1e-8)
+    assert reg.intercept_ == pytest.approx(sol[n], abs=1e-8)
+    assert KernelRidge  # the closed form above is kernel ridge with an unpenalised intercept
+
+
+def test_invalid_parameters(cancer: tuple[NDArray[np.float64], NDArray[np.int64]]) -> None:
+    X, y = cancer
+    cases: list[tuple[dict[str, Any], type[Exception], str]] = [
+        ({"penalty": "l3"}, ValueError, "penalty must be one of"),
+        ({"penalty": "l1"}, NotImplementedError, "not available"),
+        ({"loss": "squared"}, ValueError, "hinge, squared_hinge, logistic"),
+        ({"solver": "interleaved", "loss": "logistic"}, ValueError, "handles hinge"),
+        ({"solver": "spicy"}, ValueError, "valid: auto, analytic, interleaved"),
+        ({"p": 0.5}, ValueError, "p must be in"),
+        ({"C": 0.0}, ValueError, "C must be"),
+        ({"tol": -1.0}, ValueError, "tol must be"),
+        ({"max_iter": 0}, ValueError, "max_iter"),
+        ({"n_threads": -2}, ValueError, "n_threads"),
+        ({"multi_class": "crammer"}, ValueError, "multi_class"),
+        ({"kernels": "rbf"}, ValueError, "precomputed"),
+        ({"solver_config": mk.InterleavedConfig()}, ValueError, "AnalyticConfig"),
+    ]
+    for params, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            mk.MKLClassifier(**params).fit(X, y)
+    with pytest.raises(ValueError, match="squared, epsilon_insensitive"):
+        mk.MKLRegressor(loss="hinge").fit(X, y.astype(float))
+    with pytest.raises(ValueError, match="at least two classes|1 class"):
+        mk.MKLClassifier().fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="inner_tol"):
+        mk.AnalyticConfig(inner_tol=0.0)
+
+
+def test_bad_precomputed_input() -> None:
+    G = np.stack([np.eye(4), np.eye(4)])
+    y = np.array([0, 1, 0, 1])
+    clf = mk.MKLClassifier(kernels="precomputed")
+    with pytest.raises(ValueError, match=r"\(M, n, n\)"):
+        clf.fit(np.ones((2, 4, 3)), y)
+    bad = G.copy()
+    bad[0, 0, 1] = 1.0
+    with pytest.raises(ValueError, match="kernel 0 is not symmetric"):
+        clf.fit(bad, y)
+    with pytest.raises(ValueError, match="one entry per training point"):
+        clf.fit(G, y[:3])
+    clf.fit(G, y)
+    with pytest.raises(ValueError, match="G_test must have shape"):
+        clf.predict(np.ones((3, 2, 4)))
+    with pytest.raises(ValueError, match="NaN"):
+        clf.predict(np.full((2, 2, 4), np.nan))
+
+
+def test_convergence_warning(cancer: tuple[NDArray[np.float64], NDArray[np.int64]]) -> None:
+    X, y = cancer
+    with pytest.warns(ConvergenceWarning, match=r"gap .* > tol 1\.000e-09"):
+        clf = mk.MKLClassifier(p=1.0, max_iter=2, tol=1e-9).fit(X, y)
+    assert not clf.converged_ and clf.duality_gap_ > 1e-9
+
+
+def _slow_problem() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    rng = np.random.default_rng(0)
+    n, M = 600, 60
+    X = rng.normal(size=(n, 8))
+    y = np.sign(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=n))
+    specs = [Gaussian(sigma=s, features=[j]) for j in range(8) for s in (0.5, 1, 2, 4)][:M]
+    specs += [Gaussian(sigma=s) for s in np.linspace(0.5, 8, M - len(specs))]
+    return mk.kernels.gram(X, specs, normalize="trace"), y
+
+
+def test_ctrl_c_interrupts_a_fit_quickly_and_leaves_it_unfitted() -> None:
+    G, y = _slow_problem()
+    clf = mk.MKLClassifier(kernels="precomputed", p=1.0, tol=1e-14, max_iter=100000, C=100.0)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        clf.fit(G, y)
+    elapsed = time.perf_counter() - start
+    timer.join()
+    assert elapsed < 0.5 + 1.0, elapsed
+    assert not hasattr(clf, "dual_coef_")
+
+
+def test_gil_is_released_during_fit() -> None:
+    G, y = _slow_problem()
+    ticks = 0
+    stop = threading.Event()
+
+    def count() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=count)
+    t.start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        start = time.perf_counter()
+        mk.MKLClassifier(kernels="precomputed", p=1.0, tol=1e-14, max_iter=30, C=100.0).fit(G, y)
+        elapsed = time.perf_counter() - start
+    stop.set()
+    t.join()
+    # With the GIL held the counter could not tick during the fit at all.
+    assert ticks > 0.2 * elapsed / 0.001, (ticks, elapsed)
+
+
+def test_n_threads_gives_identical_results(
+    cancer: tuple[NDArray[np.float64], NDArray[np.int64]],
+) -> None:
+    X, y = cancer
+    a = mk.MKLClassifier(n_threads=1).fit(X, y)
+    b = mk.MKLClassifier(n_threads=2).fit(X, y)
+    np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=1e-12, atol=1e-14)
