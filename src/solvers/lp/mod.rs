@@ -192,7 +192,15 @@ pub(crate) struct Tracker {
     pub history: Vec<IterRecord>,
     best_primal: f64,
     best_dual: f64,
-    best: Option<(Vec<f64>, Vec<f64>, f64, Vec<f64>)>,
+    best: Option<Iterate>,
+}
+
+/// A model `A[m] = θ_m β` with intercept `b`, and its block norms.
+struct Iterate {
+    theta: Vec<f64>,
+    beta: Vec<f64>,
+    b: f64,
+    norms: Vec<f64>,
 }
 
 impl Tracker {
@@ -218,7 +226,12 @@ impl Tracker {
     ) -> f64 {
         if primal < self.best_primal {
             self.best_primal = primal;
-            self.best = Some((theta.to_vec(), beta.to_vec(), b, norms));
+            self.best = Some(Iterate {
+                theta: theta.to_vec(),
+                beta: beta.to_vec(),
+                b,
+                norms,
+            });
         }
         self.best_dual = self.best_dual.max(dual);
         let gap = relative_gap(self.best_primal, self.best_dual);
@@ -234,7 +247,12 @@ impl Tracker {
 
     /// The result at the best primal iterate.
     pub fn finish(self, n: usize, n_iter: usize, status: SolveStatus) -> Result<FitResult> {
-        let (theta, beta, b, norms) = self
+        let Iterate {
+            theta,
+            beta,
+            b,
+            norms,
+        } = self
             .best
             .ok_or_else(|| MkError::Linalg("no finite iterate was produced".into()))?;
         let mut coef = vec![0.0; theta.len() * n];
@@ -326,17 +344,21 @@ fn fit_analytic(
             status = SolveStatus::Converged;
             break;
         }
+        // The inner accuracy follows the outer gap, and is tightened further whenever the gap
+        // shrinks slowly: an inexact SVM solution bounds how far the primal can go.
+        if gap >= 0.9 * best_gap {
+            inner_tol = (0.1 * inner_tol).max(inner_floor);
+        }
         if gap < best_gap * (1.0 - 1e-9) {
-            best_gap = gap;
             stalled = 0;
         } else {
             stalled += 1;
-            if stalled >= 10 && inner_tol <= inner_floor {
+            if inner_tol <= inner_floor && stalled >= 10 {
                 status = SolveStatus::Stalled;
                 break;
             }
         }
-        // Ask the inner solver for more accuracy as the outer gap closes.
+        best_gap = best_gap.min(gap);
         inner_tol = (0.1 * gap.max(0.0)).clamp(inner_floor, inner_tol);
         theta = theta_update(&norms, cfg.p);
     }
