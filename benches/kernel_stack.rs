@@ -12,8 +12,10 @@ use multikernel::kernels::{
 };
 use multikernel::parallel::with_pool;
 use multikernel::NoInterrupt;
-use ndarray::Array2;
 use rayon::prelude::*;
+
+mod common;
+use common::read_csv;
 
 /// The baseline: read every byte once, in parallel over kernels, summing with independent
 /// accumulators so that the loop is bound by memory, not by the adder.
@@ -83,34 +85,8 @@ fn bench_bandwidth(c: &mut Criterion) {
     g.finish();
 }
 
-fn read_csv(path: &str) -> Option<Array2<f64>> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let mut rows: Vec<Vec<f64>> = Vec::new();
-    for line in text.lines().skip(1) {
-        // Feature columns first; the last column is the (possibly textual) label.
-        let fields: Vec<&str> = line.split(',').collect();
-        let vals: Option<Vec<f64>> = fields[..fields.len().saturating_sub(1)]
-            .iter()
-            .map(|s| s.trim().parse().ok())
-            .collect();
-        if let Some(v) = vals.filter(|v| !v.is_empty()) {
-            rows.push(v);
-        }
-    }
-    let d = rows.first()?.len();
-    let mut x = Array2::from_shape_fn((rows.len(), d), |(i, j)| rows[i][j]);
-    for mut col in x.columns_mut() {
-        let mean = col.mean().unwrap_or(0.0);
-        let sd = col.std(0.0);
-        col.mapv_inplace(|v| if sd > 0.0 { (v - mean) / sd } else { 0.0 });
-    }
-    Some(x)
-}
-
 fn bench_ionosphere(c: &mut Criterion) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/ionosphere.csv");
-    let Some(x) = read_csv(path) else {
-        eprintln!("skipping the ionosphere bench: {path} not found");
+    let Some(x) = read_csv("ionosphere") else {
         return;
     };
     let specs = simplemkl_bank(x.ncols(), &SIMPLEMKL_WIDTHS, &[1, 2, 3]);
