@@ -4,3 +4,4 @@
 pub mod lp;
 pub mod newton;
 pub mod smo;
+pub mod spicy;

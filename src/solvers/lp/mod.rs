@@ -185,14 +185,24 @@ pub(crate) fn certificate(
     (primal, dual, norms)
 }
 
+/// The model of one iterate: `A` (M×n, row-major), the intercept, the kernel weights and the
+/// block norms `‖f_m‖`.
+pub(crate) struct Model {
+    pub coef: Vec<f64>,
+    pub intercept: f64,
+    pub weights: Vec<f64>,
+    pub norms: Vec<f64>,
+}
+
 /// Tracks the iterate with the smallest primal value and the largest dual value seen: both
-/// bound the optimum, so together they give the tightest certificate.
+/// bound the optimum, so together they give the tightest certificate. Shared by every solver
+/// that reports `P`, `D` and the gap (ℓp here, SpicyMKL in `solvers::spicy`).
 pub(crate) struct Tracker {
     start: Instant,
     pub history: Vec<IterRecord>,
     best_primal: f64,
     best_dual: f64,
-    best: Option<(Vec<f64>, Vec<f64>, f64, Vec<f64>)>,
+    best: Option<Model>,
 }
 
 impl Tracker {
@@ -206,7 +216,8 @@ impl Tracker {
         }
     }
 
-    /// Records an iterate (`A[m] = θ_m β`, intercept `b`); returns the current relative gap.
+    /// Records an iterate of the form `A[m] = θ_m β`, intercept `b`; returns the current
+    /// relative gap.
     pub fn record(
         &mut self,
         primal: f64,
@@ -216,9 +227,36 @@ impl Tracker {
         b: f64,
         norms: Vec<f64>,
     ) -> f64 {
+        let active = theta.iter().filter(|&&t| t > 0.0).count();
+        self.record_with(primal, dual, active, || {
+            let n = beta.len();
+            let mut coef = vec![0.0; theta.len() * n];
+            for (row, t) in coef.chunks_exact_mut(n.max(1)).zip(theta) {
+                for (a, &bi) in row.iter_mut().zip(beta) {
+                    *a = t * bi;
+                }
+            }
+            Model {
+                coef,
+                intercept: b,
+                weights: theta.to_vec(),
+                norms,
+            }
+        })
+    }
+
+    /// Records an iterate with `active` kernels in use; `model` is only built when the
+    /// iterate has the best primal value so far. Returns the current relative gap.
+    pub fn record_with(
+        &mut self,
+        primal: f64,
+        dual: f64,
+        active: usize,
+        model: impl FnOnce() -> Model,
+    ) -> f64 {
         if primal < self.best_primal {
             self.best_primal = primal;
-            self.best = Some((theta.to_vec(), beta.to_vec(), b, norms));
+            self.best = Some(model());
         }
         self.best_dual = self.best_dual.max(dual);
         let gap = relative_gap(self.best_primal, self.best_dual);
@@ -226,28 +264,22 @@ impl Tracker {
             primal,
             dual,
             gap,
-            active: theta.iter().filter(|&&t| t > 0.0).count(),
+            active,
             seconds: self.start.elapsed().as_secs_f64(),
         });
         gap
     }
 
     /// The result at the best primal iterate.
-    pub fn finish(self, n: usize, n_iter: usize, status: SolveStatus) -> Result<FitResult> {
-        let (theta, beta, b, norms) = self
+    pub fn finish(self, n_iter: usize, status: SolveStatus) -> Result<FitResult> {
+        let best = self
             .best
             .ok_or_else(|| MkError::Linalg("no finite iterate was produced".into()))?;
-        let mut coef = vec![0.0; theta.len() * n];
-        for (row, t) in coef.chunks_exact_mut(n).zip(&theta) {
-            for (a, &bi) in row.iter_mut().zip(&beta) {
-                *a = t * bi;
-            }
-        }
         Ok(FitResult {
-            coef,
-            intercept: b,
-            kernel_weights: theta,
-            kernel_norms: norms,
+            coef: best.coef,
+            intercept: best.intercept,
+            kernel_weights: best.weights,
+            kernel_norms: best.norms,
             primal: self.best_primal,
             dual: self.best_dual,
             gap: relative_gap(self.best_primal, self.best_dual),
@@ -340,7 +372,7 @@ fn fit_analytic(
         inner_tol = (0.1 * gap.max(0.0)).clamp(inner_floor, inner_tol);
         theta = theta_update(&norms, cfg.p);
     }
-    tracker.finish(n, n_iter, status)
+    tracker.finish(n_iter, status)
 }
 
 #[cfg(test)]
