@@ -264,21 +264,21 @@ impl Loss {
                 let mut z = w;
                 for _ in 0..100 {
                     let g = z - w + gamma * self.deriv(y, z);
+                    let step = g / (1.0 + gamma * self.deriv2(y, z));
+                    if step.abs() <= 1e-15 * (1.0 + z.abs()) {
+                        break;
+                    }
                     if g > 0.0 {
                         hi = z;
                     } else {
                         lo = z;
                     }
-                    let step = g / (1.0 + gamma * self.deriv2(y, z));
                     let next = z - step;
                     z = if next > lo && next < hi {
                         next
                     } else {
                         0.5 * (lo + hi)
                     };
-                    if step.abs() <= 1e-15 * (1.0 + z.abs()) {
-                        break;
-                    }
                 }
                 (z, 1.0 / (1.0 + gamma * self.deriv2(y, z)))
             }
