@@ -437,10 +437,16 @@ mod tests {
                     }
                     let h = 1e-6;
                     let fd = (loss.conjugate(y, u + h) - loss.conjugate(y, u - h)) / (2.0 * h);
-                    assert!((fd - loss.conjugate_grad(y, u)).abs() < 1e-6, "{loss:?} u={u}");
-                    let fd2 = (loss.conjugate_grad(y, u + h) - loss.conjugate_grad(y, u - h))
-                        / (2.0 * h);
-                    assert!((fd2 - loss.conjugate_hess(y, u)).abs() < 1e-4, "{loss:?} u={u}");
+                    assert!(
+                        (fd - loss.conjugate_grad(y, u)).abs() < 1e-6,
+                        "{loss:?} u={u}"
+                    );
+                    let fd2 =
+                        (loss.conjugate_grad(y, u + h) - loss.conjugate_grad(y, u - h)) / (2.0 * h);
+                    assert!(
+                        (fd2 - loss.conjugate_hess(y, u)).abs() < 1e-4,
+                        "{loss:?} u={u}"
+                    );
                 }
             }
         }

@@ -21,7 +21,7 @@ from reference import (
 
 import multikernel as mk
 from multikernel import _core
-from multikernel.kernels import Gaussian, Linear, Polynomial
+from multikernel.kernels import Gaussian, KernelSpec, Linear, Polynomial
 
 LOSSES = ["hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive"]
 PENALTIES: list[tuple[str, float | None]] = [("l1", None), ("elasticnet", 0.5)]
@@ -40,7 +40,7 @@ def problem(dataset: str, regression: bool) -> tuple[FloatArray, FloatArray]:
         y, X = X[:, 0].copy(), X[:, 1:]
     d = X.shape[1]
     s = math.sqrt(d)
-    specs = [
+    specs: list[KernelSpec] = [
         Linear(),
         Polynomial(degree=2, scale=1.0 / d),
         Gaussian(sigma=0.5 * s),

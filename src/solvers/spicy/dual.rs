@@ -12,6 +12,8 @@ use super::SpicyPenalty;
 /// subtraction can leave a bounded domain (hinge, logistic, …); `Σ clip(ρ̃ − τ)` is
 /// non-increasing in `τ`, so `τ` is found by bisection. For `l1` the point is then divided by
 /// `max(1, max_m ‖ρ̃‖_{K_m})`, which keeps the sum and the domain (it contains 0).
+///
+/// Returns the point and its block norms `‖ρ̃‖_{K_m}` (one pass over all kernels).
 pub fn project_dual(
     stack: &dyn KernelStack,
     y: &[f64],
@@ -19,7 +21,7 @@ pub fn project_dual(
     c: f64,
     loss: Loss,
     penalty: SpicyPenalty,
-) -> Vec<f64> {
+) -> (Vec<f64>, Vec<f64>) {
     let bounds: Vec<(f64, f64)> = y
         .iter()
         .map(|&yi| {
@@ -53,7 +55,11 @@ pub fn project_dual(
             }
         }
         let tau = 0.5 * (lo + hi);
-        r = r.iter().zip(&bounds).map(|(&v, &b)| clip(v - tau, b)).collect();
+        r = r
+            .iter()
+            .zip(&bounds)
+            .map(|(&v, &b)| clip(v - tau, b))
+            .collect();
         // Remove the bisection's rounding residual from the entries strictly inside.
         let free: Vec<usize> = (0..r.len())
             .filter(|&i| r[i] > bounds[i].0 && r[i] < bounds[i].1)
@@ -65,22 +71,23 @@ pub fn project_dual(
             }
         }
     }
+    let mut q = vec![0.0; stack.m()];
+    stack.quad_forms(&r, &mut q);
+    let mut norms: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
     let (_, r2) = penalty.weights();
-    if r2 == 0.0 {
-        let mut q = vec![0.0; stack.m()];
-        stack.quad_forms(&r, &mut q);
-        let nmax = q.iter().fold(0.0f64, |a, v| a.max(v.max(0.0).sqrt()));
-        if nmax > 1.0 {
-            r.iter_mut().for_each(|v| *v /= nmax);
-        }
+    let nmax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
+    if r2 == 0.0 && nmax > 1.0 {
+        r.iter_mut().for_each(|v| *v /= nmax);
+        norms.iter_mut().for_each(|v| *v /= nmax);
     }
-    r
+    (r, norms)
 }
 
 /// `D(ρ̃) = −C Σ_i ℓ*(y_i, −ρ̃_i/C)`, minus `Σ_m max(0, ‖ρ̃‖_{K_m} − r_1)²/(2 r_2)` for the
 /// elastic net; `−∞` if `ρ̃` violates the `l1` norm constraint (beyond rounding).
+/// `norms` are the block norms `‖ρ̃‖_{K_m}` of all kernels.
 pub fn dual_value(
-    stack: &dyn KernelStack,
+    norms: &[f64],
     y: &[f64],
     rho: &[f64],
     c: f64,
@@ -93,10 +100,8 @@ pub fn dual_value(
         .map(|(&yi, &ri)| loss.conjugate(yi, -ri / c))
         .sum();
     let mut d = -c * conj;
-    let mut q = vec![0.0; stack.m()];
-    stack.quad_forms(rho, &mut q);
     let (r1, r2) = penalty.weights();
-    for s in q.iter().map(|v| v.max(0.0).sqrt()) {
+    for &s in norms {
         if r2 == 0.0 {
             if s > 1.0 + 1e-9 {
                 return f64::NEG_INFINITY;

@@ -356,8 +356,8 @@ impl Inner<'_> {
         }
         st.b += gamma * rho.iter().sum::<f64>();
         if self.slack {
-            for i in 0..n {
-                st.z[i] = self.loss.prox(self.y[i], st.z[i] - gamma * rho[i], gamma).0;
+            for ((z, &yi), &ri) in st.z.iter_mut().zip(self.y).zip(&rho) {
+                *z = self.loss.prox(yi, *z - gamma * ri, gamma).0;
             }
         }
         st.a = a;

@@ -270,8 +270,8 @@ pub fn fit_spicy(
         let dual = [natural, scaled]
             .iter()
             .map(|r| {
-                let p = project_dual(stack, y, r, cfg.c, cfg.loss, cfg.penalty);
-                dual_value(stack, y, &p, cfg.c, cfg.loss, cfg.penalty)
+                let (p, pn) = project_dual(stack, y, r, cfg.c, cfg.loss, cfg.penalty);
+                dual_value(&pn, y, &p, cfg.c, cfg.loss, cfg.penalty)
             })
             .fold(f64::NEG_INFINITY, f64::max);
         let active = norms.iter().filter(|&&s| s > 0.0).count();

@@ -3,6 +3,8 @@ use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
 use crate::linalg::{solve_with_intercept, Cholesky};
 
+type KernelFn = dyn Fn(&[f64; 3], &[f64; 3]) -> f64;
+
 /// A deterministic uniform(−1, 1) stream.
 struct Lcg(u64);
 
@@ -36,7 +38,7 @@ fn problem(n: usize, regression: bool, seed: u64) -> (Vec<f64>, usize, Vec<f64>)
             }
         })
         .collect();
-    let kernels: Vec<Box<dyn Fn(&[f64; 3], &[f64; 3]) -> f64>> = vec![
+    let kernels: Vec<Box<KernelFn>> = vec![
         Box::new(|a, b| gauss(a, b, 0.5, 3)),
         Box::new(|a, b| gauss(a, b, 1.0, 3)),
         Box::new(|a, b| gauss(a, b, 2.0, 3)),
@@ -147,7 +149,11 @@ fn single_kernel_squared_is_norm_penalised_ridge() {
     };
     let r = fit_spicy(&stack, &y, &cfg, &NoInterrupt).unwrap();
     assert_eq!(r.status, SolveStatus::Converged);
-    assert!((r.primal - p_ref).abs() <= 1e-8 * p_ref, "{} vs {p_ref}", r.primal);
+    assert!(
+        (r.primal - p_ref).abs() <= 1e-8 * p_ref,
+        "{} vs {p_ref}",
+        r.primal
+    );
     for (a, e) in r.coef.iter().zip(&alpha) {
         assert!((a - e).abs() < 1e-5 * (1.0 + e.abs()), "{a} vs {e}");
     }
@@ -163,10 +169,7 @@ fn certificate_is_valid_for_every_loss_and_penalty() {
         let regression = !loss.is_classification();
         let (g, m, y) = problem(n, regression, 11);
         let stack = DenseStack::new(&g, m, n).unwrap();
-        for penalty in [
-            SpicyPenalty::L1,
-            SpicyPenalty::ElasticNet { l1_ratio: 0.5 },
-        ] {
+        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
             let cfg = SpicyConfig {
                 penalty,
                 c: 2.0,
@@ -180,7 +183,11 @@ fn certificate_is_valid_for_every_loss_and_penalty() {
             assert!(r.gap >= -1e-12 && r.gap <= cfg.tol, "{msg}");
             assert!(r.primal >= r.dual - 1e-12 * r.primal.abs(), "{msg}");
             let p = primal(&g, m, n, &y, &r, &cfg);
-            assert!((p - r.primal).abs() <= 1e-10 * p.abs(), "{msg}: {p} vs {}", r.primal);
+            assert!(
+                (p - r.primal).abs() <= 1e-10 * p.abs(),
+                "{msg}: {p} vs {}",
+                r.primal
+            );
             let wsum: f64 = r.kernel_weights.iter().sum();
             assert!((wsum - 1.0).abs() < 1e-12, "{msg}");
             assert!(!r.history.is_empty());
@@ -206,7 +213,11 @@ fn l1_kkt_for_smooth_losses() {
         assert_eq!(r.status, SolveStatus::Converged);
         let mut f = vec![r.intercept; n];
         for k in 0..m {
-            let v = matvec(&g[k * n * n..(k + 1) * n * n], n, &r.coef[k * n..(k + 1) * n]);
+            let v = matvec(
+                &g[k * n * n..(k + 1) * n * n],
+                n,
+                &r.coef[k * n..(k + 1) * n],
+            );
             f.iter_mut().zip(v).for_each(|(a, b)| *a += b);
         }
         let rho: Vec<f64> = y
