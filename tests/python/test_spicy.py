@@ -135,7 +135,9 @@ def test_elasticnet_with_ratio_one_is_l1(loss: str) -> None:
     np.testing.assert_allclose(en["coef"], l1["coef"], rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize(("loss", "dataset"), [("logistic", "sonar"), ("squared", "pima")])
+@pytest.mark.parametrize(
+    ("loss", "dataset"), [("logistic", "sonar"), ("squared", "pima"), ("hinge", "ionosphere")]
+)
 def test_l1_is_lp_p1_at_rescaled_C(loss: str, dataset: str) -> None:
     """The ℓ1 optimum at C is the ℓp (p = 1) optimum at C·S, S = Σ_m ‖f*_m‖, so
     ``P_lp(C·S) = S (P_l1(C) − S/2)`` and the decision values agree."""
