@@ -8,6 +8,7 @@ from numpy.typing import NDArray
 __all__ = [
     "StackTooLargeError",
     "fit_lp",
+    "fit_spicy",
     "gram_cross",
     "gram_fit",
     "low_rank",
@@ -61,6 +62,19 @@ def fit_lp(
     tol: float,
     max_iter: int,
     inner_tol: float,
+    n_threads: int,
+) -> dict[str, Any]: ...
+def fit_spicy(
+    g: NDArray[Any],
+    y: NDArray[np.float64],
+    *,
+    penalty: str,
+    l1_ratio: float,
+    C: float,
+    loss: str,
+    epsilon: float,
+    tol: float,
+    max_iter: int,
     n_threads: int,
 ) -> dict[str, Any]: ...
 def svm(

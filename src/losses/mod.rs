@@ -166,6 +166,127 @@ impl Loss {
 }
 
 impl Loss {
+    /// The domain `[lo, hi]` of `u ↦ ℓ*(y, u)` (with infinite ends where it is unbounded);
+    /// classification losses assume `y = ±1`.
+    pub fn conjugate_domain(&self, y: f64) -> (f64, f64) {
+        let inf = f64::INFINITY;
+        match *self {
+            // yu ∈ [−1, 0].
+            Loss::Hinge | Loss::Logistic => {
+                if y > 0.0 {
+                    (-1.0, 0.0)
+                } else {
+                    (0.0, 1.0)
+                }
+            }
+            // yu ≤ 0.
+            Loss::SquaredHinge => {
+                if y > 0.0 {
+                    (-inf, 0.0)
+                } else {
+                    (0.0, inf)
+                }
+            }
+            Loss::Squared => (-inf, inf),
+            Loss::EpsilonInsensitive { .. } => (-1.0, 1.0),
+        }
+    }
+
+    /// `∂ℓ*(y, u)/∂u` inside the domain (for hinge and ε-insensitive, the derivative of the
+    /// linear pieces; `±∞` at the logistic boundary).
+    #[inline]
+    pub fn conjugate_grad(&self, y: f64, u: f64) -> f64 {
+        match *self {
+            Loss::Hinge => y,
+            // ℓ* = −s + s²/2, s = −yu: dℓ*/du = −y(s − 1).
+            Loss::SquaredHinge => y * (1.0 + y * u),
+            // ℓ* = s log s + (1−s) log(1−s), s = −yu: dℓ*/du = −y log(s/(1−s)).
+            Loss::Logistic => {
+                let s = -y * u;
+                -y * (s.ln() - (1.0 - s).ln())
+            }
+            Loss::Squared => u + y,
+            Loss::EpsilonInsensitive { epsilon } => y + epsilon * u.signum(),
+        }
+    }
+
+    /// `∂²ℓ*(y, u)/∂u²` inside the domain (0 on the linear pieces of hinge and ε-insensitive).
+    #[inline]
+    pub fn conjugate_hess(&self, y: f64, u: f64) -> f64 {
+        match *self {
+            Loss::Hinge | Loss::EpsilonInsensitive { .. } => 0.0,
+            Loss::SquaredHinge => y * y,
+            Loss::Logistic => {
+                let s = -y * u;
+                y * y / (s * (1.0 - s))
+            }
+            Loss::Squared => 1.0,
+        }
+    }
+
+    /// `prox_{γℓ(y,·)}(w) = argmin_z ℓ(y, z) + (z − w)²/(2γ)` and its derivative in `w`
+    /// (the slack updates of SpicyMKL, `solvers::spicy`). Classification losses assume `y = ±1`.
+    pub fn prox(&self, y: f64, w: f64, gamma: f64) -> (f64, f64) {
+        match *self {
+            Loss::Hinge => {
+                // In t = yw: identity above the hinge, shift by γ below it, the kink between.
+                let t = y * w;
+                if t >= 1.0 {
+                    (w, 1.0)
+                } else if t <= 1.0 - gamma {
+                    (y * (t + gamma), 1.0)
+                } else {
+                    (y, 0.0)
+                }
+            }
+            Loss::SquaredHinge => {
+                let t = y * w;
+                if t >= 1.0 {
+                    (w, 1.0)
+                } else {
+                    (y * (t + gamma) / (1.0 + gamma), 1.0 / (1.0 + gamma))
+                }
+            }
+            Loss::Squared => ((w + gamma * y) / (1.0 + gamma), 1.0 / (1.0 + gamma)),
+            Loss::EpsilonInsensitive { epsilon } => {
+                let r = w - y;
+                if r.abs() <= epsilon {
+                    (w, 1.0)
+                } else if r.abs() <= epsilon + gamma {
+                    (y + epsilon * r.signum(), 0.0)
+                } else {
+                    (w - gamma * r.signum(), 1.0)
+                }
+            }
+            Loss::Logistic => {
+                // z + γℓ'(z) = w is strictly increasing in z: safeguarded Newton from z = w.
+                let (mut lo, mut hi) = (w - gamma, w + gamma);
+                let mut z = w;
+                for _ in 0..100 {
+                    let g = z - w + gamma * self.deriv(y, z);
+                    let step = g / (1.0 + gamma * self.deriv2(y, z));
+                    if step.abs() <= 1e-15 * (1.0 + z.abs()) {
+                        break;
+                    }
+                    if g > 0.0 {
+                        hi = z;
+                    } else {
+                        lo = z;
+                    }
+                    let next = z - step;
+                    z = if next > lo && next < hi {
+                        next
+                    } else {
+                        0.5 * (lo + hi)
+                    };
+                }
+                (z, 1.0 / (1.0 + gamma * self.deriv2(y, z)))
+            }
+        }
+    }
+}
+
+impl Loss {
     /// The intercept minimising `Σ_i ℓ(y_i, f_i + b)` for fixed `f`, by bisection on the
     /// monotone (sub)derivative `Σ_i ℓ'(y_i, f_i + b)`, starting from `start`.
     ///
@@ -269,6 +390,67 @@ fn xlogx(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The prox satisfies its optimality condition `z − w + γ ℓ'(y, z) ∋ 0`, and the conjugate
+    /// derivatives match finite differences.
+    #[test]
+    fn prox_and_conjugate_derivatives() {
+        let losses = [
+            Loss::Hinge,
+            Loss::SquaredHinge,
+            Loss::Logistic,
+            Loss::Squared,
+            Loss::EpsilonInsensitive { epsilon: 0.3 },
+        ];
+        for loss in losses {
+            for &y in &[1.0, -1.0] {
+                for &w in &[-2.5, -0.7, 0.0, 0.4, 0.95, 1.6, 3.0] {
+                    for &g in &[0.1, 1.0, 10.0] {
+                        let (z, d) = loss.prox(y, w, g);
+                        let obj = |v: f64| loss.value(y, v) + (v - w).powi(2) / (2.0 * g);
+                        for h in [1e-4, -1e-4] {
+                            assert!(obj(z) <= obj(z + h) + 1e-12, "{loss:?} y={y} w={w} g={g}");
+                        }
+                        let h = 1e-6;
+                        let (zp, _) = loss.prox(y, w + h, g);
+                        let (zm, _) = loss.prox(y, w - h, g);
+                        let fd = (zp - zm) / (2.0 * h);
+                        if (fd - d).abs() > 1e-4 {
+                            // only at a breakpoint may the one-sided derivatives differ
+                            assert!(fd > -1e-9 && fd < 1.0 + 1e-9, "{loss:?} {fd} {d}");
+                        }
+                    }
+                }
+                let (lo, hi) = loss.conjugate_domain(y);
+                for &frac in &[0.2, 0.5, 0.8] {
+                    let u = if lo.is_finite() && hi.is_finite() {
+                        lo + frac * (hi - lo)
+                    } else if lo.is_finite() {
+                        lo + frac
+                    } else if hi.is_finite() {
+                        hi - frac
+                    } else {
+                        frac - 0.5
+                    };
+                    if u == 0.0 {
+                        continue;
+                    }
+                    let h = 1e-6;
+                    let fd = (loss.conjugate(y, u + h) - loss.conjugate(y, u - h)) / (2.0 * h);
+                    assert!(
+                        (fd - loss.conjugate_grad(y, u)).abs() < 1e-6,
+                        "{loss:?} u={u}"
+                    );
+                    let fd2 =
+                        (loss.conjugate_grad(y, u + h) - loss.conjugate_grad(y, u - h)) / (2.0 * h);
+                    assert!(
+                        (fd2 - loss.conjugate_hess(y, u)).abs() < 1e-4,
+                        "{loss:?} u={u}"
+                    );
+                }
+            }
+        }
+    }
 
     /// Fenchel–Young: ℓ(y,z) + ℓ*(y,u) ≥ uz, with equality at u = ℓ'(y,z).
     #[test]

@@ -4,6 +4,7 @@
 mod convert;
 mod kernels;
 mod solvers;
+mod spicy;
 
 use pyo3::prelude::*;
 
@@ -16,5 +17,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     kernels::register(m)?;
     solvers::register(m)?;
+    spicy::register(m)?;
     Ok(())
 }

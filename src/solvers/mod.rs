@@ -4,3 +4,5 @@
 pub mod lp;
 pub mod newton;
 pub mod smo;
+pub mod spicy;
+mod tracker;

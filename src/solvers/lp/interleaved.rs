@@ -94,5 +94,5 @@ pub(super) fn fit_interleaved(
         }
         state.set_gradient(&DenseKernel::new(&k_theta, n)?, &grad)?;
     }
-    tracker.finish(n, n_iter, status)
+    tracker.finish(n_iter, status)
 }

@@ -16,14 +16,13 @@
 mod interleaved;
 mod single;
 
-use std::time::Instant;
-
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::Loss;
-use crate::result::{relative_gap, FitResult, IterRecord, SolveStatus};
+use crate::result::{FitResult, SolveStatus};
 use crate::solvers::newton::dense_matvec;
+pub(crate) use crate::solvers::tracker::Tracker;
 
 pub use single::SingleKernel;
 
@@ -185,97 +184,6 @@ pub(crate) fn certificate(
     (primal, dual, norms)
 }
 
-/// Tracks the iterate with the smallest primal value and the largest dual value seen: both
-/// bound the optimum, so together they give the tightest certificate.
-pub(crate) struct Tracker {
-    start: Instant,
-    pub history: Vec<IterRecord>,
-    best_primal: f64,
-    best_dual: f64,
-    best: Option<Iterate>,
-}
-
-/// A model `A[m] = θ_m β` with intercept `b`, and its block norms.
-struct Iterate {
-    theta: Vec<f64>,
-    beta: Vec<f64>,
-    b: f64,
-    norms: Vec<f64>,
-}
-
-impl Tracker {
-    pub fn new() -> Self {
-        Tracker {
-            start: Instant::now(),
-            history: Vec::new(),
-            best_primal: f64::INFINITY,
-            best_dual: f64::NEG_INFINITY,
-            best: None,
-        }
-    }
-
-    /// Records an iterate (`A[m] = θ_m β`, intercept `b`); returns the current relative gap.
-    pub fn record(
-        &mut self,
-        primal: f64,
-        dual: f64,
-        theta: &[f64],
-        beta: &[f64],
-        b: f64,
-        norms: Vec<f64>,
-    ) -> f64 {
-        if primal < self.best_primal {
-            self.best_primal = primal;
-            self.best = Some(Iterate {
-                theta: theta.to_vec(),
-                beta: beta.to_vec(),
-                b,
-                norms,
-            });
-        }
-        self.best_dual = self.best_dual.max(dual);
-        let gap = relative_gap(self.best_primal, self.best_dual);
-        self.history.push(IterRecord {
-            primal,
-            dual,
-            gap,
-            active: theta.iter().filter(|&&t| t > 0.0).count(),
-            seconds: self.start.elapsed().as_secs_f64(),
-        });
-        gap
-    }
-
-    /// The result at the best primal iterate.
-    pub fn finish(self, n: usize, n_iter: usize, status: SolveStatus) -> Result<FitResult> {
-        let Iterate {
-            theta,
-            beta,
-            b,
-            norms,
-        } = self
-            .best
-            .ok_or_else(|| MkError::Linalg("no finite iterate was produced".into()))?;
-        let mut coef = vec![0.0; theta.len() * n];
-        for (row, t) in coef.chunks_exact_mut(n).zip(&theta) {
-            for (a, &bi) in row.iter_mut().zip(&beta) {
-                *a = t * bi;
-            }
-        }
-        Ok(FitResult {
-            coef,
-            intercept: b,
-            kernel_weights: theta,
-            kernel_norms: norms,
-            primal: self.best_primal,
-            dual: self.best_dual,
-            gap: relative_gap(self.best_primal, self.best_dual),
-            n_iter,
-            status,
-            history: self.history,
-        })
-    }
-}
-
 /// Fits ℓp-norm MKL on a kernel stack.
 pub fn fit_lp(
     stack: &dyn KernelStack,
@@ -362,7 +270,7 @@ fn fit_analytic(
         inner_tol = (0.1 * gap.max(0.0)).clamp(inner_floor, inner_tol);
         theta = theta_update(&norms, cfg.p);
     }
-    tracker.finish(n, n_iter, status)
+    tracker.finish(n_iter, status)
 }
 
 #[cfg(test)]

@@ -1,0 +1,114 @@
+//! The dual of ALGORITHMS.md §1 for `l1` / `elasticnet` and its feasibility projection.
+
+use crate::kernels::KernelStack;
+use crate::losses::Loss;
+
+use super::SpicyPenalty;
+
+/// Makes any `ρ̃` (our scale) a feasible dual point.
+///
+/// Centring is a clipped shift, `ρ̃_i ← clip(ρ̃_i − τ, lo_i, hi_i)` with `τ` such that
+/// `Σ ρ̃ = 0`, where `[lo_i, hi_i]` is the domain of `ρ̃_i ↦ ℓ*(y_i, −ρ̃_i/C)`: plain mean
+/// subtraction can leave a bounded domain (hinge, logistic, …); `Σ clip(ρ̃ − τ)` is
+/// non-increasing in `τ`, so `τ` is found by bisection. For `l1` the point is then divided by
+/// `max(1, max_m ‖ρ̃‖_{K_m})`, which keeps the sum and the domain (it contains 0).
+///
+/// Returns the point and its block norms `‖ρ̃‖_{K_m}` (one pass over all kernels).
+pub fn project_dual(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    rho: &[f64],
+    c: f64,
+    loss: Loss,
+    penalty: SpicyPenalty,
+) -> (Vec<f64>, Vec<f64>) {
+    let bounds: Vec<(f64, f64)> = y
+        .iter()
+        .map(|&yi| {
+            let (lo_u, hi_u) = loss.conjugate_domain(yi);
+            (-c * hi_u, -c * lo_u)
+        })
+        .collect();
+    let clip = |r: f64, (lo, hi): (f64, f64)| r.max(lo).min(hi);
+    let mut r: Vec<f64> = rho.iter().zip(&bounds).map(|(&v, &b)| clip(v, b)).collect();
+    let n = r.len() as f64;
+    let mean = r.iter().sum::<f64>() / n;
+    let fits = r
+        .iter()
+        .zip(&bounds)
+        .all(|(&v, &(lo, hi))| v - mean >= lo && v - mean <= hi);
+    if fits {
+        r.iter_mut().for_each(|v| *v -= mean);
+    } else {
+        let total = |t: f64| -> f64 { r.iter().zip(&bounds).map(|(&v, &b)| clip(v - t, b)).sum() };
+        let span = r.iter().fold(0.0f64, |a, v| a.max(v.abs())) + c + 1.0;
+        let (mut lo, mut hi) = (-span, span);
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            if total(mid) > 0.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let tau = 0.5 * (lo + hi);
+        r = r
+            .iter()
+            .zip(&bounds)
+            .map(|(&v, &b)| clip(v - tau, b))
+            .collect();
+        // Remove the bisection's rounding residual from the entries strictly inside.
+        let free: Vec<usize> = (0..r.len())
+            .filter(|&i| r[i] > bounds[i].0 && r[i] < bounds[i].1)
+            .collect();
+        if !free.is_empty() {
+            let shift = r.iter().sum::<f64>() / free.len() as f64;
+            for &i in &free {
+                r[i] = clip(r[i] - shift, bounds[i]);
+            }
+        }
+    }
+    let mut q = vec![0.0; stack.m()];
+    stack.quad_forms(&r, &mut q);
+    let mut norms: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
+    let (_, r2) = penalty.weights();
+    let nmax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
+    if r2 == 0.0 && nmax > 1.0 {
+        r.iter_mut().for_each(|v| *v /= nmax);
+        norms.iter_mut().for_each(|v| *v /= nmax);
+    }
+    (r, norms)
+}
+
+/// `D(ρ̃) = −C Σ_i ℓ*(y_i, −ρ̃_i/C)`, minus `Σ_m max(0, ‖ρ̃‖_{K_m} − r_1)²/(2 r_2)` for the
+/// elastic net; `−∞` if `ρ̃` violates the `l1` norm constraint (beyond rounding).
+/// `norms` are the block norms `‖ρ̃‖_{K_m}` of all kernels.
+pub fn dual_value(
+    norms: &[f64],
+    y: &[f64],
+    rho: &[f64],
+    c: f64,
+    loss: Loss,
+    penalty: SpicyPenalty,
+) -> f64 {
+    let conj: f64 = y
+        .iter()
+        .zip(rho)
+        .map(|(&yi, &ri)| loss.conjugate(yi, -ri / c))
+        .sum();
+    let mut d = -c * conj;
+    let (r1, r2) = penalty.weights();
+    for &s in norms {
+        if r2 == 0.0 {
+            if s > 1.0 + 1e-9 {
+                return f64::NEG_INFINITY;
+            }
+        } else {
+            d -= (s - r1).max(0.0).powi(2) / (2.0 * r2);
+        }
+    }
+    d
+}

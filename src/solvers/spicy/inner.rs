@@ -1,0 +1,382 @@
+//! One proximal step: Newton's method with Armijo backtracking on `φ_γ` (eq. 7–9), then the
+//! updates of `A`, `b` and the slack `z` (eq. 5, 6, 10, 11). All in the paper's scale (loss
+//! weight 1), see the module documentation of `solvers::spicy`.
+
+use faer::Mat;
+
+use crate::error::Result;
+use crate::interrupt::Interrupt;
+use crate::kernels::KernelStack;
+use crate::linalg::Cholesky;
+use crate::losses::Loss;
+
+/// The primal iterate and the dual point carried between outer iterations.
+pub(super) struct Outer {
+    m: usize,
+    n: usize,
+    /// `A` (M×n, row-major); rows off the support are zero.
+    pub a: Vec<f64>,
+    /// `K_m A[m]` for the rows on the support.
+    ka: Vec<f64>,
+    /// `‖A[m]‖_{K_m}`.
+    norm: Vec<f64>,
+    /// Kernels with `A[m] ≠ 0`.
+    support: Vec<usize>,
+    pub b: f64,
+    /// Slack (predictions) of the hinge-type losses.
+    z: Vec<f64>,
+    /// The last inner minimiser (warm start).
+    pub rho: Vec<f64>,
+}
+
+impl Outer {
+    pub fn new(m: usize, n: usize, loss: Loss, y: &[f64]) -> Self {
+        // ρ = −ℓ'(y, 0): strictly inside the logistic domain (yρ = ½).
+        let rho = y.iter().map(|&yi| -loss.deriv(yi, 0.0)).collect();
+        Outer {
+            m,
+            n,
+            a: vec![0.0; m * n],
+            ka: vec![0.0; m * n],
+            norm: vec![0.0; m],
+            support: Vec::new(),
+            b: 0.0,
+            z: vec![0.0; n],
+            rho,
+        }
+    }
+
+    /// `f = Σ_{m ∈ support} K_m A[m]` (without the intercept).
+    pub fn predictions(&self, f: &mut [f64]) {
+        f.iter_mut().for_each(|v| *v = 0.0);
+        for &m in &self.support {
+            for (fi, k) in f.iter_mut().zip(&self.ka[m * self.n..(m + 1) * self.n]) {
+                *fi += k;
+            }
+        }
+    }
+
+    /// `‖A[m]‖_{K_m}` for all m.
+    pub fn norms(&self) -> Vec<f64> {
+        self.norm.clone()
+    }
+}
+
+/// The fixed data of the inner problems.
+pub(super) struct Inner<'a> {
+    pub stack: &'a dyn KernelStack,
+    pub y: &'a [f64],
+    pub loss: Loss,
+    /// Hinge-type loss handled through the slack `z`.
+    pub slack: bool,
+    pub lam1: f64,
+    pub lam2: f64,
+    pub max_inner: usize,
+    /// Stop Newton when `‖∇φ‖_∞` is at most this.
+    pub inner_tol: f64,
+}
+
+/// Per-kernel quantities along the search line `ρ + cΔ`:
+/// `‖v_m(c)‖² = aa + 2γ(cr + c·cd) + γ²(qr + 2c·qx + c²·qd)`.
+struct Line {
+    aa: Vec<f64>,
+    cr: Vec<f64>,
+    cd: Vec<f64>,
+    qr: Vec<f64>,
+    qx: Vec<f64>,
+    qd: Vec<f64>,
+}
+
+impl Line {
+    fn norm(&self, m: usize, gamma: f64, c: f64) -> f64 {
+        let s2 = self.aa[m]
+            + 2.0 * gamma * (self.cr[m] + c * self.cd[m])
+            + gamma * gamma * (self.qr[m] + 2.0 * c * self.qx[m] + c * c * self.qd[m]);
+        s2.max(0.0).sqrt()
+    }
+}
+
+impl Inner<'_> {
+    /// `L(ρ)` (see the module documentation), `+∞` outside the conjugate's domain.
+    fn loss_value(&self, st: &Outer, rho: &[f64], gz: f64) -> f64 {
+        let mut total = 0.0;
+        for (i, (&yi, &ri)) in self.y.iter().zip(rho).enumerate() {
+            total += if self.slack {
+                let (z, _) = self.loss.prox(yi, st.z[i] - gz * ri, gz);
+                let d = z - st.z[i];
+                -(self.loss.value(yi, z) + ri * z + d * d / (2.0 * gz))
+            } else {
+                match self.loss {
+                    Loss::Logistic => {
+                        let s = yi * ri;
+                        if !(s > 0.0 && s < 1.0) {
+                            return f64::INFINITY;
+                        }
+                        s * s.ln() + (1.0 - s) * (1.0 - s).ln()
+                    }
+                    _ => self.loss.conjugate(yi, -ri),
+                }
+            };
+        }
+        total
+    }
+
+    /// `∇L` and the diagonal `∇²L` at `ρ`.
+    fn loss_derivs(&self, st: &Outer, rho: &[f64], gz: f64, g: &mut [f64], h: &mut [f64]) {
+        for i in 0..rho.len() {
+            let (yi, ri) = (self.y[i], rho[i]);
+            if self.slack {
+                let (z, dz) = self.loss.prox(yi, st.z[i] - gz * ri, gz);
+                g[i] = -z;
+                h[i] = gz * dz;
+            } else {
+                g[i] = -self.loss.conjugate_grad(yi, -ri);
+                h[i] = self.loss.conjugate_hess(yi, -ri);
+            }
+        }
+    }
+
+    /// `h(‖v‖) = max(‖v‖ − γλ_1, 0)² / (2γ(1 + γλ_2))`.
+    fn kernel_term(&self, s: f64, gamma: f64) -> f64 {
+        let w = (s - gamma * self.lam1).max(0.0);
+        w * w / (2.0 * gamma * (1.0 + gamma * self.lam2))
+    }
+
+    /// `φ_γ(ρ + cΔ)`.
+    fn phi(&self, st: &Outer, line: &Line, rho: &[f64], gamma: f64, c: f64) -> f64 {
+        let loss = self.loss_value(st, rho, gamma);
+        if !loss.is_finite() {
+            return f64::INFINITY;
+        }
+        let kern: f64 = (0..st.m)
+            .map(|m| self.kernel_term(line.norm(m, gamma, c), gamma))
+            .sum();
+        let t = st.b + gamma * rho.iter().sum::<f64>();
+        loss + kern + t * t / (2.0 * gamma)
+    }
+
+    /// One outer iteration with penalty parameter `γ` (for `γ_m`, `γ_b` and `γ_z`).
+    pub fn step(&self, st: &mut Outer, gamma: f64, interrupt: &dyn Interrupt) -> Result<()> {
+        let (mm, n) = (st.m, st.n);
+        let stack = self.stack;
+        let mut rho = st.rho.clone();
+        let mut line = Line {
+            aa: st.norm.iter().map(|s| s * s).collect(),
+            cr: vec![0.0; mm],
+            cd: vec![0.0; mm],
+            qr: vec![0.0; mm],
+            qx: vec![0.0; mm],
+            qd: vec![0.0; mm],
+        };
+        stack.quad_forms(&rho, &mut line.qr);
+        let mut grad = vec![0.0; n];
+        let mut hdiag = vec![0.0; n];
+        let mut hess = vec![0.0; n * n];
+        let mut theta = vec![0.0; mm];
+        let mut buf = vec![0.0; 2 * n];
+        // Active kernels at the last evaluation, with K_m v_m, ‖v_m‖ and K_m ρ.
+        let mut active: Vec<usize> = Vec::new();
+        let mut kv: Vec<Vec<f64>> = Vec::new();
+        let mut sv: Vec<f64> = Vec::new();
+        let mut krho: Vec<Vec<f64>> = Vec::new();
+        for it in 0..=self.max_inner {
+            interrupt.check()?;
+            // Activity: ‖v_m‖ > γλ_1 from the all-kernel quadratic forms.
+            for &m in &st.support {
+                line.cr[m] = dot(&st.ka[m * n..(m + 1) * n], &rho);
+            }
+            active.clear();
+            for m in 0..mm {
+                let s = line.norm(m, gamma, 0.0);
+                if s > gamma * self.lam1 && s > 0.0 {
+                    active.push(m);
+                }
+            }
+            kv.clear();
+            sv.clear();
+            krho.clear();
+            for &m in &active {
+                let mut kr = vec![0.0; n];
+                stack.matvec(m, &rho, &mut kr);
+                line.qr[m] = dot(&kr, &rho);
+                let a = &st.a[m * n..(m + 1) * n];
+                let ka = &st.ka[m * n..(m + 1) * n];
+                let k_v: Vec<f64> = ka.iter().zip(&kr).map(|(x, k)| x + gamma * k).collect();
+                let s2: f64 = a
+                    .iter()
+                    .zip(&rho)
+                    .zip(&k_v)
+                    .map(|((ai, ri), k)| (ai + gamma * ri) * k)
+                    .sum();
+                kv.push(k_v);
+                sv.push(s2.max(0.0).sqrt());
+                krho.push(kr);
+            }
+            // Eq. 8: ∇φ = ∇L + Σ K_m prox_m(v_m) + (b + γΣρ) 1, K_m prox_m(v_m) = shrink · K_m v_m.
+            self.loss_derivs(st, &rho, gamma, &mut grad, &mut hdiag);
+            let t = st.b + gamma * rho.iter().sum::<f64>();
+            for k in 0..active.len() {
+                let shrink = self.shrink(sv[k], gamma);
+                for (g, x) in grad.iter_mut().zip(&kv[k]) {
+                    *g += shrink * x;
+                }
+            }
+            grad.iter_mut().for_each(|g| *g += t);
+            let gnorm = grad.iter().fold(0.0f64, |a, g| a.max(g.abs()));
+            if gnorm <= self.inner_tol || it == self.max_inner {
+                break;
+            }
+            // Eq. 9, the K_m terms through one `combine` over the active kernels.
+            theta.iter_mut().for_each(|v| *v = 0.0);
+            let scale = gamma / (1.0 + gamma * self.lam2);
+            for (k, &m) in active.iter().enumerate() {
+                theta[m] = scale * (1.0 - gamma * self.lam1 / sv[k]);
+            }
+            if active.is_empty() {
+                hess.iter_mut().for_each(|v| *v = 0.0);
+            } else {
+                stack.combine(&theta, &mut hess);
+            }
+            for k in 0..active.len() {
+                let q = gamma * self.lam1 / sv[k];
+                if q == 0.0 {
+                    continue;
+                }
+                let coef = scale * q / (sv[k] * sv[k]);
+                let u = &kv[k];
+                for i in 0..n {
+                    let ci = coef * u[i];
+                    for (h, uj) in hess[i * n..(i + 1) * n].iter_mut().zip(u) {
+                        *h += ci * uj;
+                    }
+                }
+            }
+            let mut tr = 0.0;
+            for i in 0..n {
+                for h in &mut hess[i * n..(i + 1) * n] {
+                    *h += gamma;
+                }
+                hess[i * n + i] += hdiag[i];
+                tr += hess[i * n + i];
+            }
+            // A relative 1e-10 ridge: flat directions (hinge-type points on a kink, no active
+            // kernel) get a long but finite step, which the cap and line search then control.
+            let ridge = 1e-10 * tr / n as f64;
+            for i in 0..n {
+                hess[i * n + i] += ridge;
+            }
+            let chol = Cholesky::new(&hess, n)?;
+            let mut rhs = Mat::from_fn(n, 1, |i, _| -grad[i]);
+            chol.solve_in_place(&mut rhs);
+            let mut delta: Vec<f64> = (0..n).map(|i| rhs[(i, 0)]).collect();
+            let cap = 10.0 * (1.0 + rho.iter().fold(0.0f64, |a, r| a.max(r.abs())));
+            let dmax = delta.iter().fold(0.0f64, |a, d| a.max(d.abs()));
+            if dmax > cap {
+                delta.iter_mut().for_each(|d| *d *= cap / dmax);
+            }
+            let slope = dot(&grad, &delta);
+            if slope >= 0.0 {
+                break;
+            }
+            // §3.4: ‖ρ + cΔ‖_{K_m} for every kernel and every c from two quadratic forms.
+            buf[..n].copy_from_slice(&delta);
+            for i in 0..n {
+                buf[n + i] = rho[i] + delta[i];
+            }
+            let mut qb = vec![0.0; 2 * mm];
+            stack.quad_forms_batch(&buf, &mut qb);
+            for m in 0..mm {
+                line.qd[m] = qb[2 * m];
+                line.qx[m] = 0.5 * (qb[2 * m + 1] - line.qr[m] - line.qd[m]);
+            }
+            for (k, &m) in active.iter().enumerate() {
+                // Exact cross terms where they matter most (polarisation loses digits).
+                line.qx[m] = dot(&krho[k], &delta);
+            }
+            for &m in &st.support {
+                line.cd[m] = dot(&st.ka[m * n..(m + 1) * n], &delta);
+            }
+            let phi0 = self.phi(st, &line, &rho, gamma, 0.0);
+            let mut c = 1.0;
+            let mut trial = vec![0.0; n];
+            let mut accepted = false;
+            for _ in 0..60 {
+                for i in 0..n {
+                    trial[i] = rho[i] + c * delta[i];
+                }
+                let val = self.phi(st, &line, &trial, gamma, c);
+                if val <= phi0 + 1e-4 * c * slope {
+                    accepted = true;
+                    break;
+                }
+                c *= 0.5;
+            }
+            if !accepted {
+                // Near the minimiser rounding hides the decrease: take the Newton step when the
+                // predicted decrease is below rounding, otherwise stop.
+                if -slope <= 1e-13 * (1.0 + phi0.abs()) && dmax <= cap {
+                    c = 1.0;
+                    for i in 0..n {
+                        trial[i] = rho[i] + delta[i];
+                    }
+                    if !self.loss_value(st, &trial, gamma).is_finite() {
+                        break;
+                    }
+                } else {
+                    break;
+                }
+            }
+            rho.copy_from_slice(&trial);
+            for m in 0..mm {
+                line.cr[m] += c * line.cd[m];
+                line.qr[m] = (line.qr[m] + 2.0 * c * line.qx[m] + c * c * line.qd[m]).max(0.0);
+                line.cd[m] = 0.0;
+            }
+        }
+        // Eq. 5, 6, 11: A[m] ← prox_m(v_m), b ← b + γ_bΣρ, z ← prox_{γ_zℓ}(z − γ_zρ); the
+        // new K_m A[m] is the same shrink of K_m v_m, so no kernel is touched here.
+        let mut a = vec![0.0; mm * n];
+        let mut ka = vec![0.0; mm * n];
+        let mut norm = vec![0.0; mm];
+        let mut support = Vec::with_capacity(active.len());
+        for (k, &m) in active.iter().enumerate() {
+            let shrink = self.shrink(sv[k], gamma);
+            if shrink <= 0.0 {
+                continue;
+            }
+            let row = m * n..(m + 1) * n;
+            for ((dst, &old), &r) in a[row.clone()].iter_mut().zip(&st.a[row.clone()]).zip(&rho) {
+                *dst = shrink * (old + gamma * r);
+            }
+            for (dst, &x) in ka[row].iter_mut().zip(&kv[k]) {
+                *dst = shrink * x;
+            }
+            norm[m] = shrink * sv[k];
+            support.push(m);
+        }
+        st.b += gamma * rho.iter().sum::<f64>();
+        if self.slack {
+            for ((z, &yi), &ri) in st.z.iter_mut().zip(self.y).zip(&rho) {
+                *z = self.loss.prox(yi, *z - gamma * ri, gamma).0;
+            }
+        }
+        st.a = a;
+        st.ka = ka;
+        st.norm = norm;
+        st.support = support;
+        st.rho = rho;
+        Ok(())
+    }
+
+    /// `prox_m(v)/v = max(‖v‖ − γλ_1, 0)/(‖v‖(1 + γλ_2))`.
+    fn shrink(&self, s: f64, gamma: f64) -> f64 {
+        if s <= 0.0 {
+            return 0.0;
+        }
+        (s - gamma * self.lam1).max(0.0) / (s * (1.0 + gamma * self.lam2))
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

@@ -1,0 +1,299 @@
+use super::*;
+use crate::interrupt::NoInterrupt;
+use crate::kernels::DenseStack;
+use crate::linalg::{solve_with_intercept, Cholesky};
+
+type KernelFn = dyn Fn(&[f64; 3], &[f64; 3]) -> f64;
+
+/// A deterministic uniform(−1, 1) stream.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+}
+
+/// `n` points in 3-D; kernels: Gaussians of widths 0.5, 1, 2 on all features, a linear kernel
+/// on feature 0, a Gaussian on feature 2 (noise), each with a 1e-8 jitter (as the paper).
+fn problem(n: usize, regression: bool, seed: u64) -> (Vec<f64>, usize, Vec<f64>) {
+    let mut rng = Lcg(seed);
+    let x: Vec<[f64; 3]> = (0..n)
+        .map(|_| [rng.next(), rng.next(), rng.next()])
+        .collect();
+    let y: Vec<f64> = x
+        .iter()
+        .map(|p| {
+            let t = (3.0 * p[0]).sin() + p[1] * p[1] + 0.3 * rng.next();
+            if regression {
+                t
+            } else if t > 0.3 {
+                1.0
+            } else {
+                -1.0
+            }
+        })
+        .collect();
+    let kernels: Vec<Box<KernelFn>> = vec![
+        Box::new(|a, b| gauss(a, b, 0.5, 3)),
+        Box::new(|a, b| gauss(a, b, 1.0, 3)),
+        Box::new(|a, b| gauss(a, b, 2.0, 3)),
+        Box::new(|a, b| a[0] * b[0]),
+        Box::new(|a, b| (-(a[2] - b[2]).powi(2)).exp()),
+    ];
+    let m = kernels.len();
+    let mut g = vec![0.0; m * n * n];
+    for (k, kern) in kernels.iter().enumerate() {
+        for i in 0..n {
+            for j in 0..n {
+                g[k * n * n + i * n + j] = kern(&x[i], &x[j]) + if i == j { 1e-8 } else { 0.0 };
+            }
+        }
+    }
+    (g, m, y)
+}
+
+fn gauss(a: &[f64; 3], b: &[f64; 3], sigma: f64, d: usize) -> f64 {
+    let s: f64 = (0..d).map(|i| (a[i] - b[i]).powi(2)).sum();
+    (-s / (2.0 * sigma * sigma)).exp()
+}
+
+fn quad(k: &[f64], n: usize, v: &[f64]) -> f64 {
+    (0..n)
+        .map(|i| v[i] * (0..n).map(|j| k[i * n + j] * v[j]).sum::<f64>())
+        .sum()
+}
+
+fn matvec(k: &[f64], n: usize, v: &[f64]) -> Vec<f64> {
+    (0..n)
+        .map(|i| (0..n).map(|j| k[i * n + j] * v[j]).sum())
+        .collect()
+}
+
+/// The primal recomputed from the returned coefficients, independently of the solver.
+fn primal(g: &[f64], m: usize, n: usize, y: &[f64], r: &FitResult, cfg: &SpicyConfig) -> f64 {
+    let mut f = vec![r.intercept; n];
+    let mut norms = vec![0.0; m];
+    for k in 0..m {
+        let kk = &g[k * n * n..(k + 1) * n * n];
+        let a = &r.coef[k * n..(k + 1) * n];
+        for (fi, v) in f.iter_mut().zip(matvec(kk, n, a)) {
+            *fi += v;
+        }
+        norms[k] = quad(kk, n, a).max(0.0).sqrt();
+    }
+    let data: f64 = y.iter().zip(&f).map(|(&a, &b)| cfg.loss.value(a, b)).sum();
+    cfg.c * data + cfg.penalty.value(&norms)
+}
+
+fn all_losses() -> Vec<Loss> {
+    vec![
+        Loss::Squared,
+        Loss::Logistic,
+        Loss::Hinge,
+        Loss::SquaredHinge,
+        Loss::EpsilonInsensitive { epsilon: 0.1 },
+    ]
+}
+
+/// l1 with one kernel and the squared loss is kernel ridge with a norm penalty: the solution is
+/// the ridge solution (K + μ/C I) α = y − b1, Σα = 0, at the μ with μ ‖α_μ‖_K = 1 (the
+/// subgradient of ‖α‖_K is Kα/‖α‖_K). Found here by bisection in log μ.
+#[test]
+fn single_kernel_squared_is_norm_penalised_ridge() {
+    let (g, _, y) = problem(30, true, 7);
+    let n = 30;
+    let k = g[..n * n].to_vec();
+    let c = 3.0;
+    let ridge = |mu: f64| -> (Vec<f64>, f64, f64) {
+        let mut a = k.clone();
+        for i in 0..n {
+            a[i * n + i] += mu / c;
+        }
+        let chol = Cholesky::new(&a, n).unwrap();
+        let (alpha, b) = solve_with_intercept(&chol, &y);
+        let s = quad(&k, n, &alpha).sqrt();
+        (alpha, b, s)
+    };
+    let (mut lo, mut hi) = (-12.0f64, 12.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        let mu = 10f64.powf(mid);
+        if mu * ridge(mu).2 > 1.0 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let mu = 10f64.powf(0.5 * (lo + hi));
+    let (alpha, b, s) = ridge(mu);
+    assert!((mu * s - 1.0).abs() < 1e-8, "no non-zero solution in range");
+    let fk = matvec(&k, n, &alpha);
+    let p_ref: f64 = c * y
+        .iter()
+        .zip(&fk)
+        .map(|(yi, fi)| 0.5 * (yi - fi - b).powi(2))
+        .sum::<f64>()
+        + s;
+
+    let stack = DenseStack::new(&k, 1, n).unwrap();
+    let cfg = SpicyConfig {
+        c,
+        loss: Loss::Squared,
+        tol: 1e-10,
+        ..SpicyConfig::default()
+    };
+    let r = fit_spicy(&stack, &y, &cfg, &NoInterrupt).unwrap();
+    assert_eq!(r.status, SolveStatus::Converged);
+    assert!(
+        (r.primal - p_ref).abs() <= 1e-8 * p_ref,
+        "{} vs {p_ref}",
+        r.primal
+    );
+    for (a, e) in r.coef.iter().zip(&alpha) {
+        assert!((a - e).abs() < 1e-5 * (1.0 + e.abs()), "{a} vs {e}");
+    }
+    assert!((r.kernel_weights[0] - 1.0).abs() < 1e-15);
+}
+
+/// Every loss and both penalties: a valid, tight certificate, and a primal that an independent
+/// recomputation from `coef` and `intercept` reproduces.
+#[test]
+fn certificate_is_valid_for_every_loss_and_penalty() {
+    let n = 40;
+    for loss in all_losses() {
+        let regression = !loss.is_classification();
+        let (g, m, y) = problem(n, regression, 11);
+        let stack = DenseStack::new(&g, m, n).unwrap();
+        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+            let cfg = SpicyConfig {
+                penalty,
+                c: 2.0,
+                loss,
+                tol: 1e-7,
+                ..SpicyConfig::default()
+            };
+            let r = fit_spicy(&stack, &y, &cfg, &NoInterrupt).unwrap();
+            let msg = format!("{loss:?} {penalty:?}: {:?} gap {}", r.status, r.gap);
+            assert_eq!(r.status, SolveStatus::Converged, "{msg}");
+            assert!(r.gap >= -1e-12 && r.gap <= cfg.tol, "{msg}");
+            assert!(r.primal >= r.dual - 1e-12 * r.primal.abs(), "{msg}");
+            let p = primal(&g, m, n, &y, &r, &cfg);
+            assert!(
+                (p - r.primal).abs() <= 1e-10 * p.abs(),
+                "{msg}: {p} vs {}",
+                r.primal
+            );
+            let wsum: f64 = r.kernel_weights.iter().sum();
+            assert!((wsum - 1.0).abs() < 1e-12, "{msg}");
+            assert!(!r.history.is_empty());
+        }
+    }
+}
+
+/// KKT of l1 for the smooth losses: with `ρ̃ = −C ℓ'(y, f)`, `Σρ̃ = 0`, `A[m] = ‖f_m‖ ρ̃` on
+/// the active kernels and `‖ρ̃‖_{K_m} ≤ 1` on the others.
+#[test]
+fn l1_kkt_for_smooth_losses() {
+    let n = 40;
+    for loss in [Loss::Squared, Loss::Logistic] {
+        let (g, m, y) = problem(n, !loss.is_classification(), 5);
+        let stack = DenseStack::new(&g, m, n).unwrap();
+        let cfg = SpicyConfig {
+            c: 2.0,
+            loss,
+            tol: 1e-10,
+            ..SpicyConfig::default()
+        };
+        let r = fit_spicy(&stack, &y, &cfg, &NoInterrupt).unwrap();
+        assert_eq!(r.status, SolveStatus::Converged);
+        let mut f = vec![r.intercept; n];
+        for k in 0..m {
+            let v = matvec(
+                &g[k * n * n..(k + 1) * n * n],
+                n,
+                &r.coef[k * n..(k + 1) * n],
+            );
+            f.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+        }
+        let rho: Vec<f64> = y
+            .iter()
+            .zip(&f)
+            .map(|(&yi, &fi)| -cfg.c * loss.deriv(yi, fi))
+            .collect();
+        let scale = rho.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        assert!(rho.iter().sum::<f64>().abs() < 1e-6 * scale * n as f64);
+        let mut active = 0;
+        for k in 0..m {
+            let s = r.kernel_norms[k];
+            let nr = quad(&g[k * n * n..(k + 1) * n * n], n, &rho).sqrt();
+            if s > 0.0 {
+                active += 1;
+                assert!((nr - 1.0).abs() < 1e-4, "{loss:?} kernel {k}: ‖ρ‖ = {nr}");
+                for (a, ri) in r.coef[k * n..(k + 1) * n].iter().zip(&rho) {
+                    assert!((a - s * ri).abs() < 1e-4 * (1.0 + s * scale));
+                }
+            } else {
+                assert!(nr <= 1.0 + 1e-6, "{loss:?} inactive kernel {k}: ‖ρ‖ = {nr}");
+            }
+        }
+        assert!(active >= 1 && active < m, "{loss:?}: {active} active");
+    }
+}
+
+#[test]
+fn elastic_net_with_ratio_one_is_l1() {
+    let n = 30;
+    let (g, m, y) = problem(n, false, 3);
+    let stack = DenseStack::new(&g, m, n).unwrap();
+    let base = SpicyConfig {
+        c: 1.5,
+        loss: Loss::Logistic,
+        tol: 1e-9,
+        ..SpicyConfig::default()
+    };
+    let l1 = fit_spicy(&stack, &y, &base, &NoInterrupt).unwrap();
+    let en = fit_spicy(
+        &stack,
+        &y,
+        &SpicyConfig {
+            penalty: SpicyPenalty::ElasticNet { l1_ratio: 1.0 },
+            ..base
+        },
+        &NoInterrupt,
+    )
+    .unwrap();
+    assert!((l1.primal - en.primal).abs() < 1e-12 * l1.primal);
+}
+
+#[test]
+fn invalid_settings_are_rejected() {
+    let n = 10;
+    let (g, m, y) = problem(n, false, 1);
+    let stack = DenseStack::new(&g, m, n).unwrap();
+    for cfg in [
+        SpicyConfig {
+            c: 0.0,
+            ..SpicyConfig::default()
+        },
+        SpicyConfig {
+            penalty: SpicyPenalty::ElasticNet { l1_ratio: 1.5 },
+            ..SpicyConfig::default()
+        },
+        SpicyConfig {
+            gamma_factor: 0.5,
+            ..SpicyConfig::default()
+        },
+    ] {
+        assert!(matches!(
+            fit_spicy(&stack, &y, &cfg, &NoInterrupt),
+            Err(MkError::InvalidConfig { .. })
+        ));
+    }
+    let bad_y = vec![0.5; n];
+    assert!(fit_spicy(&stack, &bad_y, &SpicyConfig::default(), &NoInterrupt).is_err());
+}

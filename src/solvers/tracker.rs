@@ -1,0 +1,112 @@
+//! The certificate bookkeeping shared by every solver: the best primal iterate, the best dual
+//! value, the relative gap and the per-iteration history.
+
+use std::time::Instant;
+
+use crate::error::{MkError, Result};
+use crate::result::{relative_gap, FitResult, IterRecord, SolveStatus};
+
+/// The model of one iterate: `A` (M×n, row-major), the intercept, the kernel weights and the
+/// block norms `‖f_m‖`.
+pub(crate) struct Model {
+    pub coef: Vec<f64>,
+    pub intercept: f64,
+    pub weights: Vec<f64>,
+    pub norms: Vec<f64>,
+}
+
+/// Tracks the iterate with the smallest primal value and the largest dual value seen: both
+/// bound the optimum, so together they give the tightest certificate. Shared by every solver
+/// that reports `P`, `D` and the gap (ℓp here, SpicyMKL in `solvers::spicy`).
+pub(crate) struct Tracker {
+    start: Instant,
+    pub history: Vec<IterRecord>,
+    best_primal: f64,
+    best_dual: f64,
+    best: Option<Model>,
+}
+
+impl Tracker {
+    pub fn new() -> Self {
+        Tracker {
+            start: Instant::now(),
+            history: Vec::new(),
+            best_primal: f64::INFINITY,
+            best_dual: f64::NEG_INFINITY,
+            best: None,
+        }
+    }
+
+    /// Records an iterate of the form `A[m] = θ_m β`, intercept `b`; returns the current
+    /// relative gap.
+    pub fn record(
+        &mut self,
+        primal: f64,
+        dual: f64,
+        theta: &[f64],
+        beta: &[f64],
+        b: f64,
+        norms: Vec<f64>,
+    ) -> f64 {
+        let active = theta.iter().filter(|&&t| t > 0.0).count();
+        self.record_with(primal, dual, active, || {
+            let n = beta.len();
+            let mut coef = vec![0.0; theta.len() * n];
+            for (row, t) in coef.chunks_exact_mut(n.max(1)).zip(theta) {
+                for (a, &bi) in row.iter_mut().zip(beta) {
+                    *a = t * bi;
+                }
+            }
+            Model {
+                coef,
+                intercept: b,
+                weights: theta.to_vec(),
+                norms,
+            }
+        })
+    }
+
+    /// Records an iterate with `active` kernels in use; `model` is only built when the
+    /// iterate has the best primal value so far. Returns the current relative gap.
+    pub fn record_with(
+        &mut self,
+        primal: f64,
+        dual: f64,
+        active: usize,
+        model: impl FnOnce() -> Model,
+    ) -> f64 {
+        if primal < self.best_primal {
+            self.best_primal = primal;
+            self.best = Some(model());
+        }
+        self.best_dual = self.best_dual.max(dual);
+        let gap = relative_gap(self.best_primal, self.best_dual);
+        self.history.push(IterRecord {
+            primal,
+            dual,
+            gap,
+            active,
+            seconds: self.start.elapsed().as_secs_f64(),
+        });
+        gap
+    }
+
+    /// The result at the best primal iterate.
+    pub fn finish(self, n_iter: usize, status: SolveStatus) -> Result<FitResult> {
+        let best = self
+            .best
+            .ok_or_else(|| MkError::Linalg("no finite iterate was produced".into()))?;
+        Ok(FitResult {
+            coef: best.coef,
+            intercept: best.intercept,
+            kernel_weights: best.weights,
+            kernel_norms: best.norms,
+            primal: self.best_primal,
+            dual: self.best_dual,
+            gap: relative_gap(self.best_primal, self.best_dual),
+            n_iter,
+            status,
+            history: self.history,
+        })
+    }
+}

@@ -1,0 +1,188 @@
+"""SpicyMKL (block-ℓ1 and elastic-net MKL) against independent references: cvxpy + Clarabel on
+small real problems, the identity elastic net(l1_ratio = 1) = ℓ1, and the ℓ1 / ℓp(p = 1)
+correspondence of ALGORITHMS.md §0 through the analytic ℓp solver."""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from reference import (
+    cvxpy_mkl,
+    decision_values,
+    dual_objective_l1,
+    load_dataset,
+    primal_objective,
+)
+
+import multikernel as mk
+from multikernel import _core
+from multikernel.kernels import Gaussian, KernelSpec, Linear, Polynomial
+
+LOSSES = ["hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive"]
+PENALTIES: list[tuple[str, float | None]] = [("l1", None), ("elasticnet", 0.5)]
+DATASETS = ["pima", "ionosphere", "sonar"]
+CS = [0.3, 1.0, 10.0]
+TOL = 1e-8
+
+FloatArray = NDArray[np.float64]
+
+
+@cache
+def problem(dataset: str, regression: bool) -> tuple[FloatArray, FloatArray]:
+    """A small real problem: n = 80 points, M = 10 kernels with unit mean diagonal."""
+    X, y = load_dataset(dataset, n=80, seed=3)
+    if regression:
+        y, X = X[:, 0].copy(), X[:, 1:]
+    d = X.shape[1]
+    s = math.sqrt(d)
+    specs: list[KernelSpec] = [
+        Linear(),
+        Polynomial(degree=2, scale=1.0 / d),
+        Gaussian(sigma=0.5 * s),
+        Gaussian(sigma=s),
+        Gaussian(sigma=2 * s),
+        Gaussian(sigma=1.0, features=[0]),
+        Gaussian(sigma=1.0, features=[1]),
+        Gaussian(sigma=1.0, features=[2, 3]),
+        Linear(features=[0]),
+        Polynomial(degree=2, features=[1, 2]),
+    ]
+    return mk.kernels.gram(X, specs, normalize="mean_diag"), y
+
+
+def fit(
+    G: FloatArray, y: FloatArray, *, loss: str, penalty: str = "l1", l1_ratio: float | None = None,
+    C: float = 1.0, tol: float = TOL,
+) -> dict[str, Any]:  # fmt: skip
+    return _core.fit_spicy(
+        G, y, penalty=penalty, l1_ratio=1.0 if l1_ratio is None else l1_ratio, C=C, loss=loss,
+        epsilon=0.1, tol=tol, max_iter=500, n_threads=0,
+    )  # fmt: skip
+
+
+def is_regression(loss: str) -> bool:
+    return loss in ("squared", "epsilon_insensitive")
+
+
+CASES = [
+    (loss, penalty, l1_ratio, DATASETS[(i + j) % 3], CS[(i + 2 * j) % 3])
+    for i, loss in enumerate(LOSSES)
+    for j, (penalty, l1_ratio) in enumerate(PENALTIES)
+]
+
+
+@pytest.mark.parametrize(("loss", "penalty", "l1_ratio", "dataset", "C"), CASES)
+def test_objective_matches_cvxpy(
+    loss: str, penalty: str, l1_ratio: float | None, dataset: str, C: float
+) -> None:
+    G, y = problem(dataset, is_regression(loss))
+    ref = cvxpy_mkl(G, y, C=C, loss=loss, penalty=penalty, l1_ratio=l1_ratio)
+    r = fit(G, y, loss=loss, penalty=penalty, l1_ratio=l1_ratio, C=C)
+    assert r["converged"], r["status"]
+    A = np.asarray(r["coef"])
+    b = float(r["intercept"])
+    # The primal recomputed independently from the per-kernel coefficients.
+    P = primal_objective(G, A, b, y, C=C, loss=loss, penalty=penalty, l1_ratio=l1_ratio)
+    assert P == pytest.approx(r["primal"], rel=1e-9)
+    assert P == pytest.approx(ref.objective, rel=1e-4)
+    # A valid certificate: D ≤ optimum ≤ P and a gap within the tolerance.
+    assert -1e-12 <= r["gap"] <= TOL
+    assert r["dual"] <= ref.objective + 1e-6 * abs(ref.objective)
+    # The reference dual at the natural point ρ = −C ℓ'(y, f) (projected) is also below P.
+    f = decision_values(G, A, b)
+    rho = natural_dual_point(loss, y, f, C)
+    D_ref = dual_objective_l1(G, y, rho, C, loss, penalty, l1_ratio)
+    assert D_ref <= P + 1e-9 * abs(P)
+    # Kernel weights on the simplex, zero exactly off the support.
+    w = np.asarray(r["kernel_weights"])
+    norms = np.asarray(r["kernel_norms"])
+    assert w.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.all(w >= 0.0)
+    assert np.array_equal(norms > 0, np.any(A != 0, axis=1))
+    if norms.any():
+        assert np.array_equal(w > 0, norms > 0)
+    assert r["history"][-1][3] == int((norms > 0).sum())
+
+
+def natural_dual_point(loss: str, y: FloatArray, f: FloatArray, C: float) -> FloatArray:
+    """``ρ = −C ℓ'(y, f)`` (a subgradient for the non-smooth losses)."""
+    if loss == "squared":
+        g = f - y
+    elif loss == "logistic":
+        g = -y / (1.0 + np.exp(y * f))
+    elif loss == "hinge":
+        g = np.where(y * f < 1.0, -y, 0.0)
+    elif loss == "squared_hinge":
+        g = -y * np.maximum(0.0, 1.0 - y * f)
+    else:
+        r = f - y
+        g = np.where(r > 0.1, 1.0, np.where(r < -0.1, -1.0, 0.0))
+    out: FloatArray = -C * g
+    return out
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_elasticnet_with_ratio_one_is_l1(loss: str) -> None:
+    G, y = problem("ionosphere", is_regression(loss))
+    l1 = fit(G, y, loss=loss, penalty="l1", C=2.0)
+    en = fit(G, y, loss=loss, penalty="elasticnet", l1_ratio=1.0, C=2.0)
+    assert en["primal"] == pytest.approx(l1["primal"], rel=1e-12)
+    np.testing.assert_allclose(en["coef"], l1["coef"], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("loss", "dataset"), [("logistic", "sonar"), ("squared", "pima"), ("hinge", "ionosphere")]
+)
+def test_l1_is_lp_p1_at_rescaled_C(loss: str, dataset: str) -> None:
+    """The ℓ1 optimum at C is the ℓp (p = 1) optimum at C·S, S = Σ_m ‖f*_m‖, so
+    ``P_lp(C·S) = S (P_l1(C) − S/2)`` and the decision values agree."""
+    G, y = problem(dataset, is_regression(loss))
+    C = 1.0
+    l1 = fit(G, y, loss=loss, C=C, tol=1e-10)
+    S = float(np.sum(l1["kernel_norms"]))
+    assert S > 0
+    lp = _core.fit_lp(
+        G, y, p=1.0, C=C * S, loss=loss, epsilon=0.1, algorithm="analytic", tol=1e-8,
+        max_iter=5000, inner_tol=1e-9, n_threads=0,
+    )  # fmt: skip
+    expected = S * (l1["primal"] - S / 2)
+    assert lp["primal"] == pytest.approx(expected, rel=1e-5)
+    f_l1 = decision_values(G, l1["coef"], l1["intercept"])
+    f_lp = decision_values(G, lp["coef"], lp["intercept"])
+    scale = float(np.max(np.abs(f_l1)))
+    np.testing.assert_allclose(f_lp, f_l1, rtol=0, atol=2e-3 * scale)
+
+
+def test_sparsity_and_history() -> None:
+    G, y = problem("sonar", False)
+    r = fit(G, y, loss="logistic", C=1.0)
+    hist = np.asarray(r["history"])
+    assert hist.shape[1] == 5
+    assert np.all(hist[:, 2] >= -1e-12)
+    assert np.all(np.diff(hist[:, 4]) >= 0)
+    # ℓ1 selects kernels: fewer active than available at this C.
+    assert 1 <= int(hist[-1, 3]) < G.shape[0]
+
+
+def test_float32_stack_and_errors() -> None:
+    G, y = problem("pima", False)
+    r32 = fit(G.astype(np.float32), y, loss="logistic")
+    r64 = fit(G, y, loss="logistic")
+    assert r32["converged"]
+    assert r32["primal"] == pytest.approx(r64["primal"], rel=1e-5)
+    with pytest.raises(ValueError, match="penalty"):
+        _core.fit_spicy(
+            G, y, penalty="lp", l1_ratio=1.0, C=1.0, loss="logistic", epsilon=0.1, tol=1e-6,
+            max_iter=10, n_threads=0,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="l1_ratio"):
+        fit(G, y, loss="logistic", penalty="elasticnet", l1_ratio=1.5)
+    with pytest.raises(ValueError, match="C"):
+        fit(G, y, loss="logistic", C=-1.0)
+    with pytest.raises(ValueError, match="labels"):
+        fit(G, 0.5 * y, loss="hinge")
