@@ -7,7 +7,7 @@ relative duality gap, which certifies how far the fit is from the optimum.
 from __future__ import annotations
 
 from . import kernels
-from ._config import AnalyticConfig, InterleavedConfig, SolverConfig
+from ._config import AnalyticConfig, InterleavedConfig, SolverConfig, SpicyConfig
 from ._estimators import MKLClassifier, MKLRegressor, default_kernels
 
 __version__ = "0.1.0"
@@ -18,6 +18,7 @@ __all__ = [
     "MKLClassifier",
     "MKLRegressor",
     "SolverConfig",
+    "SpicyConfig",
     "__version__",
     "default_kernels",
     "kernels",

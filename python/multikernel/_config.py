@@ -46,4 +46,38 @@ class InterleavedConfig:
         _positive("inner_tol", self.inner_tol)
 
 
-SolverConfig = AnalyticConfig | InterleavedConfig
+@dataclass(frozen=True)
+class SpicyConfig:
+    """Settings of the ``spicy`` solver (SpicyMKL: dual augmented Lagrangian for the ``l1`` and
+    ``elasticnet`` penalties, Suzuki & Tomioka).
+
+    Parameters
+    ----------
+    max_inner : int, default 100
+        Newton steps per proximal (outer) iteration at most.
+    gamma0 : float, default 1.0
+        First proximal parameter γ (shared by the kernel blocks, the intercept and the slack).
+    gamma_factor : float, default 10.0
+        Growth of γ per outer iteration (≥ 1): larger converges in fewer outer iterations,
+        with harder inner problems.
+    gamma_max : float, default 1e8
+        Cap on γ (bounds the condition number of the inner Newton systems).
+    """
+
+    max_inner: int = 100
+    gamma0: float = 1.0
+    gamma_factor: float = 10.0
+    gamma_max: float = 1e8
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_inner, bool) or not isinstance(self.max_inner, int):
+            raise ValueError(f"max_inner must be a positive integer, got {self.max_inner!r}")
+        if self.max_inner < 1:
+            raise ValueError(f"max_inner must be a positive integer, got {self.max_inner!r}")
+        _positive("gamma0", self.gamma0)
+        _positive("gamma_max", self.gamma_max)
+        if not (isinstance(self.gamma_factor, (int, float)) and 1.0 <= self.gamma_factor < 1e6):
+            raise ValueError(f"gamma_factor must be in [1, 1e6), got {self.gamma_factor!r}")
+
+
+SolverConfig = AnalyticConfig | InterleavedConfig | SpicyConfig

@@ -76,6 +76,10 @@ def fit_spicy(
     tol: float,
     max_iter: int,
     n_threads: int,
+    max_inner: int = 100,
+    gamma0: float = 1.0,
+    gamma_factor: float = 10.0,
+    gamma_max: float = 1e8,
 ) -> dict[str, Any]: ...
 def svm(
     k: NDArray[np.float64],

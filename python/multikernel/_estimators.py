@@ -17,21 +17,31 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._config import AnalyticConfig, InterleavedConfig, SolverConfig
+from ._config import AnalyticConfig, InterleavedConfig, SolverConfig, SpicyConfig
 from ._validation import check_n_threads, check_stack
 from .kernels import Gaussian, KernelBank, KernelSpec, Linear, Polynomial, validate_stack
 
 __all__ = ["MKLClassifier", "MKLRegressor"]
 
 #: Penalties, and the solvers that handle each of them in this version.
-_SOLVERS: dict[str, tuple[str, ...]] = {"lp": ("analytic", "interleaved")}
-#: Penalties of the public contract that later versions add, with their solvers.
-_PLANNED: dict[str, str] = {"l1": "spicy", "elasticnet": "spicy", "group": "mirror"}
-_SOLVER_LOSSES: dict[str, tuple[str, ...]] = {
-    "analytic": ("hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive"),
-    "interleaved": ("hinge",),
+_SOLVERS: dict[str, tuple[str, ...]] = {
+    "lp": ("analytic", "interleaved"),
+    "l1": ("spicy",),
+    "elasticnet": ("spicy",),
 }
-_CONFIG_TYPES: dict[str, type] = {"analytic": AnalyticConfig, "interleaved": InterleavedConfig}
+#: Penalties of the public contract that later versions add, with their solvers.
+_PLANNED: dict[str, str] = {"group": "mirror"}
+_ALL_LOSSES = ("hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive")
+_SOLVER_LOSSES: dict[str, tuple[str, ...]] = {
+    "analytic": _ALL_LOSSES,
+    "interleaved": ("hinge",),
+    "spicy": _ALL_LOSSES,
+}
+_CONFIG_TYPES: dict[str, type] = {
+    "analytic": AnalyticConfig,
+    "interleaved": InterleavedConfig,
+    "spicy": SpicyConfig,
+}
 _FITTED = (
     "dual_coef_",
     "intercept_",
@@ -136,9 +146,10 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         solvers = _SOLVERS[self.penalty]
         solver = self.solver
         if solver == "auto":
-            # Algorithm 1 is the fastest valid choice for every loss here: its inner SMO runs
-            # on one combined kernel (O(n) per step) while Algorithm 2 pays O(M·n) per step.
-            solver = "analytic"
+            # lp: Algorithm 1 is the fastest valid choice for every loss here (its inner SMO
+            # runs on one combined kernel, O(n) per step, while Algorithm 2 pays O(M·n) per
+            # step); l1 and elasticnet have one solver.
+            solver = solvers[0]
         elif solver not in solvers:
             raise ValueError(
                 f"solver={self.solver!r} does not handle penalty={self.penalty!r}; valid: "
@@ -147,7 +158,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         if self.loss not in _SOLVER_LOSSES[solver]:
             raise ValueError(
                 f"solver={solver!r} does not handle loss={self.loss!r}; it handles "
-                f"{', '.join(_SOLVER_LOSSES[solver])} (solver='analytic' handles every loss)"
+                f"{', '.join(_SOLVER_LOSSES[solver])} (solver='auto' handles every loss)"
             )
         p = _real("p", self.p)
         if not p >= 1.0:
@@ -175,17 +186,34 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 f"solver_config for solver={solver!r} must be a "
                 f"{_CONFIG_TYPES[solver].__name__}, got {type(cfg).__name__}"
             )
-        settings = {
-            "p": p,
+        common = {
             "C": C,
             "loss": self.loss,
             "epsilon": eps,
-            "algorithm": solver,
             "tol": tol,
             "max_iter": int(self.max_iter),
-            "inner_tol": float(cfg.inner_tol),
             "n_threads": check_n_threads(self.n_threads),
         }
+        if solver == "spicy":
+            r = _real("l1_ratio", self.l1_ratio)
+            if self.penalty == "elasticnet" and not 0.0 <= r <= 1.0:
+                raise ValueError(f"l1_ratio must be in [0, 1], got {self.l1_ratio!r}")
+            settings = {
+                **common,
+                "penalty": self.penalty,
+                "l1_ratio": r if self.penalty == "elasticnet" else 1.0,
+                "max_inner": int(cfg.max_inner),
+                "gamma0": float(cfg.gamma0),
+                "gamma_factor": float(cfg.gamma_factor),
+                "gamma_max": float(cfg.gamma_max),
+            }
+        else:
+            settings = {
+                **common,
+                "p": p,
+                "algorithm": solver,
+                "inner_tol": float(cfg.inner_tol),
+            }
         return solver, settings
 
     def _training_stack(self, X: Any, y: Any) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -244,7 +272,10 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     def _solve(
         self, G: NDArray[Any], y: NDArray[np.float64], settings: dict[str, Any]
     ) -> dict[str, Any]:
-        return _core.fit_lp(G, np.ascontiguousarray(y, dtype=np.float64), **settings)
+        yc = np.ascontiguousarray(y, dtype=np.float64)
+        if "penalty" in settings:
+            return _core.fit_spicy(G, yc, **settings)
+        return _core.fit_lp(G, yc, **settings)
 
     def _set_results(self, results: list[dict[str, Any]], multi: bool) -> None:
         def stack(key: str) -> Any:
@@ -312,10 +343,12 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         ``"precomputed"``: ``fit(G, y)`` with ``G`` of shape (M, n, n) and
         ``predict(G_test)`` with ``G_test`` of shape (M, n_test, n). None uses
         :func:`default_kernels`.
-    penalty : {"lp"}, default "lp"
+    penalty : {"lp", "l1", "elasticnet"}, default "lp"
         ``"lp"``: ``Ω = ½ (Σ_m ‖f_m‖^q)^{2/q}``, ``q = 2p/(p+1)``, i.e. Kloft et al.'s
-        ℓp-norm MKL with ``‖θ‖_p ≤ 1``. (``"l1"``, ``"elasticnet"`` and ``"group"`` arrive with
-        their solvers in later versions and raise ``NotImplementedError`` here.)
+        ℓp-norm MKL with ``‖θ‖_p ≤ 1``. ``"l1"``: ``Ω = Σ_m ‖f_m‖`` (sparse MKL, SpicyMKL);
+        ``"elasticnet"``: ``Ω = r Σ_m ‖f_m‖ + (1 − r)/2 Σ_m ‖f_m‖²`` with ``r = l1_ratio``.
+        (``"group"`` arrives with its solver in a later version and raises
+        ``NotImplementedError`` here.)
     p : float, default 2.0
         Norm of the kernel weights, in [1, inf]; ``p=inf`` is an SVM on the unweighted sum of
         the kernels.
@@ -329,16 +362,18 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         Classification loss.
     epsilon : float, default 0.1
         Unused by classification losses (kept for a uniform parameter set).
-    solver : {"auto", "analytic", "interleaved"}, default "auto"
-        ``"analytic"``: Kloft's Algorithm 1 (single-kernel solves — SMO for the hinge losses,
-        Newton for logistic — between closed-form updates of θ); ``"interleaved"``: Algorithm 2
-        (θ updated inside SMO; hinge only). ``"auto"`` picks ``"analytic"``, the fastest
-        valid solver for every loss in our benchmarks.
+    solver : {"auto", "analytic", "interleaved", "spicy"}, default "auto"
+        For ``"lp"``: ``"analytic"``, Kloft's Algorithm 1 (single-kernel solves — SMO for the
+        hinge losses, Newton for logistic — between closed-form updates of θ), or
+        ``"interleaved"``, Algorithm 2 (θ updated inside SMO; hinge only); ``"auto"`` picks
+        ``"analytic"``, the fastest valid solver for every loss in our benchmarks. For ``"l1"``
+        and ``"elasticnet"``: ``"spicy"`` (SpicyMKL's dual augmented Lagrangian), also
+        ``"auto"``.
     tol : float, default 1e-3
         Stop when the relative duality gap is at most ``tol``.
     max_iter : int, default 200
         Maximal number of outer iterations.
-    solver_config : AnalyticConfig or InterleavedConfig, optional
+    solver_config : AnalyticConfig, InterleavedConfig or SpicyConfig, optional
         Solver-specific settings (defaults when None).
     normalize : str or None, default "trace"
         Normalisation of kernels computed from specifications (see
@@ -357,7 +392,8 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         Per-kernel coefficients ``A``: ``f_m(x) = Σ_i A[m, i] k_m(x, x_i)``.
     intercept_ : float, or ndarray of shape (n_problems,)
     kernel_weights_ : ndarray of shape (M,) or (n_problems, M)
-        The kernel weights θ (unit p-norm).
+        The kernel combination: θ with unit p-norm for ``"lp"``; ``‖f_m‖ / Σ_k ‖f_k‖`` on the
+        simplex for ``"l1"`` and ``"elasticnet"`` (zero exactly for unused kernels).
     kernel_norms_ : ndarray of shape (M,) or (n_problems, M)
         ``‖f_m‖`` in each RKHS.
     primal_objective_, dual_objective_, duality_gap_ : float or ndarray

@@ -14,7 +14,10 @@ use crate::solvers::spicy::{fit_spicy as engine_fit_spicy, SpicyConfig, SpicyPen
 /// SpicyMKL on a dense (float64 or float32) stack; `penalty` is `l1` or `elasticnet`
 /// (`l1_ratio` weights `Σ‖f_m‖` against `½Σ‖f_m‖²`). Returns the dict of `result_dict`.
 #[pyfunction]
-#[pyo3(signature = (g, y, *, penalty, l1_ratio, C, loss, epsilon, tol, max_iter, n_threads))]
+#[pyo3(signature = (
+    g, y, *, penalty, l1_ratio, C, loss, epsilon, tol, max_iter, n_threads,
+    max_inner=100, gamma0=1.0, gamma_factor=10.0, gamma_max=1e8
+))]
 #[allow(clippy::too_many_arguments, non_snake_case)]
 fn fit_spicy<'py>(
     py: Python<'py>,
@@ -28,6 +31,10 @@ fn fit_spicy<'py>(
     tol: f64,
     max_iter: usize,
     n_threads: usize,
+    max_inner: usize,
+    gamma0: f64,
+    gamma_factor: f64,
+    gamma_max: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let penalty = match penalty {
         "l1" => SpicyPenalty::L1,
@@ -44,7 +51,10 @@ fn fit_spicy<'py>(
         loss: Loss::parse(loss, epsilon).map_err(to_py)?,
         tol,
         max_iter,
-        ..SpicyConfig::default()
+        max_inner,
+        gamma0,
+        gamma_factor,
+        gamma_max,
     };
     cfg.validate().map_err(to_py)?;
     let y = y.as_array().to_vec();

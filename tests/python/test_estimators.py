@@ -24,7 +24,14 @@ import multikernel as mk
 from multikernel.kernels import Gaussian, Linear
 
 
-@parametrize_with_checks([mk.MKLClassifier(), mk.MKLRegressor()])  # type: ignore[untyped-decorator]
+@parametrize_with_checks(  # type: ignore[untyped-decorator]
+    [
+        mk.MKLClassifier(),
+        mk.MKLRegressor(),
+        mk.MKLClassifier(penalty="l1", loss="logistic"),
+        mk.MKLRegressor(penalty="elasticnet", loss="epsilon_insensitive"),
+    ]
+)
 def test_sklearn_estimator_checks(estimator: Any, check: Any) -> None:
     check(estimator)
 
@@ -127,7 +134,10 @@ def test_invalid_parameters(cancer: tuple[NDArray[np.float64], NDArray[np.int64]
     X, y = cancer
     cases: list[tuple[dict[str, Any], type[Exception], str]] = [
         ({"penalty": "l3"}, ValueError, "penalty must be one of"),
-        ({"penalty": "l1"}, NotImplementedError, "not available"),
+        ({"penalty": "group"}, NotImplementedError, "not available"),
+        ({"penalty": "l1", "solver": "analytic"}, ValueError, "valid: auto, spicy"),
+        ({"penalty": "elasticnet", "l1_ratio": 1.5}, ValueError, "l1_ratio"),
+        ({"penalty": "l1", "solver_config": mk.AnalyticConfig()}, ValueError, "SpicyConfig"),
         ({"loss": "squared"}, ValueError, "hinge, squared_hinge, logistic"),
         ({"solver": "interleaved", "loss": "logistic"}, ValueError, "handles hinge"),
         ({"solver": "spicy"}, ValueError, "valid: auto, analytic, interleaved"),
@@ -149,6 +159,8 @@ def test_invalid_parameters(cancer: tuple[NDArray[np.float64], NDArray[np.int64]
         mk.MKLClassifier().fit(X, np.zeros(len(y)))
     with pytest.raises(ValueError, match="inner_tol"):
         mk.AnalyticConfig(inner_tol=0.0)
+    with pytest.raises(ValueError, match="gamma_factor"):
+        mk.SpicyConfig(gamma_factor=0.5)
 
 
 def test_bad_precomputed_input() -> None:
@@ -232,3 +244,19 @@ def test_n_threads_gives_identical_results(
     a = mk.MKLClassifier(n_threads=1).fit(X, y)
     b = mk.MKLClassifier(n_threads=2).fit(X, y)
     np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_l1_penalty_is_sparse_and_certified(
+    cancer: tuple[NDArray[np.float64], NDArray[np.int64]], loss: str
+) -> None:
+    X, y = cancer
+    specs = mk.kernels.simplemkl_bank(X.shape[1], widths=[1.0, 5.0], degrees=[1])
+    clf = mk.MKLClassifier(kernels=specs, penalty="l1", loss=loss, C=1.0, tol=1e-4).fit(X, y)
+    w = clf.kernel_weights_
+    assert w.sum() == pytest.approx(1.0) and w.min() >= 0
+    assert 0 < np.count_nonzero(w) < len(specs) // 2
+    assert np.all(clf.dual_coef_[w == 0] == 0)
+    assert -1e-12 <= clf.duality_gap_ <= 1e-4 and clf.converged_
+    np.testing.assert_allclose(w, clf.kernel_norms_ / clf.kernel_norms_.sum())
+    assert clf.score(X, y) > 0.9
