@@ -98,7 +98,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         l1_ratio: float = 0.5,
         groups: Sequence[int] | None = None,
         C: float = 1.0,
-        loss: str = "hinge",
+        loss: str | None = None,
         epsilon: float = 0.1,
         solver: str = "auto",
         tol: float = 1e-3,
@@ -138,7 +138,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         if self.penalty not in _SOLVERS:
             valid = ", ".join([*_SOLVERS, *_PLANNED])
             raise ValueError(f"penalty must be one of {valid}; got {self.penalty!r}")
-        if self.loss not in self._losses:
+        loss = self._losses[0] if self.loss is None else self.loss
+        if loss not in self._losses:
             raise ValueError(
                 f"loss must be one of {', '.join(self._losses)} for {type(self).__name__}; "
                 f"got {self.loss!r}"
@@ -155,9 +156,9 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 f"solver={self.solver!r} does not handle penalty={self.penalty!r}; valid: "
                 f"auto, {', '.join(solvers)}"
             )
-        if self.loss not in _SOLVER_LOSSES[solver]:
+        if loss not in _SOLVER_LOSSES[solver]:
             raise ValueError(
-                f"solver={solver!r} does not handle loss={self.loss!r}; it handles "
+                f"solver={solver!r} does not handle loss={loss!r}; it handles "
                 f"{', '.join(_SOLVER_LOSSES[solver])} (solver='auto' handles every loss)"
             )
         p = _real("p", self.p)
@@ -188,7 +189,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             )
         common = {
             "C": C,
-            "loss": self.loss,
+            "loss": loss,
             "epsilon": eps,
             "tol": tol,
             "max_iter": int(self.max_iter),
@@ -358,8 +359,8 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         Group id per kernel (``penalty="group"``).
     C : float, default 1.0
         Weight of the loss (as in scikit-learn's SVC).
-    loss : {"hinge", "squared_hinge", "logistic"}, default "hinge"
-        Classification loss.
+    loss : {"hinge", "squared_hinge", "logistic"}, optional
+        Classification loss; None means ``"hinge"``.
     epsilon : float, default 0.1
         Unused by classification losses (kept for a uniform parameter set).
     solver : {"auto", "analytic", "interleaved", "spicy"}, default "auto"
@@ -429,7 +430,7 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         l1_ratio: float = 0.5,
         groups: Sequence[int] | None = None,
         C: float = 1.0,
-        loss: str = "hinge",
+        loss: str | None = None,
         epsilon: float = 0.1,
         solver: str = "auto",
         tol: float = 1e-3,
@@ -571,7 +572,8 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
     kernels, penalty, p, l1_ratio, groups, C, solver, tol, max_iter, solver_config,
     normalize, n_threads, random_state, verbose
         As for :class:`MKLClassifier`.
-    loss : {"squared", "epsilon_insensitive"}, default "squared"
+    loss : {"squared", "epsilon_insensitive"}, optional
+        None means ``"squared"``.
     epsilon : float, default 0.1
         Width of the insensitive tube of ``"epsilon_insensitive"``.
 
@@ -594,45 +596,6 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
 
     _losses = ("squared", "epsilon_insensitive")
     _y_numeric = True
-
-    def __init__(
-        self,
-        *,
-        kernels: Sequence[KernelSpec] | Literal["precomputed"] | None = None,
-        penalty: str = "lp",
-        p: float = 2.0,
-        l1_ratio: float = 0.5,
-        groups: Sequence[int] | None = None,
-        C: float = 1.0,
-        loss: str = "squared",
-        epsilon: float = 0.1,
-        solver: str = "auto",
-        tol: float = 1e-3,
-        max_iter: int = 200,
-        solver_config: SolverConfig | None = None,
-        normalize: str | None = "mean_diag",
-        n_threads: int = 0,
-        random_state: int | None = None,
-        verbose: int = 0,
-    ) -> None:
-        super().__init__(
-            kernels=kernels,
-            penalty=penalty,
-            p=p,
-            l1_ratio=l1_ratio,
-            groups=groups,
-            C=C,
-            loss=loss,
-            epsilon=epsilon,
-            solver=solver,
-            tol=tol,
-            max_iter=max_iter,
-            solver_config=solver_config,
-            normalize=normalize,
-            n_threads=n_threads,
-            random_state=random_state,
-            verbose=verbose,
-        )
 
     def fit(self, X: Any, y: Any) -> MKLRegressor:
         """Fit the model.

@@ -4,49 +4,29 @@ SVC on the sum kernel for p = ∞, and the identity between Kloft's two algorith
 from __future__ import annotations
 
 import math
-from functools import cache
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
+from problems import small_problem
 from reference import (
     cvxpy_mkl,
     dual_objective_lp,
-    load_dataset,
     primal_objective,
     svc_sum_kernel_objective,
 )
 
 import multikernel as mk
 from multikernel import _core
-from multikernel.kernels import Gaussian, Linear, Polynomial
 
 PS = [1.0, 4.0 / 3.0, 2.0, 4.0, math.inf]
 LOSSES = ["hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive"]
 DATASETS = ["pima", "ionosphere", "sonar"]
 
 
-@cache
 def problem(dataset: str, regression: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """A small real problem: n = 90 points, M = 10 kernels with unit mean diagonal."""
-    X, y = load_dataset(dataset, n=90, seed=2)
-    if regression:
-        y, X = X[:, 0].copy(), X[:, 1:]
-    d = X.shape[1]
-    s = math.sqrt(d)
-    specs = [
-        Linear(),
-        Polynomial(degree=2, scale=1.0 / d),
-        Gaussian(sigma=0.5 * s),
-        Gaussian(sigma=s),
-        Gaussian(sigma=2 * s),
-        Gaussian(sigma=1.0, features=[0]),
-        Gaussian(sigma=1.0, features=[1]),
-        Gaussian(sigma=1.0, features=[2, 3]),
-        Linear(features=[0]),
-        Polynomial(degree=2, features=[1, 2]),
-    ]
-    return mk.kernels.gram(X, specs, normalize="mean_diag"), y
+    """n = 90 points of a real data set, M = 10 kernels (see ``problems.small_problem``)."""
+    return small_problem(dataset, regression, n=90, seed=2)
 
 
 def fit(

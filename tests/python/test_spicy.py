@@ -4,24 +4,20 @@ correspondence of ALGORITHMS.md §0 through the analytic ℓp solver."""
 
 from __future__ import annotations
 
-import math
-from functools import cache
 from typing import Any
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
+from problems import small_problem
 from reference import (
     cvxpy_mkl,
     decision_values,
     dual_objective_l1,
-    load_dataset,
     primal_objective,
 )
 
-import multikernel as mk
 from multikernel import _core
-from multikernel.kernels import Gaussian, KernelSpec, Linear, Polynomial
 
 LOSSES = ["hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive"]
 PENALTIES: list[tuple[str, float | None]] = [("l1", None), ("elasticnet", 0.5)]
@@ -32,27 +28,9 @@ TOL = 1e-8
 FloatArray = NDArray[np.float64]
 
 
-@cache
-def problem(dataset: str, regression: bool) -> tuple[FloatArray, FloatArray]:
-    """A small real problem: n = 80 points, M = 10 kernels with unit mean diagonal."""
-    X, y = load_dataset(dataset, n=80, seed=3)
-    if regression:
-        y, X = X[:, 0].copy(), X[:, 1:]
-    d = X.shape[1]
-    s = math.sqrt(d)
-    specs: list[KernelSpec] = [
-        Linear(),
-        Polynomial(degree=2, scale=1.0 / d),
-        Gaussian(sigma=0.5 * s),
-        Gaussian(sigma=s),
-        Gaussian(sigma=2 * s),
-        Gaussian(sigma=1.0, features=[0]),
-        Gaussian(sigma=1.0, features=[1]),
-        Gaussian(sigma=1.0, features=[2, 3]),
-        Linear(features=[0]),
-        Polynomial(degree=2, features=[1, 2]),
-    ]
-    return mk.kernels.gram(X, specs, normalize="mean_diag"), y
+def problem(dataset: str, regression: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """n = 80 points of a real data set, M = 10 kernels (see ``problems.small_problem``)."""
+    return small_problem(dataset, regression, n=80, seed=3)
 
 
 def fit(

@@ -75,21 +75,7 @@ impl LpConfig {
                 format!("must be in [1, inf], got {}", self.p),
             ));
         }
-        if !(self.c.is_finite() && self.c > 0.0) {
-            return Err(MkError::config(
-                "C",
-                format!("must be positive and finite, got {}", self.c),
-            ));
-        }
-        if !(self.tol.is_finite() && self.tol > 0.0) {
-            return Err(MkError::config(
-                "tol",
-                format!("must be positive, got {}", self.tol),
-            ));
-        }
-        if self.max_iter == 0 {
-            return Err(MkError::config("max_iter", "must be at least 1"));
-        }
+        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
         if !(self.inner_tol.is_finite() && self.inner_tol > 0.0) {
             return Err(MkError::config("inner_tol", "must be positive"));
         }
@@ -192,16 +178,7 @@ pub fn fit_lp(
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
-    let n = stack.n();
-    if y.len() != n {
-        return Err(MkError::Shape(format!(
-            "y has {} entries for {n} points",
-            y.len()
-        )));
-    }
-    if y.iter().any(|v| !v.is_finite()) {
-        return Err(MkError::NonFinite("y contains NaN or infinity".into()));
-    }
+    crate::solvers::validate_targets(stack.n(), y)?;
     match cfg.algorithm {
         LpAlgorithm::Analytic => fit_analytic(stack, y, cfg, interrupt),
         LpAlgorithm::Interleaved => {

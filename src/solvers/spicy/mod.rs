@@ -147,21 +147,7 @@ impl SpicyConfig {
                 ));
             }
         }
-        if !(self.c.is_finite() && self.c > 0.0) {
-            return Err(MkError::config(
-                "C",
-                format!("must be positive and finite, got {}", self.c),
-            ));
-        }
-        if !(self.tol.is_finite() && self.tol > 0.0) {
-            return Err(MkError::config(
-                "tol",
-                format!("must be positive, got {}", self.tol),
-            ));
-        }
-        if self.max_iter == 0 {
-            return Err(MkError::config("max_iter", "must be at least 1"));
-        }
+        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
         if self.max_inner == 0 {
             return Err(MkError::config("max_inner", "must be at least 1"));
         }
@@ -207,15 +193,7 @@ pub fn fit_spicy(
 ) -> Result<FitResult> {
     cfg.validate()?;
     let n = stack.n();
-    if y.len() != n {
-        return Err(MkError::Shape(format!(
-            "y has {} entries for {n} points",
-            y.len()
-        )));
-    }
-    if y.iter().any(|v| !v.is_finite()) {
-        return Err(MkError::NonFinite("y contains NaN or infinity".into()));
-    }
+    crate::solvers::validate_targets(n, y)?;
     if cfg.loss.is_classification() && y.iter().any(|&v| v != 1.0 && v != -1.0) {
         return Err(MkError::config(
             "y",
