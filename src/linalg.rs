@@ -5,6 +5,28 @@ use faer::{Mat, MatRef, Side};
 
 use crate::error::{MkError, Result};
 
+/// faer's kernels run AVX-512/AVX2 code and can leave the upper halves of the vector registers
+/// dirty on the threads that ran them; the SSE code that follows (ours, and libm's `exp` and
+/// `log`) then pays a state-transition penalty on every instruction (measured: Gram matrices
+/// of Gaussian kernels 14× slower). `vzeroupper` clears that state; call this on a thread
+/// after faer has run on it.
+#[inline(always)]
+pub fn clear_upper_simd_state() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx") {
+            // SAFETY: the CPU supports AVX, which is all `vzeroupper` needs.
+            unsafe { zero_upper() };
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn zero_upper() {
+    std::arch::x86_64::_mm256_zeroupper();
+}
+
 /// A Cholesky factorisation of an SPD matrix, with the ridge that had to be added (0 if none).
 pub struct Cholesky {
     llt: faer::linalg::solvers::Llt<f64>,
@@ -30,6 +52,7 @@ impl Cholesky {
                 }
                 shifted.llt(Side::Lower)
             };
+            clear_upper_simd_state();
             if let Ok(llt) = attempt {
                 return Ok(Cholesky { llt, ridge });
             }
@@ -45,6 +68,7 @@ impl Cholesky {
     /// Solves `A x = b` for each column of `b` (`n × k`), in place.
     pub fn solve_in_place(&self, b: &mut Mat<f64>) {
         self.llt.solve_in_place(b.as_mut());
+        clear_upper_simd_state();
     }
 
     /// Solves `A x = b` for one right-hand side.

@@ -134,7 +134,7 @@ def kernel_count(Ms: list[int], n: int) -> None:
         for dtype in ("float64", "float32"):
             G = G64 if dtype == "float64" else G64.astype(np.float32)
             for loss in ("hinge", "logistic"):
-                t, r = median_time(lambda G=G, loss=loss: spicy(G, y, loss), repeats)
+                t, r = median_time(lambda G=G, y=y, loss=loss: spicy(G, y, loss), repeats)
                 t_prev, M_prev = prev.get((dtype, loss), (None, None))
                 prev[(dtype, loss)] = (t, M)
                 rows.append(
@@ -165,7 +165,7 @@ def sample_size(ns: list[int], M: int = 20) -> None:
         t_qf, t_sum = pass_times(G)
         repeats = 3 if n <= 1000 else 1
         for loss in ("hinge", "logistic"):
-            t, r = median_time(lambda loss=loss: spicy(G, y, loss), repeats)  # noqa: B023
+            t, r = median_time(lambda G=G, y=y, loss=loss: spicy(G, y, loss), repeats)
             t_prev, n_prev = prev.get(loss, (None, None))
             prev[loss] = (t, n)
             print(
@@ -197,9 +197,7 @@ def versus_cvxpy(repeats: int) -> None:
         )
         for tol in (1e-2, 1e-6):
             t, r = median_time(lambda loss=loss, tol=tol: spicy(G, y, loss, tol=tol), repeats)
-            P = primal_objective(
-                G, r["coef"], r["intercept"], y, C=C_OURS, loss=loss, penalty="l1"
-            )
+            P = primal_objective(G, r["coef"], r["intercept"], y, C=C_OURS, loss=loss, penalty="l1")
             print(
                 f"| {loss} | {tol:g} | {t:.4f} | {t_ref:.3f} | {t / t_ref:.4f} | {P:.8g} | "
                 f"{ref.objective:.8g} | {(P - ref.objective) / abs(ref.objective):.1e} |",
@@ -227,8 +225,17 @@ def versus_lp(repeats: int, n: int = 200, M: int = 200) -> None:
             t_s, rs = median_time(lambda loss=loss, tol=tol: spicy(G, y, loss, tol=tol), repeats)
             t_l, rl = median_time(
                 lambda loss=loss, tol=tol, S=S: _core.fit_lp(
-                    G, y, p=1.0, C=C_OURS * S, loss=loss, epsilon=0.1, algorithm="analytic",
-                    tol=tol, max_iter=2000, inner_tol=1e-7, n_threads=0,
+                    G,
+                    y,
+                    p=1.0,
+                    C=C_OURS * S,
+                    loss=loss,
+                    epsilon=0.1,
+                    algorithm="analytic",
+                    tol=tol,
+                    max_iter=2000,
+                    inner_tol=1e-7,
+                    n_threads=0,
                 ),  # fmt: skip
                 repeats,
             )

@@ -96,24 +96,26 @@ fn select(x: &ArrayView2<f64>, features: &Option<Vec<usize>>) -> Array2<f64> {
     }
 }
 
-/// Inner products `xa xbᵀ` by a faer matrix product.
-fn inner_products(xa: &Array2<f64>, xb: &Array2<f64>) -> Mat<f64> {
+/// Inner products as a column-major `nb × na` matrix `xb xaᵀ`: its column `i` is row `i` of
+/// `xa xbᵀ`, contiguous in memory.
+fn inner_products(xa: &Array2<f64>, xb: &Array2<f64>, par: Par) -> Mat<f64> {
     let a = MatRef::from_row_major_slice(xa.as_slice().unwrap_or(&[]), xa.nrows(), xa.ncols());
     let b = MatRef::from_row_major_slice(xb.as_slice().unwrap_or(&[]), xb.nrows(), xb.ncols());
-    let mut out = Mat::<f64>::zeros(xa.nrows(), xb.nrows());
-    matmul(
-        out.as_mut(),
-        Accum::Replace,
-        a,
-        b.transpose(),
-        1.0,
-        Par::rayon(0),
-    );
+    let mut out = Mat::<f64>::zeros(xb.nrows(), xa.nrows());
+    matmul(out.as_mut(), Accum::Replace, b, a.transpose(), 1.0, par);
     out
 }
 
+/// The kernels of one group of specifications that read the same feature columns.
+type GroupWork<'a, T> = Vec<(usize, &'a mut [T], &'a mut [f64])>;
+
 /// Raw kernels between the rows of `xa` and of `xb` into `out` (`(M, na, nb)`, kernel-major),
 /// and the raw self-values `k(a, a)` into `self_values` (`(M, na)`).
+///
+/// Specifications are grouped by the feature columns they read; each group shares one
+/// inner-product matrix (and one ℓ1-distance matrix for Laplacian kernels). Groups run in
+/// parallel (a bank of many single-feature kernels has many small groups), and so do the rows
+/// within a kernel.
 fn raw_kernels<T: Element>(
     xa: &ArrayView2<f64>,
     xb: &ArrayView2<f64>,
@@ -124,7 +126,6 @@ fn raw_kernels<T: Element>(
     interrupt: &dyn Interrupt,
 ) -> Result<()> {
     let (na, nb) = (xa.nrows(), xb.nrows());
-    // Group the kernels by the feature columns they read.
     let mut groups: Vec<(&Option<Vec<usize>>, Vec<usize>)> = Vec::new();
     for (m, s) in specs.iter().enumerate() {
         match groups.iter_mut().find(|(f, _)| **f == s.features) {
@@ -134,73 +135,82 @@ fn raw_kernels<T: Element>(
     }
     let mut outs: Vec<Option<&mut [T]>> = out.chunks_mut(na * nb).map(Some).collect();
     let mut selfs: Vec<Option<&mut [f64]>> = self_values.chunks_mut(na).map(Some).collect();
-    for (features, idx) in groups {
-        interrupt.check()?;
-        let a = select(xa, features);
-        let b = if symmetric {
-            a.clone()
-        } else {
-            select(xb, features)
-        };
-        let mut dot = inner_products(&a, &b);
-        if symmetric {
-            // The product need not be bitwise symmetric; the Gram must be.
-            for i in 0..na {
-                for j in 0..i {
-                    let v = 0.5 * (dot[(i, j)] + dot[(j, i)]);
-                    dot[(i, j)] = v;
-                    dot[(j, i)] = v;
+    let work: Vec<(&Option<Vec<usize>>, GroupWork<'_, T>)> = groups
+        .into_iter()
+        .map(|(features, idx)| {
+            let w = idx
+                .into_iter()
+                .map(|m| {
+                    let k = outs[m].take().expect("each kernel belongs to one group");
+                    let sv = selfs[m].take().expect("each kernel belongs to one group");
+                    (m, k, sv)
+                })
+                .collect();
+            (features, w)
+        })
+        .collect();
+    // One big product parallelises inside faer; many small ones run side by side.
+    let par = if work.len() == 1 {
+        Par::rayon(0)
+    } else {
+        Par::Seq
+    };
+    work.into_par_iter()
+        .try_for_each(|(features, mut kernels)| {
+            interrupt.check()?;
+            let a = select(xa, features);
+            let b = if symmetric {
+                a.clone()
+            } else {
+                select(xb, features)
+            };
+            let mut dot = inner_products(&a, &b, par);
+            if symmetric {
+                // The product need not be bitwise symmetric; the Gram must be.
+                for i in 0..na {
+                    for j in 0..i {
+                        let v = 0.5 * (dot[(i, j)] + dot[(j, i)]);
+                        dot[(i, j)] = v;
+                        dot[(j, i)] = v;
+                    }
                 }
             }
-        }
-        let sq_a: Vec<f64> = a.rows().into_iter().map(|r| r.dot(&r)).collect();
-        let sq_b: Vec<f64> = b.rows().into_iter().map(|r| r.dot(&r)).collect();
-        let l1 = if idx.iter().any(|&m| specs[m].func.needs_l1()) {
-            let mut d = vec![0.0; na * nb];
-            d.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
-                let ai = a.row(i);
-                for (j, v) in row.iter_mut().enumerate() {
-                    *v = ai.iter().zip(b.row(j)).map(|(p, q)| (p - q).abs()).sum();
-                }
-            });
-            Some(d)
-        } else {
-            None
-        };
-        let mut work: Vec<(usize, &mut [T], &mut [f64])> = idx
-            .iter()
-            .map(|&m| {
-                (
-                    m,
-                    outs[m].take().expect("each kernel belongs to one group"),
-                    selfs[m].take().expect("each kernel belongs to one group"),
-                )
-            })
-            .collect();
-        // Chunks keep Ctrl-C responsive on large banks.
-        for chunk in work.chunks_mut(16) {
-            interrupt.check()?;
-            chunk.par_iter_mut().for_each(|(m, k, sv)| {
-                let f = specs[*m].func;
-                for (i, row) in k.chunks_exact_mut(nb).enumerate() {
+            let sq_a: Vec<f64> = a.rows().into_iter().map(|r| r.dot(&r)).collect();
+            let sq_b: Vec<f64> = b.rows().into_iter().map(|r| r.dot(&r)).collect();
+            let l1 = if kernels.iter().any(|(m, _, _)| specs[*m].func.needs_l1()) {
+                let mut d = vec![0.0; na * nb];
+                d.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
+                    let ai = a.row(i);
                     for (j, v) in row.iter_mut().enumerate() {
-                        let d = dot[(i, j)];
+                        *v = ai.iter().zip(b.row(j)).map(|(p, q)| (p - q).abs()).sum();
+                    }
+                });
+                Some(d)
+            } else {
+                None
+            };
+            for (m, k, sv) in kernels.iter_mut() {
+                interrupt.check()?;
+                let f = specs[*m].func;
+                k.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
+                    crate::linalg::clear_upper_simd_state();
+                    let d = dot.col_as_slice(i);
+                    let l = l1.as_ref().map(|l| &l[i * nb..(i + 1) * nb]);
+                    for (j, v) in row.iter_mut().enumerate() {
                         let sq = if symmetric && i == j {
                             0.0
                         } else {
-                            sq_a[i] + sq_b[j] - 2.0 * d
+                            sq_a[i] + sq_b[j] - 2.0 * d[j]
                         };
-                        let l = l1.as_ref().map_or(0.0, |l| l[i * nb + j]);
-                        *v = T::from_f64(f.eval(d, sq, l));
+                        *v = T::from_f64(f.eval(d[j], sq, l.map_or(0.0, |l| l[j])));
                     }
-                }
+                });
                 for (s, &q) in sv.iter_mut().zip(&sq_a) {
                     *s = f.self_value(q);
                 }
-            });
-        }
-    }
-    Ok(())
+            }
+            Ok(())
+        })
 }
 
 fn validate_inputs(x: &ArrayView2<f64>, specs: &[KernelSpec], name: &str) -> Result<()> {
