@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +27,8 @@ import multikernel as mk
 from multikernel import _core
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
-
-
-def median_time(f: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = f()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import median_time  # noqa: E402
 
 
 def digits(n: int, seed: int = 0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

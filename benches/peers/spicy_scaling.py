@@ -26,10 +26,8 @@ from __future__ import annotations
 import argparse
 import gc
 import math
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +38,14 @@ import multikernel as mk
 from multikernel import _core
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import median_time  # noqa: E402
 
 FloatArray = NDArray[np.float64]
 
 C_OURS = 20.0  # = 1 / (their C = 0.05)
 TOL = 0.01
 MAX_ITER = 500
-
-
-def median_time(f: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = f()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def ringnorm(n: int, seed: int = 0) -> tuple[FloatArray, FloatArray]:

@@ -161,16 +161,29 @@ pub fn svc<K: KernelColumns + ?Sized>(
     interrupt: &dyn Interrupt,
 ) -> Result<SvmSolution> {
     check_labels(y)?;
+    let upper = expand_c(c, y.len())?;
+    classifier(kernel, y, &upper, None, options, warm, interrupt)
+}
+
+/// The two-class dual shared by [`svc`] and [`l2svm`]: `p = −1`, `Δ = 0`, `coef = y ∘ α`.
+fn classifier<K: KernelColumns + ?Sized>(
+    kernel: &K,
+    y: &[f64],
+    upper: &[f64],
+    diag_shift: Option<&[f64]>,
+    options: &SmoOptions,
+    warm: Option<&[f64]>,
+    interrupt: &dyn Interrupt,
+) -> Result<SvmSolution> {
     let n = y.len();
     check_kernel(kernel, n, "labels")?;
-    let upper = expand_c(c, n)?;
     let p = vec![-1.0; n];
     let alpha0 = initial_alpha(warm, y, 0.0, || vec![0.0; n])?;
     let spec = QpSpec {
         p: &p,
         y,
-        upper: &upper,
-        diag_shift: None,
+        upper,
+        diag_shift,
         kernel_index: None,
     };
     run(kernel, &spec, &alpha0, options, interrupt, |a| {
@@ -197,21 +210,9 @@ pub fn l2svm<K: KernelColumns + ?Sized>(
 ) -> Result<SvmSolution> {
     check_labels(y)?;
     let n = y.len();
-    check_kernel(kernel, n, "labels")?;
     let shift: Vec<f64> = expand_c(c, n)?.iter().map(|c| 1.0 / c).collect();
     let upper = vec![f64::INFINITY; n];
-    let p = vec![-1.0; n];
-    let alpha0 = initial_alpha(warm, y, 0.0, || vec![0.0; n])?;
-    let spec = QpSpec {
-        p: &p,
-        y,
-        upper: &upper,
-        diag_shift: Some(&shift),
-        kernel_index: None,
-    };
-    run(kernel, &spec, &alpha0, options, interrupt, |a| {
-        a.iter().zip(y).map(|(a, y)| a * y).collect()
-    })
+    classifier(kernel, y, &upper, Some(&shift), options, warm, interrupt)
 }
 
 /// ε-SVR, libsvm's `solve_epsilon_svr`, with `2n` variables `[α; α*]`:
