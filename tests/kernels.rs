@@ -131,6 +131,19 @@ fn dense_stack_operations_match_naive() {
             assert!((mv[i] - e).abs() < 1e-12);
         }
     }
+    // A sparse vector (an SVM dual): only its rows are read, the value is the same.
+    let mut sparse = v.clone();
+    for (i, x) in sparse.iter_mut().enumerate() {
+        if i % 3 != 0 {
+            *x = 0.0;
+        }
+    }
+    let mut qs = vec![0.0; m];
+    s.quad_forms(&sparse, &mut qs);
+    for k in 0..m {
+        let refv = naive_quad(s.kernel(k), n, &sparse);
+        assert!((qs[k] - refv).abs() < 1e-12 * (1.0 + refv.abs()));
+    }
     let idx = [3, 1];
     let mut sub = vec![0.0; 2];
     s.quad_forms_subset(&v, &idx, &mut sub);

@@ -127,23 +127,25 @@ impl<'a, T: Element> DenseStack<'a, T> {
         bad.map_or(Ok(()), Err)
     }
 
-    /// `vᵀ K_m v` from the upper triangle.
+    /// `vᵀ K_m v` from the upper triangle, rows `nz` (the non-zeros of `v`).
     #[inline]
-    fn quad_one(&self, m: usize, v: &[f64]) -> f64 {
-        quad_upper_dispatch(self.kernel(m), self.n, v)
+    fn quad_one(&self, m: usize, v: &[f64], nz: &[usize]) -> f64 {
+        quad_upper_dispatch(self.kernel(m), self.n, v, nz)
     }
 }
 
-/// `vᵀKv = Σ_i K_ii v_i² + 2 Σ_i v_i Σ_{j>i} K_ij v_j`: half the bytes of a full pass.
+/// `vᵀKv = Σ_i K_ii v_i² + 2 Σ_i v_i Σ_{j>i} K_ij v_j`: half the bytes of a full pass, and
+/// only the rows `nz` where `v_i ≠ 0` (a solver's coefficient vector is often sparse: SVM
+/// duals are zero off the support vectors).
 /// Each row of the triangle starts mid-row, where the hardware prefetcher has lost the
 /// stream, so the start of the row after next is prefetched explicitly.
 #[inline(always)]
-fn quad_upper<T: Element>(k: &[T], n: usize, v: &[f64]) -> f64 {
+fn quad_upper<T: Element>(k: &[T], n: usize, v: &[f64], nz: &[usize]) -> f64 {
     let mut diag = 0.0;
     let mut off = 0.0;
-    for i in 0..n {
-        if i + 2 < n {
-            prefetch_row(&k[(i + 2) * n + i + 2..(i + 3) * n]);
+    for (idx, &i) in nz.iter().enumerate() {
+        if let Some(&next) = nz.get(idx + 2) {
+            prefetch_row(&k[next * n + next..(next + 1) * n]);
         }
         let row = &k[i * n..(i + 1) * n];
         diag += row[i].to_f64() * v[i] * v[i];
@@ -173,20 +175,25 @@ fn prefetch_row<T>(row: &[T]) {
 /// the loop is compute-bound rather than memory-bound.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn quad_upper_avx2<T: Element>(k: &[T], n: usize, v: &[f64]) -> f64 {
-    quad_upper(k, n, v)
+unsafe fn quad_upper_avx2<T: Element>(k: &[T], n: usize, v: &[f64], nz: &[usize]) -> f64 {
+    quad_upper(k, n, v, nz)
 }
 
 #[inline]
-fn quad_upper_dispatch<T: Element>(k: &[T], n: usize, v: &[f64]) -> f64 {
+fn quad_upper_dispatch<T: Element>(k: &[T], n: usize, v: &[f64], nz: &[usize]) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU supports the features the function was compiled for.
-            return unsafe { quad_upper_avx2(k, n, v) };
+            return unsafe { quad_upper_avx2(k, n, v, nz) };
         }
     }
-    quad_upper(k, n, v)
+    quad_upper(k, n, v, nz)
+}
+
+/// The indices of the non-zero entries of `v`.
+fn nonzeros(v: &[f64]) -> Vec<usize> {
+    (0..v.len()).filter(|&i| v[i] != 0.0).collect()
 }
 
 impl<T: Element> KernelStack for DenseStack<'_, T> {
@@ -199,9 +206,10 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
     }
 
     fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
+        let nz = nonzeros(v);
         out.par_iter_mut()
             .zip(idx.par_iter())
-            .for_each(|(o, &m)| *o = self.quad_one(m, v));
+            .for_each(|(o, &m)| *o = self.quad_one(m, v, &nz));
     }
 
     fn quad_forms_batch(&self, vs: &[f64], out: &mut [f64]) {
