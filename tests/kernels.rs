@@ -140,9 +140,9 @@ fn dense_stack_operations_match_naive() {
     }
     let mut qs = vec![0.0; m];
     s.quad_forms(&sparse, &mut qs);
-    for k in 0..m {
+    for (k, q) in qs.iter().enumerate() {
         let refv = naive_quad(s.kernel(k), n, &sparse);
-        assert!((qs[k] - refv).abs() < 1e-12 * (1.0 + refv.abs()));
+        assert!((q - refv).abs() < 1e-12 * (1.0 + refv.abs()));
     }
     let idx = [3, 1];
     let mut sub = vec![0.0; 2];
