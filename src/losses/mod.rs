@@ -391,18 +391,20 @@ fn xlogx(x: f64) -> f64 {
 mod tests {
     use super::*;
 
+    /// One instance of every loss.
+    const ALL: [Loss; 5] = [
+        Loss::Hinge,
+        Loss::SquaredHinge,
+        Loss::Logistic,
+        Loss::Squared,
+        Loss::EpsilonInsensitive { epsilon: 0.3 },
+    ];
+
     /// The prox satisfies its optimality condition `z − w + γ ℓ'(y, z) ∋ 0`, and the conjugate
     /// derivatives match finite differences.
     #[test]
     fn prox_and_conjugate_derivatives() {
-        let losses = [
-            Loss::Hinge,
-            Loss::SquaredHinge,
-            Loss::Logistic,
-            Loss::Squared,
-            Loss::EpsilonInsensitive { epsilon: 0.3 },
-        ];
-        for loss in losses {
+        for loss in ALL {
             for &y in &[1.0, -1.0] {
                 for &w in &[-2.5, -0.7, 0.0, 0.4, 0.95, 1.6, 3.0] {
                     for &g in &[0.1, 1.0, 10.0] {
@@ -455,14 +457,7 @@ mod tests {
     /// Fenchel–Young: ℓ(y,z) + ℓ*(y,u) ≥ uz, with equality at u = ℓ'(y,z).
     #[test]
     fn fenchel_young_equality_at_the_derivative() {
-        let losses = [
-            Loss::Hinge,
-            Loss::SquaredHinge,
-            Loss::Logistic,
-            Loss::Squared,
-            Loss::EpsilonInsensitive { epsilon: 0.3 },
-        ];
-        for loss in losses {
+        for loss in ALL {
             for &y in &[1.0, -1.0, 0.7] {
                 if loss.is_classification() && y == 0.7 {
                     continue;
