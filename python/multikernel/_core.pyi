@@ -80,6 +80,7 @@ def fit_spicy(
     gamma0: float = 1.0,
     gamma_factor: float = 10.0,
     gamma_max: float = 1e8,
+    working_set: int = 0,
 ) -> dict[str, Any]: ...
 def svm(
     k: NDArray[np.float64],

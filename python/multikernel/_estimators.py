@@ -207,6 +207,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 "gamma0": float(cfg.gamma0),
                 "gamma_factor": float(cfg.gamma_factor),
                 "gamma_max": float(cfg.gamma_max),
+                "working_set": 0 if cfg.working_set is None else int(cfg.working_set),
             }
         else:
             settings = {

@@ -156,13 +156,15 @@ impl KernelStack for LowRankStack {
             .for_each(|(o, &m)| *o = self.quad_one(m, v));
     }
 
-    fn quad_forms_batch(&self, vs: &[f64], out: &mut [f64]) {
+    fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
         let b = vs.len() / self.n;
-        out.par_chunks_mut(b).enumerate().for_each(|(m, o)| {
-            for (j, oj) in o.iter_mut().enumerate() {
-                *oj = self.quad_one(m, &vs[j * self.n..(j + 1) * self.n]);
-            }
-        });
+        out.par_chunks_mut(b)
+            .zip(idx.par_iter())
+            .for_each(|(o, &m)| {
+                for (j, oj) in o.iter_mut().enumerate() {
+                    *oj = self.quad_one(m, &vs[j * self.n..(j + 1) * self.n]);
+                }
+            });
     }
 
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {

@@ -28,7 +28,14 @@ pub trait KernelStack: Sync {
     fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]);
 
     /// `out[m·b + j] = v_jᵀ K_m v_j` for `b` vectors stored one after another in `vs` (`b·n`).
-    fn quad_forms_batch(&self, vs: &[f64], out: &mut [f64]);
+    fn quad_forms_batch(&self, vs: &[f64], out: &mut [f64]) {
+        let all: Vec<usize> = (0..self.m()).collect();
+        self.quad_forms_batch_subset(vs, &all, out);
+    }
+
+    /// `out[k·b + j] = v_jᵀ K_{idx[k]} v_j`: [`quad_forms_batch`](Self::quad_forms_batch) on
+    /// the kernels in `idx`.
+    fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]);
 
     /// `out = K_m v`.
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]);
@@ -191,6 +198,54 @@ fn quad_upper_dispatch<T: Element>(k: &[T], n: usize, v: &[f64], nz: &[usize]) -
     quad_upper(k, n, v, nz)
 }
 
+/// [`quad_upper`] for the `b = out.len()` vectors of `vs` in one pass over the kernel: each
+/// row is read from memory once and stays in cache for the other vectors.
+#[inline(always)]
+fn quad_batch_upper<T: Element>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) {
+    let b = out.len();
+    let mut diag = [0.0f64; 8];
+    let mut off = [0.0f64; 8];
+    // Up to 8 vectors per sweep (the solvers pass 2): accumulators stay in registers.
+    for j0 in (0..b).step_by(8) {
+        let jn = (b - j0).min(8);
+        diag[..jn].fill(0.0);
+        off[..jn].fill(0.0);
+        for i in 0..n {
+            if i + 2 < n {
+                prefetch_row(&k[(i + 2) * n + i + 2..(i + 3) * n]);
+            }
+            let row = &k[i * n..(i + 1) * n];
+            let kii = row[i].to_f64();
+            for j in 0..jn {
+                let v = &vs[(j0 + j) * n..(j0 + j + 1) * n];
+                diag[j] += kii * v[i] * v[i];
+                off[j] += v[i] * dot(&row[i + 1..], &v[i + 1..]);
+            }
+        }
+        for j in 0..jn {
+            out[j0 + j] = diag[j] + 2.0 * off[j];
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn quad_batch_upper_avx2<T: Element>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) {
+    quad_batch_upper(k, n, vs, out)
+}
+
+#[inline]
+fn quad_batch_dispatch<T: Element>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports the features the function was compiled for.
+            return unsafe { quad_batch_upper_avx2(k, n, vs, out) };
+        }
+    }
+    quad_batch_upper(k, n, vs, out)
+}
+
 /// The indices of the non-zero entries of `v`.
 fn nonzeros(v: &[f64]) -> Vec<usize> {
     (0..v.len()).filter(|&i| v[i] != 0.0).collect()
@@ -212,26 +267,12 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
             .for_each(|(o, &m)| *o = self.quad_one(m, v, &nz));
     }
 
-    fn quad_forms_batch(&self, vs: &[f64], out: &mut [f64]) {
+    fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
         let n = self.n;
         let b = vs.len() / n;
-        out.par_chunks_mut(b).enumerate().for_each(|(m, o)| {
-            let k = self.kernel(m);
-            o.fill(0.0);
-            // One pass over the kernel for all b vectors: the row stays in cache.
-            let mut diag = vec![0.0; b];
-            for i in 0..n {
-                let row = &k[i * n..(i + 1) * n];
-                for j in 0..b {
-                    let v = &vs[j * n..(j + 1) * n];
-                    diag[j] += row[i].to_f64() * v[i] * v[i];
-                    o[j] += v[i] * dot(&row[i + 1..], &v[i + 1..]);
-                }
-            }
-            for (oj, dj) in o.iter_mut().zip(diag) {
-                *oj = dj + 2.0 * *oj;
-            }
-        });
+        out.par_chunks_mut(b)
+            .zip(idx.par_iter())
+            .for_each(|(o, &m)| quad_batch_dispatch(self.kernel(m), n, vs, o));
     }
 
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {

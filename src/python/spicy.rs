@@ -16,7 +16,7 @@ use crate::solvers::spicy::{fit_spicy as engine_fit_spicy, SpicyConfig, SpicyPen
 #[pyfunction]
 #[pyo3(signature = (
     g, y, *, penalty, l1_ratio, C, loss, epsilon, tol, max_iter, n_threads,
-    max_inner=100, gamma0=1.0, gamma_factor=10.0, gamma_max=1e8
+    max_inner=100, gamma0=1.0, gamma_factor=10.0, gamma_max=1e8, working_set=0
 ))]
 #[allow(clippy::too_many_arguments, non_snake_case)]
 fn fit_spicy<'py>(
@@ -35,6 +35,7 @@ fn fit_spicy<'py>(
     gamma0: f64,
     gamma_factor: f64,
     gamma_max: f64,
+    working_set: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let penalty = match penalty {
         "l1" => SpicyPenalty::L1,
@@ -55,6 +56,7 @@ fn fit_spicy<'py>(
         gamma0,
         gamma_factor,
         gamma_max,
+        working_set,
     };
     cfg.validate().map_err(to_py)?;
     let y = y.as_array().to_vec();

@@ -91,6 +91,11 @@ impl Tracker {
         gap
     }
 
+    /// The smallest primal value recorded so far.
+    pub fn best_primal(&self) -> f64 {
+        self.best_primal
+    }
+
     /// The result at the best primal iterate.
     pub fn finish(self, n_iter: usize, status: SolveStatus) -> Result<FitResult> {
         let best = self

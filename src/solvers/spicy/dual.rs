@@ -5,15 +5,67 @@ use crate::losses::Loss;
 
 use super::SpicyPenalty;
 
-/// Makes any `ρ̃` (our scale) a feasible dual point.
+/// A feasible dual point made from a candidate by [`project_duals`].
+pub struct Projected {
+    /// The feasible point `ρ̃`.
+    pub rho: Vec<f64>,
+    /// Its block norms `‖ρ̃‖_{K_m}`.
+    pub norms: Vec<f64>,
+    /// The block norms after centring, before the `l1` scaling: the optimality test of a
+    /// kernel outside a working set (`> r_1` means it should be active).
+    pub centred: Vec<f64>,
+}
+
+/// Makes each candidate `ρ̃` (our scale) a feasible dual point, with one batched pass over the
+/// kernels for all of them.
 ///
 /// Centring is a clipped shift, `ρ̃_i ← clip(ρ̃_i − τ, lo_i, hi_i)` with `τ` such that
 /// `Σ ρ̃ = 0`, where `[lo_i, hi_i]` is the domain of `ρ̃_i ↦ ℓ*(y_i, −ρ̃_i/C)`: plain mean
 /// subtraction can leave a bounded domain (hinge, logistic, …); `Σ clip(ρ̃ − τ)` is
 /// non-increasing in `τ`, so `τ` is found by bisection. For `l1` the point is then divided by
 /// `max(1, max_m ‖ρ̃‖_{K_m})`, which keeps the sum and the domain (it contains 0).
-///
-/// Returns the point and its block norms `‖ρ̃‖_{K_m}` (one pass over all kernels).
+pub fn project_duals(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    candidates: &[&[f64]],
+    c: f64,
+    loss: Loss,
+    penalty: SpicyPenalty,
+) -> Vec<Projected> {
+    let n = y.len();
+    let mm = stack.m();
+    let centred: Vec<Vec<f64>> = candidates.iter().map(|r| centre(y, r, c, loss)).collect();
+    let b = centred.len();
+    let mut q = vec![0.0; b * mm];
+    if b == 1 {
+        stack.quad_forms(&centred[0], &mut q);
+    } else {
+        let vs: Vec<f64> = centred.iter().flatten().copied().collect();
+        debug_assert_eq!(vs.len(), b * n);
+        stack.quad_forms_batch(&vs, &mut q);
+    }
+    let (_, r2) = penalty.weights();
+    centred
+        .into_iter()
+        .enumerate()
+        .map(|(j, mut r)| {
+            let raw: Vec<f64> = (0..mm).map(|m| q[m * b + j].max(0.0).sqrt()).collect();
+            let mut norms = raw.clone();
+            let nmax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
+            if r2 == 0.0 && nmax > 1.0 {
+                r.iter_mut().for_each(|v| *v /= nmax);
+                norms.iter_mut().for_each(|v| *v /= nmax);
+            }
+            Projected {
+                rho: r,
+                norms,
+                centred: raw,
+            }
+        })
+        .collect()
+}
+
+/// [`project_duals`] for one candidate: the point and its block norms.
 pub fn project_dual(
     stack: &dyn KernelStack,
     y: &[f64],
@@ -22,6 +74,14 @@ pub fn project_dual(
     loss: Loss,
     penalty: SpicyPenalty,
 ) -> (Vec<f64>, Vec<f64>) {
+    let p = project_duals(stack, y, &[rho], c, loss, penalty)
+        .pop()
+        .expect("one candidate");
+    (p.rho, p.norms)
+}
+
+/// The clipped shift to `Σ ρ̃ = 0` inside the conjugate's domain (see [`project_duals`]).
+fn centre(y: &[f64], rho: &[f64], c: f64, loss: Loss) -> Vec<f64> {
     let bounds: Vec<(f64, f64)> = y
         .iter()
         .map(|&yi| {
@@ -39,48 +99,39 @@ pub fn project_dual(
         .all(|(&v, &(lo, hi))| v - mean >= lo && v - mean <= hi);
     if fits {
         r.iter_mut().for_each(|v| *v -= mean);
-    } else {
-        let total = |t: f64| -> f64 { r.iter().zip(&bounds).map(|(&v, &b)| clip(v - t, b)).sum() };
-        let span = r.iter().fold(0.0f64, |a, v| a.max(v.abs())) + c + 1.0;
-        let (mut lo, mut hi) = (-span, span);
-        for _ in 0..200 {
-            let mid = 0.5 * (lo + hi);
-            if mid <= lo || mid >= hi {
-                break;
-            }
-            if total(mid) > 0.0 {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
+        return r;
+    }
+    let total = |t: f64| -> f64 { r.iter().zip(&bounds).map(|(&v, &b)| clip(v - t, b)).sum() };
+    let span = r.iter().fold(0.0f64, |a, v| a.max(v.abs())) + c + 1.0;
+    let (mut lo, mut hi) = (-span, span);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
         }
-        let tau = 0.5 * (lo + hi);
-        r = r
-            .iter()
-            .zip(&bounds)
-            .map(|(&v, &b)| clip(v - tau, b))
-            .collect();
-        // Remove the bisection's rounding residual from the entries strictly inside.
-        let free: Vec<usize> = (0..r.len())
-            .filter(|&i| r[i] > bounds[i].0 && r[i] < bounds[i].1)
-            .collect();
-        if !free.is_empty() {
-            let shift = r.iter().sum::<f64>() / free.len() as f64;
-            for &i in &free {
-                r[i] = clip(r[i] - shift, bounds[i]);
-            }
+        if total(mid) > 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
         }
     }
-    let mut q = vec![0.0; stack.m()];
-    stack.quad_forms(&r, &mut q);
-    let mut norms: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
-    let (_, r2) = penalty.weights();
-    let nmax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
-    if r2 == 0.0 && nmax > 1.0 {
-        r.iter_mut().for_each(|v| *v /= nmax);
-        norms.iter_mut().for_each(|v| *v /= nmax);
+    let tau = 0.5 * (lo + hi);
+    r = r
+        .iter()
+        .zip(&bounds)
+        .map(|(&v, &b)| clip(v - tau, b))
+        .collect();
+    // Remove the bisection's rounding residual from the entries strictly inside.
+    let free: Vec<usize> = (0..r.len())
+        .filter(|&i| r[i] > bounds[i].0 && r[i] < bounds[i].1)
+        .collect();
+    if !free.is_empty() {
+        let shift = r.iter().sum::<f64>() / free.len() as f64;
+        for &i in &free {
+            r[i] = clip(r[i] - shift, bounds[i]);
+        }
     }
-    (r, norms)
+    r
 }
 
 /// `D(ρ̃) = −C Σ_i ℓ*(y_i, −ρ̃_i/C)`, minus `Σ_m max(0, ‖ρ̃‖_{K_m} − r_1)²/(2 r_2)` for the

@@ -60,6 +60,14 @@ impl Outer {
     pub fn norms(&self) -> Vec<f64> {
         self.norm.clone()
     }
+
+    /// Appends `extra` kernels with `A[m] = 0` (the working set grew); the iterate is unchanged.
+    pub fn grow(&mut self, extra: usize) {
+        self.m += extra;
+        self.a.resize(self.m * self.n, 0.0);
+        self.ka.resize(self.m * self.n, 0.0);
+        self.norm.resize(self.m, 0.0);
+    }
 }
 
 /// The fixed data of the inner problems.

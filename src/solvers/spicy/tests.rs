@@ -297,3 +297,48 @@ fn invalid_settings_are_rejected() {
     let bad_y = vec![0.5; n];
     assert!(fit_spicy(&stack, &bad_y, &SpicyConfig::default(), &NoInterrupt).is_err());
 }
+
+/// A working set smaller than the active set must grow until it holds every active kernel:
+/// the same optimum as the fit over all kernels, with a certificate for the whole problem.
+#[test]
+fn working_set_reaches_the_full_optimum() {
+    let n = 40;
+    let mut grew = false;
+    for loss in all_losses() {
+        let (g, m, y) = problem(n, !loss.is_classification(), 13);
+        let stack = DenseStack::new(&g, m, n).unwrap();
+        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+            let all = SpicyConfig {
+                penalty,
+                c: 2.0,
+                loss,
+                tol: 1e-8,
+                ..SpicyConfig::default()
+            };
+            let full = fit_spicy(&stack, &y, &all, &NoInterrupt).unwrap();
+            let ws = fit_spicy(
+                &stack,
+                &y,
+                &SpicyConfig {
+                    working_set: 1,
+                    ..all
+                },
+                &NoInterrupt,
+            )
+            .unwrap();
+            let msg = format!("{loss:?} {penalty:?}: {:?} gap {}", ws.status, ws.gap);
+            assert_eq!(ws.status, SolveStatus::Converged, "{msg}");
+            assert!(ws.gap >= -1e-12 && ws.gap <= all.tol, "{msg}");
+            let p = primal(&g, m, n, &y, &ws, &all);
+            assert!((p - ws.primal).abs() <= 1e-10 * p.abs(), "{msg}");
+            assert!(
+                (ws.primal - full.primal).abs() <= 2.0 * all.tol * full.primal,
+                "{msg}: {} vs {}",
+                ws.primal,
+                full.primal
+            );
+            grew |= ws.kernel_norms.iter().filter(|&&s| s > 0.0).count() > 1;
+        }
+    }
+    assert!(grew, "no case needed more than one kernel");
+}
