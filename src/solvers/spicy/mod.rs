@@ -48,6 +48,7 @@
 //! which is differentiable with `∇L = −z*`, `∇²L = γ_z diag(prox'(w))`, where
 //! `z* = prox_{γ_zℓ}(w)`, `w = z^{(t)} − γ_zρ` ([`Loss::prox`], closed form for all three), and
 //! the slack update (the analogue of eq. 11) is `z^{(t+1)} = z*`. As `γ_z → ∞`, `L → Σℓ*(−ρ)`.
+//! `γ_z` grows as `√γ`, slower than `γ` (see `inner::slack_gamma`).
 //!
 //! # Sparsity
 //! Only deciding activity touches every kernel: `‖v_m‖² = ‖A[m]‖² + 2γ (K_mA[m])ᵀρ +
@@ -126,7 +127,7 @@ pub struct SpicyConfig {
     pub max_iter: usize,
     /// Newton steps per outer iteration at most.
     pub max_inner: usize,
-    /// First penalty parameter `γ^{(1)}` (shared by `γ_m`, `γ_b` and the slack's `γ_z`).
+    /// First penalty parameter `γ^{(1)}` (of `γ_m` and `γ_b`; the slack's `γ_z` is `√γ`).
     pub gamma0: f64,
     /// Growth factor of `γ` per outer iteration (≥ 1).
     pub gamma_factor: f64,
