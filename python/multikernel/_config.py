@@ -67,7 +67,7 @@ class SpicyConfig:
         largest block norm of the starting dual point, checks all kernels in one pass when it
         is optimal there, and adds the kernels that violate optimality until the duality gap
         over all kernels is below ``tol``. The result is the same as without a working set;
-        only the time changes. ``None`` uses 20 kernels when there are more than 100, else
+        only the time changes. ``None`` uses 20 kernels when there are more than 40, else
         all kernels. Ignored when ``l1_ratio = 0`` (every kernel is active).
     """
 
