@@ -11,6 +11,7 @@ use crate::linalg::Cholesky;
 use crate::losses::Loss;
 
 /// The primal iterate and the dual point carried between outer iterations.
+#[derive(Clone)]
 pub(super) struct Outer {
     m: usize,
     n: usize,
@@ -163,8 +164,12 @@ impl Inner<'_> {
         loss + kern + t * t / (2.0 * gamma)
     }
 
-    /// One outer iteration with penalty parameter `γ` (`γ_m = γ_b = γ`, `γ_z = √γ`).
-    pub fn step(&self, st: &mut Outer, gamma: f64, interrupt: &dyn Interrupt) -> Result<()> {
+    /// One outer iteration with penalty parameter `γ` (`γ_m = γ_b = γ`, `γ_z = √γ`). Returns
+    /// whether Newton's method solved the inner problem: `‖∇φ‖_∞` at most the inner tolerance
+    /// or a thousandth of its start. When it stalls far from the minimiser (a `γ` too large
+    /// for the conditioning, e.g. right after kernels joined the working set) the outer update
+    /// from its `ρ` can diverge, and the caller retries with a smaller `γ`.
+    pub fn step(&self, st: &mut Outer, gamma: f64, interrupt: &dyn Interrupt) -> Result<bool> {
         let (mm, n) = (st.m, st.n);
         let stack = self.stack;
         let mut rho = st.rho.clone();
@@ -187,6 +192,7 @@ impl Inner<'_> {
         let mut kv: Vec<Vec<f64>> = Vec::new();
         let mut sv: Vec<f64> = Vec::new();
         let mut krho: Vec<Vec<f64>> = Vec::new();
+        let (mut first_gnorm, mut last_gnorm) = (0.0, 0.0);
         for it in 0..=self.max_inner {
             interrupt.check()?;
             // Activity: ‖v_m‖ > γλ_1 from the all-kernel quadratic forms.
@@ -230,7 +236,27 @@ impl Inner<'_> {
                 }
             }
             grad.iter_mut().for_each(|g| *g += t);
-            let gnorm = grad.iter().fold(0.0f64, |a, g| a.max(g.abs()));
+            // A logistic point with a large margin has its optimal dual `yρ = 1/(1 + e^{margin})`
+            // below what ρ resolves (it underflows for margins beyond ~700): its curvature
+            // `1/(s(1 − s))` overflows, its gradient cannot vanish and any step towards the
+            // boundary leaves the domain. Such a point (curvature above MAX_CURVATURE, descent
+            // pointing outwards) is held fixed for the step and left out of the stopping test.
+            let frozen: Vec<bool> = (0..n)
+                .map(|i| {
+                    let s = self.y[i] * rho[i];
+                    let ds = -self.y[i] * grad[i];
+                    hdiag[i] > MAX_CURVATURE && (if s < 0.5 { ds < 0.0 } else { ds > 0.0 })
+                })
+                .collect();
+            let gnorm = grad
+                .iter()
+                .zip(&frozen)
+                .filter(|(_, &f)| !f)
+                .fold(0.0f64, |a, (g, _)| a.max(g.abs()));
+            if it == 0 {
+                first_gnorm = gnorm;
+            }
+            last_gnorm = gnorm;
             if gnorm <= self.inner_tol || it == self.max_inner {
                 break;
             }
@@ -259,14 +285,21 @@ impl Inner<'_> {
                     }
                 }
             }
-            let mut tr = 0.0;
             for i in 0..n {
                 for h in &mut hess[i * n..(i + 1) * n] {
                     *h += gamma;
                 }
-                hess[i * n + i] += hdiag[i];
-                tr += hess[i * n + i];
+                hess[i * n + i] += hdiag[i].min(MAX_CURVATURE);
             }
+            for i in (0..n).filter(|&i| frozen[i]) {
+                for j in 0..n {
+                    hess[i * n + j] = 0.0;
+                    hess[j * n + i] = 0.0;
+                }
+                hess[i * n + i] = 1.0;
+                grad[i] = 0.0;
+            }
+            let tr: f64 = (0..n).map(|i| hess[i * n + i]).sum();
             // A relative 1e-10 ridge: flat directions (hinge-type points on a kink, no active
             // kernel) get a long but finite step, which the cap and line search then control.
             let ridge = 1e-10 * tr / n as f64;
@@ -374,7 +407,7 @@ impl Inner<'_> {
         st.norm = norm;
         st.support = support;
         st.rho = rho;
-        Ok(())
+        Ok(last_gnorm <= self.inner_tol || last_gnorm <= 1e-3 * first_gnorm)
     }
 
     /// `prox_m(v)/v = max(‖v‖ − γλ_1, 0)/(‖v‖(1 + γλ_2))`.
@@ -396,6 +429,10 @@ impl Inner<'_> {
 fn slack_gamma(gamma: f64) -> f64 {
     gamma.sqrt()
 }
+
+/// The largest diagonal curvature of `L` used in the Newton system: `1e12` is `yρ` within
+/// `1e-12` of the logistic domain's boundary (see the frozen points in [`Inner::step`]).
+const MAX_CURVATURE: f64 = 1e12;
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()

@@ -281,7 +281,15 @@ pub fn fit_spicy(
             max_inner: cfg.max_inner,
             inner_tol,
         };
-        inner.step(&mut state, gamma, interrupt)?;
+        let before = state.clone();
+        if !inner.step(&mut state, gamma, interrupt)? && gamma > cfg.gamma0 {
+            // Newton stalled far from the inner minimiser: undo the step and retry with a
+            // tenth of γ (any positive γ sequence is a proximal point method).
+            state = before;
+            gamma = (gamma / 10.0).max(cfg.gamma0);
+            n_iter -= 1;
+            continue;
+        }
         gamma = (gamma * cfg.gamma_factor).min(cfg.gamma_max);
 
         // Certificate: the primal from (A, b) by its definition, with the best intercept for
