@@ -233,16 +233,44 @@ pub fn fit_lp(
 struct Step {
     /// `βᵀK_mβ` for every kernel.
     quad: Vec<f64>,
-    /// `f = K_θ β` on the problem's points.
-    f: Vec<f64>,
     b: f64,
     primal: f64,
     dual: f64,
     norms: Vec<f64>,
 }
 
+impl Step {
+    /// Completes a step at `(θ, β, b)` with `f = K_θ β`: the quadratic forms `βᵀK_mβ` are
+    /// read from `stack` at `v` (`stack` may be a sub-stack holding every non-zero of `β`,
+    /// with `v` the matching entries), then the certificate.
+    #[allow(clippy::too_many_arguments)]
+    fn certify(
+        stack: &dyn KernelStack,
+        v: &[f64],
+        cfg: &LpConfig,
+        y: &[f64],
+        theta: &[f64],
+        beta: &[f64],
+        b: f64,
+        f: &[f64],
+    ) -> Step {
+        let mut quad = vec![0.0; stack.m()];
+        stack.quad_forms(v, &mut quad);
+        let (primal, dual, norms) = certificate(cfg, y, theta, beta, b, &quad, f);
+        Step {
+            quad,
+            b,
+            primal,
+            dual,
+            norms,
+        }
+    }
+}
+
+/// The single-kernel solve of one Algorithm-1 step on `stack`: returns `f = K_θ β` and the
+/// best intercept for it.
 #[allow(clippy::too_many_arguments)]
-fn step(
+fn solve_step(
     stack: &dyn KernelStack,
     y: &[f64],
     sub: &mut SingleKernel,
@@ -251,26 +279,15 @@ fn step(
     k_theta: &mut Vec<f64>,
     cfg: &LpConfig,
     interrupt: &dyn Interrupt,
-) -> Result<Step> {
+) -> Result<(Vec<f64>, f64)> {
     let n = stack.n();
     k_theta.resize(n * n, 0.0);
     stack.combine(theta, k_theta);
     sub.solve(k_theta, inner_tol, interrupt)?;
-    let beta = sub.beta();
-    let mut quad = vec![0.0; stack.m()];
-    stack.quad_forms(beta, &mut quad);
     let mut f = vec![0.0; n];
-    dense_matvec(k_theta, beta, &mut f);
+    dense_matvec(k_theta, sub.beta(), &mut f);
     let b = cfg.loss.best_intercept(y, &f, sub.intercept());
-    let (primal, dual, norms) = certificate(cfg, y, theta, beta, b, &quad, &f);
-    Ok(Step {
-        quad,
-        f,
-        b,
-        primal,
-        dual,
-        norms,
-    })
+    Ok((f, b))
 }
 
 /// `v[idx]` in each block of `n` values of `v` (ε-SVR's QP has two variables per point).
@@ -292,9 +309,10 @@ fn scatter_points(v: &[f64], idx: &[usize], n: usize) -> Vec<f64> {
     out
 }
 
-/// How far inside the flat part of the loss a point may be and still join the working set:
-/// θ moves between checks, and a point that is about to violate is cheaper to carry along
-/// than to find at the next check.
+/// How far inside the flat part of the loss a point may be and still join the first working
+/// set: θ moves far from its uniform start, and a point that is about to violate is cheaper to
+/// carry along than to find at a check. Later growth takes the violators only: by then θ is
+/// close, and every point added costs a new gather of the sub-stack.
 const MARGIN: f64 = 0.1;
 
 /// A working set is used only while it holds at most this fraction of the points: above it
@@ -303,9 +321,16 @@ const MAX_FRACTION: f64 = 0.7;
 
 /// The working set after a whole-problem evaluation: `current`, the points with a non-zero QP
 /// variable (`alpha`, blocks of `n`), and the points whose loss has a non-zero (sub)derivative
-/// within [`MARGIN`] of the prediction `z_i = f_i + b` — the violators of the optimality of
+/// within `margin` of the prediction `z_i = f_i + b` — the violators of the optimality of
 /// `β_i = 0`, and those about to be.
-fn select_points(loss: Loss, y: &[f64], z: &[f64], alpha: &[f64], current: &[usize]) -> Vec<usize> {
+fn select_points(
+    loss: Loss,
+    y: &[f64],
+    z: &[f64],
+    alpha: &[f64],
+    current: &[usize],
+    margin: f64,
+) -> Vec<usize> {
     let n = y.len();
     let mut keep = vec![false; n];
     for &i in current {
@@ -317,7 +342,7 @@ fn select_points(loss: Loss, y: &[f64], z: &[f64], alpha: &[f64], current: &[usi
         }
     }
     for (i, k) in keep.iter_mut().enumerate() {
-        *k |= loss.deriv(y[i], z[i] + MARGIN) != 0.0 || loss.deriv(y[i], z[i] - MARGIN) != 0.0;
+        *k |= loss.deriv(y[i], z[i] + margin) != 0.0 || loss.deriv(y[i], z[i] - margin) != 0.0;
     }
     (0..n).filter(|&i| keep[i]).collect()
 }
@@ -412,7 +437,7 @@ fn fit_analytic(
         // Set when the iterated problem changes: its gaps are not comparable with the last.
         let mut new_problem = false;
         let (gap, norms) = if let Some(set) = ws.as_mut() {
-            let st = step(
+            let (f, b) = solve_step(
                 set.stack.as_ref(),
                 &set.y,
                 &mut set.solver,
@@ -422,6 +447,8 @@ fn fit_analytic(
                 cfg,
                 interrupt,
             )?;
+            let beta = set.solver.beta();
+            let st = Step::certify(set.stack.as_ref(), beta, cfg, &set.y, &theta, beta, b, &f);
             ws_dual = ws_dual.max(st.dual);
             let rgap = relative_gap(st.primal, ws_dual);
             since_check += 1;
@@ -443,7 +470,7 @@ fn fit_analytic(
                 }
                 let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
                 let alpha = set.alpha(n);
-                let grown = select_points(cfg.loss, y, &z, &alpha, &set.idx);
+                let grown = select_points(cfg.loss, y, &z, &alpha, &set.idx, 0.0);
                 if grown.len() > set.idx.len() {
                     new_problem = true;
                     budget = 16;
@@ -464,7 +491,7 @@ fn fit_analytic(
             }
             (rgap, st.norms)
         } else {
-            let st = step(
+            let (f, b) = solve_step(
                 stack,
                 y,
                 &mut whole,
@@ -474,27 +501,29 @@ fn fit_analytic(
                 cfg,
                 interrupt,
             )?;
-            let gap = tracker.record(
-                st.primal,
-                st.dual,
-                &theta,
-                whole.beta(),
-                st.b,
-                st.norms.clone(),
-            );
+            if use_ws && n_iter == 1 {
+                let alpha = whole.alpha().unwrap_or(&[]).to_vec();
+                let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
+                let idx = select_points(cfg.loss, y, &z, &alpha, &[], MARGIN);
+                ws = PointSet::new(stack, y, cfg, idx, &alpha)?;
+            }
+            let beta = whole.beta();
+            // With a working set, its sub-stack holds every non-zero of β: a cheaper pass.
+            let st = match &ws {
+                Some(set) => {
+                    let v = gather_points(beta, n, &set.idx);
+                    Step::certify(set.stack.as_ref(), &v, cfg, y, &theta, beta, b, &f)
+                }
+                None => Step::certify(stack, beta, cfg, y, &theta, beta, b, &f),
+            };
+            let gap = tracker.record(st.primal, st.dual, &theta, beta, b, st.norms.clone());
             if gap <= cfg.tol {
                 status = SolveStatus::Converged;
                 break;
             }
-            if use_ws && n_iter == 1 {
-                let alpha = whole.alpha().unwrap_or(&[]).to_vec();
-                let z: Vec<f64> = st.f.iter().map(|fi| fi + st.b).collect();
-                let idx = select_points(cfg.loss, y, &z, &alpha, &[]);
-                ws = PointSet::new(stack, y, cfg, idx, &alpha)?;
-                if ws.is_some() {
-                    ws_dual = st.dual;
-                    new_problem = true;
-                }
+            if ws.is_some() {
+                ws_dual = st.dual;
+                new_problem = true;
             }
             (gap, st.norms)
         };
