@@ -474,12 +474,12 @@ fn fit_analytic(
                 if grown.len() > set.idx.len() {
                     new_problem = true;
                     budget = 16;
-                    match PointSet::new(stack, y, cfg, grown, &alpha)? {
-                        Some(next) => *set = next,
-                        None => {
-                            whole.set_warm_start(alpha);
-                            ws = None;
-                        }
+                    // Free the old sub-stack first: the new one then reuses its pages
+                    // instead of faulting in fresh memory.
+                    drop(ws.take());
+                    ws = PointSet::new(stack, y, cfg, grown, &alpha)?;
+                    if ws.is_none() {
+                        whole.set_warm_start(alpha);
                     }
                 } else if force_check {
                     status = SolveStatus::Stalled;
