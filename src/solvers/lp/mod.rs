@@ -309,28 +309,16 @@ fn scatter_points(v: &[f64], idx: &[usize], n: usize) -> Vec<f64> {
     out
 }
 
-/// How far inside the flat part of the loss a point may be and still join the first working
-/// set: θ moves far from its uniform start, and a point that is about to violate is cheaper to
-/// carry along than to find at a check. Later growth takes the violators only: by then θ is
-/// close, and every point added costs a new gather of the sub-stack.
-const MARGIN: f64 = 0.1;
-
 /// A working set is used only while it holds at most this fraction of the points: above it
 /// the sub-stack (`(w/n)²` of the stack's memory) saves too little.
 const MAX_FRACTION: f64 = 0.7;
 
 /// The working set after a whole-problem evaluation: `current`, the points with a non-zero QP
 /// variable (`alpha`, blocks of `n`), and the points whose loss has a non-zero (sub)derivative
-/// within `margin` of the prediction `z_i = f_i + b` — the violators of the optimality of
-/// `β_i = 0`, and those about to be.
-fn select_points(
-    loss: Loss,
-    y: &[f64],
-    z: &[f64],
-    alpha: &[f64],
-    current: &[usize],
-    margin: f64,
-) -> Vec<usize> {
+/// at the prediction `z_i = f_i + b`, the violators of the optimality of `β_i = 0`. Points
+/// near the margin are not added ahead of time: each costs every restricted iteration, which
+/// measured more than the occasional extra growth (a new gather) it saves.
+fn select_points(loss: Loss, y: &[f64], z: &[f64], alpha: &[f64], current: &[usize]) -> Vec<usize> {
     let n = y.len();
     let mut keep = vec![false; n];
     for &i in current {
@@ -342,7 +330,7 @@ fn select_points(
         }
     }
     for (i, k) in keep.iter_mut().enumerate() {
-        *k |= loss.deriv(y[i], z[i] + margin) != 0.0 || loss.deriv(y[i], z[i] - margin) != 0.0;
+        *k |= loss.deriv(y[i], z[i]) != 0.0;
     }
     (0..n).filter(|&i| keep[i]).collect()
 }
@@ -393,15 +381,16 @@ impl PointSet {
 
 /// Algorithm 1, with a working set of points when `β` is sparse (SMO losses, `p > 1`).
 ///
-/// The working set `W` holds the support vectors and the points near the margin of a
-/// whole-problem solution. Restricted iterations run Algorithm 1 on `K_m[W, W]`, with
+/// The working set `W` holds the support vectors and the margin violators of a whole-problem
+/// solution (the first, on the uniform θ). Restricted iterations run Algorithm 1 on `K_m[W, W]`, with
 /// `β = 0` off `W`; such a `β` is feasible for the whole dual, so `D(β)` is a whole-problem
 /// dual value, but the restricted primal is not and is recorded as `+∞`. A whole-problem check
 /// evaluates `f = K_θ β` on every point by `combined_matvec` (reading only the rows of the
 /// support vectors) and records the whole-problem `P`, `D` and gap. It runs when the
 /// restricted gap is below `tol/2`, or after 16, 32, 64, … restricted iterations. If then no
 /// point outside `W` violates optimality, `P ≤ P_W`, so the whole gap is at most the restricted
-/// one; otherwise `W` grows by the violators (it never shrinks, so this terminates).
+/// one; otherwise `W` grows by the violators (it never shrinks, so this terminates). Above
+/// [`MAX_FRACTION`] of the points the whole problem takes over.
 fn fit_analytic(
     stack: &dyn KernelStack,
     y: &[f64],
@@ -470,7 +459,7 @@ fn fit_analytic(
                 }
                 let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
                 let alpha = set.alpha(n);
-                let grown = select_points(cfg.loss, y, &z, &alpha, &set.idx, 0.0);
+                let grown = select_points(cfg.loss, y, &z, &alpha, &set.idx);
                 if grown.len() > set.idx.len() {
                     new_problem = true;
                     budget = 16;
@@ -504,7 +493,7 @@ fn fit_analytic(
             if use_ws && n_iter == 1 {
                 let alpha = whole.alpha().unwrap_or(&[]).to_vec();
                 let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
-                let idx = select_points(cfg.loss, y, &z, &alpha, &[], MARGIN);
+                let idx = select_points(cfg.loss, y, &z, &alpha, &[]);
                 ws = PointSet::new(stack, y, cfg, idx, &alpha)?;
             }
             let beta = whole.beta();
