@@ -13,7 +13,7 @@ pub use gram::{cross_gram, gram, stack_bytes, GramOptions};
 pub use lowrank::{pivoted_cholesky, LowRankStack};
 pub use normalize::{NormStats, Normalization};
 pub use spec::{simplemkl_bank, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
-pub use stack::{dot as stack_dot, DenseStack, KernelStack};
+pub use stack::{dot as stack_dot, DenseStack, KernelStack, OwnedDenseStack};
 pub use subset::SubStack;
 
 /// A floating-point element a dense stack may hold: f64, or f32 for half the bytes per pass.

@@ -57,6 +57,44 @@ pub trait KernelStack: Sync {
 
     /// `out = diag(K_m)`.
     fn diag(&self, m: usize, out: &mut [f64]);
+
+    /// `out = K_θ v = Σ_m θ_m K_m v` without forming `K_θ` (kernels with `θ_m = 0` skipped):
+    /// the model values of a solver whose coefficients are sparse, for a fraction of a pass.
+    fn combined_matvec(&self, theta: &[f64], v: &[f64], out: &mut [f64]) {
+        out.fill(0.0);
+        let mut tmp = vec![0.0; self.n()];
+        for (m, &t) in theta.iter().enumerate().filter(|(_, &t)| t != 0.0) {
+            self.matvec(m, v, &mut tmp);
+            for (o, x) in out.iter_mut().zip(&tmp) {
+                *o += t * x;
+            }
+        }
+    }
+
+    /// The stack restricted to the points `idx` (strictly increasing): kernel `m` of the result
+    /// is `K_m[idx, idx]`. A solver's working set of points then costs `|idx|²` per kernel
+    /// and pass instead of `n²`. This fallback copies columns into an f64 dense stack.
+    fn gather(&self, idx: &[usize]) -> Box<dyn KernelStack> {
+        debug_assert!(idx.windows(2).all(|w| w[0] < w[1]));
+        let (n, w) = (self.n(), idx.len());
+        let mut data = touched(self.m() * w * w);
+        data.par_chunks_mut((w * w).max(1))
+            .enumerate()
+            .for_each(|(m, out)| {
+                let mut col = vec![0.0; n];
+                for (r, &i) in idx.iter().enumerate() {
+                    self.column(m, i, &mut col);
+                    for (o, &j) in out[r * w..(r + 1) * w].iter_mut().zip(idx) {
+                        *o = col[j];
+                    }
+                }
+            });
+        Box::new(OwnedDenseStack {
+            data,
+            m: self.m(),
+            n: w,
+        })
+    }
 }
 
 /// `Σ_k a_k b_k` with eight independent accumulators, so that the loop vectorises.
@@ -178,6 +216,13 @@ fn prefetch_row<T>(row: &[T]) {
     }
 }
 
+/// Whether the CPU runs the `*_avx2` variants below (detected once, then a cached load).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn avx2_fma() -> bool {
+    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+}
+
 /// The same loop compiled for AVX2, chosen at run time: wheels target baseline x86-64, where
 /// the loop is compute-bound rather than memory-bound.
 #[cfg(target_arch = "x86_64")]
@@ -190,7 +235,7 @@ unsafe fn quad_upper_avx2<T: Element>(k: &[T], n: usize, v: &[f64], nz: &[usize]
 fn quad_upper_dispatch<T: Element>(k: &[T], n: usize, v: &[f64], nz: &[usize]) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if avx2_fma() {
             // SAFETY: the CPU supports the features the function was compiled for.
             return unsafe { quad_upper_avx2(k, n, v, nz) };
         }
@@ -238,12 +283,218 @@ unsafe fn quad_batch_upper_avx2<T: Element>(k: &[T], n: usize, vs: &[f64], out: 
 fn quad_batch_dispatch<T: Element>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if avx2_fma() {
             // SAFETY: the CPU supports the features the function was compiled for.
             return unsafe { quad_batch_upper_avx2(k, n, vs, out) };
         }
     }
     quad_batch_upper(k, n, vs, out)
+}
+
+/// `row += Σ_{(m, t) ∈ active} t · K_m[i, i..]`: one row segment of the upper triangle of
+/// `K_θ`. Each kernel's segment starts a new stream, so the next kernel's is prefetched.
+#[inline(always)]
+fn combine_row<T: Element>(
+    s: &DenseStack<'_, T>,
+    active: &[(usize, f64)],
+    i: usize,
+    row: &mut [f64],
+) {
+    let (n, len) = (s.n, row.len());
+    let start = i * n + (n - len);
+    row.fill(0.0);
+    for (a, &(m, t)) in active.iter().enumerate() {
+        if let Some(&(next, _)) = active.get(a + 1) {
+            prefetch_row(&s.kernel(next)[start..start + len]);
+        }
+        let src = &s.kernel(m)[start..start + len];
+        for (o, x) in row.iter_mut().zip(src) {
+            *o += t * x.to_f64();
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn combine_row_avx2<T: Element>(
+    s: &DenseStack<'_, T>,
+    active: &[(usize, f64)],
+    i: usize,
+    row: &mut [f64],
+) {
+    combine_row(s, active, i, row)
+}
+
+#[inline]
+fn combine_row_dispatch<T: Element>(
+    s: &DenseStack<'_, T>,
+    active: &[(usize, f64)],
+    i: usize,
+    row: &mut [f64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx2_fma() {
+            // SAFETY: the CPU supports the features the function was compiled for.
+            return unsafe { combine_row_avx2(s, active, i, row) };
+        }
+    }
+    combine_row(s, active, i, row)
+}
+
+/// `acc += t · Σ_{j ∈ nz} v_j K[j, :]` over the rows `nz` of one kernel.
+#[inline(always)]
+fn rows_axpy<T: Element>(k: &[T], n: usize, nz: &[usize], v: &[f64], t: f64, acc: &mut [f64]) {
+    for (idx, &j) in nz.iter().enumerate() {
+        if let Some(&next) = nz.get(idx + 1) {
+            prefetch_row(&k[next * n..(next + 1) * n]);
+        }
+        let c = t * v[j];
+        for (o, x) in acc.iter_mut().zip(&k[j * n..(j + 1) * n]) {
+            *o += c * x.to_f64();
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_axpy_avx2<T: Element>(
+    k: &[T],
+    n: usize,
+    nz: &[usize],
+    v: &[f64],
+    t: f64,
+    acc: &mut [f64],
+) {
+    rows_axpy(k, n, nz, v, t, acc)
+}
+
+#[inline]
+fn rows_axpy_dispatch<T: Element>(
+    k: &[T],
+    n: usize,
+    nz: &[usize],
+    v: &[f64],
+    t: f64,
+    acc: &mut [f64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx2_fma() {
+            // SAFETY: the CPU supports the features the function was compiled for.
+            return unsafe { rows_axpy_avx2(k, n, nz, v, t, acc) };
+        }
+    }
+    rows_axpy(k, n, nz, v, t, acc)
+}
+
+/// `len` default values in memory asked to be backed by huge pages: a fresh allocation is
+/// mapped page by page on first write, and 4 KiB page faults can cost more than the gather
+/// that fills it.
+fn touched<T: Element>(len: usize) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(len);
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let (start, bytes) = (v.as_ptr() as usize, len * std::mem::size_of::<T>());
+        let first = start.div_ceil(HUGE) * HUGE;
+        let last = (start + bytes) / HUGE * HUGE;
+        if last > first {
+            // SAFETY: the range lies inside `v`'s allocation; the advice changes only how the
+            // kernel backs it, never its contents. Failure is harmless (4 KiB pages).
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_HUGEPAGE,
+                )
+            };
+        }
+    }
+    v.resize(len, T::default());
+    v
+}
+
+/// Copies the upper triangle of the row-major `n×n` matrix `a` onto its lower triangle, in
+/// `B×B` tiles (a strided column read per element would touch a cache line per element).
+fn mirror_upper<T: Copy + Send + Sync>(a: &mut [T], n: usize) {
+    const B: usize = 32;
+    assert!(a.len() >= n * n);
+    let base = a.as_mut_ptr() as usize;
+    (0..n.div_ceil(B)).into_par_iter().for_each(|jb| {
+        let p = base as *mut T;
+        let rows = jb * B..((jb + 1) * B).min(n);
+        for ib in (0..=jb).map(|b| b * B) {
+            for j in rows.clone() {
+                for i in ib..(ib + B).min(j) {
+                    // SAFETY: task `jb` writes only a[j][i] with i < j for its own rows j, and
+                    // reads only a[i][j] with i < j, which no task writes; all in bounds.
+                    unsafe { *p.add(j * n + i) = *p.add(i * n + j) };
+                }
+            }
+        }
+    });
+}
+
+/// A dense stack that owns its values: what [`KernelStack::gather`] returns for a dense stack
+/// (same element type, so an f32 stack stays half the bytes).
+pub struct OwnedDenseStack<T: Element> {
+    data: Vec<T>,
+    m: usize,
+    n: usize,
+}
+
+impl<T: Element> OwnedDenseStack<T> {
+    /// The borrowed view every method delegates to.
+    pub fn view(&self) -> DenseStack<'_, T> {
+        DenseStack {
+            data: &self.data,
+            m: self.m,
+            n: self.n,
+        }
+    }
+}
+
+impl<T: Element> KernelStack for OwnedDenseStack<T> {
+    fn n(&self) -> usize {
+        self.n
+    }
+    fn m(&self) -> usize {
+        self.m
+    }
+    fn quad_forms(&self, v: &[f64], out: &mut [f64]) {
+        self.view().quad_forms(v, out)
+    }
+    fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.view().quad_forms_subset(v, idx, out)
+    }
+    fn quad_forms_batch(&self, vs: &[f64], out: &mut [f64]) {
+        self.view().quad_forms_batch(vs, out)
+    }
+    fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.view().quad_forms_batch_subset(vs, idx, out)
+    }
+    fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {
+        self.view().matvec(m, v, out)
+    }
+    fn combine(&self, theta: &[f64], out: &mut [f64]) {
+        self.view().combine(theta, out)
+    }
+    fn column(&self, m: usize, i: usize, out: &mut [f64]) {
+        self.view().column(m, i, out)
+    }
+    fn add_column(&self, m: usize, i: usize, c: f64, out: &mut [f64]) {
+        self.view().add_column(m, i, c, out)
+    }
+    fn diag(&self, m: usize, out: &mut [f64]) {
+        self.view().diag(m, out)
+    }
+    fn combined_matvec(&self, theta: &[f64], v: &[f64], out: &mut [f64]) {
+        self.view().combined_matvec(theta, v, out)
+    }
+    fn gather(&self, idx: &[usize]) -> Box<dyn KernelStack> {
+        self.view().gather(idx)
+    }
 }
 
 /// The indices of the non-zero entries of `v`.
@@ -285,18 +536,68 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
 
     fn combine(&self, theta: &[f64], out: &mut [f64]) {
         let n = self.n;
-        let active: Vec<usize> = (0..self.m).filter(|&m| theta[m] != 0.0).collect();
-        // Parallel over rows: each row sums the same row of every active kernel.
+        let active: Vec<(usize, f64)> = (0..self.m)
+            .filter(|&m| theta[m] != 0.0)
+            .map(|m| (m, theta[m]))
+            .collect();
+        // Upper triangle only (half the bytes of a full pass), parallel over rows: each row
+        // sums the same row segment of every active kernel; then mirror.
         out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-            row.fill(0.0);
-            for &m in &active {
-                let t = theta[m];
-                let src = &self.kernel(m)[i * n..(i + 1) * n];
-                for (o, s) in row.iter_mut().zip(src) {
-                    *o += t * s.to_f64();
-                }
-            }
+            combine_row_dispatch(self, &active, i, &mut row[i..]);
         });
+        mirror_upper(out, n);
+    }
+
+    fn combined_matvec(&self, theta: &[f64], v: &[f64], out: &mut [f64]) {
+        let n = self.n;
+        let nz = nonzeros(v);
+        let active: Vec<usize> = (0..self.m).filter(|&m| theta[m] != 0.0).collect();
+        // By symmetry `K_m v = Σ_{j: v_j ≠ 0} v_j K_m[j, :]`: only the rows where `v` is
+        // non-zero are read, each contiguously. Parallel over kernels, one accumulator per task.
+        let acc = active
+            .par_iter()
+            .fold(
+                || vec![0.0; n],
+                |mut acc, &m| {
+                    rows_axpy_dispatch(self.kernel(m), n, &nz, v, theta[m], &mut acc);
+                    acc
+                },
+            )
+            .reduce(
+                || vec![0.0; n],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(&b) {
+                        *x += y;
+                    }
+                    a
+                },
+            );
+        out.copy_from_slice(&acc);
+    }
+
+    fn gather(&self, idx: &[usize]) -> Box<dyn KernelStack> {
+        debug_assert!(idx.windows(2).all(|w| w[0] < w[1]));
+        let (n, w) = (self.n, idx.len());
+        let mut data = touched(self.m * w * w);
+        // Upper triangle of each sub-kernel (idx is increasing, so it is read from the upper
+        // triangle of the kernel), then mirrored while the block is still in cache.
+        data.par_chunks_mut((w * w).max(1))
+            .enumerate()
+            .for_each(|(m, out)| {
+                let k = self.kernel(m);
+                for (r, &i) in idx.iter().enumerate() {
+                    let row = &k[i * n..(i + 1) * n];
+                    for (o, &j) in out[r * w + r..(r + 1) * w].iter_mut().zip(&idx[r..]) {
+                        *o = row[j];
+                    }
+                }
+                mirror_upper(out, w);
+            });
+        Box::new(OwnedDenseStack {
+            data,
+            m: self.m,
+            n: w,
+        })
     }
 
     fn column(&self, m: usize, i: usize, out: &mut [f64]) {
@@ -320,5 +621,111 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
         for (i, o) in out.iter_mut().enumerate().take(n) {
             *o = k[i * n + i].to_f64();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::LowRankStack;
+
+    /// `m` random PSD kernels `X_k X_kᵀ` of rank 3 on `n` points, row-major.
+    fn kernels(m: usize, n: usize) -> Vec<f64> {
+        let mut s = 7u64;
+        let mut rnd = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let mut data = vec![0.0; m * n * n];
+        for k in 0..m {
+            let x: Vec<f64> = (0..n * 3).map(|_| rnd()).collect();
+            for i in 0..n {
+                for j in 0..n {
+                    data[k * n * n + i * n + j] =
+                        (0..3).map(|d| x[i * 3 + d] * x[j * 3 + d]).sum::<f64>();
+                }
+            }
+        }
+        data
+    }
+
+    /// Every entry of every kernel, through `column`.
+    fn dense_of(s: &dyn KernelStack) -> Vec<f64> {
+        let n = s.n();
+        let mut out = vec![0.0; s.m() * n * n];
+        for m in 0..s.m() {
+            for i in 0..n {
+                s.column(m, i, &mut out[m * n * n + i * n..m * n * n + (i + 1) * n]);
+            }
+        }
+        out
+    }
+
+    fn close(a: &[f64], b: &[f64], tol: f64) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{x} vs {y}");
+        }
+    }
+
+    /// `combine`, `combined_matvec` and `gather` against the naive sums and copies, for f64,
+    /// f32 and low-rank stacks, on sizes that are not multiples of the SIMD width or the
+    /// mirror's tile.
+    #[test]
+    fn combine_matvec_and_gather_match_the_naive_versions() {
+        let (m, n) = (4, 70);
+        let d64 = kernels(m, n);
+        let d32: Vec<f32> = d64.iter().map(|&x| x as f32).collect();
+        let s64 = DenseStack::new(&d64, m, n).unwrap();
+        let s32 = DenseStack::new(&d32, m, n).unwrap();
+        let lr = LowRankStack::from_dense(&s64, 0.0, n).unwrap();
+        let theta = [0.5, 0.0, 2.0, 1.25];
+        let mut v = vec![0.0; n];
+        for (i, x) in v.iter_mut().enumerate() {
+            if i % 3 != 1 {
+                *x = (i as f64 * 0.37).sin();
+            }
+        }
+        let idx: Vec<usize> = (0..n).filter(|i| i % 4 != 2 && *i != 5).collect();
+        let w = idx.len();
+        let stacks: [(&dyn KernelStack, f64); 3] = [(&s64, 1e-12), (&s32, 1e-5), (&lr, 1e-8)];
+        for (s, tol) in stacks {
+            let full = dense_of(s);
+            let mut naive = vec![0.0; n * n];
+            for (k, &t) in theta.iter().enumerate() {
+                for (o, x) in naive.iter_mut().zip(&full[k * n * n..(k + 1) * n * n]) {
+                    *o += t * x;
+                }
+            }
+            let mut got = vec![0.0; n * n];
+            s.combine(&theta, &mut got);
+            close(&got, &naive, tol);
+            let want: Vec<f64> = (0..n)
+                .map(|i| (0..n).map(|j| naive[i * n + j] * v[j]).sum())
+                .collect();
+            let mut mv = vec![0.0; n];
+            s.combined_matvec(&theta, &v, &mut mv);
+            close(&mv, &want, tol);
+            let g = s.gather(&idx);
+            assert_eq!((g.m(), g.n()), (m, w));
+            let sub = dense_of(g.as_ref());
+            for k in 0..m {
+                for (r, &i) in idx.iter().enumerate() {
+                    for (c, &j) in idx.iter().enumerate() {
+                        let (a, b) = (sub[k * w * w + r * w + c], full[k * n * n + i * n + j]);
+                        assert!((a - b).abs() <= tol * (1.0 + b.abs()));
+                    }
+                }
+            }
+        }
+        // The generic fallback (through `column`) agrees with the dense override.
+        let view = crate::kernels::SubStack::new(&s64, vec![0, 1, 2, 3]);
+        close(
+            &dense_of(view.gather(&idx).as_ref()),
+            &dense_of(s64.gather(&idx).as_ref()),
+            0.0,
+        );
     }
 }

@@ -137,3 +137,37 @@ def test_float32_stack_gives_the_same_model() -> None:
     a = fit(G, y, p=2.0, loss="hinge", tol=1e-6)
     b = fit(G.astype(np.float32), y, p=2.0, loss="hinge", tol=1e-6)
     assert float(a["primal"]) == pytest.approx(b["primal"], rel=1e-4)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("dataset", "loss", "epsilon", "p"),
+    [
+        ("ionosphere", "hinge", 0.1, 4.0 / 3.0),  # the working set grows
+        ("pima", "hinge", 0.1, 4.0 / 3.0),  # it grows too large and the whole problem takes over
+        ("ionosphere", "epsilon_insensitive", 0.5, 2.0),  # two QP variables per point
+    ],
+)
+def test_point_working_set_reaches_the_whole_optimum(
+    dataset: str, loss: str, epsilon: float, p: float
+) -> None:
+    # SMO losses with p > 1 iterate on a working set of points; restricted iterations are
+    # recorded with P = +inf, and a whole-problem check before the last one sent the solver
+    # back (the set was incomplete). The result must still be the whole problem's optimum.
+    G, y = problem(dataset, loss == "epsilon_insensitive")
+    r = _core.fit_lp(
+        G, y, p=p, C=1.0, loss=loss, epsilon=epsilon, algorithm="analytic", tol=1e-7,
+        max_iter=5000, inner_tol=1e-9, n_threads=0,
+    )  # fmt: skip
+    assert r["converged"], r["status"]
+    primals = np.array([h[0] for h in r["history"]])  # type: ignore[attr-defined]
+    whole = np.flatnonzero(np.isfinite(primals))
+    assert np.isinf(primals).any()
+    assert len(whole) >= 3 and whole[0] == 0 and whole[-1] == len(primals) - 1
+    assert float(r["primal"]) == pytest.approx(primals[whole].min(), rel=1e-12)  # type: ignore[arg-type]
+    ref = cvxpy_mkl(G, y, C=1.0, loss=loss, penalty="lp", p=p, epsilon=epsilon)
+    A = np.asarray(r["coef"])
+    b = float(r["intercept"])  # type: ignore[arg-type]
+    P = primal_objective(G, A, b, y, C=1.0, loss=loss, penalty="lp", p=p, epsilon=epsilon)
+    assert P == pytest.approx(r["primal"], rel=1e-9)
+    assert P == pytest.approx(ref.objective, rel=1e-4)
+    assert float(r["dual"]) <= ref.objective * (1 + 1e-6) + 1e-9  # type: ignore[arg-type]

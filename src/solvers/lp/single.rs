@@ -16,6 +16,8 @@ pub enum SingleKernel {
         c: f64,
         y: Vec<f64>,
         last: Option<SvmSolution>,
+        /// The warm start of the next solve when it is not the last solution.
+        warm: Option<Vec<f64>>,
         zero: Vec<f64>,
     },
     Newton(NewtonSolver),
@@ -31,6 +33,7 @@ impl SingleKernel {
                 c,
                 y: y.to_vec(),
                 last: None,
+                warm: None,
                 zero: vec![0.0; y.len()],
             },
         })
@@ -41,14 +44,22 @@ impl SingleKernel {
         match self {
             SingleKernel::Newton(s) => s.solve(k, tol.min(1e-12), interrupt),
             SingleKernel::Smo {
-                loss, c, y, last, ..
+                loss,
+                c,
+                y,
+                last,
+                warm,
+                ..
             } => {
                 let kernel = DenseKernel::new(k, y.len())?;
                 let opts = SmoOptions {
                     eps: tol,
                     ..SmoOptions::default()
                 };
-                let warm = last.as_ref().map(|s| s.alpha.as_slice());
+                let warm = match last {
+                    Some(s) => Some(s.alpha.as_slice()),
+                    None => warm.as_deref(),
+                };
                 let cs = [*c];
                 let sol = match *loss {
                     Loss::Hinge => svc(&kernel, y, &cs, &opts, warm, interrupt)?,
@@ -61,6 +72,28 @@ impl SingleKernel {
                 *last = Some(sol);
                 Ok(())
             }
+        }
+    }
+
+    /// Whether `β` is sparse (SMO: zero off the support vectors), so that a working set of
+    /// points pays off.
+    pub fn is_sparse(&self) -> bool {
+        matches!(self, SingleKernel::Smo { .. })
+    }
+
+    /// The QP variables of the last solve (SMO only; `2n` of them for ε-SVR: `[α; α*]`).
+    pub fn alpha(&self) -> Option<&[f64]> {
+        match self {
+            SingleKernel::Smo { last, .. } => last.as_ref().map(|s| s.alpha.as_slice()),
+            SingleKernel::Newton(_) => None,
+        }
+    }
+
+    /// Warm-starts the next solve at the QP variables `alpha` (SMO only; ignored by Newton).
+    pub fn set_warm_start(&mut self, alpha: Vec<f64>) {
+        if let SingleKernel::Smo { last, warm, .. } = self {
+            *last = None;
+            *warm = Some(alpha);
         }
     }
 
