@@ -213,22 +213,4 @@ impl KernelStack for LowRankStack {
             }
         }
     }
-
-    /// `K_m[idx, idx] ≈ G_m[idx, :] G_m[idx, :]ᵀ`: still low rank, the rows `idx` of each factor.
-    fn gather(&self, idx: &[usize]) -> Box<dyn KernelStack> {
-        let factors = self
-            .factors
-            .par_iter()
-            .map(|f| {
-                f.chunks_exact(self.n)
-                    .flat_map(|g| idx.iter().map(move |&i| g[i]))
-                    .collect()
-            })
-            .collect();
-        Box::new(LowRankStack {
-            n: idx.len(),
-            factors,
-            errors: self.errors.clone(),
-        })
-    }
 }

@@ -5,6 +5,8 @@
 mod gram;
 mod lowrank;
 mod normalize;
+mod packed;
+pub(crate) mod simd;
 mod spec;
 mod stack;
 mod subset;
@@ -12,8 +14,9 @@ mod subset;
 pub use gram::{cross_gram, gram, stack_bytes, GramOptions};
 pub use lowrank::{pivoted_cholesky, LowRankStack};
 pub use normalize::{NormStats, Normalization};
+pub use packed::{point_subset, PackedStack, PointSubset};
 pub use spec::{simplemkl_bank, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
-pub use stack::{dot as stack_dot, DenseStack, KernelStack, OwnedDenseStack};
+pub use stack::{dot as stack_dot, DenseStack, KernelStack};
 pub use subset::SubStack;
 
 /// A floating-point element a dense stack may hold: f64, or f32 for half the bytes per pass.

@@ -80,6 +80,14 @@ impl KernelStack for SubStack<'_> {
         self.inner.add_column(self.idx[m], i, c, out);
     }
 
+    fn column_at(&self, m: usize, i: usize, rows: &[usize], out: &mut [f64]) {
+        self.inner.column_at(self.idx[m], i, rows, out);
+    }
+
+    fn single_precision(&self) -> bool {
+        self.inner.single_precision()
+    }
+
     fn diag(&self, m: usize, out: &mut [f64]) {
         self.inner.diag(self.idx[m], out);
     }

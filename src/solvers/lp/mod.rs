@@ -18,7 +18,7 @@ mod single;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::KernelStack;
+use crate::kernels::{point_subset, KernelStack, PointSubset};
 use crate::losses::Loss;
 use crate::result::{relative_gap, FitResult, SolveStatus};
 use crate::solvers::newton::dense_matvec;
@@ -313,17 +313,14 @@ fn scatter_points(v: &[f64], idx: &[usize], n: usize) -> Vec<f64> {
 /// the sub-stack (`(w/n)²` of the stack's memory) saves too little.
 const MAX_FRACTION: f64 = 0.7;
 
-/// The working set after a whole-problem evaluation: `current`, the points with a non-zero QP
-/// variable (`alpha`, blocks of `n`), and the points whose loss has a non-zero (sub)derivative
-/// at the prediction `z_i = f_i + b`, the violators of the optimality of `β_i = 0`. Points
-/// near the margin are not added ahead of time: each costs every restricted iteration, which
-/// measured more than the occasional extra growth (a new gather) it saves.
-fn select_points(loss: Loss, y: &[f64], z: &[f64], alpha: &[f64], current: &[usize]) -> Vec<usize> {
+/// The points that join the working set `current` after a whole-problem evaluation: those
+/// with a non-zero QP variable (`alpha`, blocks of `n`) and those whose loss has a non-zero
+/// (sub)derivative at the prediction `z_i = f_i + b`, the violators of the optimality of
+/// `β_i = 0`. Points near the margin are not added ahead of time: each costs every restricted
+/// iteration, which measured more than the occasional extra growth it saves.
+fn new_points(loss: Loss, y: &[f64], z: &[f64], alpha: &[f64], current: &[usize]) -> Vec<usize> {
     let n = y.len();
     let mut keep = vec![false; n];
-    for &i in current {
-        keep[i] = true;
-    }
     for block in alpha.chunks_exact(n) {
         for (k, &a) in keep.iter_mut().zip(block) {
             *k |= a != 0.0;
@@ -332,18 +329,26 @@ fn select_points(loss: Loss, y: &[f64], z: &[f64], alpha: &[f64], current: &[usi
     for (i, k) in keep.iter_mut().enumerate() {
         *k |= loss.deriv(y[i], z[i]) != 0.0;
     }
+    for &i in current {
+        keep[i] = false;
+    }
     (0..n).filter(|&i| keep[i]).collect()
 }
 
-/// The restricted problem of a working set of points: `β` is zero off `idx`.
+/// The restricted problem of a working set of points: `β` is zero off the set.
 struct PointSet {
-    idx: Vec<usize>,
-    stack: Box<dyn KernelStack>,
+    /// The kernels on the set; its indices are the set's points in local order.
+    stack: PointSubset,
     y: Vec<f64>,
     solver: SingleKernel,
 }
 
 impl PointSet {
+    /// The largest set worth a restricted problem for `n` points.
+    fn max_points(n: usize) -> usize {
+        (MAX_FRACTION * n as f64) as usize
+    }
+
     /// The problem on `idx`, warm-started at the QP variables `alpha` of the whole problem
     /// (zero off `idx`, so the warm start stays feasible). `None` when the set is too large to
     /// pay off or cannot hold a problem (a classifier needs both classes).
@@ -351,31 +356,57 @@ impl PointSet {
         stack: &dyn KernelStack,
         y: &[f64],
         cfg: &LpConfig,
-        idx: Vec<usize>,
+        idx: &[usize],
         alpha: &[f64],
     ) -> Result<Option<Self>> {
         let n = y.len();
         let yw: Vec<f64> = idx.iter().map(|&i| y[i]).collect();
         let both = yw.contains(&1.0) && yw.contains(&-1.0);
-        if idx.len() as f64 > MAX_FRACTION * n as f64
+        if idx.len() > Self::max_points(n)
             || idx.len() < 2
             || (cfg.loss.is_classification() && !both)
         {
             return Ok(None);
         }
         let mut solver = SingleKernel::new(cfg.loss, cfg.c, &yw)?;
-        solver.set_warm_start(gather_points(alpha, n, &idx));
+        solver.set_warm_start(gather_points(alpha, n, idx));
         Ok(Some(PointSet {
-            stack: stack.gather(&idx),
-            idx,
+            stack: point_subset(stack, idx, Self::max_points(n)),
             y: yw,
             solver,
         }))
     }
 
+    /// Adds the points `more` (read from `stack`), warm-started at the whole problem's QP
+    /// variables `alpha`. `false` when the grown set is too large to pay off.
+    fn grow(
+        &mut self,
+        stack: &dyn KernelStack,
+        y: &[f64],
+        cfg: &LpConfig,
+        more: &[usize],
+        alpha: &[f64],
+    ) -> Result<bool> {
+        let n = y.len();
+        if self.idx().len() + more.len() > Self::max_points(n) {
+            return Ok(false);
+        }
+        self.stack.extend(stack, more);
+        self.y.extend(more.iter().map(|&i| y[i]));
+        self.solver = SingleKernel::new(cfg.loss, cfg.c, &self.y)?;
+        self.solver
+            .set_warm_start(gather_points(alpha, n, self.stack.indices()));
+        Ok(true)
+    }
+
+    /// The points of the set, in local order.
+    fn idx(&self) -> &[usize] {
+        self.stack.indices()
+    }
+
     /// The QP variables over all `n` points.
     fn alpha(&self, n: usize) -> Vec<f64> {
-        scatter_points(self.solver.alpha().unwrap_or(&[]), &self.idx, n)
+        scatter_points(self.solver.alpha().unwrap_or(&[]), self.idx(), n)
     }
 }
 
@@ -427,7 +458,7 @@ fn fit_analytic(
         let mut new_problem = false;
         let (gap, norms) = if let Some(set) = ws.as_mut() {
             let (f, b) = solve_step(
-                set.stack.as_ref(),
+                set.stack.stack(),
                 &set.y,
                 &mut set.solver,
                 &theta,
@@ -437,7 +468,7 @@ fn fit_analytic(
                 interrupt,
             )?;
             let beta = set.solver.beta();
-            let st = Step::certify(set.stack.as_ref(), beta, cfg, &set.y, &theta, beta, b, &f);
+            let st = Step::certify(set.stack.stack(), beta, cfg, &set.y, &theta, beta, b, &f);
             ws_dual = ws_dual.max(st.dual);
             let rgap = relative_gap(st.primal, ws_dual);
             since_check += 1;
@@ -447,7 +478,7 @@ fn fit_analytic(
             } else {
                 // Whole-problem check at (θ, β): same β, so the same quadratic forms.
                 since_check = 0;
-                let beta = scatter_points(set.solver.beta(), &set.idx, n);
+                let beta = scatter_points(set.solver.beta(), set.idx(), n);
                 let mut f = vec![0.0; n];
                 stack.combined_matvec(&theta, &beta, &mut f);
                 let b = cfg.loss.best_intercept(y, &f, st.b);
@@ -459,15 +490,13 @@ fn fit_analytic(
                 }
                 let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
                 let alpha = set.alpha(n);
-                let grown = select_points(cfg.loss, y, &z, &alpha, &set.idx);
-                if grown.len() > set.idx.len() {
+                let more = new_points(cfg.loss, y, &z, &alpha, set.idx());
+                if !more.is_empty() {
                     new_problem = true;
                     budget = 16;
-                    // Free the old sub-stack first: the new one then reuses its pages
-                    // instead of faulting in fresh memory.
-                    drop(ws.take());
-                    ws = PointSet::new(stack, y, cfg, grown, &alpha)?;
-                    if ws.is_none() {
+                    let grown = set.grow(stack, y, cfg, &more, &alpha)?;
+                    if !grown {
+                        ws = None;
                         whole.set_warm_start(alpha);
                     }
                 } else if force_check {
@@ -493,15 +522,15 @@ fn fit_analytic(
             if use_ws && n_iter == 1 {
                 let alpha = whole.alpha().unwrap_or(&[]).to_vec();
                 let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
-                let idx = select_points(cfg.loss, y, &z, &alpha, &[]);
-                ws = PointSet::new(stack, y, cfg, idx, &alpha)?;
+                let idx = new_points(cfg.loss, y, &z, &alpha, &[]);
+                ws = PointSet::new(stack, y, cfg, &idx, &alpha)?;
             }
             let beta = whole.beta();
             // With a working set, its sub-stack holds every non-zero of β: a cheaper pass.
             let st = match &ws {
                 Some(set) => {
-                    let v = gather_points(beta, n, &set.idx);
-                    Step::certify(set.stack.as_ref(), &v, cfg, y, &theta, beta, b, &f)
+                    let v = gather_points(beta, n, set.idx());
+                    Step::certify(set.stack.stack(), &v, cfg, y, &theta, beta, b, &f)
                 }
                 None => Step::certify(stack, beta, cfg, y, &theta, beta, b, &f),
             };
