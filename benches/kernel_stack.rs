@@ -1,7 +1,9 @@
 //! Bandwidth of the hot loop: `quad_forms` on a dense f64 stack (M = 6000, n = 200) next to a
 //! plain streaming read of the same bytes, and the f32 and low-rank stacks on the SimpleMKL
-//! bank of ionosphere. Run with `cargo bench --bench kernel_stack`; criterion prints the
-//! throughput of each in GiB/s (bytes of the full dense f64 stack per pass).
+//! bank of ionosphere; and the passes of ℓp-MKL's analytic solver (`combine`,
+//! `combined_matvec`) on a stack shaped like Kloft's benchmark. Run with
+//! `cargo bench --bench kernel_stack`; criterion prints the throughput of each in GiB/s
+//! (bytes of the full dense stack per pass).
 
 use std::hint::black_box;
 
@@ -123,5 +125,45 @@ fn bench_ionosphere(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_bandwidth, bench_ionosphere);
+/// The passes of ℓp-MKL's analytic solver on a dense f64 stack shaped like Kloft's benchmark
+/// (M = 50, n = 1000): `combine` (the upper triangle of `K_θ`, then mirrored) and
+/// `combined_matvec` at a vector with 30% non-zeros (its support vectors), next to a
+/// streaming read of the whole stack.
+fn bench_lp_passes(c: &mut Criterion) {
+    let (m, n) = (50usize, 1000usize);
+    let mut data = vec![0.0f64; m * n * n];
+    data.par_chunks_mut(n * n).enumerate().for_each(|(k, g)| {
+        let v = lcg_vec(n, k as u64);
+        for i in 0..n {
+            for j in 0..n {
+                g[i * n + j] = v[i] * v[j] + if i == j { 1.0 } else { 0.0 };
+            }
+        }
+    });
+    let stack = DenseStack::new(&data, m, n).expect("shape");
+    let theta = vec![1.0 / (m as f64).sqrt(); m];
+    let mut v = lcg_vec(n, 7);
+    for (i, x) in v.iter_mut().enumerate() {
+        if i % 10 >= 3 {
+            *x = 0.0;
+        }
+    }
+    let mut k_theta = vec![0.0; n * n];
+    let mut f = vec![0.0; n];
+    let mut g = c.benchmark_group("dense_f64_M50_n1000");
+    g.sample_size(20);
+    g.throughput(Throughput::Bytes((m * n * n * 8) as u64));
+    g.bench_function("stream_read", |b| {
+        b.iter(|| with_pool(0, || black_box(stream_sum(&data, n * n))).unwrap())
+    });
+    g.bench_function("combine", |b| {
+        b.iter(|| with_pool(0, || stack.combine(black_box(&theta), &mut k_theta)).unwrap())
+    });
+    g.bench_function("combined_matvec_30pct", |b| {
+        b.iter(|| with_pool(0, || stack.combined_matvec(&theta, black_box(&v), &mut f)).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_bandwidth, bench_ionosphere, bench_lp_passes);
 criterion_main!(benches);
