@@ -9,8 +9,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use multikernel::kernels::{
-    gram, simplemkl_bank, DenseStack, GramOptions, KernelStack, LowRankStack, Normalization,
-    SIMPLEMKL_WIDTHS,
+    gram, point_subset, simplemkl_bank, DenseStack, GramOptions, KernelStack, LowRankStack,
+    Normalization, SIMPLEMKL_WIDTHS,
 };
 use multikernel::parallel::with_pool;
 use multikernel::NoInterrupt;
@@ -161,6 +161,10 @@ fn bench_lp_passes(c: &mut Criterion) {
     });
     g.bench_function("combined_matvec_30pct", |b| {
         b.iter(|| with_pool(0, || stack.combined_matvec(&theta, black_box(&v), &mut f)).unwrap())
+    });
+    let idx: Vec<usize> = (0..n).filter(|i| i % 3 == 0).collect();
+    g.bench_function("point_subset_33pct", |b| {
+        b.iter(|| with_pool(0, || black_box(point_subset(&stack, &idx, 700))).unwrap())
     });
     g.finish();
 }

@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use crate::kernels::simd::avx2_dispatch;
-use crate::kernels::stack::{dot, mirror, zeroed_huge};
+use crate::kernels::stack::{dot, mirror, ordered_sum, zeroed_huge, SUM_CHUNKS};
 use crate::kernels::{Element, KernelStack};
 
 /// Entries of the first `j` packed columns of one kernel.
@@ -148,35 +148,23 @@ impl<T: Element> KernelStack for PackedStack<T> {
 
     fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
         let nz: Vec<usize> = (0..v.len()).filter(|&j| v[j] != 0.0).collect();
-        // Parallel over points in memory order, in a fixed number of chunks of equal work
-        // (point j costs j + 1) summed in order: the result does not depend on the threads.
-        const CHUNKS: usize = 16;
+        // Parallel over points in memory order, in chunks of equal work (point j costs j + 1).
         let total: usize = nz.iter().map(|j| j + 1).sum();
         let mut bounds = vec![0];
         let mut work = 0;
         for (a, &j) in nz.iter().enumerate() {
             work += j + 1;
-            if work * CHUNKS >= total * bounds.len() && a + 1 < nz.len() {
+            if work * SUM_CHUNKS >= total * bounds.len() && a + 1 < nz.len() {
                 bounds.push(a + 1);
             }
         }
         bounds.push(nz.len());
-        let partial: Vec<Vec<f64>> = bounds
-            .par_windows(2)
-            .map(|r| {
-                let mut acc = vec![0.0; idx.len()];
-                for &j in &nz[r[0]..r[1]] {
-                    quad_block_dispatch(self.block(j), j, v, idx, &mut acc);
-                }
-                acc
-            })
-            .collect();
-        out.fill(0.0);
-        for acc in &partial {
-            for (o, a) in out.iter_mut().zip(acc) {
-                *o += a;
+        let acc = ordered_sum(&nz, &bounds, idx.len(), |js, acc| {
+            for &j in js {
+                quad_block_dispatch(self.block(j), j, v, idx, acc);
             }
-        }
+        });
+        out.copy_from_slice(&acc);
     }
 
     fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
