@@ -171,3 +171,19 @@ def test_point_working_set_reaches_the_whole_optimum(
     assert P == pytest.approx(r["primal"], rel=1e-9)
     assert P == pytest.approx(ref.objective, rel=1e-4)
     assert float(r["dual"]) <= ref.objective * (1 + 1e-6) + 1e-9  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_fit_is_the_same_on_every_thread_count(loss: str) -> None:
+    # Parallel sums run in fixed chunks added in order: the thread count must not change a bit.
+    G, y = problem("ionosphere", False)
+    fits = [
+        _core.fit_lp(
+            G, y, p=4.0 / 3.0, C=1.0, loss=loss, epsilon=0.1, algorithm="analytic", tol=1e-6,
+            max_iter=500, inner_tol=1e-8, n_threads=t,
+        )  # fmt: skip
+        for t in (1, 2, 3)
+    ]
+    for r in fits[1:]:
+        np.testing.assert_array_equal(np.asarray(r["coef"]), np.asarray(fits[0]["coef"]))
+        assert r["primal"] == fits[0]["primal"] and r["dual"] == fits[0]["dual"]
