@@ -179,8 +179,17 @@ def test_fit_is_the_same_on_every_thread_count(loss: str) -> None:
     G, y = problem("ionosphere", False)
     fits = [
         _core.fit_lp(
-            G, y, p=4.0 / 3.0, C=1.0, loss=loss, epsilon=0.1, algorithm="analytic", tol=1e-6,
-            max_iter=500, inner_tol=1e-8, n_threads=t,
+            G,
+            y,
+            p=4.0 / 3.0,
+            C=1.0,
+            loss=loss,
+            epsilon=0.1,
+            algorithm="analytic",
+            tol=1e-6,
+            max_iter=500,
+            inner_tol=1e-8,
+            n_threads=t,
         )  # fmt: skip
         for t in (1, 2, 3)
     ]

@@ -210,8 +210,17 @@ def test_large_margins_and_late_working_set_growth_stay_stable() -> None:
     yt = np.where(y[tr] == np.unique(y)[1], 1.0, -1.0)
     fits = [
         _core.fit_spicy(
-            Gt, yt, penalty="l1", l1_ratio=1.0, C=200.0, loss="logistic", epsilon=0.1,
-            tol=1e-3, max_iter=500, n_threads=0, working_set=ws,
+            Gt,
+            yt,
+            penalty="l1",
+            l1_ratio=1.0,
+            C=200.0,
+            loss="logistic",
+            epsilon=0.1,
+            tol=1e-3,
+            max_iter=500,
+            n_threads=0,
+            working_set=ws,
         )  # fmt: skip
         for ws in (20, Gt.shape[0])
     ]
