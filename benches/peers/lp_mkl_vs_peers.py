@@ -2,14 +2,15 @@
 
 1. Kloft et al.'s setup: digits odd vs even (scikit-learn's bundled digits, scaled to [0, 1]),
    n ∈ {500, 1000, 2000}, M = 50 kernels K_j = exp(−‖x − x'‖² / 1.2^(j−1)), C = 1,
-   p ∈ {4/3, 2}: our fit time / scikit-learn's SVC on the precomputed sum kernel. For scale,
+   p ∈ {4/3, 2}: our fit time / scikit-learn's SVC on the precomputed sum kernel, on the f64
+   stack and on its f32 copy. For scale,
    the time of one ``quad_forms`` pass over the stack (the upper triangles, the bytes one
    ``combine`` of K_θ reads) is given as a multiple of SVC's time too: a fit cannot cost less
    than the passes it makes.
 2. n = 1000, M = 1000 precomputed kernels (float64 and float32 stacks): our fit time.
 3. A small problem against cvxpy + Clarabel: time ratio at equal objective.
 
-    python benches/peers/lp_mkl_vs_peers.py [--quick]
+    python benches/peers/lp_mkl_vs_peers.py [--quick] [--repeats R] [--parts abc]
 """
 
 from __future__ import annotations
@@ -70,11 +71,14 @@ def kloft(ns: list[int], repeats: int) -> None:
         ones = np.ones(n)
         mk.kernels.quad_forms(G, ones)  # warm-up
         t_pass, _ = median_time(lambda: mk.kernels.quad_forms(G, ones), repeats)  # noqa: B023
+        G32 = G.astype(np.float32)
+        runs = [("analytic", G), ("analytic, f32 stack", G32), ("interleaved", G)]
         for p in (4.0 / 3.0, 2.0):
-            for alg in ("analytic", "interleaved"):
-                t, r = median_time(lambda: fit(G, y, p, alg), repeats)  # noqa: B023
+            for name, stack in runs:
+                alg = name.split(",")[0]
+                t, r = median_time(lambda: fit(stack, y, p, alg), repeats)  # noqa: B023
                 print(
-                    f"| {n} | {p:.3g} | {alg} | {t:.3f} | {t_svc:.3f} | {t / t_svc:.2f} | "
+                    f"| {n} | {p:.3g} | {name} | {t:.3f} | {t_svc:.3f} | {t / t_svc:.2f} | "
                     f"{t_pass / t_svc:.2f} | {r['gap']:.1e} | {r['n_iter']} |"
                 )
 
@@ -146,11 +150,15 @@ def versus_cvxpy(repeats: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes, one repeat")
+    ap.add_argument("--repeats", type=int, default=5, help="timed repeats (median)")
+    ap.add_argument("--parts", default="abc", help="a = cvxpy, b = Kloft, c = M = 1000")
     args = ap.parse_args()
-    repeats = 1 if args.quick else 3
-    versus_cvxpy(repeats)
-    kloft([500] if args.quick else [500, 1000, 2000], repeats)
-    if not args.quick:
+    repeats = 1 if args.quick else args.repeats
+    if "a" in args.parts:
+        versus_cvxpy(repeats)
+    if "b" in args.parts:
+        kloft([500] if args.quick else [500, 1000, 2000], repeats)
+    if "c" in args.parts and not args.quick:
         many_kernels(repeats)
 
 
