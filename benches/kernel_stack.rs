@@ -47,9 +47,8 @@ fn lcg_vec(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-fn bench_bandwidth(c: &mut Criterion) {
-    let (m, n) = (6000usize, 200usize);
-    // Symmetric kernels: K = v vᵀ + I per kernel is enough for bandwidth.
+/// `m` symmetric kernels `v vᵀ + I` on `n` points: values do not matter for bandwidth.
+fn rank_one_stack(m: usize, n: usize) -> Vec<f64> {
     let mut data = vec![0.0f64; m * n * n];
     data.par_chunks_mut(n * n).enumerate().for_each(|(k, g)| {
         let v = lcg_vec(n, k as u64);
@@ -59,6 +58,12 @@ fn bench_bandwidth(c: &mut Criterion) {
             }
         }
     });
+    data
+}
+
+fn bench_bandwidth(c: &mut Criterion) {
+    let (m, n) = (6000usize, 200usize);
+    let data = rank_one_stack(m, n);
     let stack = DenseStack::new(&data, m, n).expect("shape");
     let v = lcg_vec(n, 99);
     let mut out = vec![0.0; m];
@@ -131,15 +136,7 @@ fn bench_ionosphere(c: &mut Criterion) {
 /// streaming read of the whole stack.
 fn bench_lp_passes(c: &mut Criterion) {
     let (m, n) = (50usize, 1000usize);
-    let mut data = vec![0.0f64; m * n * n];
-    data.par_chunks_mut(n * n).enumerate().for_each(|(k, g)| {
-        let v = lcg_vec(n, k as u64);
-        for i in 0..n {
-            for j in 0..n {
-                g[i * n + j] = v[i] * v[j] + if i == j { 1.0 } else { 0.0 };
-            }
-        }
-    });
+    let data = rank_one_stack(m, n);
     let stack = DenseStack::new(&data, m, n).expect("shape");
     let theta = vec![1.0 / (m as f64).sqrt(); m];
     let mut v = lcg_vec(n, 7);

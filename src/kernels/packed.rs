@@ -271,29 +271,8 @@ impl PointSubset {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::stack::tests::kernels;
     use crate::kernels::{DenseStack, LowRankStack};
-
-    /// `m` random PSD kernels of rank 3 on `n` points.
-    fn kernels(m: usize, n: usize) -> Vec<f64> {
-        let mut s = 11u64;
-        let mut rnd = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
-        let mut data = vec![0.0; m * n * n];
-        for k in 0..m {
-            let x: Vec<f64> = (0..n * 3).map(|_| rnd()).collect();
-            for i in 0..n {
-                for j in 0..n {
-                    data[k * n * n + i * n + j] =
-                        (0..3).map(|d| x[i * 3 + d] * x[j * 3 + d]).sum::<f64>();
-                }
-            }
-        }
-        data
-    }
 
     fn close(a: f64, b: f64, tol: f64) {
         assert!((a - b).abs() <= tol * (1.0 + b.abs()), "{a} vs {b}");

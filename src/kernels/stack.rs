@@ -471,12 +471,12 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::kernels::LowRankStack;
 
     /// `m` random PSD kernels `X_k X_kᵀ` of rank 3 on `n` points, row-major.
-    fn kernels(m: usize, n: usize) -> Vec<f64> {
+    pub(crate) fn kernels(m: usize, n: usize) -> Vec<f64> {
         let mut s = 7u64;
         let mut rnd = || {
             s = s
