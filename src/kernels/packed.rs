@@ -10,7 +10,9 @@
 use rayon::prelude::*;
 
 use crate::kernels::simd::avx2_dispatch;
-use crate::kernels::stack::{dot, mirror, ordered_sum, zeroed_huge, SUM_CHUNKS};
+use crate::kernels::stack::{
+    dot, mirror, nonzeros, ordered_sum, weighted, zeroed_huge, SUM_CHUNKS,
+};
 use crate::kernels::{Element, KernelStack};
 
 /// Entries of the first `j` packed columns of one kernel.
@@ -147,7 +149,7 @@ impl<T: Element> KernelStack for PackedStack<T> {
     }
 
     fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
-        let nz: Vec<usize> = (0..v.len()).filter(|&j| v[j] != 0.0).collect();
+        let nz = nonzeros(v);
         // Parallel over points in memory order, in chunks of equal work (point j costs j + 1).
         let total: usize = nz.iter().map(|j| j + 1).sum();
         let mut bounds = vec![0];
@@ -193,10 +195,7 @@ impl<T: Element> KernelStack for PackedStack<T> {
 
     fn combine(&self, theta: &[f64], out: &mut [f64]) {
         let w = self.n();
-        let active: Vec<(usize, f64)> = (0..self.m)
-            .filter(|&m| theta[m] != 0.0)
-            .map(|m| (m, theta[m]))
-            .collect();
+        let active = weighted(&theta[..self.m]);
         // Column j of the upper triangle is row j's lower part: fill the lower triangle row
         // by row in parallel, then mirror it.
         out[..w * w]

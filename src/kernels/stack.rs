@@ -366,8 +366,13 @@ pub(crate) fn mirror<T: Copy + Send + Sync>(a: &mut [T], n: usize, from_upper: b
 }
 
 /// The indices of the non-zero entries of `v`.
-fn nonzeros(v: &[f64]) -> Vec<usize> {
+pub(crate) fn nonzeros(v: &[f64]) -> Vec<usize> {
     (0..v.len()).filter(|&i| v[i] != 0.0).collect()
+}
+
+/// The kernels with a non-zero weight in `theta`, with their weights: the terms of `K_θ`.
+pub(crate) fn weighted(theta: &[f64]) -> Vec<(usize, f64)> {
+    nonzeros(theta).into_iter().map(|m| (m, theta[m])).collect()
 }
 
 impl<T: Element> KernelStack for DenseStack<'_, T> {
@@ -404,10 +409,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
 
     fn combine(&self, theta: &[f64], out: &mut [f64]) {
         let n = self.n;
-        let active: Vec<(usize, f64)> = (0..self.m)
-            .filter(|&m| theta[m] != 0.0)
-            .map(|m| (m, theta[m]))
-            .collect();
+        let active = weighted(&theta[..self.m]);
         // Upper triangle only (half the bytes of a full pass), parallel over rows: each row
         // sums the same row segment of every active kernel; then mirror.
         out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
@@ -419,7 +421,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
     fn combined_matvec(&self, theta: &[f64], v: &[f64], out: &mut [f64]) {
         let n = self.n;
         let nz = nonzeros(v);
-        let active: Vec<usize> = (0..self.m).filter(|&m| theta[m] != 0.0).collect();
+        let active = nonzeros(&theta[..self.m]);
         // By symmetry `K_m v = Σ_{j: v_j ≠ 0} v_j K_m[j, :]`: only the rows where `v` is
         // non-zero are read, each contiguously. Parallel over chunks of kernels.
         let bounds: Vec<usize> = (0..=SUM_CHUNKS)
