@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use crate::kernels::simd::avx2_dispatch;
 use crate::kernels::stack::{
-    dot, mirror, nonzeros, ordered_sum, weighted, zeroed_huge, SUM_CHUNKS,
+    dot, mirror, nonzeros, ordered_sum, weighted, with_huge_capacity, SUM_CHUNKS,
 };
 use crate::kernels::{Element, KernelStack};
 
@@ -76,8 +76,7 @@ impl<T: Element> PackedStack<T> {
     /// only.
     pub fn new(source: &dyn KernelStack, idx: &[usize], cap: usize) -> Self {
         let m = source.m();
-        let mut data = zeroed_huge::<T>(m * tri(cap.max(idx.len())));
-        data.clear();
+        let data = with_huge_capacity::<T>(m * tri(cap.max(idx.len())));
         let mut s = PackedStack {
             data,
             m,
@@ -111,10 +110,12 @@ impl<T: Element> PackedStack<T> {
         debug_assert!(more.iter().all(|i| !self.idx.contains(i)));
         let (first, m) = (self.idx.len(), self.m);
         self.idx.extend_from_slice(more);
-        self.data.resize(m * tri(self.idx.len()), T::default());
-        // Split the new part into the blocks of the new points, then fill them in parallel.
+        let (old, new) = (self.data.len(), m * tri(self.idx.len()));
+        self.data.reserve(new - old);
+        // The new blocks are written straight into the spare room: a zero fill first would
+        // write (and page-fault) every byte twice.
         let mut blocks = Vec::with_capacity(more.len());
-        let mut rest = &mut self.data[m * tri(first)..];
+        let mut rest = &mut self.data.spare_capacity_mut()[..new - old];
         for j in first..self.idx.len() {
             let (blk, tail) = rest.split_at_mut(m * (j + 1));
             blocks.push((j, blk));
@@ -127,11 +128,14 @@ impl<T: Element> PackedStack<T> {
                 for (k, dst) in blk.chunks_exact_mut(j + 1).enumerate() {
                     source.column_at(k, idx[j], &idx[..=j], &mut col[..=j]);
                     for (o, &x) in dst.iter_mut().zip(col.iter()) {
-                        *o = T::from_f64(x);
+                        o.write(T::from_f64(x));
                     }
                 }
             },
         );
+        // SAFETY: the blocks tile `new - old` values of the spare room, and each block's M
+        // columns of `j + 1` values were all written above.
+        unsafe { self.data.set_len(new) };
     }
 }
 

@@ -313,12 +313,12 @@ pub(crate) fn ordered_sum<I: Sync>(
     out
 }
 
-/// `len` zeros in memory asked to be backed by huge pages. The allocation is mapped page by
-/// page on first write, where 4 KiB page faults can cost more than the copy that fills it;
-/// pages never written cost nothing.
-pub(crate) fn zeroed_huge<T: Element>(len: usize) -> Vec<T> {
-    // A zero fill allocates zeroed memory: fresh pages, not written here.
-    let v: Vec<T> = vec![T::from_f64(0.0); len];
+/// An empty vector with room for `len` values, in memory asked to be backed by huge pages.
+/// The room is mapped page by page on first write, where 4 KiB page faults can cost more than
+/// the copy that fills it; room never written costs nothing. (A generic zero fill would write,
+/// and so map, all of it.)
+pub(crate) fn with_huge_capacity<T: Element>(len: usize) -> Vec<T> {
+    let v: Vec<T> = Vec::with_capacity(len);
     #[cfg(target_os = "linux")]
     {
         const HUGE: usize = 2 << 20;
