@@ -3,17 +3,20 @@ dense precomputed kernels of n = 1000–4000 — same dual objective (relative 1
 time of each, for C-SVC, ε-SVR, the one-class SVM and the L2-SVM (the latter against a
 hard-margin SVC on K + I/C, which is the same dual).
 
-    python tests/python/smo_reference_check.py [n ...]
+    python benches/peers/smo_vs_sklearn.py [--repeats R] [n ...]
+
+Times are medians of R repeats (default 5), ours and scikit-learn's called in turn.
 
 Exits with status 1 if an objective differs by more than the tolerance.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
-import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +25,9 @@ from sklearn.datasets import make_classification
 from sklearn.svm import SVC, SVR, OneClassSVM
 
 from multikernel import _core
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import paired_median_times  # noqa: E402
 
 RTOL = 1e-6
 TOL = 1e-6  # stopping tolerance given to both solvers
@@ -37,15 +43,6 @@ def problem(n: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[n
     y = np.where(y01 > 0, 1.0, -1.0)
     t = X[:, 0] + np.sin(X[:, 1]) + 0.1 * np.random.RandomState(1).randn(n)
     return np.ascontiguousarray(K), y, t
-
-
-def best_of(f: Callable[[], object], reps: int = 3) -> tuple[float, object]:
-    best, out = np.inf, None
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def dense_coef(model: Any, n: int) -> NDArray[np.float64]:
@@ -98,13 +95,12 @@ def cases_for(n: int) -> list[Case]:
     return cases
 
 
-def main(sizes: list[int]) -> int:
+def main(sizes: list[int], repeats: int) -> int:
     failures = 0
     print(f"{'case':<24}{'ours [s]':>10}{'sklearn [s]':>13}{'ratio':>8}{'rel. obj diff':>15}")
     for n in sizes:
         for name, ours_fit, ref_fit, ref_objective in cases_for(n):
-            t_ours, ours = best_of(ours_fit)
-            t_ref, ref = best_of(ref_fit)
+            (t_ours, ours), (t_ref, ref) = paired_median_times([ours_fit, ref_fit], repeats)
             obj_ours = float(ours["objective"])  # type: ignore[index]
             obj_ref = ref_objective(ref)
             rel = abs(obj_ours - obj_ref) / max(abs(obj_ref), 1e-12)
@@ -118,4 +114,8 @@ def main(sizes: list[int]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main([int(a) for a in sys.argv[1:]] or [1000, 2000, 4000]))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sizes", nargs="*", type=int, default=[1000, 2000, 4000])
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    sys.exit(main(args.sizes, args.repeats))

@@ -210,7 +210,18 @@ pub struct SmoState {
     buf_i: Vec<f64>,
     buf_j: Vec<f64>,
     cache: ColumnCache,
+    /// `K̃[k(r), k(c)]` for the positions `r, c < compact_stride` (row-major, that stride),
+    /// kept in step with every swap: once shrinking has left few variables, an SMO step reads
+    /// two short rows that stay in cache instead of two kernel columns of length `n`
+    /// gathered through `kidx`, as libsvm's cache of shrunk columns does. Empty while
+    /// `compact_stride == 0`.
+    compact: Vec<f64>,
+    compact_stride: usize,
 }
+
+/// A compact kernel is built when shrinking leaves at most this fraction of the kernel's
+/// size active (its memory is then at most a quarter of a dense kernel's).
+const COMPACT_FRACTION: f64 = 0.5;
 
 impl SmoState {
     /// Sets up the problem `spec` on `kernel` from the feasible point `alpha0` (zeros for a cold
@@ -320,6 +331,8 @@ impl SmoState {
             buf_i: vec![0.0; l],
             buf_j: vec![0.0; l],
             cache: ColumnCache::new(),
+            compact: Vec::new(),
+            compact_stride: 0,
         };
         for t in 0..l {
             st.set_status(t);
@@ -341,6 +354,12 @@ impl SmoState {
     /// Variables currently in the working problem (`len()` unless shrunk).
     pub fn active_size(&self) -> usize {
         self.active_size
+    }
+
+    /// The size of the compact kernel of the working problem (0: none).
+    #[cfg(test)]
+    pub(super) fn compact_size(&self) -> usize {
+        self.compact_stride
     }
 
     /// Total steps taken since construction.
@@ -527,6 +546,7 @@ impl SmoState {
             )));
         }
         self.active_size = self.l;
+        self.drop_compact();
         self.restore_order();
         self.unshrunk = false;
         self.counter = self.l.min(CHECK_EVERY) + 1;
@@ -546,7 +566,29 @@ impl SmoState {
     pub fn unshrink<K: KernelColumns + ?Sized>(&mut self, kernel: &K) {
         self.reconstruct_gradient(kernel);
         self.active_size = self.l;
+        self.drop_compact();
         self.restore_order();
+    }
+
+    fn drop_compact(&mut self) {
+        self.compact_stride = 0;
+        self.compact = Vec::new();
+    }
+
+    /// Builds the compact kernel of the working problem (see the `compact` field).
+    fn build_compact<K: KernelColumns + ?Sized>(&mut self, kernel: &K) {
+        let a = self.active_size;
+        self.compact.resize(a * a, 0.0);
+        for r in 0..a {
+            let row = self.cache.one(kernel, self.kidx[r] as usize);
+            for (o, &k) in self.compact[r * a..(r + 1) * a]
+                .iter_mut()
+                .zip(&self.kidx[..a])
+            {
+                *o = row[k as usize];
+            }
+        }
+        self.compact_stride = a;
     }
 
     /// One SMO step (libsvm's main loop body, shrinking included). Returns
@@ -626,9 +668,26 @@ impl SmoState {
         let a = self.active_size;
         let (gmax, i) = scan::last_argmax(&self.h[..a], &self.up_mask[..a])?;
         let contiguous = self.contiguous();
-        let row = self.cache.one(kernel, self.kidx[i] as usize);
         let qdi = self.qd[i];
         let mut sc = Scan2::new();
+        let cs = self.compact_stride;
+        if cs > 0 {
+            sc.block(
+                gmax,
+                qdi,
+                &self.h[..a],
+                &self.low_mask[..a],
+                &self.qd[..a],
+                &self.compact[i * cs..i * cs + a],
+                0,
+            );
+            let (gmax2, j) = sc.finish();
+            return match j {
+                Some(j) if gmax + gmax2 >= self.eps => Some((i, j)),
+                _ => None,
+            };
+        }
+        let row = self.cache.one(kernel, self.kidx[i] as usize);
         if contiguous {
             let mut s = 0;
             while s < a {
@@ -667,12 +726,17 @@ impl SmoState {
     fn update_pair<K: KernelColumns + ?Sized>(&mut self, kernel: &K, i: usize, j: usize) -> Step {
         let (ki, kj) = (self.kidx[i] as usize, self.kidx[j] as usize);
         let contiguous = self.contiguous();
-        let (col_i, col_j) = self.cache.two(kernel, ki, kj);
+        let cs = self.compact_stride;
+        let k_ij = if cs > 0 {
+            self.compact[i * cs + j]
+        } else {
+            self.cache.two(kernel, ki, kj).0[kj]
+        };
         let (c_i, c_j) = (self.upper[i], self.upper[j]);
         let (old_i, old_j) = (self.alpha[i], self.alpha[j]);
         let (g_i, g_j) = (-self.y[i] * self.h[i], -self.y[j] * self.h[j]);
         // Same curvature for both sign cases (see select_working_set).
-        let quad = self.qd[i] + self.qd[j] - 2.0 * col_i[kj];
+        let quad = self.qd[i] + self.qd[j] - 2.0 * k_ij;
         let quad = if quad > 0.0 { quad } else { TAU };
         let (mut ai, mut aj) = (old_i, old_j);
         // libsvm's clipping. With infinite bounds `c_i - c_j` may be NaN (∞ − ∞): the
@@ -733,7 +797,14 @@ impl SmoState {
         // h_t −= K̃_{t,i} c_i + K̃_{t,j} c_j, no signs in the loop.
         let (ci, cj) = (self.y[i] * d_i, self.y[j] * d_j);
         let a = self.active_size;
-        if contiguous {
+        if cs > 0 {
+            let (row_i, row_j) = (
+                &self.compact[i * cs..i * cs + a],
+                &self.compact[j * cs..j * cs + a],
+            );
+            scan::update(&mut self.h[..a], row_i, row_j, ci, cj);
+        } else if contiguous {
+            let (col_i, col_j) = self.cache.two(kernel, ki, kj);
             let mut s = 0;
             while s < a {
                 let e = (s + self.n).min(a);
@@ -741,6 +812,7 @@ impl SmoState {
                 s = e;
             }
         } else {
+            let col_j = self.cache.two(kernel, ki, kj).1;
             // buf_i holds column i from select_working_set.
             scan::gather(col_j, &self.kidx[..a], &mut self.buf_j[..a]);
             scan::update(&mut self.h[..a], &self.buf_i[..a], &self.buf_j[..a], ci, cj);
@@ -748,13 +820,15 @@ impl SmoState {
         self.h[i] -= ci * self.shift[i];
         self.h[j] -= cj * self.shift[j];
 
-        // Ḡ tracks Σ_{α_s = U_s} U_s Q_{:,s} over all l variables (for reconstruction).
-        for (pos, col, c_pos) in [(i, col_i, c_i), (j, col_j, c_j)] {
+        // Ḡ tracks Σ_{α_s = U_s} U_s Q_{:,s} over all l variables (for reconstruction), from
+        // the whole kernel columns.
+        for (pos, key, c_pos) in [(i, ki, c_i), (j, kj, c_j)] {
             let was_upper = self.status[pos] == Bound::Upper;
             (self.status[pos], self.up_mask[pos], self.low_mask[pos]) =
                 classify(self.alpha[pos], c_pos, self.y[pos]);
             let is_upper = self.status[pos] == Bound::Upper;
             if self.grad_bar_valid && was_upper != is_upper {
+                let col = self.cache.one(kernel, key);
                 let sign = if is_upper { 1.0 } else { -1.0 };
                 let c = sign * c_pos * self.y[pos];
                 for ((g, &yt), &kt) in self.grad_bar.iter_mut().zip(&self.y).zip(&self.kidx) {
@@ -805,6 +879,10 @@ impl SmoState {
             }
             t += 1;
         }
+        if self.compact_stride == 0 && (self.active_size as f64) <= COMPACT_FRACTION * self.n as f64
+        {
+            self.build_compact(kernel);
+        }
     }
 
     fn swap(&mut self, a: usize, b: usize) {
@@ -822,6 +900,18 @@ impl SmoState {
         self.low_mask.swap(a, b);
         self.grad_bar.swap(a, b);
         self.natural = false;
+        let cs = self.compact_stride;
+        if cs > 0 {
+            // Positions beyond the stride are never swapped in: shrinking only moves
+            // variables within the working prefix, which only shrinks while compact.
+            debug_assert!(a < cs && b < cs);
+            let (lo, hi) = (a.min(b), a.max(b));
+            let (head, tail) = self.compact.split_at_mut(hi * cs);
+            head[lo * cs..(lo + 1) * cs].swap_with_slice(&mut tail[..cs]);
+            for row in self.compact.chunks_exact_mut(cs) {
+                row.swap(a, b);
+            }
+        }
     }
 
     /// Puts every variable back at its original position (only with the full problem active),

@@ -499,6 +499,77 @@ fn kkt_and_intercept_on_larger_problems() {
 
 // ---------------------------------------------------------------- solver behaviour
 
+/// Once shrinking leaves at most half the kernel active, the steps read a compact copy of
+/// the working kernel that follows every swap: the solution must be the unshrunk one, for a
+/// C-SVC and an ε-SVR (two variables per kernel row), on a dense and an opaque kernel.
+#[test]
+fn compact_working_kernel_gives_the_unshrunk_solution() {
+    let n = 400;
+    let (x, y, t) = data(n, 17);
+    let k = gaussian(&x, 0.5);
+    let dense = DenseKernel::new(&k, n).unwrap();
+    let opaque = Opaque(dense);
+    let (eps, c) = (0.1, 10.0);
+    let svc_p = vec![-1.0; n];
+    let svr_p: Vec<f64> = t
+        .iter()
+        .map(|ti| eps - ti)
+        .chain(t.iter().map(|ti| eps + ti))
+        .collect();
+    let svr_y: Vec<f64> = [1.0, -1.0].iter().flat_map(|&s| vec![s; n]).collect();
+    let svr_k: Vec<usize> = (0..n).chain(0..n).collect();
+    let upper = vec![c; 2 * n];
+    let specs = [
+        QpSpec {
+            p: &svc_p,
+            y: &y,
+            upper: &upper[..n],
+            diag_shift: None,
+            kernel_index: None,
+        },
+        QpSpec {
+            p: &svr_p,
+            y: &svr_y,
+            upper: &upper,
+            diag_shift: None,
+            kernel_index: Some(&svr_k),
+        },
+    ];
+    let kernels: [&dyn KernelColumns; 2] = [&dense, &opaque];
+    for spec in &specs {
+        for kern in kernels {
+            let l = spec.p.len();
+            let run = |shrinking: bool| {
+                let opts = SmoOptions {
+                    eps: 1e-9,
+                    shrinking,
+                    max_iter: None,
+                };
+                let mut st = SmoState::new(kern, spec, &vec![0.0; l], &opts).unwrap();
+                let mut largest = 0;
+                let mut steps = 0;
+                while let StepOutcome::Step(_) = st.step(kern) {
+                    largest = largest.max(st.compact_size());
+                    steps += 1;
+                    assert!(steps < 1_000_000, "no convergence");
+                }
+                (st.objective(), st.alpha(), largest)
+            };
+            let (obj_on, alpha_on, compact) = run(true);
+            let (obj_off, alpha_off, never) = run(false);
+            assert!(compact > 0 && compact <= n / 2, "compact size {compact}");
+            assert_eq!(never, 0);
+            assert!(close(obj_on, obj_off, 1e-9), "{obj_on} vs {obj_off}");
+            let dist = alpha_on
+                .iter()
+                .zip(&alpha_off)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(dist < 1e-4 * c, "max |Δα| = {dist}");
+        }
+    }
+}
+
 #[test]
 fn shrinking_does_not_change_the_objective() {
     let n = 300;
