@@ -1,8 +1,10 @@
 //! Kloft et al.'s Algorithm 2: θ updated inside SMO (hinge loss).
 //!
 //! SMO runs on the combined kernel `K_θ`, while per-kernel "gradients" `h_m = K_m β`
-//! (`β = Yα`, so that the per-kernel SVM gradient is `Q_m α = Y h_m`) are kept up to date with
-//! two kernel columns per kernel and step. Every `n` steps, or as soon as SMO is optimal for
+//! (`β = Yα`, so that the per-kernel SVM gradient is `Q_m α = Y h_m`) are kept up to date:
+//! the steps' changes of `β` are added in one batch before each θ update, the only place
+//! that reads them (the same `h_m` as Kloft's two columns per kernel and step, far fewer
+//! reads). Every `n` steps, or as soon as SMO is optimal for
 //! the current θ, the block norms `‖w_m‖² = θ_m² βᵀh_m` give the new θ (eq. 17) without a
 //! pass over the stack, the certificate is evaluated, and SMO continues from the recombined
 //! gradient `Q_θ α − 1 = Y Σ_m θ_m h_m − 1`.
@@ -43,6 +45,7 @@ pub(super) fn fit_interleaved(
     let mut state = SmoState::new(&DenseKernel::new(&k_theta, n)?, &spec, &vec![0.0; n], &opts)?;
     let mut h = vec![0.0; m * n];
     let mut beta = vec![0.0; n];
+    let mut delta = vec![0.0; n];
     let mut quad = vec![0.0; m];
     let mut f = vec![0.0; n];
     let mut tracker = Tracker::new();
@@ -57,18 +60,26 @@ pub(super) fn fit_interleaved(
             let StepOutcome::Step(s) = state.step(&kernel) else {
                 break;
             };
-            let (di, dj) = (y[s.i] * s.delta_i, y[s.j] * s.delta_j);
-            beta[s.i] += di;
-            beta[s.j] += dj;
-            let update = |(k, hm): (usize, &mut [f64])| {
-                stack.add_column(k, s.i, di, hm);
-                stack.add_column(k, s.j, dj, hm);
-            };
-            if parallel {
-                h.par_chunks_mut(n).enumerate().for_each(update);
-            } else {
-                h.chunks_mut(n).enumerate().for_each(update);
+            delta[s.i] += y[s.i] * s.delta_i;
+            delta[s.j] += y[s.j] * s.delta_j;
+        }
+        // The per-kernel gradients are read only here: the steps' changes are added in one
+        // batch, one kernel column per changed coefficient (SMO revisits the same few points,
+        // so far fewer than two columns per step).
+        let changed: Vec<usize> = (0..n).filter(|&i| delta[i] != 0.0).collect();
+        let update = |(k, hm): (usize, &mut [f64])| {
+            for &i in &changed {
+                stack.add_column(k, i, delta[i], hm);
             }
+        };
+        if parallel {
+            h.par_chunks_mut(n).enumerate().for_each(update);
+        } else {
+            h.chunks_mut(n).enumerate().for_each(update);
+        }
+        for &i in &changed {
+            beta[i] += delta[i];
+            delta[i] = 0.0;
         }
         // Certificate at the current α and θ, from the maintained h (no pass over the stack).
         for (q, hm) in quad.iter_mut().zip(h.chunks(n)) {
