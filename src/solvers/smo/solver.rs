@@ -671,24 +671,25 @@ impl SmoState {
         let qdi = self.qd[i];
         let mut sc = Scan2::new();
         let cs = self.compact_stride;
-        if cs > 0 {
+        if cs > 0 || !contiguous {
+            let row_i: &[f64] = if cs > 0 {
+                &self.compact[i * cs..i * cs + a]
+            } else {
+                let row = self.cache.one(kernel, self.kidx[i] as usize);
+                scan::gather(row, &self.kidx[..a], &mut self.buf_i[..a]);
+                &self.buf_i[..a]
+            };
             sc.block(
                 gmax,
                 qdi,
                 &self.h[..a],
                 &self.low_mask[..a],
                 &self.qd[..a],
-                &self.compact[i * cs..i * cs + a],
+                row_i,
                 0,
             );
-            let (gmax2, j) = sc.finish();
-            return match j {
-                Some(j) if gmax + gmax2 >= self.eps => Some((i, j)),
-                _ => None,
-            };
-        }
-        let row = self.cache.one(kernel, self.kidx[i] as usize);
-        if contiguous {
+        } else {
+            let row = self.cache.one(kernel, self.kidx[i] as usize);
             let mut s = 0;
             while s < a {
                 let e = (s + self.n).min(a);
@@ -703,17 +704,6 @@ impl SmoState {
                 );
                 s = e;
             }
-        } else {
-            scan::gather(row, &self.kidx[..a], &mut self.buf_i[..a]);
-            sc.block(
-                gmax,
-                qdi,
-                &self.h[..a],
-                &self.low_mask[..a],
-                &self.qd[..a],
-                &self.buf_i[..a],
-                0,
-            );
         }
         let (gmax2, j) = sc.finish();
         match j {
