@@ -16,6 +16,7 @@ pub use lowrank::{pivoted_cholesky, LowRankStack};
 pub use normalize::{NormStats, Normalization};
 pub use packed::{point_subset, PackedStack, PointSubset};
 pub use spec::{simplemkl_bank, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
+pub(crate) use stack::nonzeros;
 pub use stack::{dot as stack_dot, DenseStack, KernelStack};
 pub use subset::SubStack;
 

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::{certificate, theta_update, LpConfig, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
-use crate::kernels::KernelStack;
+use crate::kernels::{nonzeros, KernelStack};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::newton::dense_matvec;
 use crate::solvers::smo::{DenseKernel, QpSpec, SmoOptions, SmoState, StepOutcome};
@@ -66,7 +66,7 @@ pub(super) fn fit_interleaved(
         // The per-kernel gradients are read only here: the steps' changes are added in one
         // batch, one kernel column per changed coefficient (SMO revisits the same few points,
         // so far fewer than two columns per step).
-        let changed: Vec<usize> = (0..n).filter(|&i| delta[i] != 0.0).collect();
+        let changed = nonzeros(&delta);
         let update = |(k, hm): (usize, &mut [f64])| {
             for &i in &changed {
                 stack.add_column(k, i, delta[i], hm);
