@@ -1,12 +1,19 @@
-//! Cooperative cancellation. Solvers poll an [`Interrupt`] from their outer loop on the calling
-//! thread (never from rayon workers); the Python binding implements it with `check_signals`.
+//! Cooperative cancellation and progress. Solvers poll an [`Interrupt`] from their outer loop on
+//! the calling thread (never from rayon workers) and tell it of every outer iteration; the
+//! Python binding implements it with `check_signals` and a channel to Python's `logging`.
 
 use crate::error::{MkError, Result};
+use crate::result::IterRecord;
 
-/// Something a long computation asks, every so often, whether it should stop.
+/// The caller's side of a long computation: asked every so often whether to stop, and told of
+/// each outer iteration of a solver.
 pub trait Interrupt: Sync {
     /// `true` when the computation must stop now.
     fn requested(&self) -> bool;
+
+    /// Called once per outer iteration with its record (`verbose` logging). It runs on the
+    /// solver's thread inside the loop, so it must be cheap: the default does nothing.
+    fn progress(&self, _record: &IterRecord) {}
 
     /// `Err(Interrupted)` when a stop was requested.
     fn check(&self) -> Result<()> {

@@ -9,7 +9,7 @@
 //!
 //! for a loss ℓ and a penalty Ω (block-ℓ1, elastic net, ℓp, group), and reports `P`, a dual value
 //! `D ≤ P` from a feasible dual point, and the relative gap `(P − D)/|P|` as a certificate
-//! (see `ALGORITHMS.md` of the project).
+//! (see `docs/mathematics.md`).
 //!
 //! Layout: [`kernels`] computes and normalises Gram matrices and holds them in a
 //! [`kernels::KernelStack`], the one abstraction through which solvers touch kernels;

@@ -59,7 +59,7 @@ impl Cholesky {
             ridge = base;
             base *= 100.0;
         }
-        Err(MkError::Linalg(format!(
+        Err(MkError::Numerical(format!(
             "Cholesky factorisation failed even with a ridge of {ridge:.3e}: the system is not \
              positive definite"
         )))

@@ -6,20 +6,27 @@ relative duality gap, which certifies how far the fit is from the optimum.
 
 from __future__ import annotations
 
-from . import kernels
+from . import exceptions, kernels
 from ._config import AnalyticConfig, InterleavedConfig, SolverConfig, SpicyConfig
 from ._estimators import MKLClassifier, MKLRegressor, default_kernels
+from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnalyticConfig",
     "InterleavedConfig",
+    "LossName",
     "MKLClassifier",
     "MKLRegressor",
+    "MultiClass",
+    "Normalization",
+    "Penalty",
     "SolverConfig",
+    "SolverName",
     "SpicyConfig",
     "__version__",
     "default_kernels",
+    "exceptions",
     "kernels",
 ]

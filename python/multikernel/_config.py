@@ -1,67 +1,110 @@
-"""Frozen dataclass configurations of the solvers (``solver_config=``)."""
+"""Solver settings (``solver_config=``) and the one table of solvers.
+
+Each solver has one settings struct in the Rust engine, whose ``Default`` holds every default
+and whose ``validate`` holds every check; the frozen dataclasses below mirror its
+solver-specific fields (a test asserts that their defaults equal the engine's) and check
+themselves by calling that ``validate``. Adding a solver adds one settings struct, one
+dataclass and one row in :data:`SOLVERS`.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import ClassVar, Literal, TypeAlias
+
+from . import _core
+from ._typing import LossName, Penalty
+
+_NativeSolver: TypeAlias = Literal["analytic", "interleaved", "spicy"]
+#: One setting's value as the engine reads it.
+Setting: TypeAlias = float | int | str | None
 
 
-def _positive(name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+class _Config:
+    """Shared behaviour of the solver settings: the engine checks them on creation."""
+
+    _solver: ClassVar[_NativeSolver]
+
+    def __post_init__(self) -> None:
+        _core.check_settings(self._solver, self._native())
+
+    def _native(self) -> dict[str, Setting]:
+        """The settings as the engine reads them (its names and encodings)."""
+        return dict(vars(self))
 
 
 @dataclass(frozen=True)
-class AnalyticConfig:
+class AnalyticConfig(_Config):
     """Settings of the ``analytic`` ℓp-MKL solver (Kloft et al., Algorithm 1).
 
     Parameters
     ----------
     inner_tol : float, default 1e-7
         Final accuracy of each single-kernel solve (SMO: maximal KKT violation; Newton:
-        relative decrease). Early outer iterations use a looser accuracy, tightened as the
-        duality gap closes.
+        relative decrease), positive. Early outer iterations use a looser accuracy, tightened
+        as the duality gap closes.
+
+    Raises
+    ------
+    multikernel.exceptions.InvalidParameterError
+        A setting out of range (a ``ValueError``).
+
+    Examples
+    --------
+    >>> import multikernel as mk
+    >>> clf = mk.MKLClassifier(solver="analytic", solver_config=mk.AnalyticConfig(inner_tol=1e-8))
+    >>> clf.solver_config.inner_tol
+    1e-08
     """
 
+    _solver: ClassVar[_NativeSolver] = "analytic"
     inner_tol: float = 1e-7
-
-    def __post_init__(self) -> None:
-        _positive("inner_tol", self.inner_tol)
 
 
 @dataclass(frozen=True)
-class InterleavedConfig:
+class InterleavedConfig(_Config):
     """Settings of the ``interleaved`` ℓp-MKL solver (Kloft et al., Algorithm 2: θ updated
     inside SMO from per-kernel gradients; hinge loss only).
 
     Parameters
     ----------
     inner_tol : float, default 1e-7
-        Maximal KKT violation at which SMO stops between θ updates.
+        Maximal KKT violation at which SMO stops between θ updates, positive.
+
+    Raises
+    ------
+    multikernel.exceptions.InvalidParameterError
+        A setting out of range (a ``ValueError``).
+
+    Examples
+    --------
+    >>> import multikernel as mk
+    >>> mk.InterleavedConfig(inner_tol=1e-6).inner_tol
+    1e-06
     """
 
+    _solver: ClassVar[_NativeSolver] = "interleaved"
     inner_tol: float = 1e-7
-
-    def __post_init__(self) -> None:
-        _positive("inner_tol", self.inner_tol)
 
 
 @dataclass(frozen=True)
-class SpicyConfig:
+class SpicyConfig(_Config):
     """Settings of the ``spicy`` solver (SpicyMKL: dual augmented Lagrangian for the ``l1`` and
     ``elasticnet`` penalties, Suzuki & Tomioka).
 
     Parameters
     ----------
     max_inner : int, default 100
-        Newton steps per proximal (outer) iteration at most.
+        Newton steps per proximal (outer) iteration at most (≥ 1).
     gamma0 : float, default 1.0
-        First proximal parameter γ (shared by the kernel blocks, the intercept and the slack).
+        First proximal parameter γ (shared by the kernel blocks, the intercept and the slack),
+        positive.
     gamma_factor : float, default 10.0
-        Growth of γ per outer iteration (≥ 1): larger converges in fewer outer iterations,
-        with harder inner problems.
+        Growth of γ per outer iteration, in [1, 1e6): larger converges in fewer outer
+        iterations, with harder inner problems.
     gamma_max : float, default 1e8
-        Cap on γ (bounds the condition number of the inner Newton systems).
+        Cap on γ (bounds the condition number of the inner Newton systems); finite and at
+        least ``gamma0``.
     working_set : int or None, default None
         Kernels in the working set: the solver runs on the ``working_set`` kernels with the
         largest block norm of the starting dual point, checks all kernels in one pass when it
@@ -69,26 +112,68 @@ class SpicyConfig:
         over all kernels is below ``tol``. The result is the same as without a working set;
         only the time changes. ``None`` uses 20 kernels when there are more than 40, else
         all kernels. Ignored when ``l1_ratio = 0`` (every kernel is active).
+
+    Raises
+    ------
+    multikernel.exceptions.InvalidParameterError
+        A setting out of range (a ``ValueError``), naming it.
+
+    Examples
+    --------
+    >>> import multikernel as mk
+    >>> cfg = mk.SpicyConfig(gamma_factor=100.0, working_set=10)
+    >>> clf = mk.MKLClassifier(penalty="l1", solver_config=cfg)
+    >>> clf.solver_config.gamma_factor
+    100.0
     """
 
+    _solver: ClassVar[_NativeSolver] = "spicy"
     max_inner: int = 100
     gamma0: float = 1.0
     gamma_factor: float = 10.0
     gamma_max: float = 1e8
     working_set: int | None = None
 
-    def __post_init__(self) -> None:
-        if isinstance(self.max_inner, bool) or not isinstance(self.max_inner, int):
-            raise ValueError(f"max_inner must be a positive integer, got {self.max_inner!r}")
-        if self.max_inner < 1:
-            raise ValueError(f"max_inner must be a positive integer, got {self.max_inner!r}")
-        _positive("gamma0", self.gamma0)
-        _positive("gamma_max", self.gamma_max)
-        if not (isinstance(self.gamma_factor, (int, float)) and 1.0 <= self.gamma_factor < 1e6):
-            raise ValueError(f"gamma_factor must be in [1, 1e6), got {self.gamma_factor!r}")
-        ws = self.working_set
-        if ws is not None and (isinstance(ws, bool) or not isinstance(ws, int) or ws < 1):
-            raise ValueError(f"working_set must be None or a positive integer, got {ws!r}")
+
+SolverConfig: TypeAlias = AnalyticConfig | InterleavedConfig | SpicyConfig
+
+ALL_LOSSES: tuple[LossName, ...] = (
+    "hinge",
+    "squared_hinge",
+    "logistic",
+    "squared",
+    "epsilon_insensitive",
+)
 
 
-SolverConfig = AnalyticConfig | InterleavedConfig | SpicyConfig
+@dataclass(frozen=True)
+class SolverInfo:
+    """One row of :data:`SOLVERS`: what a solver handles and how it is configured.
+
+    Attributes
+    ----------
+    penalties : tuple of str
+        The penalties it solves.
+    losses : tuple of str
+        The losses it handles.
+    config : type
+        Its settings dataclass (``solver_config=``).
+    """
+
+    penalties: tuple[Penalty, ...]
+    losses: tuple[LossName, ...]
+    config: type[SolverConfig]
+
+
+#: Every solver of this version. For ``solver="auto"`` the first row that handles the
+#: penalty is used: ``analytic`` for ``lp`` (its inner SMO runs on one combined kernel,
+#: O(n) per step, while ``interleaved`` pays O(M·n) per step; it measured as fast or faster
+#: for p > 1 on the Kloft benchmark), ``spicy`` for ``l1`` and ``elasticnet``.
+SOLVERS: dict[_NativeSolver, SolverInfo] = {
+    "analytic": SolverInfo(("lp",), ALL_LOSSES, AnalyticConfig),
+    "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),
+    "spicy": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, SpicyConfig),
+}
+
+#: Penalties of the public contract that later versions add, with their solvers.
+PLANNED: dict[Penalty, str] = {"group": "mirror"}

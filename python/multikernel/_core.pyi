@@ -1,14 +1,17 @@
 """Type stub of the native module (checked by ``python -m mypy.stubtest multikernel._core``)."""
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, final
 
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
-    "StackTooLargeError",
-    "fit_lp",
-    "fit_spicy",
+    "FitResult",
+    "Status",
+    "check_settings",
+    "default_settings",
+    "fit",
     "gram_cross",
     "gram_fit",
     "low_rank",
@@ -19,8 +22,46 @@ __all__ = [
 ]
 
 _SpecTuple = tuple[str, float, float, float, list[int] | None]
+_Solver = Literal["analytic", "interleaved", "spicy"]
+_Setting = float | int | str | None
 
-class StackTooLargeError(ValueError): ...
+@final
+class Status:
+    """How a fit ended."""
+
+    CONVERGED: Final[Status]
+    MAX_ITER: Final[Status]
+    STALLED: Final[Status]
+    def __int__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class FitResult:
+    """A fitted model with its certificate (arrays are numpy, shapes in the comments)."""
+
+    @property
+    def coef(self) -> NDArray[np.float64]: ...  # (M, n)
+    @property
+    def intercept(self) -> float: ...
+    @property
+    def kernel_weights(self) -> NDArray[np.float64]: ...  # (M,)
+    @property
+    def kernel_norms(self) -> NDArray[np.float64]: ...  # (M,)
+    @property
+    def primal(self) -> float: ...
+    @property
+    def dual(self) -> float: ...
+    @property
+    def gap(self) -> float: ...
+    @property
+    def n_iter(self) -> int: ...
+    @property
+    def status(self) -> Status: ...
+    @property
+    def converged(self) -> bool: ...
+    @property
+    def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
 
 def gram_fit(
     x: NDArray[np.float64],
@@ -50,38 +91,17 @@ def low_rank(
 def simplemkl_specs(
     n_features: int, widths: list[float], degrees: list[int]
 ) -> list[_SpecTuple]: ...
-def fit_lp(
+def default_settings(solver: _Solver) -> dict[str, _Setting]: ...
+def check_settings(solver: _Solver, settings: Mapping[str, _Setting]) -> None: ...
+def fit(
+    solver: _Solver,
     g: NDArray[Any],
     y: NDArray[np.float64],
+    settings: Mapping[str, _Setting],
     *,
-    p: float,
-    C: float,
-    loss: str,
-    epsilon: float,
-    algorithm: str,
-    tol: float,
-    max_iter: int,
-    inner_tol: float,
-    n_threads: int,
-) -> dict[str, Any]: ...
-def fit_spicy(
-    g: NDArray[Any],
-    y: NDArray[np.float64],
-    *,
-    penalty: str,
-    l1_ratio: float,
-    C: float,
-    loss: str,
-    epsilon: float,
-    tol: float,
-    max_iter: int,
-    n_threads: int,
-    max_inner: int = 100,
-    gamma0: float = 1.0,
-    gamma_factor: float = 10.0,
-    gamma_max: float = 1e8,
-    working_set: int = 0,
-) -> dict[str, Any]: ...
+    n_threads: int = 0,
+    on_iteration: Callable[[float, float, float, int, float], object] | None = None,
+) -> FitResult: ...
 def svm(
     k: NDArray[np.float64],
     y: NDArray[np.float64],
@@ -93,3 +113,4 @@ def svm(
     tol: float = 1e-6,
     shrinking: bool = True,
 ) -> dict[str, Any]: ...
+def _panic_for_tests(in_pool: bool) -> None: ...

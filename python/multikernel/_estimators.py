@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import logging
 import math
 import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -17,31 +19,16 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._config import AnalyticConfig, InterleavedConfig, SolverConfig, SpicyConfig
+from ._config import PLANNED, SOLVERS, Setting, SolverConfig, _NativeSolver
+from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
 from ._validation import check_n_threads, check_stack
-from .kernels import Gaussian, KernelBank, KernelSpec, Linear, Polynomial, validate_stack
+from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
+from .kernels import Gaussian, Kernel, KernelBank, Linear, Polynomial, validate_stack
 
 __all__ = ["MKLClassifier", "MKLRegressor"]
 
-#: Penalties, and the solvers that handle each of them in this version.
-_SOLVERS: dict[str, tuple[str, ...]] = {
-    "lp": ("analytic", "interleaved"),
-    "l1": ("spicy",),
-    "elasticnet": ("spicy",),
-}
-#: Penalties of the public contract that later versions add, with their solvers.
-_PLANNED: dict[str, str] = {"group": "mirror"}
-_ALL_LOSSES = ("hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive")
-_SOLVER_LOSSES: dict[str, tuple[str, ...]] = {
-    "analytic": _ALL_LOSSES,
-    "interleaved": ("hinge",),
-    "spicy": _ALL_LOSSES,
-}
-_CONFIG_TYPES: dict[str, type] = {
-    "analytic": AnalyticConfig,
-    "interleaved": InterleavedConfig,
-    "spicy": SpicyConfig,
-}
+_PENALTIES = tuple(dict.fromkeys(p for row in SOLVERS.values() for p in row.penalties))
+_logger = logging.getLogger("multikernel")
 _FITTED = (
     "dual_coef_",
     "intercept_",
@@ -70,10 +57,31 @@ _HISTORY_DTYPE = np.dtype(
 )
 
 
-def default_kernels(n_features: int) -> list[KernelSpec]:
-    """The bank used when ``kernels=None``: linear, quadratic and three Gaussian widths
-    (0.5, 1 and 2 times sqrt(n_features), suited to standardised features), each normalised
-    to unit trace by the estimators' default ``normalize="trace"``."""
+def default_kernels(n_features: int) -> list[Kernel]:
+    """The bank used when ``kernels=None``.
+
+    Linear, quadratic and three Gaussian widths (0.5, 1 and 2 times sqrt(n_features), suited
+    to standardised features), each scaled to unit mean diagonal by the estimators' default
+    ``normalize="mean_diag"``.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of columns of ``X``.
+
+    Returns
+    -------
+    list of Kernel
+        Five kernel specifications.
+
+    Examples
+    --------
+    >>> import multikernel as mk
+    >>> mk.default_kernels(4)  # doctest: +NORMALIZE_WHITESPACE
+    [Linear(features=None), Polynomial(degree=2, coef0=1.0, scale=1.0, features=None),
+     Gaussian(sigma=1.0, features=None), Gaussian(sigma=2.0, features=None),
+     Gaussian(sigma=4.0, features=None)]
+    """
     s = math.sqrt(n_features)
     return [
         Linear(),
@@ -89,22 +97,42 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     _losses: tuple[str, ...] = ()
 
+    # Fitted attributes, set by ``fit`` (documented in the estimators' Attributes sections).
+    # Annotations only: an unfitted estimator has none of them. The arrays gain a leading
+    # axis of one entry per binary problem for a multiclass classifier, hence the unions.
+    dual_coef_: NDArray[np.float64]
+    intercept_: float | NDArray[np.float64]
+    kernel_weights_: NDArray[np.float64]
+    kernel_norms_: NDArray[np.float64]
+    primal_objective_: float | NDArray[np.float64]
+    dual_objective_: float | NDArray[np.float64]
+    duality_gap_: float | NDArray[np.float64]
+    n_iter_: int | NDArray[np.int64]
+    converged_: bool | NDArray[np.bool_]
+    #: A structured array (fields primal, dual, gap, active, seconds), or a list of them
+    #: for a multiclass classifier: ``Any`` so that ``history_["gap"]`` type-checks.
+    history_: Any
+    kernel_bank_: KernelBank | None
+    n_features_in_: int
+    n_kernels_: int
+    n_train_: int
+
     def __init__(
         self,
         *,
-        kernels: Sequence[KernelSpec] | Literal["precomputed"] | None = None,
-        penalty: str = "lp",
+        kernels: Sequence[Kernel] | Literal["precomputed"] | None = None,
+        penalty: Penalty = "lp",
         p: float = 2.0,
         l1_ratio: float = 0.5,
         groups: Sequence[int] | None = None,
         C: float = 1.0,
-        loss: str | None = None,
+        loss: LossName | None = None,
         epsilon: float = 0.1,
-        solver: str = "auto",
+        solver: SolverName = "auto",
         tol: float = 1e-3,
         max_iter: int = 200,
         solver_config: SolverConfig | None = None,
-        normalize: str | None = "mean_diag",
+        normalize: Normalization | None = "mean_diag",
         n_threads: int = 0,
         random_state: int | None = None,
         verbose: int = 0,
@@ -117,7 +145,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.C = C
         self.loss = loss
         self.epsilon = epsilon
-        self.solver = solver
+        # Widened to str: _check_params resolves "auto" in a variable initialised from it.
+        self.solver: str = solver
         self.tol = tol
         self.max_iter = max_iter
         self.solver_config = solver_config
@@ -128,94 +157,73 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     # --- validation ---------------------------------------------------------------------
 
-    def _check_params(self) -> tuple[str, dict[str, Any]]:
-        """Validate the hyper-parameters; return the solver and the engine's settings."""
-        if self.penalty in _PLANNED:
+    def _check_params(self) -> tuple[_NativeSolver, dict[str, Setting]]:
+        """Validate the hyper-parameters before any kernel is computed; return the solver
+        and the engine's settings. Choices between names are checked here; every numeric
+        setting is checked once, by the engine's own ``validate``."""
+        if self.penalty in PLANNED:
             raise NotImplementedError(
-                f"penalty={self.penalty!r} (solver {_PLANNED[self.penalty]!r}) is not available "
-                f"in this version; available penalties: {', '.join(_SOLVERS)}"
+                f"penalty={self.penalty!r} (solver {PLANNED[self.penalty]!r}) is not available "
+                f"in this version; available penalties: {', '.join(_PENALTIES)}"
             )
-        if self.penalty not in _SOLVERS:
-            valid = ", ".join([*_SOLVERS, *_PLANNED])
-            raise ValueError(f"penalty must be one of {valid}; got {self.penalty!r}")
+        if self.penalty not in _PENALTIES:
+            valid = ", ".join([*_PENALTIES, *PLANNED])
+            raise InvalidParameterError(
+                f"penalty must be one of {valid}; got {self.penalty!r}", parameter="penalty"
+            )
         loss = self._losses[0] if self.loss is None else self.loss
         if loss not in self._losses:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"loss must be one of {', '.join(self._losses)} for {type(self).__name__}; "
-                f"got {self.loss!r}"
+                f"got {self.loss!r}",
+                parameter="loss",
             )
-        solvers = _SOLVERS[self.penalty]
-        solver = self.solver
-        if solver == "auto":
-            # lp: Algorithm 1 is the fastest valid choice for every loss here (its inner SMO
-            # runs on one combined kernel, O(n) per step, while Algorithm 2 pays O(M·n) per
-            # step); l1 and elasticnet have one solver.
+        solvers = [name for name, row in SOLVERS.items() if self.penalty in row.penalties]
+        if self.solver == "auto":
             solver = solvers[0]
-        elif solver not in solvers:
-            raise ValueError(
-                f"solver={self.solver!r} does not handle penalty={self.penalty!r}; valid: "
-                f"auto, {', '.join(solvers)}"
-            )
-        if loss not in _SOLVER_LOSSES[solver]:
-            raise ValueError(
-                f"solver={solver!r} does not handle loss={loss!r}; it handles "
-                f"{', '.join(_SOLVER_LOSSES[solver])} (solver='auto' handles every loss)"
-            )
-        p = _real("p", self.p)
-        if not p >= 1.0:
-            raise ValueError(f"p must be in [1, inf], got {self.p!r}")
-        C = _real("C", self.C)
-        if not (math.isfinite(C) and C > 0):
-            raise ValueError(f"C must be a positive finite number, got {self.C!r}")
-        tol = _real("tol", self.tol)
-        if not (math.isfinite(tol) and tol > 0):
-            raise ValueError(f"tol must be a positive finite number, got {self.tol!r}")
-        eps = _real("epsilon", self.epsilon)
-        if not (math.isfinite(eps) and eps >= 0):
-            raise ValueError(f"epsilon must be a non-negative number, got {self.epsilon!r}")
-        if (
-            isinstance(self.max_iter, bool)
-            or not isinstance(self.max_iter, numbers.Integral)
-            or self.max_iter < 1
-        ):
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
-        cfg = self.solver_config
-        if cfg is None:
-            cfg = _CONFIG_TYPES[solver]()
-        elif not isinstance(cfg, _CONFIG_TYPES[solver]):
-            raise ValueError(
-                f"solver_config for solver={solver!r} must be a "
-                f"{_CONFIG_TYPES[solver].__name__}, got {type(cfg).__name__}"
-            )
-        common = {
-            "C": C,
-            "loss": loss,
-            "epsilon": eps,
-            "tol": tol,
-            "max_iter": int(self.max_iter),
-            "n_threads": check_n_threads(self.n_threads),
-        }
-        if solver == "spicy":
-            r = _real("l1_ratio", self.l1_ratio)
-            if self.penalty == "elasticnet" and not 0.0 <= r <= 1.0:
-                raise ValueError(f"l1_ratio must be in [0, 1], got {self.l1_ratio!r}")
-            settings = {
-                **common,
-                "penalty": self.penalty,
-                "l1_ratio": r if self.penalty == "elasticnet" else 1.0,
-                "max_inner": int(cfg.max_inner),
-                "gamma0": float(cfg.gamma0),
-                "gamma_factor": float(cfg.gamma_factor),
-                "gamma_max": float(cfg.gamma_max),
-                "working_set": 0 if cfg.working_set is None else int(cfg.working_set),
-            }
         else:
-            settings = {
-                **common,
-                "p": p,
-                "algorithm": solver,
-                "inner_tol": float(cfg.inner_tol),
-            }
+            match = [name for name in solvers if name == self.solver]
+            if not match:
+                raise InvalidParameterError(
+                    f"solver={self.solver!r} does not handle penalty={self.penalty!r}; valid: "
+                    f"auto, {', '.join(solvers)}",
+                    parameter="solver",
+                )
+            solver = match[0]
+        row = SOLVERS[solver]
+        if loss not in row.losses:
+            raise InvalidParameterError(
+                f"solver={solver!r} does not handle loss={loss!r}; it handles "
+                f"{', '.join(row.losses)} (solver='auto' handles every loss)",
+                parameter="loss",
+            )
+        cfg = row.config() if self.solver_config is None else self.solver_config
+        if not isinstance(cfg, row.config):
+            raise InvalidParameterError(
+                f"solver_config for solver={solver!r} must be a {row.config.__name__}, got "
+                f"{type(cfg).__name__}",
+                parameter="solver_config",
+            )
+        check_n_threads(self.n_threads)
+        v = self.verbose
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise InvalidParameterError(
+                f"verbose must be a non-negative integer, got {v!r}", parameter="verbose"
+            )
+        settings: dict[str, Setting] = {
+            "C": self.C,
+            "loss": loss,
+            "epsilon": self.epsilon,
+            "tol": self.tol,
+            "max_iter": self.max_iter,
+            **cfg._native(),
+        }
+        if "lp" in row.penalties:
+            settings["p"] = self.p
+        else:
+            settings["penalty"] = self.penalty
+            settings["l1_ratio"] = self.l1_ratio
+        _core.check_settings(solver, settings)
         return solver, settings
 
     def _training_stack(self, X: Any, y: Any) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -240,7 +248,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         specs = default_kernels(Xv.shape[1]) if self.kernels is None else self.kernels
         bank = KernelBank(
             specs,
-            normalize=self.normalize,  # type: ignore[arg-type]  # validated by KernelBank
+            normalize=self.normalize,
             n_threads=self.n_threads,
         )
         G = bank.fit_transform(Xv)
@@ -272,39 +280,47 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             self.__dict__.pop(name, None)
 
     def _solve(
-        self, G: NDArray[Any], y: NDArray[np.float64], settings: dict[str, Any]
-    ) -> dict[str, Any]:
+        self,
+        solver: _NativeSolver,
+        G: NDArray[Any],
+        y: NDArray[np.float64],
+        settings: dict[str, Setting],
+        label: str = "",
+    ) -> _core.FitResult:
+        log = _iteration_logger(f"{type(self).__name__}{label}") if self.verbose else None
         yc = np.ascontiguousarray(y, dtype=np.float64)
-        if "penalty" in settings:
-            return _core.fit_spicy(G, yc, **settings)
-        return _core.fit_lp(G, yc, **settings)
+        return _core.fit(
+            solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log
+        )
 
-    def _set_results(self, results: list[dict[str, Any]], multi: bool) -> None:
-        def stack(key: str) -> Any:
-            vals = [r[key] for r in results]
-            return np.asarray(vals) if multi else vals[0]
+    def _set_results(
+        self, results: list[_core.FitResult], multi: bool, coefs: list[NDArray[Any]] | None = None
+    ) -> None:
+        """Store the fits as numpy attributes (``coefs`` replaces the results' coefficients,
+        e.g. scattered back to all points for one-vs-one)."""
 
-        self.dual_coef_ = stack("coef")
-        self.intercept_ = stack("intercept")
-        self.kernel_weights_ = stack("kernel_weights")
-        self.kernel_norms_ = stack("kernel_norms")
-        self.primal_objective_ = stack("primal")
-        self.dual_objective_ = stack("dual")
-        self.duality_gap_ = stack("gap")
-        self.n_iter_ = stack("n_iter")
-        self.converged_ = stack("converged")
-        hist = [
-            np.array([tuple(row) for row in r["history"]], dtype=_HISTORY_DTYPE) for r in results
-        ]
+        def stack(values: list[Any]) -> Any:
+            return np.asarray(values) if multi else values[0]
+
+        self.dual_coef_ = stack([r.coef for r in results] if coefs is None else coefs)
+        self.intercept_ = stack([r.intercept for r in results])
+        self.kernel_weights_ = stack([r.kernel_weights for r in results])
+        self.kernel_norms_ = stack([r.kernel_norms for r in results])
+        self.primal_objective_ = stack([r.primal for r in results])
+        self.dual_objective_ = stack([r.dual for r in results])
+        self.duality_gap_ = stack([r.gap for r in results])
+        self.n_iter_ = stack([r.n_iter for r in results])
+        self.converged_ = stack([r.converged for r in results])
+        hist = [_history(r.history) for r in results]
         self.history_ = hist if multi else hist[0]
         tol = float(self.tol)
         for k, r in enumerate(results):
-            if not r["converged"]:
+            if not r.converged:
                 which = f" (problem {k})" if multi else ""
                 warnings.warn(
                     f"{type(self).__name__} did not reach tol{which}: relative duality gap "
-                    f"{r['gap']:.3e} > tol {tol:.3e} after {r['n_iter']} iterations "
-                    f"({r['status']}); increase max_iter or tol",
+                    f"{r.gap:.3e} > tol {tol:.3e} after {r.n_iter} iterations "
+                    f"({r.status}); increase max_iter or tol",
                     ConvergenceWarning,
                     stacklevel=3,
                 )
@@ -325,10 +341,32 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         return tags
 
 
-def _real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    return float(value)
+def _history(rows: NDArray[np.float64]) -> NDArray[Any]:
+    """The engine's ``(n_records, 5)`` history as a structured array."""
+    out = np.empty(rows.shape[0], dtype=_HISTORY_DTYPE)
+    for name, column in zip(_HISTORY_DTYPE.names or (), rows.T, strict=True):
+        out[name] = column
+    return out
+
+
+def _iteration_logger(label: str) -> Callable[[float, float, float, int, float], None]:
+    """The ``on_iteration`` callback of ``verbose=1``: one INFO record per outer iteration on
+    the ``multikernel`` logger (given a stderr handler if logging is not configured)."""
+    if not _logger.hasHandlers():
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        _logger.addHandler(handler)
+    if _logger.getEffectiveLevel() > logging.INFO:
+        _logger.setLevel(logging.INFO)
+    counter = itertools.count(1)
+
+    def log(primal: float, dual: float, gap: float, active: int, seconds: float) -> None:
+        _logger.info(
+            "%s iteration %d: gap %.3e (primal %.6e, dual %.6e), %d active kernels, %.3f s",
+            label, next(counter), gap, primal, dual, active, seconds,
+        )  # fmt: skip
+
+    return log
 
 
 class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
@@ -336,11 +374,11 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
 
     Learns ``f(x) = Σ_m f_m(x) + b`` with one function per kernel by minimising
     ``C Σ_i ℓ(y_i, f(x_i)) + Ω(‖f_1‖, …, ‖f_M‖)``, and certifies the solution with a duality
-    gap (see ALGORITHMS.md of the project).
+    gap (see docs/mathematics.md).
 
     Parameters
     ----------
-    kernels : sequence of KernelSpec, "precomputed" or None, default None
+    kernels : sequence of Kernel, "precomputed" or None, default None
         Kernel specifications, evaluated on ``X`` (cross kernels at predict time); or
         ``"precomputed"``: ``fit(G, y)`` with ``G`` of shape (M, n, n) and
         ``predict(G_test)`` with ``G_test`` of shape (M, n_test, n). None uses
@@ -373,43 +411,63 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         ``"interleaved"``, Algorithm 2 (θ updated inside SMO; hinge only); ``"auto"`` picks
         ``"analytic"``, the fastest valid solver for every loss in our benchmarks. For ``"l1"``
         and ``"elasticnet"``: ``"spicy"`` (SpicyMKL's dual augmented Lagrangian), also
-        ``"auto"``.
+        ``"auto"``. (``"mirror"`` and ``"svrg"`` arrive with later versions.)
     tol : float, default 1e-3
         Stop when the relative duality gap is at most ``tol``.
     max_iter : int, default 200
         Maximal number of outer iterations.
     solver_config : AnalyticConfig, InterleavedConfig or SpicyConfig, optional
         Solver-specific settings (defaults when None).
-    normalize : str or None, default "trace"
+    normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"} or None, \
+default "mean_diag"
         Normalisation of kernels computed from specifications (see
-        :func:`multikernel.kernels.gram`); ignored for precomputed kernels.
+        :func:`multikernel.kernels.gram`); ignored for precomputed kernels. None is
+        ``"none"``.
+    multi_class : {"ovr", "ovo"}, default "ovr"
+        How more than two classes are handled: one-vs-rest (one problem per class) or
+        one-vs-one (one problem per pair of classes, on their points only).
     n_threads : int, default 0
         Threads, 0 = all cores.
     random_state : int, optional
-        Unused by the deterministic solvers of this version.
+        Reserved for the stochastic solvers (``"svrg"``) of a later version; currently
+        ignored (every solver of this version is deterministic).
     verbose : int, default 0
         Unused in this version.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
     dual_coef_ : ndarray of shape (M, n_train), or (n_problems, M, n_train) for multiclass
         Per-kernel coefficients ``A``: ``f_m(x) = Σ_i A[m, i] k_m(x, x_i)``.
-    intercept_ : float, or ndarray of shape (n_problems,)
+    intercept_ : float, or ndarray of shape (n_problems,) for multiclass
+        The offset ``b``.
     kernel_weights_ : ndarray of shape (M,) or (n_problems, M)
         The kernel combination: θ with unit p-norm for ``"lp"``; ``‖f_m‖ / Σ_k ‖f_k‖`` on the
         simplex for ``"l1"`` and ``"elasticnet"`` (zero exactly for unused kernels).
     kernel_norms_ : ndarray of shape (M,) or (n_problems, M)
         ``‖f_m‖`` in each RKHS.
-    primal_objective_, dual_objective_, duality_gap_ : float or ndarray
+    primal_objective_, dual_objective_, duality_gap_ : float, or ndarray of shape \
+(n_problems,)
         The certificate: primal value, dual value of a feasible dual point, and
         ``(P − D)/|P|``.
-    n_iter_ : int or ndarray
-    converged_ : bool or ndarray
-    history_ : structured ndarray (or list of them for multiclass)
+    n_iter_ : int, or ndarray of shape (n_problems,)
+        Outer iterations run.
+    converged_ : bool, or ndarray of shape (n_problems,)
+        Whether the duality gap reached ``tol``.
+    history_ : structured ndarray of shape (n_iter_,), or a list of them for multiclass
         Per outer iteration: primal, dual, gap, active kernels, seconds.
-    multi_class : {"ovr", "ovo"}
-        How more than two classes are handled (one-vs-rest or one-vs-one).
+    kernel_bank_ : KernelBank or None
+        The fitted bank that computes the test kernels (None for precomputed kernels).
+    n_features_in_ : int
+        Columns of ``X`` (not set for precomputed kernels).
+    n_kernels_ : int
+        The number of kernels M.
+    n_train_ : int
+        The number of training points.
+    pairs_ : ndarray of shape (n_pairs, 2)
+        The class indices ``(a, b)`` of each one-vs-one problem (``a`` positive); empty
+        otherwise.
 
     Examples
     --------
@@ -425,23 +483,26 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
 
     _losses = ("hinge", "squared_hinge", "logistic")
 
+    classes_: NDArray[Any]
+    pairs_: NDArray[np.int64]
+
     def __init__(
         self,
         *,
-        kernels: Sequence[KernelSpec] | Literal["precomputed"] | None = None,
-        penalty: str = "lp",
+        kernels: Sequence[Kernel] | Literal["precomputed"] | None = None,
+        penalty: Penalty = "lp",
         p: float = 2.0,
         l1_ratio: float = 0.5,
         groups: Sequence[int] | None = None,
         C: float = 1.0,
-        loss: str | None = None,
+        loss: LossName | None = None,
         epsilon: float = 0.1,
-        solver: str = "auto",
+        solver: SolverName = "auto",
         tol: float = 1e-3,
         max_iter: int = 200,
         solver_config: SolverConfig | None = None,
-        normalize: str | None = "mean_diag",
-        multi_class: str = "ovr",
+        normalize: Normalization | None = "mean_diag",
+        multi_class: MultiClass = "ovr",
         n_threads: int = 0,
         random_state: int | None = None,
         verbose: int = 0,
@@ -472,58 +533,151 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or (M, n, n) if precomputed
+            Training points, or the training kernel stack for ``kernels="precomputed"``.
         y : array-like of shape (n_samples,)
-            Class labels (any hashable type: strings are fine).
+            Class labels (any hashable type: strings are fine), two classes at least.
 
         Returns
         -------
-        self
+        MKLClassifier
+            ``self``, fitted. A fit that does not reach ``tol`` within ``max_iter`` warns
+            with a ``ConvergenceWarning``.
+
+        Raises
+        ------
+        ValueError
+            An invalid hyper-parameter, a solver that does not handle the penalty or the
+            loss, non-finite or ill-shaped data, fewer than two classes, or (precomputed)
+            a stack that is not symmetric.
+        NotImplementedError
+            A penalty of a later version (``"group"``).
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> import multikernel as mk
+        >>> X, y = load_iris(return_X_y=True)
+        >>> clf = mk.MKLClassifier(C=10.0).fit(X, y)  # one-vs-rest: three problems
+        >>> clf.classes_, clf.dual_coef_.shape, clf.kernel_weights_.shape
+        (array([0, 1, 2]), (3, 5, 150), (3, 5))
+        >>> G = mk.kernels.gram(X, mk.default_kernels(4), normalize="mean_diag")
+        >>> pre = mk.MKLClassifier(kernels="precomputed", C=10.0).fit(G, y)
+        >>> bool(abs(pre.primal_objective_ - clf.primal_objective_).max() < 1e-8)
+        True
         """
         self._clear()
-        _, settings = self._check_params()
+        solver, settings = self._check_params()
         if self.multi_class not in ("ovr", "ovo"):
-            raise ValueError(f"multi_class must be 'ovr' or 'ovo', got {self.multi_class!r}")
+            raise InvalidParameterError(
+                f"multi_class must be 'ovr' or 'ovo', got {self.multi_class!r}",
+                parameter="multi_class",
+            )
         G, yv = self._training_stack(X, y)
         check_classification_targets(yv)
         classes, yi = np.unique(yv, return_inverse=True)
         if len(classes) < 2:
-            raise ValueError(
+            raise InvalidInputError(
                 f"the training data must contain at least two classes, got {len(classes)} class"
             )
-        results: list[dict[str, Any]] = []
+        results: list[_core.FitResult] = []
+        coefs: list[NDArray[Any]] | None = None
         problems: list[tuple[int, int]] = []
         if len(classes) == 2:
-            results.append(self._solve(G, np.where(yi == 1, 1.0, -1.0), settings))
+            results.append(self._solve(solver, G, np.where(yi == 1, 1.0, -1.0), settings))
         elif self.multi_class == "ovr":
             for k in range(len(classes)):
-                results.append(self._solve(G, np.where(yi == k, 1.0, -1.0), settings))
+                label = f" (class {classes[k]!r} vs rest)"
+                yk = np.where(yi == k, 1.0, -1.0)
+                results.append(self._solve(solver, G, yk, settings, label))
         else:
             # One-vs-one: each pair on its own points; coefficients scattered back to all n.
             n = G.shape[1]
+            coefs = []
             for a in range(len(classes)):
                 for b in range(a + 1, len(classes)):
                     idx = np.flatnonzero((yi == a) | (yi == b))
                     sub = np.ascontiguousarray(G[:, idx][:, :, idx])
-                    r = self._solve(sub, np.where(yi[idx] == a, 1.0, -1.0), settings)
+                    label = f" (class {classes[a]!r} vs {classes[b]!r})"
+                    yab = np.where(yi[idx] == a, 1.0, -1.0)
+                    r = self._solve(solver, sub, yab, settings, label)
                     full = np.zeros((G.shape[0], n))
-                    full[:, idx] = r["coef"]
-                    r["coef"] = full
+                    full[:, idx] = r.coef
                     results.append(r)
+                    coefs.append(full)
                     problems.append((a, b))
-        self._set_results(results, multi=len(classes) > 2)
+        self._set_results(results, multi=len(classes) > 2, coefs=coefs)
         self.classes_ = classes
         self.pairs_ = np.asarray(problems, dtype=np.int64).reshape(-1, 2)
         self.n_train_ = G.shape[1]
         return self
 
     def decision_function(self, X: Any) -> NDArray[np.float64]:
-        """Decision values: shape (n_samples,) for two classes (positive means
-        ``classes_[1]``), (n_samples, n_classes) for one-vs-rest and
-        (n_samples, n_pairs) for one-vs-one."""
+        """Decision values ``f(x) = Σ_m f_m(x) + b``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+            Test points, or the test kernels against the training points for
+            ``kernels="precomputed"``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), (n_samples, n_classes) or (n_samples, n_pairs)
+            For two classes, one value per point (positive means ``classes_[1]``); else one
+            column per one-vs-rest problem (class) or per one-vs-one pair (see ``pairs_``,
+            positive means the pair's first class).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            The estimator is not fitted.
+        ValueError
+            Non-finite or ill-shaped ``X`` (another number of features, or a precomputed
+            stack of another shape than (M, n_samples, n_train)).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import multikernel as mk
+        >>> X = np.array([[-2.0], [-1.0], [1.0], [2.0]])
+        >>> clf = mk.MKLClassifier(kernels=[mk.kernels.Linear()]).fit(X, ["a", "a", "b", "b"])
+        >>> f = clf.decision_function(np.array([[-3.0], [3.0]]))
+        >>> f.shape, bool(f[0] < 0 < f[1])
+        ((2,), True)
+        """
         return self._decision(self._test_stack(X))
 
     def predict(self, X: Any) -> NDArray[Any]:
-        """Predicted class labels."""
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+            Test points, or the test kernels for ``kernels="precomputed"``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``: the sign of the decision value for two classes, the
+            largest one-vs-rest value, or the most one-vs-one votes (ties broken by the
+            summed decision values).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            The estimator is not fitted.
+        ValueError
+            Non-finite or ill-shaped ``X``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import multikernel as mk
+        >>> X = np.array([[-2.0], [-1.0], [1.0], [2.0]])
+        >>> clf = mk.MKLClassifier(kernels=[mk.kernels.Linear()]).fit(X, ["a", "a", "b", "b"])
+        >>> clf.predict(np.array([[-3.0], [3.0]]))
+        array(['a', 'b'], dtype='<U1')
+        """
         f = self.decision_function(X)
         if f.ndim == 1:
             out: NDArray[Any] = self.classes_[(f > 0).astype(np.int64)]
@@ -551,8 +705,43 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
 
     @available_if(_check_proba)  # type: ignore[untyped-decorator]
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
-        """Class probabilities (``loss="logistic"`` only): the logistic model's
-        ``σ(f)`` for two classes; normalised one-vs-rest probabilities otherwise."""
+        """Class probabilities (``loss="logistic"`` only).
+
+        The logistic model's ``σ(f)`` for two classes; the one-vs-rest ``σ(f_k)`` normalised
+        to sum to one for more classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+            Test points, or the test kernels for ``kernels="precomputed"``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities of the classes in the order of ``classes_``; rows sum to one.
+
+        Raises
+        ------
+        AttributeError
+            The loss is not ``"logistic"`` (the method is then absent), or the classifier is
+            one-vs-one with more than two classes.
+        sklearn.exceptions.NotFittedError
+            The estimator is not fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import multikernel as mk
+        >>> X = np.array([[-2.0], [-1.0], [1.0], [2.0]])
+        >>> clf = mk.MKLClassifier(kernels=[mk.kernels.Linear()], loss="logistic")
+        >>> P = clf.fit(X, [0, 0, 1, 1]).predict_proba(np.array([[-3.0], [0.0], [3.0]]))
+        >>> P.round(2)
+        array([[0.87, 0.13],
+               [0.5 , 0.5 ],
+               [0.13, 0.87]])
+        >>> hasattr(mk.MKLClassifier(loss="hinge"), "predict_proba")
+        False
+        """
         f = self.decision_function(X)
         if f.ndim == 1:
             p1 = 1.0 / (1.0 + np.exp(-f))
@@ -573,19 +762,33 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
 
     Parameters
     ----------
-    kernels, penalty, p, l1_ratio, groups, C, solver, tol, max_iter, solver_config,
-    normalize, n_threads, random_state, verbose
+    kernels, penalty, p, l1_ratio, groups, C
         As for :class:`MKLClassifier`.
     loss : {"squared", "epsilon_insensitive"}, optional
         None means ``"squared"``.
     epsilon : float, default 0.1
         Width of the insensitive tube of ``"epsilon_insensitive"``.
+    solver, tol, max_iter, solver_config, normalize, n_threads, random_state, verbose
+        As for :class:`MKLClassifier`.
 
     Attributes
     ----------
-    dual_coef_, intercept_, kernel_weights_, kernel_norms_, primal_objective_,
-    dual_objective_, duality_gap_, n_iter_, converged_, history_
-        As for a binary :class:`MKLClassifier`.
+    dual_coef_ : ndarray of shape (M, n_train)
+        Per-kernel coefficients ``A``: ``f_m(x) = Σ_i A[m, i] k_m(x, x_i)``.
+    intercept_ : float
+        The offset ``b``.
+    kernel_weights_, kernel_norms_ : ndarray of shape (M,)
+        As for :class:`MKLClassifier`.
+    primal_objective_, dual_objective_, duality_gap_ : float
+        The certificate, as for :class:`MKLClassifier`.
+    n_iter_ : int
+        Outer iterations run.
+    converged_ : bool
+        Whether the duality gap reached ``tol``.
+    history_ : structured ndarray of shape (n_iter_,)
+        Per outer iteration: primal, dual, gap, active kernels, seconds.
+    kernel_bank_, n_features_in_, n_kernels_, n_train_
+        As for :class:`MKLClassifier`.
 
     Examples
     --------
@@ -607,23 +810,74 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or (M, n, n) if precomputed
+            Training points, or the training kernel stack for ``kernels="precomputed"``.
         y : array-like of shape (n_samples,)
             Real targets.
 
         Returns
         -------
-        self
+        MKLRegressor
+            ``self``, fitted. A fit that does not reach ``tol`` within ``max_iter`` warns
+            with a ``ConvergenceWarning``.
+
+        Raises
+        ------
+        ValueError
+            An invalid hyper-parameter, a solver that does not handle the penalty or the
+            loss, non-finite or ill-shaped data, or (precomputed) a stack that is not
+            symmetric.
+        NotImplementedError
+            A penalty of a later version (``"group"``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import multikernel as mk
+        >>> from multikernel.kernels import Gaussian, Linear
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(60, 2)); y = np.sin(2 * X[:, 0]) + 0.05 * rng.normal(size=60)
+        >>> specs = [Linear(features=[0]), Gaussian(sigma=0.5, features=[0]), Linear(features=[1])]
+        >>> reg = mk.MKLRegressor(kernels=specs, penalty="l1", C=10.0, tol=1e-6).fit(X, y)
+        >>> reg.kernel_weights_.round(2)  # the RBF kernel on the informative column
+        array([0., 1., 0.])
         """
         self._clear()
-        _, settings = self._check_params()
+        solver, settings = self._check_params()
         G, yv = self._training_stack(X, y)
         yf = np.asarray(yv, dtype=np.float64)
         if not np.isfinite(yf).all():
-            raise ValueError("y contains NaN or infinity")
-        self._set_results([self._solve(G, yf, settings)], multi=False)
+            raise NonFiniteError("y contains NaN or infinity")
+        self._set_results([self._solve(solver, G, yf, settings)], multi=False)
         self.n_train_ = G.shape[1]
         return self
 
     def predict(self, X: Any) -> NDArray[np.float64]:
-        """Predicted targets."""
+        """Predicted targets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+            Test points, or the test kernels for ``kernels="precomputed"``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``f(x) = Σ_m f_m(x) + b``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            The estimator is not fitted.
+        ValueError
+            Non-finite or ill-shaped ``X``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import multikernel as mk
+        >>> X = np.linspace(-1.0, 1.0, 20)[:, None]
+        >>> reg = mk.MKLRegressor(kernels=[mk.kernels.Linear()], C=1e4, tol=1e-8)
+        >>> reg.fit(X, 3.0 * X[:, 0] + 1.0).predict(np.array([[0.0], [2.0]])).round(3)
+        array([1., 7.])
+        """
         return self._decision(self._test_stack(X))

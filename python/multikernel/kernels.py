@@ -1,9 +1,11 @@
 """Kernel specifications, Gram stacks and their normalisation.
 
 A kernel specification is a frozen dataclass naming a kernel function and, optionally, the
-feature columns it reads. :func:`gram` computes the stack of training Gram matrices
-``(M, n, n)``; :class:`KernelBank` keeps the training statistics so that
-:meth:`KernelBank.transform` gives cross kernels ``(M, n_new, n)`` normalised the same way.
+feature columns it reads; each derives from :class:`Kernel` (:class:`Linear`,
+:class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian`). :func:`gram` computes the stack
+of training Gram matrices ``(M, n, n)``; :class:`KernelBank` keeps the training statistics so
+that :meth:`KernelBank.transform` gives cross kernels ``(M, n_new, n)`` normalised the same
+way.
 All heavy work runs in Rust, in parallel, with the GIL released.
 
 Examples
@@ -19,19 +21,23 @@ Examples
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias, get_args
 
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from . import _core
+from ._typing import Normalization
 from ._validation import check_features, check_n_threads, check_stack
+from .exceptions import StackTooLargeError
 
 __all__ = [
     "Gaussian",
+    "Kernel",
     "KernelBank",
     "KernelSpec",
     "Laplacian",
@@ -49,10 +55,8 @@ __all__ = [
     "validate_stack",
 ]
 
-StackTooLargeError = _core.StackTooLargeError
 
-Normalization: TypeAlias = Literal["none", "trace", "mean_diag", "multiplicative", "spherical"]
-_NORMALIZATIONS = ("none", "trace", "mean_diag", "multiplicative", "spherical")
+_NORMALIZATIONS: tuple[str, ...] = get_args(Normalization)
 
 #: The 24 Gaussian widths of the SimpleMKL and SpicyMKL experiments.
 SIMPLEMKL_WIDTHS: tuple[float, ...] = (
@@ -85,13 +89,59 @@ def _positive(name: str, value: float) -> float:
 
 
 @dataclass(frozen=True)
-class Linear:
+class Kernel(abc.ABC):
+    """Base class of the kernel specifications.
+
+    A specification is a frozen (immutable, hashable) dataclass that names a kernel function
+    and, optionally, the feature columns it reads; it computes nothing itself (:func:`gram`
+    and :class:`KernelBank` evaluate specifications in Rust). The concrete kernels are
+    :class:`Linear`, :class:`Polynomial`, :class:`Gaussian` and :class:`Laplacian`; this
+    class gives a list of mixed specifications a common type, so that
+    ``[Gaussian(sigma=2.0), Linear()]`` is a ``list[Kernel]`` for a type checker, as
+    scikit-learn's Gaussian-process kernels share ``Kernel``. It is abstract: the engine
+    evaluates only the four concrete kernels.
+
+    See Also
+    --------
+    KernelSpec : Alias of this class, kept for compatibility.
+
+    Examples
+    --------
+    >>> from multikernel.kernels import Gaussian, Kernel, Linear
+    >>> specs = [Gaussian(sigma=2.0, features=[0, 1]), Linear()]
+    >>> all(isinstance(s, Kernel) for s in specs)
+    True
+    >>> Gaussian(2.0) == Gaussian(sigma=2.0)
+    True
+    """
+
+    @abc.abstractmethod
+    def _to_tuple(self) -> _SpecTuple:
+        """The specification as the engine's tuple ``(kind, a, b, c, features)``."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Linear(Kernel):
     """Linear kernel ``k(x, x') = <x, x'>``.
 
     Parameters
     ----------
     features : sequence of int, optional
         Columns of ``X`` the kernel reads; all columns when None.
+
+    Raises
+    ------
+    ValueError
+        ``features`` is empty or holds negative or non-integer indices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import Linear, gram
+    >>> X = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> gram(X, [Linear(), Linear(features=[1])])[:, 0, 1]
+    array([11.,  8.])
     """
 
     features: Sequence[int] | None = None
@@ -104,12 +154,12 @@ class Linear:
 
 
 @dataclass(frozen=True)
-class Polynomial:
+class Polynomial(Kernel):
     """Polynomial kernel ``k(x, x') = (scale * <x, x'> + coef0) ** degree``.
 
     Parameters
     ----------
-    degree : int
+    degree : int, default 2
         Positive integer degree.
     coef0 : float, default 1.0
         Additive constant.
@@ -117,6 +167,22 @@ class Polynomial:
         Factor of the inner product (scikit-learn's ``gamma``).
     features : sequence of int, optional
         Columns of ``X`` the kernel reads; all columns when None.
+
+    Raises
+    ------
+    ValueError
+        ``degree`` is not a positive integer, ``coef0`` or ``scale`` is not finite, or
+        ``features`` is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.metrics.pairwise import polynomial_kernel
+    >>> from multikernel.kernels import Polynomial, gram
+    >>> X = np.array([[0.0, 1.0], [2.0, 0.5], [1.0, 1.0]])
+    >>> G = gram(X, [Polynomial(degree=3, coef0=1.0, scale=0.5)])
+    >>> bool(np.allclose(G[0], polynomial_kernel(X, degree=3, gamma=0.5, coef0=1.0)))
+    True
     """
 
     degree: int = 2
@@ -140,16 +206,32 @@ class Polynomial:
 
 
 @dataclass(frozen=True)
-class Gaussian:
+class Gaussian(Kernel):
     """Gaussian (RBF) kernel ``k(x, x') = exp(-||x - x'||² / (2 sigma²))``.
 
     Parameters
     ----------
-    sigma : float
+    sigma : float, default 1.0
         Positive width. Use :meth:`from_gamma` for scikit-learn's parameterisation
         ``exp(-gamma ||x - x'||²)``.
     features : sequence of int, optional
         Columns of ``X`` the kernel reads; all columns when None.
+
+    Raises
+    ------
+    ValueError
+        ``sigma`` is not a positive finite number, or ``features`` is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import Gaussian, gram
+    >>> X = np.array([[0.0, 0.0], [2.0, 0.0]])
+    >>> k = Gaussian(sigma=2.0)
+    >>> k.gamma
+    0.125
+    >>> bool(np.isclose(gram(X, [k])[0, 0, 1], np.exp(-4.0 / 8.0)))
+    True
     """
 
     sigma: float = 1.0
@@ -161,7 +243,35 @@ class Gaussian:
 
     @classmethod
     def from_gamma(cls, gamma: float, features: Sequence[int] | None = None) -> Gaussian:
-        """The kernel ``exp(-gamma ||x - x'||²)``, i.e. ``sigma = 1 / sqrt(2 gamma)``."""
+        """The kernel ``exp(-gamma ||x - x'||²)``, i.e. ``sigma = 1 / sqrt(2 gamma)``.
+
+        Parameters
+        ----------
+        gamma : float
+            Positive scale of the squared distance (scikit-learn's ``gamma``).
+        features : sequence of int, optional
+            Columns of ``X`` the kernel reads; all columns when None.
+
+        Returns
+        -------
+        Gaussian
+
+        Raises
+        ------
+        ValueError
+            ``gamma`` is not a positive finite number, or ``features`` is invalid.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.metrics.pairwise import rbf_kernel
+        >>> from multikernel.kernels import Gaussian, gram
+        >>> X = np.array([[0.0, 1.0], [2.0, 0.5], [1.0, 1.0]])
+        >>> Gaussian.from_gamma(0.5)
+        Gaussian(sigma=1.0, features=None)
+        >>> bool(np.allclose(gram(X, [Gaussian.from_gamma(0.5)])[0], rbf_kernel(X, gamma=0.5)))
+        True
+        """
         g = _positive("gamma", gamma)
         return cls(sigma=1.0 / math.sqrt(2.0 * g), features=_features(features))
 
@@ -175,15 +285,29 @@ class Gaussian:
 
 
 @dataclass(frozen=True)
-class Laplacian:
+class Laplacian(Kernel):
     """Laplacian kernel ``k(x, x') = exp(-||x - x'||₁ / sigma)``.
 
     Parameters
     ----------
-    sigma : float
+    sigma : float, default 1.0
         Positive width (scikit-learn's ``laplacian_kernel`` uses ``gamma = 1 / sigma``).
     features : sequence of int, optional
         Columns of ``X`` the kernel reads; all columns when None.
+
+    Raises
+    ------
+    ValueError
+        ``sigma`` is not a positive finite number, or ``features`` is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.metrics.pairwise import laplacian_kernel
+    >>> from multikernel.kernels import Laplacian, gram
+    >>> X = np.array([[0.0, 1.0], [2.0, 0.5], [1.0, 1.0]])
+    >>> bool(np.allclose(gram(X, [Laplacian(sigma=2.0)])[0], laplacian_kernel(X, gamma=0.5)))
+    True
     """
 
     sigma: float = 1.0
@@ -197,15 +321,15 @@ class Laplacian:
         return ("laplacian", self.sigma, 0.0, 0.0, _flist(self.features))
 
 
-KernelSpec: TypeAlias = Linear | Polynomial | Gaussian | Laplacian
-_SPEC_TYPES = (Linear, Polynomial, Gaussian, Laplacian)
+#: Alias of :class:`Kernel`, kept for compatibility (it was the union of the four kernels).
+KernelSpec: TypeAlias = Kernel
 
 
 def _flist(features: Sequence[int] | None) -> list[int] | None:
     return None if features is None else list(features)
 
 
-def _from_tuple(t: _SpecTuple) -> KernelSpec:
+def _from_tuple(t: _SpecTuple) -> Kernel:
     kind, a, b, c, feats = t
     if kind == "linear":
         return Linear(features=feats)
@@ -216,8 +340,8 @@ def _from_tuple(t: _SpecTuple) -> KernelSpec:
     return Laplacian(sigma=a, features=feats)
 
 
-def _spec_tuples(specs: Sequence[KernelSpec]) -> list[_SpecTuple]:
-    if isinstance(specs, _SPEC_TYPES):
+def _spec_tuples(specs: Sequence[Kernel]) -> list[_SpecTuple]:
+    if isinstance(specs, Kernel):
         specs = [specs]
     try:
         specs = list(specs)
@@ -228,7 +352,7 @@ def _spec_tuples(specs: Sequence[KernelSpec]) -> list[_SpecTuple]:
     if not specs:
         raise ValueError("at least one kernel specification is needed")
     for i, s in enumerate(specs):
-        if not isinstance(s, _SPEC_TYPES):
+        if not isinstance(s, Kernel):
             raise ValueError(
                 f"kernel {i} is {s!r}, not a kernel specification "
                 "(Linear, Polynomial, Gaussian, Laplacian)"
@@ -256,7 +380,7 @@ def simplemkl_bank(
     n_features: int,
     widths: Sequence[float] = SIMPLEMKL_WIDTHS,
     degrees: Sequence[int] = (1, 2, 3),
-) -> list[KernelSpec]:
+) -> list[Kernel]:
     """The kernel bank of SimpleMKL and SpicyMKL.
 
     Every Gaussian width and every polynomial degree (``(<x, x'> + 1) ** d``), first on all
@@ -267,14 +391,32 @@ def simplemkl_bank(
     ----------
     n_features : int
         Number of columns of ``X``.
-    widths : sequence of float
+    widths : sequence of float, default SIMPLEMKL_WIDTHS
         Gaussian widths sigma.
-    degrees : sequence of int
+    degrees : sequence of int, default (1, 2, 3)
         Polynomial degrees.
 
     Returns
     -------
-    list of KernelSpec
+    list of Kernel
+        The Gaussian kernels, then the polynomial ones, on all variables, then the same on
+        each single variable.
+
+    Raises
+    ------
+    ValueError
+        ``n_features`` is not a positive integer, a width is not positive, a degree is not a
+        positive integer, or both ``widths`` and ``degrees`` are empty.
+
+    Examples
+    --------
+    >>> from multikernel.kernels import simplemkl_bank
+    >>> len(simplemkl_bank(n_features=4))
+    135
+    >>> simplemkl_bank(2, widths=[1.0], degrees=[2])[:3]  # doctest: +NORMALIZE_WHITESPACE
+    [Gaussian(sigma=1.0, features=None),
+     Polynomial(degree=2, coef0=1.0, scale=1.0, features=None),
+     Gaussian(sigma=1.0, features=(0,))]
     """
     if isinstance(n_features, bool) or int(n_features) != n_features or n_features < 1:
         raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
@@ -287,7 +429,7 @@ def simplemkl_bank(
 
 def gram(
     X: Any,
-    specs: Sequence[KernelSpec],
+    specs: Sequence[Kernel],
     *,
     normalize: Normalization | None = None,
     center: bool = False,
@@ -300,7 +442,7 @@ def gram(
     ----------
     X : array-like of shape (n_samples, n_features)
         Training points.
-    specs : sequence of KernelSpec
+    specs : sequence of Kernel
         Kernel specifications.
     normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"}, optional
         Scaling of each Gram matrix: unit trace, unit mean diagonal, Kloft et al.'s
@@ -322,7 +464,18 @@ def gram(
     ValueError
         Non-finite ``X``, invalid specifications, or feature indices out of range.
     StackTooLargeError
-        The stack would not fit in the available memory (a ``ValueError``).
+        The stack would not fit in the available memory (raised before allocating it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import Gaussian, Linear, gram
+    >>> X = np.random.default_rng(0).normal(size=(10, 3))
+    >>> G = gram(X, [Linear(), Gaussian(sigma=2.0, features=[0, 2])], normalize="mean_diag")
+    >>> G.shape, G.dtype
+    ((2, 10, 10), dtype('float64'))
+    >>> np.diagonal(G, axis1=1, axis2=2).mean(axis=1)
+    array([1., 1.])
     """
     return KernelBank(
         specs, normalize=normalize, center=center, dtype=dtype, n_threads=n_threads
@@ -334,7 +487,7 @@ class KernelBank:
 
     Parameters
     ----------
-    specs : sequence of KernelSpec
+    specs : sequence of Kernel
         Kernel specifications.
     normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"}, optional
         See :func:`gram`.
@@ -345,8 +498,16 @@ class KernelBank:
     n_threads : int, default 0
         Threads, 0 = all cores.
 
+    Raises
+    ------
+    ValueError
+        Invalid specifications, an unknown ``normalize``, a ``dtype`` other than float64 and
+        float32, or a negative ``n_threads``.
+
     Attributes
     ----------
+    specs : list of Kernel
+        The specifications (features stored as tuples).
     X_train_ : ndarray of shape (n_samples, n_features)
         The training points (cross kernels are computed against them).
     stats_ : dict
@@ -367,7 +528,7 @@ class KernelBank:
 
     def __init__(
         self,
-        specs: Sequence[KernelSpec],
+        specs: Sequence[Kernel],
         *,
         normalize: Normalization | None = None,
         center: bool = False,
@@ -375,7 +536,7 @@ class KernelBank:
         n_threads: int = 0,
     ) -> None:
         self._tuples = _spec_tuples(specs)
-        self.specs: list[KernelSpec] = [_from_tuple(t) for t in self._tuples]
+        self.specs: list[Kernel] = [_from_tuple(t) for t in self._tuples]
         self.normalize: str = _check_normalize(normalize)
         self.center = bool(center)
         self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
@@ -385,12 +546,65 @@ class KernelBank:
         return len(self.specs)
 
     def fit(self, X: Any) -> KernelBank:
-        """Compute and keep the training statistics of ``X``; returns ``self``."""
+        """Compute and keep the training statistics of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points.
+
+        Returns
+        -------
+        KernelBank
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            ``X`` is not a finite 2-D array, or a feature index is out of range.
+        StackTooLargeError
+            The training stack would not fit in the available memory.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import Gaussian, KernelBank
+        >>> bank = KernelBank([Gaussian(sigma=1.0)], normalize="trace").fit(np.eye(3))
+        >>> bank.X_train_.shape, bank.degenerate_
+        ((3, 3), [])
+        """
         self.fit_transform(X)
         return self
 
     def fit_transform(self, X: Any) -> NDArray[Any]:
-        """Compute the training Gram stack ``(M, n, n)`` of ``X`` and keep its statistics."""
+        """Compute the training Gram stack of ``X`` and keep its statistics.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points.
+
+        Returns
+        -------
+        ndarray of shape (M, n_samples, n_samples)
+            The normalised training kernels, of the bank's ``dtype``.
+
+        Raises
+        ------
+        ValueError
+            ``X`` is not a finite 2-D array, or a feature index is out of range.
+        StackTooLargeError
+            The stack would not fit in the available memory.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import KernelBank, Linear, Polynomial
+        >>> bank = KernelBank([Linear(), Polynomial(degree=2)], normalize="trace", dtype=np.float32)
+        >>> G = bank.fit_transform(np.arange(8.0).reshape(4, 2))
+        >>> G.shape, G.dtype, np.trace(G, axis1=1, axis2=2).round(6)
+        ((2, 4, 4), dtype('float32'), array([1., 1.], dtype=float32))
+        """
         Xc = check_features(X)
         G, stats = _core.gram_fit(
             Xc,
@@ -406,8 +620,35 @@ class KernelBank:
         return G
 
     def transform(self, X: Any) -> NDArray[Any]:
-        """Cross kernels ``(M, n_new, n_train)`` between ``X`` and the training points, with
-        the training normalisation."""
+        """Cross kernels between ``X`` and the training points, with the training
+        normalisation.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_features)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (M, n_new, n_train)
+            ``K_m(x_new, x_train)``, scaled (and centred) with the training statistics.
+
+        Raises
+        ------
+        ValueError
+            The bank is not fitted, or ``X`` is not a finite 2-D array with as many columns as
+            the training points.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import Gaussian, KernelBank
+        >>> X = np.arange(12.0).reshape(6, 2)
+        >>> bank = KernelBank([Gaussian(sigma=2.0)], normalize="trace").fit(X)
+        >>> Gx = bank.transform(X[:2])
+        >>> Gx.shape, bool(np.allclose(Gx, bank.fit_transform(X)[:, :2, :]))
+        ((1, 2, 6), True)
+        """
         if not hasattr(self, "stats_"):
             raise ValueError("this KernelBank is not fitted yet: call fit(X_train) first")
         Xc = check_features(X)
@@ -420,19 +661,71 @@ class KernelBank:
         )
 
     def nbytes(self, n_samples: int, n_train: int | None = None) -> int:
-        """Bytes of a stack of these kernels on ``n_samples`` (× ``n_train``) points."""
+        """Bytes of a stack of these kernels on ``n_samples`` (× ``n_train``) points.
+
+        Parameters
+        ----------
+        n_samples : int
+            Rows of each kernel.
+        n_train : int, optional
+            Columns of each kernel (a cross stack); ``n_samples`` when None.
+
+        Returns
+        -------
+        int
+            ``M · n_samples · n_train · itemsize``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import KernelBank, simplemkl_bank
+        >>> bank = KernelBank(simplemkl_bank(n_features=30), dtype=np.float32)
+        >>> len(bank), round(bank.nbytes(1000) / 2**30, 2)  # GiB of the training stack
+        (837, 3.12)
+        >>> bank.nbytes(10, 1000)
+        33480000
+        """
         cols = n_samples if n_train is None else n_train
         return len(self.specs) * n_samples * cols * self.dtype.itemsize
 
 
 def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray[Any]:
     """Check a precomputed stack ``(M, n, n)``: finite and symmetric within
-    ``rtol · max|K_m|``. Returns it as a C-contiguous float64 (or float32) array.
+    ``rtol · max|K_m|``, in one read of the stack.
+
+    Parameters
+    ----------
+    G : array-like of shape (M, n, n)
+        Kernel stack.
+    rtol : float, default 1e-8
+        Tolerated asymmetry ``|K_m[i, j] - K_m[j, i]|``, relative to ``max|K_m|``.
+    n_threads : int, default 0
+        Threads, 0 = all cores.
+
+    Returns
+    -------
+    ndarray of shape (M, n, n)
+        ``G`` as a C-contiguous float64 array (float32 stays float32), not copied when it
+        already is one.
 
     Raises
     ------
     ValueError
         Wrong shape, non-finite entries, or an asymmetric kernel (naming its index).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import validate_stack
+    >>> G = np.stack([np.eye(3), np.ones((3, 3))])
+    >>> validate_stack(G) is G
+    True
+    >>> G[1, 0, 2] = 2.0
+    >>> try:
+    ...     validate_stack(G)
+    ... except ValueError:
+    ...     print("rejected")
+    rejected
     """
     arr = check_stack(G)
     _core.validate_stack(arr, float(rtol), check_n_threads(n_threads))
@@ -445,7 +738,8 @@ def quad_forms(G: Any, v: Any, *, n_threads: int = 0) -> NDArray[np.float64]:
     Parameters
     ----------
     G : ndarray of shape (M, n, n), float64 or float32
-        Kernel stack (symmetric; only the upper triangle is read).
+        Kernel stack (symmetric; only the upper triangle is read). Its finiteness is not
+        checked (that would cost another read of the stack): see :func:`validate_stack`.
     v : array-like of shape (n,)
         Vector.
     n_threads : int, default 0
@@ -454,6 +748,20 @@ def quad_forms(G: Any, v: Any, *, n_threads: int = 0) -> NDArray[np.float64]:
     Returns
     -------
     ndarray of shape (M,)
+        ``vᵀ K_m v`` for each kernel, accumulated in float64.
+
+    Raises
+    ------
+    ValueError
+        ``G`` is not a stack of square kernels, or ``v`` is not 1-D of length n.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import quad_forms
+    >>> G = np.stack([np.eye(3), np.ones((3, 3))])
+    >>> quad_forms(G, np.array([1.0, 2.0, 3.0]))
+    array([14., 36.])
     """
     arr = check_stack(G)
     vec = np.ascontiguousarray(np.asarray(v, dtype=np.float64))
@@ -466,13 +774,28 @@ def quad_forms(G: Any, v: Any, *, n_threads: int = 0) -> NDArray[np.float64]:
 class LowRankFactors:
     """Pivoted incomplete Cholesky factors ``K_m ≈ factors[m] @ factors[m].T``.
 
-    Attributes
+    The result of :func:`low_rank`; the parameters are also its attributes.
+
+    Parameters
     ----------
     factors : list of ndarray of shape (n, rank_m)
+        The factor ``G_m`` of each kernel.
     ranks : ndarray of shape (M,)
+        ``rank_m``, the number of columns of each factor.
     errors : ndarray of shape (M,)
         ``trace(K_m - G_m G_mᵀ) / trace(K_m)``, which also bounds
         ``||K_m - G_m G_mᵀ||_F / trace(K_m)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import low_rank
+    >>> B = np.random.default_rng(0).normal(size=(6, 2))
+    >>> res = low_rank(np.stack([B @ B.T, np.eye(6)]))
+    >>> res.ranks
+    array([2, 6])
+    >>> bool(np.allclose(res.factors[0] @ res.factors[0].T, B @ B.T))
+    True
     """
 
     factors: list[NDArray[np.float64]] = field(repr=False)
@@ -491,7 +814,7 @@ def low_rank(
     Parameters
     ----------
     G : ndarray of shape (M, n, n)
-        Symmetric PSD kernels.
+        Symmetric PSD kernels (finiteness is not checked: see :func:`validate_stack`).
     tol : float, default 1e-6
         Relative trace error, in [0, 1).
     max_rank : int, optional
@@ -502,6 +825,22 @@ def low_rank(
     Returns
     -------
     LowRankFactors
+        The factors, their ranks and their relative trace errors.
+
+    Raises
+    ------
+    ValueError
+        ``G`` is not a stack of square kernels, ``tol`` is outside [0, 1), or ``max_rank`` is
+        below 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import Gaussian, gram, low_rank
+    >>> X = np.random.default_rng(0).normal(size=(200, 2))
+    >>> res = low_rank(gram(X, [Gaussian(sigma=3.0)]), tol=1e-4)
+    >>> bool(res.ranks[0] < 20), bool(res.errors[0] <= 1e-4)
+    (True, True)
     """
     arr = np.ascontiguousarray(check_stack(G), dtype=np.float64)
     tol_f = float(tol)
@@ -537,6 +876,23 @@ def alignment(G: Any, y: Any = None) -> NDArray[np.float64]:
     -------
     ndarray of shape (M, M) when ``y`` is None, else of shape (M,)
         Alignments in [-1, 1]; a kernel that is zero after centring has alignment 0.
+
+    Raises
+    ------
+    ValueError
+        ``G`` is not a stack of square kernels, or ``y`` has not n entries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import alignment
+    >>> y = np.array([1.0, 1.0, -1.0, -1.0])
+    >>> G = np.stack([np.outer(y, y), np.eye(4)])
+    >>> alignment(G, y).round(3)
+    array([1.   , 0.577])
+    >>> alignment(G).round(3)
+    array([[1.   , 0.577],
+           [0.577, 1.   ]])
     """
     arr = check_stack(G)
     M, n, _ = arr.shape

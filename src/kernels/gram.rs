@@ -54,10 +54,6 @@ fn available_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
-fn gib(bytes: u64) -> f64 {
-    bytes as f64 / (1u64 << 30) as f64
-}
-
 /// Fails with a clear message, before anything is allocated, when a stack would not fit.
 fn check_memory<T: Element>(m: usize, rows: usize, cols: usize, opts: &GramOptions) -> Result<()> {
     let elem = std::mem::size_of::<T>();
@@ -66,13 +62,14 @@ fn check_memory<T: Element>(m: usize, rows: usize, cols: usize, opts: &GramOptio
     if let Some(limit) = limit {
         if need > limit {
             let dtype = if elem == 4 { "float32" } else { "float64" };
-            return Err(MkError::TooLarge(format!(
-                "the kernel stack needs {:.2} GiB ({m} kernels of {rows}×{cols} {dtype}) but only \
-                 {:.2} GiB is available; use dtype=float32 (half the memory), a low-rank stack, \
-                 fewer kernels or fewer points",
-                gib(need),
-                gib(limit)
-            )));
+            return Err(MkError::TooLarge {
+                what: format!("the kernel stack ({m} kernels of {rows}×{cols} {dtype})"),
+                needed: need,
+                available: limit,
+                advice: "use dtype=float32 (half the memory), a low-rank stack, fewer kernels or \
+                         fewer points"
+                    .into(),
+            });
         }
     }
     Ok(())
@@ -80,10 +77,11 @@ fn check_memory<T: Element>(m: usize, rows: usize, cols: usize, opts: &GramOptio
 
 fn check_finite(x: &ArrayView2<f64>, name: &str) -> Result<()> {
     if let Some((idx, _)) = x.indexed_iter().find(|(_, v)| !v.is_finite()) {
-        return Err(MkError::NonFinite(format!(
-            "{name} contains NaN or infinity (first at row {}, column {})",
-            idx.0, idx.1
-        )));
+        return Err(MkError::NonFinite {
+            what: name.to_string(),
+            kernel: None,
+            entry: Some(idx),
+        });
     }
     Ok(())
 }

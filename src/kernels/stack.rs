@@ -109,13 +109,14 @@ pub fn dot<T: Element>(a: &[T], b: &[f64]) -> f64 {
 }
 
 /// What [`DenseStack::validate`] gathers over part of a kernel, in eight lanes so that the
-/// loop vectorises: `Σ 0·x` (NaN as soon as an entry is not finite), `max |x|` and
-/// `max |K_ij − K_ji|`.
+/// loop vectorises: `Σ 0·x` (NaN as soon as an entry is not finite), `max |x|`,
+/// `max |K_ij − K_ji|` and the smallest diagonal entry (a PSD kernel has none below 0).
 #[derive(Debug, Clone, Copy, Default)]
 struct SymmetryStats {
     finite: [f64; 8],
     scale: [f64; 8],
     diff: [f64; 8],
+    min_diag: f64,
 }
 
 impl SymmetryStats {
@@ -136,6 +137,7 @@ impl SymmetryStats {
     fn add_diagonal(&mut self, x: f64) {
         self.finite[0] += 0.0 * x;
         self.scale[0] = self.scale[0].max(x.abs());
+        self.min_diag = self.min_diag.min(x);
     }
 
     fn merge(mut self, other: &Self) -> Self {
@@ -144,14 +146,15 @@ impl SymmetryStats {
             self.scale[l] = self.scale[l].max(other.scale[l]);
             self.diff[l] = self.diff[l].max(other.diff[l]);
         }
+        self.min_diag = self.min_diag.min(other.min_diag);
         self
     }
 
-    /// Whether every entry was finite, `max |x|` and `max |K_ij − K_ji|`.
-    fn totals(&self) -> (bool, f64, f64) {
+    /// Whether every entry was finite, `max |x|`, `max |K_ij − K_ji|` and `min(0, min K_ii)`.
+    fn totals(&self) -> (bool, f64, f64, f64) {
         let finite = self.finite.iter().sum::<f64>().is_finite();
         let max = |v: &[f64; 8]| v.iter().fold(0.0f64, |a, &b| a.max(b));
-        (finite, max(&self.scale), max(&self.diff))
+        (finite, max(&self.scale), max(&self.diff), self.min_diag)
     }
 }
 
@@ -201,8 +204,9 @@ impl<'a, T: Element> DenseStack<'a, T> {
         &self.data[m * self.n * self.n..(m + 1) * self.n * self.n]
     }
 
-    /// Checks that every entry is finite and every kernel symmetric within
-    /// `rtol · max|K_m|`; names the first offending kernel (and its largest asymmetry).
+    /// Checks that every entry is finite, every kernel symmetric within `rtol · max|K_m|` and
+    /// no diagonal entry below `−rtol · max|K_m|` (it could not be PSD); names the first
+    /// offending kernel and its entry (the largest asymmetry, the most negative diagonal).
     ///
     /// One read of the stack, parallel over kernels and block rows: each kernel is visited in
     /// `B×B` tiles on and below the diagonal, each compared with its mirror tile, which is
@@ -249,14 +253,17 @@ impl<'a, T: Element> DenseStack<'a, T> {
             let st = parts
                 .iter()
                 .fold(SymmetryStats::default(), |a, b| a.merge(b));
-            let (finite, scale, diff) = st.totals();
+            let (finite, scale, diff, min_diag) = st.totals();
+            let k = self.kernel(m);
             if !finite {
-                return Err(MkError::NonFinite(format!(
-                    "kernel {m} contains NaN or infinity"
-                )));
+                let at = k.iter().position(|x| !x.to_f64().is_finite()).unwrap_or(0);
+                return Err(MkError::NonFinite {
+                    what: format!("kernel {m}"),
+                    kernel: Some(m),
+                    entry: Some((at / n, at % n)),
+                });
             }
             if diff > rtol * scale {
-                let k = self.kernel(m);
                 let (mut worst, mut at) = (-1.0, (0, 0));
                 for i in 0..n {
                     for j in 0..i {
@@ -267,11 +274,27 @@ impl<'a, T: Element> DenseStack<'a, T> {
                     }
                 }
                 let (i, j) = at;
-                return Err(MkError::NotPsd(format!(
-                    "kernel {m} is not symmetric: K[{i},{j}] = {} but K[{j},{i}] = {}",
-                    k[i * n + j].to_f64(),
-                    k[j * n + i].to_f64()
-                )));
+                return Err(MkError::NotSymmetric {
+                    kernel: m,
+                    entry: at,
+                    value: k[i * n + j].to_f64(),
+                    mirror: k[j * n + i].to_f64(),
+                });
+            }
+            // A PSD matrix has K_ii = e_iᵀ K e_i ≥ 0; below −rtol·scale it is not rounding.
+            if min_diag < -rtol * scale {
+                let i = (0..n)
+                    .min_by(|&a, &b| k[a * n + a].to_f64().total_cmp(&k[b * n + b].to_f64()))
+                    .unwrap_or(0);
+                return Err(MkError::NotPsd {
+                    kernel: m,
+                    entry: (i, i),
+                    reason: format!(
+                        "its diagonal entry K[{i},{i}] = {} is negative (K_ii = e_iᵀ K e_i ≥ 0 \
+                         for a PSD kernel); fix the kernel, or shift it by adding c·I",
+                        k[i * n + i].to_f64()
+                    ),
+                });
             }
         }
         Ok(())

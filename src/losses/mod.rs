@@ -1,5 +1,5 @@
 //! Losses `ℓ(y, z)` and their convex conjugates `ℓ*(y, u) = sup_z (u z − ℓ(y, z))`, the one
-//! place every primal value and every dual value is computed (ALGORITHMS.md §0).
+//! place every primal value and every dual value is computed (docs/mathematics.md §0).
 
 use crate::error::{MkError, Result};
 
@@ -18,7 +18,29 @@ pub enum Loss {
     EpsilonInsensitive { epsilon: f64 },
 }
 
+/// The default width `ε` of the insensitive tube (the estimators' `epsilon=`).
+pub const DEFAULT_EPSILON: f64 = 0.1;
+
 impl Loss {
+    /// The loss's name, as [`Loss::parse`] reads it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Loss::Hinge => "hinge",
+            Loss::SquaredHinge => "squared_hinge",
+            Loss::Logistic => "logistic",
+            Loss::Squared => "squared",
+            Loss::EpsilonInsensitive { .. } => "epsilon_insensitive",
+        }
+    }
+
+    /// `ε` of `epsilon_insensitive`; [`DEFAULT_EPSILON`] for the other losses, which ignore it.
+    pub fn epsilon(&self) -> f64 {
+        match *self {
+            Loss::EpsilonInsensitive { epsilon } => epsilon,
+            _ => DEFAULT_EPSILON,
+        }
+    }
+
     /// Parses a loss name (`epsilon` is used by `epsilon_insensitive` only).
     pub fn parse(name: &str, epsilon: f64) -> Result<Self> {
         match name {

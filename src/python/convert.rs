@@ -1,8 +1,10 @@
-//! Error mapping and the Ctrl-C bridge shared by every binding.
+//! Error mapping, panic capture, progress and the Ctrl-C bridge shared by every binding.
 
-use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -10,52 +12,158 @@ use std::time::Duration;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::parallel::with_pool;
+use crate::result::IterRecord;
 
-pyo3::create_exception!(
-    _core,
-    StackTooLargeError,
-    PyValueError,
-    "A kernel stack would not fit in memory."
-);
+/// Raises the class `name` of `multikernel.exceptions` with `message` and keyword attributes.
+fn raise(name: &str, message: String, attrs: &[(&str, Option<Py<PyAny>>)]) -> PyErr {
+    Python::attach(|py| {
+        let make = || -> PyResult<PyErr> {
+            let cls = py.import("multikernel.exceptions")?.getattr(name)?;
+            let kwargs = PyDict::new(py);
+            for (key, value) in attrs {
+                kwargs.set_item(key, value)?;
+            }
+            Ok(PyErr::from_value(
+                cls.call((message.clone(),), Some(&kwargs))?,
+            ))
+        };
+        make().unwrap_or_else(|e| e)
+    })
+}
 
-/// Maps an engine error to the Python exception a user expects.
+/// Maps an engine error to the class of `multikernel.exceptions` a user expects (each also a
+/// built-in: `ValueError`, `MemoryError`, `LinAlgError`, `RuntimeError`), with the kernel
+/// and the entry as attributes where the error names them.
 pub(crate) fn to_py(err: MkError) -> PyErr {
+    let message = err.to_string();
+    let some = |v: Py<PyAny>| Some(v);
+    let located = |kernel: Option<usize>, entry: Option<(usize, usize)>| {
+        Python::attach(|py| {
+            [
+                (
+                    "kernel",
+                    kernel.map(|k| k.into_pyobject(py).unwrap().into_any().unbind()),
+                ),
+                (
+                    "entry",
+                    entry.map(|e| e.into_pyobject(py).unwrap().into_any().unbind()),
+                ),
+            ]
+        })
+    };
     match err {
         MkError::Interrupted => PyKeyboardInterrupt::new_err("multikernel computation interrupted"),
-        MkError::TooLarge(msg) => StackTooLargeError::new_err(msg),
-        MkError::Linalg(msg) => Python::attach(|py| {
-            match py
-                .import("numpy.linalg")
-                .and_then(|m| m.getattr("LinAlgError"))
-            {
-                Ok(cls) => match cls.call1((msg,)) {
-                    Ok(v) => PyErr::from_value(v),
-                    Err(e) => e,
-                },
-                Err(e) => e,
-            }
-        }),
-        other => PyValueError::new_err(other.to_string()),
+        MkError::InvalidConfig { field, .. } => {
+            let name = Python::attach(|py| field.into_pyobject(py).unwrap().into_any().unbind());
+            raise(
+                "InvalidParameterError",
+                message,
+                &[("parameter", some(name))],
+            )
+        }
+        MkError::Shape(_) | MkError::Unsupported(_) => raise("InvalidInputError", message, &[]),
+        MkError::NonFinite { kernel, entry, .. } => {
+            raise("NonFiniteError", message, &located(kernel, entry))
+        }
+        MkError::NotSymmetric { kernel, entry, .. } => raise(
+            "KernelNotSymmetricError",
+            message,
+            &located(Some(kernel), Some(entry)),
+        ),
+        MkError::NotPsd { kernel, entry, .. } => raise(
+            "KernelNotPSDError",
+            message,
+            &located(Some(kernel), Some(entry)),
+        ),
+        MkError::TooLarge { .. } => raise("StackTooLargeError", message, &[]),
+        MkError::Numerical(_) => raise("NumericalError", message, &[]),
+        MkError::Panic(_) => raise("InternalError", message, &[]),
+    }
+}
+
+/// `multikernel.exceptions.InvalidInputError` (a `ValueError`) with `message`, for what the
+/// binding itself finds wrong with its arguments.
+pub(crate) fn input_error(message: impl Into<String>) -> PyErr {
+    raise("InvalidInputError", message.into(), &[])
+}
+
+/// The message of a caught panic.
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Runs `f`, turning a panic (on this thread or re-raised by rayon from a worker) into
+/// [`MkError::Panic`], so it reaches Python as `InternalError`, never as `PanicException`
+/// (a `BaseException` that `except Exception` misses).
+pub(crate) fn no_panic<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(MkError::Panic(panic_message(p))))
+}
+
+/// What a solver on the worker thread sees: the Ctrl-C flag the main thread sets, and the
+/// channel its iteration records go through (only when Python asked for them).
+struct Bridge<'a> {
+    cancel: &'a AtomicBool,
+    progress: Option<mpsc::Sender<IterRecord>>,
+}
+
+impl Interrupt for Bridge<'_> {
+    fn requested(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    fn progress(&self, record: &IterRecord) {
+        if let Some(tx) = &self.progress {
+            // A send only fails once the main thread has returned; nothing is lost then.
+            let _ = tx.send(*record);
+        }
     }
 }
 
 /// Runs `f` with the GIL released on a worker thread inside the pool of `n_threads`, while the
-/// calling (main) thread waits and polls for Ctrl-C every 50 ms: Python runs signal handlers on
-/// the main thread only, so the solver itself cannot ask. A pending signal sets the flag the
-/// solver's [`Interrupt`] reads, and the solver returns `Interrupted` at its next check.
+/// calling (main) thread waits, polls for Ctrl-C every 50 ms and hands the solver's iteration
+/// records to `on_iteration`: Python runs signal handlers on the main thread only, so the
+/// solver itself cannot ask, and the solver's loop never waits for the GIL (a record is one
+/// channel send). A pending signal sets the flag the solver's [`Interrupt`] reads, and the
+/// solver returns `Interrupted` at its next check.
 pub(crate) fn run_detached<R: Send>(
     py: Python<'_>,
     n_threads: usize,
+    on_iteration: Option<&Bound<'_, PyAny>>,
     f: impl FnOnce(&dyn Interrupt) -> Result<R> + Send,
 ) -> PyResult<R> {
     let cancel = AtomicBool::new(false);
+    let (rec_tx, rec_rx) = mpsc::channel::<IterRecord>();
+    let bridge = Bridge {
+        cancel: &cancel,
+        progress: on_iteration.map(|_| rec_tx),
+    };
+    let on_iteration = on_iteration.map(|c| c.clone().unbind());
+    let mut callback_error: Option<PyErr> = None;
+    // Behind a mutex only to be `Sync`, as what `detach` captures must be; never contended.
+    let rec_rx = std::sync::Mutex::new(rec_rx);
+    let deliver = |callback_error: &mut Option<PyErr>| {
+        if let Some(cb) = &on_iteration {
+            let records = rec_rx.lock().unwrap_or_else(|e| e.into_inner());
+            Python::attach(|py| {
+                for r in records.try_iter() {
+                    let args = (r.primal, r.dual, r.gap, r.active, r.seconds);
+                    if let Err(e) = cb.call1(py, args) {
+                        callback_error.get_or_insert(e);
+                    }
+                }
+            });
+        }
+    };
     let result = py.detach(|| {
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
-            let cancel = &cancel;
+            let bridge = &bridge;
             scope.spawn(move || {
-                let stop = || cancel.load(Ordering::Relaxed);
-                let r = with_pool(n_threads, || f(&stop)).and_then(|r| r);
+                let r = no_panic(|| with_pool(n_threads, || f(bridge)).and_then(|r| r));
                 // The receiver outlives the scope: a send cannot fail.
                 let _ = tx.send(r);
             });
@@ -66,13 +174,31 @@ pub(crate) fn run_detached<R: Send>(
                         if Python::attach(|py| py.check_signals().is_err()) {
                             cancel.store(true, Ordering::Relaxed);
                         }
+                        deliver(&mut callback_error);
                     }
                     Err(mpsc::RecvTimeoutError::Disconnected) => {
-                        return Err(MkError::Linalg("the solver thread panicked".into()))
+                        return Err(MkError::Panic(
+                            "the solver thread ended without a result".into(),
+                        ))
                     }
                 }
             }
         })
     });
-    result.map_err(to_py)
+    deliver(&mut callback_error);
+    let value = result.map_err(to_py)?;
+    match callback_error {
+        Some(e) => Err(e),
+        None => Ok(value),
+    }
+}
+
+/// Runs a short computation with the GIL released in the pool of `n_threads`, panics caught.
+pub(crate) fn detached<R: Send>(
+    py: Python<'_>,
+    n_threads: usize,
+    f: impl FnOnce() -> Result<R> + Send,
+) -> PyResult<R> {
+    py.detach(|| no_panic(|| with_pool(n_threads, f).and_then(|r| r)))
+        .map_err(to_py)
 }

@@ -4,16 +4,14 @@ use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
     PyUntypedArrayMethods,
 };
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::convert::{run_detached, to_py};
+use super::convert::{detached, input_error, run_detached, to_py};
 use crate::kernels::{
     cross_gram, gram, simplemkl_bank, DenseStack, Element, GramOptions, KernelFn, KernelSpec,
     KernelStack, LowRankStack, NormStats, Normalization,
 };
-use crate::parallel::with_pool;
 
 /// A kernel specification as it crosses the binding: `(kind, a, b, c, features)`;
 /// polynomial `(degree, coef0, scale)`, gaussian and laplacian `(sigma, 0, 0)`.
@@ -25,7 +23,7 @@ fn spec_from(t: &SpecTuple) -> PyResult<KernelSpec> {
         "linear" => KernelFn::Linear,
         "polynomial" => {
             if !(a.fract() == 0.0 && *a >= 1.0 && *a <= u32::MAX as f64) {
-                return Err(PyValueError::new_err(format!(
+                return Err(input_error(format!(
                     "polynomial degree must be a positive integer, got {a}"
                 )));
             }
@@ -38,7 +36,7 @@ fn spec_from(t: &SpecTuple) -> PyResult<KernelSpec> {
         "gaussian" => KernelFn::Gaussian { sigma: *a },
         "laplacian" => KernelFn::Laplacian { sigma: *a },
         other => {
-            return Err(PyValueError::new_err(format!(
+            return Err(input_error(format!(
                 "unknown kernel kind {other:?}; valid: linear, polynomial, gaussian, laplacian"
             )))
         }
@@ -94,14 +92,14 @@ fn stats_to_dict<'py>(py: Python<'py>, s: NormStats) -> PyResult<Bound<'py, PyDi
     d.set_item(
         "row_means",
         ndarray::Array2::from_shape_vec((m, rows), s.row_means)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .map_err(|e| input_error(e.to_string()))?
             .into_pyarray(py),
     )?;
     d.set_item("total_means", s.total_means.into_pyarray(py))?;
     d.set_item(
         "diag",
         ndarray::Array2::from_shape_vec((m, drows), s.diag)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .map_err(|e| input_error(e.to_string()))?
             .into_pyarray(py),
     )?;
     d.set_item("scales", s.scales.into_pyarray(py))?;
@@ -111,7 +109,7 @@ fn stats_to_dict<'py>(py: Python<'py>, s: NormStats) -> PyResult<Bound<'py, PyDi
 fn stats_from_dict(d: &Bound<'_, PyDict>) -> PyResult<NormStats> {
     let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
         d.get_item(k)?
-            .ok_or_else(|| PyValueError::new_err(format!("normalisation statistics lack {k:?}")))
+            .ok_or_else(|| input_error(format!("normalisation statistics lack {k:?}")))
     };
     let flat2 = |k: &str| -> PyResult<Vec<f64>> {
         let a: PyReadonlyArray2<f64> = get(k)?.extract()?;
@@ -165,10 +163,10 @@ fn gram_fit<'py>(
     let opts = options(normalize, center, n_threads, max_bytes)?;
     let xv = x.as_array();
     if float32 {
-        let (g, s) = run_detached(py, n_threads, |i| gram::<f32>(xv, &specs, &opts, i))?;
+        let (g, s) = run_detached(py, n_threads, None, |i| gram::<f32>(xv, &specs, &opts, i))?;
         Ok((g.into_pyarray(py).into_any(), stats_to_dict(py, s)?))
     } else {
-        let (g, s) = run_detached(py, n_threads, |i| gram::<f64>(xv, &specs, &opts, i))?;
+        let (g, s) = run_detached(py, n_threads, None, |i| gram::<f64>(xv, &specs, &opts, i))?;
         Ok((g.into_pyarray(py).into_any(), stats_to_dict(py, s)?))
     }
 }
@@ -192,12 +190,12 @@ fn gram_cross<'py>(
     let opts = options(norm_name(st.normalization), st.center, n_threads, max_bytes)?;
     let (a, b) = (x_new.as_array(), x_train.as_array());
     if float32 {
-        let g = run_detached(py, n_threads, |i| {
+        let g = run_detached(py, n_threads, None, |i| {
             cross_gram::<f32>(a, b, &specs, &st, &opts, i)
         })?;
         Ok(g.into_pyarray(py).into_any())
     } else {
-        let g = run_detached(py, n_threads, |i| {
+        let g = run_detached(py, n_threads, None, |i| {
             cross_gram::<f64>(a, b, &specs, &st, &opts, i)
         })?;
         Ok(g.into_pyarray(py).into_any())
@@ -214,14 +212,14 @@ pub(crate) fn with_dense<R>(
     ) -> PyResult<DenseStack<'a, T>> {
         let sh = a.shape();
         if sh[1] != sh[2] {
-            return Err(PyValueError::new_err(format!(
+            return Err(input_error(format!(
                 "a kernel stack must have shape (M, n, n), got ({}, {}, {})",
                 sh[0], sh[1], sh[2]
             )));
         }
         let data = a
             .as_slice()
-            .map_err(|_| PyValueError::new_err("the kernel stack must be C-contiguous"))?;
+            .map_err(|_| input_error("the kernel stack must be C-contiguous"))?;
         DenseStack::new(data, sh[0], sh[1]).map_err(to_py)
     }
     if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f64>>() {
@@ -229,7 +227,7 @@ pub(crate) fn with_dense<R>(
     } else if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f32>>() {
         f(&view(&a)?)
     } else {
-        Err(PyValueError::new_err(
+        Err(input_error(
             "a kernel stack must be a float64 or float32 array of shape (M, n, n)",
         ))
     }
@@ -247,7 +245,7 @@ fn quad_forms<'py>(
     let v = v.as_array().to_vec();
     let out = with_dense(g, |s| {
         if v.len() != s.n() {
-            return Err(PyValueError::new_err(format!(
+            return Err(input_error(format!(
                 "v has length {} but the kernels are {}×{}",
                 v.len(),
                 s.n(),
@@ -255,8 +253,10 @@ fn quad_forms<'py>(
             )));
         }
         let mut out = vec![0.0; s.m()];
-        py.detach(|| with_pool(n_threads, || s.quad_forms(&v, &mut out)))
-            .map_err(to_py)?;
+        detached(py, n_threads, || {
+            s.quad_forms(&v, &mut out);
+            Ok(())
+        })?;
         Ok(out)
     })?;
     Ok(out.into_pyarray(py))
@@ -280,18 +280,16 @@ fn validate_stack(
         let sh = a.shape().to_vec();
         let data = a
             .as_slice()
-            .map_err(|_| PyValueError::new_err("the kernel stack must be C-contiguous"))?;
+            .map_err(|_| input_error("the kernel stack must be C-contiguous"))?;
         let s = DenseStack::new(data, sh[0], sh[1]).map_err(to_py)?;
-        py.detach(|| with_pool(n_threads, || s.validate(rtol)))
-            .map_err(to_py)?
-            .map_err(to_py)
+        detached(py, n_threads, || s.validate(rtol))
     }
     if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f64>>() {
         check(py, a, rtol, n_threads)
     } else if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f32>>() {
         check(py, a, rtol, n_threads)
     } else {
-        Err(PyValueError::new_err(
+        Err(input_error(
             "a kernel stack must be a float64 or float32 array of shape (M, n, n)",
         ))
     }
@@ -315,23 +313,18 @@ fn low_rank<'py>(
     let sh = g.shape().to_vec();
     let data = g
         .as_slice()
-        .map_err(|_| PyValueError::new_err("the kernel stack must be C-contiguous"))?;
+        .map_err(|_| input_error("the kernel stack must be C-contiguous"))?;
     let stack = DenseStack::new(data, sh[0], sh[1]).map_err(to_py)?;
-    let lr = py
-        .detach(|| {
-            with_pool(n_threads, || {
-                LowRankStack::from_dense(&stack, tol, max_rank)
-            })
-        })
-        .map_err(to_py)?
-        .map_err(to_py)?;
+    let lr = detached(py, n_threads, || {
+        LowRankStack::from_dense(&stack, tol, max_rank)
+    })?;
     let n = sh[1];
     let ranks = lr.ranks();
     let factors = (0..ranks.len())
         .map(|m| {
             // Stored as r columns of length n: that is the (r, n) row-major transpose.
             let f = ndarray::Array2::from_shape_vec((ranks[m], n), lr.factor(m).to_vec())
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                .map_err(|e| input_error(e.to_string()))?;
             Ok(f.reversed_axes()
                 .as_standard_layout()
                 .into_owned()

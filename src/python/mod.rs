@@ -4,19 +4,13 @@
 mod convert;
 mod kernels;
 mod solvers;
-mod spicy;
 
 use pyo3::prelude::*;
 
 /// The native core of multikernel.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add(
-        "StackTooLargeError",
-        m.py().get_type::<convert::StackTooLargeError>(),
-    )?;
     kernels::register(m)?;
     solvers::register(m)?;
-    spicy::register(m)?;
     Ok(())
 }

@@ -1,94 +1,372 @@
-//! Bindings of the solvers: settings in, a dict of numpy arrays and numbers out.
+//! Bindings of the solvers: a table of named settings in (the engine's settings struct fills
+//! the rest from its `Default` and checks them with its `validate`), a typed [`PyFitResult`]
+//! out.
 
-use numpy::{IntoPyArray, PyReadonlyArray1};
-use pyo3::exceptions::PyValueError;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict, PyString};
 
 use super::convert::{run_detached, to_py};
 use super::kernels::with_dense;
+use crate::error::MkError;
+use crate::interrupt::Interrupt;
+use crate::kernels::KernelStack;
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::{fit_lp as engine_fit_lp, LpAlgorithm, LpConfig};
+use crate::solvers::lp::{fit_lp, LpAlgorithm, LpConfig};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
+use crate::solvers::spicy::{fit_spicy, SpicyConfig, SpicyPenalty};
+use crate::Result;
 
-/// A [`FitResult`] as a dict: `coef` (M, n), `intercept`, `kernel_weights`, `kernel_norms`,
-/// `primal`, `dual`, `gap`, `n_iter`, `converged`, `status`, `history` (rows of
-/// primal, dual, gap, active, seconds).
-pub(crate) fn result_dict<'py>(
-    py: Python<'py>,
-    r: FitResult,
-    n: usize,
-) -> PyResult<Bound<'py, PyDict>> {
-    let m = r.kernel_weights.len();
-    let d = PyDict::new(py);
-    let coef = ndarray::Array2::from_shape_vec((m, n), r.coef)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    d.set_item("coef", coef.into_pyarray(py))?;
-    d.set_item("intercept", r.intercept)?;
-    d.set_item("kernel_weights", r.kernel_weights.into_pyarray(py))?;
-    d.set_item("kernel_norms", r.kernel_norms.into_pyarray(py))?;
-    d.set_item("primal", r.primal)?;
-    d.set_item("dual", r.dual)?;
-    d.set_item("gap", r.gap)?;
-    d.set_item("n_iter", r.n_iter)?;
-    d.set_item("converged", r.status == SolveStatus::Converged)?;
-    let status = match r.status {
-        SolveStatus::Converged => "converged",
-        SolveStatus::MaxIterations => "max_iter reached",
-        SolveStatus::Stalled => "stalled",
-    };
-    d.set_item("status", status)?;
-    let hist: Vec<(f64, f64, f64, usize, f64)> = r
-        .history
-        .iter()
-        .map(|h| (h.primal, h.dual, h.gap, h.active, h.seconds))
-        .collect();
-    d.set_item("history", hist)?;
-    Ok(d)
+/// How a fit ended.
+#[pyclass(eq, eq_int, frozen, hash, module = "multikernel._core")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Status {
+    /// The relative duality gap reached `tol`.
+    #[pyo3(name = "CONVERGED")]
+    Converged,
+    /// `max_iter` outer iterations without reaching `tol`.
+    #[pyo3(name = "MAX_ITER")]
+    MaxIter,
+    /// No further progress at rounding level (numerical limit) before `tol`.
+    #[pyo3(name = "STALLED")]
+    Stalled,
 }
 
-/// ℓp-norm MKL on a dense (float64 or float32) stack.
-#[pyfunction]
-#[pyo3(signature = (g, y, *, p, C, loss, epsilon, algorithm, tol, max_iter, inner_tol, n_threads))]
-#[allow(clippy::too_many_arguments, non_snake_case)]
-fn fit_lp<'py>(
-    py: Python<'py>,
-    g: &Bound<'py, PyAny>,
-    y: PyReadonlyArray1<'py, f64>,
-    p: f64,
-    C: f64,
-    loss: &str,
-    epsilon: f64,
-    algorithm: &str,
-    tol: f64,
-    max_iter: usize,
-    inner_tol: f64,
-    n_threads: usize,
-) -> PyResult<Bound<'py, PyDict>> {
-    let cfg = LpConfig {
-        p,
-        c: C,
-        loss: Loss::parse(loss, epsilon).map_err(to_py)?,
-        algorithm: match algorithm {
-            "analytic" => LpAlgorithm::Analytic,
-            "interleaved" => LpAlgorithm::Interleaved,
+#[pymethods]
+impl Status {
+    /// A phrase for messages: "converged", "max_iter reached", "stalled (numerical limit)".
+    fn __str__(&self) -> &'static str {
+        match self {
+            Status::Converged => "converged",
+            Status::MaxIter => "max_iter reached",
+            Status::Stalled => "stalled (numerical limit)",
+        }
+    }
+}
+
+impl From<SolveStatus> for Status {
+    fn from(s: SolveStatus) -> Self {
+        match s {
+            SolveStatus::Converged => Status::Converged,
+            SolveStatus::MaxIterations => Status::MaxIter,
+            SolveStatus::Stalled => Status::Stalled,
+        }
+    }
+}
+
+/// A fitted model with its certificate: `f(x) = Σ_m Σ_i coef[m, i] k_m(x, x_i) + intercept`.
+#[pyclass(frozen, name = "FitResult", module = "multikernel._core")]
+pub(crate) struct PyFitResult {
+    /// `(M, n)` per-kernel coefficients.
+    #[pyo3(get)]
+    coef: Py<PyArray2<f64>>,
+    #[pyo3(get)]
+    intercept: f64,
+    /// `(M,)` the penalty's kernel combination.
+    #[pyo3(get)]
+    kernel_weights: Py<PyArray1<f64>>,
+    /// `(M,)` `‖f_m‖` in each RKHS.
+    #[pyo3(get)]
+    kernel_norms: Py<PyArray1<f64>>,
+    #[pyo3(get)]
+    primal: f64,
+    #[pyo3(get)]
+    dual: f64,
+    /// Relative duality gap `(P − D)/max(|P|, 1e-12)`.
+    #[pyo3(get)]
+    gap: f64,
+    #[pyo3(get)]
+    n_iter: usize,
+    #[pyo3(get)]
+    status: Status,
+    /// `(n_records, 5)`: primal, dual, gap, active kernels, seconds per outer iteration.
+    #[pyo3(get)]
+    history: Py<PyArray2<f64>>,
+}
+
+#[pymethods]
+impl PyFitResult {
+    /// `status == Status.CONVERGED`.
+    #[getter]
+    fn converged(&self) -> bool {
+        self.status == Status::Converged
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "FitResult(primal={:.6e}, dual={:.6e}, gap={:.3e}, n_iter={}, status={})",
+            self.primal,
+            self.dual,
+            self.gap,
+            self.n_iter,
+            self.status.__str__()
+        )
+    }
+}
+
+impl PyFitResult {
+    fn new(py: Python<'_>, r: FitResult, n: usize) -> PyResult<Self> {
+        let m = r.kernel_weights.len();
+        let shape_err = |e: ndarray::ShapeError| to_py(MkError::Panic(e.to_string()));
+        let coef = ndarray::Array2::from_shape_vec((m, n), r.coef).map_err(shape_err)?;
+        let rows: Vec<f64> = r
+            .history
+            .iter()
+            .flat_map(|h| [h.primal, h.dual, h.gap, h.active as f64, h.seconds])
+            .collect();
+        let history =
+            ndarray::Array2::from_shape_vec((r.history.len(), 5), rows).map_err(shape_err)?;
+        Ok(PyFitResult {
+            coef: coef.into_pyarray(py).unbind(),
+            intercept: r.intercept,
+            kernel_weights: r.kernel_weights.into_pyarray(py).unbind(),
+            kernel_norms: r.kernel_norms.into_pyarray(py).unbind(),
+            primal: r.primal,
+            dual: r.dual,
+            gap: r.gap,
+            n_iter: r.n_iter,
+            status: r.status.into(),
+            history: history.into_pyarray(py).unbind(),
+        })
+    }
+}
+
+/// The settings of one solver, read from a dict of named values.
+enum Settings {
+    Lp(LpConfig),
+    Spicy(SpicyConfig),
+}
+
+/// A dict of settings being read: each key is taken once, a key no solver field takes is an
+/// error (a typo must not be silently ignored).
+struct Fields<'a, 'py> {
+    dict: &'a Bound<'py, PyDict>,
+    taken: Vec<&'static str>,
+}
+
+impl<'py> Fields<'_, 'py> {
+    fn value(&mut self, key: &'static str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.taken.push(key);
+        self.dict.get_item(key)
+    }
+
+    fn bad(key: &str, kind: &str, v: &Bound<'_, PyAny>) -> PyErr {
+        to_py(MkError::config(key, format!("must be {kind}, got {v}")))
+    }
+
+    fn float(&mut self, key: &'static str, default: f64) -> PyResult<f64> {
+        match self.value(key)? {
+            None => Ok(default),
+            Some(v) if v.is_instance_of::<PyBool>() => Err(Self::bad(key, "a real number", &v)),
+            Some(v) => v.extract().map_err(|_| Self::bad(key, "a real number", &v)),
+        }
+    }
+
+    fn count(&mut self, key: &'static str, default: usize) -> PyResult<usize> {
+        match self.value(key)? {
+            None => Ok(default),
+            Some(v) if v.is_instance_of::<PyBool>() => {
+                Err(Self::bad(key, "a non-negative integer", &v))
+            }
+            Some(v) => v
+                .extract()
+                .map_err(|_| Self::bad(key, "a non-negative integer", &v)),
+        }
+    }
+
+    /// A count where `None` means "automatic".
+    fn optional_count(
+        &mut self,
+        key: &'static str,
+        default: Option<usize>,
+    ) -> PyResult<Option<usize>> {
+        match self.value(key)? {
+            None => Ok(default),
+            Some(v) if v.is_none() => Ok(None),
+            Some(v) if v.is_instance_of::<PyBool>() => {
+                Err(Self::bad(key, "None or a positive integer", &v))
+            }
+            Some(v) => v
+                .extract()
+                .map(Some)
+                .map_err(|_| Self::bad(key, "None or a positive integer", &v)),
+        }
+    }
+
+    fn text(&mut self, key: &'static str, default: &str) -> PyResult<String> {
+        match self.value(key)? {
+            None => Ok(default.to_string()),
+            Some(v) if v.is_instance_of::<PyString>() => v.extract(),
+            Some(v) => Err(Self::bad(key, "a string", &v)),
+        }
+    }
+
+    fn loss(&mut self, default: Loss) -> PyResult<Loss> {
+        let name = self.text("loss", default.name())?;
+        let epsilon = self.float("epsilon", default.epsilon())?;
+        Loss::parse(&name, epsilon).map_err(to_py)
+    }
+
+    /// Fails on a key that was not taken.
+    fn finish(self) -> PyResult<()> {
+        for key in self.dict.keys() {
+            let name: String = key.extract()?;
+            if !self.taken.contains(&name.as_str()) {
+                let valid = self.taken.join(", ");
+                return Err(to_py(MkError::config(
+                    &name,
+                    format!("is not a setting of this solver; valid: {valid}"),
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Settings {
+    /// The settings of `solver` (`analytic`, `interleaved` or `spicy`): `dict` over the
+    /// engine's defaults, validated by the engine.
+    fn read(solver: &str, dict: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let mut f = Fields {
+            dict,
+            taken: Vec::new(),
+        };
+        let settings = match solver {
+            "analytic" | "interleaved" => {
+                let d = LpConfig::default();
+                Settings::Lp(LpConfig {
+                    p: f.float("p", d.p)?,
+                    c: f.float("C", d.c)?,
+                    loss: f.loss(d.loss)?,
+                    algorithm: if solver == "analytic" {
+                        LpAlgorithm::Analytic
+                    } else {
+                        LpAlgorithm::Interleaved
+                    },
+                    tol: f.float("tol", d.tol)?,
+                    max_iter: f.count("max_iter", d.max_iter)?,
+                    inner_tol: f.float("inner_tol", d.inner_tol)?,
+                })
+            }
+            "spicy" => {
+                let d = SpicyConfig::default();
+                let penalty = match f.text("penalty", "l1")?.as_str() {
+                    "l1" => SpicyPenalty::L1,
+                    "elasticnet" => SpicyPenalty::ElasticNet {
+                        l1_ratio: f.float("l1_ratio", 1.0)?,
+                    },
+                    other => {
+                        return Err(to_py(MkError::config(
+                            "penalty",
+                            format!("must be l1 or elasticnet for solver spicy, got {other:?}"),
+                        )))
+                    }
+                };
+                Settings::Spicy(SpicyConfig {
+                    penalty,
+                    c: f.float("C", d.c)?,
+                    loss: f.loss(d.loss)?,
+                    tol: f.float("tol", d.tol)?,
+                    max_iter: f.count("max_iter", d.max_iter)?,
+                    max_inner: f.count("max_inner", d.max_inner)?,
+                    gamma0: f.float("gamma0", d.gamma0)?,
+                    gamma_factor: f.float("gamma_factor", d.gamma_factor)?,
+                    gamma_max: f.float("gamma_max", d.gamma_max)?,
+                    working_set: f.optional_count("working_set", d.working_set)?,
+                })
+            }
             other => {
-                return Err(PyValueError::new_err(format!(
-                    "unknown algorithm {other:?}; valid: analytic, interleaved"
+                return Err(to_py(MkError::config(
+                    "solver",
+                    format!("unknown solver {other:?}; valid: analytic, interleaved, spicy"),
                 )))
             }
-        },
-        tol,
-        max_iter,
-        inner_tol,
-    };
+        };
+        // `l1_ratio` is read only for elastic net; with `l1` it is accepted and ignored.
+        f.taken.push("l1_ratio");
+        f.finish()?;
+        settings.validate().map_err(to_py)?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<()> {
+        match self {
+            Settings::Lp(c) => c.validate(),
+            Settings::Spicy(c) => c.validate(),
+        }
+    }
+
+    fn fit(&self, s: &dyn KernelStack, y: &[f64], i: &dyn Interrupt) -> Result<FitResult> {
+        match self {
+            Settings::Lp(c) => fit_lp(s, y, c, i),
+            Settings::Spicy(c) => fit_spicy(s, y, c, i),
+        }
+    }
+
+    /// The defaults as a dict (what `read` fills in for a missing key).
+    fn defaults<'py>(py: Python<'py>, solver: &str) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        match Settings::read(solver, &PyDict::new(py))? {
+            Settings::Lp(c) => {
+                d.set_item("p", c.p)?;
+                d.set_item("C", c.c)?;
+                d.set_item("loss", c.loss.name())?;
+                d.set_item("epsilon", c.loss.epsilon())?;
+                d.set_item("tol", c.tol)?;
+                d.set_item("max_iter", c.max_iter)?;
+                d.set_item("inner_tol", c.inner_tol)?;
+            }
+            Settings::Spicy(c) => {
+                d.set_item("C", c.c)?;
+                d.set_item("loss", c.loss.name())?;
+                d.set_item("epsilon", c.loss.epsilon())?;
+                d.set_item("tol", c.tol)?;
+                d.set_item("max_iter", c.max_iter)?;
+                d.set_item("max_inner", c.max_inner)?;
+                d.set_item("gamma0", c.gamma0)?;
+                d.set_item("gamma_factor", c.gamma_factor)?;
+                d.set_item("gamma_max", c.gamma_max)?;
+                d.set_item("working_set", c.working_set)?;
+            }
+        }
+        Ok(d)
+    }
+}
+
+/// The engine's default settings of `solver`.
+#[pyfunction]
+fn default_settings<'py>(py: Python<'py>, solver: &str) -> PyResult<Bound<'py, PyDict>> {
+    Settings::defaults(py, solver)
+}
+
+/// Checks `settings` for `solver` with the engine's own validation (raises
+/// `InvalidParameterError` naming the setting).
+#[pyfunction]
+fn check_settings(solver: &str, settings: &Bound<'_, PyDict>) -> PyResult<()> {
+    Settings::read(solver, settings).map(|_| ())
+}
+
+/// Fits `solver` on a dense (float64 or float32) stack; `on_iteration(primal, dual, gap,
+/// active, seconds)` is called on the calling thread for every outer iteration.
+#[pyfunction]
+#[pyo3(signature = (solver, g, y, settings, *, n_threads=0, on_iteration=None))]
+fn fit<'py>(
+    py: Python<'py>,
+    solver: &str,
+    g: &Bound<'py, PyAny>,
+    y: PyReadonlyArray1<'py, f64>,
+    settings: &Bound<'py, PyDict>,
+    n_threads: usize,
+    on_iteration: Option<&Bound<'py, PyAny>>,
+) -> PyResult<PyFitResult> {
+    let settings = Settings::read(solver, settings)?;
     let y = y.as_array().to_vec();
     let n = y.len();
     let r = with_dense(g, |s| {
-        run_detached(py, n_threads, |i| engine_fit_lp(s, &y, &cfg, i))
+        run_detached(py, n_threads, on_iteration, |i| settings.fit(s, &y, i))
     })?;
-    result_dict(py, r, n)
+    PyFitResult::new(py, r, n)
 }
 
 /// One SVM on a dense precomputed kernel by SMO: `kind` is `svc`, `l2svm`, `svr` or
@@ -111,11 +389,11 @@ fn svm<'py>(
     use numpy::PyUntypedArrayMethods;
     let n = k.shape()[0];
     if k.shape()[1] != n {
-        return Err(PyValueError::new_err("the kernel must be square"));
+        return Err(to_py(MkError::Shape("the kernel must be square".into())));
     }
     let data = k
         .as_slice()
-        .map_err(|_| PyValueError::new_err("the kernel must be C-contiguous"))?;
+        .map_err(|_| to_py(MkError::Shape("the kernel must be C-contiguous".into())))?;
     let y = y.as_array().to_vec();
     let opts = SmoOptions {
         eps: tol,
@@ -123,12 +401,12 @@ fn svm<'py>(
         max_iter: None,
     };
     let kernel = DenseKernel::new(data, n).map_err(to_py)?;
-    let sol = run_detached(py, 1, |interrupt| match kind {
+    let sol = run_detached(py, 1, None, |interrupt| match kind {
         "svc" => svc(&kernel, &y, &[C], &opts, None, interrupt),
         "l2svm" => l2svm(&kernel, &y, &[C], &opts, None, interrupt),
         "svr" => svr(&kernel, &y, &[C], epsilon, &opts, None, interrupt),
         "one_class" => one_class(&kernel, nu, &opts, None, interrupt),
-        other => Err(crate::error::MkError::config(
+        other => Err(MkError::config(
             "kind",
             format!("unknown SVM {other:?}; valid: svc, l2svm, svr, one_class"),
         )),
@@ -143,8 +421,30 @@ fn svm<'py>(
     Ok(d)
 }
 
+/// Panics on purpose, on the calling thread or inside a rayon worker of a solve (`in_pool`),
+/// so the tests can check that a panic reaches Python as `InternalError`.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>, in_pool: bool) -> PyResult<()> {
+    fn boom(place: &str) {
+        panic!("test panic {place}");
+    }
+    run_detached(py, 2, None, |_| {
+        if in_pool {
+            rayon::join(|| boom("in a rayon worker"), || ());
+        } else {
+            boom("on the solver thread");
+        }
+        Ok(())
+    })
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(fit_lp, m)?)?;
+    m.add_class::<Status>()?;
+    m.add_class::<PyFitResult>()?;
+    m.add_function(wrap_pyfunction!(default_settings, m)?)?;
+    m.add_function(wrap_pyfunction!(check_settings, m)?)?;
+    m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(svm, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
 }

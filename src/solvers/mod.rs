@@ -2,7 +2,6 @@
 //! [`crate::kernels::KernelStack`].
 
 pub mod lp;
-pub mod newton;
 pub mod smo;
 pub mod spicy;
 mod tracker;
@@ -39,7 +38,7 @@ pub(crate) fn validate_targets(n: usize, y: &[f64]) -> Result<()> {
         )));
     }
     if y.iter().any(|v| !v.is_finite()) {
-        return Err(MkError::NonFinite("y contains NaN or infinity".into()));
+        return Err(MkError::non_finite("y"));
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use crate::error::{MkError, Result};
+use crate::interrupt::Interrupt;
 use crate::result::{relative_gap, FitResult, IterRecord, SolveStatus};
 
 /// The model of one iterate: `A` (M×n, row-major), the intercept, the kernel weights and the
@@ -17,8 +18,10 @@ pub(crate) struct Model {
 
 /// Tracks the iterate with the smallest primal value and the largest dual value seen: both
 /// bound the optimum, so together they give the tightest certificate. Shared by every solver
-/// that reports `P`, `D` and the gap (ℓp here, SpicyMKL in `solvers::spicy`).
-pub(crate) struct Tracker {
+/// that reports `P`, `D` and the gap (ℓp here, SpicyMKL in `solvers::spicy`). Each record is
+/// also passed to the caller's [`Interrupt::progress`] (`verbose` logging).
+pub(crate) struct Tracker<'a> {
+    interrupt: &'a dyn Interrupt,
     start: Instant,
     pub history: Vec<IterRecord>,
     best_primal: f64,
@@ -26,9 +29,10 @@ pub(crate) struct Tracker {
     best: Option<Model>,
 }
 
-impl Tracker {
-    pub fn new() -> Self {
+impl<'a> Tracker<'a> {
+    pub fn new(interrupt: &'a dyn Interrupt) -> Self {
         Tracker {
+            interrupt,
             start: Instant::now(),
             history: Vec::new(),
             best_primal: f64::INFINITY,
@@ -81,13 +85,15 @@ impl Tracker {
         }
         self.best_dual = self.best_dual.max(dual);
         let gap = relative_gap(self.best_primal, self.best_dual);
-        self.history.push(IterRecord {
+        let record = IterRecord {
             primal,
             dual,
             gap,
             active,
             seconds: self.start.elapsed().as_secs_f64(),
-        });
+        };
+        self.interrupt.progress(&record);
+        self.history.push(record);
         gap
     }
 
@@ -98,9 +104,11 @@ impl Tracker {
 
     /// The result at the best primal iterate.
     pub fn finish(self, n_iter: usize, status: SolveStatus) -> Result<FitResult> {
-        let best = self
-            .best
-            .ok_or_else(|| MkError::Linalg("no finite iterate was produced".into()))?;
+        let best = self.best.ok_or_else(|| {
+            MkError::Numerical(
+                "no finite iterate was produced; rescale the kernels or lower C".into(),
+            )
+        })?;
         Ok(FitResult {
             coef: best.coef,
             intercept: best.intercept,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 from functools import cache
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 from reference import load_dataset
 
 import multikernel as mk
+from multikernel import _core
 from multikernel.kernels import Gaussian, KernelSpec, Linear, Polynomial
 
 FloatArray = NDArray[np.float64]
@@ -39,3 +41,20 @@ def small_problem(
         Polynomial(degree=2, features=[1, 2]),
     ]
     return mk.kernels.gram(X, specs, normalize="mean_diag"), y
+
+
+def fit_lp(
+    G: NDArray[np.float32] | FloatArray, y: FloatArray, *,
+    algorithm: Literal["analytic", "interleaved"] = "analytic",
+    n_threads: int = 0, **settings: float | str | None,
+) -> _core.FitResult:  # fmt: skip
+    """The native ℓp solver (``algorithm`` is ``analytic`` or ``interleaved``)."""
+    return _core.fit(algorithm, G, y, settings, n_threads=n_threads)
+
+
+def fit_spicy(
+    G: NDArray[np.float32] | FloatArray, y: FloatArray, *, n_threads: int = 0,
+    **settings: float | str | None,
+) -> _core.FitResult:  # fmt: skip
+    """The native SpicyMKL solver."""
+    return _core.fit("spicy", G, y, settings, n_threads=n_threads)

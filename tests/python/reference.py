@@ -1,6 +1,6 @@
 """Independent reference implementations used by the test-suite.
 
-Everything here follows the single convention of ``ALGORITHMS.md`` (§0–§1) and is written
+Everything here follows the single convention of ``docs/mathematics.md`` (§0–§1) and is written
 without using the ``multikernel`` package, so that the package's solvers can be checked against
 it:
 
@@ -228,7 +228,7 @@ def _check_loss(loss: str) -> None:
 
 
 def loss_value(loss: str, y: ArrayLike, z: ArrayLike, epsilon: float = 0.1) -> FloatArray:
-    """Elementwise loss ``ℓ(y_i, z_i)`` of ALGORITHMS.md §0.
+    """Elementwise loss ``ℓ(y_i, z_i)`` of docs/mathematics.md §0.
 
     Parameters
     ----------

@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import multikernel as mk
-from multikernel.kernels import Gaussian, Linear
+from multikernel.kernels import Gaussian, Kernel, KernelBank, Linear
 
 
 @parametrize_with_checks(  # type: ignore[untyped-decorator]
@@ -78,8 +79,30 @@ def test_string_labels_and_pickle(cancer: tuple[NDArray[np.float64], NDArray[np.
     assert clf.score(X, labels) > 0.95
     clone = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(clone.predict(X), clf.predict(X))
-    for v in vars(clf).values():
-        assert not type(v).__module__.startswith("builtins.multikernel")
+    # The fitted state is plain Python and numpy data (and the package's pure-Python kernel
+    # bank and specifications): no object of the native module, whose pickles would be tied
+    # to one build of it (or fail).
+    for path, v in _state_leaves(vars(clf), "clf"):
+        assert isinstance(v, PLAIN_STATE), f"{path} is a {type(v).__module__}.{type(v).__name__}"
+        assert not (isinstance(v, np.ndarray) and v.dtype == object), path
+
+
+#: The types a fitted estimator's state may hold (containers are walked).
+PLAIN_STATE = (type(None), bool, int, float, str, np.ndarray, np.generic, np.dtype, Kernel)
+
+
+def _state_leaves(obj: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """The leaves of an estimator's state, walking dicts, lists, tuples and kernel banks."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _state_leaves(v, f"{path}[{k!r}]")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _state_leaves(v, f"{path}[{i}]")
+    elif isinstance(obj, KernelBank):
+        yield from _state_leaves(vars(obj), f"{path}.vars")
+    else:
+        yield path, obj
 
 
 @pytest.mark.parametrize("multi_class", ["ovr", "ovo"])
@@ -127,7 +150,13 @@ def test_regressor_squared_loss_is_kernel_ridge() -> None:
     sol = np.linalg.solve(A, np.r_[y, 0.0])
     np.testing.assert_allclose(reg.dual_coef_[0], sol[:n], atol=1e-8)
     assert reg.intercept_ == pytest.approx(sol[n], abs=1e-8)
-    assert KernelRidge  # the closed form above is kernel ridge with an unpenalised intercept
+    # The same model is scikit-learn's KernelRidge (no intercept) on the centred problem: the
+    # coefficients sum to zero, so (HKH + I/C) α = H y with H = I − 11ᵀ/n, and b = mean(y − Kα).
+    H = np.eye(n) - 1.0 / n
+    kr = KernelRidge(alpha=1.0 / 4.0, kernel="precomputed").fit(H @ K @ H, y - y.mean())
+    np.testing.assert_allclose(reg.dual_coef_[0], kr.dual_coef_, atol=1e-8)
+    assert reg.intercept_ == pytest.approx(np.mean(y - K @ kr.dual_coef_), abs=1e-8)
+    np.testing.assert_allclose(reg.predict(X), K @ kr.dual_coef_ + reg.intercept_, atol=1e-8)
 
 
 def test_invalid_parameters(cancer: tuple[NDArray[np.float64], NDArray[np.int64]]) -> None:

@@ -1,6 +1,6 @@
 """Tests of the independent reference (``reference.py``) itself.
 
-The reference is only useful if it is right, so every identity of ALGORITHMS.md §0–§1 that it
+The reference is only useful if it is right, so every identity of docs/mathematics.md §0–§1 that it
 relies on is checked here against an independent computation: scikit-learn's SVC, a direct cvxpy
 solve of the dual, numerical conjugates, and the exact l1 ↔ lp(p=1) re-parameterisation.
 """

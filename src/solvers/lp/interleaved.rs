@@ -11,12 +11,12 @@
 
 use rayon::prelude::*;
 
+use super::newton::dense_matvec;
 use super::{certificate, theta_update, LpConfig, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::{nonzeros, KernelStack};
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::newton::dense_matvec;
 use crate::solvers::smo::{DenseKernel, QpSpec, SmoOptions, SmoState, StepOutcome};
 
 pub(super) fn fit_interleaved(
@@ -48,7 +48,7 @@ pub(super) fn fit_interleaved(
     let mut delta = vec![0.0; n];
     let mut quad = vec![0.0; m];
     let mut f = vec![0.0; n];
-    let mut tracker = Tracker::new();
+    let mut tracker = Tracker::new(interrupt);
     let mut status = SolveStatus::MaxIterations;
     let mut n_iter = 0;
     let parallel = m * n >= 1 << 15;

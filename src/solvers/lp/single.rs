@@ -1,12 +1,12 @@
 //! The single-kernel problem of Algorithm 1 on a combined kernel `K_θ`, warm-started across
 //! outer iterations: SMO for the hinge, squared-hinge and ε-insensitive losses, Newton
 //! (Cholesky) for the squared and logistic losses. Every variant exposes the model as
-//! `f = K_θ β + b`, with `β` a feasible point of the ℓp dual (ALGORITHMS.md §1).
+//! `f = K_θ β + b`, with `β` a feasible point of the ℓp dual (docs/mathematics.md §1).
 
+use super::newton::NewtonSolver;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::losses::Loss;
-use crate::solvers::newton::NewtonSolver;
 use crate::solvers::smo::{l2svm, svc, svr, DenseKernel, SmoOptions, SvmSolution};
 
 /// A warm-started single-kernel solver.

@@ -33,7 +33,7 @@ pub struct SvmSolution {
 
 impl SvmSolution {
     /// The dual in maximisation form, `−F(α)`: for C-SVC `1ᵀα − ½αᵀQα`, which lower-bounds the
-    /// primal `C Σ hinge + ½‖f‖²` (the `D` of `ALGORITHMS.md` §1); for the squared hinge
+    /// primal `C Σ hinge + ½‖f‖²` (the `D` of `docs/mathematics.md` §1); for the squared hinge
     /// `1ᵀα − ½αᵀQα − Σ α_i²/(2C_i)`; for ε-SVR `Σ y_i(α_i − α*_i) − ε Σ(α_i + α*_i) − ½βᵀKβ`.
     pub fn dual_value(&self) -> f64 {
         -self.objective
@@ -240,7 +240,7 @@ pub fn svr<K: KernelColumns + ?Sized>(
         return Err(MkError::config("y", "need at least 2 samples"));
     }
     if y.iter().any(|v| !v.is_finite()) {
-        return Err(MkError::NonFinite("targets y".into()));
+        return Err(MkError::non_finite("the targets y"));
     }
     if !(epsilon.is_finite() && epsilon >= 0.0) {
         return Err(MkError::config(

@@ -1,5 +1,5 @@
 //! Sequential minimal optimisation (SMO) for SVM duals on a precomputed kernel: the SVM engine
-//! of ℓp-norm MKL (`ALGORITHMS.md` §3).
+//! of ℓp-norm MKL (`docs/mathematics.md` §3).
 //!
 //! # The problem
 //!

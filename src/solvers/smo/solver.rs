@@ -240,7 +240,10 @@ impl SmoState {
             return Err(MkError::Shape("the QP has no variables".into()));
         }
         if n > u32::MAX as usize {
-            return Err(MkError::TooLarge(format!("kernel of size {n}")));
+            return Err(MkError::Unsupported(format!(
+                "SMO indexes points with 32 bits: at most {} points, got {n}",
+                u32::MAX
+            )));
         }
         for (name, len) in [
             ("y", spec.y.len()),
@@ -277,7 +280,7 @@ impl SmoState {
             return Err(MkError::config("y", "signs must be +1 or -1"));
         }
         if spec.p.iter().any(|v| !v.is_finite()) {
-            return Err(MkError::NonFinite("linear term p".into()));
+            return Err(MkError::non_finite("the linear term p"));
         }
         if spec.upper.iter().any(|&u| u.is_nan() || u <= 0.0) {
             return Err(MkError::config("upper", "bounds must be > 0 (or +inf)"));
@@ -507,7 +510,7 @@ impl SmoState {
             )));
         }
         if g.iter().any(|v| !v.is_finite()) {
-            return Err(MkError::NonFinite("gradient".into()));
+            return Err(MkError::non_finite("the SMO gradient"));
         }
         self.reset_kernel(kernel)?;
         for ((h, &y), &g) in self.h.iter_mut().zip(&self.y).zip(g) {
@@ -554,7 +557,7 @@ impl SmoState {
         self.grad_bar_valid = false;
         kernel.diag(&mut self.kdiag);
         if self.kdiag.iter().any(|v| !v.is_finite()) {
-            return Err(MkError::NonFinite("kernel diagonal".into()));
+            return Err(MkError::non_finite("the kernel diagonal"));
         }
         for t in 0..self.l {
             self.qd[t] = self.kdiag[self.kidx[t] as usize] + self.shift[t];

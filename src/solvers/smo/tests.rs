@@ -922,6 +922,6 @@ fn invalid_inputs_are_rejected() {
     let nan_kern = DenseKernel::new(&nan_k, 2).unwrap();
     assert!(matches!(
         svc(&nan_kern, &[1.0, -1.0], &[1.0], &o, None, ni),
-        Err(MkError::NonFinite(_))
+        Err(MkError::NonFinite { .. })
     ));
 }

@@ -1,4 +1,4 @@
-//! The dual of ALGORITHMS.md §1 for `l1` / `elasticnet` and its feasibility projection.
+//! The dual of docs/mathematics.md §1 for `l1` / `elasticnet` and its feasibility projection.
 
 use crate::kernels::KernelStack;
 use crate::losses::Loss;

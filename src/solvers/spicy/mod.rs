@@ -1,12 +1,12 @@
 //! SpicyMKL (Suzuki & Tomioka 2009): block-ℓ1 and elastic-net MKL by a dual augmented
 //! Lagrangian, i.e. the proximal point method on the primal with an inner Newton method on the
-//! smoothed dual (ALGORITHMS.md §2).
+//! smoothed dual (docs/mathematics.md §2).
 //!
 //! # Scaling
 //! Our primal is `P = C Σ_i ℓ(y_i, f(x_i)) + Σ_m (r_1 s_m + r_2 s_m²/2)`, `s_m = ‖A[m]‖_{K_m}`,
 //! `r_1 = l1_ratio`, `r_2 = 1 − l1_ratio` (`l1`: `r_1 = 1`, `r_2 = 0`). The solver works on
 //! `P/C`, the paper's form with loss weight 1 and penalty weights `λ_1 = r_1/C`, `λ_2 = r_2/C`
-//! (the paper's `C` is `λ_1`). Its dual variable `ρ` relates to ours (ALGORITHMS.md §1) by
+//! (the paper's `C` is `λ_1`). Its dual variable `ρ` relates to ours (docs/mathematics.md §1) by
 //! `ρ̃ = C ρ`.
 //!
 //! # Outer loop (eq. 3, 5, 6)
@@ -70,7 +70,7 @@
 //! (`A = 0` off `W`) and the reported dual is the best whole-problem dual seen, so the gap is a
 //! certificate for the full problem at every iteration.
 //!
-//! # Certificate (ALGORITHMS.md §1)
+//! # Certificate (docs/mathematics.md §1)
 //! `P` from `(A, b)` by its definition; `D(ρ̃) = −C Σ ℓ*(y_i, −ρ̃_i/C)` (minus the elastic-net
 //! term) at the best of two feasible points: the inner `ρ̃ = Cρ` and the natural
 //! `ρ̃ = −C ℓ'(y, f)`, each made feasible by the clip-shift centring and (ℓ1) the scaling of
@@ -114,28 +114,36 @@ impl SpicyPenalty {
     }
 }
 
-/// Settings of a SpicyMKL fit.
+/// The largest growth factor of `γ` per outer iteration (exclusive).
+pub const MAX_GAMMA_FACTOR: f64 = 1e6;
+
+/// Settings of a SpicyMKL fit. Every default lives in [`Default`] (the Python
+/// `SpicyConfig` is tested against it) and every check in [`SpicyConfig::validate`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpicyConfig {
+    /// `l1` (default) or `elasticnet` with its `l1_ratio` in [0, 1].
     pub penalty: SpicyPenalty,
-    /// Loss weight `C`.
+    /// Loss weight `C > 0` (default 1).
     pub c: f64,
+    /// Default hinge.
     pub loss: Loss,
-    /// Stop when the relative duality gap is at most this.
+    /// Stop when the relative duality gap is at most this (> 0, default 1e-3).
     pub tol: f64,
-    /// Outer (proximal) iterations at most.
+    /// Outer (proximal) iterations at most (≥ 1, default 200).
     pub max_iter: usize,
-    /// Newton steps per outer iteration at most.
+    /// Newton steps per outer iteration at most (≥ 1, default 100).
     pub max_inner: usize,
-    /// First penalty parameter `γ^{(1)}` (of `γ_m` and `γ_b`; the slack's `γ_z` is `√γ`).
+    /// First penalty parameter `γ^{(1)}` (of `γ_m` and `γ_b`; the slack's `γ_z` is `√γ`);
+    /// positive, default 1.
     pub gamma0: f64,
-    /// Growth factor of `γ` per outer iteration (≥ 1).
+    /// Growth factor of `γ` per outer iteration, in [1, [`MAX_GAMMA_FACTOR`]), default 10.
     pub gamma_factor: f64,
-    /// Largest `γ` (bounds the Hessian's condition number).
+    /// Largest `γ` (bounds the Hessian's condition number); finite, ≥ `gamma0`, default 1e8.
     pub gamma_max: f64,
-    /// Kernels in the working set (0: [`AUTO_WORKING_SET`] when the stack has more than twice
-    /// as many, else all). Needs `r_1 > 0`; see the module documentation.
-    pub working_set: usize,
+    /// Kernels in the working set, at least 1 (`None`, the default: [`AUTO_WORKING_SET`] when
+    /// the stack has more than twice as many, else all). Needs `r_1 > 0`; see the module
+    /// documentation.
+    pub working_set: Option<usize>,
 }
 
 impl Default for SpicyConfig {
@@ -143,14 +151,14 @@ impl Default for SpicyConfig {
         SpicyConfig {
             penalty: SpicyPenalty::L1,
             c: 1.0,
-            loss: Loss::Logistic,
-            tol: 1e-4,
+            loss: Loss::Hinge,
+            tol: 1e-3,
             max_iter: 200,
             max_inner: 100,
             gamma0: 1.0,
             gamma_factor: 10.0,
             gamma_max: 1e8,
-            working_set: 0,
+            working_set: None,
         }
     }
 }
@@ -167,19 +175,39 @@ impl SpicyConfig {
             }
         }
         crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        if self.working_set == Some(0) {
+            return Err(MkError::config(
+                "working_set",
+                "must be None (automatic) or at least 1, got 0",
+            ));
+        }
         if self.max_inner == 0 {
             return Err(MkError::config("max_inner", "must be at least 1"));
         }
-        let g_ok = self.gamma0.is_finite()
-            && self.gamma0 > 0.0
-            && self.gamma_factor.is_finite()
-            && self.gamma_factor >= 1.0
-            && self.gamma_max.is_finite()
-            && self.gamma_max >= self.gamma0;
-        if !g_ok {
+        if !(self.gamma0.is_finite() && self.gamma0 > 0.0) {
             return Err(MkError::config(
-                "gamma",
-                "need 0 < gamma0 ≤ gamma_max < inf and gamma_factor ≥ 1",
+                "gamma0",
+                format!("must be a positive finite number, got {}", self.gamma0),
+            ));
+        }
+        // A factor of 1e6 already takes γ from 1 to the default cap in two outer iterations;
+        // larger ones only make the first inner problems harder to solve.
+        if !(1.0..MAX_GAMMA_FACTOR).contains(&self.gamma_factor) {
+            return Err(MkError::config(
+                "gamma_factor",
+                format!(
+                    "must be in [1, {MAX_GAMMA_FACTOR:e}), got {}",
+                    self.gamma_factor
+                ),
+            ));
+        }
+        if !(self.gamma_max.is_finite() && self.gamma_max >= self.gamma0) {
+            return Err(MkError::config(
+                "gamma_max",
+                format!(
+                    "must be finite and at least gamma0 = {}, got {}",
+                    self.gamma0, self.gamma_max
+                ),
             ));
         }
         Ok(())
@@ -233,15 +261,12 @@ pub fn fit_spicy(
     }
     let (r1, r2) = cfg.penalty.weights();
     let m_all = stack.m();
-    let mut tracker = Tracker::new();
+    let mut tracker = Tracker::new(interrupt);
     // The best dual value that is valid for all kernels (the restricted problems' duals are not).
     let mut full_dual = f64::NEG_INFINITY;
-    let size = if cfg.working_set == 0 {
-        AUTO_WORKING_SET
-    } else {
-        cfg.working_set
-    };
-    let use_ws = r1 > 0.0 && size < m_all && (cfg.working_set > 0 || 2 * AUTO_WORKING_SET < m_all);
+    let size = cfg.working_set.unwrap_or(AUTO_WORKING_SET);
+    let use_ws =
+        r1 > 0.0 && size < m_all && (cfg.working_set.is_some() || 2 * AUTO_WORKING_SET < m_all);
     let first: Vec<usize> = if use_ws {
         // The natural dual point at A = 0 ranks the kernels (its block norms are the first
         // activity test) and is already a certificate for the whole problem.

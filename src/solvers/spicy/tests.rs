@@ -320,7 +320,7 @@ fn working_set_reaches_the_full_optimum() {
                 &stack,
                 &y,
                 &SpicyConfig {
-                    working_set: 1,
+                    working_set: Some(1),
                     ..all
                 },
                 &NoInterrupt,

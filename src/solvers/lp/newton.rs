@@ -5,7 +5,7 @@
 //! Logistic (and any twice-differentiable loss): damped Newton in IRLS form. At `f = Kβ + b`,
 //! with `w = ℓ''(f)`, `g = ℓ'(f)` and the working response `z = f − g/w`, the Newton step solves
 //! the weighted ridge `(K + (C W)⁻¹) β' = z − b' 1`, `Σβ' = 0`, followed by a backtracking line
-//! search on the objective. At the optimum `β = −C ℓ'(f)`, the dual point of ALGORITHMS.md §1.
+//! search on the objective. At the optimum `β = −C ℓ'(f)`, the dual point of docs/mathematics.md §1.
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
@@ -13,7 +13,7 @@ use crate::linalg::{solve_with_intercept, Cholesky};
 use crate::losses::Loss;
 
 /// `out = K v` for a dense row-major symmetric `n×n` kernel.
-pub fn dense_matvec(k: &[f64], v: &[f64], out: &mut [f64]) {
+pub(super) fn dense_matvec(k: &[f64], v: &[f64], out: &mut [f64]) {
     use rayon::prelude::*;
     let n = v.len();
     out.par_iter_mut()
@@ -32,19 +32,20 @@ fn objective(loss: Loss, c: f64, y: &[f64], kb: &[f64], beta: &[f64], b: f64) ->
     c * data + 0.5 * reg
 }
 
-/// Newton / ridge state, warm-started across calls.
+/// Newton / ridge state, warm-started across calls. (`pub` only because the public
+/// [`SingleKernel`](super::SingleKernel) holds one: this module is private.)
 pub struct NewtonSolver {
     loss: Loss,
     c: f64,
     y: Vec<f64>,
-    pub beta: Vec<f64>,
-    pub b: f64,
+    pub(super) beta: Vec<f64>,
+    pub(super) b: f64,
     /// Newton iterations of the last solve.
-    pub iterations: usize,
+    pub(super) iterations: usize,
 }
 
 impl NewtonSolver {
-    pub fn new(loss: Loss, c: f64, y: &[f64]) -> Result<Self> {
+    pub(super) fn new(loss: Loss, c: f64, y: &[f64]) -> Result<Self> {
         if !matches!(loss, Loss::Squared | Loss::Logistic) {
             return Err(MkError::config(
                 "loss",
@@ -63,7 +64,7 @@ impl NewtonSolver {
 
     /// Solves on the dense kernel `k` (row-major `n×n`) to a relative objective decrease of
     /// `tol` (squared loss: exactly).
-    pub fn solve(&mut self, k: &[f64], tol: f64, interrupt: &dyn Interrupt) -> Result<()> {
+    pub(super) fn solve(&mut self, k: &[f64], tol: f64, interrupt: &dyn Interrupt) -> Result<()> {
         let n = self.y.len();
         let c = self.c;
         if self.loss == Loss::Squared {

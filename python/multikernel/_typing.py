@@ -1,0 +1,29 @@
+"""``Literal`` types of the string parameters of the public API.
+
+A type checker rejects a misspelt option (``penalty="l2"``) before the code runs; at run time
+the estimators and :func:`multikernel.kernels.gram` still validate every value and raise a
+``ValueError`` naming the valid ones, for callers without a type checker.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+__all__ = ["LossName", "MultiClass", "Normalization", "Penalty", "SolverName"]
+
+#: Regularisers of the kernel functions (``penalty=`` of the estimators).
+Penalty: TypeAlias = Literal["lp", "l1", "elasticnet", "group"]
+
+#: Losses (``loss=``): the first three classify, the last two regress.
+LossName: TypeAlias = Literal[
+    "hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive"
+]
+
+#: Solvers (``solver=``); ``"auto"`` picks the fastest valid one for the penalty.
+SolverName: TypeAlias = Literal["auto", "analytic", "interleaved", "spicy", "mirror", "svrg"]
+
+#: Scalings of the Gram matrices (``normalize=``); None means ``"none"``.
+Normalization: TypeAlias = Literal["none", "trace", "mean_diag", "multiplicative", "spherical"]
+
+#: Reductions of a multiclass problem to binary ones (``multi_class=`` of the classifier).
+MultiClass: TypeAlias = Literal["ovr", "ovo"]

@@ -1,0 +1,213 @@
+"""The typed boundary between the engine and Python: result and status objects, the one table
+of settings, the exception hierarchy, panics, and ``verbose`` logging."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+
+import numpy as np
+import pytest
+from problems import fit_lp, small_problem
+from sklearn.exceptions import ConvergenceWarning
+
+import multikernel as mk
+from multikernel import _core
+from multikernel._config import SOLVERS
+from multikernel.exceptions import (
+    InternalError,
+    InvalidInputError,
+    InvalidParameterError,
+    KernelNotPSDError,
+    KernelNotSymmetricError,
+    MultikernelError,
+    NonFiniteError,
+    NumericalError,
+    StackTooLargeError,
+)
+
+
+def psd_stack(n: int = 12, m: int = 3, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(m):
+        F = rng.normal(size=(n, 4))
+        out.append(F @ F.T)
+    return np.stack(out)
+
+
+# --- exceptions ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cls", "builtin"),
+    [
+        (InvalidParameterError, ValueError),
+        (InvalidInputError, ValueError),
+        (NonFiniteError, ValueError),
+        (KernelNotSymmetricError, ValueError),
+        (KernelNotPSDError, ValueError),
+        (StackTooLargeError, MemoryError),
+        (NumericalError, np.linalg.LinAlgError),
+        (InternalError, RuntimeError),
+    ],
+)
+def test_every_error_is_a_multikernel_error_and_a_builtin(cls: type, builtin: type) -> None:
+    assert issubclass(cls, MultikernelError) and issubclass(cls, builtin)
+    assert mk.exceptions.__dict__[cls.__name__] is cls
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_stack_errors_name_the_kernel_and_the_entry(dtype: type) -> None:
+    G = psd_stack().astype(dtype)
+    bad = G.copy()
+    bad[2, 7, 3] += 1.0  # below the diagonal: K[7, 3] ≠ K[3, 7]
+    with pytest.raises(KernelNotSymmetricError, match=r"kernel 2 is not symmetric") as e:
+        mk.kernels.validate_stack(bad)
+    assert (e.value.kernel, e.value.entry) == (2, (7, 3))
+    bad = G.copy()
+    bad[1, 4, 9] = np.nan
+    with pytest.raises(NonFiniteError) as f:
+        mk.kernels.validate_stack(bad)
+    assert (f.value.kernel, f.value.entry) == (1, (4, 9))
+    bad = G.copy()
+    bad[0, 5, 5] = -1.0
+    with pytest.raises(KernelNotPSDError, match=r"K\[5,5\] = -1") as g:
+        mk.kernels.validate_stack(bad)
+    assert (g.value.kernel, g.value.entry) == (0, (5, 5))
+
+
+def test_a_kernel_with_a_negative_diagonal_is_refused_by_fit() -> None:
+    # It used to be fitted silently with zero weight.
+    K = psd_stack(n=20, m=1)[0]
+    y = np.where(np.arange(20) % 2 == 0, 1, -1)
+    with pytest.raises(KernelNotPSDError) as e:
+        mk.MKLClassifier(kernels="precomputed").fit(np.stack([K, K - 2 * np.eye(20) * K.max()]), y)
+    assert e.value.kernel == 1 and e.value.entry is not None
+    i, j = e.value.entry
+    assert i == j
+
+
+def test_stack_too_large_is_a_memory_error() -> None:
+    with pytest.raises(MemoryError, match=r"GiB.*float32"):
+        _core.gram_fit(np.zeros((10, 2)), [("linear", 0.0, 0.0, 0.0, None)] * 3, "none",
+                       False, False, 1, 1000)  # fmt: skip
+
+
+@pytest.mark.parametrize("in_pool", [False, True])
+def test_a_panic_becomes_an_internal_error(in_pool: bool) -> None:
+    # A Rust panic would otherwise be pyo3's PanicException, a BaseException.
+    with pytest.raises(InternalError, match="test panic"):
+        _core._panic_for_tests(in_pool)
+    try:
+        _core._panic_for_tests(in_pool)
+    except Exception as exc:  # the point: an ordinary except clause catches it
+        assert isinstance(exc, MultikernelError)
+    # The pool still works after a panic in one of its workers.
+    G = psd_stack()
+    v = np.ones(12)
+    np.testing.assert_allclose(mk.kernels.quad_forms(G, v), G.sum(axis=(1, 2)), rtol=1e-12)
+
+
+# --- settings -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", list(SOLVERS))
+def test_config_defaults_are_the_engines(solver: str) -> None:
+    engine = _core.default_settings(solver)  # type: ignore[arg-type]
+    config = SOLVERS[solver].config()  # type: ignore[index]
+    for f in dataclasses.fields(config):
+        assert getattr(config, f.name) == engine[f.name], f.name
+    # The estimator-level defaults are the engine's too.
+    est = mk.MKLClassifier()
+    for name in ("C", "tol", "max_iter", "epsilon") + (("p",) if solver != "spicy" else ()):
+        assert getattr(est, name) == engine[name], name
+    assert engine["loss"] == mk.MKLClassifier._losses[0] == "hinge"
+
+
+@pytest.mark.parametrize(
+    ("make", "parameter"),
+    [
+        (lambda: mk.SpicyConfig(gamma_factor=0.5), "gamma_factor"),
+        (lambda: mk.SpicyConfig(gamma_factor=1e7), "gamma_factor"),
+        (lambda: mk.SpicyConfig(gamma0=2.0, gamma_max=1.0), "gamma_max"),
+        (lambda: mk.SpicyConfig(gamma0=math.inf), "gamma0"),
+        (lambda: mk.SpicyConfig(max_inner=0), "max_inner"),
+        (lambda: mk.SpicyConfig(max_inner=True), "max_inner"),
+        (lambda: mk.SpicyConfig(working_set=0), "working_set"),
+        (lambda: mk.SpicyConfig(working_set=2.5), "working_set"),  # type: ignore[arg-type]
+        (lambda: mk.AnalyticConfig(inner_tol=0.0), "inner_tol"),
+        (lambda: mk.InterleavedConfig(inner_tol=-1.0), "inner_tol"),
+    ],
+)
+def test_configs_are_checked_by_the_engine_on_creation(make: object, parameter: str) -> None:
+    with pytest.raises(InvalidParameterError, match=parameter) as e:
+        make()  # type: ignore[operator]
+    assert e.value.parameter == parameter
+
+
+def test_estimator_settings_are_checked_before_any_kernel_is_computed() -> None:
+    X = np.zeros((1_000_000, 1))  # a bank that could not be computed
+    with pytest.raises(InvalidParameterError) as e:
+        mk.MKLClassifier(kernels=[mk.kernels.Linear()] * 4, C=math.nan).fit(X, np.arange(len(X)))
+    assert e.value.parameter == "C"
+
+
+def test_unknown_and_ill_typed_settings_are_refused() -> None:
+    with pytest.raises(InvalidParameterError, match="gama0") as e:
+        _core.check_settings("spicy", {"gama0": 1.0})
+    assert e.value.parameter == "gama0"
+    with pytest.raises(InvalidParameterError, match="real number") as e:
+        _core.check_settings("analytic", {"C": "1"})
+    assert e.value.parameter == "C"
+    with pytest.raises(InvalidParameterError, match="loss"):
+        _core.check_settings("analytic", {"loss": "hinj"})
+
+
+# --- results ------------------------------------------------------------------------------
+
+
+def test_fit_returns_a_typed_result_with_a_status() -> None:
+    G, y = small_problem("ionosphere", False, n=60, seed=1)
+    r = fit_lp(G, y, p=2.0, C=1.0, loss="hinge", tol=1e-6, max_iter=200)
+    assert isinstance(r, _core.FitResult)
+    assert r.status == _core.Status.CONVERGED and r.converged
+    assert r.gap <= 1e-6 and r.gap == pytest.approx((r.primal - r.dual) / abs(r.primal))
+    assert r.coef.shape == (G.shape[0], G.shape[1]) and r.history.shape == (r.n_iter, 5)
+    # The history's last gap is the reported one (the tracker keeps the best P and D).
+    assert r.history[-1, 2] == pytest.approx(r.gap)
+    short = fit_lp(G, y, p=1.0, C=1.0, loss="hinge", tol=1e-12, max_iter=2)
+    assert short.status == _core.Status.MAX_ITER and not short.converged
+    assert str(short.status) == "max_iter reached"
+    assert short.n_iter == 2 and short.history.shape == (2, 5)
+
+
+def test_estimator_reads_the_result_and_warns_with_the_status() -> None:
+    G, y = small_problem("ionosphere", False, n=60, seed=1)
+    clf = mk.MKLClassifier(kernels="precomputed", p=1.0, tol=1e-12, max_iter=2)
+    with pytest.warns(ConvergenceWarning, match=r"max_iter reached"):
+        clf.fit(G, y)
+    assert clf.converged_ is False and clf.n_iter_ == 2
+    r = fit_lp(G, y, p=1.0, C=1.0, loss="hinge", tol=1e-12, max_iter=2, inner_tol=1e-7)
+    assert clf.primal_objective_ == r.primal and clf.duality_gap_ == r.gap
+    np.testing.assert_array_equal(clf.history_["gap"], r.history[:, 2])
+
+
+# --- verbose ------------------------------------------------------------------------------
+
+
+def test_verbose_logs_one_record_per_outer_iteration(caplog: pytest.LogCaptureFixture) -> None:
+    G, y = small_problem("sonar", False, n=60, seed=1)
+    with caplog.at_level(logging.INFO, logger="multikernel"):
+        quiet = mk.MKLClassifier(kernels="precomputed", penalty="l1", tol=1e-6).fit(G, y)
+        assert not caplog.records
+        loud = mk.MKLClassifier(kernels="precomputed", penalty="l1", tol=1e-6, verbose=1)
+        loud.fit(G, y)
+    records = [r for r in caplog.records if r.name == "multikernel"]
+    assert len(records) == len(loud.history_) == loud.n_iter_
+    for rec, row in zip(records, loud.history_, strict=True):
+        assert f"gap {row['gap']:.3e}" in rec.getMessage()
+    assert quiet.primal_objective_ == loud.primal_objective_
+    with pytest.raises(InvalidParameterError, match="verbose"):
+        mk.MKLClassifier(verbose=-1).fit(np.zeros((4, 1)), [0, 1, 0, 1])
