@@ -75,7 +75,9 @@ fn setting_message(field: &str, reason: &str) -> String {
 }
 
 fn locate(entry: Option<(usize, usize)>) -> String {
-    entry.map_or(String::new(), |(i, j)| format!(" (first at entry [{i}, {j}])"))
+    entry.map_or(String::new(), |(i, j)| {
+        format!(" (first at entry [{i}, {j}])")
+    })
 }
 
 fn gib(bytes: u64) -> f64 {

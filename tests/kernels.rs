@@ -201,7 +201,7 @@ fn bad_inputs_are_errors_not_panics() {
     x[[1, 1]] = f64::NAN;
     let ok = vec![KernelSpec::new(KernelFn::Linear)];
     let e = gram::<f64>(x.view(), &ok, &GramOptions::default(), &NoInterrupt).unwrap_err();
-    assert!(e.to_string().contains("row 1, column 1"));
+    assert!(e.to_string().contains("entry [1, 1]"));
     let small = GramOptions {
         max_bytes: Some(10),
         ..GramOptions::default()

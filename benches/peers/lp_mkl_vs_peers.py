@@ -30,11 +30,11 @@ from sklearn.datasets import load_digits
 from sklearn.svm import SVC
 
 import multikernel as mk
-from multikernel import _core
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_time, paired_median_times  # noqa: E402
+from problems import fit_lp  # noqa: E402
 
 
 def digits(n: int, seed: int = 0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -52,7 +52,7 @@ def kloft_stack(X: NDArray[np.float64], M: int = 50) -> NDArray[np.float64]:
 
 
 def fit(G: NDArray[Any], y: NDArray[np.float64], p: float, algorithm: str = "analytic") -> Any:
-    return _core.fit_lp(
+    return fit_lp(
         G, y, p=p, C=1.0, loss="hinge", epsilon=0.1, algorithm=algorithm, tol=1e-3,
         max_iter=500, inner_tol=1e-7, n_threads=0,
     )  # fmt: skip
@@ -146,7 +146,7 @@ def versus_cvxpy(repeats: int) -> None:
             max(1, repeats // 2),
         )
         t, r = median_time(
-            lambda p=p: _core.fit_lp(
+            lambda p=p: fit_lp(
                 G,
                 y,
                 p=p,
@@ -161,9 +161,7 @@ def versus_cvxpy(repeats: int) -> None:
             ),  # fmt: skip
             repeats,
         )
-        P = primal_objective(
-            G, r["coef"], r["intercept"], y, C=1.0, loss="hinge", penalty="lp", p=p
-        )
+        P = primal_objective(G, r.coef, r.intercept, y, C=1.0, loss="hinge", penalty="lp", p=p)
         print(
             f"| {p:.3g} | {t:.4f} | {t_ref:.3f} | {t / t_ref:.4f} | {P:.8g} | "
             f"{ref.objective:.8g} | {(P - ref.objective) / ref.objective:.1e} |"

@@ -35,11 +35,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 import multikernel as mk
-from multikernel import _core
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_time  # noqa: E402
+from problems import fit_lp, fit_spicy  # noqa: E402
 
 FloatArray = NDArray[np.float64]
 
@@ -68,14 +68,14 @@ def random_specs(M: int, d: int, seed: int = 0) -> list[mk.kernels.KernelSpec]:
 
 
 def spicy(G: NDArray[Any], y: FloatArray, loss: str, C: float = C_OURS, tol: float = TOL) -> Any:
-    return _core.fit_spicy(
+    return fit_spicy(
         G, y, penalty="l1", l1_ratio=1.0, C=C, loss=loss, epsilon=0.1, tol=tol,
         max_iter=MAX_ITER, n_threads=0,
     )  # fmt: skip
 
 
-def active(r: dict[str, Any]) -> int:
-    return int(np.count_nonzero(np.asarray(r["kernel_norms"]) > 0.0))
+def active(r: Any) -> int:
+    return int(np.count_nonzero(np.asarray(r.kernel_norms) > 0.0))
 
 
 def pass_times(G64: FloatArray, repeats: int = 5) -> tuple[float, float]:
@@ -188,7 +188,7 @@ def versus_cvxpy(repeats: int) -> None:
         )
         for tol in (1e-2, 1e-6):
             t, r = median_time(lambda loss=loss, tol=tol: spicy(G, y, loss, tol=tol), repeats)
-            P = primal_objective(G, r["coef"], r["intercept"], y, C=C_OURS, loss=loss, penalty="l1")
+            P = primal_objective(G, r.coef, r.intercept, y, C=C_OURS, loss=loss, penalty="l1")
             print(
                 f"| {loss} | {tol:g} | {t:.4f} | {t_ref:.3f} | {t / t_ref:.4f} | {P:.8g} | "
                 f"{ref.objective:.8g} | {(P - ref.objective) / abs(ref.objective):.1e} |",
@@ -211,11 +211,11 @@ def versus_lp(repeats: int, n: int = 200, M: int = 200) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for loss in ("hinge", "logistic"):
-        S = float(np.sum(spicy(G, y, loss, tol=1e-8)["kernel_norms"]))
+        S = float(np.sum(spicy(G, y, loss, tol=1e-8).kernel_norms))
         for tol in (1e-2, 1e-3):
             t_s, rs = median_time(lambda loss=loss, tol=tol: spicy(G, y, loss, tol=tol), repeats)
             t_l, rl = median_time(
-                lambda loss=loss, tol=tol, S=S: _core.fit_lp(
+                lambda loss=loss, tol=tol, S=S: fit_lp(
                     G,
                     y,
                     p=1.0,
@@ -230,12 +230,8 @@ def versus_lp(repeats: int, n: int = 200, M: int = 200) -> None:
                 ),  # fmt: skip
                 repeats,
             )
-            Ps = primal_objective(
-                G, rs["coef"], rs["intercept"], y, C=C_OURS, loss=loss, penalty="l1"
-            )
-            Pl = primal_objective(
-                G, rl["coef"], rl["intercept"], y, C=C_OURS, loss=loss, penalty="l1"
-            )
+            Ps = primal_objective(G, rs.coef, rs.intercept, y, C=C_OURS, loss=loss, penalty="l1")
+            Pl = primal_objective(G, rl.coef, rl.intercept, y, C=C_OURS, loss=loss, penalty="l1")
             print(
                 f"| {loss} | {tol:g} | {S:.4g} | {t_s:.4f} | {t_l:.4f} | {t_s / t_l:.3f} | "
                 f"{Ps:.7g} | {Pl:.7g} | {(Pl - Ps) / abs(Ps):.1e} | {rs['n_iter']} | "

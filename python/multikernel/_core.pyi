@@ -9,6 +9,7 @@ from numpy.typing import NDArray
 __all__ = [
     "FitResult",
     "Status",
+    "_panic_for_tests",
     "check_settings",
     "default_settings",
     "fit",
@@ -33,7 +34,7 @@ class Status:
     MAX_ITER: Final[Status]
     STALLED: Final[Status]
     def __int__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
 @final
@@ -113,4 +114,5 @@ def svm(
     tol: float = 1e-6,
     shrinking: bool = True,
 ) -> dict[str, Any]: ...
-def _panic_for_tests(in_pool: bool) -> None: ...
+def _panic_for_tests(in_pool: bool) -> None:
+    """Test hook: panics in the engine, to check that it surfaces as InternalError."""

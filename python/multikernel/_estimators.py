@@ -145,8 +145,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.C = C
         self.loss = loss
         self.epsilon = epsilon
-        # Widened to str: _check_params resolves "auto" in a variable initialised from it.
-        self.solver: str = solver
+        self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
         self.solver_config = solver_config
@@ -203,6 +202,12 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 f"solver_config for solver={solver!r} must be a {row.config.__name__}, got "
                 f"{type(cfg).__name__}",
                 parameter="solver_config",
+            )
+        if self.groups is not None:
+            raise InvalidParameterError(
+                f"groups is used by penalty='group' only (not available in this version); got "
+                f"groups with penalty={self.penalty!r}",
+                parameter="groups",
             )
         check_n_threads(self.n_threads)
         v = self.verbose
@@ -289,9 +294,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     ) -> _core.FitResult:
         log = _iteration_logger(f"{type(self).__name__}{label}") if self.verbose else None
         yc = np.ascontiguousarray(y, dtype=np.float64)
-        return _core.fit(
-            solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log
-        )
+        return _core.fit(solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log)
 
     def _set_results(
         self, results: list[_core.FitResult], multi: bool, coefs: list[NDArray[Any]] | None = None

@@ -22,7 +22,9 @@ def check_features(X: Any, name: str = "X") -> NDArray[np.float64]:
             f"{name} must be 2-D (n_samples, n_features), got an array of shape {arr.shape}"
         )
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise InvalidInputError(f"{name} must have at least one sample and one feature, got {arr.shape}")
+        raise InvalidInputError(
+            f"{name} must have at least one sample and one feature, got {arr.shape}"
+        )
     if not np.isfinite(arr).all():
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise NonFiniteError(

@@ -211,3 +211,10 @@ def test_verbose_logs_one_record_per_outer_iteration(caplog: pytest.LogCaptureFi
     assert quiet.primal_objective_ == loud.primal_objective_
     with pytest.raises(InvalidParameterError, match="verbose"):
         mk.MKLClassifier(verbose=-1).fit(np.zeros((4, 1)), [0, 1, 0, 1])
+
+
+def test_groups_with_another_penalty_is_refused() -> None:
+    # Accepted and ignored before; it belongs to penalty="group".
+    with pytest.raises(InvalidParameterError, match="groups") as e:
+        mk.MKLClassifier(penalty="lp", groups=[0, 0, 1]).fit(np.zeros((4, 1)), [0, 1, 0, 1])
+    assert e.value.parameter == "groups"
