@@ -7,7 +7,7 @@ relative duality gap, which certifies how far the fit is from the optimum.
 from __future__ import annotations
 
 from . import exceptions, kernels
-from ._config import AnalyticConfig, InterleavedConfig, SolverConfig, SpicyConfig
+from ._config import AnalyticConfig, InterleavedConfig, MirrorConfig, SolverConfig, SpicyConfig
 from ._estimators import MKLClassifier, MKLRegressor, default_kernels
 from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
 
@@ -19,6 +19,7 @@ __all__ = [
     "LossName",
     "MKLClassifier",
     "MKLRegressor",
+    "MirrorConfig",
     "MultiClass",
     "Normalization",
     "Penalty",

@@ -23,8 +23,8 @@ __all__ = [
 ]
 
 _SpecTuple = tuple[str, float, float, float, list[int] | None]
-_Solver = Literal["analytic", "interleaved", "spicy"]
-_Setting = float | int | str | None
+_Solver = Literal["analytic", "interleaved", "spicy", "mirror"]
+_Setting = float | int | str | list[int] | None
 
 @final
 class Status:

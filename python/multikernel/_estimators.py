@@ -19,9 +19,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._config import PLANNED, SOLVERS, Setting, SolverConfig, _NativeSolver
+from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
 from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
-from ._validation import check_n_threads, check_stack
+from ._validation import check_n_threads, check_stack, group_ids
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 from .kernels import Gaussian, Kernel, KernelBank, Linear, Polynomial, validate_stack
 
@@ -40,6 +40,7 @@ _FITTED = (
     "n_iter_",
     "converged_",
     "history_",
+    "group_weights_",
     "classes_",
     "kernel_bank_",
     "n_features_in_",
@@ -112,6 +113,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     #: A structured array (fields primal, dual, gap, active, seconds), or a list of them
     #: for a multiclass classifier: ``Any`` so that ``history_["gap"]`` type-checks.
     history_: Any
+    group_weights_: NDArray[np.float64]
     kernel_bank_: KernelBank | None
     n_features_in_: int
     n_kernels_: int
@@ -160,13 +162,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         """Validate the hyper-parameters before any kernel is computed; return the solver
         and the engine's settings. Choices between names are checked here; every numeric
         setting is checked once, by the engine's own ``validate``."""
-        if self.penalty in PLANNED:
-            raise NotImplementedError(
-                f"penalty={self.penalty!r} (solver {PLANNED[self.penalty]!r}) is not available "
-                f"in this version; available penalties: {', '.join(_PENALTIES)}"
-            )
         if self.penalty not in _PENALTIES:
-            valid = ", ".join([*_PENALTIES, *PLANNED])
+            valid = ", ".join(_PENALTIES)
             raise InvalidParameterError(
                 f"penalty must be one of {valid}; got {self.penalty!r}", parameter="penalty"
             )
@@ -203,10 +200,17 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 f"{type(cfg).__name__}",
                 parameter="solver_config",
             )
-        if self.groups is not None:
+        if self.penalty == "group":
+            if self.groups is None:
+                raise InvalidParameterError(
+                    "penalty='group' needs groups= (a group id per kernel, or a list of index "
+                    "lists)",
+                    parameter="groups",
+                )
+            group_ids(self.groups, None)
+        elif self.groups is not None:
             raise InvalidParameterError(
-                f"groups is used by penalty='group' only (not available in this version); got "
-                f"groups with penalty={self.penalty!r}",
+                f"groups is used by penalty='group' only; got groups with penalty={self.penalty!r}",
                 parameter="groups",
             )
         check_n_threads(self.n_threads)
@@ -223,7 +227,14 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             "max_iter": self.max_iter,
             **cfg._native(),
         }
-        if "lp" in row.penalties:
+        if solver == "mirror":
+            if self.penalty == "lp" and self.p != 1:
+                raise InvalidParameterError(
+                    f"solver='mirror' solves penalty='lp' at p=1 only (one group); got "
+                    f"p={self.p!r}; use solver='analytic' or 'auto'",
+                    parameter="p",
+                )
+        elif "lp" in row.penalties:
             settings["p"] = self.p
         else:
             settings["penalty"] = self.penalty
@@ -294,6 +305,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     ) -> _core.FitResult:
         log = _iteration_logger(f"{type(self).__name__}{label}") if self.verbose else None
         yc = np.ascontiguousarray(y, dtype=np.float64)
+        if self.penalty == "group":
+            settings = {**settings, "groups": group_ids(self.groups, G.shape[0])[0]}
         return _core.fit(solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log)
 
     def _set_results(
@@ -314,6 +327,11 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.duality_gap_ = stack([r.gap for r in results])
         self.n_iter_ = stack([r.n_iter for r in results])
         self.converged_ = stack([r.converged for r in results])
+        if self.penalty == "group":
+            ids, n_groups = group_ids(self.groups, self.n_kernels_)
+            self.group_weights_ = stack(
+                [_group_weights(r.kernel_weights, ids, n_groups) for r in results]
+            )
         hist = [_history(r.history) for r in results]
         self.history_ = hist if multi else hist[0]
         tol = float(self.tol)
@@ -342,6 +360,17 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
             tags.input_tags.pairwise = True
         return tags
+
+
+def _group_weights(
+    weights: NDArray[np.float64], ids: list[int], n_groups: int
+) -> NDArray[np.float64]:
+    """γ of the group penalty from the kernel weights ``θ_jk = λ_jk/γ_j`` (normalised to sum
+    one): each ``λ_j`` sums to one, so ``Σ_{k∈G_j} θ_jk ∝ 1/γ_j`` (docs/mathematics.md §4)."""
+    sums = np.bincount(np.asarray(ids), weights=weights, minlength=n_groups)
+    inv = np.divide(1.0, sums, out=np.zeros(n_groups), where=sums > 0)
+    out: NDArray[np.float64] = inv / inv.sum()
+    return out
 
 
 def _history(rows: NDArray[np.float64]) -> NDArray[Any]:
@@ -389,37 +418,42 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         half the bytes (ℓp fits about 1.5x faster on the benchmark of Kloft et al.), and the
         certificate is exact for the float32 kernels. ``fit`` first checks that ``G`` is
         finite and symmetric, which reads all of it once.
-    penalty : {"lp", "l1", "elasticnet"}, default "lp"
+    penalty : {"lp", "l1", "elasticnet", "group"}, default "lp"
         ``"lp"``: ``Ω = ½ (Σ_m ‖f_m‖^q)^{2/q}``, ``q = 2p/(p+1)``, i.e. Kloft et al.'s
         ℓp-norm MKL with ``‖θ‖_p ≤ 1``. ``"l1"``: ``Ω = Σ_m ‖f_m‖`` (sparse MKL, SpicyMKL);
         ``"elasticnet"``: ``Ω = r Σ_m ‖f_m‖ + (1 − r)/2 Σ_m ‖f_m‖²`` with ``r = l1_ratio``.
-        (``"group"`` arrives with its solver in a later version and raises
-        ``NotImplementedError`` here.)
+        ``"group"``: ``Ω = ½ max_j (Σ_{k∈G_j} ‖f_k‖)²`` over the groups of ``groups`` (Nath et
+        al.'s mixed norm: sparse within a group, every group used), solved by ``"mirror"``.
     p : float, default 2.0
         Norm of the kernel weights, in [1, inf]; ``p=inf`` is an SVM on the unweighted sum of
         the kernels.
     l1_ratio : float, default 0.5
         Elastic-net mixing (``penalty="elasticnet"``).
-    groups : sequence of int, optional
-        Group id per kernel (``penalty="group"``).
+    groups : sequence of int, or sequence of sequences of int, optional
+        The kernel groups of ``penalty="group"`` (required there, refused otherwise): an
+        integer group label per kernel (groups ordered by sorted label), or a list of index
+        lists (group ``j`` = the kernels of list ``j``, each kernel in exactly one).
+        :func:`multikernel.kernels.view_bank` builds both specifications and groups.
     C : float, default 1.0
         Weight of the loss (as in scikit-learn's SVC).
     loss : {"hinge", "squared_hinge", "logistic"}, optional
         Classification loss; None means ``"hinge"``.
     epsilon : float, default 0.1
         Unused by classification losses (kept for a uniform parameter set).
-    solver : {"auto", "analytic", "interleaved", "spicy"}, default "auto"
+    solver : {"auto", "analytic", "interleaved", "spicy", "mirror"}, default "auto"
         For ``"lp"``: ``"analytic"``, Kloft's Algorithm 1 (single-kernel solves — SMO for the
         hinge losses, Newton for logistic — between closed-form updates of θ), or
         ``"interleaved"``, Algorithm 2 (θ updated inside SMO; hinge only); ``"auto"`` picks
         ``"analytic"``, the fastest valid solver for every loss in our benchmarks. For ``"l1"``
         and ``"elasticnet"``: ``"spicy"`` (SpicyMKL's dual augmented Lagrangian), also
-        ``"auto"``. (``"mirror"`` and ``"svrg"`` arrive with later versions.)
+        ``"auto"``. For ``"group"``: ``"mirror"`` (mirror descent over the kernel weights,
+        Nath et al.), also ``"auto"``; it solves ``"lp"`` at ``p=1`` too (one group).
+        (``"svrg"`` arrives with a later version.)
     tol : float, default 1e-3
         Stop when the relative duality gap is at most ``tol``.
     max_iter : int, default 200
         Maximal number of outer iterations.
-    solver_config : AnalyticConfig, InterleavedConfig or SpicyConfig, optional
+    solver_config : AnalyticConfig, InterleavedConfig, SpicyConfig or MirrorConfig, optional
         Solver-specific settings (defaults when None).
     normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"} or None, \
 default "mean_diag"
@@ -447,7 +481,9 @@ default "mean_diag"
         The offset ``b``.
     kernel_weights_ : ndarray of shape (M,) or (n_problems, M)
         The kernel combination: θ with unit p-norm for ``"lp"``; ``‖f_m‖ / Σ_k ‖f_k‖`` on the
-        simplex for ``"l1"`` and ``"elasticnet"`` (zero exactly for unused kernels).
+        simplex for ``"l1"`` and ``"elasticnet"`` (zero exactly for unused kernels);
+        ``λ_jk/γ_j`` normalised to the simplex for ``"group"`` (and for ``"lp"`` solved by
+        ``"mirror"``, which then equals the unit 1-norm θ).
     kernel_norms_ : ndarray of shape (M,) or (n_problems, M)
         ``‖f_m‖`` in each RKHS.
     primal_objective_, dual_objective_, duality_gap_ : float, or ndarray of shape \
@@ -460,6 +496,9 @@ default "mean_diag"
         Whether the duality gap reached ``tol``.
     history_ : structured ndarray of shape (n_iter_,), or a list of them for multiclass
         Per outer iteration: primal, dual, gap, active kernels, seconds.
+    group_weights_ : ndarray of shape (n_groups,) or (n_problems, n_groups)
+        ``penalty="group"`` only: the group weights γ on the simplex (in the order of
+        ``groups``); at the optimum ``γ_j ∝ Σ_{k∈G_j} ‖f_k‖`` over the groups in use.
     kernel_bank_ : KernelBank or None
         The fitted bank that computes the test kernels (None for precomputed kernels).
     n_features_in_ : int
@@ -552,8 +591,6 @@ default "mean_diag"
             An invalid hyper-parameter, a solver that does not handle the penalty or the
             loss, non-finite or ill-shaped data, fewer than two classes, or (precomputed)
             a stack that is not symmetric.
-        NotImplementedError
-            A penalty of a later version (``"group"``).
 
         Examples
         --------
@@ -829,8 +866,6 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
             An invalid hyper-parameter, a solver that does not handle the penalty or the
             loss, non-finite or ill-shaped data, or (precomputed) a stack that is not
             symmetric.
-        NotImplementedError
-            A penalty of a later version (``"group"``).
 
         Examples
         --------

@@ -76,3 +76,71 @@ def check_n_threads(n_threads: Any) -> int:
             f"n_threads must be >= 0 (0 = all cores), got {n_threads}", parameter="n_threads"
         )
     return int(n_threads)
+
+
+def group_ids(groups: Any, n_kernels: int | None) -> tuple[list[int], int]:
+    """The group of every kernel as ids ``0..J-1``, and ``J``.
+
+    ``groups`` is either a group label per kernel (integers; groups are numbered in the order
+    of the sorted labels) or a list of index lists (group ``j`` holds the kernels of list
+    ``j``; every kernel in exactly one). With ``n_kernels=None`` only the form is checked.
+    """
+    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__len__"):
+        raise InvalidParameterError(
+            f"groups must be a group id per kernel or a list of index lists, got {groups!r}",
+            parameter="groups",
+        )
+    items = list(groups)
+    if not items:
+        raise InvalidParameterError("groups is empty", parameter="groups")
+
+    def is_int(v: Any) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+    if all(is_int(v) for v in items):
+        labels, ids = np.unique(np.asarray(items, dtype=np.int64), return_inverse=True)
+        if n_kernels is not None and len(items) != n_kernels:
+            raise InvalidParameterError(
+                f"groups has {len(items)} ids for {n_kernels} kernels; give one group id per "
+                f"kernel",
+                parameter="groups",
+            )
+        return [int(i) for i in ids], len(labels)
+    if not all(isinstance(v, (list, tuple, np.ndarray)) for v in items):
+        bad = next(v for v in items if not is_int(v) and not isinstance(v, (list, tuple)))
+        raise InvalidParameterError(
+            f"groups must hold integer group ids (or be a list of index lists); got {bad!r}",
+            parameter="groups",
+        )
+    out: dict[int, int] = {}
+    for j, members in enumerate(items):
+        members = list(members)
+        if not members:
+            raise InvalidParameterError(f"group {j} of groups is empty", parameter="groups")
+        for k in members:
+            if not is_int(k):
+                raise InvalidParameterError(
+                    f"group {j} of groups holds {k!r}; kernel indices must be integers",
+                    parameter="groups",
+                )
+            if k < 0 or (n_kernels is not None and k >= n_kernels):
+                raise InvalidParameterError(
+                    f"group {j} of groups holds kernel {k}, outside 0..{n_kernels}",
+                    parameter="groups",
+                )
+            if int(k) in out:
+                raise InvalidParameterError(
+                    f"kernel {k} is in groups {out[int(k)]} and {j}; each kernel belongs to "
+                    f"one group",
+                    parameter="groups",
+                )
+            out[int(k)] = j
+    if n_kernels is None:
+        return [], len(items)
+    if len(out) != n_kernels:
+        missing = sorted(set(range(n_kernels)) - set(out))
+        raise InvalidParameterError(
+            f"groups leaves kernels {missing[:10]} out; every kernel must be in one group",
+            parameter="groups",
+        )
+    return [out[k] for k in range(len(out))], len(items)

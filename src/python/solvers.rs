@@ -14,6 +14,7 @@ use crate::kernels::KernelStack;
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{fit_lp, LpAlgorithm, LpConfig};
+use crate::solvers::mirror::{fit_group, Groups, MirrorConfig, StepRule};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy, SpicyConfig, SpicyPenalty};
 use crate::Result;
@@ -136,6 +137,8 @@ impl PyFitResult {
 enum Settings {
     Lp(LpConfig),
     Spicy(SpicyConfig),
+    /// With the group id of every kernel (`None`: one group, `lp` with `p = 1`).
+    Mirror(MirrorConfig, Option<Vec<usize>>),
 }
 
 /// A dict of settings being read: each key is taken once, a key no solver field takes is an
@@ -194,6 +197,26 @@ impl<'py> Fields<'_, 'py> {
         }
     }
 
+    fn flag(&mut self, key: &'static str, default: bool) -> PyResult<bool> {
+        match self.value(key)? {
+            None => Ok(default),
+            Some(v) if v.is_instance_of::<PyBool>() => v.extract(),
+            Some(v) => Err(Self::bad(key, "True or False", &v)),
+        }
+    }
+
+    /// A list of non-negative integers, or `None`.
+    fn ids(&mut self, key: &'static str) -> PyResult<Option<Vec<usize>>> {
+        match self.value(key)? {
+            None => Ok(None),
+            Some(v) if v.is_none() => Ok(None),
+            Some(v) => v
+                .extract()
+                .map(Some)
+                .map_err(|_| Self::bad(key, "a list of non-negative integers", &v)),
+        }
+    }
+
     fn text(&mut self, key: &'static str, default: &str) -> PyResult<String> {
         match self.value(key)? {
             None => Ok(default.to_string()),
@@ -225,7 +248,7 @@ impl<'py> Fields<'_, 'py> {
 }
 
 impl Settings {
-    /// The settings of `solver` (`analytic`, `interleaved` or `spicy`): `dict` over the
+    /// The settings of `solver` (`analytic`, `interleaved`, `spicy` or `mirror`): `dict` over the
     /// engine's defaults, validated by the engine.
     fn read(solver: &str, dict: &Bound<'_, PyDict>) -> PyResult<Self> {
         let mut f = Fields {
@@ -276,10 +299,25 @@ impl Settings {
                     working_set: f.optional_count("working_set", d.working_set)?,
                 })
             }
+            "mirror" => {
+                let d = MirrorConfig::default();
+                let cfg = MirrorConfig {
+                    c: f.float("C", d.c)?,
+                    loss: f.loss(d.loss)?,
+                    tol: f.float("tol", d.tol)?,
+                    max_iter: f.count("max_iter", d.max_iter)?,
+                    inner_tol: f.float("inner_tol", d.inner_tol)?,
+                    step: StepRule::parse(&f.text("step", d.step.name())?).map_err(to_py)?,
+                    working_set: f.flag("working_set", d.working_set)?,
+                };
+                Settings::Mirror(cfg, f.ids("groups")?)
+            }
             other => {
                 return Err(to_py(MkError::config(
                     "solver",
-                    format!("unknown solver {other:?}; valid: analytic, interleaved, spicy"),
+                    format!(
+                        "unknown solver {other:?}; valid: analytic, interleaved, spicy, mirror"
+                    ),
                 )))
             }
         };
@@ -294,6 +332,12 @@ impl Settings {
         match self {
             Settings::Lp(c) => c.validate(),
             Settings::Spicy(c) => c.validate(),
+            Settings::Mirror(c, groups) => {
+                if let Some(ids) = groups {
+                    Groups::new(ids)?;
+                }
+                c.validate()
+            }
         }
     }
 
@@ -301,6 +345,13 @@ impl Settings {
         match self {
             Settings::Lp(c) => fit_lp(s, y, c, i),
             Settings::Spicy(c) => fit_spicy(s, y, c, i),
+            Settings::Mirror(c, groups) => {
+                let groups = match groups {
+                    Some(ids) => Groups::new(ids)?,
+                    None => Groups::single(s.m()),
+                };
+                fit_group(s, y, &groups, c, i)
+            }
         }
     }
 
@@ -327,6 +378,16 @@ impl Settings {
                 d.set_item("gamma0", c.gamma0)?;
                 d.set_item("gamma_factor", c.gamma_factor)?;
                 d.set_item("gamma_max", c.gamma_max)?;
+                d.set_item("working_set", c.working_set)?;
+            }
+            Settings::Mirror(c, _) => {
+                d.set_item("C", c.c)?;
+                d.set_item("loss", c.loss.name())?;
+                d.set_item("epsilon", c.loss.epsilon())?;
+                d.set_item("tol", c.tol)?;
+                d.set_item("max_iter", c.max_iter)?;
+                d.set_item("inner_tol", c.inner_tol)?;
+                d.set_item("step", c.step.name())?;
                 d.set_item("working_set", c.working_set)?;
             }
         }

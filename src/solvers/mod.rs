@@ -2,6 +2,7 @@
 //! [`crate::kernels::KernelStack`].
 
 pub mod lp;
+pub mod mirror;
 pub mod smo;
 pub mod spicy;
 mod tracker;

@@ -163,7 +163,7 @@ def test_invalid_parameters(cancer: tuple[NDArray[np.float64], NDArray[np.int64]
     X, y = cancer
     cases: list[tuple[dict[str, Any], type[Exception], str]] = [
         ({"penalty": "l3"}, ValueError, "penalty must be one of"),
-        ({"penalty": "group"}, NotImplementedError, "not available"),
+        ({"penalty": "group"}, ValueError, "needs groups="),
         ({"penalty": "l1", "solver": "analytic"}, ValueError, "valid: auto, spicy"),
         ({"penalty": "elasticnet", "l1_ratio": 1.5}, ValueError, "l1_ratio"),
         ({"penalty": "l1", "solver_config": mk.AnalyticConfig()}, ValueError, "SpicyConfig"),

@@ -1,7 +1,6 @@
 //! Kloft et al.'s Algorithm 1 (the wrapper): a full single-kernel solve on `K_θ = Σ θ_m K_m`
 //! between closed-form θ updates (eq. 17), with a working set of points when `β` is sparse.
 
-use super::newton::dense_matvec;
 use super::working_set::{gather_points, new_points, scatter_points, CheckSchedule, PointSet};
 use super::{certificate, theta_update, LpConfig, SingleKernel, Tracker};
 use crate::error::Result;
@@ -61,7 +60,7 @@ fn extrapolate(theta: &[f64], next: &[f64], omega: f64, p: f64) -> Vec<f64> {
 /// The gap bookkeeping of the problem being iterated (the whole one, or a restricted one):
 /// the accuracy asked of the single-kernel solver, the over-relaxation of the θ update, and
 /// whether the iteration stalls.
-struct GapSchedule {
+pub(crate) struct GapSchedule {
     /// The smallest inner accuracy: the inner accuracy must not limit the outer gap the
     /// caller asked for, so at most `tol/10`.
     floor: f64,
@@ -77,37 +76,39 @@ struct GapSchedule {
 }
 
 impl GapSchedule {
-    fn new(cfg: &LpConfig) -> Self {
-        let floor = cfg.inner_tol.min(0.1 * cfg.tol);
+    /// The schedule of a fit to relative gap `tol` whose inner solves need at most
+    /// `inner_tol`, for the norm `p` (which sets the over-relaxation; `p = 1`: none).
+    pub(crate) fn new(tol: f64, inner_tol: f64, p: f64) -> Self {
+        let floor = inner_tol.min(0.1 * tol);
         GapSchedule {
             floor,
             inner_tol: 1e-3f64.max(floor),
             best_gap: f64::INFINITY,
             since_best: 0,
-            omega: over_relaxation(cfg.p),
+            omega: over_relaxation(p),
             stalled: false,
         }
     }
 
     /// The accuracy of the next single-kernel solve.
-    fn inner_tol(&self) -> f64 {
+    pub(crate) fn inner_tol(&self) -> f64 {
         self.inner_tol
     }
 
     /// The over-relaxation `ω` of the next θ update.
-    fn omega(&self) -> f64 {
+    pub(crate) fn omega(&self) -> f64 {
         self.omega
     }
 
     /// Whether the last observed iteration stalled: its gap has not shrunk for 10 iterations
     /// at the smallest inner accuracy, so more accuracy cannot help.
-    fn is_stalled(&self) -> bool {
+    pub(crate) fn is_stalled(&self) -> bool {
         self.stalled
     }
 
     /// Takes in the relative gap of an iteration; `new_problem` when the iterated problem
     /// changes after it, so that the next gaps are not compared with this one.
-    fn observe(&mut self, gap: f64, new_problem: bool) {
+    pub(crate) fn observe(&mut self, gap: f64, new_problem: bool) {
         // The inner accuracy follows the outer gap, and is tightened further whenever the gap
         // shrinks slowly: an inexact SVM solution bounds how far the primal can go.
         if gap >= 0.9 * self.best_gap {
@@ -170,29 +171,6 @@ impl Step {
     }
 }
 
-/// The single-kernel solve of one Algorithm-1 step on `stack`: returns `f = K_θ β` and the
-/// best intercept for it.
-#[allow(clippy::too_many_arguments)]
-fn solve_step(
-    stack: &dyn KernelStack,
-    y: &[f64],
-    sub: &mut SingleKernel,
-    theta: &[f64],
-    inner_tol: f64,
-    k_theta: &mut Vec<f64>,
-    cfg: &LpConfig,
-    interrupt: &dyn Interrupt,
-) -> Result<(Vec<f64>, f64)> {
-    let n = stack.n();
-    k_theta.resize(n * n, 0.0);
-    stack.combine(theta, k_theta);
-    sub.solve(k_theta, inner_tol, interrupt)?;
-    let mut f = vec![0.0; n];
-    dense_matvec(k_theta, sub.beta(), &mut f);
-    let b = cfg.loss.best_intercept(y, &f, sub.intercept());
-    Ok((f, b))
-}
-
 /// Algorithm 1, with a working set of points when `β` is sparse (SMO losses, `p > 1`).
 ///
 /// The working set `W` holds the support vectors and the margin violators of a whole-problem
@@ -222,7 +200,7 @@ pub(super) fn fit_analytic(
     let mut k_theta = Vec::new();
     let mut tracker = Tracker::new(interrupt);
     let mut status = SolveStatus::MaxIterations;
-    let mut gaps = GapSchedule::new(cfg);
+    let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, cfg.p);
     let mut checks = CheckSchedule::new();
     let mut n_iter = 0;
     for _ in 0..cfg.max_iter {
@@ -232,14 +210,12 @@ pub(super) fn fit_analytic(
         let mut new_problem = false;
         let (gap, norms) = if let Some(set) = ws.as_mut() {
             // The single-kernel solve on K_θ[W, W], and ‖w_m‖ from the sub-stack.
-            let (f, b) = solve_step(
+            let (f, b) = set.solver.solve_combined(
                 set.stack.stack(),
                 &set.y,
-                &mut set.solver,
                 &theta,
                 gaps.inner_tol(),
                 &mut k_theta,
-                cfg,
                 interrupt,
             )?;
             let beta = set.solver.beta();
@@ -281,14 +257,12 @@ pub(super) fn fit_analytic(
             (rgap, st.norms)
         } else {
             // The single-kernel solve on K_θ, and ‖w_m‖ in one pass over the stack.
-            let (f, b) = solve_step(
+            let (f, b) = whole.solve_combined(
                 stack,
                 y,
-                &mut whole,
                 &theta,
                 gaps.inner_tol(),
                 &mut k_theta,
-                cfg,
                 interrupt,
             )?;
             if use_ws && n_iter == 1 {

@@ -30,7 +30,9 @@ use crate::losses::Loss;
 use crate::result::FitResult;
 pub(crate) use crate::solvers::tracker::Tracker;
 
+pub(crate) use analytic::GapSchedule;
 pub use single::SingleKernel;
+pub(crate) use working_set::CheckSchedule;
 
 /// How θ is learned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,12 +144,17 @@ pub fn theta_update(wnorms: &[f64], p: f64) -> Vec<f64> {
 
 /// `D(β) = −C Σ ℓ*(y_i, −β_i/C) − ½ ‖(βᵀK_mβ)_m‖_{p*}` (docs/mathematics.md §1).
 pub fn lp_dual(loss: Loss, c: f64, y: &[f64], beta: &[f64], quad: &[f64], p: f64) -> f64 {
+    loss_dual(loss, c, y, beta) - 0.5 * dual_norm(quad, p)
+}
+
+/// The loss part `−C Σ_i ℓ*(y_i, −β_i/C)` of every SVM-type dual (docs/mathematics.md §1.2).
+pub(crate) fn loss_dual(loss: Loss, c: f64, y: &[f64], beta: &[f64]) -> f64 {
     let conj: f64 = y
         .iter()
         .zip(beta)
         .map(|(&yi, &bi)| loss.conjugate(yi, -bi / c))
         .sum();
-    -c * conj - 0.5 * dual_norm(quad, p)
+    -c * conj
 }
 
 /// `P`, `D` and the block norms `‖f_m‖ = θ_m sqrt(βᵀK_mβ)` at `A[m] = θ_m β`, given

@@ -45,6 +45,11 @@ pub struct NewtonSolver {
 }
 
 impl NewtonSolver {
+    /// The loss being fitted.
+    pub(super) fn loss(&self) -> Loss {
+        self.loss
+    }
+
     pub(super) fn new(loss: Loss, c: f64, y: &[f64]) -> Result<Self> {
         if !matches!(loss, Loss::Squared | Loss::Logistic) {
             return Err(MkError::config(

@@ -3,9 +3,10 @@
 //! (Cholesky) for the squared and logistic losses. Every variant exposes the model as
 //! `f = K_θ β + b`, with `β` a feasible point of the ℓp dual (docs/mathematics.md §1).
 
-use super::newton::NewtonSolver;
+use super::newton::{dense_matvec, NewtonSolver};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
+use crate::kernels::KernelStack;
 use crate::losses::Loss;
 use crate::solvers::smo::{l2svm, svc, svr, DenseKernel, SmoOptions, SvmSolution};
 
@@ -72,6 +73,36 @@ impl SingleKernel {
                 *last = Some(sol);
                 Ok(())
             }
+        }
+    }
+
+    /// Solves on the combined kernel `K_θ = Σ_m θ_m K_m` of `stack` (formed in `k_theta`, a
+    /// reused buffer) to accuracy `tol`; returns `f = K_θ β` and the intercept that minimises
+    /// the loss for it (the primal is evaluated there, docs/mathematics.md §1.1).
+    pub fn solve_combined(
+        &mut self,
+        stack: &dyn KernelStack,
+        y: &[f64],
+        theta: &[f64],
+        tol: f64,
+        k_theta: &mut Vec<f64>,
+        interrupt: &dyn Interrupt,
+    ) -> Result<(Vec<f64>, f64)> {
+        let n = stack.n();
+        k_theta.resize(n * n, 0.0);
+        stack.combine(theta, k_theta);
+        self.solve(k_theta, tol, interrupt)?;
+        let mut f = vec![0.0; n];
+        dense_matvec(k_theta, self.beta(), &mut f);
+        let b = self.loss().best_intercept(y, &f, self.intercept());
+        Ok((f, b))
+    }
+
+    /// The loss being fitted.
+    pub fn loss(&self) -> Loss {
+        match self {
+            SingleKernel::Newton(s) => s.loss(),
+            SingleKernel::Smo { loss, .. } => *loss,
         }
     }
 

@@ -137,7 +137,7 @@ impl PointSet {
 /// The restricted iterations between whole-problem checks: their gap, and when the next check
 /// is due (the restricted gap is below `tol/2`, the budget of iterations is spent, or a check
 /// was forced).
-pub(super) struct CheckSchedule {
+pub(crate) struct CheckSchedule {
     /// The best dual value since `W` was formed: every restricted `β` is feasible for the whole
     /// dual, and so for every later (larger) restricted one.
     best_dual: f64,
@@ -152,7 +152,7 @@ pub(super) struct CheckSchedule {
 impl CheckSchedule {
     const FIRST_BUDGET: i32 = 16;
 
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         CheckSchedule {
             best_dual: f64::NEG_INFINITY,
             budget: Self::FIRST_BUDGET,
@@ -162,20 +162,20 @@ impl CheckSchedule {
     }
 
     /// Starts from the dual value `dual` of the whole-problem solution that formed `W`.
-    pub(super) fn start(&mut self, dual: f64) {
+    pub(crate) fn start(&mut self, dual: f64) {
         self.best_dual = dual;
     }
 
     /// The relative gap of a restricted step of values `primal` and `dual`, against the best
     /// dual value so far.
-    pub(super) fn restricted_gap(&mut self, primal: f64, dual: f64) -> f64 {
+    pub(crate) fn restricted_gap(&mut self, primal: f64, dual: f64) -> f64 {
         self.best_dual = self.best_dual.max(dual);
         relative_gap(primal, self.best_dual)
     }
 
     /// Counts a restricted iteration of relative gap `rgap`: whether a whole-problem check is
     /// due after it.
-    pub(super) fn due_after(&mut self, rgap: f64, tol: f64) -> bool {
+    pub(crate) fn due_after(&mut self, rgap: f64, tol: f64) -> bool {
         self.since_check += 1;
         let due = !(rgap > 0.5 * tol && self.since_check < self.budget && !self.forced);
         if due {
@@ -185,23 +185,23 @@ impl CheckSchedule {
     }
 
     /// Makes the next check due after the next restricted iteration.
-    pub(super) fn force(&mut self) {
+    pub(crate) fn force(&mut self) {
         self.forced = true;
     }
 
     /// Whether the check under way was forced.
-    pub(super) fn is_forced(&self) -> bool {
+    pub(crate) fn is_forced(&self) -> bool {
         self.forced
     }
 
     /// After a check that grew `W`: a new restricted problem, with the first budget.
-    pub(super) fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.budget = Self::FIRST_BUDGET;
         self.forced = false;
     }
 
     /// After a check that found `W` complete: twice the budget before the next.
-    pub(super) fn back_off(&mut self) {
+    pub(crate) fn back_off(&mut self) {
         self.budget *= 2;
         self.forced = false;
     }

@@ -1,0 +1,523 @@
+//! Group MKL (Nath et al., "On the algorithmics and applications of a mixed-norm based kernel
+//! learning formulation"): ℓ∞ across groups of kernels, ℓ1 within each group, solved by
+//! mirror descent over a product of simplexes (docs/mathematics.md §1.5 and §4).
+//!
+//! Primal: `P = C Σ_i ℓ(y_i, f(x_i)) + ½ max_j (Σ_{k∈G_j} ‖f_jk‖)²`.
+//! Dual (any loss, `β` feasible for the single-kernel dual):
+//! `D(β) = −C Σ_i ℓ*(y_i, −β_i/C) − ½ (Σ_j max_{k∈G_j} sqrt(βᵀK_jkβ))²`.
+//! Saddle form ([Nath] eq. 3–4): `min_λ max_{β, γ} −C Σ ℓ* − ½ Σ_j W_j/γ_j` with
+//! `W_j = Σ_k λ_jk βᵀK_jkβ`, `λ_j` and `γ` on simplexes. For fixed `(λ, γ)` the inner
+//! problem is a single-kernel problem on `K_eff = Σ_j Σ_k θ_jk K_jk`, `θ_jk = λ_jk/γ_j`, so
+//! every iterate `A[jk] = θ_jk β` is a primal point and its `β` a dual point: each step is
+//! certified.
+//!
+//! One step: the warm-started single-kernel solve on `K_eff`, the quadratic forms
+//! `q_jk = βᵀK_jkβ`, the certificate, the closed-form `γ_j = √W_j / Σ_j' √W_j'` ([Nath] eq. 6)
+//! and the entropic mirror step on `λ` ([Nath] eq. 8) with the gradient
+//! `g_jk = −½ q_jk/γ_j`: `λ_jk ← λ_jk e^{−η g_jk} / Σ_{k'∈G_j} λ_jk' e^{−η g_jk'}`.
+//! The step `η` follows [`StepRule`].
+//!
+//! Working set of kernels (beyond the paper): the solution keeps few kernels per group, so
+//! the iterations run on a set `S` of kernels (`θ = 0` off `S`, which touches only their
+//! Gram matrices). The primal of such an iterate is a whole-problem primal; its dual is not
+//! (the max over `G_j` ranges over `S` only), so a whole-problem check computes all `q_jk` at
+//! the current `β` (one pass over the stack), records the whole dual, and adds to `S` the
+//! kernels whose `q_jk` exceed the largest of their group in `S` (the dual's violators).
+//! Without violators the restricted dual equals the whole one.
+
+use crate::error::{MkError, Result};
+use crate::interrupt::Interrupt;
+use crate::kernels::KernelStack;
+use crate::losses::Loss;
+use crate::result::{FitResult, SolveStatus};
+use crate::solvers::lp::{loss_dual, CheckSchedule, GapSchedule, SingleKernel};
+use crate::solvers::tracker::{Model, Tracker};
+
+/// The kernels of each group: `ids[m]` is kernel `m`'s group, `0..J`, every group non-empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Groups {
+    ids: Vec<usize>,
+    members: Vec<Vec<usize>>,
+}
+
+impl Groups {
+    /// Groups from a group id per kernel; the ids must be `0..J` with no gap.
+    pub fn new(ids: &[usize]) -> Result<Self> {
+        let count = ids.iter().max().map_or(0, |&j| j + 1);
+        let mut members = vec![Vec::new(); count];
+        for (m, &j) in ids.iter().enumerate() {
+            members[j].push(m);
+        }
+        if let Some(j) = members.iter().position(Vec::is_empty) {
+            return Err(MkError::config(
+                "groups",
+                format!("group ids must be 0..{count} with no gap; group {j} has no kernel"),
+            ));
+        }
+        Ok(Groups {
+            ids: ids.to_vec(),
+            members,
+        })
+    }
+
+    /// One group of `m` kernels (`group` = `lp` with `p = 1`, docs/mathematics.md §0.4).
+    pub fn single(m: usize) -> Self {
+        Groups {
+            ids: vec![0; m],
+            members: vec![(0..m).collect()],
+        }
+    }
+
+    /// The number of groups `J`.
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Whether there is no group (no kernel).
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The group of every kernel.
+    pub fn ids(&self) -> &[usize] {
+        &self.ids
+    }
+
+    /// `max_j |G_j|`.
+    fn largest(&self) -> usize {
+        self.members.iter().map(Vec::len).max().unwrap_or(0)
+    }
+}
+
+/// `½ max_j (Σ_{k∈G_j} s_jk)²`, the group penalty of the block norms `s`.
+pub fn group_penalty(norms: &[f64], groups: &Groups) -> f64 {
+    let top = groups
+        .members
+        .iter()
+        .map(|g| g.iter().map(|&m| norms[m].max(0.0)).sum::<f64>())
+        .fold(0.0f64, f64::max);
+    0.5 * top * top
+}
+
+/// `½ (Σ_j max_{k∈G_j} sqrt(q_jk))²`, the dual penalty of the quadratic forms `q`, taken over
+/// the kernels for which `counted` holds.
+fn dual_penalty(quad: &[f64], groups: &Groups, counted: impl Fn(usize) -> bool) -> f64 {
+    let total: f64 = groups
+        .members
+        .iter()
+        .map(|g| {
+            g.iter()
+                .filter(|&&m| counted(m))
+                .map(|&m| quad[m].max(0.0).sqrt())
+                .fold(0.0f64, f64::max)
+        })
+        .sum();
+    0.5 * total * total
+}
+
+/// How the mirror step `η_t` is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepRule {
+    /// [Nath] eq. 9: `η_t = sqrt(ln max_j n_j) / (‖g‖_∞ √t)`, the rule of its convergence
+    /// proof.
+    Paper,
+    /// `η_t = c_t/‖g‖_∞` with `c_0 = 1`, `c` × 1.5 after a step that lowered the primal and
+    /// × 0.5 after one that did not. Safe because every iterate is certified, and measured
+    /// to need several times fewer steps than eq. 9 (docs/mathematics.md §4).
+    Adaptive,
+}
+
+impl StepRule {
+    /// The setting's value: `"paper"` or `"adaptive"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StepRule::Paper => "paper",
+            StepRule::Adaptive => "adaptive",
+        }
+    }
+
+    /// The rule named `name`.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "paper" => Ok(StepRule::Paper),
+            "adaptive" => Ok(StepRule::Adaptive),
+            other => Err(MkError::config(
+                "step",
+                format!("must be 'adaptive' or 'paper', got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// Settings of a group-MKL fit by mirror descent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MirrorConfig {
+    /// Loss weight.
+    pub c: f64,
+    pub loss: Loss,
+    /// Stop when the relative duality gap is at most this.
+    pub tol: f64,
+    /// Mirror steps at most.
+    pub max_iter: usize,
+    /// Smallest accuracy asked of the single-kernel solver (SMO: maximal KKT violation).
+    pub inner_tol: f64,
+    pub step: StepRule,
+    /// Iterate on a working set of kernels, with whole-problem checks.
+    pub working_set: bool,
+}
+
+impl Default for MirrorConfig {
+    fn default() -> Self {
+        MirrorConfig {
+            c: 1.0,
+            loss: Loss::Hinge,
+            tol: 1e-3,
+            max_iter: 200,
+            inner_tol: 1e-7,
+            step: StepRule::Adaptive,
+            working_set: true,
+        }
+    }
+}
+
+impl MirrorConfig {
+    /// Checks every setting.
+    pub fn validate(&self) -> Result<()> {
+        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        if !(self.inner_tol.is_finite() && self.inner_tol > 0.0) {
+            return Err(MkError::config("inner_tol", "must be positive"));
+        }
+        Ok(())
+    }
+}
+
+/// A weight below this (relative to its group's total of 1) leaves the working set: the
+/// multiplicative step can never bring it back, a whole-problem check can.
+const PRUNE: f64 = 1e-10;
+
+/// The step-size state of [`StepRule`].
+struct Stepper {
+    rule: StepRule,
+    /// `c_t` of the adaptive rule.
+    scale: f64,
+    last_primal: f64,
+    t: usize,
+    log_n: f64,
+}
+
+impl Stepper {
+    fn new(rule: StepRule, groups: &Groups) -> Self {
+        Stepper {
+            rule,
+            scale: 1.0,
+            last_primal: f64::INFINITY,
+            t: 0,
+            log_n: (groups.largest() as f64).ln(),
+        }
+    }
+
+    /// The step after an iterate of primal value `primal` with gradient sup-norm `g_inf`.
+    fn next(&mut self, primal: f64, g_inf: f64) -> f64 {
+        self.t += 1;
+        if !(g_inf > 0.0 && g_inf.is_finite()) {
+            return 0.0;
+        }
+        match self.rule {
+            StepRule::Paper => self.log_n.sqrt() / (g_inf * (self.t as f64).sqrt()),
+            StepRule::Adaptive => {
+                if self.t > 1 {
+                    self.scale *= if primal < self.last_primal { 1.5 } else { 0.5 };
+                }
+                self.last_primal = primal;
+                self.scale / g_inf
+            }
+        }
+    }
+}
+
+/// The iterate `(λ, γ)` and the working set of kernels.
+struct State {
+    /// `λ_jk`, summing to one in each group; zero off the working set.
+    lambda: Vec<f64>,
+    /// `γ_j` on the simplex.
+    gamma: Vec<f64>,
+    /// Membership of the working set.
+    in_set: Vec<bool>,
+}
+
+impl State {
+    fn new(groups: &Groups) -> Self {
+        let m = groups.ids.len();
+        let mut lambda = vec![0.0; m];
+        for g in &groups.members {
+            for &k in g {
+                lambda[k] = 1.0 / g.len() as f64;
+            }
+        }
+        let j = groups.len();
+        State {
+            lambda,
+            gamma: vec![1.0 / j as f64; j],
+            in_set: vec![true; m],
+        }
+    }
+
+    /// `θ_jk = λ_jk/γ_j` (zero off the working set).
+    fn theta(&self, groups: &Groups) -> Vec<f64> {
+        self.lambda
+            .iter()
+            .zip(&groups.ids)
+            .map(|(&l, &j)| if l > 0.0 { l / self.gamma[j] } else { 0.0 })
+            .collect()
+    }
+
+    fn set(&self) -> Vec<usize> {
+        (0..self.in_set.len()).filter(|&m| self.in_set[m]).collect()
+    }
+
+    /// Restricts the set to the `top` kernels of largest `q` in each group, uniformly weighted.
+    fn restrict(&mut self, groups: &Groups, quad: &[f64], top: impl Fn(usize) -> usize) {
+        for g in &groups.members {
+            let mut order = g.clone();
+            order.sort_by(|&a, &b| quad[b].total_cmp(&quad[a]));
+            let keep = top(g.len()).clamp(1, g.len());
+            for (r, &k) in order.iter().enumerate() {
+                self.in_set[k] = r < keep;
+                self.lambda[k] = if r < keep { 1.0 / keep as f64 } else { 0.0 };
+            }
+        }
+    }
+
+    /// Adds the kernels of `q` above their group's largest in the set (at most `top(n_j)` per
+    /// group, the largest first), each at the group's mean weight; returns how many.
+    fn grow(&mut self, groups: &Groups, quad: &[f64], top: impl Fn(usize) -> usize) -> usize {
+        let mut added = 0;
+        for g in &groups.members {
+            let best = g
+                .iter()
+                .filter(|&&k| self.in_set[k])
+                .map(|&k| quad[k])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let mut more: Vec<usize> = g
+                .iter()
+                .copied()
+                .filter(|&k| !self.in_set[k] && quad[k] > best * (1.0 + 1e-9))
+                .collect();
+            if more.is_empty() {
+                continue;
+            }
+            more.sort_by(|&a, &b| quad[b].total_cmp(&quad[a]));
+            more.truncate(top(g.len()).max(1));
+            let size = g.iter().filter(|&&k| self.in_set[k]).count();
+            let share = 1.0 / size.max(1) as f64;
+            for &k in &more {
+                self.in_set[k] = true;
+                self.lambda[k] = share;
+            }
+            let total: f64 = g.iter().map(|&k| self.lambda[k]).sum();
+            for &k in g {
+                self.lambda[k] /= total;
+            }
+            added += more.len();
+        }
+        added
+    }
+
+    /// [Nath] eq. 6, then the entropic mirror step eq. 8 on the set, given `q` on the set;
+    /// returns `‖g‖_∞` through `step_for`, which maps it to `η`.
+    fn update(&mut self, groups: &Groups, quad: &[f64], step_for: impl FnOnce(f64) -> f64) {
+        let roots: Vec<f64> = groups
+            .members
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|&k| self.lambda[k] * quad[k].max(0.0))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .collect();
+        let total: f64 = roots.iter().sum();
+        if total > 0.0 && total.is_finite() {
+            // A group whose kernels all vanish on β gets a tiny weight, not 0 (θ = λ/γ).
+            let floor = 1e-12 * roots.iter().fold(0.0f64, |a, &r| a.max(r));
+            for (g, r) in self.gamma.iter_mut().zip(&roots) {
+                *g = r.max(floor) / total;
+            }
+        }
+        // g_jk = −½ q_jk/γ_j; the step is shifted by the group's smallest g (no overflow).
+        let grad = |k: usize| -0.5 * quad[k].max(0.0) / self.gamma[groups.ids[k]];
+        let g_inf = (0..quad.len())
+            .filter(|&k| self.in_set[k])
+            .map(|k| grad(k).abs())
+            .fold(0.0f64, f64::max);
+        let eta = step_for(g_inf);
+        if eta <= 0.0 {
+            return;
+        }
+        for g in &groups.members {
+            let low = g
+                .iter()
+                .filter(|&&k| self.in_set[k])
+                .map(|&k| grad(k))
+                .fold(f64::INFINITY, f64::min);
+            let members: Vec<usize> = g.iter().copied().filter(|&k| self.in_set[k]).collect();
+            let mut total = 0.0;
+            for &k in &members {
+                self.lambda[k] *= (-eta * (grad(k) - low)).exp();
+                total += self.lambda[k];
+            }
+            for &k in &members {
+                self.lambda[k] /= total;
+                if self.lambda[k] < PRUNE {
+                    self.lambda[k] = 0.0;
+                    self.in_set[k] = false;
+                }
+            }
+        }
+    }
+}
+
+/// How many kernels of a group of `n_j` the working set starts with, and adds at most per
+/// check: `⌈√n_j⌉`.
+fn per_group(n_j: usize) -> usize {
+    (n_j as f64).sqrt().ceil() as usize
+}
+
+/// Fits group MKL on a kernel stack with the group id of every kernel.
+pub fn fit_group(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    groups: &Groups,
+    cfg: &MirrorConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
+    cfg.validate()?;
+    crate::solvers::validate_targets(stack.n(), y)?;
+    let m = stack.m();
+    if groups.ids.len() != m {
+        return Err(MkError::config(
+            "groups",
+            format!("has {} entries for {m} kernels", groups.ids.len()),
+        ));
+    }
+    let mut state = State::new(groups);
+    let mut solver = SingleKernel::new(cfg.loss, cfg.c, y)?;
+    let mut k_eff = Vec::new();
+    let mut quad = vec![0.0; m];
+    let mut tracker = Tracker::new(interrupt);
+    let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, 1.0);
+    let mut checks = CheckSchedule::new();
+    let mut stepper = Stepper::new(cfg.step, groups);
+    // The working set pays when it leaves out most kernels.
+    let restricts = cfg.working_set
+        && groups
+            .members
+            .iter()
+            .map(|g| per_group(g.len()))
+            .sum::<usize>()
+            * 2
+            <= m;
+    let mut status = SolveStatus::MaxIterations;
+    let mut n_iter = 0;
+    for _ in 0..cfg.max_iter {
+        interrupt.check()?;
+        n_iter += 1;
+        let theta = state.theta(groups);
+        let (f, b) =
+            solver.solve_combined(stack, y, &theta, gaps.inner_tol(), &mut k_eff, interrupt)?;
+        let beta = solver.beta();
+        let set = state.set();
+        let whole = set.len() == m;
+        let mut q_set = vec![0.0; set.len()];
+        stack.quad_forms_subset(beta, &set, &mut q_set);
+        for (&k, &q) in set.iter().zip(&q_set) {
+            quad[k] = q;
+        }
+        let norms: Vec<f64> = theta
+            .iter()
+            .zip(&quad)
+            .map(|(t, q)| t * q.max(0.0).sqrt())
+            .collect();
+        let data: f64 = y
+            .iter()
+            .zip(&f)
+            .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
+            .sum();
+        let primal = cfg.c * data + group_penalty(&norms, groups);
+        let dual_loss = loss_dual(cfg.loss, cfg.c, y, beta);
+        let model = || {
+            let n = beta.len();
+            let mut coef = vec![0.0; m * n];
+            for (row, &t) in coef.chunks_exact_mut(n.max(1)).zip(&theta) {
+                if t > 0.0 {
+                    for (a, &bi) in row.iter_mut().zip(beta) {
+                        *a = t * bi;
+                    }
+                }
+            }
+            let total: f64 = theta.iter().sum();
+            Model {
+                coef,
+                intercept: b,
+                weights: theta.iter().map(|t| t / total).collect(),
+                norms: norms.clone(),
+            }
+        };
+        let mut new_problem = false;
+        let gap = if whole {
+            let dual = dual_loss - dual_penalty(&quad, groups, |_| true);
+            let gap = tracker.record_with(primal, dual, set.len(), model);
+            if gap <= cfg.tol {
+                status = SolveStatus::Converged;
+                break;
+            }
+            if restricts && n_iter == 1 {
+                state.restrict(groups, &quad, per_group);
+                checks.start(dual);
+                new_problem = true;
+            }
+            gap
+        } else {
+            let in_set = &state.in_set;
+            let rdual = dual_loss - dual_penalty(&quad, groups, |k| in_set[k]);
+            let rgap = checks.restricted_gap(primal, rdual);
+            if checks.due_after(rgap, cfg.tol) {
+                // Whole-problem check: every q_jk at this β, one pass over the stack.
+                stack.quad_forms(beta, &mut quad);
+                let dual = dual_loss - dual_penalty(&quad, groups, |_| true);
+                let gap = tracker.record_with(primal, dual, set.len(), model);
+                if gap <= cfg.tol {
+                    status = SolveStatus::Converged;
+                    break;
+                }
+                if state.grow(groups, &quad, per_group) > 0 {
+                    checks.restart();
+                    checks.start(dual);
+                    new_problem = true;
+                } else if checks.is_forced() {
+                    status = SolveStatus::Stalled;
+                    break;
+                } else {
+                    checks.back_off();
+                }
+            } else {
+                // The restricted dual bounds the restricted problem only: not recorded.
+                tracker.record_with(primal, f64::NEG_INFINITY, set.len(), model);
+            }
+            rgap
+        };
+        gaps.observe(gap, new_problem);
+        if gaps.is_stalled() {
+            if state.in_set.iter().all(|&s| s) {
+                status = SolveStatus::Stalled;
+                break;
+            }
+            checks.force();
+        }
+        state.update(groups, &quad, |g_inf| stepper.next(primal, g_inf));
+    }
+    tracker.finish(n_iter, status)
+}
+
+#[cfg(test)]
+mod tests;
