@@ -498,7 +498,8 @@ default "mean_diag"
         Per outer iteration: primal, dual, gap, active kernels, seconds.
     group_weights_ : ndarray of shape (n_groups,) or (n_problems, n_groups)
         ``penalty="group"`` only: the group weights γ on the simplex (in the order of
-        ``groups``); at the optimum ``γ_j ∝ Σ_{k∈G_j} ‖f_k‖`` over the groups in use.
+        ``groups``). At the optimum ``γ_j ∝ max_{k∈G_j} ‖β‖_{K_k}`` (the group's share of the
+        dual norm, ``A[k] = θ_k β``), and the group sums ``Σ_{k∈G_j} ‖f_k‖`` are equal.
     kernel_bank_ : KernelBank or None
         The fitted bank that computes the test kernels (None for precomputed kernels).
     n_features_in_ : int

@@ -73,6 +73,8 @@ pub(crate) struct GapSchedule {
     omega: f64,
     /// Whether the last observed iteration stalled.
     stalled: bool,
+    /// Iterations without progress (at the smallest inner accuracy) that make a stall.
+    patience: usize,
 }
 
 impl GapSchedule {
@@ -87,7 +89,13 @@ impl GapSchedule {
             since_best: 0,
             omega: over_relaxation(p),
             stalled: false,
+            patience: 10,
         }
+    }
+
+    /// The same schedule with a stall after `patience` iterations without progress.
+    pub(crate) fn with_patience(self, patience: usize) -> Self {
+        GapSchedule { patience, ..self }
     }
 
     /// The accuracy of the next single-kernel solve.
@@ -120,7 +128,7 @@ impl GapSchedule {
         } else {
             self.since_best += 1;
             self.omega = 1.0;
-            self.stalled = self.inner_tol <= self.floor && self.since_best >= 10;
+            self.stalled = self.inner_tol <= self.floor && self.since_best >= self.patience;
         }
         self.best_gap = self.best_gap.min(gap);
         self.inner_tol = (0.1 * gap.max(0.0)).clamp(self.floor, self.inner_tol);
