@@ -395,7 +395,7 @@ impl State {
             return;
         }
         let eta = step_for(g_inf);
-        if !(eta > 0.0) {
+        if eta.is_nan() || eta <= 0.0 {
             return;
         }
         for g in &groups.members {
