@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import exceptions, kernels
 from ._config import AnalyticConfig, InterleavedConfig, MirrorConfig, SolverConfig, SpicyConfig
 from ._estimators import MKLClassifier, MKLRegressor, default_kernels
+from ._path import MKLPath, PathLoss, mkl_path
 from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
 
 __version__ = "0.1.0"
@@ -18,10 +19,12 @@ __all__ = [
     "InterleavedConfig",
     "LossName",
     "MKLClassifier",
+    "MKLPath",
     "MKLRegressor",
     "MirrorConfig",
     "MultiClass",
     "Normalization",
+    "PathLoss",
     "Penalty",
     "SolverConfig",
     "SolverName",
@@ -30,4 +33,5 @@ __all__ = [
     "default_kernels",
     "exceptions",
     "kernels",
+    "mkl_path",
 ]

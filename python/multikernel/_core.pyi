@@ -8,6 +8,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "FitResult",
+    "PathResult",
     "Status",
     "_panic_for_tests",
     "check_settings",
@@ -16,6 +17,7 @@ __all__ = [
     "gram_cross",
     "gram_fit",
     "low_rank",
+    "path",
     "quad_forms",
     "simplemkl_specs",
     "svm",
@@ -64,6 +66,37 @@ class FitResult:
     @property
     def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
 
+@final
+class PathResult:
+    """A regularization path, one row per point (shapes in the comments)."""
+
+    @property
+    def cs(self) -> NDArray[np.float64]: ...  # (P,)
+    @property
+    def alphas(self) -> NDArray[np.float64]: ...  # (P, n)
+    @property
+    def eta(self) -> NDArray[np.float64]: ...  # (P, M)
+    @property
+    def kernel_norms(self) -> NDArray[np.float64]: ...  # (P, M)
+    @property
+    def primal(self) -> NDArray[np.float64]: ...  # (P,)
+    @property
+    def dual(self) -> NDArray[np.float64]: ...  # (P,)
+    @property
+    def gap(self) -> NDArray[np.float64]: ...  # (P,)
+    @property
+    def corrector_steps(self) -> NDArray[np.int64]: ...  # (P,)
+    @property
+    def c0(self) -> float: ...
+    @property
+    def weights(self) -> NDArray[np.float64]: ...  # (M,)
+    @property
+    def kinks(self) -> list[int]: ...
+    @property
+    def end(self) -> str: ...
+    @property
+    def factorizations(self) -> int: ...
+
 def gram_fit(
     x: NDArray[np.float64],
     specs: list[_SpecTuple],
@@ -103,6 +136,14 @@ def fit(
     n_threads: int = 0,
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
 ) -> FitResult: ...
+def path(
+    g: NDArray[Any],
+    y: NDArray[np.float64],
+    settings: Mapping[str, float | int | str | list[float] | None],
+    *,
+    n_threads: int = 0,
+    on_iteration: Callable[[float, float, float, int, float], object] | None = None,
+) -> PathResult: ...
 def svm(
     k: NDArray[np.float64],
     y: NDArray[np.float64],

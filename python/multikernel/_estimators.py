@@ -338,10 +338,16 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         for k, r in enumerate(results):
             if not r.converged:
                 which = f" (problem {k})" if multi else ""
+                advice = (
+                    "the gap stopped shrinking at the inner solver's finest accuracy; "
+                    "increase tol, or normalize kernels of very different scales"
+                    if r.status == _core.Status.STALLED
+                    else "increase max_iter or tol"
+                )
                 warnings.warn(
                     f"{type(self).__name__} did not reach tol{which}: relative duality gap "
                     f"{r.gap:.3e} > tol {tol:.3e} after {r.n_iter} iterations "
-                    f"({r.status}); increase max_iter or tol",
+                    f"({r.status}); {advice}",
                     ConvergenceWarning,
                     stacklevel=3,
                 )

@@ -174,6 +174,26 @@ impl Loss {
         }
     }
 
+    /// `(ψ′, ψ″, ψ‴)(u)` of `ψ(u) = ℓ*(y, u)` inside its domain, for the losses whose conjugate
+    /// is smooth there (squared; logistic, with `s = −yu ∈ (0, 1)`, `y = ±1`); `None` for the
+    /// others. The barrier of the regularization path needs all three (docs/mathematics.md §5).
+    #[inline]
+    pub fn conjugate_derivatives(&self, y: f64, u: f64) -> Option<[f64; 3]> {
+        match *self {
+            Loss::Squared => Some([u + y, 1.0, 0.0]),
+            Loss::Logistic => {
+                let s = -y * u;
+                let w = s * (1.0 - s);
+                Some([
+                    y * ((1.0 - s).ln() - s.ln()),
+                    1.0 / w,
+                    y * (1.0 - 2.0 * s) / (w * w),
+                ])
+            }
+            _ => None,
+        }
+    }
+
     /// The nearest point of the conjugate's domain to `u` (used to make a dual point feasible).
     #[inline]
     pub fn project_conjugate_domain(&self, y: f64, u: f64) -> f64 {

@@ -15,6 +15,7 @@ use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{fit_lp, LpAlgorithm, LpConfig};
 use crate::solvers::mirror::{fit_group, Groups, MirrorConfig, StepRule};
+use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy, SpicyConfig, SpicyPenalty};
 use crate::Result;
@@ -194,6 +195,33 @@ impl<'py> Fields<'_, 'py> {
                 .extract()
                 .map(Some)
                 .map_err(|_| Self::bad(key, "None or a positive integer", &v)),
+        }
+    }
+
+    /// A real number where `None` means "automatic".
+    fn optional_float(&mut self, key: &'static str) -> PyResult<Option<f64>> {
+        match self.value(key)? {
+            None => Ok(None),
+            Some(v) if v.is_none() => Ok(None),
+            Some(v) if v.is_instance_of::<PyBool>() => {
+                Err(Self::bad(key, "None or a real number", &v))
+            }
+            Some(v) => v
+                .extract()
+                .map(Some)
+                .map_err(|_| Self::bad(key, "None or a real number", &v)),
+        }
+    }
+
+    /// A list of real numbers, or `None`.
+    fn floats(&mut self, key: &'static str) -> PyResult<Option<Vec<f64>>> {
+        match self.value(key)? {
+            None => Ok(None),
+            Some(v) if v.is_none() => Ok(None),
+            Some(v) => v
+                .extract()
+                .map(Some)
+                .map_err(|_| Self::bad(key, "None or a list of real numbers", &v)),
         }
     }
 
@@ -430,6 +458,126 @@ fn fit<'py>(
     PyFitResult::new(py, r, n)
 }
 
+/// A regularization path ([`crate::solvers::path`]) as arrays, one row per point.
+#[pyclass(frozen, name = "PathResult", module = "multikernel._core")]
+pub(crate) struct PyPathResult {
+    /// `(P,)` increasing `C`.
+    #[pyo3(get)]
+    cs: Py<PyArray1<f64>>,
+    /// `(P, n)` the dual variables `α`; the model at a point is `A[j] = −η_j α`.
+    #[pyo3(get)]
+    alphas: Py<PyArray2<f64>>,
+    /// `(P, M)` `η`, the kernel weights.
+    #[pyo3(get)]
+    eta: Py<PyArray2<f64>>,
+    /// `(P, M)` `‖f_j‖`.
+    #[pyo3(get)]
+    kernel_norms: Py<PyArray2<f64>>,
+    #[pyo3(get)]
+    primal: Py<PyArray1<f64>>,
+    #[pyo3(get)]
+    dual: Py<PyArray1<f64>>,
+    /// `(P,)` relative duality gaps.
+    #[pyo3(get)]
+    gap: Py<PyArray1<f64>>,
+    #[pyo3(get)]
+    corrector_steps: Py<PyArray1<i64>>,
+    /// The largest `C` with `f = 0`.
+    #[pyo3(get)]
+    c0: f64,
+    /// `(M,)` the weights `d_j`.
+    #[pyo3(get)]
+    weights: Py<PyArray1<f64>>,
+    /// Point indices where the active set changes.
+    #[pyo3(get)]
+    kinks: Vec<usize>,
+    /// `"complete"`, `"max_points"` or `"stalled"`.
+    #[pyo3(get)]
+    end: &'static str,
+    #[pyo3(get)]
+    factorizations: usize,
+}
+
+impl PyPathResult {
+    fn new(py: Python<'_>, r: PathResult, n: usize, m: usize) -> PyResult<Self> {
+        let shape_err = |e: ndarray::ShapeError| to_py(MkError::Panic(e.to_string()));
+        let k = r.points.len();
+        let rows = |f: &dyn Fn(&crate::solvers::path::PathPoint) -> &Vec<f64>, w: usize| {
+            let flat: Vec<f64> = r.points.iter().flat_map(|p| f(p).iter().copied()).collect();
+            ndarray::Array2::from_shape_vec((k, w), flat).map_err(shape_err)
+        };
+        let col = |f: &dyn Fn(&crate::solvers::path::PathPoint) -> f64| -> Vec<f64> {
+            r.points.iter().map(f).collect()
+        };
+        Ok(PyPathResult {
+            cs: col(&|p| p.c).into_pyarray(py).unbind(),
+            alphas: rows(&|p| &p.alpha, n)?.into_pyarray(py).unbind(),
+            eta: rows(&|p| &p.eta, m)?.into_pyarray(py).unbind(),
+            kernel_norms: rows(&|p| &p.norms, m)?.into_pyarray(py).unbind(),
+            primal: col(&|p| p.primal).into_pyarray(py).unbind(),
+            dual: col(&|p| p.dual).into_pyarray(py).unbind(),
+            gap: col(&|p| p.gap).into_pyarray(py).unbind(),
+            corrector_steps: r
+                .points
+                .iter()
+                .map(|p| p.corrector_steps as i64)
+                .collect::<Vec<_>>()
+                .into_pyarray(py)
+                .unbind(),
+            c0: r.c0,
+            weights: r.weights.into_pyarray(py).unbind(),
+            kinks: r.kinks,
+            end: match r.end {
+                PathEnd::Complete => "complete",
+                PathEnd::MaxPoints => "max_points",
+                PathEnd::Stalled => "stalled",
+            },
+            factorizations: r.factorizations,
+        })
+    }
+}
+
+/// The path settings (`loss`, `mu`, `C_max`, `max_points`, `d`) over the engine's defaults.
+fn path_settings(dict: &Bound<'_, PyDict>) -> PyResult<PathConfig> {
+    let mut f = Fields {
+        dict,
+        taken: Vec::new(),
+    };
+    let d = PathConfig::default();
+    let cfg = PathConfig {
+        loss: f.loss(d.loss)?,
+        weights: f.floats("d")?,
+        mu: f.float("mu", d.mu)?,
+        c_max: f.optional_float("C_max")?,
+        max_points: f.count("max_points", d.max_points)?,
+    };
+    f.finish()?;
+    cfg.validate().map_err(to_py)?;
+    Ok(cfg)
+}
+
+/// Follows the regularization path of block-ℓ1 MKL (no intercept) on a dense stack;
+/// `on_iteration(primal, dual, gap, active, seconds)` is called for every point.
+#[pyfunction]
+#[pyo3(signature = (g, y, settings, *, n_threads=0, on_iteration=None))]
+fn path<'py>(
+    py: Python<'py>,
+    g: &Bound<'py, PyAny>,
+    y: PyReadonlyArray1<'py, f64>,
+    settings: &Bound<'py, PyDict>,
+    n_threads: usize,
+    on_iteration: Option<&Bound<'py, PyAny>>,
+) -> PyResult<PyPathResult> {
+    let cfg = path_settings(settings)?;
+    let y = y.as_array().to_vec();
+    let n = y.len();
+    let (r, m) = with_dense(g, |s| {
+        let m = s.m();
+        run_detached(py, n_threads, on_iteration, |i| fit_path(s, &y, &cfg, i)).map(|r| (r, m))
+    })?;
+    PyPathResult::new(py, r, n, m)
+}
+
 /// One SVM on a dense precomputed kernel by SMO: `kind` is `svc`, `l2svm`, `svr` or
 /// `one_class`. Returns `coef`, `alpha`, `intercept`, `objective` (libsvm's, minimised),
 /// `iterations`, `converged`.
@@ -502,6 +650,8 @@ fn _panic_for_tests(py: Python<'_>, in_pool: bool) -> PyResult<()> {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Status>()?;
     m.add_class::<PyFitResult>()?;
+    m.add_class::<PyPathResult>()?;
+    m.add_function(wrap_pyfunction!(path, m)?)?;
     m.add_function(wrap_pyfunction!(default_settings, m)?)?;
     m.add_function(wrap_pyfunction!(check_settings, m)?)?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;

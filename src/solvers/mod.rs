@@ -3,6 +3,7 @@
 
 pub mod lp;
 pub mod mirror;
+pub mod path;
 pub mod smo;
 pub mod spicy;
 mod tracker;

@@ -51,3 +51,6 @@ def test_readme_example_runs() -> None:
     assert ns["f"].shape == (len(ns["X_test"]),)
     np.testing.assert_array_equal(ns["y_pred"], clf.classes_[(ns["f"] > 0).astype(int)])
     assert ns["accuracy"] == np.mean(ns["y_pred"] == ns["y_test"]) > 0.85
+    path = ns["path"]
+    assert path.end == "complete" and np.all(np.diff(path.Cs) > 0)
+    assert path.predict(ns["X_test"], C=1.0).shape == (len(ns["X_test"]),)

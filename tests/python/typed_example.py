@@ -48,5 +48,6 @@ def readme_example() -> dict[str, Any]:
     mk.MKLRegressor(kernels=specs, loss="squared").fit(X, t)  # or loss="epsilon_insensitive"
     mk.MKLClassifier(kernels=specs, penalty="l1", loss="logistic", C=10.0).fit(X, y)  # sparse θ
     mk.MKLRegressor(kernels=specs, penalty="elasticnet", l1_ratio=0.5).fit(X, t)
+    path = mk.mkl_path(X, t, kernels=specs)  # l1 at every C: path.predict(X_test, C=1.0)
 
     return locals()

@@ -60,6 +60,9 @@ fn extrapolate(theta: &[f64], next: &[f64], omega: f64, p: f64) -> Vec<f64> {
 /// The gap bookkeeping of the problem being iterated (the whole one, or a restricted one):
 /// the accuracy asked of the single-kernel solver, the over-relaxation of the θ update, and
 /// whether the iteration stalls.
+/// The inner accuracy below which a fit that stops progressing is declared stalled.
+const MIN_INNER_TOL: f64 = 1e-12;
+
 pub(crate) struct GapSchedule {
     /// The smallest inner accuracy: the inner accuracy must not limit the outer gap the
     /// caller asked for, so at most `tol/10`.
@@ -108,8 +111,9 @@ impl GapSchedule {
         self.omega
     }
 
-    /// Whether the last observed iteration stalled: its gap has not shrunk for 10 iterations
-    /// at the smallest inner accuracy, so more accuracy cannot help.
+    /// Whether the last observed iteration stalled: its gap has not shrunk for `patience`
+    /// iterations at the inner accuracy [`MIN_INNER_TOL`] (or the caller's smaller one), so
+    /// more accuracy cannot help.
     pub(crate) fn is_stalled(&self) -> bool {
         self.stalled
     }
@@ -128,7 +132,17 @@ impl GapSchedule {
         } else {
             self.since_best += 1;
             self.omega = 1.0;
-            self.stalled = self.inner_tol <= self.floor && self.since_best >= self.patience;
+            if self.inner_tol <= self.floor && self.since_best >= self.patience {
+                if self.floor > MIN_INNER_TOL {
+                    // The inexact inner solutions may be what bounds the gap (seen on small
+                    // group problems at 1e-7): tighten once more before calling it a stall.
+                    self.floor = (0.01 * self.floor).max(MIN_INNER_TOL);
+                    self.inner_tol = self.floor;
+                    self.since_best = 0;
+                } else {
+                    self.stalled = true;
+                }
+            }
         }
         self.best_gap = self.best_gap.min(gap);
         self.inner_tol = (0.1 * gap.max(0.0)).clamp(self.floor, self.inner_tol);

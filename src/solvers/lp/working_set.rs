@@ -135,8 +135,8 @@ impl PointSet {
 }
 
 /// The restricted iterations between whole-problem checks: their gap, and when the next check
-/// is due (the restricted gap is below `tol/2`, the budget of iterations is spent, or a check
-/// was forced).
+/// is due (the restricted gap is below `margin·tol`, the budget of iterations is spent, or a
+/// check was forced).
 pub(crate) struct CheckSchedule {
     /// The best dual value since `W` was formed: every restricted `β` is feasible for the whole
     /// dual, and so for every later (larger) restricted one.
@@ -147,6 +147,9 @@ pub(crate) struct CheckSchedule {
     since_check: i32,
     /// Set when the restricted problem stalls: only a whole-problem check can tell why.
     forced: bool,
+    /// The fraction of `tol` the restricted gap must reach before a check: 1/2 by default;
+    /// the mirror solver, whose restricted tail converges slowly, checks at `tol`.
+    margin: f64,
 }
 
 impl CheckSchedule {
@@ -158,7 +161,13 @@ impl CheckSchedule {
             budget: Self::FIRST_BUDGET,
             since_check: 0,
             forced: false,
+            margin: 0.5,
         }
+    }
+
+    /// The same schedule, checking once the restricted gap is below `margin·tol`.
+    pub(crate) fn with_margin(self, margin: f64) -> Self {
+        CheckSchedule { margin, ..self }
     }
 
     /// Starts from the dual value `dual` of the whole-problem solution that formed `W`.
@@ -177,7 +186,7 @@ impl CheckSchedule {
     /// due after it.
     pub(crate) fn due_after(&mut self, rgap: f64, tol: f64) -> bool {
         self.since_check += 1;
-        let due = !(rgap > 0.5 * tol && self.since_check < self.budget && !self.forced);
+        let due = !(rgap > self.margin * tol && self.since_check < self.budget && !self.forced);
         if due {
             self.since_check = 0;
         }

@@ -1,0 +1,136 @@
+"""Regularization paths (``mkl_path``): the cost of the whole path against one l1 solve at its
+largest C and against a grid of l1 solves at the path's points.
+
+Problem: scikit-learn's digits, odd vs even, features / 16, a stratified random subset of n
+points; M Gaussian kernels exp(−d²/(2σ²)) on random subsets of 8 of the 64 features, σ spread
+geometrically over [0.5, 4] × sqrt(8)/2, unit diagonal. Logistic loss (labels ±1) and squared
+loss (targets ±1), mu = 1e-3, C from C0/2 to 1000·C0, weights d = 1.
+
+Compared, in turn within each repeat (medians of ``--repeats``):
+- ``path``: the whole path (points, kinks, Cholesky factorisations, worst relative gap);
+- ``l1 at C_max``: one SpicyMKL fit (``penalty="l1"``, tol 1e-3) at the path's last C. It
+  fits an intercept, which the path's objective has not, so the two objectives differ a little;
+  the row is a cost reference ("a constant times one solve" is the paper's claim);
+- ``l1 grid``: SpicyMKL fits at every 4th point of the path (cold starts: the estimators do not
+  take a warm start), scaled to all points (time × n_points / n_fits).
+
+    python benches/peers/path.py [--quick] [--sizes 100x10,300x50] [--repeats 3]
+        [--out benches/peers/results/path.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+import multikernel as mk
+
+OUT: list[str] = []
+
+
+def emit(line: str = "") -> None:
+    print(line, flush=True)
+    OUT.append(line)
+
+
+def problem(n: int, M: int, seed: int = 0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    y = np.where(y % 2 == 1, 1.0, -1.0)
+    idx, _ = train_test_split(np.arange(len(y)), train_size=n, stratify=y, random_state=seed)
+    rng = np.random.default_rng(seed)
+    specs: list[mk.kernels.Kernel] = []
+    for s in np.geomspace(0.5, 4.0, M) * np.sqrt(8.0) / 2.0:
+        cols = sorted(rng.choice(64, size=8, replace=False).tolist())
+        specs.append(mk.kernels.Gaussian(sigma=float(s), features=cols))
+    G = mk.kernels.gram(X[idx], specs, normalize="mean_diag")
+    return G, y[idx]
+
+
+def timed(fs: list[Callable[[], Any]], repeats: int) -> list[tuple[float, Any]]:
+    times: list[list[float]] = [[] for _ in fs]
+    outs: list[Any] = [None] * len(fs)
+    for _ in range(repeats):
+        for k, f in enumerate(fs):
+            t = time.perf_counter()
+            outs[k] = f()
+            times[k].append(time.perf_counter() - t)
+    return [(statistics.median(ts), o) for ts, o in zip(times, outs, strict=True)]
+
+
+def l1_fit(G: NDArray[np.float64], y: NDArray[np.float64], C: float, loss: str) -> float:
+    est: mk.MKLClassifier | mk.MKLRegressor
+    if loss == "logistic":
+        est = mk.MKLClassifier(kernels="precomputed", penalty="l1", loss="logistic", C=C)
+    else:
+        est = mk.MKLRegressor(kernels="precomputed", penalty="l1", loss="squared", C=C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(G, y)
+    return float(est.primal_objective_)
+
+
+def l1_grid(G: NDArray[np.float64], y: NDArray[np.float64], Cs: list[float], loss: str) -> None:
+    for C in Cs:
+        l1_fit(G, y, C, loss)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="n = 100, M ∈ {10, 50}")
+    ap.add_argument("--sizes", default="100x10,100x50,300x10,300x50,300x200,1000x10,1000x50")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    sizes = (
+        [(100, 10), (100, 50)]
+        if args.quick
+        else [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
+    )
+    emit("# Regularization path benchmark")
+    emit(f"\nmultikernel {mk.__version__}, numpy {np.__version__}; digits odd/even, mu = 1e-3")
+    emit()
+    emit(
+        "| loss | n | M | points | kinks | factorisations | worst gap | path (s) | "
+        "l1 at C_max (s) | path / one solve | l1 grid, all points (s) | path / grid |"
+    )
+    emit("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    losses: tuple[mk.PathLoss, ...] = ("logistic", "squared")
+    for loss in losses:
+        for n, M in sizes:
+            G, y = problem(n, M)
+            path = mk.mkl_path(G, y, loss=loss, d=np.ones(M))
+            picks = list(range(0, len(path.Cs), 4))
+            picked = [float(path.Cs[k]) for k in picks]
+            res = timed(
+                [
+                    partial(mk.mkl_path, G, y, loss=loss, d=np.ones(M)),
+                    partial(l1_fit, G, y, float(path.Cs[-1]), loss),
+                    partial(l1_grid, G, y, picked, loss),
+                ],
+                args.repeats,
+            )
+            (t_path, p), (t_one, _), (t_grid, _) = res
+            t_all = t_grid * len(p.Cs) / len(picks)
+            emit(
+                f"| {loss} | {n} | {M} | {len(p.Cs)} | {len(p.kinks)} | {p.n_factorizations} | "
+                f"{p.duality_gaps.max():.1e} | {t_path:.3g} | {t_one:.3g} | "
+                f"{t_path / t_one:.2f} | {t_all:.3g} | {t_path / t_all:.3f} |"
+            )
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write("\n".join(OUT) + "\n")
+
+
+if __name__ == "__main__":
+    main()

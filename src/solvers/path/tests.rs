@@ -1,0 +1,212 @@
+use super::*;
+use crate::interrupt::NoInterrupt;
+use crate::kernels::DenseStack;
+
+/// A deterministic uniform(−1, 1) stream.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+}
+
+/// `n` points in 3-D, Gaussian kernels on each feature (widths 0.5 and 2) and one on all
+/// three; targets depend on features 0 and 1 (labels ±1 when `classify`).
+fn problem(n: usize, classify: bool) -> (Vec<f64>, usize, Vec<f64>) {
+    let mut rng = Lcg(3);
+    let x: Vec<[f64; 3]> = (0..n)
+        .map(|_| [rng.next(), rng.next(), rng.next()])
+        .collect();
+    let y: Vec<f64> = x
+        .iter()
+        .map(|p| {
+            let t = (2.0 * p[0]).sin() + p[1] * p[1] - 0.3 + 0.2 * rng.next();
+            if classify {
+                t.signum()
+            } else {
+                t
+            }
+        })
+        .collect();
+    let feats: Vec<(Vec<usize>, f64)> = vec![
+        (vec![0], 0.5),
+        (vec![0], 2.0),
+        (vec![1], 0.5),
+        (vec![1], 2.0),
+        (vec![2], 0.5),
+        (vec![2], 2.0),
+        (vec![0, 1, 2], 1.0),
+    ];
+    let m = feats.len();
+    let mut g = vec![0.0; m * n * n];
+    for (k, (cols, w)) in feats.iter().enumerate() {
+        for i in 0..n {
+            for j in 0..n {
+                let d2: f64 = cols.iter().map(|&c| (x[i][c] - x[j][c]).powi(2)).sum();
+                g[k * n * n + i * n + j] = (-d2 / w).exp();
+            }
+        }
+    }
+    (g, m, y)
+}
+
+fn path(g: &[f64], m: usize, y: &[f64], cfg: &PathConfig) -> PathResult {
+    let stack = DenseStack::new(g, m, y.len()).unwrap();
+    fit_path(&stack, y, cfg, &NoInterrupt).unwrap()
+}
+
+#[test]
+fn every_point_is_certified_within_the_barrier_gap() {
+    for classify in [false, true] {
+        let (g, m, y) = problem(40, classify);
+        let cfg = PathConfig {
+            loss: if classify {
+                Loss::Logistic
+            } else {
+                Loss::Squared
+            },
+            ..PathConfig::default()
+        };
+        let r = path(&g, m, &y, &cfg);
+        assert_eq!(r.end, PathEnd::Complete);
+        assert!(r.points.len() >= 5, "{} points", r.points.len());
+        let last = r.points.last().unwrap();
+        assert!((last.c / (1e3 * r.c0) - 1.0).abs() < 1e-9);
+        for w in r.points.windows(2) {
+            assert!(w[1].c > w[0].c);
+        }
+        for p in &r.points {
+            // P ≥ D, and P − D within 1.5× the exact barrier gap ≤ Mμ/2 (plus rounding).
+            let abs_gap = p.primal - p.dual;
+            assert!(
+                abs_gap >= -1e-10 * p.primal.abs(),
+                "negative gap {abs_gap:e}"
+            );
+            assert!(
+                abs_gap <= 1.5 * m as f64 * cfg.mu / 2.0 + 1e-9,
+                "gap {abs_gap:e}"
+            );
+            assert!(p.eta.iter().all(|e| *e > 0.0 && e.is_finite()));
+        }
+    }
+}
+
+/// With one kernel the path is kernel ridge regression with a self-consistent ridge:
+/// `f = K(K + νI)⁻¹y` with `ν‖f‖ = d/C`, found here by bisection on ν.
+#[test]
+fn one_kernel_is_ridge_with_a_self_consistent_ridge() {
+    let (g, _, y) = problem(30, false);
+    let n = y.len();
+    let k = &g[6 * n * n..7 * n * n];
+    let r = path(
+        k,
+        1,
+        &y,
+        &PathConfig {
+            mu: 1e-6,
+            ..PathConfig::default()
+        },
+    );
+    let d = r.weights[0];
+    let ridge = |nu: f64| -> (Vec<f64>, f64) {
+        let mut a = k.to_vec();
+        for i in 0..n {
+            a[i * n + i] += nu;
+        }
+        let c = Cholesky::new(&a, n).unwrap();
+        let coef = c.solve(&y);
+        let f: Vec<f64> = (0..n).map(|i| dot(&k[i * n..(i + 1) * n], &coef)).collect();
+        let norm = dot(&coef, &f).max(0.0).sqrt();
+        (f, norm)
+    };
+    let mut checked = 0;
+    for p in r.points.iter().filter(|p| p.c > 2.0 * r.c0) {
+        // ν ‖f_ν‖ is increasing in ν: bisect on log ν for ν ‖f_ν‖ = d/C.
+        let (mut lo, mut hi) = (1e-12f64, 1e6f64);
+        for _ in 0..200 {
+            let mid = (lo * hi).sqrt();
+            if mid * ridge(mid).1 > d / p.c {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        let (f_ref, _) = ridge(lo);
+        let f: Vec<f64> = (0..n)
+            .map(|i| -p.eta[0] * dot(&k[i * n..(i + 1) * n], &p.alpha))
+            .collect();
+        let err = f
+            .iter()
+            .zip(&f_ref)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        let scale = f_ref.iter().fold(0.0f64, |a, b| a.max(b.abs()));
+        assert!(err <= 1e-3 * scale, "C = {}: {err:e} vs {scale:e}", p.c);
+        checked += 1;
+    }
+    assert!(checked >= 3);
+}
+
+#[test]
+fn weights_scale_with_the_kernels() {
+    // Scaling K_j by s and d_j by sqrt(s) leaves the path unchanged (‖f‖ scales by 1/sqrt(s)).
+    let (g, m, y) = problem(30, false);
+    let n = y.len();
+    let mut scaled = g.clone();
+    for v in &mut scaled[..n * n] {
+        *v *= 9.0;
+    }
+    let base = path(&g, m, &y, &PathConfig::default());
+    let other = path(&scaled, m, &y, &PathConfig::default());
+    assert!((other.weights[0] / base.weights[0] - 3.0).abs() < 1e-12);
+    assert!((other.c0 / base.c0 - 1.0).abs() < 1e-9);
+    let (p, q) = (base.points.last().unwrap(), other.points.last().unwrap());
+    assert!((p.primal / q.primal - 1.0).abs() < 1e-3);
+}
+
+#[test]
+fn bad_settings_are_refused() {
+    let (g, m, y) = problem(20, false);
+    let stack = DenseStack::new(&g, m, y.len()).unwrap();
+    let bad = |cfg: PathConfig| fit_path(&stack, &y, &cfg, &NoInterrupt).unwrap_err();
+    assert!(matches!(
+        bad(PathConfig {
+            loss: Loss::Hinge,
+            ..PathConfig::default()
+        }),
+        MkError::InvalidConfig { .. }
+    ));
+    assert!(matches!(
+        bad(PathConfig {
+            mu: 0.0,
+            ..PathConfig::default()
+        }),
+        MkError::InvalidConfig { .. }
+    ));
+    assert!(matches!(
+        bad(PathConfig {
+            c_max: Some(1e-9),
+            ..PathConfig::default()
+        }),
+        MkError::InvalidConfig { .. }
+    ));
+    assert!(matches!(
+        bad(PathConfig {
+            weights: Some(vec![1.0; m - 1]),
+            ..PathConfig::default()
+        }),
+        MkError::InvalidConfig { .. }
+    ));
+    assert!(matches!(
+        bad(PathConfig {
+            loss: Loss::Logistic,
+            ..PathConfig::default()
+        }),
+        MkError::InvalidConfig { .. }
+    ));
+}

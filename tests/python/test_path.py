@@ -1,0 +1,184 @@
+"""Regularization paths (Bach, Thibaux & Jordan; ``mkl_path``) against independent references:
+points along the path against cvxpy + Clarabel at the same C (weighted block-ℓ1, no intercept),
+the active kernels against cvxpy's, f = 0 below C0 (closed form), the identity
+``mkl_path`` with weights d = the path on kernels K_j/d_j² with unit weights, prediction from
+specs against the precomputed cross kernels, and the validation of every argument."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from functools import cache
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from problems import small_problem
+from reference import cvxpy_mkl, loss_value
+from sklearn.datasets import load_diabetes
+from sklearn.exceptions import ConvergenceWarning
+
+import multikernel as mk
+from multikernel.exceptions import InvalidInputError, InvalidParameterError
+
+FloatArray = NDArray[np.float64]
+
+
+@cache
+def problem(loss: str) -> tuple[FloatArray, FloatArray]:
+    if loss == "logistic":
+        return small_problem("ionosphere", False, n=50, seed=2)
+    return small_problem("liver_bupa", True, n=50, seed=2)
+
+
+@cache
+def full_path(loss: str) -> mk.MKLPath:
+    G, y = problem(loss)
+    return mk.mkl_path(G, y, loss=loss)  # type: ignore[arg-type]
+
+
+def path_objective(G: FloatArray, y: FloatArray, A: FloatArray, C: float, d: FloatArray,
+                   loss: str) -> float:  # fmt: skip
+    """``C Σ ℓ(y, f) + Σ d_j ‖f_j‖`` recomputed from the coefficients."""
+    f = np.einsum("mij,mj->i", G, A)
+    norms = np.sqrt(np.maximum(np.einsum("mi,mij,mj->m", A, G, A), 0.0))
+    return float(C * loss_value(loss, y, f).sum() + d @ norms)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_points_match_cvxpy_within_their_gap(loss: str) -> None:
+    G, y = problem(loss)
+    path = full_path(loss)
+    assert path.end == "complete"
+    assert np.all(np.diff(path.Cs) > 0)
+    assert path.Cs[-1] == pytest.approx(1e3 * path.C0)
+    # The weighted penalty is the unweighted one on K_j / d_j².
+    Gw = G / (path.d**2)[:, None, None]
+    for k in np.linspace(0, len(path.Cs) - 1, 5).astype(int)[1:]:
+        C = float(path.Cs[k])
+        ref = cvxpy_mkl(Gw, y, C=C, loss=loss, penalty="l1", intercept=False)
+        P = path.primal_objectives[k]
+        # P is recomputed from the coefficients, and certified: D ≤ optimum ≤ P.
+        assert P == pytest.approx(path_objective(G, y, path.dual_coefs[k], C, path.d, loss),
+                                  rel=1e-9)  # fmt: skip
+        assert path.dual_objectives[k] <= ref.objective * (1 + 1e-7) + 1e-9
+        assert P >= ref.objective * (1 - 1e-7) - 1e-9
+        assert (P - ref.objective) / abs(ref.objective) <= path.duality_gaps[k] + 1e-7
+        # The barrier gap is about mu/2 per active kernel.
+        assert P - path.dual_objectives[k] <= 1.5 * path.mu * G.shape[0] / 2
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_active_kernels_match_cvxpy(loss: str) -> None:
+    G, y = problem(loss)
+    path = mk.mkl_path(G, y, loss=loss, mu=1e-5)  # type: ignore[arg-type]
+    Gw = G / (path.d**2)[:, None, None]
+    for k in (len(path.Cs) // 2, len(path.Cs) - 1):
+        C = float(path.Cs[k])
+        ref = cvxpy_mkl(Gw, y, C=C, loss=loss, penalty="l1", intercept=False)
+        ours = path.kernel_norms[k] * path.d  # ‖f_j‖ in the unit-weight problem on K_j/d_j²
+        big = ref.norms > 1e-3 * ref.norms.max()
+        small = ref.norms < 1e-6 * ref.norms.max()
+        assert np.all(ours[big] > 1e-3 * ours.max()), (ours, ref.norms)
+        assert np.all(ours[small] < 1e-2 * ours.max()), (ours, ref.norms)
+
+
+def test_weights_are_kernel_rescalings() -> None:
+    G, y = problem("squared")
+    d = np.linspace(0.5, 2.0, G.shape[0])
+    weighted = mk.mkl_path(G, y, d=d, C_max=50.0)
+    unit = mk.mkl_path(G / (d**2)[:, None, None], y, d=np.ones(G.shape[0]), C_max=50.0)
+    np.testing.assert_allclose(weighted.C0, unit.C0, rtol=1e-10)
+    np.testing.assert_allclose(weighted.Cs, unit.Cs, rtol=1e-6)
+    np.testing.assert_allclose(weighted.primal_objectives, unit.primal_objectives, rtol=1e-6)
+
+
+def test_zero_below_c0_and_interpolation() -> None:
+    G, y = problem("squared")
+    path = full_path("squared")
+    # C0 in closed form: min_j d_j / ‖y‖_{K_j} (β = −y for the squared loss).
+    c0 = np.min(path.d / np.sqrt(np.einsum("i,mij,j->m", y, G, y)))
+    assert path.C0 == pytest.approx(c0, rel=1e-10)
+    assert path.Cs[0] == pytest.approx(c0 / 2, rel=1e-12)
+    assert not np.any(path.coef_at(0.49 * c0))
+    # Up to C0 the barrier's points are tiny: f = 0 is the exact solution there.
+    below = path.Cs < c0
+    assert np.abs(path.kernel_norms[below]).max() < 10 * path.mu
+    np.testing.assert_array_equal(path.coef_at(float(path.Cs[7])), path.dual_coefs[7])
+    mid = float(np.sqrt(path.Cs[7] * path.Cs[8]))
+    np.testing.assert_allclose(path.coef_at(mid), 0.5 * (path.dual_coefs[7] + path.dual_coefs[8]))
+    np.testing.assert_array_equal(path.coef_at(1e9), path.dual_coefs[-1])
+
+
+def test_specs_predict_like_the_precomputed_stack() -> None:
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    y = (y - y.mean()) / y.std()
+    specs: list[mk.kernels.Kernel] = [
+        mk.kernels.Gaussian(sigma=s, features=[j]) for j in range(4) for s in (1.0, 3.0)
+    ]
+    path = mk.mkl_path(X[:80], y[:80], kernels=specs, C_max=20.0)
+    bank = mk.kernels.KernelBank(specs, normalize="mean_diag").fit(X[:80])
+    pre = mk.mkl_path(bank.transform(X[:80]), y[:80], kernels="precomputed", C_max=20.0)
+    np.testing.assert_allclose(path.Cs, pre.Cs)
+    f = path.decision_function(X[80:100], 5.0)
+    np.testing.assert_allclose(f, pre.decision_function(bank.transform(X[80:100]), 5.0))
+    np.testing.assert_array_equal(path.predict(X[80:100], 5.0), f)
+    # A model that learned something: better than predicting 0 on held-out points.
+    assert np.mean((f - y[80:100]) ** 2) < np.mean(y[80:100] ** 2)
+
+
+def test_logistic_labels_and_predict() -> None:
+    G, y = problem("logistic")
+    labels = np.where(y > 0, "yes", "no")
+    path = mk.mkl_path(G, labels, loss="logistic", C_max=10 * full_path("logistic").C0)
+    assert path.classes is not None
+    assert list(path.classes) == ["no", "yes"]
+    C = float(path.Cs[-1])
+    pred = path.predict(G, C)
+    assert np.mean(pred == labels) > 0.8
+
+
+def test_max_points_warns_and_keeps_the_points() -> None:
+    G, y = problem("squared")
+    with pytest.warns(ConvergenceWarning, match="max_points=4"):
+        path = mk.mkl_path(G, y, max_points=4)
+    assert path.end == "max_points"
+    assert len(path.Cs) == 4
+    assert np.all(np.isfinite(path.primal_objectives))
+
+
+def test_verbose_logs_one_line_per_point(caplog: pytest.LogCaptureFixture) -> None:
+    G, y = problem("squared")
+    with caplog.at_level(logging.INFO, logger="multikernel"):
+        path = mk.mkl_path(G, y, C_max=20.0, verbose=1)
+    lines = [r for r in caplog.records if "mkl_path" in r.getMessage()]
+    assert len(lines) == len(path.Cs)
+
+
+def test_bad_input_is_refused() -> None:
+    G, y = problem("squared")
+    with pytest.raises(InvalidParameterError, match="loss"):
+        mk.mkl_path(G, y, loss="hinge")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="C_max"):
+        mk.mkl_path(G, y, C_max=1e-12)
+    with pytest.raises(InvalidParameterError, match="mu"):
+        mk.mkl_path(G, y, mu=0.0)
+    with pytest.raises(InvalidParameterError, match="d"):
+        mk.mkl_path(G, y, d=np.ones(3))
+    with pytest.raises(InvalidParameterError, match="d"):
+        mk.mkl_path(G, y, d=-np.ones(G.shape[0]))
+    with pytest.raises(InvalidParameterError, match="max_points"):
+        mk.mkl_path(G, y, max_points=1)
+    with pytest.raises(InvalidInputError, match="two classes"):
+        mk.mkl_path(G, np.arange(len(y)) % 3, loss="logistic")
+    with pytest.raises(InvalidInputError, match="one entry per training point"):
+        mk.mkl_path(G, y[:-1])
+    with pytest.raises(InvalidParameterError, match="C must be"):
+        full_path("squared").coef_at(-1.0)
+    bad = G.copy()
+    bad[0] = -bad[0]  # negative definite: no barrier
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mk.mkl_path(bad, y)
