@@ -10,6 +10,7 @@ from . import exceptions, kernels
 from ._config import AnalyticConfig, InterleavedConfig, MirrorConfig, SolverConfig, SpicyConfig
 from ._estimators import MKLClassifier, MKLRegressor, default_kernels
 from ._path import MKLPath, PathLoss, mkl_path
+from ._path_cv import MKLClassifierCV, MKLRegressorCV
 from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
 
 __version__ = "0.1.0"
@@ -19,8 +20,10 @@ __all__ = [
     "InterleavedConfig",
     "LossName",
     "MKLClassifier",
+    "MKLClassifierCV",
     "MKLPath",
     "MKLRegressor",
+    "MKLRegressorCV",
     "MirrorConfig",
     "MultiClass",
     "Normalization",

@@ -235,6 +235,52 @@ class MKLPath:
         out: NDArray[Any] = self.classes[(f > 0).astype(int)]
         return out
 
+    def plot(self, ax: Any = None) -> Any:
+        """Plot the kernel weights ``η`` against ``C`` (log scale), kinks marked.
+
+        Needs matplotlib (``pip install multikernel[plot]``).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes or None, default None
+            Where to draw; None: a new figure's axes.
+
+        Returns
+        -------
+        matplotlib Axes
+            The axes drawn on.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import numpy as np, multikernel as mk
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 3))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=40)
+        >>> path = mk.mkl_path(X, y, kernels=[mk.kernels.Gaussian(sigma=1.0, features=[j])
+        ...                                   for j in range(3)])
+        >>> ax = path.plot()
+        >>> len(ax.get_lines()) >= 3
+        True
+        """
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 4))
+        for j in range(self.kernel_weights.shape[1]):
+            ax.plot(self.Cs, self.kernel_weights[:, j], label=f"kernel {j}")
+        for k in self.kinks:
+            ax.axvline(self.Cs[k], color="0.7", linestyle=":", linewidth=0.8)
+        ax.axvline(self.C0, color="0.4", linestyle="--", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("C (dashed: C0, below which f = 0; dotted: kinks)")
+        ax.set_ylabel("kernel weight η")
+        ax.set_title(f"mkl_path, {self.loss} loss")
+        if self.kernel_weights.shape[1] <= 10:
+            ax.legend(fontsize="small")
+        return ax
+
 
 def mkl_path(
     X: Any,

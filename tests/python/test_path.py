@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import warnings
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from problems import small_problem
 from reference import cvxpy_mkl, loss_value
 from sklearn.datasets import load_diabetes
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import multikernel as mk
 from multikernel.exceptions import InvalidInputError, InvalidParameterError
@@ -182,3 +184,62 @@ def test_bad_input_is_refused() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mk.mkl_path(bad, y)
+
+
+@parametrize_with_checks(  # type: ignore[untyped-decorator]
+    [mk.MKLClassifierCV(Cs=4, cv=3), mk.MKLRegressorCV(Cs=4, cv=3)]
+)
+def test_sklearn_estimator_checks(estimator: Any, check: Any) -> None:
+    check(estimator)
+
+
+def test_cv_scores_match_cvxpy_fits_at_each_candidate() -> None:
+    X, y = load_diabetes(return_X_y=True)
+    X, y = X[:60], (y[:60] - y[:60].mean()) / y[:60].std()
+    specs: list[mk.kernels.Kernel] = [
+        mk.kernels.Gaussian(sigma=0.1, features=[j]) for j in (0, 2, 3, 8)
+    ]
+    cv = [(np.arange(20, 60), np.arange(20)), (np.arange(40), np.arange(40, 60))]
+    reg = mk.MKLRegressorCV(kernels=specs, Cs=[0.3, 1.0, 3.0], cv=cv, mu=1e-5).fit(X, y)
+    for k, (tr, te) in enumerate(cv):
+        bank = mk.kernels.KernelBank(specs, normalize="mean_diag").fit(X[tr])
+        G, G_te = bank.transform(X[tr]), bank.transform(X[te])
+        offset = y[tr].mean()
+        for i, C in enumerate(reg.Cs_):
+            ref = cvxpy_mkl(G, y[tr] - offset, C=C, loss="squared", penalty="l1", intercept=False)
+            f = np.einsum("mij,mj->i", G_te, ref.A) + offset
+            r2 = 1 - np.sum((y[te] - f) ** 2) / np.sum((y[te] - y[te].mean()) ** 2)
+            assert reg.scores_[k, i] == pytest.approx(r2, abs=1e-3)
+    assert reg.C_ == reg.Cs_[np.argmax(reg.scores_.mean(axis=0))]
+    # The refit is the l1 estimator at C_.
+    direct = mk.MKLRegressor(kernels=specs, penalty="l1", loss="squared", C=reg.C_).fit(X, y)
+    np.testing.assert_allclose(reg.dual_coef_, direct.dual_coef_)
+    np.testing.assert_allclose(reg.predict(X[:5]), direct.predict(X[:5]))
+
+
+def test_cv_classifier_picks_a_good_c_on_held_out_data() -> None:
+    G, y = problem("logistic")
+    clf = mk.MKLClassifierCV(kernels="precomputed", Cs=6, cv=3).fit(G, y)
+    assert clf.scores_.shape == (3, 6)
+    assert clf.classes_.tolist() == [-1.0, 1.0]
+    assert clf.scores_.mean(axis=0).max() >= 0.8
+    assert clf.predict_proba(G).shape == (len(y), 2)
+    assert np.mean(clf.predict(G) == y) >= 0.8
+    with pytest.raises(InvalidParameterError, match="Cs"):
+        mk.MKLClassifierCV(kernels="precomputed", Cs=1).fit(G, y)
+
+
+def test_plots_render(tmp_path: Any) -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    path = full_path("squared")
+    ax = path.plot()
+    assert len(ax.get_lines()) >= path.kernel_weights.shape[1]
+    ax.figure.savefig(tmp_path / "path.png")
+    G, y = problem("squared")
+    reg = mk.MKLRegressorCV(kernels="precomputed", Cs=5, cv=3).fit(G, y)
+    ax = reg.plot_scores()
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), reg.scores_.mean(axis=0))
+    ax.figure.savefig(tmp_path / "scores.png")
+    assert (tmp_path / "path.png").stat().st_size > 1000
+    assert (tmp_path / "scores.png").stat().st_size > 1000
