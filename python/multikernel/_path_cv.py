@@ -180,16 +180,15 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         >>> reg.scores_.shape
         (3, 8)
         """
-        Cs = self.Cs
-        if isinstance(Cs, bool) or not (
-            (isinstance(Cs, numbers.Integral) and Cs >= 2)
-            or (
-                not isinstance(Cs, (str, numbers.Number))
-                and np.ndim(Cs) == 1
-                and len(Cs) >= 1
-                and np.all(np.asarray(Cs, dtype=np.float64) > 0)
-            )
-        ):
+        Cs: Any = self.Cs
+        is_count = isinstance(Cs, numbers.Integral) and not isinstance(Cs, bool)
+        is_values = (
+            not isinstance(Cs, (str, bool, numbers.Number))
+            and np.ndim(Cs) == 1
+            and len(Cs) >= 1
+            and bool(np.all(np.asarray(Cs, dtype=np.float64) > 0))
+        )
+        if not ((is_count and int(Cs) >= 2) or is_values):
             raise InvalidParameterError(
                 f"Cs must be an integer ≥ 2 or a sequence of positive numbers, got {Cs!r}",
                 parameter="Cs",
@@ -225,7 +224,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         for tr, te in folds:
             Xtr, Xte, kernels = self._fold_stacks(Xv, tr, te)
             fold_paths.append((self._paths(Xtr, yv[tr], kernels), Xte, yv[te]))
-        if isinstance(Cs, numbers.Integral):
+        if is_count:
             lo = min(p.C0 for (ps, _), _, _ in fold_paths for p in ps)
             hi = max(p.Cs[-1] for (ps, _), _, _ in fold_paths for p in ps)
             grid = np.geomspace(lo, hi, int(Cs))
