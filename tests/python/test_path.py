@@ -7,6 +7,10 @@ specs against the precomputed cross kernels, and the validation of every argumen
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import threading
+import time
 import warnings
 from functools import cache
 from typing import Any
@@ -243,3 +247,22 @@ def test_plots_render(tmp_path: Any) -> None:
     ax.figure.savefig(tmp_path / "scores.png")
     assert (tmp_path / "path.png").stat().st_size > 1000
     assert (tmp_path / "scores.png").stat().st_size > 1000
+
+
+def test_ctrl_c_stops_a_path_quickly() -> None:
+    rng = np.random.default_rng(0)
+    n = 500
+    X = rng.normal(size=(n, 6))
+    y = np.sin(X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
+    specs: list[mk.kernels.Kernel] = [
+        mk.kernels.Gaussian(sigma=s, features=[j]) for j in range(6) for s in (0.5, 1, 2, 4)
+    ]
+    G = mk.kernels.gram(X, specs, normalize="mean_diag")
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        mk.mkl_path(G, y, mu=1e-6, C_max=1e6, max_points=100000)
+    elapsed = time.perf_counter() - start
+    timer.join()
+    assert elapsed < 0.3 + 1.0, elapsed
