@@ -14,9 +14,14 @@ __all__ = [
     "check_settings",
     "default_settings",
     "fit",
+    "fourier_features",
+    "fourier_params",
     "gram_cross",
     "gram_fit",
     "low_rank",
+    "nystroem_factor",
+    "nystroem_features",
+    "nystroem_landmarks",
     "path",
     "quad_forms",
     "simplemkl_specs",
@@ -115,6 +120,32 @@ def gram_cross(
     n_threads: int,
     max_bytes: int | None = None,
 ) -> NDArray[Any]: ...
+def fourier_params(
+    spec: _SpecTuple, dim: int, n_components: int, seed: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+def fourier_features(
+    x: NDArray[np.float64],
+    spec: _SpecTuple,
+    w: NDArray[np.float64],
+    b: NDArray[np.float64],
+    n_threads: int = 0,
+) -> NDArray[np.float64]: ...
+def nystroem_landmarks(
+    x: NDArray[np.float64],
+    spec: _SpecTuple,
+    n_components: int,
+    pivoted: bool,
+    seed: int,
+    n_threads: int = 0,
+) -> list[int]: ...
+def nystroem_factor(landmarks: NDArray[np.float64], spec: _SpecTuple) -> NDArray[np.float64]: ...
+def nystroem_features(
+    x: NDArray[np.float64],
+    landmarks: NDArray[np.float64],
+    spec: _SpecTuple,
+    factor: NDArray[np.float64],
+    n_threads: int = 0,
+) -> NDArray[np.float64]: ...
 def quad_forms(
     g: NDArray[Any], v: NDArray[np.float64], n_threads: int = 0
 ) -> NDArray[np.float64]: ...
@@ -129,7 +160,7 @@ def default_settings(solver: _Solver) -> dict[str, _Setting]: ...
 def check_settings(solver: _Solver, settings: Mapping[str, _Setting]) -> None: ...
 def fit(
     solver: _Solver,
-    g: NDArray[Any],
+    g: NDArray[Any] | list[NDArray[np.float64]],
     y: NDArray[np.float64],
     settings: Mapping[str, _Setting],
     *,
@@ -137,7 +168,7 @@ def fit(
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
 ) -> FitResult: ...
 def path(
-    g: NDArray[Any],
+    g: NDArray[Any] | list[NDArray[np.float64]],
     y: NDArray[np.float64],
     settings: Mapping[str, float | int | str | list[float] | None],
     *,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import math
 import numbers
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,13 +24,35 @@ from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
 from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
 from ._validation import check_n_threads, check_stack, group_ids
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
-from .kernels import Gaussian, Kernel, KernelBank, Linear, Polynomial, validate_stack
+from .kernels import FeatureBank, Gaussian, Kernel, KernelBank, Linear, Polynomial, validate_stack
 
 __all__ = ["MKLClassifier", "MKLRegressor"]
 
 _PENALTIES = tuple(dict.fromkeys(p for row in SOLVERS.values() for p in row.penalties))
 _logger = logging.getLogger("multikernel")
+
+#: A training or test stack: dense ``(M, n, n)`` / ``(M, n_test, n)`` kernels, or one feature
+#: block ``(n, D_m)`` per kernel (a :class:`FeatureBank`: ``K_m = Φ_m Φ_mᵀ``).
+_Stack: TypeAlias = "NDArray[Any] | list[NDArray[np.float64]]"
+
+
+def _n_kernels(G: _Stack) -> int:
+    return len(G) if isinstance(G, list) else int(G.shape[0])
+
+
+def _n_points(G: _Stack) -> int:
+    return int(G[0].shape[0]) if isinstance(G, list) else int(G.shape[1])
+
+
+def _subset(G: _Stack, idx: NDArray[np.intp]) -> _Stack:
+    """The stack of the points ``idx``."""
+    if isinstance(G, list):
+        return [np.ascontiguousarray(F[idx]) for F in G]
+    return np.ascontiguousarray(G[:, idx][:, :, idx])
+
+
 _FITTED = (
+    "coef_",
     "dual_coef_",
     "intercept_",
     "kernel_weights_",
@@ -114,7 +137,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     #: for a multiclass classifier: ``Any`` so that ``history_["gap"]`` type-checks.
     history_: Any
     group_weights_: NDArray[np.float64]
-    kernel_bank_: KernelBank | None
+    kernel_bank_: KernelBank | FeatureBank | None
     n_features_in_: int
     n_kernels_: int
     n_train_: int
@@ -122,7 +145,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     def __init__(
         self,
         *,
-        kernels: Sequence[Kernel] | Literal["precomputed"] | None = None,
+        kernels: Sequence[Kernel] | FeatureBank | Literal["precomputed"] | None = None,
         penalty: Penalty = "lp",
         p: float = 2.0,
         l1_ratio: float = 0.5,
@@ -242,7 +265,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         _core.check_settings(solver, settings)
         return solver, settings
 
-    def _training_stack(self, X: Any, y: Any) -> tuple[NDArray[Any], NDArray[Any]]:
+    def _training_stack(self, X: Any, y: Any) -> tuple[_Stack, NDArray[Any]]:
         """Validate ``X``/``y`` and return the training stack and the targets."""
         if isinstance(self.kernels, str):
             if self.kernels != "precomputed":
@@ -261,6 +284,13 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             self.n_kernels_ = G.shape[0]
             return G, yv
         Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=self._y_numeric)
+        if isinstance(self.kernels, FeatureBank):
+            # A fitted copy: the parameter itself stays as the user gave it.
+            fbank = copy.deepcopy(self.kernels)
+            features = fbank.fit_transform(Xv)
+            self.kernel_bank_ = fbank
+            self.n_kernels_ = len(features)
+            return features, yv
         specs = default_kernels(Xv.shape[1]) if self.kernels is None else self.kernels
         bank = KernelBank(
             specs,
@@ -272,7 +302,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.n_kernels_ = G.shape[0]
         return G, yv
 
-    def _test_stack(self, X: Any) -> NDArray[Any]:
+    def _test_stack(self, X: Any) -> _Stack:
         check_is_fitted(self, "dual_coef_")
         if self.kernel_bank_ is None:
             G = check_stack(X, "G_test", square=False)
@@ -285,7 +315,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 raise ValueError("G_test contains NaN or infinity")
             return G
         Xv = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.kernel_bank_.transform(Xv)
+        out: _Stack = self.kernel_bank_.transform(Xv)
+        return out
 
     _y_numeric = False
 
@@ -298,7 +329,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     def _solve(
         self,
         solver: _NativeSolver,
-        G: NDArray[Any],
+        G: _Stack,
         y: NDArray[np.float64],
         settings: dict[str, Setting],
         label: str = "",
@@ -306,7 +337,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         log = _iteration_logger(f"{type(self).__name__}{label}") if self.verbose else None
         yc = np.ascontiguousarray(y, dtype=np.float64)
         if self.penalty == "group":
-            settings = {**settings, "groups": group_ids(self.groups, G.shape[0])[0]}
+            settings = {**settings, "groups": group_ids(self.groups, _n_kernels(G))[0]}
         return _core.fit(solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log)
 
     def _set_results(
@@ -352,9 +383,24 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                     stacklevel=3,
                 )
 
-    def _decision(self, G_test: NDArray[Any]) -> NDArray[np.float64]:
+    def _feature_coefs(self, G: _Stack) -> None:
+        """With feature blocks: ``coef_``, per kernel the weights ``w_m = Φ_mᵀ A[m]`` in
+        feature space (a row per problem for more than one), so prediction needs no
+        training features."""
+        if not isinstance(G, list):
+            return
+        A = np.asarray(self.dual_coef_)
+        self.coef_ = [
+            A[m] @ F if A.ndim == 2 else A[:, m, :] @ F for m, F in enumerate(G)
+        ]  # fmt: skip
+
+    def _decision(self, G_test: _Stack) -> NDArray[np.float64]:
         A = np.asarray(self.dual_coef_)
         b = np.asarray(self.intercept_)
+        if isinstance(G_test, list):
+            parts = [F @ np.asarray(w).T for F, w in zip(G_test, self.coef_, strict=True)]
+            f_low: NDArray[np.float64] = np.sum(parts, axis=0) + b
+            return f_low
         if A.ndim == 2:
             f: NDArray[np.float64] = np.einsum("mij,mj->i", G_test, A, dtype=np.float64)
             return f + float(b)
@@ -416,8 +462,11 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
 
     Parameters
     ----------
-    kernels : sequence of Kernel, "precomputed" or None, default None
-        Kernel specifications, evaluated on ``X`` (cross kernels at predict time); or
+    kernels : sequence of Kernel, FeatureBank, "precomputed" or None, default None
+        Kernel specifications, evaluated on ``X`` (cross kernels at predict time); or a
+        :class:`multikernel.kernels.FeatureBank` (fitted on ``X`` by ``fit``, a copy): the
+        solvers then read the low-rank kernels ``Φ_m Φ_mᵀ`` (no ``(M, n, n)`` stack), and the
+        fit sets ``coef_``, per kernel the weights in feature space; or
         ``"precomputed"``: ``fit(G, y)`` with ``G`` of shape (M, n, n) and
         ``predict(G_test)`` with ``G_test`` of shape (M, n_test, n). None uses
         :func:`default_kernels`. A precomputed ``G`` may be float32: the solvers then read
@@ -506,8 +555,12 @@ default "mean_diag"
         ``penalty="group"`` only: the group weights γ on the simplex (in the order of
         ``groups``). At the optimum ``γ_j ∝ max_{k∈G_j} ‖β‖_{K_k}`` (the group's share of the
         dual norm, ``A[k] = θ_k β``), and the group sums ``Σ_{k∈G_j} ‖f_k‖`` are equal.
-    kernel_bank_ : KernelBank or None
-        The fitted bank that computes the test kernels (None for precomputed kernels).
+    kernel_bank_ : KernelBank, FeatureBank or None
+        The fitted bank that computes the test kernels, or the test features for a
+        ``FeatureBank`` (None for precomputed kernels).
+    coef_ : list of ndarray of shape (D_m,) or (n_problems, D_m)
+        With ``kernels=FeatureBank``: per kernel, the weights ``w_m = Φ_mᵀ A[m]`` in its
+        feature space, so that ``f_m(x) = φ_m(x)ᵀ w_m`` (not set otherwise).
     n_features_in_ : int
         Columns of ``X`` (not set for precomputed kernels).
     n_kernels_ : int
@@ -538,7 +591,7 @@ default "mean_diag"
     def __init__(
         self,
         *,
-        kernels: Sequence[Kernel] | Literal["precomputed"] | None = None,
+        kernels: Sequence[Kernel] | FeatureBank | Literal["precomputed"] | None = None,
         penalty: Penalty = "lp",
         p: float = 2.0,
         l1_ratio: float = 0.5,
@@ -638,16 +691,16 @@ default "mean_diag"
                 results.append(self._solve(solver, G, yk, settings, label))
         else:
             # One-vs-one: each pair on its own points; coefficients scattered back to all n.
-            n = G.shape[1]
+            n = _n_points(G)
             coefs = []
             for a in range(len(classes)):
                 for b in range(a + 1, len(classes)):
                     idx = np.flatnonzero((yi == a) | (yi == b))
-                    sub = np.ascontiguousarray(G[:, idx][:, :, idx])
+                    sub = _subset(G, idx)
                     label = f" (class {classes[a]!r} vs {classes[b]!r})"
                     yab = np.where(yi[idx] == a, 1.0, -1.0)
                     r = self._solve(solver, sub, yab, settings, label)
-                    full = np.zeros((G.shape[0], n))
+                    full = np.zeros((_n_kernels(G), n))
                     full[:, idx] = r.coef
                     results.append(r)
                     coefs.append(full)
@@ -655,7 +708,8 @@ default "mean_diag"
         self._set_results(results, multi=len(classes) > 2, coefs=coefs)
         self.classes_ = classes
         self.pairs_ = np.asarray(problems, dtype=np.int64).reshape(-1, 2)
-        self.n_train_ = G.shape[1]
+        self.n_train_ = _n_points(G)
+        self._feature_coefs(G)
         return self
 
     def decision_function(self, X: Any) -> NDArray[np.float64]:
@@ -893,7 +947,8 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
         if not np.isfinite(yf).all():
             raise NonFiniteError("y contains NaN or infinity")
         self._set_results([self._solve(solver, G, yf, settings)], multi=False)
-        self.n_train_ = G.shape[1]
+        self.n_train_ = _n_points(G)
+        self._feature_coefs(G)
         return self
 
     def predict(self, X: Any) -> NDArray[np.float64]:

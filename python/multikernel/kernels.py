@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import abc
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, get_args
 
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
@@ -33,9 +34,11 @@ from numpy.typing import DTypeLike, NDArray
 from . import _core
 from ._typing import Normalization
 from ._validation import check_features, check_n_threads, check_stack
-from .exceptions import StackTooLargeError
+from .exceptions import InvalidParameterError, StackTooLargeError
 
 __all__ = [
+    "FeatureBank",
+    "FeatureMethod",
     "Gaussian",
     "Kernel",
     "KernelBank",
@@ -761,6 +764,266 @@ class KernelBank:
         """
         cols = n_samples if n_train is None else n_train
         return len(self.specs) * n_samples * cols * self.dtype.itemsize
+
+
+#: How :class:`FeatureBank` approximates a kernel (``method=``).
+FeatureMethod: TypeAlias = Literal["nystroem", "rff"]
+
+
+class FeatureBank:
+    """Explicit feature maps ``φ_m`` with ``φ_m(x)ᵀφ_m(x') ≈ k_m(x, x')``, one per spec.
+
+    A fitted bank turns ``n`` points into ``M`` feature blocks ``Φ_m`` of shape
+    ``(n, D_m)``, so a kernel is the low-rank factor ``Φ_m Φ_mᵀ`` and no ``n×n`` matrix is
+    formed. ``Linear`` specs get their own columns (exact); the others get random Fourier
+    features (``method="rff"``, Gaussian and Laplacian only: unbiased, error ``~ 1/sqrt(D)``)
+    or Nyström features (``method="nystroem"``, any kernel: ``φ(x) = R⁻¹k(P, x)`` with
+    landmarks ``P`` and ``K_PP = RRᵀ``; exact on the landmarks). Pass it as ``kernels=`` to
+    the estimators to fit on the low-rank stack.
+
+    Parameters
+    ----------
+    specs : sequence of Kernel
+        The kernels.
+    method : {"nystroem", "rff"}, default "nystroem"
+        The approximation of the non-linear kernels.
+    n_components : int, default 100
+        Features per kernel (``D``), or the most landmarks (Nyström; pivoted selection stops
+        earlier when the kernel's rank is reached).
+    landmarks : {"pivoted", "uniform"}, default "pivoted"
+        Nyström landmarks: the pivots of the incomplete Cholesky of the training kernel
+        (deterministic, adapted to the data), or rows drawn uniformly with ``random_state``.
+    normalize : {"mean_diag", "trace", "none"} or None, default "mean_diag"
+        Scale each block so that the approximate training kernel has unit mean diagonal (or
+        unit trace); the scale is kept and applied to new points.
+    random_state : int or None, default None
+        Seed of the random Fourier features and of uniform landmarks (None: 0).
+    n_threads : int, default 0
+        Threads of the engine (0: all cores).
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown ``method``, ``landmarks`` or ``normalize``, ``n_components < 1``, a
+        non-integer ``random_state``, or ``method="rff"`` for a kernel that is not
+        shift-invariant.
+
+    Attributes
+    ----------
+    params_ : list of dict
+        The fitted map of every kernel (its arrays).
+    scales_ : ndarray of shape (M,)
+        The normalisation factor of every block.
+    n_features_in_ : int
+        Columns of the training ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import FeatureBank, Gaussian, Linear
+    >>> X = np.random.default_rng(0).normal(size=(50, 3))
+    >>> bank = FeatureBank([Gaussian(sigma=1.0), Linear(features=[0])], n_components=20)
+    >>> [F.shape for F in bank.fit_transform(X)]
+    [(50, 20), (50, 1)]
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[Kernel],
+        *,
+        method: FeatureMethod = "nystroem",
+        n_components: int = 100,
+        landmarks: Literal["pivoted", "uniform"] = "pivoted",
+        normalize: Literal["mean_diag", "trace", "none"] | None = "mean_diag",
+        random_state: int | None = None,
+        n_threads: int = 0,
+    ) -> None:
+        self._tuples = _spec_tuples(specs)
+        self.specs: list[Kernel] = [_from_tuple(t) for t in self._tuples]
+        if method not in ("nystroem", "rff"):
+            raise InvalidParameterError(
+                f"method must be 'nystroem' or 'rff', got {method!r}", parameter="method"
+            )
+        if (
+            isinstance(n_components, bool)
+            or not isinstance(n_components, numbers.Integral)
+            or (n_components < 1)
+        ):
+            raise InvalidParameterError(
+                f"n_components must be a positive integer, got {n_components!r}",
+                parameter="n_components",
+            )
+        if landmarks not in ("pivoted", "uniform"):
+            raise InvalidParameterError(
+                f"landmarks must be 'pivoted' or 'uniform', got {landmarks!r}",
+                parameter="landmarks",
+            )
+        norm = "none" if normalize is None else normalize
+        if norm not in ("mean_diag", "trace", "none"):
+            raise InvalidParameterError(
+                f"normalize must be 'mean_diag', 'trace', 'none' or None, got {normalize!r}",
+                parameter="normalize",
+            )
+        if random_state is not None and (
+            isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral)
+        ):
+            raise InvalidParameterError(
+                f"random_state must be None or an integer, got {random_state!r}",
+                parameter="random_state",
+            )
+        if method == "rff":
+            bad = [s for s in self.specs if not isinstance(s, (Gaussian, Laplacian, Linear))]
+            if bad:
+                raise InvalidParameterError(
+                    f"method='rff' approximates Gaussian and Laplacian kernels only, got "
+                    f"{bad[0]!r}; use method='nystroem'",
+                    parameter="method",
+                )
+        self.method: FeatureMethod = method
+        self.n_components: int = int(n_components)
+        self.landmarks: Literal["pivoted", "uniform"] = landmarks
+        self.normalize: str = norm
+        self.random_state: int | None = random_state
+        self.n_threads: int = check_n_threads(n_threads)
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def fit(self, X: Any) -> FeatureBank:
+        """Fit the maps (and the normalisation) on the training points ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points.
+
+        Returns
+        -------
+        FeatureBank
+            ``self``, fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import FeatureBank, Gaussian
+        >>> bank = FeatureBank([Gaussian(sigma=1.0)], method="rff", random_state=0)
+        >>> bank.fit(np.zeros((4, 2))).scales_.shape
+        (1,)
+        """
+        self.fit_transform(X)
+        return self
+
+    def fit_transform(self, X: Any) -> list[NDArray[np.float64]]:
+        """Fit the maps on ``X`` and return its feature blocks.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points.
+
+        Returns
+        -------
+        list of ndarray of shape (n_samples, D_m)
+            One block per kernel, normalised.
+
+        Raises
+        ------
+        ValueError
+            ``X`` is not a finite 2-D array, or a feature index is out of range.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import FeatureBank, Polynomial
+        >>> X = np.random.default_rng(0).normal(size=(30, 2))
+        >>> F, = FeatureBank([Polynomial(degree=2)], normalize="none").fit_transform(X)
+        >>> F.shape[1]  # a degree-2 polynomial kernel on 2 features has rank 6
+        6
+        """
+        Xc = check_features(X)
+        seed = 0 if self.random_state is None else int(self.random_state)
+        params: list[dict[str, Any]] = []
+        blocks: list[NDArray[np.float64]] = []
+        for m, (spec, t) in enumerate(zip(self.specs, self._tuples, strict=True)):
+            cols = t[4] if t[4] is not None else list(range(Xc.shape[1]))
+            if any(c >= Xc.shape[1] for c in cols):
+                raise ValueError(
+                    f"kernel {m} reads feature {max(cols)} but X has {Xc.shape[1]} features"
+                )
+            if isinstance(spec, Linear):
+                p: dict[str, Any] = {"kind": "linear", "cols": cols}
+            elif self.method == "rff":
+                W, b = _core.fourier_params(t, len(cols), self.n_components, seed + m)
+                p = {"kind": "rff", "W": W, "b": b}
+            else:
+                idx = _core.nystroem_landmarks(
+                    Xc, t, self.n_components, self.landmarks == "pivoted", seed + m,
+                    self.n_threads,
+                )  # fmt: skip
+                L = Xc[np.asarray(idx, dtype=np.intp)]
+                p = {"kind": "nystroem", "landmarks": L, "R": _core.nystroem_factor(L, t)}
+            params.append(p)
+            blocks.append(self._raw(Xc, m, p))
+        if self.normalize == "none":
+            scales = np.ones(len(blocks))
+        else:
+            sq = np.array([float(np.sum(F * F)) for F in blocks])
+            per = sq / Xc.shape[0] if self.normalize == "mean_diag" else sq
+            scales = np.where(per > 0, 1.0 / np.sqrt(np.where(per > 0, per, 1.0)), 0.0)
+        self.params_ = params
+        self.scales_ = scales
+        self.n_features_in_ = Xc.shape[1]
+        return [F * s for F, s in zip(blocks, scales, strict=True)]
+
+    def _raw(self, X: NDArray[np.float64], m: int, p: dict[str, Any]) -> NDArray[np.float64]:
+        t = self._tuples[m]
+        if p["kind"] == "linear":
+            out: NDArray[np.float64] = np.ascontiguousarray(X[:, p["cols"]])
+            return out
+        if p["kind"] == "rff":
+            return _core.fourier_features(X, t, p["W"], p["b"], self.n_threads)
+        return _core.nystroem_features(X, p["landmarks"], t, p["R"], self.n_threads)
+
+    def transform(self, X: Any) -> list[NDArray[np.float64]]:
+        """Feature blocks of new points, with the training normalisation.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New points.
+
+        Returns
+        -------
+        list of ndarray of shape (n_samples, D_m)
+            One block per kernel.
+
+        Raises
+        ------
+        ValueError
+            The bank is not fitted, or ``X`` has another number of features.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import FeatureBank, Gaussian
+        >>> X = np.random.default_rng(0).normal(size=(40, 2))
+        >>> bank = FeatureBank([Gaussian(sigma=1.0)], n_components=40).fit(X)
+        >>> F, = bank.transform(X[:5])
+        >>> T, = bank.fit_transform(X)
+        >>> bool(np.allclose(F, T[:5]))
+        True
+        """
+        if not hasattr(self, "params_"):
+            raise ValueError("this FeatureBank is not fitted; call fit first")
+        Xc = check_features(X)
+        if Xc.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {Xc.shape[1]} features but the bank was fitted on {self.n_features_in_}"
+            )
+        return [
+            self._raw(Xc, m, p) * s
+            for m, (p, s) in enumerate(zip(self.params_, self.scales_, strict=True))
+        ]
 
 
 def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray[Any]:

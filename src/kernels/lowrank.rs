@@ -16,7 +16,7 @@ use crate::kernels::Element;
 pub fn pivoted_cholesky(
     n: usize,
     diag: &[f64],
-    column: impl Fn(usize, &mut [f64]),
+    mut column: impl FnMut(usize, &mut [f64]),
     tol: f64,
     max_rank: usize,
 ) -> (Vec<f64>, f64) {

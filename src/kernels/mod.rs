@@ -2,6 +2,7 @@
 //! normalisation with training statistics, and the [`KernelStack`] through which every solver
 //! reads kernels.
 
+pub mod features;
 mod gram;
 mod lowrank;
 mod normalize;

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::convert::{detached, input_error, run_detached, to_py};
+use crate::kernels::features;
 use crate::kernels::{
     cross_gram, gram, simplemkl_bank, DenseStack, Element, GramOptions, KernelFn, KernelSpec,
     KernelStack, LowRankStack, NormStats, Normalization,
@@ -226,9 +227,26 @@ pub(crate) fn with_dense<R>(
         f(&view(&a)?)
     } else if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f32>>() {
         f(&view(&a)?)
+    } else if let Ok(list) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
+        // Low rank: K_m = Φ_m Φ_mᵀ from (n, r_m) factors, stored as r_m columns of length n.
+        let n = list.first().map_or(0, |a| a.as_array().nrows());
+        if list.iter().any(|a| a.as_array().nrows() != n) {
+            return Err(input_error(
+                "every factor must have the same number of rows n",
+            ));
+        }
+        let factors = list
+            .iter()
+            .map(|a| {
+                let t = a.as_array().t().as_standard_layout().into_owned();
+                t.into_raw_vec_and_offset().0
+            })
+            .collect();
+        f(&LowRankStack::from_factors(n, factors).map_err(to_py)?)
     } else {
         Err(input_error(
-            "a kernel stack must be a float64 or float32 array of shape (M, n, n)",
+            "a kernel stack must be a float64 or float32 array of shape (M, n, n), or a list \
+             of float64 factors of shape (n, r_m)",
         ))
     }
 }
@@ -343,6 +361,114 @@ fn simplemkl_specs(n_features: usize, widths: Vec<f64>, degrees: Vec<u32>) -> Ve
         .collect()
 }
 
+/// An `(n, D)` float64 array of features from a row-major buffer.
+fn feature_array<'py>(
+    py: Python<'py>,
+    n: usize,
+    data: Vec<f64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    Ok(features::to_array(n, data).map_err(to_py)?.into_pyarray(py))
+}
+
+/// The random Fourier map of a Gaussian or Laplacian spec on `dim` columns: `W` `(dim, D)`
+/// and `b` `(D,)`.
+#[pyfunction]
+fn fourier_params<'py>(
+    py: Python<'py>,
+    spec: SpecTuple,
+    dim: usize,
+    n_components: usize,
+    seed: u64,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>)> {
+    let spec = spec_from(&spec)?;
+    let (w, b) = features::fourier_params(spec.func, dim, n_components, seed).map_err(to_py)?;
+    Ok((feature_array(py, dim, w)?, b.into_pyarray(py)))
+}
+
+/// Random Fourier features `(n, D)` of the rows of `x`.
+#[pyfunction]
+#[pyo3(signature = (x, spec, w, b, n_threads=0))]
+fn fourier_features<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    spec: SpecTuple,
+    w: PyReadonlyArray2<'py, f64>,
+    b: PyReadonlyArray1<'py, f64>,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let spec = spec_from(&spec)?;
+    let (xv, w, b) = (x.as_array(), w.as_array().to_owned(), b.as_array().to_vec());
+    let w = w
+        .as_standard_layout()
+        .into_owned()
+        .into_raw_vec_and_offset()
+        .0;
+    let n = xv.nrows();
+    let out = detached(py, n_threads, || {
+        features::fourier_features(xv, &spec, &w, &b)
+    })?;
+    feature_array(py, n, out)
+}
+
+/// Landmark rows of Nyström features (pivoted incomplete Cholesky, or uniform with `seed`).
+#[pyfunction]
+#[pyo3(signature = (x, spec, n_components, pivoted, seed, n_threads=0))]
+fn nystroem_landmarks(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    spec: SpecTuple,
+    n_components: usize,
+    pivoted: bool,
+    seed: u64,
+    n_threads: usize,
+) -> PyResult<Vec<usize>> {
+    let spec = spec_from(&spec)?;
+    let xv = x.as_array();
+    detached(py, n_threads, || {
+        features::nystroem_landmarks(xv, &spec, n_components, pivoted, seed)
+    })
+}
+
+/// The lower Cholesky factor `(r, r)` of the landmarks' kernel.
+#[pyfunction]
+fn nystroem_factor<'py>(
+    py: Python<'py>,
+    landmarks: PyReadonlyArray2<'py, f64>,
+    spec: SpecTuple,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let spec = spec_from(&spec)?;
+    let lv = landmarks.as_array();
+    let r = lv.nrows();
+    let out = detached(py, 0, || features::nystroem_factor(lv, &spec))?;
+    feature_array(py, r, out)
+}
+
+/// Nyström features `(n, r)` of the rows of `x`.
+#[pyfunction]
+#[pyo3(signature = (x, landmarks, spec, factor, n_threads=0))]
+fn nystroem_features<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    landmarks: PyReadonlyArray2<'py, f64>,
+    spec: SpecTuple,
+    factor: PyReadonlyArray2<'py, f64>,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let spec = spec_from(&spec)?;
+    let (xv, lv) = (x.as_array(), landmarks.as_array());
+    let factor = factor
+        .as_array()
+        .as_standard_layout()
+        .into_owned()
+        .into_raw_vec_and_offset()
+        .0;
+    let n = xv.nrows();
+    let out = detached(py, n_threads, || {
+        features::nystroem_features(xv, lv, &spec, &factor)
+    })?;
+    feature_array(py, n, out)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gram_fit, m)?)?;
     m.add_function(wrap_pyfunction!(gram_cross, m)?)?;
@@ -350,5 +476,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_stack, m)?)?;
     m.add_function(wrap_pyfunction!(low_rank, m)?)?;
     m.add_function(wrap_pyfunction!(simplemkl_specs, m)?)?;
+    m.add_function(wrap_pyfunction!(fourier_params, m)?)?;
+    m.add_function(wrap_pyfunction!(fourier_features, m)?)?;
+    m.add_function(wrap_pyfunction!(nystroem_landmarks, m)?)?;
+    m.add_function(wrap_pyfunction!(nystroem_factor, m)?)?;
+    m.add_function(wrap_pyfunction!(nystroem_features, m)?)?;
     Ok(())
 }
