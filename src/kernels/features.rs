@@ -276,7 +276,7 @@ pub fn nystroem_features(
 
 /// The features as an `(n, D)` array.
 pub fn to_array(n: usize, data: Vec<f64>) -> Result<Array2<f64>> {
-    let d = if n == 0 { 0 } else { data.len() / n };
+    let d = data.len().checked_div(n).unwrap_or(0);
     Array2::from_shape_vec((n, d), data).map_err(|e| MkError::Shape(e.to_string()))
 }
 

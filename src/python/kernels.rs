@@ -370,6 +370,9 @@ fn feature_array<'py>(
     Ok(features::to_array(n, data).map_err(to_py)?.into_pyarray(py))
 }
 
+/// `W` and `b` of a random Fourier map.
+type FourierMap<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
+
 /// The random Fourier map of a Gaussian or Laplacian spec on `dim` columns: `W` `(dim, D)`
 /// and `b` `(D,)`.
 #[pyfunction]
@@ -379,7 +382,7 @@ fn fourier_params<'py>(
     dim: usize,
     n_components: usize,
     seed: u64,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<FourierMap<'py>> {
     let spec = spec_from(&spec)?;
     let (w, b) = features::fourier_params(spec.func, dim, n_components, seed).map_err(to_py)?;
     Ok((feature_array(py, dim, w)?, b.into_pyarray(py)))
