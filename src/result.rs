@@ -40,6 +40,9 @@ pub struct FitResult {
     pub n_iter: usize,
     pub status: SolveStatus,
     pub history: Vec<IterRecord>,
+    /// `(D,)` the weights in feature space of a solver on explicit features (SVRG: kernel
+    /// blocks in column order, and `primal` is theirs); empty for the others.
+    pub feature_weights: Vec<f64>,
 }
 
 /// The relative duality gap `(P − D)/max(|P|, 1e-12)`.

@@ -7,7 +7,14 @@ relative duality gap, which certifies how far the fit is from the optimum.
 from __future__ import annotations
 
 from . import exceptions, kernels
-from ._config import AnalyticConfig, InterleavedConfig, MirrorConfig, SolverConfig, SpicyConfig
+from ._config import (
+    AnalyticConfig,
+    InterleavedConfig,
+    MirrorConfig,
+    SolverConfig,
+    SpicyConfig,
+    SvrgConfig,
+)
 from ._estimators import MKLClassifier, MKLRegressor, default_kernels
 from ._path import MKLPath, PathLoss, mkl_path
 from ._path_cv import MKLClassifierCV, MKLRegressorCV
@@ -32,6 +39,7 @@ __all__ = [
     "SolverConfig",
     "SolverName",
     "SpicyConfig",
+    "SvrgConfig",
     "__version__",
     "default_kernels",
     "exceptions",

@@ -15,7 +15,7 @@ from typing import ClassVar, Literal, TypeAlias
 from . import _core
 from ._typing import LossName, Penalty
 
-_NativeSolver: TypeAlias = Literal["analytic", "interleaved", "spicy", "mirror"]
+_NativeSolver: TypeAlias = Literal["analytic", "interleaved", "spicy", "mirror", "svrg"]
 #: One setting's value as the engine reads it.
 Setting: TypeAlias = float | int | str | list[int] | None
 
@@ -178,7 +178,29 @@ class MirrorConfig(_Config):
     working_set: bool = True
 
 
-SolverConfig: TypeAlias = AnalyticConfig | InterleavedConfig | SpicyConfig | MirrorConfig
+@dataclass(frozen=True)
+class SvrgConfig(_Config):
+    """Settings of the ``svrg`` solver (ℓp-norm MKL on explicit features by multi-epoch SVRG,
+    Alioscha-Perez et al.). It has no settings of its own yet: each epoch is ``n`` steps of
+    length ``1/(L + λ/d_k)`` per kernel (docs/mathematics.md §6), and the estimator's
+    ``random_state`` seeds the sampled points.
+
+    Examples
+    --------
+    >>> import multikernel as mk
+    >>> from multikernel.kernels import FeatureBank, Gaussian
+    >>> clf = mk.MKLClassifier(kernels=FeatureBank([Gaussian(sigma=1.0)]), solver="svrg",
+    ...                        loss="logistic", solver_config=mk.SvrgConfig(), random_state=0)
+    >>> clf.solver
+    'svrg'
+    """
+
+    _solver: ClassVar[_NativeSolver] = "svrg"
+
+
+SolverConfig: TypeAlias = (
+    AnalyticConfig | InterleavedConfig | SpicyConfig | MirrorConfig | SvrgConfig
+)
 
 ALL_LOSSES: tuple[LossName, ...] = (
     "hinge",
@@ -218,4 +240,5 @@ SOLVERS: dict[_NativeSolver, SolverInfo] = {
     "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),
     "spicy": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, SpicyConfig),
     "mirror": SolverInfo(("group", "lp"), ALL_LOSSES, MirrorConfig),
+    "svrg": SolverInfo(("lp",), ("logistic", "squared", "squared_hinge"), SvrgConfig),
 }

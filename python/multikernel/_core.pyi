@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 _SpecTuple = tuple[str, float, float, float, list[int] | None]
-_Solver = Literal["analytic", "interleaved", "spicy", "mirror"]
+_Solver = Literal["analytic", "interleaved", "spicy", "mirror", "svrg"]
 _Setting = float | int | str | list[int] | None
 
 @final
@@ -70,6 +70,8 @@ class FitResult:
     def converged(self) -> bool: ...
     @property
     def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
+    @property
+    def feature_weights(self) -> NDArray[np.float64]: ...  # (D,), svrg only
 
 @final
 class PathResult:

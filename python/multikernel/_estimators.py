@@ -237,6 +237,17 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 parameter="groups",
             )
         check_n_threads(self.n_threads)
+        if solver == "svrg" and not isinstance(self.kernels, FeatureBank):
+            raise InvalidParameterError(
+                "solver='svrg' fits explicit features: pass kernels=FeatureBank(specs, ...)",
+                parameter="solver",
+            )
+        rs = self.random_state
+        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, numbers.Integral)):
+            raise InvalidParameterError(
+                f"random_state must be None or a non-negative integer, got {rs!r}",
+                parameter="random_state",
+            )
         v = self.verbose
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
             raise InvalidParameterError(
@@ -259,6 +270,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 )
         elif "lp" in row.penalties:
             settings["p"] = self.p
+            if solver == "svrg":
+                settings["seed"] = 0 if rs is None else int(rs)
         else:
             settings["penalty"] = self.penalty
             settings["l1_ratio"] = self.l1_ratio
@@ -350,6 +363,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             return np.asarray(values) if multi else values[0]
 
         self.dual_coef_ = stack([r.coef for r in results] if coefs is None else coefs)
+        self._feature_weights = [np.asarray(r.feature_weights) for r in results]
         self.intercept_ = stack([r.intercept for r in results])
         self.kernel_weights_ = stack([r.kernel_weights for r in results])
         self.kernel_norms_ = stack([r.kernel_norms for r in results])
@@ -388,6 +402,15 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         feature space (a row per problem for more than one), so prediction needs no
         training features."""
         if not isinstance(G, list):
+            return
+        if all(len(w) for w in self._feature_weights):
+            # The solver's own weights (svrg), split into the kernels' blocks.
+            ends = np.cumsum([F.shape[1] for F in G])[:-1]
+            rows = [np.split(w, ends) for w in self._feature_weights]
+            one = len(rows) == 1
+            self.coef_ = [
+                rows[0][m] if one else np.stack([r[m] for r in rows]) for m in range(len(G))
+            ]
             return
         A = np.asarray(self.dual_coef_)
         self.coef_ = [
@@ -503,12 +526,15 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         and ``"elasticnet"``: ``"spicy"`` (SpicyMKL's dual augmented Lagrangian), also
         ``"auto"``. For ``"group"``: ``"mirror"`` (mirror descent over the kernel weights,
         Nath et al.), also ``"auto"``; it solves ``"lp"`` at ``p=1`` too (one group).
-        (``"svrg"`` arrives with a later version.)
+        ``"svrg"`` also solves ``"lp"`` (smooth losses: logistic, squared, squared_hinge) by
+        multi-epoch stochastic variance-reduced gradient on explicit features, for large n:
+        it needs ``kernels=FeatureBank(...)`` and is seeded by ``random_state``.
     tol : float, default 1e-3
         Stop when the relative duality gap is at most ``tol``.
     max_iter : int, default 200
         Maximal number of outer iterations.
-    solver_config : AnalyticConfig, InterleavedConfig, SpicyConfig or MirrorConfig, optional
+    solver_config : AnalyticConfig, InterleavedConfig, SpicyConfig, MirrorConfig or \
+SvrgConfig, optional
         Solver-specific settings (defaults when None).
     normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"} or None, \
 default "mean_diag"
@@ -521,8 +547,8 @@ default "mean_diag"
     n_threads : int, default 0
         Threads, 0 = all cores.
     random_state : int, optional
-        Reserved for the stochastic solvers (``"svrg"``) of a later version; currently
-        ignored (every solver of this version is deterministic).
+        Seed of the stochastic solver ``"svrg"`` (None: 0); the other solvers are
+        deterministic and ignore it.
     verbose : int, default 0
         Unused in this version.
 

@@ -2,7 +2,7 @@
 //! the rest from its `Default` and checks them with its `validate`), a typed [`PyFitResult`]
 //! out.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
 
@@ -18,6 +18,7 @@ use crate::solvers::mirror::{fit_group, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy, SpicyConfig, SpicyPenalty};
+use crate::solvers::svrg::{fit_svrg, Features, SvrgConfig};
 use crate::Result;
 
 /// How a fit ended.
@@ -85,6 +86,9 @@ pub(crate) struct PyFitResult {
     /// `(n_records, 5)`: primal, dual, gap, active kernels, seconds per outer iteration.
     #[pyo3(get)]
     history: Py<PyArray2<f64>>,
+    /// `(D,)` weights in feature space (solver `svrg`; empty for the others).
+    #[pyo3(get)]
+    feature_weights: Py<PyArray1<f64>>,
 }
 
 #[pymethods]
@@ -130,6 +134,7 @@ impl PyFitResult {
             n_iter: r.n_iter,
             status: r.status.into(),
             history: history.into_pyarray(py).unbind(),
+            feature_weights: r.feature_weights.into_pyarray(py).unbind(),
         })
     }
 }
@@ -140,6 +145,8 @@ enum Settings {
     Spicy(SpicyConfig),
     /// With the group id of every kernel (`None`: one group, `lp` with `p = 1`).
     Mirror(MirrorConfig, Option<Vec<usize>>),
+    /// On explicit features, not a kernel stack.
+    Svrg(SvrgConfig),
 }
 
 /// A dict of settings being read: each key is taken once, a key no solver field takes is an
@@ -340,11 +347,23 @@ impl Settings {
                 };
                 Settings::Mirror(cfg, f.ids("groups")?)
             }
+            "svrg" => {
+                let d = SvrgConfig::default();
+                Settings::Svrg(SvrgConfig {
+                    p: f.float("p", d.p)?,
+                    c: f.float("C", d.c)?,
+                    loss: f.loss(d.loss)?,
+                    tol: f.float("tol", d.tol)?,
+                    max_iter: f.count("max_iter", d.max_iter)?,
+                    seed: f.count("seed", d.seed as usize)? as u64,
+                })
+            }
             other => {
                 return Err(to_py(MkError::config(
                     "solver",
                     format!(
-                        "unknown solver {other:?}; valid: analytic, interleaved, spicy, mirror"
+                        "unknown solver {other:?}; valid: analytic, interleaved, spicy, mirror, \
+                         svrg"
                     ),
                 )))
             }
@@ -366,6 +385,7 @@ impl Settings {
                 }
                 c.validate()
             }
+            Settings::Svrg(c) => c.validate(),
         }
     }
 
@@ -380,6 +400,10 @@ impl Settings {
                 };
                 fit_group(s, y, &groups, c, i)
             }
+            Settings::Svrg(_) => Err(MkError::config(
+                "solver",
+                "svrg fits explicit features: pass the feature blocks, not a kernel stack",
+            )),
         }
     }
 
@@ -407,6 +431,15 @@ impl Settings {
                 d.set_item("gamma_factor", c.gamma_factor)?;
                 d.set_item("gamma_max", c.gamma_max)?;
                 d.set_item("working_set", c.working_set)?;
+            }
+            Settings::Svrg(c) => {
+                d.set_item("p", c.p)?;
+                d.set_item("C", c.c)?;
+                d.set_item("loss", c.loss.name())?;
+                d.set_item("epsilon", c.loss.epsilon())?;
+                d.set_item("tol", c.tol)?;
+                d.set_item("max_iter", c.max_iter)?;
+                d.set_item("seed", c.seed)?;
             }
             Settings::Mirror(c, _) => {
                 d.set_item("C", c.c)?;
@@ -452,9 +485,37 @@ fn fit<'py>(
     let settings = Settings::read(solver, settings)?;
     let y = y.as_array().to_vec();
     let n = y.len();
-    let r = with_dense(g, |s| {
-        run_detached(py, n_threads, on_iteration, |i| settings.fit(s, &y, i))
-    })?;
+    let r = if let Settings::Svrg(cfg) = &settings {
+        // Explicit features: (n, D_k) blocks, concatenated row-major once.
+        let blocks: Vec<PyReadonlyArray2<'_, f64>> = g.extract().map_err(|_| {
+            to_py(MkError::config(
+                "solver",
+                "svrg needs explicit features: a list of float64 arrays (n, D_k), one per \
+                 kernel (kernels=FeatureBank(...) in the estimators)",
+            ))
+        })?;
+        let views: Vec<_> = blocks.iter().map(|b| b.as_array()).collect();
+        if views.iter().any(|v| v.nrows() != n) {
+            return Err(to_py(MkError::Shape(format!(
+                "every feature block must have {n} rows, one per target"
+            ))));
+        }
+        let dims: Vec<usize> = views.iter().map(|v| v.ncols()).collect();
+        let mut data = Vec::with_capacity(n * dims.iter().sum::<usize>());
+        for t in 0..n {
+            for v in &views {
+                data.extend(v.row(t).iter().copied());
+            }
+        }
+        let feats = Features::new(&data, n, &dims).map_err(to_py)?;
+        run_detached(py, n_threads, on_iteration, |i| {
+            fit_svrg(&feats, &y, cfg, i)
+        })?
+    } else {
+        with_dense(g, |s| {
+            run_detached(py, n_threads, on_iteration, |i| settings.fit(s, &y, i))
+        })?
+    };
     PyFitResult::new(py, r, n)
 }
 

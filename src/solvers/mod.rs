@@ -6,6 +6,7 @@ pub mod mirror;
 pub mod path;
 pub mod smo;
 pub mod spicy;
+pub mod svrg;
 mod tracker;
 
 use crate::error::{MkError, Result};

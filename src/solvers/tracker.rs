@@ -120,6 +120,7 @@ impl<'a> Tracker<'a> {
             n_iter,
             status,
             history: self.history,
+            feature_weights: Vec::new(),
         })
     }
 }

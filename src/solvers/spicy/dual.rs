@@ -81,7 +81,7 @@ pub fn project_dual(
 }
 
 /// The clipped shift to `Σ ρ̃ = 0` inside the conjugate's domain (see [`project_duals`]).
-fn centre(y: &[f64], rho: &[f64], c: f64, loss: Loss) -> Vec<f64> {
+pub(crate) fn centre(y: &[f64], rho: &[f64], c: f64, loss: Loss) -> Vec<f64> {
     let bounds: Vec<(f64, f64)> = y
         .iter()
         .map(|&yi| {

@@ -76,7 +76,7 @@
 //! `ρ̃ = −C ℓ'(y, f)`, each made feasible by the clip-shift centring and (ℓ1) the scaling of
 //! [`project_dual`].
 
-mod dual;
+pub(crate) mod dual;
 mod inner;
 
 use crate::error::{MkError, Result};
