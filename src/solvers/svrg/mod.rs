@@ -62,9 +62,10 @@ impl Default for SvrgConfig {
 }
 
 impl SvrgConfig {
+    /// Checks every setting (C, tol, max_iter, p ≥ 1, a smooth loss).
     pub fn validate(&self) -> Result<()> {
         crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
-        if !(self.p >= 1.0) {
+        if self.p.is_nan() || self.p < 1.0 {
             return Err(MkError::config("p", format!("must be ≥ 1, got {}", self.p)));
         }
         if !matches!(
