@@ -798,6 +798,9 @@ class FeatureBank:
         unit trace); the scale is kept and applied to new points.
     random_state : int or None, default None
         Seed of the random Fourier features and of uniform landmarks (None: 0).
+    dtype : {numpy.float64, numpy.float32}, default numpy.float64
+        Type of the returned blocks: float32 halves their memory (computed in float64, then
+        rounded); the solvers compute in float64 either way.
     n_threads : int, default 0
         Threads of the engine (0: all cores).
 
@@ -836,10 +839,12 @@ class FeatureBank:
         landmarks: Literal["pivoted", "uniform"] = "pivoted",
         normalize: Literal["mean_diag", "trace", "none"] | None = "mean_diag",
         random_state: int | None = None,
+        dtype: DTypeLike = np.float64,
         n_threads: int = 0,
     ) -> None:
         self._tuples = _spec_tuples(specs)
         self.specs: list[Kernel] = [_from_tuple(t) for t in self._tuples]
+        self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
         if method not in ("nystroem", "rff"):
             raise InvalidParameterError(
                 f"method must be 'nystroem' or 'rff', got {method!r}", parameter="method"
@@ -913,7 +918,7 @@ class FeatureBank:
         self.fit_transform(X)
         return self
 
-    def fit_transform(self, X: Any) -> list[NDArray[np.float64]]:
+    def fit_transform(self, X: Any) -> list[NDArray[Any]]:
         """Fit the maps on ``X`` and return its feature blocks.
 
         Parameters
@@ -973,7 +978,7 @@ class FeatureBank:
         self.params_ = params
         self.scales_ = scales
         self.n_features_in_ = Xc.shape[1]
-        return [F * s for F, s in zip(blocks, scales, strict=True)]
+        return [(F * s).astype(self.dtype, copy=False) for F, s in zip(blocks, scales, strict=True)]
 
     def _raw(self, X: NDArray[np.float64], m: int, p: dict[str, Any]) -> NDArray[np.float64]:
         t = self._tuples[m]
@@ -984,7 +989,7 @@ class FeatureBank:
             return _core.fourier_features(X, t, p["W"], p["b"], self.n_threads)
         return _core.nystroem_features(X, p["landmarks"], t, p["R"], self.n_threads)
 
-    def transform(self, X: Any) -> list[NDArray[np.float64]]:
+    def transform(self, X: Any) -> list[NDArray[Any]]:
         """Feature blocks of new points, with the training normalisation.
 
         Parameters
@@ -1021,7 +1026,7 @@ class FeatureBank:
                 f"X has {Xc.shape[1]} features but the bank was fitted on {self.n_features_in_}"
             )
         return [
-            self._raw(Xc, m, p) * s
+            (self._raw(Xc, m, p) * s).astype(self.dtype, copy=False)
             for m, (p, s) in enumerate(zip(self.params_, self.scales_, strict=True))
         ]
 

@@ -203,6 +203,25 @@ fn gram_cross<'py>(
     }
 }
 
+/// Low rank: `K_m = Φ_m Φ_mᵀ` from `(n, r_m)` factors, stored in f64 as `r_m` columns of
+/// length `n`.
+fn low_rank_stack<T: Element + numpy::Element>(
+    list: &[PyReadonlyArray2<'_, T>],
+) -> PyResult<LowRankStack> {
+    let n = list.first().map_or(0, |a| a.as_array().nrows());
+    if list.iter().any(|a| a.as_array().nrows() != n) {
+        return Err(input_error("every factor must have the same number of rows n"));
+    }
+    let factors = list
+        .iter()
+        .map(|a| {
+            let t = a.as_array().t().mapv(|v| v.to_f64());
+            t.as_standard_layout().into_owned().into_raw_vec_and_offset().0
+        })
+        .collect();
+    LowRankStack::from_factors(n, factors).map_err(to_py)
+}
+
 /// Runs `f` on a dense stack view of a float64 or float32 `(M, n, n)` array.
 pub(crate) fn with_dense<R>(
     g: &Bound<'_, PyAny>,
@@ -228,21 +247,9 @@ pub(crate) fn with_dense<R>(
     } else if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f32>>() {
         f(&view(&a)?)
     } else if let Ok(list) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
-        // Low rank: K_m = Φ_m Φ_mᵀ from (n, r_m) factors, stored as r_m columns of length n.
-        let n = list.first().map_or(0, |a| a.as_array().nrows());
-        if list.iter().any(|a| a.as_array().nrows() != n) {
-            return Err(input_error(
-                "every factor must have the same number of rows n",
-            ));
-        }
-        let factors = list
-            .iter()
-            .map(|a| {
-                let t = a.as_array().t().as_standard_layout().into_owned();
-                t.into_raw_vec_and_offset().0
-            })
-            .collect();
-        f(&LowRankStack::from_factors(n, factors).map_err(to_py)?)
+        f(&low_rank_stack(&list)?)
+    } else if let Ok(list) = g.extract::<Vec<PyReadonlyArray2<'_, f32>>>() {
+        f(&low_rank_stack(&list)?)
     } else {
         Err(input_error(
             "a kernel stack must be a float64 or float32 array of shape (M, n, n), or a list \

@@ -486,31 +486,18 @@ fn fit<'py>(
     let y = y.as_array().to_vec();
     let n = y.len();
     let r = if let Settings::Svrg(cfg) = &settings {
-        // Explicit features: (n, D_k) blocks, concatenated row-major once.
-        let blocks: Vec<PyReadonlyArray2<'_, f64>> = g.extract().map_err(|_| {
-            to_py(MkError::config(
+        // Explicit features: (n, D_k) blocks of float64 or float32, concatenated row-major once.
+        if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
+            svrg_on_blocks(py, &blocks, &y, cfg, n_threads, on_iteration)?
+        } else if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f32>>>() {
+            svrg_on_blocks(py, &blocks, &y, cfg, n_threads, on_iteration)?
+        } else {
+            return Err(to_py(MkError::config(
                 "solver",
-                "svrg needs explicit features: a list of float64 arrays (n, D_k), one per \
-                 kernel (kernels=FeatureBank(...) in the estimators)",
-            ))
-        })?;
-        let views: Vec<_> = blocks.iter().map(|b| b.as_array()).collect();
-        if views.iter().any(|v| v.nrows() != n) {
-            return Err(to_py(MkError::Shape(format!(
-                "every feature block must have {n} rows, one per target"
-            ))));
+                "svrg needs explicit features: a list of float64 or float32 arrays (n, D_k), \
+                 one per kernel (kernels=FeatureBank(...) in the estimators)",
+            )));
         }
-        let dims: Vec<usize> = views.iter().map(|v| v.ncols()).collect();
-        let mut data = Vec::with_capacity(n * dims.iter().sum::<usize>());
-        for t in 0..n {
-            for v in &views {
-                data.extend(v.row(t).iter().copied());
-            }
-        }
-        let feats = Features::new(&data, n, &dims).map_err(to_py)?;
-        run_detached(py, n_threads, on_iteration, |i| {
-            fit_svrg(&feats, &y, cfg, i)
-        })?
     } else {
         with_dense(g, |s| {
             run_detached(py, n_threads, on_iteration, |i| settings.fit(s, &y, i))
@@ -637,6 +624,33 @@ fn path<'py>(
         run_detached(py, n_threads, on_iteration, |i| fit_path(s, &y, &cfg, i)).map(|r| (r, m))
     })?;
     PyPathResult::new(py, r, n, m)
+}
+
+/// Runs SVRG on `(n, D_k)` feature blocks, copied once into one row-major matrix.
+fn svrg_on_blocks<T: crate::kernels::Element + numpy::Element>(
+    py: Python<'_>,
+    blocks: &[PyReadonlyArray2<'_, T>],
+    y: &[f64],
+    cfg: &SvrgConfig,
+    n_threads: usize,
+    on_iteration: Option<&Bound<'_, PyAny>>,
+) -> PyResult<FitResult> {
+    let n = y.len();
+    let views: Vec<_> = blocks.iter().map(|b| b.as_array()).collect();
+    if views.iter().any(|v| v.nrows() != n) {
+        return Err(to_py(MkError::Shape(format!(
+            "every feature block must have {n} rows, one per target"
+        ))));
+    }
+    let dims: Vec<usize> = views.iter().map(|v| v.ncols()).collect();
+    let mut data = Vec::with_capacity(n * dims.iter().sum::<usize>());
+    for t in 0..n {
+        for v in &views {
+            data.extend(v.row(t).iter().copied());
+        }
+    }
+    let feats = Features::new(&data, n, &dims).map_err(to_py)?;
+    run_detached(py, n_threads, on_iteration, |i| fit_svrg(&feats, y, cfg, i))
 }
 
 /// One SVM on a dense precomputed kernel by SMO: `kind` is `svc`, `l2svm`, `svr` or
