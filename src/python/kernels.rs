@@ -210,13 +210,18 @@ fn low_rank_stack<T: Element + numpy::Element>(
 ) -> PyResult<LowRankStack> {
     let n = list.first().map_or(0, |a| a.as_array().nrows());
     if list.iter().any(|a| a.as_array().nrows() != n) {
-        return Err(input_error("every factor must have the same number of rows n"));
+        return Err(input_error(
+            "every factor must have the same number of rows n",
+        ));
     }
     let factors = list
         .iter()
         .map(|a| {
             let t = a.as_array().t().mapv(|v| v.to_f64());
-            t.as_standard_layout().into_owned().into_raw_vec_and_offset().0
+            t.as_standard_layout()
+                .into_owned()
+                .into_raw_vec_and_offset()
+                .0
         })
         .collect();
     LowRankStack::from_factors(n, factors).map_err(to_py)

@@ -121,7 +121,7 @@ def test_one_group_is_lp_with_p_one() -> None:
         kernels="precomputed", penalty="lp", p=1.0, solver="mirror", tol=TOL, max_iter=20000
     ).fit(G, y)
     for est in (grp, lp, mirror_lp):
-        assert est.converged_
+        assert est.duality_gap_ <= TOL, est.duality_gap_
     assert grp.primal_objective_ == pytest.approx(lp.primal_objective_, rel=3 * TOL)
     assert mirror_lp.primal_objective_ == pytest.approx(lp.primal_objective_, rel=3 * TOL)
     # Both are certified: each one's dual is below the other's primal.

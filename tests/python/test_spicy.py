@@ -160,7 +160,7 @@ def test_float32_stack_and_errors() -> None:
     G, y = problem("pima", False)
     r32 = fit(G.astype(np.float32), y, loss="logistic")
     r64 = fit(G, y, loss="logistic")
-    assert r32.converged
+    assert 0.0 <= r32.gap <= TOL, r32.gap
     assert r32.primal == pytest.approx(r64.primal, rel=1e-5)
     with pytest.raises(ValueError, match="penalty"):
         fit_spicy(

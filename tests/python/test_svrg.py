@@ -39,7 +39,7 @@ def test_classifier_meets_the_analytic_solver(loss: str, p: float) -> None:
     svrg = mk.MKLClassifier(solver="svrg", tol=1e-5, max_iter=1000, random_state=0, **common)
     svrg.fit(X, y)
     ref = mk.MKLClassifier(solver="analytic", tol=1e-8, max_iter=5000, **common).fit(X, y)
-    assert svrg.converged_
+    assert svrg.duality_gap_ <= 1e-5, svrg.duality_gap_
     assert svrg.primal_objective_ == pytest.approx(ref.primal_objective_, rel=1e-4)
     assert svrg.dual_objective_ <= ref.primal_objective_ * (1 + 1e-9)
     # coef_ holds the feature-space weights: f(x) = Σ_k φ_k(x)ᵀ w_k + b.
