@@ -17,7 +17,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._estimators import MKLClassifier, MKLRegressor, default_kernels
+from ._estimators import _FITTED, MKLClassifier, MKLRegressor, default_kernels
 from ._path import MKLPath, mkl_path
 from ._typing import Normalization
 from .exceptions import InvalidParameterError
@@ -25,19 +25,10 @@ from .kernels import Kernel, validate_stack
 
 __all__ = ["MKLClassifierCV", "MKLRegressorCV"]
 
-#: The refit model's attributes that the CV estimators expose.
-_DELEGATED = (
-    "dual_coef_",
-    "intercept_",
-    "kernel_weights_",
-    "kernel_norms_",
-    "primal_objective_",
-    "dual_objective_",
-    "duality_gap_",
-    "n_iter_",
-    "converged_",
-    "history_",
-    "kernel_bank_",
+#: The refit model's fitted attributes that the CV estimators expose (their own ``classes_``
+#: and ``n_features_in_`` are set by their fit).
+_DELEGATED = tuple(
+    name for name in _FITTED if name not in ("classes_", "n_features_in_", "feature_names_in_")
 )
 
 
