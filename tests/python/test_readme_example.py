@@ -54,3 +54,6 @@ def test_readme_example_runs() -> None:
     path = ns["path"]
     assert path.end == "complete" and np.all(np.diff(path.Cs) > 0)
     assert path.predict(ns["X_test"], C=1.0).shape == (len(ns["X_test"]),)
+    assert ns["reg"].C_ in ns["reg"].Cs_ and ns["reg"].scores_.shape == (5, 10)
+    assert 0.0 <= ns["big"].duality_gap_ <= 1e-3
+    assert len(ns["big"].coef_) == 3 and ns["big"].score(ns["X_test"], ns["y_test"]) > 0.8

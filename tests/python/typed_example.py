@@ -49,5 +49,8 @@ def readme_example() -> dict[str, Any]:
     mk.MKLClassifier(kernels=specs, penalty="l1", loss="logistic", C=10.0).fit(X, y)  # sparse θ
     mk.MKLRegressor(kernels=specs, penalty="elasticnet", l1_ratio=0.5).fit(X, t)
     path = mk.mkl_path(X, t, kernels=specs)  # l1 at every C: path.predict(X_test, C=1.0)
+    reg = mk.MKLRegressorCV(kernels=specs[:3], Cs=10).fit(X, t)  # C chosen along the paths
+    bank = mk.kernels.FeatureBank(specs[:3], n_components=50)  # explicit features, low rank
+    big = mk.MKLClassifier(kernels=bank, solver="svrg", loss="logistic").fit(X, y)  # large n
 
     return locals()
