@@ -24,6 +24,7 @@ __all__ = [
     "nystroem_landmarks",
     "path",
     "quad_forms",
+    "simd_level",
     "simplemkl_specs",
     "svm",
     "validate_stack",
@@ -148,6 +149,7 @@ def nystroem_features(
     factor: NDArray[np.float64],
     n_threads: int = 0,
 ) -> NDArray[np.float64]: ...
+def simd_level() -> str: ...
 def quad_forms(
     g: NDArray[Any], v: NDArray[np.float64], n_threads: int = 0
 ) -> NDArray[np.float64]: ...

@@ -3,11 +3,18 @@
 //! Wheels target baseline x86-64, where these loops are compute-bound rather than
 //! memory-bound; each loop is therefore also compiled for AVX2 + FMA and chosen at run time.
 
-/// Whether the CPU runs the AVX2 + FMA variants (detected once, then a cached load).
+/// Whether the CPU runs the AVX2 + FMA variants (detected once, then a cached load). Setting
+/// `MULTIKERNEL_NO_AVX2` in the environment forces the baseline build, as on a CPU without
+/// AVX2: the tests and `.ci/run` check that a wheel computes the same there.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub(crate) fn avx2_fma() -> bool {
-    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    static USE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USE.get_or_init(|| {
+        std::env::var_os("MULTIKERNEL_NO_AVX2").is_none()
+            && std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("fma")
+    })
 }
 
 /// Hints the first cache lines of `s` into cache (no effect off x86-64): the start of a row

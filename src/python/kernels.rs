@@ -484,7 +484,21 @@ fn nystroem_features<'py>(
     feature_array(py, n, out)
 }
 
+/// The kernels' SIMD level in use: `"avx2+fma"` or `"baseline"` (`MULTIKERNEL_NO_AVX2` set,
+/// a CPU without AVX2, or not x86-64).
+#[pyfunction]
+fn simd_level() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::kernels::simd::avx2_fma() {
+            return "avx2+fma";
+        }
+    }
+    "baseline"
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(gram_fit, m)?)?;
     m.add_function(wrap_pyfunction!(gram_cross, m)?)?;
     m.add_function(wrap_pyfunction!(quad_forms, m)?)?;
