@@ -14,7 +14,7 @@ text, so there are no reference accuracies to print here.
 
 Features are standardised on the whole data set by the loader (``tests/python/reference.py``).
 
-    python examples/spicy_uci.py [--splits 5] [--datasets liver_bupa,pima,ionosphere,sonar]
+    python benches/peers/spicy_uci.py [--splits 5] [--datasets liver_bupa,pima,ionosphere,sonar]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 
 import multikernel as mk
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 
 THEIR_C = (0.005, 0.05, 0.5)
 LOSSES = ("hinge", "logistic")
