@@ -84,3 +84,13 @@ def test_bad_use_is_refused() -> None:
         mk.MKLClassifier(kernels=bank, solver="svrg", loss="logistic", random_state=1.5).fit(
             X[:50], y[:50]
         )
+
+
+def test_any_memory_order_gives_the_same_fit() -> None:
+    X, y = cancer()
+    F = [np.asfortranarray(X[:, :10]), X[:, 10:20], X[:, ::3][:, :5]]
+    s = {"loss": "logistic", "tol": 1e-6, "max_iter": 500}
+    a = mk._core.fit("svrg", F, y, s)  # type: ignore[arg-type]
+    b = mk._core.fit("svrg", [np.ascontiguousarray(f) for f in F], y, s)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(a.feature_weights, b.feature_weights)
+    assert a.primal == b.primal
