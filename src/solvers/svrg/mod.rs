@@ -84,70 +84,44 @@ impl SvrgConfig {
     }
 }
 
-/// The features of `M` kernels: one row-major `(n, D_k)` block per kernel, read in place (no
-/// copy into one matrix, which would double the memory of large-n fits). In the weight vector
-/// `w` kernel `k` owns columns `offsets[k]..offsets[k + 1]`.
+/// Row-major features `(n, D)` of `M` kernels, kernel `k` in columns
+/// `offsets[k]..offsets[k + 1]`.
 pub struct Features<'a, T> {
-    blocks: Vec<&'a [T]>,
+    data: &'a [T],
     n: usize,
+    width: usize,
     offsets: Vec<usize>,
 }
 
 impl<'a, T: Element> Features<'a, T> {
-    /// `blocks[k]` holds `n` rows of `dims[k]` values.
-    pub fn new(blocks: Vec<&'a [T]>, n: usize, dims: &[usize]) -> Result<Self> {
-        if dims.is_empty()
-            || n == 0
-            || blocks.len() != dims.len()
-            || blocks.iter().zip(dims).any(|(b, &d)| b.len() != n * d)
-        {
+    /// `data` holds `n` rows of `Σ dims` values; `dims[k]` columns belong to kernel `k`.
+    pub fn new(data: &'a [T], n: usize, dims: &[usize]) -> Result<Self> {
+        let width: usize = dims.iter().sum();
+        if dims.is_empty() || n == 0 || data.len() != n * width {
             return Err(MkError::Shape(format!(
-                "feature blocks of {:?} values for {n} rows of {dims:?} columns",
-                blocks.iter().map(|b| b.len()).collect::<Vec<_>>()
+                "features of {} values for {n} rows of {width} columns ({} kernels)",
+                data.len(),
+                dims.len()
             )));
         }
         let mut offsets = vec![0];
         for d in dims {
             offsets.push(offsets.last().copied().unwrap_or(0) + d);
         }
-        Ok(Features { blocks, n, offsets })
+        Ok(Features {
+            data,
+            n,
+            width,
+            offsets,
+        })
+    }
+
+    fn row(&self, t: usize) -> &[T] {
+        &self.data[t * self.width..(t + 1) * self.width]
     }
 
     fn m(&self) -> usize {
-        self.blocks.len()
-    }
-
-    fn width(&self) -> usize {
-        self.offsets[self.m()]
-    }
-
-    /// Row `t` of kernel `k`'s block, with the columns of `w` it pairs with.
-    fn block_row(&self, k: usize, t: usize) -> (&[T], std::ops::Range<usize>) {
-        let (lo, hi) = (self.offsets[k], self.offsets[k + 1]);
-        (&self.blocks[k][t * (hi - lo)..(t + 1) * (hi - lo)], lo..hi)
-    }
-
-    /// `φ(x_t)ᵀ w`.
-    fn dot_row(&self, t: usize, w: &[f64]) -> f64 {
-        (0..self.m())
-            .map(|k| {
-                let (row, cols) = self.block_row(k, t);
-                dot(row, &w[cols])
-            })
-            .sum()
-    }
-
-    /// `‖φ(x_t)‖²`.
-    fn sq_norm(&self, t: usize) -> f64 {
-        (0..self.m())
-            .map(|k| {
-                self.block_row(k, t)
-                    .0
-                    .iter()
-                    .map(|v| v.to_f64().powi(2))
-                    .sum::<f64>()
-            })
-            .sum()
+        self.offsets.len() - 1
     }
 }
 
@@ -198,20 +172,20 @@ pub fn fit_svrg<T: Element>(
 ) -> Result<FitResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(x.n, y)?;
-    if x.blocks
-        .iter()
-        .any(|b| b.iter().any(|v| !v.to_f64().is_finite()))
-    {
+    if x.data.iter().any(|v| !v.to_f64().is_finite()) {
         return Err(MkError::non_finite("the features"));
     }
-    let (n, m, width) = (x.n, x.m(), x.width());
+    let (n, m, width) = (x.n, x.m(), x.width);
     let lam = 1.0 / (cfg.c * n as f64);
     let curvature = if cfg.loss == Loss::Logistic {
         0.25
     } else {
         1.0
     };
-    let big_l = curvature * (0..n).map(|t| x.sq_norm(t) + 1.0).fold(0.0f64, f64::max);
+    let big_l = curvature
+        * (0..n)
+            .map(|t| x.row(t).iter().map(|v| v.to_f64().powi(2)).sum::<f64>() + 1.0)
+            .fold(0.0f64, f64::max);
     let block = |k: usize| x.offsets[k]..x.offsets[k + 1];
     let mut w = vec![0.0; width];
     let mut b = 0.0;
@@ -236,7 +210,7 @@ pub fn fit_svrg<T: Element>(
         epochs += 1;
         // Snapshot pass: predictions, exact intercept, certificate.
         for (t, zt) in z.iter_mut().enumerate() {
-            *zt = x.dot_row(t, &w);
+            *zt = dot(x.row(t), &w);
         }
         b = refit_intercept(cfg.loss, y, &z, b);
         let norms: Vec<f64> = (0..m)
@@ -257,14 +231,12 @@ pub fn fit_svrg<T: Element>(
         let mut u = vec![0.0; width];
         let mut grad = vec![0.0; width];
         for t in 0..n {
+            let row = x.row(t);
             let (bt, gt) = (beta[t], g0[t] / n as f64);
-            for k in 0..m {
-                let (row, cols) = x.block_row(k, t);
-                for ((uj, gj), v) in u[cols.clone()].iter_mut().zip(&mut grad[cols]).zip(row) {
-                    let v = v.to_f64();
-                    *uj += bt * v;
-                    *gj += gt * v;
-                }
+            for ((uj, gj), v) in u.iter_mut().zip(grad.iter_mut()).zip(row) {
+                let v = v.to_f64();
+                *uj += bt * v;
+                *gj += gt * v;
             }
         }
         let quad: Vec<f64> = (0..m)
@@ -308,12 +280,12 @@ pub fn fit_svrg<T: Element>(
                 interrupt.check()?;
             }
             let t = (rng.next_u64() % n as u64) as usize;
-            let delta = cfg.loss.deriv(y[t], x.dot_row(t, &w) + b) - g0[t];
+            let row = x.row(t);
+            let delta = cfg.loss.deriv(y[t], dot(row, &w) + b) - g0[t];
             for k in 0..m {
                 let (h, l) = (steps[k], lam_k[k]);
-                let (row, cols) = x.block_row(k, t);
-                for ((wj, gj), v) in w[cols.clone()].iter_mut().zip(&grad[cols]).zip(row) {
-                    *wj -= h * (l * *wj + gj + delta * v.to_f64());
+                for j in block(k) {
+                    w[j] -= h * (l * w[j] + grad[j] + delta * row[j].to_f64());
                 }
             }
             b -= h_b * (mean_g + delta);

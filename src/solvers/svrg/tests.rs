@@ -3,8 +3,8 @@ use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
 use crate::solvers::lp::{fit_lp, LpConfig};
 
-/// `n` rows of 3 feature blocks (widths 2, 3, 2) of a deterministic stream, as one row-major
-/// matrix; labels from a noisy linear rule on the first two blocks.
+/// `n` rows of 3 feature blocks (widths 2, 3, 2) of a deterministic stream; labels from a
+/// noisy linear rule on the first two blocks.
 fn problem(n: usize, classify: bool) -> (Vec<f64>, Vec<usize>, Vec<f64>) {
     let mut rng = SplitMix(17);
     let u = |r: &mut SplitMix| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
@@ -45,25 +45,6 @@ fn kernels(x: &[f64], dims: &[usize], n: usize) -> Vec<f64> {
     g
 }
 
-/// The row-major `(n, D_k)` blocks of a row-major `(n, Σ D_k)` matrix.
-fn blocks<T: Copy>(x: &[T], dims: &[usize], n: usize) -> Vec<Vec<T>> {
-    let width: usize = dims.iter().sum();
-    let mut off = 0;
-    dims.iter()
-        .map(|&dk| {
-            let b = (0..n)
-                .flat_map(|i| x[i * width + off..i * width + off + dk].iter().copied())
-                .collect();
-            off += dk;
-            b
-        })
-        .collect()
-}
-
-fn features<'a, T: Element>(b: &'a [Vec<T>], n: usize, dims: &[usize]) -> Features<'a, T> {
-    Features::new(b.iter().map(|v| v.as_slice()).collect(), n, dims).unwrap()
-}
-
 #[test]
 fn svrg_meets_the_analytic_solver_on_linear_kernels() {
     let n = 150;
@@ -90,8 +71,7 @@ fn svrg_meets_the_analytic_solver_on_linear_kernels() {
                 &NoInterrupt,
             )
             .unwrap();
-            let b = blocks(&x, &dims, n);
-            let feats = features(&b, n, &dims);
+            let feats = Features::new(&x, n, &dims).unwrap();
             let cfg = SvrgConfig {
                 p,
                 loss,
@@ -128,8 +108,7 @@ fn the_same_seed_gives_the_same_fit() {
     let n = 80;
     let (x, dims, y) = problem(n, true);
     let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-    let b32 = blocks(&x32, &dims, n);
-    let feats = features(&b32, n, &dims);
+    let feats = Features::new(&x32, n, &dims).unwrap();
     let cfg = |seed| SvrgConfig {
         seed,
         max_iter: 5,
@@ -146,8 +125,7 @@ fn the_same_seed_gives_the_same_fit() {
 #[test]
 fn bad_settings_are_refused() {
     let (x, dims, y) = problem(10, true);
-    let b = blocks(&x, &dims, 10);
-    let feats = features(&b, 10, &dims);
+    let feats = Features::new(&x, 10, &dims).unwrap();
     let bad = |cfg: SvrgConfig| fit_svrg(&feats, &y, &cfg, &NoInterrupt).unwrap_err();
     assert!(matches!(
         bad(SvrgConfig {
@@ -163,5 +141,5 @@ fn bad_settings_are_refused() {
         }),
         MkError::InvalidConfig { .. }
     ));
-    assert!(Features::new(b.iter().map(|v| v.as_slice()).collect(), 11, &dims).is_err());
+    assert!(Features::new(&x, 11, &dims).is_err());
 }
