@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from functools import cache
 
 import numpy as np
@@ -94,3 +98,18 @@ def test_any_memory_order_gives_the_same_fit() -> None:
     b = mk._core.fit("svrg", [np.ascontiguousarray(f) for f in F], y, s)  # type: ignore[arg-type]
     np.testing.assert_array_equal(a.feature_weights, b.feature_weights)
     assert a.primal == b.primal
+
+
+def test_ctrl_c_stops_an_epoch_quickly() -> None:
+    rng = np.random.default_rng(0)
+    n = 400_000
+    F = [rng.normal(size=(n, 25)) for _ in range(4)]
+    y = np.sign(F[0][:, 0] + 0.5 * rng.normal(size=n))
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        mk._core.fit("svrg", F, y, {"loss": "logistic", "tol": 1e-12, "max_iter": 10_000})
+    elapsed = time.perf_counter() - start
+    timer.join()
+    assert elapsed < 0.5 + 1.0, elapsed
