@@ -21,14 +21,11 @@ Compared, in turn within each repeat (medians of ``--repeats``):
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 import warnings
-from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import numpy as np
+from _timing import paired_median_times  # the script's folder is on sys.path
 from numpy.typing import NDArray
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
@@ -55,17 +52,6 @@ def problem(n: int, M: int, seed: int = 0) -> tuple[NDArray[np.float64], NDArray
         specs.append(mk.kernels.Gaussian(sigma=float(s), features=cols))
     G = mk.kernels.gram(X[idx], specs, normalize="mean_diag")
     return G, y[idx]
-
-
-def timed(fs: list[Callable[[], Any]], repeats: int) -> list[tuple[float, Any]]:
-    times: list[list[float]] = [[] for _ in fs]
-    outs: list[Any] = [None] * len(fs)
-    for _ in range(repeats):
-        for k, f in enumerate(fs):
-            t = time.perf_counter()
-            outs[k] = f()
-            times[k].append(time.perf_counter() - t)
-    return [(statistics.median(ts), o) for ts, o in zip(times, outs, strict=True)]
 
 
 def l1_fit(G: NDArray[np.float64], y: NDArray[np.float64], C: float, loss: str) -> float:
@@ -112,7 +98,7 @@ def main() -> None:
             path = mk.mkl_path(G, y, loss=loss, d=np.ones(M))
             picks = list(range(0, len(path.Cs), 4))
             picked = [float(path.Cs[k]) for k in picks]
-            res = timed(
+            res = paired_median_times(
                 [
                     partial(mk.mkl_path, G, y, loss=loss, d=np.ones(M)),
                     partial(l1_fit, G, y, float(path.Cs[-1]), loss),

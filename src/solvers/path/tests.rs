@@ -1,31 +1,24 @@
 use super::*;
 use crate::interrupt::NoInterrupt;
+use crate::kernels::features::SplitMix;
 use crate::kernels::DenseStack;
 
-/// A deterministic uniform(−1, 1) stream.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
+/// Uniform on (−1, 1) from the crate's seeded stream.
+fn next(rng: &mut SplitMix) -> f64 {
+    2.0 * rng.uniform() - 1.0
 }
 
 /// `n` points in 3-D, Gaussian kernels on each feature (widths 0.5 and 2) and one on all
 /// three; targets depend on features 0 and 1 (labels ±1 when `classify`).
 fn problem(n: usize, classify: bool) -> (Vec<f64>, usize, Vec<f64>) {
-    let mut rng = Lcg(3);
+    let mut rng = SplitMix(3);
     let x: Vec<[f64; 3]> = (0..n)
-        .map(|_| [rng.next(), rng.next(), rng.next()])
+        .map(|_| [next(&mut rng), next(&mut rng), next(&mut rng)])
         .collect();
     let y: Vec<f64> = x
         .iter()
         .map(|p| {
-            let t = (2.0 * p[0]).sin() + p[1] * p[1] - 0.3 + 0.2 * rng.next();
+            let t = (2.0 * p[0]).sin() + p[1] * p[1] - 0.3 + 0.2 * next(&mut rng);
             if classify {
                 t.signum()
             } else {

@@ -7,7 +7,7 @@ use crate::solvers::lp::{fit_lp, LpConfig};
 /// noisy linear rule on the first two blocks.
 fn problem(n: usize, classify: bool) -> (Vec<f64>, Vec<usize>, Vec<f64>) {
     let mut rng = SplitMix(17);
-    let u = |r: &mut SplitMix| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+    let u = |r: &mut SplitMix| 2.0 * r.uniform() - 1.0;
     let dims = vec![2, 3, 2];
     let width: usize = dims.iter().sum();
     let x: Vec<f64> = (0..n * width).map(|_| u(&mut rng)).collect();
