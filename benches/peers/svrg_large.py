@@ -7,8 +7,16 @@ Gaussian kernels on random 5-feature subsets, widths sqrt(5)·{0.5, …, 2}, 100
 features each (float32), ``normalize="mean_diag"``; logistic loss, p = 2, C = 1, tol 1e-3; 80 %
 train, 20 % test. One process per size (``--size``) so that the peak memory is the fit's.
 
+``--memory`` measures instead what a user's whole fit holds, one process per route: the
+estimator on ``kernels=FeatureBank`` (features computed in row batches into one float32
+array, which the solver reads in place), and the out-of-core route (X a ``numpy.memmap``,
+``FeatureBank.transform(X, out=<memmapped .npy>)``, then ``kernels="precomputed"`` on the
+blocks). Peak anonymous memory (``RssAnon``, sampled every 20 ms) and peak resident file pages
+(``RssFile``: the page cache of the mapped files, which the kernel can drop) are reported apart.
+
     python benches/peers/svrg_large.py [--sizes 10000,100000] [--analytic-max 10000]
         [--out benches/peers/results/svrg_large.md]
+    python benches/peers/svrg_large.py --memory --sizes 1000000 [--dir /tmp]
 """
 
 from __future__ import annotations
@@ -18,8 +26,11 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,18 +41,88 @@ import multikernel as mk
 from multikernel.kernels import FeatureBank, Gaussian
 
 
-def one_size(n: int, analytic_max: int) -> dict[str, Any]:
+def problem(n: int) -> tuple[np.ndarray, np.ndarray, FeatureBank]:
     X, y = make_classification(
         n_samples=n, n_features=20, n_informative=10, random_state=0, class_sep=0.8
     )
     X = (X - X.mean(0)) / X.std(0)
-    cut = int(0.8 * n)
     rng = np.random.default_rng(0)
     specs: list[mk.kernels.Kernel] = [
         Gaussian(sigma=float(s), features=sorted(rng.choice(20, 5, replace=False).tolist()))
         for s in np.sqrt(5.0) * np.geomspace(0.5, 2.0, 10)
     ]
     bank = FeatureBank(specs, method="rff", n_components=100, random_state=0, dtype=np.float32)
+    return X, y, bank
+
+
+class PeakMemory:
+    """Peak ``RssAnon`` and ``RssFile`` of this process (GB), sampled every 20 ms."""
+
+    def __init__(self) -> None:
+        self.peak = {"RssAnon": 0.0, "RssFile": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self) -> None:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in self.peak:
+                self.peak[key] = max(self.peak[key], int(value.split()[0]) / 1e6)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.sample()
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+
+def memory_route(n: int, route: str, folder: str) -> dict[str, Any]:
+    X, y, bank = problem(n)
+    labels = np.where(y == 1, 1.0, -1.0)
+    kw: dict[str, Any] = {"loss": "logistic", "solver": "svrg", "tol": 1e-3, "random_state": 0}
+    out: dict[str, Any] = {"n": n, "route": route}
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        if route == "memmap":
+            path = Path(tmp) / "X.npy"
+            np.save(path, X)
+            del X
+            X = np.load(path, mmap_mode="r")
+        before = PeakMemory()
+        before.sample()
+        out["X and y in RAM (GB)"] = before.peak["RssAnon"]
+        t = time.perf_counter()
+        with PeakMemory() as peak:
+            if route == "estimator":
+                clf = mk.MKLClassifier(kernels=bank, **kw).fit(X, labels)
+            else:
+                bank.fit(X)
+                F = np.lib.format.open_memmap(
+                    Path(tmp) / "features.npy",
+                    mode="w+",
+                    dtype=np.float32,
+                    shape=(n, int(bank.n_components_.sum())),
+                )
+                blocks = bank.transform(X, out=F)
+                clf = mk.MKLClassifier(kernels="precomputed", **kw).fit(blocks, labels)
+        out["fit incl. features (s)"] = time.perf_counter() - t
+        out["epochs"] = int(clf.n_iter_)
+        out["gap"] = float(clf.duality_gap_)
+        out["features (GB)"] = n * 1000 * 4 / 1e9
+        out["peak RssAnon (GB)"] = peak.peak["RssAnon"]
+        out["peak RssFile (GB)"] = peak.peak["RssFile"]
+    return out
+
+
+def one_size(n: int, analytic_max: int) -> dict[str, Any]:
+    X, y, bank = problem(n)
+    cut = int(0.8 * n)
     t = time.perf_counter()
     F = bank.fit_transform(X[:cut])
     F_te = bank.transform(X[cut:])
@@ -94,16 +175,24 @@ def main() -> None:
     ap.add_argument("--size", type=int, help="run one size in this process (internal)")
     ap.add_argument("--analytic-max", type=int, default=10000)
     ap.add_argument("--out")
+    ap.add_argument("--memory", action="store_true", help="peak memory of the two fit routes")
+    ap.add_argument("--route", help="run one memory route in this process (internal)")
+    ap.add_argument("--dir", default=tempfile.gettempdir(), help="folder of the memmapped files")
     args = ap.parse_args()
     if args.size:
-        print(json.dumps(one_size(args.size, args.analytic_max)))
+        if args.route:
+            print(json.dumps(memory_route(args.size, args.route, args.dir)))
+        else:
+            print(json.dumps(one_size(args.size, args.analytic_max)))
         return
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
         cmd = [sys.executable, __file__, "--size", str(n), "--analytic-max", str(args.analytic_max)]
-        rows.append(
-            json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-        )
+        runs = [cmd + ["--route", r, "--dir", args.dir] for r in ("estimator", "memmap")]
+        for c in runs if args.memory else [cmd]:
+            rows.append(
+                json.loads(subprocess.run(c, capture_output=True, text=True, check=True).stdout)
+            )
     keys = sorted(
         {k for r in rows for k in r}, key=lambda k: list(rows[-1]).index(k) if k in rows[-1] else 99
     )

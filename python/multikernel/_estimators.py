@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _core
 from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
 from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
-from ._validation import check_n_threads, check_stack, group_ids
+from ._validation import check_feature_blocks, check_n_threads, check_stack, group_ids
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 from .kernels import FeatureBank, Gaussian, Kernel, KernelBank, Linear, Polynomial, validate_stack
 
@@ -237,9 +237,12 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 parameter="groups",
             )
         check_n_threads(self.n_threads)
-        if solver == "svrg" and not isinstance(self.kernels, FeatureBank):
+        if solver == "svrg" and not (
+            isinstance(self.kernels, FeatureBank) or self.kernels == "precomputed"
+        ):
             raise InvalidParameterError(
-                "solver='svrg' fits explicit features: pass kernels=FeatureBank(specs, ...)",
+                "solver='svrg' fits explicit features: pass kernels=FeatureBank(specs, ...), "
+                "or kernels='precomputed' and a list of feature blocks to fit",
                 parameter="solver",
             )
         rs = self.random_state
@@ -278,7 +281,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         _core.check_settings(solver, settings)
         return solver, settings
 
-    def _training_stack(self, X: Any, y: Any) -> tuple[_Stack, NDArray[Any]]:
+    def _training_stack(self, X: Any, y: Any, solver: str) -> tuple[_Stack, NDArray[Any]]:
         """Validate ``X``/``y`` and return the training stack and the targets."""
         if isinstance(self.kernels, str):
             if self.kernels != "precomputed":
@@ -286,17 +289,28 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                     f"kernels must be a sequence of kernel specifications, 'precomputed' or "
                     f"None; got {self.kernels!r}"
                 )
-            G = validate_stack(X, n_threads=check_n_threads(self.n_threads))
+            if solver == "svrg" and not isinstance(X, (list, tuple)):
+                raise InvalidInputError(
+                    "solver='svrg' fits explicit features: with kernels='precomputed', X must "
+                    "be a list of feature blocks (n, D_m), one per kernel, not a kernel stack"
+                )
+            G: _Stack = (
+                check_feature_blocks(X)
+                if isinstance(X, (list, tuple))
+                else validate_stack(X, n_threads=check_n_threads(self.n_threads))
+            )
             yv = np.asarray(y)
-            if yv.ndim != 1 or yv.shape[0] != G.shape[1]:
+            if yv.ndim != 1 or yv.shape[0] != _n_points(G):
                 raise ValueError(
-                    f"y must be 1-D with one entry per training point ({G.shape[1]}), "
+                    f"y must be 1-D with one entry per training point ({_n_points(G)}), "
                     f"got shape {yv.shape}"
                 )
             self.kernel_bank_ = None
-            self.n_kernels_ = G.shape[0]
+            self.n_kernels_ = _n_kernels(G)
+            self._feature_widths = [F.shape[1] for F in G] if isinstance(G, list) else None
             return G, yv
         Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=self._y_numeric)
+        self._feature_widths = None
         if isinstance(self.kernels, FeatureBank):
             # A fitted copy: the parameter itself stays as the user gave it.
             fbank = copy.deepcopy(self.kernels)
@@ -317,6 +331,15 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     def _test_stack(self, X: Any) -> _Stack:
         check_is_fitted(self, "dual_coef_")
+        if self.kernel_bank_ is None and self._feature_widths is not None:
+            blocks = check_feature_blocks(X, "the test feature blocks")
+            widths = [F.shape[1] for F in blocks]
+            if widths != self._feature_widths:
+                raise ValueError(
+                    f"the test feature blocks must have widths {self._feature_widths} (those "
+                    f"of the training blocks), got {widths}"
+                )
+            return blocks
         if self.kernel_bank_ is None:
             G = check_stack(X, "G_test", square=False)
             if G.shape[0] != self.n_kernels_ or G.shape[2] != self.n_train_:
@@ -550,7 +573,9 @@ default "mean_diag"
         Seed of the stochastic solver ``"svrg"`` (None: 0); the other solvers are
         deterministic and ignore it.
     verbose : int, default 0
-        Unused in this version.
+        ``1`` or more: one INFO record per outer iteration (gap, primal and dual values,
+        active kernels, seconds) on the ``multikernel`` logger (a stderr handler is added
+        when logging is not configured).
 
     Attributes
     ----------
@@ -698,7 +723,7 @@ default "mean_diag"
                 f"multi_class must be 'ovr' or 'ovo', got {self.multi_class!r}",
                 parameter="multi_class",
             )
-        G, yv = self._training_stack(X, y)
+        G, yv = self._training_stack(X, y, solver)
         check_classification_targets(yv)
         classes, yi = np.unique(yv, return_inverse=True)
         if len(classes) < 2:
@@ -968,7 +993,7 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
         """
         self._clear()
         solver, settings = self._check_params()
-        G, yv = self._training_stack(X, y)
+        G, yv = self._training_stack(X, y, solver)
         yf = np.asarray(yv, dtype=np.float64)
         if not np.isfinite(yf).all():
             raise NonFiniteError("y contains NaN or infinity")

@@ -11,8 +11,9 @@ from numpy.typing import NDArray
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 
 
-def check_features(X: Any, name: str = "X") -> NDArray[np.float64]:
-    """Return ``X`` as a finite, C-contiguous float64 matrix of shape (n_samples, n_features)."""
+def check_features(X: Any, name: str = "X", *, row_offset: int = 0) -> NDArray[np.float64]:
+    """Return ``X`` as a finite, C-contiguous float64 matrix of shape (n_samples, n_features);
+    ``row_offset`` is added to the row an error names (``X`` being a batch of rows)."""
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -28,10 +29,51 @@ def check_features(X: Any, name: str = "X") -> NDArray[np.float64]:
     if not np.isfinite(arr).all():
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise NonFiniteError(
-            f"{name} contains NaN or infinity (first at row {bad[0]}, column {bad[1]})",
-            entry=(int(bad[0]), int(bad[1])),
+            f"{name} contains NaN or infinity (first at row {bad[0] + row_offset}, "
+            f"column {bad[1]})",
+            entry=(int(bad[0]) + row_offset, int(bad[1])),
         )
     return np.ascontiguousarray(arr)
+
+
+def check_feature_blocks(blocks: Any, name: str = "the feature blocks") -> list[NDArray[Any]]:
+    """Return precomputed feature blocks ``Φ_m`` (a list of ``(n, D_m)`` arrays, ``K_m =
+    Φ_m Φ_mᵀ``) as float64 or float32 arrays, not copied when they already are (memmaps stay
+    memmaps); finiteness is checked in row batches, without a temporary of their size."""
+    if not isinstance(blocks, (list, tuple)) or not blocks:
+        raise InvalidInputError(f"{name} must be a non-empty list of 2-D arrays (n, D_m)")
+    out: list[NDArray[Any]] = []
+    for m, F in enumerate(blocks):
+        arr = F if isinstance(F, np.ndarray) else np.asarray(F)
+        if arr.dtype not in (np.float64, np.float32):
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"block {m} of {name} is not numeric: {exc}") from None
+        if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+            raise InvalidInputError(
+                f"block {m} of {name} must be 2-D (n, D_m) and non-empty, got shape {arr.shape}"
+            )
+        if out and arr.shape[0] != out[0].shape[0]:
+            raise InvalidInputError(
+                f"every block of {name} must have the same rows: block {m} has "
+                f"{arr.shape[0]}, block 0 has {out[0].shape[0]}"
+            )
+        step = max(1, (1 << 22) // arr.shape[1])
+        for a in range(0, arr.shape[0], step):
+            part = arr[a : a + step]
+            if not np.isfinite(part).all():
+                bad = np.argwhere(~np.isfinite(part))[0]
+                raise NonFiniteError(
+                    f"block {m} of {name} contains NaN or infinity (first at row "
+                    f"{bad[0] + a}, column {bad[1]})",
+                    kernel=m,
+                    entry=(int(bad[0]) + a, int(bad[1])),
+                )
+        out.append(arr)
+    if len({F.dtype for F in out}) > 1:
+        out = [F.astype(np.float64, copy=False) for F in out]
+    return out
 
 
 def check_stack(

@@ -34,7 +34,7 @@ from numpy.typing import DTypeLike, NDArray
 from . import _core
 from ._typing import Normalization
 from ._validation import check_features, check_n_threads, check_stack
-from .exceptions import InvalidParameterError, StackTooLargeError
+from .exceptions import InvalidInputError, InvalidParameterError, StackTooLargeError
 
 __all__ = [
     "FeatureBank",
@@ -817,6 +817,8 @@ class FeatureBank:
         The fitted map of every kernel (its arrays).
     scales_ : ndarray of shape (M,)
         The normalisation factor of every block.
+    n_components_ : ndarray of shape (M,)
+        Features per kernel, ``D_m`` (their sum is the width of ``transform``'s ``out``).
     n_features_in_ : int
         Columns of the training ``X``.
 
@@ -900,7 +902,8 @@ class FeatureBank:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training points.
+            Training points; a ``numpy.memmap`` is read in row batches (pivoted Nyström
+            landmarks read it whole, as float64).
 
         Returns
         -------
@@ -915,7 +918,12 @@ class FeatureBank:
         >>> bank.fit(np.zeros((4, 2))).scales_.shape
         (1,)
         """
-        self.fit_transform(X)
+        rows = _feature_rows(X)
+        self._fit_maps(rows)
+        sq: list[NDArray[np.float64]] = []
+        for batch in _row_batches(rows.shape[0], int(self.n_components_.sum())):
+            sq.append(self._row_squares(self._raw_rows(rows, batch)))
+        self._set_scales(sq, rows.shape[0])
         return self
 
     def fit_transform(self, X: Any) -> list[NDArray[Any]]:
@@ -929,7 +937,10 @@ class FeatureBank:
         Returns
         -------
         list of ndarray of shape (n_samples, D_m)
-            One block per kernel, normalised.
+            One block per kernel, normalised: consecutive column ranges of one row-major
+            ``(n_samples, n_components_.sum())`` array, which the solvers read in place.
+            Equal to ``transform(X)`` (to float32 rounding with ``dtype=float32``: here the
+            stored values are scaled, there the scaled values stored).
 
         Raises
         ------
@@ -945,67 +956,47 @@ class FeatureBank:
         >>> F.shape[1]  # a degree-2 polynomial kernel on 2 features has rank 6
         6
         """
-        Xc = check_features(X)
-        seed = 0 if self.random_state is None else int(self.random_state)
-        params: list[dict[str, Any]] = []
-        blocks: list[NDArray[np.float64]] = []
-        for m, (spec, t) in enumerate(zip(self.specs, self._tuples, strict=True)):
-            cols = t[4] if t[4] is not None else list(range(Xc.shape[1]))
-            if any(c >= Xc.shape[1] for c in cols):
-                raise ValueError(
-                    f"kernel {m} reads feature {max(cols)} but X has {Xc.shape[1]} features"
-                )
-            if isinstance(spec, Linear):
-                p: dict[str, Any] = {"kind": "linear", "cols": cols}
-            elif self.method == "rff":
-                W, b = _core.fourier_params(t, len(cols), self.n_components, seed + m)
-                p = {"kind": "rff", "W": W, "b": b}
-            else:
-                idx = _core.nystroem_landmarks(
-                    Xc, t, self.n_components, self.landmarks == "pivoted", seed + m,
-                    self.n_threads,
-                )  # fmt: skip
-                L = Xc[np.asarray(idx, dtype=np.intp)]
-                p = {"kind": "nystroem", "landmarks": L, "R": _core.nystroem_factor(L, t)}
-            params.append(p)
-            blocks.append(self._raw(Xc, m, p))
-        if self.normalize == "none":
-            scales = np.ones(len(blocks))
-        else:
-            sq = np.array([float(np.sum(F * F)) for F in blocks])
-            per = sq / Xc.shape[0] if self.normalize == "mean_diag" else sq
-            scales = np.where(per > 0, 1.0 / np.sqrt(np.where(per > 0, per, 1.0)), 0.0)
-        self.params_ = params
-        self.scales_ = scales
-        self.n_features_in_ = Xc.shape[1]
-        return [(F * s).astype(self.dtype, copy=False) for F, s in zip(blocks, scales, strict=True)]
+        rows = _feature_rows(X)
+        self._fit_maps(rows)
+        n, width = rows.shape[0], int(self.n_components_.sum())
+        out = np.empty((n, width), dtype=self.dtype)
+        sq: list[NDArray[np.float64]] = []
+        for batch in _row_batches(n, width):
+            raw = self._raw_rows(rows, batch)
+            sq.append(self._row_squares(raw))
+            out[batch] = raw
+        self._set_scales(sq, n)
+        for batch in _row_batches(n, width):
+            out[batch] *= self._column_scales()
+        return self._split(out)
 
-    def _raw(self, X: NDArray[np.float64], m: int, p: dict[str, Any]) -> NDArray[np.float64]:
-        t = self._tuples[m]
-        if p["kind"] == "linear":
-            out: NDArray[np.float64] = np.ascontiguousarray(X[:, p["cols"]])
-            return out
-        if p["kind"] == "rff":
-            return _core.fourier_features(X, t, p["W"], p["b"], self.n_threads)
-        return _core.nystroem_features(X, p["landmarks"], t, p["R"], self.n_threads)
-
-    def transform(self, X: Any) -> list[NDArray[Any]]:
+    def transform(self, X: Any, *, out: NDArray[Any] | None = None) -> list[NDArray[Any]]:
         """Feature blocks of new points, with the training normalisation.
+
+        The features are computed in row batches of about 32 MB, so the memory a call needs
+        beyond its result is one batch; with ``out`` a file-backed array
+        (``numpy.lib.format.open_memmap``) and ``X`` a ``numpy.memmap``, ``n_samples`` may
+        exceed the memory (pass the blocks with ``kernels="precomputed"`` to fit on them).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            New points.
+            New points (a ``numpy.memmap`` is read batch by batch).
+        out : ndarray of shape (n_samples, n_components_.sum()), optional
+            C-ordered array of the bank's ``dtype`` to write the features into (e.g. a
+            ``numpy.memmap``); by default a new array.
 
         Returns
         -------
         list of ndarray of shape (n_samples, D_m)
-            One block per kernel.
+            One block per kernel: consecutive column ranges of one row-major array (``out``
+            when given), which the solvers read in place.
 
         Raises
         ------
         ValueError
-            The bank is not fitted, or ``X`` has another number of features.
+            The bank is not fitted, ``X`` has another number of features, or ``out`` has
+            the wrong shape, type or memory order.
 
         Examples
         --------
@@ -1020,15 +1011,128 @@ class FeatureBank:
         """
         if not hasattr(self, "params_"):
             raise ValueError("this FeatureBank is not fitted; call fit first")
-        Xc = check_features(X)
-        if Xc.shape[1] != self.n_features_in_:
+        rows = _feature_rows(X)
+        if rows.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"X has {Xc.shape[1]} features but the bank was fitted on {self.n_features_in_}"
+                f"X has {rows.shape[1]} features but the bank was fitted on {self.n_features_in_}"
             )
-        return [
-            (self._raw(Xc, m, p) * s).astype(self.dtype, copy=False)
-            for m, (p, s) in enumerate(zip(self.params_, self.scales_, strict=True))
-        ]
+        n, width = rows.shape[0], int(self.n_components_.sum())
+        if out is None:
+            out = np.empty((n, width), dtype=self.dtype)
+        elif not (
+            isinstance(out, np.ndarray)
+            and out.shape == (n, width)
+            and out.dtype == self.dtype
+            and out.flags.c_contiguous
+            and out.flags.writeable
+        ):
+            raise ValueError(
+                f"out must be a writeable C-ordered {self.dtype} array of shape "
+                f"({n}, {width}), got {getattr(out, 'dtype', type(out).__name__)} "
+                f"{getattr(out, 'shape', '')}"
+            )
+        scales = self._column_scales()
+        for batch in _row_batches(n, width):
+            out[batch] = self._raw_rows(rows, batch) * scales
+        return self._split(out)
+
+    def _fit_maps(self, X: NDArray[Any]) -> None:
+        """The maps' parameters (``params_``, ``n_components_``, ``n_features_in_``)."""
+        n, d = X.shape
+        seed = 0 if self.random_state is None else int(self.random_state)
+        pivoted = self.landmarks == "pivoted"
+        # Pivoted landmarks read X whole; uniform ones need the row count only.
+        whole = np.empty((n, 0))
+        if self.method == "nystroem" and pivoted:
+            if not all(isinstance(spec, Linear) for spec in self.specs):
+                whole = check_features(X)
+        params: list[dict[str, Any]] = []
+        for m, (spec, t) in enumerate(zip(self.specs, self._tuples, strict=True)):
+            cols = t[4] if t[4] is not None else list(range(d))
+            if any(c >= d for c in cols):
+                raise ValueError(f"kernel {m} reads feature {max(cols)} but X has {d} features")
+            if isinstance(spec, Linear):
+                p: dict[str, Any] = {"kind": "linear", "cols": cols}
+            elif self.method == "rff":
+                W, b = _core.fourier_params(t, len(cols), self.n_components, seed + m)
+                p = {"kind": "rff", "W": W, "b": b}
+            else:
+                idx = _core.nystroem_landmarks(
+                    whole, t, self.n_components, pivoted, seed + m, self.n_threads
+                )
+                L = check_features(X[np.asarray(idx, dtype=np.intp)])
+                p = {"kind": "nystroem", "landmarks": L, "R": _core.nystroem_factor(L, t)}
+            params.append(p)
+        self.params_ = params
+        self.n_components_ = np.array([_map_width(p) for p in params], dtype=np.intp)
+        self.n_features_in_ = d
+
+    def _row_squares(self, raw: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``‖φ_m(x)‖²`` of every row (rows × M)."""
+        return np.stack([np.einsum("ij,ij->i", raw[:, c], raw[:, c]) for c in self._columns()], 1)
+
+    def _set_scales(self, row_squares: list[NDArray[np.float64]], n: int) -> None:
+        if self.normalize == "none":
+            self.scales_ = np.ones(len(self.params_))
+            return
+        # Summed exactly (fsum), so the scales do not depend on the row batches.
+        rows = np.concatenate(row_squares)
+        sq = np.array([math.fsum(rows[:, m]) for m in range(rows.shape[1])])
+        per = sq / n if self.normalize == "mean_diag" else sq
+        self.scales_ = np.where(per > 0, 1.0 / np.sqrt(np.where(per > 0, per, 1.0)), 0.0)
+
+    def _columns(self) -> list[slice]:
+        ends = np.cumsum(self.n_components_)
+        return [slice(int(e - w), int(e)) for e, w in zip(ends, self.n_components_, strict=True)]
+
+    def _column_scales(self) -> NDArray[np.float64]:
+        return np.repeat(self.scales_, self.n_components_)
+
+    def _split(self, F: NDArray[Any]) -> list[NDArray[Any]]:
+        return [F[:, c] for c in self._columns()]
+
+    def _raw_rows(self, X: NDArray[Any], batch: slice) -> NDArray[np.float64]:
+        """The unscaled features ``(rows, n_components_.sum())`` of the rows ``batch``."""
+        Xb = check_features(X[batch], row_offset=batch.start or 0)
+        out = np.empty((Xb.shape[0], int(self.n_components_.sum())))
+        for m, (p, c) in enumerate(zip(self.params_, self._columns(), strict=True)):
+            t = self._tuples[m]
+            if p["kind"] == "linear":
+                out[:, c] = Xb[:, p["cols"]]
+            elif p["kind"] == "rff":
+                out[:, c] = _core.fourier_features(Xb, t, p["W"], p["b"], self.n_threads)
+            else:
+                out[:, c] = _core.nystroem_features(
+                    Xb, p["landmarks"], t, p["R"], self.n_threads
+                )  # fmt: skip
+        return out
+
+
+def _map_width(p: dict[str, Any]) -> int:
+    """``D_m``: the columns a fitted map produces."""
+    if p["kind"] == "linear":
+        return len(p["cols"])
+    if p["kind"] == "rff":
+        return int(len(p["b"]))
+    return int(p["landmarks"].shape[0])
+
+
+def _feature_rows(X: Any) -> NDArray[Any]:
+    """``X`` as a 2-D array whose rows are converted (and checked) batch by batch: arrays,
+    memmaps included, are kept as they are; anything else becomes float64."""
+    arr = X if isinstance(X, np.ndarray) else check_features(X)
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InvalidInputError(
+            f"X must be 2-D (n_samples, n_features) with at least one of each, got an array "
+            f"of shape {arr.shape}"
+        )
+    return arr
+
+
+def _row_batches(n: int, width: int, budget: int = 1 << 22) -> list[slice]:
+    """Row ranges of about ``budget`` float64 values (32 MB) of ``width`` columns."""
+    step = max(1, budget // max(1, width))
+    return [slice(a, min(a + step, n)) for a in range(0, n, step)]
 
 
 def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray[Any]:

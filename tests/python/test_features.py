@@ -149,3 +149,52 @@ def test_bad_settings_are_refused() -> None:
 )
 def test_sklearn_estimator_checks(estimator: Any, check: Any) -> None:
     check(estimator)
+
+
+@pytest.mark.parametrize(
+    "kw", [{"method": "rff"}, {"landmarks": "uniform"}, {"landmarks": "pivoted"}]
+)
+def test_batches_and_memmaps_give_the_same_features(
+    kw: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row batches of any size, a memmapped X and a memmapped ``out`` give the bits of one
+    in-memory batch; fit + transform equals fit_transform."""
+    from multikernel import kernels
+
+    X, _ = data(90)
+    specs: list[Kernel] = [Gaussian(sigma=1.5), Laplacian(sigma=2.0, features=[1, 2]), Linear()]
+    whole = FeatureBank(specs, n_components=12, **kw).fit_transform(X)
+    Xm = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float64, shape=X.shape)
+    Xm[:] = X
+    Xm.flush()
+    Xr = np.load(tmp_path / "X.npy", mmap_mode="r")
+    batches = kernels._row_batches
+    monkeypatch.setattr(kernels, "_row_batches", lambda n, w: batches(n, w, budget=7 * w))
+    bank = FeatureBank(specs, n_components=12, **kw)
+    small = bank.fit_transform(Xr)
+    out = np.lib.format.open_memmap(
+        tmp_path / "F.npy", mode="w+", dtype=np.float64, shape=(90, int(bank.n_components_.sum()))
+    )
+    refit = FeatureBank(specs, n_components=12, **kw).fit(Xr)
+    mapped = refit.transform(Xr, out=out)
+    assert [F.shape[1] for F in whole] == list(bank.n_components_)
+    for a, b, c in zip(whole, small, mapped, strict=True):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+        assert np.shares_memory(c, out)
+
+
+def test_transform_errors_name_the_row_and_the_out_array() -> None:
+    X, _ = data(30)
+    bank = FeatureBank([Gaussian(sigma=1.0)], n_components=5, method="rff").fit(X)
+    bad = X.copy()
+    bad[17, 2] = np.nan
+    with pytest.raises(mk.exceptions.NonFiniteError, match="row 17") as err:
+        bank.transform(bad)
+    assert err.value.entry == (17, 2)
+    with pytest.raises(ValueError, match="shape"):
+        bank.transform(X, out=np.empty((30, 6)))
+    with pytest.raises(ValueError, match="float64"):
+        bank.transform(X, out=np.empty((30, 5), dtype=np.float32))
+    with pytest.raises(ValueError, match="C-ordered"):
+        bank.transform(X, out=np.empty((5, 30)).T)

@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,6 +47,9 @@ def test_classifier_meets_the_analytic_solver(loss: str, p: float) -> None:
     assert svrg.duality_gap_ <= 1e-5, svrg.duality_gap_
     assert svrg.primal_objective_ == pytest.approx(ref.primal_objective_, rel=1e-4)
     assert svrg.dual_objective_ <= ref.primal_objective_ * (1 + 1e-9)
+    # The kernel weights as every lp solver gives them: θ of unit p-norm.
+    assert np.linalg.norm(svrg.kernel_weights_, ord=p) == pytest.approx(1.0, rel=1e-12)
+    np.testing.assert_allclose(svrg.kernel_weights_, ref.kernel_weights_, rtol=2e-2, atol=1e-3)
     # coef_ holds the feature-space weights: f(x) = Σ_k φ_k(x)ᵀ w_k + b.
     F = bank.fit_transform(X)
     f = sum(Fk @ wk for Fk, wk in zip(F, svrg.coef_, strict=True)) + svrg.intercept_
@@ -88,6 +92,14 @@ def test_bad_use_is_refused() -> None:
         mk.MKLClassifier(kernels=bank, solver="svrg", loss="logistic", random_state=1.5).fit(
             X[:50], y[:50]
         )
+    # A dense kernel stack is not a list of feature blocks (its (n, n) slices are no features).
+    G = mk.kernels.gram(X[:50], [Linear(), Gaussian(sigma=4.0)])
+    pre = mk.MKLClassifier(kernels="precomputed", solver="svrg", loss="logistic")
+    for stack in (G, G.astype(np.float32)):
+        with pytest.raises(ValueError, match="list of feature blocks"):
+            pre.fit(stack, y[:50])
+    with pytest.raises(ValueError, match="explicit features"):
+        mk._core.fit("svrg", G, y[:50], {"loss": "logistic"})
 
 
 def test_any_memory_order_gives_the_same_fit() -> None:
@@ -113,3 +125,39 @@ def test_ctrl_c_stops_an_epoch_quickly() -> None:
     elapsed = time.perf_counter() - start
     timer.join()
     assert elapsed < 0.5 + 1.0, elapsed
+
+
+def test_precomputed_feature_blocks_in_place_or_copied_give_the_same_fit(tmp_path: Any) -> None:
+    """The blocks of a FeatureBank (column ranges of one row-major array, read in place), the
+    same blocks as separate arrays (copied into rows) and a memmapped feature file give the
+    same bits, and the fit of the estimator on the bank itself; test blocks predict."""
+    X, y = cancer()
+    specs = [Gaussian(sigma=3.0), Gaussian(sigma=6.0), Linear(features=[0, 1])]
+    bank = FeatureBank(specs, method="rff", n_components=30, random_state=1, dtype=np.float32)
+    kw: dict[str, Any] = {"solver": "svrg", "loss": "logistic", "random_state": 3, "tol": 1e-4}
+    ref = mk.MKLClassifier(kernels=bank, **kw).fit(X[:400], y[:400])
+    blocks = bank.fit(X[:400]).transform(X[:400])
+    assert all(F.base is blocks[0].base for F in blocks)
+    width = int(bank.n_components_.sum())
+    out = np.lib.format.open_memmap(
+        tmp_path / "F.npy", mode="w+", dtype=np.float32, shape=(400, width)
+    )
+    bank.transform(X[:400], out=out)
+    out.flush()
+    mapped = np.load(tmp_path / "F.npy", mmap_mode="r")
+    ends = np.cumsum(bank.n_components_)[:-1]
+    test = bank.transform(X[400:])
+    fits = []
+    for given in (blocks, [F.copy() for F in blocks], np.split(mapped, ends, axis=1)):
+        clf = mk.MKLClassifier(kernels="precomputed", **kw).fit(given, y[:400])
+        fits.append((clf.primal_objective_, clf.duality_gap_, clf.decision_function(test)))
+    for primal, gap, f in fits[1:]:
+        assert (primal, gap) == fits[0][:2]
+        np.testing.assert_array_equal(f, fits[0][2])
+    # fit_transform stores scaled float32 values, transform scales and stores: same to 1e-6.
+    assert fits[0][0] == pytest.approx(ref.primal_objective_, rel=1e-5)
+    np.testing.assert_allclose(fits[0][2], ref.decision_function(X[400:]), atol=1e-4)
+    with pytest.raises(ValueError, match="widths"):
+        clf.decision_function(test[:2])
+    with pytest.raises(ValueError, match="same rows"):
+        clf.fit([blocks[0], blocks[1][:10]], y[:400])

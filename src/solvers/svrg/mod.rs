@@ -247,14 +247,19 @@ pub fn fit_svrg<T: Element>(
             best_primal = primal;
             best_w.clone_from(&w);
         }
-        let total: f64 = d.iter().sum();
+        // The weights as every lp solver reports them: unit p-norm (d is, up to its floor).
+        let d_norm = if cfg.p.is_infinite() {
+            1.0
+        } else {
+            d.iter().map(|v| v.powf(cfg.p)).sum::<f64>().powf(1.0 / cfg.p)
+        };
         let gap = tracker.record_with(primal, dual, m, || Model {
             coef: d
                 .iter()
                 .flat_map(|&dk| beta.iter().map(move |bt| dk * bt))
                 .collect(),
             intercept: b,
-            weights: d.iter().map(|v| v / total).collect(),
+            weights: d.iter().map(|v| v / d_norm).collect(),
             norms: norms.clone(),
         });
         if gap <= cfg.tol {
