@@ -1,5 +1,7 @@
 //! Thread pools. All parallel work runs inside a pool sized by the user's `n_threads`
-//! (0 = all cores), so that our threads do not oversubscribe the machine together with BLAS.
+//! (0 = `OMP_NUM_THREADS` when set, else all cores), so that our threads do not oversubscribe
+//! the machine together with BLAS, or with other worker processes: joblib's loky backend and
+//! Dask's workers set `OMP_NUM_THREADS` to their share of the cores.
 //! Pools are cached per process id: rayon's global pool does not survive `fork`, so a child
 //! process (multiprocessing, joblib) builds its own on first use.
 
@@ -15,18 +17,25 @@ fn pools() -> &'static Mutex<PoolMap> {
     POOLS.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// The number of threads `n_threads` stands for (0 = all available cores).
+/// The number of threads `n_threads` stands for: itself if positive; for 0, the positive
+/// integer in `OMP_NUM_THREADS` if there is one (the share of the cores a process manager gave
+/// this process), else all available cores.
 pub fn resolve_threads(n_threads: usize) -> usize {
     if n_threads > 0 {
-        n_threads
-    } else {
+        return n_threads;
+    }
+    let limit = std::env::var("OMP_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&t| t > 0);
+    limit.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
-    }
+    })
 }
 
-/// Runs `f` inside a rayon pool of `n_threads` threads (0 = all cores), built once per process.
+/// Runs `f` inside a rayon pool of `resolve_threads(n_threads)` threads, built once per process.
 pub fn with_pool<R: Send>(n_threads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
     let threads = resolve_threads(n_threads);
     let key = (std::process::id(), threads);

@@ -16,6 +16,7 @@ from ._config import (
     SvrgConfig,
 )
 from ._estimators import MKLClassifier, MKLRegressor, default_kernels
+from ._oneclass import MKLOneClass
 from ._path import MKLPath, PathLoss, mkl_path
 from ._path_cv import MKLClassifierCV, MKLRegressorCV
 from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
@@ -28,6 +29,7 @@ __all__ = [
     "LossName",
     "MKLClassifier",
     "MKLClassifierCV",
+    "MKLOneClass",
     "MKLPath",
     "MKLRegressor",
     "MKLRegressorCV",

@@ -15,7 +15,9 @@ from typing import ClassVar, Literal, TypeAlias
 from . import _core
 from ._typing import LossName, Penalty
 
-_NativeSolver: TypeAlias = Literal["analytic", "interleaved", "spicy", "mirror", "svrg"]
+_NativeSolver: TypeAlias = Literal[
+    "analytic", "interleaved", "spicy", "mirror", "svrg", "one_class"
+]
 #: One setting's value as the engine reads it.
 Setting: TypeAlias = float | int | str | list[int] | None
 

@@ -27,11 +27,12 @@ __all__ = [
     "simd_level",
     "simplemkl_specs",
     "svm",
+    "thread_count",
     "validate_stack",
 ]
 
 _SpecTuple = tuple[str, float, float, float, list[int] | None]
-_Solver = Literal["analytic", "interleaved", "spicy", "mirror", "svrg"]
+_Solver = Literal["analytic", "interleaved", "spicy", "mirror", "svrg", "one_class"]
 _Setting = float | int | str | list[int] | None
 
 @final
@@ -150,6 +151,7 @@ def nystroem_features(
     n_threads: int = 0,
 ) -> NDArray[np.float64]: ...
 def simd_level() -> str: ...
+def thread_count(n_threads: int = 0) -> int: ...
 def quad_forms(
     g: NDArray[Any], v: NDArray[np.float64], n_threads: int = 0
 ) -> NDArray[np.float64]: ...

@@ -8,10 +8,12 @@ import logging
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
+from joblib import Parallel, delayed
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -19,10 +21,16 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _core
+from . import _core, _dask
 from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
 from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
-from ._validation import check_feature_blocks, check_n_threads, check_stack, group_ids
+from ._validation import (
+    aligned,
+    check_feature_blocks,
+    check_n_threads,
+    check_stack,
+    group_ids,
+)
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 from .kernels import FeatureBank, Gaussian, Kernel, KernelBank, Linear, Polynomial, validate_stack
 
@@ -49,6 +57,51 @@ def _subset(G: _Stack, idx: NDArray[np.intp]) -> _Stack:
     if isinstance(G, list):
         return [np.ascontiguousarray(F[idx]) for F in G]
     return np.ascontiguousarray(G[:, idx][:, :, idx])
+
+
+@dataclass(frozen=True)
+class _FitRecord:
+    """A :class:`_core.FitResult` as plain Python values: the engine's result does not pickle,
+    and one-vs-rest / one-vs-one problems may be solved in other processes (joblib)."""
+
+    coef: NDArray[np.float64]
+    intercept: float
+    kernel_weights: NDArray[np.float64]
+    kernel_norms: NDArray[np.float64]
+    primal: float
+    dual: float
+    gap: float
+    n_iter: int
+    status_code: int
+    converged: bool
+    history: NDArray[np.float64]
+    feature_weights: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, r: _core.FitResult) -> _FitRecord:
+        return cls(
+            r.coef, r.intercept, r.kernel_weights, r.kernel_norms, r.primal, r.dual, r.gap,
+            r.n_iter, int(r.status), r.converged, r.history, r.feature_weights,
+        )  # fmt: skip
+
+    @property
+    def status(self) -> _core.Status:
+        return next(s for s in _STATUSES if int(s) == self.status_code)
+
+
+_STATUSES = (_core.Status.CONVERGED, _core.Status.MAX_ITER, _core.Status.STALLED)
+
+
+def _solve_record(
+    est: _BaseMKL,
+    solver: _NativeSolver,
+    G: _Stack,
+    y: NDArray[np.float64],
+    settings: dict[str, Setting],
+    label: str,
+) -> _FitRecord:
+    """One binary problem of a multiclass fit (a joblib task, maybe in another process)."""
+    return _FitRecord.of(est._solve(solver, aligned(G), y, settings, label))
 
 
 _FITTED = (
@@ -281,8 +334,16 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         _core.check_settings(solver, settings)
         return solver, settings
 
+    @staticmethod
+    def _default_kernels(n_features: int) -> list[Kernel]:
+        """The bank of ``kernels=None``."""
+        return default_kernels(n_features)
+
     def _training_stack(self, X: Any, y: Any, solver: str) -> tuple[_Stack, NDArray[Any]]:
-        """Validate ``X``/``y`` and return the training stack and the targets."""
+        """Validate ``X``/``y`` and return the training stack and the targets (one-class
+        fits take no targets: ``y`` is ignored and ones are returned)."""
+        if solver == "one_class":
+            y = None
         if isinstance(self.kernels, str):
             if self.kernels != "precomputed":
                 raise ValueError(
@@ -299,7 +360,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 if isinstance(X, (list, tuple))
                 else validate_stack(X, n_threads=check_n_threads(self.n_threads))
             )
-            yv = np.asarray(y)
+            yv = np.ones(_n_points(G)) if solver == "one_class" else np.asarray(y)
             if yv.ndim != 1 or yv.shape[0] != _n_points(G):
                 raise ValueError(
                     f"y must be 1-D with one entry per training point ({_n_points(G)}), "
@@ -309,7 +370,11 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             self.n_kernels_ = _n_kernels(G)
             self._feature_widths = [F.shape[1] for F in G] if isinstance(G, list) else None
             return G, yv
-        Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=self._y_numeric)
+        if solver == "one_class":
+            Xv = validate_data(self, X, dtype=np.float64)
+            yv = np.ones(Xv.shape[0])
+        else:
+            Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=self._y_numeric)
         self._feature_widths = None
         if isinstance(self.kernels, FeatureBank):
             # A fitted copy: the parameter itself stays as the user gave it.
@@ -318,7 +383,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             self.kernel_bank_ = fbank
             self.n_kernels_ = len(features)
             return features, yv
-        specs = default_kernels(Xv.shape[1]) if self.kernels is None else self.kernels
+        specs = self._default_kernels(Xv.shape[1]) if self.kernels is None else self.kernels
         bank = KernelBank(
             specs,
             normalize=self.normalize,
@@ -376,8 +441,25 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             settings = {**settings, "groups": group_ids(self.groups, _n_kernels(G))[0]}
         return _core.fit(solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log)
 
+    def _solve_many(
+        self,
+        solver: _NativeSolver,
+        problems: Iterable[tuple[_Stack, NDArray[np.float64], str]],
+        settings: dict[str, Setting],
+    ) -> list[_FitRecord]:
+        """The binary problems ``(G, y, label)`` of a multiclass fit, through joblib: one after
+        the other by default, fanned out under a parallel backend (``joblib.parallel_backend
+        ("dask")`` runs them on a Dask cluster). Each fit is deterministic: the same bits
+        wherever it runs."""
+        jobs = (delayed(_solve_record)(self, solver, G, y, settings, lb) for G, y, lb in problems)
+        out: list[_FitRecord] = Parallel()(jobs)
+        return out
+
     def _set_results(
-        self, results: list[_core.FitResult], multi: bool, coefs: list[NDArray[Any]] | None = None
+        self,
+        results: Sequence[_core.FitResult | _FitRecord],
+        multi: bool,
+        coefs: list[NDArray[Any]] | None = None,
     ) -> None:
         """Store the fits as numpy attributes (``coefs`` replaces the results' coefficients,
         e.g. scattered back to all points for one-vs-one)."""
@@ -730,32 +812,35 @@ default "mean_diag"
             raise InvalidInputError(
                 f"the training data must contain at least two classes, got {len(classes)} class"
             )
-        results: list[_core.FitResult] = []
+        results: Sequence[_core.FitResult | _FitRecord] = []
         coefs: list[NDArray[Any]] | None = None
         problems: list[tuple[int, int]] = []
         if len(classes) == 2:
-            results.append(self._solve(solver, G, np.where(yi == 1, 1.0, -1.0), settings))
+            results = [self._solve(solver, G, np.where(yi == 1, 1.0, -1.0), settings)]
         elif self.multi_class == "ovr":
-            for k in range(len(classes)):
-                label = f" (class {classes[k]!r} vs rest)"
-                yk = np.where(yi == k, 1.0, -1.0)
-                results.append(self._solve(solver, G, yk, settings, label))
+            # One problem per class, through joblib (fanned out under a parallel backend).
+            def ovr() -> Iterator[tuple[_Stack, NDArray[np.float64], str]]:
+                for k in range(len(classes)):
+                    yield G, np.where(yi == k, 1.0, -1.0), f" (class {classes[k]!r} vs rest)"
+
+            results = self._solve_many(solver, ovr(), settings)
         else:
             # One-vs-one: each pair on its own points; coefficients scattered back to all n.
             n = _n_points(G)
-            coefs = []
-            for a in range(len(classes)):
-                for b in range(a + 1, len(classes)):
-                    idx = np.flatnonzero((yi == a) | (yi == b))
-                    sub = _subset(G, idx)
+            problems = [(a, b) for a in range(len(classes)) for b in range(a + 1, len(classes))]
+            index = [np.flatnonzero((yi == a) | (yi == b)) for a, b in problems]
+
+            def ovo() -> Iterator[tuple[_Stack, NDArray[np.float64], str]]:
+                for (a, b), idx in zip(problems, index, strict=True):
                     label = f" (class {classes[a]!r} vs {classes[b]!r})"
-                    yab = np.where(yi[idx] == a, 1.0, -1.0)
-                    r = self._solve(solver, sub, yab, settings, label)
-                    full = np.zeros((_n_kernels(G), n))
-                    full[:, idx] = r.coef
-                    results.append(r)
-                    coefs.append(full)
-                    problems.append((a, b))
+                    yield _subset(G, idx), np.where(yi[idx] == a, 1.0, -1.0), label
+
+            results = self._solve_many(solver, ovo(), settings)
+            coefs = []
+            for r, idx in zip(results, index, strict=True):
+                full = np.zeros((_n_kernels(G), n))
+                full[:, idx] = r.coef
+                coefs.append(full)
         self._set_results(results, multi=len(classes) > 2, coefs=coefs)
         self.classes_ = classes
         self.pairs_ = np.asarray(problems, dtype=np.int64).reshape(-1, 2)
@@ -797,6 +882,8 @@ default "mean_diag"
         >>> f.shape, bool(f[0] < 0 < f[1])
         ((2,), True)
         """
+        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            return _dask.map_rows(self, "decision_function", X)  # type: ignore[no-any-return]
         return self._decision(self._test_stack(X))
 
     def predict(self, X: Any) -> NDArray[Any]:
@@ -830,6 +917,8 @@ default "mean_diag"
         >>> clf.predict(np.array([[-3.0], [3.0]]))
         array(['a', 'b'], dtype='<U1')
         """
+        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            return _dask.map_rows(self, "predict", X)  # type: ignore[no-any-return]
         f = self.decision_function(X)
         if f.ndim == 1:
             out: NDArray[Any] = self.classes_[(f > 0).astype(np.int64)]
@@ -894,6 +983,8 @@ default "mean_diag"
         >>> hasattr(mk.MKLClassifier(loss="hinge"), "predict_proba")
         False
         """
+        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            return _dask.map_rows(self, "predict_proba", X)  # type: ignore[no-any-return]
         f = self.decision_function(X)
         if f.ndim == 1:
             p1 = 1.0 / (1.0 + np.exp(-f))
@@ -1031,4 +1122,6 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
         >>> reg.fit(X, 3.0 * X[:, 0] + 1.0).predict(np.array([[0.0], [2.0]])).round(3)
         array([1., 7.])
         """
+        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            return _dask.map_rows(self, "predict", X)  # type: ignore[no-any-return]
         return self._decision(self._test_stack(X))

@@ -33,7 +33,7 @@ def check_features(X: Any, name: str = "X", *, row_offset: int = 0) -> NDArray[n
             f"column {bad[1]})",
             entry=(int(bad[0]) + row_offset, int(bad[1])),
         )
-    return np.ascontiguousarray(arr)
+    return np.require(arr, requirements=("C", "A"))  # aligned too: see ``aligned``
 
 
 def check_feature_blocks(blocks: Any, name: str = "the feature blocks") -> list[NDArray[Any]]:
@@ -104,7 +104,7 @@ def check_stack(
         )
     if min(arr.shape) == 0:
         raise InvalidInputError(f"{name} must not be empty, got shape {arr.shape}")
-    return np.ascontiguousarray(arr)
+    return np.require(arr, requirements=("C", "A"))
 
 
 def check_n_threads(n_threads: Any) -> int:
@@ -186,3 +186,17 @@ def group_ids(groups: Any, n_kernels: int | None) -> tuple[list[int], int]:
             parameter="groups",
         )
     return [out[k] for k in range(len(out))], len(items)
+
+
+def aligned(value: Any) -> Any:
+    """``value`` with every numpy array in it (nested in dicts, lists and tuples) aligned and
+    C-contiguous, copied only when it is not. Arrays unpickled from out-of-band buffers (Dask
+    ships them so between processes) may start at any byte, and the engine refuses unaligned
+    arrays."""
+    if isinstance(value, np.ndarray):
+        return np.require(value, requirements=("C", "A"))
+    if isinstance(value, dict):
+        return {k: aligned(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(aligned(v) for v in value)
+    return value

@@ -33,7 +33,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from . import _core
 from ._typing import Normalization
-from ._validation import check_features, check_n_threads, check_stack
+from ._validation import aligned, check_features, check_n_threads, check_stack
 from .exceptions import InvalidInputError, InvalidParameterError, StackTooLargeError
 
 __all__ = [
@@ -518,7 +518,8 @@ def gram(
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        Training points.
+        Training points; a Dask array gives a Dask array of row blocks, computed on the
+        workers (docs/dask.md).
     specs : sequence of Kernel
         Kernel specifications.
     normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"}, optional
@@ -619,6 +620,10 @@ class KernelBank:
         self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
         self.n_threads = check_n_threads(n_threads)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled (e.g. on a Dask worker): the engine needs aligned arrays.
+        self.__dict__.update(aligned(state))
+
     def __len__(self) -> int:
         return len(self.specs)
 
@@ -659,7 +664,8 @@ class KernelBank:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training points.
+            Training points; for a Dask array the points are gathered, the statistics
+            computed block by block on the workers, and a Dask array returned (docs/dask.md).
 
         Returns
         -------
@@ -682,6 +688,10 @@ class KernelBank:
         >>> G.shape, G.dtype, np.trace(G, axis1=1, axis2=2).round(6)
         ((2, 4, 4), dtype('float32'), array([1., 1.], dtype=float32))
         """
+        from . import _dask  # a Dask array: statistics and blocks on the workers (docs/dask.md)
+
+        if _dask.is_dask_array(X):
+            return _dask.bank_fit_transform(self, X)  # type: ignore[no-any-return]
         Xc = check_features(X)
         G, stats = _core.gram_fit(
             Xc,
@@ -703,7 +713,8 @@ class KernelBank:
         Parameters
         ----------
         X : array-like of shape (n_new, n_features)
-            New points.
+            New points; a Dask array gives a Dask array, chunked along ``n_new``, one
+            task per row block (docs/dask.md).
 
         Returns
         -------
@@ -728,6 +739,10 @@ class KernelBank:
         """
         if not hasattr(self, "stats_"):
             raise ValueError("this KernelBank is not fitted yet: call fit(X_train) first")
+        from . import _dask  # a Dask array: one task per row block (docs/dask.md)
+
+        if _dask.is_dask_array(X):
+            return _dask.bank_transform(self, X)  # type: ignore[no-any-return]
         Xc = check_features(X)
         if Xc.shape[1] != self.X_train_.shape[1]:
             raise ValueError(
@@ -892,6 +907,10 @@ class FeatureBank:
         self.normalize: str = norm
         self.random_state: int | None = random_state
         self.n_threads: int = check_n_threads(n_threads)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled (e.g. on a Dask worker): the engine needs aligned arrays.
+        self.__dict__.update(aligned(state))
 
     def __len__(self) -> int:
         return len(self.specs)

@@ -235,6 +235,23 @@ fn validate_inputs(x: &ArrayView2<f64>, specs: &[KernelSpec], name: &str) -> Res
     Ok(())
 }
 
+/// Copies the upper triangle of the row-major `n×n` kernel `k` onto the lower one, in tiles
+/// that stay in cache. Centring computes `K[i,j]` and `K[j,i]` in different orders, and where it
+/// cancels (a nearly constant kernel) the two may differ far beyond one rounding; a training
+/// kernel must be exactly symmetric.
+fn mirror_upper<T: Element>(k: &mut [T], n: usize) {
+    const B: usize = 64;
+    for bi in (0..n).step_by(B) {
+        for bj in (0..=bi).step_by(B) {
+            for i in bi..(bi + B).min(n) {
+                for j in bj..(bj + B).min(i) {
+                    k[i * n + j] = k[j * n + i];
+                }
+            }
+        }
+    }
+}
+
 /// The normalised training Gram stack `(M, n, n)` of `specs` on the rows of `x`, and the
 /// statistics that normalise cross kernels the same way.
 pub fn gram<T: Element>(
@@ -259,7 +276,19 @@ pub fn gram<T: Element>(
         out.par_chunks_mut(n * n)
             .zip(selfv.par_chunks(n))
             .enumerate()
-            .for_each(|(k, (g, sv))| stats.apply(k, g, sv));
+            .for_each(|(k, (g, sv))| {
+                stats.apply(k, g, sv);
+                mirror_upper(g, n);
+                if opts.normalization == Normalization::Spherical {
+                    // k(x,x)/k(x,x) is 1; the centred diagonal entry and the centred
+                    // self-value it is divided by are summed in different orders.
+                    for i in 0..n {
+                        if g[i * n + i].to_f64() != 0.0 {
+                            g[i * n + i] = T::from_f64(1.0);
+                        }
+                    }
+                }
+            });
         let arr =
             Array3::from_shape_vec((m, n, n), out).map_err(|e| MkError::Shape(e.to_string()))?;
         Ok((arr, stats))

@@ -24,6 +24,8 @@ pub use subset::SubStack;
 /// A floating-point element a dense stack may hold: f64, or f32 for half the bytes per pass.
 /// Arithmetic is always carried in f64.
 pub trait Element: Copy + Send + Sync + Default + 'static {
+    /// The type's machine epsilon, as f64 (what a rounding tolerance scales with).
+    const EPSILON: f64;
     /// Widen to f64.
     fn to_f64(self) -> f64;
     /// Narrow from f64 (rounding for f32).
@@ -31,6 +33,7 @@ pub trait Element: Copy + Send + Sync + Default + 'static {
 }
 
 impl Element for f64 {
+    const EPSILON: f64 = f64::EPSILON;
     #[inline(always)]
     fn to_f64(self) -> f64 {
         self
@@ -42,6 +45,7 @@ impl Element for f64 {
 }
 
 impl Element for f32 {
+    const EPSILON: f64 = f32::EPSILON as f64;
     #[inline(always)]
     fn to_f64(self) -> f64 {
         self as f64

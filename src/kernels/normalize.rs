@@ -213,10 +213,16 @@ impl NormStats {
             }
             if spherical {
                 for (v, &di) in row.iter_mut().zip(dtrain) {
-                    let d = self_c * di;
-                    // A point at the origin of feature space has no direction: its row is 0.
-                    let f = if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 };
-                    *v = T::from_f64(v.to_f64() * f);
+                    // A point at the origin of feature space (a self-value ≤ 0, rounding
+                    // included) has no direction: its row is 0.
+                    let f = if self_c > 0.0 && di > 0.0 {
+                        1.0 / (self_c * di).sqrt()
+                    } else {
+                        0.0
+                    };
+                    // |k| ≤ 1 (Cauchy–Schwarz); beyond it is rounding, amplified where the
+                    // centred self-values cancel.
+                    *v = T::from_f64((v.to_f64() * f).clamp(-1.0, 1.0));
                 }
             } else if scale != 1.0 {
                 for v in row.iter_mut() {

@@ -116,12 +116,15 @@ struct SymmetryStats {
     finite: [f64; 8],
     scale: [f64; 8],
     diff: [f64; 8],
+    /// `max (|K_ij| − sqrt(K_ii K_jj))`: positive where Cauchy–Schwarz fails.
+    excess: [f64; 8],
     min_diag: f64,
 }
 
 impl SymmetryStats {
+    /// The pair `(a, b) = (K_ij, K_ji)` with `bound = sqrt(K_ii K_jj)`.
     #[inline(always)]
-    fn add_pair(&mut self, l: usize, a: f64, b: f64) {
+    fn add_pair(&mut self, l: usize, a: f64, b: f64, bound: f64) {
         self.finite[l] += 0.0 * a + 0.0 * b;
         let s = a.abs().max(b.abs());
         // `if` rather than `f64::max`: NaN is caught by `finite`, and this form vectorises.
@@ -131,6 +134,10 @@ impl SymmetryStats {
         let d = (a - b).abs();
         if d > self.diff[l] {
             self.diff[l] = d;
+        }
+        let e = a.abs() - bound;
+        if e > self.excess[l] {
+            self.excess[l] = e;
         }
     }
 
@@ -145,36 +152,57 @@ impl SymmetryStats {
             self.finite[l] += other.finite[l];
             self.scale[l] = self.scale[l].max(other.scale[l]);
             self.diff[l] = self.diff[l].max(other.diff[l]);
+            self.excess[l] = self.excess[l].max(other.excess[l]);
         }
         self.min_diag = self.min_diag.min(other.min_diag);
         self
     }
 
-    /// Whether every entry was finite, `max |x|`, `max |K_ij − K_ji|` and `min(0, min K_ii)`.
-    fn totals(&self) -> (bool, f64, f64, f64) {
+    /// Whether every entry was finite, `max |x|`, `max |K_ij − K_ji|`, `min(0, min K_ii)` and
+    /// `max(0, max |K_ij| − sqrt(K_ii K_jj))`.
+    fn totals(&self) -> (bool, f64, f64, f64, f64) {
         let finite = self.finite.iter().sum::<f64>().is_finite();
         let max = |v: &[f64; 8]| v.iter().fold(0.0f64, |a, &b| a.max(b));
-        (finite, max(&self.scale), max(&self.diff), self.min_diag)
+        (
+            finite,
+            max(&self.scale),
+            max(&self.diff),
+            self.min_diag,
+            max(&self.excess),
+        )
     }
 }
 
-/// Adds the pairs `(a_j, t_j)` (an entry below the diagonal and its mirror) to `st`.
+/// Adds the pairs `(a_j, t_j)` (an entry `K_ij` below the diagonal and its mirror) to `st`,
+/// with `root_i = sqrt(K_ii)` and `roots[j] = sqrt(K_jj)` for Cauchy–Schwarz.
 #[inline(always)]
-fn symmetry_row<T: Element>(a: &[T], t: &[f64], st: &mut SymmetryStats) {
-    let (ca, ct) = (a.chunks_exact(8), t.chunks_exact(8));
-    let (ra, rt) = (ca.remainder(), ct.remainder());
-    for (x, y) in ca.zip(ct) {
+fn symmetry_row<T: Element>(
+    a: &[T],
+    t: &[f64],
+    root_i: f64,
+    roots: &[f64],
+    st: &mut SymmetryStats,
+) {
+    let (ca, ct, cr) = (a.chunks_exact(8), t.chunks_exact(8), roots.chunks_exact(8));
+    let (ra, rt, rr) = (ca.remainder(), ct.remainder(), cr.remainder());
+    for ((x, y), r) in ca.zip(ct).zip(cr) {
         for l in 0..8 {
-            st.add_pair(l, x[l].to_f64(), y[l]);
+            st.add_pair(l, x[l].to_f64(), y[l], root_i * r[l]);
         }
     }
-    for (l, (x, &y)) in ra.iter().zip(rt).enumerate() {
-        st.add_pair(l, x.to_f64(), y);
+    for (l, ((x, &y), &r)) in ra.iter().zip(rt).zip(rr).enumerate() {
+        st.add_pair(l, x.to_f64(), y, root_i * r);
     }
 }
 
 avx2_dispatch! {
-    fn symmetry_row_dispatch<T>(a: &[T], t: &[f64], st: &mut SymmetryStats) = symmetry_row;
+    fn symmetry_row_dispatch<T>(
+        a: &[T],
+        t: &[f64],
+        root_i: f64,
+        roots: &[f64],
+        st: &mut SymmetryStats,
+    ) = symmetry_row;
 }
 
 /// A dense stack `(M, n, n)`, kernel-major and row-major, borrowed (zero-copy from numpy).
@@ -204,9 +232,11 @@ impl<'a, T: Element> DenseStack<'a, T> {
         &self.data[m * self.n * self.n..(m + 1) * self.n * self.n]
     }
 
-    /// Checks that every entry is finite, every kernel symmetric within `rtol · max|K_m|` and
-    /// no diagonal entry below `−rtol · max|K_m|` (it could not be PSD); names the first
-    /// offending kernel and its entry (the largest asymmetry, the most negative diagonal).
+    /// Checks that every entry is finite, every kernel symmetric within `rtol · max|K_m|`, no
+    /// diagonal entry below `−rtol · max|K_m|` and no `|K_ij|` above `sqrt(K_ii K_jj)` by more
+    /// than `max(rtol, 16ε) · max|K_m|` (either could not be PSD); names the first offending
+    /// kernel and its entry (the largest asymmetry, the most negative diagonal, the largest
+    /// excess).
     ///
     /// One read of the stack, parallel over kernels and block rows: each kernel is visited in
     /// `B×B` tiles on and below the diagonal, each compared with its mirror tile, which is
@@ -217,12 +247,21 @@ impl<'a, T: Element> DenseStack<'a, T> {
         const B: usize = 64;
         let n = self.n;
         let nb = n.div_ceil(B);
+        // sqrt(K_ii) of every kernel (M·n strided reads, before the one pass).
+        let roots: Vec<f64> = (0..self.m * n)
+            .into_par_iter()
+            .map(|w| {
+                let (k, i) = (self.kernel(w / n), w % n);
+                k[i * n + i].to_f64().max(0.0).sqrt()
+            })
+            .collect();
         let stats: Vec<SymmetryStats> = (0..self.m * nb)
             .into_par_iter()
             .map_init(
                 || vec![0.0; B * B],
                 |tile, w| {
                     let (k, bi) = (self.kernel(w / nb), w % nb);
+                    let root = &roots[(w / nb) * n..(w / nb + 1) * n];
                     let mut st = SymmetryStats::default();
                     let (r0, r1) = (bi * B, ((bi + 1) * B).min(n));
                     for bj in 0..=bi {
@@ -238,7 +277,13 @@ impl<'a, T: Element> DenseStack<'a, T> {
                             let end = c1.min(i);
                             if end > c0 {
                                 let t = &tile[(i - r0) * B..(i - r0) * B + (end - c0)];
-                                symmetry_row_dispatch(&k[i * n + c0..i * n + end], t, &mut st);
+                                symmetry_row_dispatch(
+                                    &k[i * n + c0..i * n + end],
+                                    t,
+                                    root[i],
+                                    &root[c0..end],
+                                    &mut st,
+                                );
                             }
                         }
                     }
@@ -253,7 +298,7 @@ impl<'a, T: Element> DenseStack<'a, T> {
             let st = parts
                 .iter()
                 .fold(SymmetryStats::default(), |a, b| a.merge(b));
-            let (finite, scale, diff, min_diag) = st.totals();
+            let (finite, scale, diff, min_diag, excess) = st.totals();
             let k = self.kernel(m);
             if !finite {
                 let at = k.iter().position(|x| !x.to_f64().is_finite()).unwrap_or(0);
@@ -293,6 +338,31 @@ impl<'a, T: Element> DenseStack<'a, T> {
                         "its diagonal entry K[{i},{i}] = {} is negative (K_ii = e_iᵀ K e_i ≥ 0 \
                          for a PSD kernel); fix the kernel, or shift it by adding c·I",
                         k[i * n + i].to_f64()
+                    ),
+                });
+            }
+            // Every PSD kernel has |K_ij| ≤ sqrt(K_ii K_jj) (Cauchy–Schwarz); rounding of the
+            // stack's own type aside, a larger entry means the kernel is not PSD.
+            if excess > rtol.max(16.0 * T::EPSILON) * scale {
+                let root = &roots[m * n..(m + 1) * n];
+                let (mut worst, mut at) = (f64::NEG_INFINITY, (0, 0));
+                for i in 0..n {
+                    for j in 0..i {
+                        let e = k[i * n + j].to_f64().abs() - root[i] * root[j];
+                        if e > worst {
+                            (worst, at) = (e, (i, j));
+                        }
+                    }
+                }
+                let (i, j) = at;
+                return Err(MkError::NotPsd {
+                    kernel: m,
+                    entry: at,
+                    reason: format!(
+                        "|K[{i},{j}]| = {} exceeds sqrt(K[{i},{i}] K[{j},{j}]) = {} (every PSD \
+                         kernel satisfies Cauchy–Schwarz)",
+                        k[i * n + j].to_f64().abs(),
+                        root[i] * root[j]
                     ),
                 });
             }

@@ -484,6 +484,13 @@ fn nystroem_features<'py>(
     feature_array(py, n, out)
 }
 
+/// The threads a call with `n_threads` uses (0: `OMP_NUM_THREADS` when set, else all cores).
+#[pyfunction]
+#[pyo3(signature = (n_threads=0))]
+fn thread_count(n_threads: usize) -> usize {
+    crate::parallel::resolve_threads(n_threads)
+}
+
 /// The kernels' SIMD level in use: `"avx2+fma"` or `"baseline"` (`MULTIKERNEL_NO_AVX2` set,
 /// a CPU without AVX2, or not x86-64).
 #[pyfunction]
@@ -499,6 +506,7 @@ fn simd_level() -> &'static str {
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
+    m.add_function(wrap_pyfunction!(thread_count, m)?)?;
     m.add_function(wrap_pyfunction!(gram_fit, m)?)?;
     m.add_function(wrap_pyfunction!(gram_cross, m)?)?;
     m.add_function(wrap_pyfunction!(quad_forms, m)?)?;

@@ -13,7 +13,7 @@ use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::{fit_lp, LpAlgorithm, LpConfig};
+use crate::solvers::lp::{fit_lp, fit_one_class, LpAlgorithm, LpConfig, OneClassConfig};
 use crate::solvers::mirror::{fit_group, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
@@ -147,6 +147,8 @@ enum Settings {
     Mirror(MirrorConfig, Option<Vec<usize>>),
     /// On explicit features, not a kernel stack.
     Svrg(SvrgConfig),
+    /// One-class ℓp-MKL (the targets are not read).
+    OneClass(OneClassConfig),
 }
 
 /// A dict of settings being read: each key is taken once, a key no solver field takes is an
@@ -283,8 +285,8 @@ impl<'py> Fields<'_, 'py> {
 }
 
 impl Settings {
-    /// The settings of `solver` (`analytic`, `interleaved`, `spicy` or `mirror`): `dict` over the
-    /// engine's defaults, validated by the engine.
+    /// The settings of `solver` (`analytic`, `interleaved`, `spicy`, `mirror`, `svrg` or
+    /// `one_class`): `dict` over the engine's defaults, validated by the engine.
     fn read(solver: &str, dict: &Bound<'_, PyDict>) -> PyResult<Self> {
         let mut f = Fields {
             dict,
@@ -358,12 +360,22 @@ impl Settings {
                     seed: f.count("seed", d.seed as usize)? as u64,
                 })
             }
+            "one_class" => {
+                let d = OneClassConfig::default();
+                Settings::OneClass(OneClassConfig {
+                    p: f.float("p", d.p)?,
+                    nu: f.float("nu", d.nu)?,
+                    tol: f.float("tol", d.tol)?,
+                    max_iter: f.count("max_iter", d.max_iter)?,
+                    inner_tol: f.float("inner_tol", d.inner_tol)?,
+                })
+            }
             other => {
                 return Err(to_py(MkError::config(
                     "solver",
                     format!(
                         "unknown solver {other:?}; valid: analytic, interleaved, spicy, mirror, \
-                         svrg"
+                         svrg, one_class"
                     ),
                 )))
             }
@@ -386,6 +398,7 @@ impl Settings {
                 c.validate()
             }
             Settings::Svrg(c) => c.validate(),
+            Settings::OneClass(c) => c.validate(),
         }
     }
 
@@ -404,6 +417,10 @@ impl Settings {
                 "solver",
                 "svrg fits explicit features: pass the feature blocks, not a kernel stack",
             )),
+            Settings::OneClass(c) => {
+                crate::solvers::validate_targets(s.n(), y)?;
+                fit_one_class(s, c, i)
+            }
         }
     }
 
@@ -440,6 +457,13 @@ impl Settings {
                 d.set_item("tol", c.tol)?;
                 d.set_item("max_iter", c.max_iter)?;
                 d.set_item("seed", c.seed)?;
+            }
+            Settings::OneClass(c) => {
+                d.set_item("p", c.p)?;
+                d.set_item("nu", c.nu)?;
+                d.set_item("tol", c.tol)?;
+                d.set_item("max_iter", c.max_iter)?;
+                d.set_item("inner_tol", c.inner_tol)?;
             }
             Settings::Mirror(c, _) => {
                 d.set_item("C", c.c)?;
@@ -488,8 +512,8 @@ fn fit<'py>(
     let r = if let Settings::Svrg(cfg) = &settings {
         // Explicit features: a list of (n, D_k) blocks of float64 or float32 (a 3-D array
         // would extract as one too: its (n, n) slices are kernels, not features).
-        let is_list = g.is_instance_of::<pyo3::types::PyList>()
-            || g.is_instance_of::<pyo3::types::PyTuple>();
+        let is_list =
+            g.is_instance_of::<pyo3::types::PyList>() || g.is_instance_of::<pyo3::types::PyTuple>();
         if !is_list {
             return Err(to_py(MkError::config(
                 "solver",

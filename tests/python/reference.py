@@ -587,6 +587,7 @@ def cvxpy_mkl(
     epsilon: float = 0.1,
     intercept: bool = True,
     groups: ArrayLike | None = None,
+    nu: float | None = None,
 ) -> RefSolution:
     """Solve the MKL primal of §0 with cvxpy and Clarabel.
 
@@ -615,6 +616,9 @@ def cvxpy_mkl(
         Fit an unpenalised intercept ``b``.
     groups : array_like of shape (M,), optional
         Kernel groups for ``group`` (default: one group).
+    nu : float, optional
+        ``ν`` of ``loss="one_class"``: the primal is then
+        ``Ω + Σ_i max(0, ρ − f(x_i)) − νnρ`` with ``ρ = −b`` (``C`` and ``y`` unused).
 
     Returns
     -------
@@ -664,7 +668,14 @@ def cvxpy_mkl(
     else:
         raise ValueError(f"unknown penalty {penalty!r}; expected one of {PENALTIES}")
 
-    prob = cp.Problem(cp.Minimize(C * _cvx_loss(loss, yy, z, epsilon) + omega), cons)
+    if loss == "one_class":
+        # Σ max(0, ρ − f_i) − νnρ with ρ = −b (docs/mathematics.md §3.7); C and y unused.
+        if nu is None or b is None:
+            raise ValueError("one_class needs nu and an intercept")
+        data = cp.sum(cp.pos(-z)) + nu * n * b
+    else:
+        data = C * _cvx_loss(loss, yy, z, epsilon)
+    prob = cp.Problem(cp.Minimize(data + omega), cons)
     _solve(prob)
     uval = np.asarray(u.value, dtype=np.float64).reshape(-1)
     A = np.zeros((M, n))

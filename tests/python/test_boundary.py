@@ -76,6 +76,40 @@ def test_stack_errors_name_the_kernel_and_the_entry(dtype: type) -> None:
     with pytest.raises(KernelNotPSDError, match=r"K\[5,5\] = -1") as g:
         mk.kernels.validate_stack(bad)
     assert (g.value.kernel, g.value.entry) == (0, (5, 5))
+    # Cauchy–Schwarz: |K_ij| ≤ sqrt(K_ii K_jj) for every PSD kernel.
+    bad = G.copy()
+    bound = np.sqrt(G[1, 6, 6] * G[1, 2, 2])
+    bad[1, 6, 2] = bad[1, 2, 6] = 1.01 * bound + 1e-3
+    with pytest.raises(KernelNotPSDError, match=r"\|K\[6,2\]\| = .* exceeds") as h:
+        mk.kernels.validate_stack(bad)
+    assert (h.value.kernel, h.value.entry) == (1, (6, 2))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernels_at_the_cauchy_schwarz_bound_pass(dtype: type) -> None:
+    """Rank-one kernels and duplicated points sit on the bound; rounding must not be a
+    violation (checked on every normalisation of the Gram functions)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 3))
+    X[20:] = X[:20] * (1 + 1e-9)  # near-duplicates
+    specs = [mk.kernels.Linear(features=[0]), mk.kernels.Linear(), mk.kernels.Gaussian(sigma=0.3),
+             mk.kernels.Polynomial(degree=3)]  # fmt: skip
+    for norm in ("none", "trace", "mean_diag", "multiplicative", "spherical"):
+        for center in (False, True):
+            G = mk.kernels.gram(X, specs, normalize=norm, center=center, dtype=dtype)
+            mk.kernels.validate_stack(G)
+
+
+def test_a_kernel_breaking_cauchy_schwarz_is_refused_by_fit() -> None:
+    # K + 50(11ᵀ − I): symmetric, positive diagonal, indefinite; it used to be fitted.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    K = X @ X.T
+    y = np.where(X[:, 0] > 0, 1, -1)
+    bad = K + 50 * (np.ones((30, 30)) - np.eye(30))
+    with pytest.raises(KernelNotPSDError, match="Cauchy") as e:
+        mk.MKLClassifier(kernels="precomputed").fit(np.stack([K, bad]), y)
+    assert e.value.kernel == 1
 
 
 def test_a_kernel_with_a_negative_diagonal_is_refused_by_fit() -> None:

@@ -20,6 +20,7 @@
 mod analytic;
 mod interleaved;
 mod newton;
+mod one_class;
 mod single;
 mod working_set;
 
@@ -31,6 +32,7 @@ use crate::result::FitResult;
 pub(crate) use crate::solvers::tracker::Tracker;
 
 pub(crate) use analytic::GapSchedule;
+pub use one_class::{fit_one_class, OneClassConfig};
 pub use single::SingleKernel;
 pub(crate) use working_set::CheckSchedule;
 

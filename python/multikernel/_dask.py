@@ -1,0 +1,289 @@
+"""Dask arrays in, Dask arrays out: kernel stacks and predictions computed block by block on the
+workers of a Dask cluster (see docs/dask.md).
+
+Dask stays optional: this module imports it only when it is handed a Dask array, and
+:func:`is_dask_array` looks for ``dask.array`` in ``sys.modules`` instead of importing it (an
+object cannot be a Dask array unless Dask is imported).
+
+- :func:`bank_transform`: ``KernelBank.transform`` of a Dask array of new points, the cross
+  kernel ``(M, n_new, n_train)`` as a Dask array with chunks along ``n_new`` (one task per row
+  block of ``X_new``; every block is the engine's ``gram_cross`` of those rows, so the blocks are
+  the bits that ``transform`` of the whole array gives).
+- :func:`bank_fit_transform`: ``KernelBank.fit_transform`` (and so ``gram``) of a Dask array.
+  The training points (``n × d``) are gathered in memory; the normalisation statistics need a
+  full pass over the training kernels, which runs on the workers (one task per row block,
+  each returning ``O(M · rows)`` numbers: row sums, the diagonal, the total), so no ``n × n``
+  kernel is ever whole anywhere; the training stack is then the cross kernel of the training
+  points, a Dask array like :func:`bank_transform`'s.
+- :func:`map_rows`: an estimator's ``predict`` / ``decision_function`` / ``predict_proba`` on a
+  Dask array, one task per row block (of ``X``, or axis 1 of a precomputed test stack), a Dask
+  array of the results.
+
+Threads: a task runs the engine with the bank's ``n_threads`` when it is set, and with one
+thread for ``n_threads=0`` ("all cores"): Dask fills the cores with one task per worker thread.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _core
+from ._validation import aligned, check_features
+
+if TYPE_CHECKING:
+    from .kernels import KernelBank
+
+__all__: list[str] = []
+
+#: Relative size below which a kernel counts as zero: ``DEGENERATE`` of src/kernels/normalize.rs
+#: (a test holds the statistics computed here equal to the engine's).
+_DEGENERATE = 1e-12
+
+
+def is_dask_array(x: Any) -> bool:
+    """Whether ``x`` is a Dask array (without importing Dask)."""
+    mod = sys.modules.get("dask.array")
+    return mod is not None and isinstance(x, mod.Array)
+
+
+def _task_threads(n_threads: int) -> int:
+    """Threads of one Dask task: ``n_threads`` when set, else 1 (Dask's threads fill the cores)."""
+    return int(n_threads) if n_threads > 0 else 1
+
+
+def _raw_stats(n_kernels: int, n: int) -> dict[str, Any]:
+    """Statistics that leave the cross kernels raw (no centring, no scaling)."""
+    return {
+        "normalize": "none",
+        "center": False,
+        "n": n,
+        "degenerate": [],
+        "row_means": np.empty((n_kernels, 0)),
+        "total_means": np.zeros(n_kernels),
+        "diag": np.empty((n_kernels, 0)),
+        "scales": np.ones(n_kernels),
+    }
+
+
+#: What every task of a bank reads: the training points, the specifications (engine tuples),
+#: the statistics, float32 or not, threads. One key of the graph, so shipped once per worker.
+_Payload = tuple[NDArray[np.float64], list[Any], dict[str, Any], bool, int]
+
+
+def _payload(bank: KernelBank, X_train: NDArray[np.float64], stats: dict[str, Any]) -> Any:
+    import dask
+
+    p: _Payload = (
+        X_train,
+        bank._tuples,
+        stats,
+        bank.dtype == np.float32,
+        _task_threads(bank.n_threads),
+    )
+    return dask.delayed(p, pure=True, traverse=False)
+
+
+def _rows(X: Any, n_features: int) -> Any:
+    """``X`` as a float64 Dask array with whole rows in every block."""
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got a Dask array of {X.shape}")
+    if X.shape[1] != n_features:
+        raise ValueError(
+            f"X has {X.shape[1]} features but the bank was fitted on {n_features}"
+        )  # fmt: skip
+    return X.astype(np.float64).rechunk({1: -1})
+
+
+def _offset(block_info: dict[Any, Any] | None) -> int:
+    if not block_info:
+        return 0
+    return int(block_info[0]["array-location"][0][0])
+
+
+def _cross_block(
+    X_block: NDArray[Any], payload: _Payload, block_info: dict[Any, Any] | None = None
+) -> NDArray[Any]:
+    """The cross kernel ``(M, rows, n_train)`` of one row block (a task)."""
+    X_train, tuples, stats, float32, threads = aligned(payload)
+    Xc = check_features(X_block, row_offset=_offset(block_info))
+    return _core.gram_cross(Xc, X_train, tuples, stats, float32, threads)
+
+
+def _stats_block(
+    payload: _Payload, start: int, stop: int, center: bool
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Row sums (if ``center``), diagonal and total of the raw training kernels' rows
+    ``start:stop`` (a task; the raw rows never leave the worker)."""
+    X_train, tuples, stats, float32, threads = aligned(payload)
+    raw = _core.gram_cross(X_train[start:stop], X_train, tuples, stats, float32, threads)
+    rows = np.arange(stop - start)
+    diag = np.asarray(raw[:, rows, rows + start], dtype=np.float64)
+    sums = _seq_sum(raw)
+    empty = np.empty((raw.shape[0], 0))
+    return (sums if center else empty), diag, sums.sum(axis=1)
+
+
+def _seq_sum(a: NDArray[Any], batch: int = 4096) -> NDArray[np.float64]:
+    """Sums over the last axis added left to right in float64, as the engine adds them
+    (numpy's ``sum`` adds pairwise), so that the statistics are the engine's to the last bit
+    or so; in column batches, so that the temporary stays small."""
+    acc = np.zeros(a.shape[:-1])
+    for start in range(0, a.shape[-1], batch):
+        part = np.array(a[..., start : start + batch], dtype=np.float64)
+        part[..., 0] += acc
+        acc = np.cumsum(part, axis=-1)[..., -1]
+    return acc
+
+
+def _assemble_stats(
+    normalize: str,
+    center: bool,
+    n: int,
+    row_sums: NDArray[np.float64],
+    kdiag: NDArray[np.float64],
+    totals: NDArray[np.float64],
+) -> dict[str, Any]:
+    """The engine's ``NormStats`` (src/kernels/normalize.rs, ``of_kernel``) from the row sums,
+    the raw diagonals ``(M, n)`` and the totals ``(M,)`` of the raw training kernels."""
+    M = kdiag.shape[0]
+    if center:
+        row_means = row_sums / n
+        total_means = _seq_sum(row_means) / n
+        cdiag = kdiag - 2.0 * row_means + total_means[:, None]
+    else:
+        row_means = np.empty((M, 0))
+        total_means = np.zeros(M)
+        cdiag = kdiag
+    raw_scale = np.maximum(_seq_sum(np.abs(kdiag)), np.finfo(np.float64).tiny)
+    trace = _seq_sum(cdiag)
+    zero = trace <= _DEGENERATE * raw_scale
+    scales = np.ones(M)
+    if normalize in ("trace", "mean_diag"):
+        safe = np.where(zero, 1.0, trace)
+        scales = np.where(zero, 0.0, (1.0 if normalize == "trace" else float(n)) / safe)
+    elif normalize == "multiplicative":
+        mean_all = np.zeros(M) if center else totals / (float(n) * n)
+        var = trace / n - mean_all
+        small = zero | (var <= _DEGENERATE * raw_scale / n)
+        scales = np.where(small, 0.0, 1.0 / np.where(small, 1.0, var))
+    spherical = normalize == "spherical"
+    return {
+        "normalize": normalize,
+        "center": center,
+        "n": n,
+        "degenerate": [m for m in range(M) if scales[m] == 0.0 and not spherical],
+        "row_means": np.ascontiguousarray(row_means),
+        "total_means": np.ascontiguousarray(total_means),
+        "diag": np.ascontiguousarray(cdiag if spherical else np.empty((M, 0))),
+        "scales": np.ascontiguousarray(scales),
+    }
+
+
+def bank_transform(bank: KernelBank, X: Any) -> Any:
+    """``bank.transform`` of a Dask array: a Dask array ``(M, n_new, n_train)`` of the bank's
+    dtype, chunked along ``n_new`` like the rows of ``X`` (one task per row block)."""
+    Xr = _rows(X, bank.X_train_.shape[1])
+    n_train = bank.X_train_.shape[0]
+    return Xr.map_blocks(
+        _cross_block,
+        _payload(bank, bank.X_train_, bank.stats_),
+        drop_axis=1,
+        new_axis=[0, 2],
+        chunks=((len(bank.specs),), Xr.chunks[0], (n_train,)),
+        dtype=bank.dtype,
+        meta=np.empty((0, 0, 0), dtype=bank.dtype),
+    )
+
+
+def bank_fit_transform(bank: KernelBank, X: Any) -> Any:
+    """``bank.fit_transform`` of a Dask array: the training points are gathered (``n × d``),
+    the statistics computed by a pass over row blocks of the raw kernels on the workers, and
+    the normalised training stack returned as a Dask array (see :func:`bank_transform`)."""
+    import dask
+
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got a Dask array of {X.shape}")
+    Xr = X.astype(np.float64).rechunk({1: -1})
+    X_train = check_features(Xr.compute())
+    n, M = X_train.shape[0], len(bank.specs)
+    for m, t in enumerate(bank._tuples):
+        if t[4] is not None and max(t[4]) >= X_train.shape[1]:
+            raise ValueError(
+                f"kernel {m} reads feature {max(t[4])} but X has {X_train.shape[1]} features"
+            )
+    raw = _payload(bank, X_train, _raw_stats(M, n))
+    ends = np.cumsum(Xr.chunks[0])
+    parts = [
+        dask.delayed(_stats_block, pure=True)(raw, int(e - r), int(e), bank.center)
+        for e, r in zip(ends, Xr.chunks[0], strict=True)
+    ]
+    blocks = dask.compute(*parts)
+    stats = _assemble_stats(
+        bank.normalize,
+        bank.center,
+        n,
+        np.concatenate([b[0] for b in blocks], axis=1),
+        np.concatenate([b[1] for b in blocks], axis=1),
+        np.sum([b[2] for b in blocks], axis=0),
+    )
+    bank.X_train_ = X_train
+    bank.stats_ = stats
+    bank.degenerate_ = list(stats["degenerate"])
+    return bank_transform(bank, Xr)
+
+
+def _method_block(X_block: NDArray[Any], est: Any, method: str) -> NDArray[Any]:
+    out: NDArray[Any] = getattr(est, method)(X_block)
+    return out
+
+
+def map_rows(est: Any, method: str, X: Any) -> Any:
+    """``getattr(est, method)(X)`` for a Dask array ``X``: one task per row block of ``X``
+    (axis 1 of a precomputed test stack ``(M, n_test, n_train)``), a Dask array of the rows'
+    results (1-D, or one column per class / problem)."""
+    import dask
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(est, "dual_coef_")
+    bank = getattr(est, "kernel_bank_", None)
+    if bank is None and getattr(est, "_feature_widths", None) is not None:
+        raise ValueError(
+            "a Dask array of precomputed feature blocks is not supported: pass the list of "
+            "blocks as numpy arrays (or memmaps)"
+        )
+    task = copy.copy(est)
+    task.n_threads = _task_threads(est.n_threads)
+    if bank is None:
+        axis = 1
+        if X.ndim != 3:
+            raise ValueError(f"G_test must be 3-D (M, n_samples, n_train), got {X.shape}")
+        Xr = X.rechunk({0: -1, 2: -1})
+        probe = np.zeros((X.shape[0], 1, X.shape[2]), dtype=X.dtype)
+    else:
+        axis = 0
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got {X.shape}")
+        Xr = X.rechunk({1: -1})
+        task.kernel_bank_ = copy.copy(bank)
+        task.kernel_bank_.n_threads = _task_threads(bank.n_threads)
+        probe = np.zeros((1, X.shape[1]), dtype=np.float64)
+    # Shape and type of the result, from the method itself on one point.
+    meta = np.asarray(getattr(task, method)(probe))
+    others = [a for a in range(Xr.ndim) if a != axis]
+    rows = Xr.chunks[axis]
+    drop = others if meta.ndim == 1 else others[: Xr.ndim - 2]
+    chunks: tuple[Any, ...] = (rows,) if meta.ndim == 1 else (rows, (meta.shape[1],))
+    return Xr.map_blocks(
+        _method_block,
+        dask.delayed(task, pure=True, traverse=False),
+        method,
+        drop_axis=drop,
+        chunks=chunks,
+        dtype=meta.dtype,
+        meta=np.empty((0,) * meta.ndim, dtype=meta.dtype),
+    )

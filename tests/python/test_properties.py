@@ -1,0 +1,164 @@
+"""Property tests over random small problems, for every solver and loss: weak duality
+(``P ≥ D``, gap ≥ −1e-9), kernel weights non-negative and normalised as their penalty says,
+finite decision values, and the same bits on 1 and 2 threads."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numpy.typing import NDArray
+from sklearn.exceptions import ConvergenceWarning
+
+import multikernel as mk
+from multikernel.kernels import FeatureBank, Gaussian, Kernel, Laplacian, Linear, Polynomial
+
+
+@dataclass(frozen=True)
+class Problem:
+    X: NDArray[np.float64]
+    y: NDArray[np.float64]
+    specs: list[Kernel]
+    C: float
+
+
+@st.composite
+def problems(draw: st.DrawFn, regression: bool = False) -> Problem:
+    n = draw(st.integers(6, 28))
+    d = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * draw(st.sampled_from([0.1, 1.0, 10.0]))
+    if draw(st.booleans()):
+        X[n // 2 :] = X[: n - n // 2]  # duplicated points
+    if regression:
+        y = X[:, 0] + 0.3 * rng.normal(size=n)
+    else:
+        y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+        rng.shuffle(y)
+    kinds = draw(st.lists(st.sampled_from(["linear", "gauss", "laplace", "poly"]), min_size=1,
+                          max_size=4))  # fmt: skip
+    specs: list[Kernel] = []
+    for k in kinds:
+        cols = sorted(rng.choice(d, size=rng.integers(1, d + 1), replace=False).tolist())
+        if k == "linear":
+            specs.append(Linear(features=cols))
+        elif k == "gauss":
+            specs.append(Gaussian(sigma=float(rng.uniform(0.3, 3.0)), features=cols))
+        elif k == "laplace":
+            specs.append(Laplacian(sigma=float(rng.uniform(0.3, 3.0)), features=cols))
+        else:
+            specs.append(Polynomial(degree=2, features=cols))
+    C = float(10.0 ** draw(st.floats(-2, 2)))
+    return Problem(X, y, specs, C)
+
+
+#: (estimator class, constructor arguments) of every solver and loss.
+CLASSIFIERS: list[dict[str, Any]] = [
+    {"penalty": "lp", "p": p, "loss": loss}
+    for p in (1.0, 4.0 / 3.0, 2.0, np.inf)
+    for loss in ("hinge", "squared_hinge", "logistic")
+] + [
+    {"penalty": "lp", "p": 2.0, "solver": "interleaved"},
+    {"penalty": "lp", "p": 1.0, "solver": "mirror"},
+    {"penalty": "l1", "loss": "hinge"},
+    {"penalty": "l1", "loss": "logistic"},
+    {"penalty": "l1", "loss": "squared_hinge"},
+    {"penalty": "elasticnet", "l1_ratio": 0.5, "loss": "hinge"},
+    {"penalty": "group", "loss": "hinge"},
+    {"penalty": "group", "loss": "logistic"},
+]
+REGRESSORS: list[dict[str, Any]] = [
+    {"penalty": pen, "loss": loss}
+    for pen in ("lp", "l1", "elasticnet", "group")
+    for loss in ("squared", "epsilon_insensitive")
+]
+
+SETTINGS = settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+
+
+def check_fit(est: Any, X: NDArray[np.float64], y: NDArray[np.float64] | None) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        one = est.set_params(n_threads=1).fit(X, y)
+        A1, P1 = one.dual_coef_.copy(), one.primal_objective_
+        two = est.set_params(n_threads=2).fit(X, y)
+    P, D, gap = two.primal_objective_, two.dual_objective_, two.duality_gap_
+    assert np.isfinite(P) and np.isfinite(D)
+    assert P >= D - 1e-9 * max(abs(P), 1e-12), (P, D)
+    assert gap >= -1e-9
+    w = np.asarray(two.kernel_weights_)
+    assert np.all(w >= 0) and np.all(np.isfinite(w))
+    pen, p = getattr(two, "penalty", "lp"), getattr(two, "p", 2.0)
+    if pen == "lp" and np.isinf(p):
+        np.testing.assert_allclose(w, 1.0)
+    elif pen == "lp":
+        assert np.linalg.norm(w, ord=p) == pytest.approx(1.0, rel=1e-9)
+    elif w.sum() > 0:  # the simplex (all zero: f = 0 is optimal)
+        assert w.sum() == pytest.approx(1.0, rel=1e-9)
+    assert np.all(np.isfinite(getattr(two, "decision_function", two.predict)(X)))
+    # The same bits on 1 and 2 threads.
+    np.testing.assert_array_equal(A1, two.dual_coef_)
+    assert P1 == P
+
+
+@pytest.mark.parametrize("kw", CLASSIFIERS, ids=lambda kw: "-".join(map(str, kw.values())))
+@SETTINGS
+@given(prob=problems())
+def test_classifiers(kw: dict[str, Any], prob: Problem) -> None:
+    groups = {"groups": [i % 2 for i in range(len(prob.specs))]} if kw["penalty"] == "group" else {}
+    if groups and len(set(groups["groups"])) < 2:
+        groups = {"groups": [0] * len(prob.specs)}
+    est = mk.MKLClassifier(kernels=prob.specs, C=prob.C, tol=1e-4, **kw, **groups)
+    check_fit(est, prob.X, prob.y)
+
+
+@pytest.mark.parametrize("kw", REGRESSORS, ids=lambda kw: "-".join(map(str, kw.values())))
+@SETTINGS
+@given(prob=problems(regression=True))
+def test_regressors(kw: dict[str, Any], prob: Problem) -> None:
+    groups = {"groups": [0] * len(prob.specs)} if kw["penalty"] == "group" else {}
+    est = mk.MKLRegressor(kernels=prob.specs, C=prob.C, tol=1e-4, **kw, **groups)
+    check_fit(est, prob.X, prob.y)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+@SETTINGS
+@given(prob=problems())
+def test_svrg(loss: str, prob: Problem) -> None:
+    bank = FeatureBank(prob.specs, n_components=8, random_state=0)
+    est = mk.MKLClassifier(kernels=bank, solver="svrg", loss=loss, C=prob.C, tol=1e-3,
+                           max_iter=50, random_state=0)  # fmt: skip
+    check_fit(est, prob.X, prob.y)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0])
+@SETTINGS
+@given(prob=problems())
+def test_one_class(p: float, prob: Problem) -> None:
+    check_fit(mk.MKLOneClass(kernels=prob.specs, p=p, nu=0.3, tol=1e-4), prob.X, None)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+@SETTINGS
+@given(prob=problems(regression=True))
+def test_path(loss: str, prob: Problem) -> None:
+    y = np.sign(prob.y) + (prob.y == 0) if loss == "logistic" else prob.y - prob.y.mean()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = mk.mkl_path(prob.X, y, kernels=prob.specs, loss=loss, max_points=20, n_threads=1)
+        two = mk.mkl_path(prob.X, y, kernels=prob.specs, loss=loss, max_points=20, n_threads=2)
+    P, D = two.primal_objectives, two.dual_objectives
+    assert np.all(np.isfinite(P)) and np.all(np.isfinite(D))
+    assert np.all(P >= D - 1e-9 * np.maximum(np.abs(P), 1e-12))
+    assert np.all(two.duality_gaps >= -1e-9)
+    assert np.all(two.kernel_weights >= 0)
+    assert np.all(np.isfinite(two.predict(prob.X, C=float(two.Cs[-1]))))
+    np.testing.assert_array_equal(one.alphas, two.alphas)
