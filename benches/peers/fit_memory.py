@@ -1,0 +1,113 @@
+"""Peak memory of a fit on a large precomputed stack, per solver: how many stack-sized copies
+a fit makes (issue: at most one copy of the stack during a fit).
+
+The stack is built and saved once; each solver then runs in its own process, which loads the
+stack (``np.load``) and fits ``MKLClassifier(kernels="precomputed")`` (or ``mkl_path``).
+Reported: the stack's size and the peak anonymous memory above the process's level just before
+the fit (``RssAnon`` sampled every 20 ms, ``svrg_large.PeakMemory``), also in stacks.
+
+    python benches/peers/fit_memory.py [--n 3000] [--M 20] [--dtype float64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.datasets import make_classification
+
+import multikernel as mk
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from svrg_large import PeakMemory  # noqa: E402
+
+CASES: dict[str, dict[str, Any]] = {
+    "lp analytic (hinge)": {"penalty": "lp", "p": 2.0},
+    "lp analytic (logistic)": {"penalty": "lp", "p": 2.0, "loss": "logistic"},
+    "lp interleaved": {"penalty": "lp", "p": 2.0, "solver": "interleaved"},
+    "l1 spicy (hinge)": {"penalty": "l1"},
+    "group mirror": {"penalty": "group", "groups": "halves"},
+    "one-class": {"one_class": True},
+    "path (squared)": {"path": True},
+}
+
+
+def build(n: int, M: int, dtype: str, path: Path) -> None:
+    X, y = make_classification(n_samples=n, n_features=20, n_informative=8, random_state=0)
+    X = (X - X.mean(0)) / X.std(0)
+    rng = np.random.default_rng(0)
+    specs: list[mk.kernels.Kernel] = [
+        mk.kernels.Gaussian(
+            sigma=float(s), features=sorted(rng.choice(20, 6, replace=False).tolist())
+        )
+        for s in np.geomspace(1.0, 8.0, M)
+    ]
+    G = mk.kernels.gram(X, specs, normalize="mean_diag", dtype=np.dtype(dtype))
+    np.save(path / "G.npy", G)
+    np.save(path / "y.npy", np.where(y == 1, 1.0, -1.0))
+
+
+def run_case(name: str, folder: Path) -> dict[str, Any]:
+    G = np.load(folder / "G.npy")
+    y = np.load(folder / "y.npy")
+    kw = dict(CASES[name])
+    before = PeakMemory()
+    before.sample()
+    t = time.perf_counter()
+    with warnings.catch_warnings(), PeakMemory() as peak:
+        warnings.simplefilter("ignore")
+        if kw.pop("path", False):
+            mk.mkl_path(G, y - y.mean(), kernels="precomputed", max_points=10)
+        elif kw.pop("one_class", False):
+            mk.MKLOneClass(kernels="precomputed").fit(G)
+        else:
+            if kw.get("groups") == "halves":
+                kw["groups"] = [m * 2 // G.shape[0] for m in range(G.shape[0])]
+            mk.MKLClassifier(kernels="precomputed", max_iter=50, **kw).fit(G, y)
+    extra = peak.peak["RssAnon"] - before.peak["RssAnon"]
+    return {
+        "case": name,
+        "stack (GB)": G.nbytes / 1e9,
+        "fit (s)": time.perf_counter() - t,
+        "extra peak (GB)": extra,
+        "extra / stack": extra / (G.nbytes / 1e9),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=3000)
+    ap.add_argument("--M", type=int, default=20)
+    ap.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    ap.add_argument("--case", help="run one case in this process (internal)")
+    ap.add_argument("--dir", help="folder of the saved stack (internal)")
+    args = ap.parse_args()
+    if args.case:
+        print(json.dumps(run_case(args.case, Path(args.dir))))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        build(args.n, args.M, args.dtype, Path(tmp))
+        rows = []
+        for name in CASES:
+            cmd = [sys.executable, __file__, "--case", name, "--dir", tmp]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            rows.append(json.loads(out))
+    keys = list(rows[0])
+    print(f"n = {args.n}, M = {args.M}, {args.dtype}\n")
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for r in rows:
+        cells = [f"{v:.3g}" if isinstance(v, float) else str(v) for v in r.values()]
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
