@@ -105,8 +105,8 @@ class SpicyConfig(_Config):
         Growth of γ per outer iteration, in [1, 1e6): larger converges in fewer outer
         iterations, with harder inner problems.
     gamma_max : float, default 1e8
-        Cap on γ (bounds the condition number of the inner Newton systems); finite and at
-        least ``gamma0``.
+        Cap on γ, times ``max(1, C)`` (bounds the condition number of the inner Newton
+        systems; the ℓ1 threshold scales with 1/C); finite and at least ``gamma0``.
     working_set : int or None, default None
         Kernels in the working set: the solver runs on the ``working_set`` kernels with the
         largest block norm of the starting dual point, checks all kernels in one pass when it

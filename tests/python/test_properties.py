@@ -162,3 +162,32 @@ def test_path(loss: str, prob: Problem) -> None:
     assert np.all(two.kernel_weights >= 0)
     assert np.all(np.isfinite(two.predict(prob.X, C=float(two.Cs[-1]))))
     np.testing.assert_array_equal(one.alphas, two.alphas)
+
+
+@pytest.mark.parametrize("C", [1e-6, 1e-3, 1.0, 1e3, 1e6])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"penalty": "lp", "p": 2.0},
+        {"penalty": "lp", "p": 1.0},
+        {"penalty": "lp", "loss": "logistic"},
+        {"penalty": "lp", "loss": "squared_hinge"},
+        {"penalty": "l1"},
+        {"penalty": "l1", "loss": "logistic"},
+        {"penalty": "l1", "loss": "squared_hinge"},
+        {"penalty": "elasticnet"},
+        {"penalty": "group", "groups": [0, 0, 1]},
+    ],
+    ids=lambda kw: "-".join(map(str, kw.values())),
+)
+def test_every_c_from_1e_6_to_1e6_reaches_tol(C: float, kw: dict[str, Any]) -> None:
+    """Within the default max_iter, on a real problem (breast cancer, 3 kernels)."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    specs = [Gaussian(sigma=1.0), Gaussian(sigma=3.0), Linear(features=[0, 1])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = mk.MKLClassifier(kernels=specs, C=C, **kw).fit(X[:120, :8], y[:120])
+    assert clf.duality_gap_ <= clf.tol
