@@ -488,8 +488,8 @@ fn fit<'py>(
     let r = if let Settings::Svrg(cfg) = &settings {
         // Explicit features: a list of (n, D_k) blocks of float64 or float32 (a 3-D array
         // would extract as one too: its (n, n) slices are kernels, not features).
-        let is_list = g.is_instance_of::<pyo3::types::PyList>()
-            || g.is_instance_of::<pyo3::types::PyTuple>();
+        let is_list =
+            g.is_instance_of::<pyo3::types::PyList>() || g.is_instance_of::<pyo3::types::PyTuple>();
         if !is_list {
             return Err(to_py(MkError::config(
                 "solver",

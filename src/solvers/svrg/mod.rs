@@ -251,7 +251,10 @@ pub fn fit_svrg<T: Element>(
         let d_norm = if cfg.p.is_infinite() {
             1.0
         } else {
-            d.iter().map(|v| v.powf(cfg.p)).sum::<f64>().powf(1.0 / cfg.p)
+            d.iter()
+                .map(|v| v.powf(cfg.p))
+                .sum::<f64>()
+                .powf(1.0 / cfg.p)
         };
         let gap = tracker.record_with(primal, dual, m, || Model {
             coef: d
