@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 _SpecTuple = tuple[str, float, float, float, list[int] | None]
+# A Python kernel function (A, B) -> (len(A), len(B)) and the columns it reads.
+_FuncEntry = tuple[Callable[[NDArray[np.float64], NDArray[np.float64]], Any], list[int] | None]
 _Solver = Literal["analytic", "interleaved", "spicy", "mirror", "svrg"]
 _Setting = float | int | str | list[int] | None
 
@@ -107,7 +109,7 @@ class PathResult:
 
 def gram_fit(
     x: NDArray[np.float64],
-    specs: list[_SpecTuple],
+    specs: list[_SpecTuple | _FuncEntry],
     normalize: str,
     center: bool,
     float32: bool,
@@ -117,7 +119,7 @@ def gram_fit(
 def gram_cross(
     x_new: NDArray[np.float64],
     x_train: NDArray[np.float64],
-    specs: list[_SpecTuple],
+    specs: list[_SpecTuple | _FuncEntry],
     stats: dict[str, Any],
     float32: bool,
     n_threads: int,
