@@ -54,6 +54,10 @@ pub enum MkError {
         available: u64,
         advice: String,
     },
+    /// A kernel evaluated by the caller (a [`crate::kernels::BlockKernel`]) failed or returned
+    /// a block of the wrong shape.
+    #[error("kernel {kernel}: {reason}")]
+    KernelFunction { kernel: usize, reason: String },
     /// A size beyond what the engine's indices can address.
     #[error("{0}")]
     Unsupported(String),

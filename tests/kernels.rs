@@ -1,12 +1,14 @@
 //! The kernel layer from Rust: every stack operation against a naive reference, the
 //! cross-kernel invariant for every normalisation, and the low-rank error bound.
 
+use std::ops::Range;
+
 use multikernel::kernels::{
-    cross_gram, gram, DenseStack, GramOptions, KernelFn, KernelSpec, KernelStack, LowRankStack,
-    Normalization,
+    cross_gram, cross_gram_bank, gram, gram_bank, BankKernel, BlockKernel, DenseStack, GramOptions,
+    KernelFn, KernelSpec, KernelStack, LowRankStack, Normalization,
 };
-use multikernel::NoInterrupt;
-use ndarray::Array2;
+use multikernel::{MkError, NoInterrupt};
+use ndarray::{Array2, ArrayView2};
 
 /// A small deterministic pseudo-random generator (no dependency needed).
 fn lcg(seed: u64) -> impl FnMut() -> f64 {
@@ -223,4 +225,119 @@ fn interrupt_stops_a_gram_computation() {
     let stop = || true;
     let e = gram::<f64>(x.view(), &specs(), &GramOptions::default(), &stop).unwrap_err();
     assert_eq!(e, multikernel::MkError::Interrupted);
+}
+
+/// The linear kernel computed outside the engine, as a Python function would be, with `skew`
+/// added below the diagonal and `poison` written at one entry.
+struct LinearBlocks<'a> {
+    a: ArrayView2<'a, f64>,
+    b: ArrayView2<'a, f64>,
+    skew: f64,
+    poison: Option<(usize, usize)>,
+}
+
+impl BlockKernel for LinearBlocks<'_> {
+    fn rows(&self, rows: Range<usize>, out: &mut [f64]) -> multikernel::Result<()> {
+        let nb = self.b.nrows();
+        for (r, i) in rows.enumerate() {
+            for j in 0..nb {
+                let skew = if i > j { self.skew } else { 0.0 };
+                let bad = self.poison == Some((i, j));
+                out[r * nb + j] = if bad {
+                    f64::NAN
+                } else {
+                    self.a.row(i).dot(&self.b.row(j)) + skew
+                };
+            }
+        }
+        Ok(())
+    }
+
+    fn self_values(&self, rows: Range<usize>, out: &mut [f64]) -> multikernel::Result<()> {
+        for (o, i) in out.iter_mut().zip(rows) {
+            *o = self.a.row(i).dot(&self.a.row(i));
+        }
+        Ok(())
+    }
+}
+
+fn linear_blocks<'a>(a: &'a Array2<f64>, b: &'a Array2<f64>) -> LinearBlocks<'a> {
+    LinearBlocks {
+        a: a.view(),
+        b: b.view(),
+        skew: 0.0,
+        poison: None,
+    }
+}
+
+/// A block kernel (over several blocks of rows) gives the training and cross kernels of the
+/// specification it computes, under every normalisation, with and without centring.
+#[test]
+fn block_kernels_are_normalised_like_specifications() {
+    let (x, xn) = (data(300, 3), data(40, 3).mapv(|v| v * 0.7 + 0.1));
+    let gauss = KernelSpec::new(KernelFn::Gaussian { sigma: 1.1 });
+    let linear = KernelSpec::new(KernelFn::Linear);
+    let (train, cross) = (linear_blocks(&x, &x), linear_blocks(&xn, &x));
+    for normalization in [
+        Normalization::None,
+        Normalization::Trace,
+        Normalization::MeanDiag,
+        Normalization::Multiplicative,
+        Normalization::Spherical,
+    ] {
+        for center in [false, true] {
+            let opts = GramOptions {
+                normalization,
+                center,
+                ..GramOptions::default()
+            };
+            let specs = [gauss.clone(), linear.clone()];
+            let (g, st) = gram::<f64>(x.view(), &specs, &opts, &NoInterrupt).unwrap();
+            let c =
+                cross_gram::<f64>(xn.view(), x.view(), &specs, &st, &opts, &NoInterrupt).unwrap();
+            let bank = [BankKernel::Spec(&gauss), BankKernel::Blocks(&train)];
+            let (gb, stb) = gram_bank::<f64>(x.view(), &bank, &opts, &NoInterrupt).unwrap();
+            let bank = [BankKernel::Spec(&gauss), BankKernel::Blocks(&cross)];
+            let cb = cross_gram_bank::<f64>(xn.view(), x.view(), &bank, &stb, &opts, &NoInterrupt)
+                .unwrap();
+            let close = |p: f64, q: f64| (p - q).abs() <= 1e-12 * (1.0 + q.abs());
+            assert!(
+                g.iter().zip(&gb).all(|(p, q)| close(*p, *q)),
+                "{normalization:?}"
+            );
+            assert!(
+                c.iter().zip(&cb).all(|(p, q)| close(*p, *q)),
+                "{normalization:?}"
+            );
+        }
+    }
+}
+
+/// A training block that is not symmetric, or not finite, is an error naming the kernel.
+#[test]
+fn block_kernel_errors_name_the_kernel() {
+    let x = data(300, 3);
+    let gauss = KernelSpec::new(KernelFn::Gaussian { sigma: 1.1 });
+    let opts = GramOptions::default();
+    let skewed = LinearBlocks {
+        skew: 1e-3,
+        ..linear_blocks(&x, &x)
+    };
+    let bank = [BankKernel::Spec(&gauss), BankKernel::Blocks(&skewed)];
+    let e = gram_bank::<f64>(x.view(), &bank, &opts, &NoInterrupt).unwrap_err();
+    assert!(matches!(e, MkError::NotSymmetric { kernel: 1, .. }), "{e}");
+    let nan = LinearBlocks {
+        poison: Some((270, 5)),
+        ..linear_blocks(&x, &x)
+    };
+    let bank = [BankKernel::Spec(&gauss), BankKernel::Blocks(&nan)];
+    let e = gram_bank::<f32>(x.view(), &bank, &opts, &NoInterrupt).unwrap_err();
+    assert_eq!(
+        e,
+        MkError::NonFinite {
+            what: "kernel 1".into(),
+            kernel: Some(1),
+            entry: Some((270, 5)),
+        }
+    );
 }

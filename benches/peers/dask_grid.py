@@ -15,9 +15,8 @@ against the same grid serially. Medians of ``--repeats`` runs; every Dask grid i
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
+import sys
+from pathlib import Path
 from typing import Any
 
 import joblib
@@ -29,19 +28,13 @@ from sklearn.preprocessing import StandardScaler
 
 import multikernel as mk
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import median_time  # noqa: E402
+
 GRID = [
     {"penalty": ["lp"], "p": [4 / 3, 2.0, 4.0], "C": [0.1, 1.0, 10.0]},
     {"penalty": ["l1"], "C": [0.1, 1.0, 10.0]},
 ]
-
-
-def _median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def _search(X: Any, y: Any, n_threads: int, cv: int = 5) -> GridSearchCV:
@@ -69,11 +62,11 @@ def main() -> None:
     client = Client(cluster)
     try:
         with joblib.parallel_backend("sequential"):
-            t1, ref = _median_time(lambda: _search(X, y, 1), args.repeats)
-            t0, _ = _median_time(lambda: _search(X, y, 0), args.repeats)
+            t1, ref = median_time(lambda: _search(X, y, 1), args.repeats)
+            t0, _ = median_time(lambda: _search(X, y, 0), args.repeats)
         with joblib.parallel_backend("dask"):
             _search(X[:100], y[:100], 1, cv=2)  # warm the workers (imports)
-            td, got = _median_time(lambda: _search(X, y, 1), args.repeats)
+            td, got = median_time(lambda: _search(X, y, 1), args.repeats)
         assert np.array_equal(
             got.cv_results_["mean_test_score"], ref.cv_results_["mean_test_score"]
         )
@@ -83,7 +76,7 @@ def main() -> None:
         print(f"  dask, 2 workers x 1 thread, n_threads=1: {td:7.2f} s  ({t1 / td:.2f}x serial)")
 
         client.gather(client.map(_identity, range(10)))
-        tt, _ = _median_time(
+        tt, _ = median_time(
             lambda: client.gather(client.map(_identity, range(args.tasks), pure=False)),
             args.repeats,
         )
@@ -92,9 +85,9 @@ def main() -> None:
         tiny = np.concatenate([np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 1)[:10]])
         Xs, ys = X[tiny], y[tiny]
         with joblib.parallel_backend("sequential"):
-            ts, ref_s = _median_time(lambda: _search(Xs, ys, 1, cv=2), args.repeats)
+            ts, ref_s = median_time(lambda: _search(Xs, ys, 1, cv=2), args.repeats)
         with joblib.parallel_backend("dask"):
-            tds, got_s = _median_time(lambda: _search(Xs, ys, 1, cv=2), args.repeats)
+            tds, got_s = median_time(lambda: _search(Xs, ys, 1, cv=2), args.repeats)
         assert np.array_equal(
             got_s.cv_results_["mean_test_score"], ref_s.cv_results_["mean_test_score"]
         )

@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 _SpecTuple = tuple[str, float, float, float, list[int] | None]
+# A Python kernel function (A, B) -> (len(A), len(B)) and the columns it reads.
+_FuncEntry = tuple[Callable[[NDArray[np.float64], NDArray[np.float64]], Any], list[int] | None]
 _Solver = Literal["analytic", "interleaved", "spicy", "mirror", "svrg", "one_class"]
 _Setting = float | int | str | list[int] | None
 
@@ -108,7 +110,7 @@ class PathResult:
 
 def gram_fit(
     x: NDArray[np.float64],
-    specs: list[_SpecTuple],
+    specs: list[_SpecTuple | _FuncEntry],
     normalize: str,
     center: bool,
     float32: bool,
@@ -118,7 +120,7 @@ def gram_fit(
 def gram_cross(
     x_new: NDArray[np.float64],
     x_train: NDArray[np.float64],
-    specs: list[_SpecTuple],
+    specs: list[_SpecTuple | _FuncEntry],
     stats: dict[str, Any],
     float32: bool,
     n_threads: int,

@@ -212,9 +212,10 @@ def bank_fit_transform(bank: KernelBank, X: Any) -> Any:
     X_train = check_features(Xr.compute())
     n, M = X_train.shape[0], len(bank.specs)
     for m, t in enumerate(bank._tuples):
-        if t[4] is not None and max(t[4]) >= X_train.shape[1]:
+        cols = t[-1]  # the columns close every entry, a specification or a function's
+        if cols is not None and max(cols) >= X_train.shape[1]:
             raise ValueError(
-                f"kernel {m} reads feature {max(t[4])} but X has {X_train.shape[1]} features"
+                f"kernel {m} reads feature {max(cols)} but X has {X_train.shape[1]} features"
             )
     raw = _payload(bank, X_train, _raw_stats(M, n))
     ends = np.cumsum(Xr.chunks[0])

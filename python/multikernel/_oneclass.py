@@ -81,13 +81,7 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
         ``‖f_m‖`` in each kernel's space.
     primal_objective_, dual_objective_, duality_gap_ : float
         The certificate: ``P``, ``D`` and ``(P − D)/|P|``.
-    n_iter_ : int
-        Outer iterations run.
-    converged_ : bool
-        Whether the duality gap reached ``tol``.
-    history_ : structured ndarray of shape (n_iter_,)
-        Per outer iteration: primal, dual, gap, active kernels, seconds.
-    kernel_bank_, n_features_in_, n_kernels_, n_train_
+    n_iter_, converged_, history_, kernel_bank_, n_features_in_, n_kernels_, n_train_
         As for :class:`MKLClassifier`.
 
     Examples

@@ -2,11 +2,13 @@
 
 A kernel specification is a frozen dataclass naming a kernel function and, optionally, the
 feature columns it reads; each derives from :class:`Kernel` (:class:`Linear`,
-:class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian`). :func:`gram` computes the stack
+:class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian`, and :class:`Callable` for any
+function of two feature matrices, e.g. scikit-learn's χ² kernel). :func:`gram` computes the stack
 of training Gram matrices ``(M, n, n)``; :class:`KernelBank` keeps the training statistics so
 that :meth:`KernelBank.transform` gives cross kernels ``(M, n_new, n)`` normalised the same
 way.
-All heavy work runs in Rust, in parallel, with the GIL released.
+All heavy work runs in Rust, in parallel, with the GIL released (taken back only to call a
+:class:`Callable`'s function on a block of rows).
 
 Examples
 --------
@@ -22,8 +24,10 @@ Examples
 from __future__ import annotations
 
 import abc
+import functools
 import math
 import numbers
+from collections.abc import Callable as _Function
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, get_args
@@ -37,6 +41,7 @@ from ._validation import aligned, check_features, check_n_threads, check_stack
 from .exceptions import InvalidInputError, InvalidParameterError, StackTooLargeError
 
 __all__ = [
+    "Callable",
     "FeatureBank",
     "FeatureMethod",
     "Gaussian",
@@ -69,6 +74,11 @@ SIMPLEMKL_WIDTHS: tuple[float, ...] = (
 )  # fmt: skip
 
 _SpecTuple: TypeAlias = tuple[str, float, float, float, "list[int] | None"]
+#: A kernel function of two feature matrices: ``(A, B) -> (len(A), len(B))``.
+_KernelFunction: TypeAlias = _Function[[NDArray[np.float64], NDArray[np.float64]], Any]
+#: A kernel as the engine's Gram functions take it: a specification tuple, or a function with
+#: the columns it reads.
+_Entry: TypeAlias = "_SpecTuple | tuple[_KernelFunction, list[int] | None]"
 
 
 def _features(value: Sequence[int] | None) -> tuple[int, ...] | None:
@@ -99,11 +109,11 @@ class Kernel(abc.ABC):
     A specification is a frozen (immutable, hashable) dataclass that names a kernel function
     and, optionally, the feature columns it reads; it computes nothing itself (:func:`gram`
     and :class:`KernelBank` evaluate specifications in Rust). The concrete kernels are
-    :class:`Linear`, :class:`Polynomial`, :class:`Gaussian` and :class:`Laplacian`; this
-    class gives a list of mixed specifications a common type, so that
+    :class:`Linear`, :class:`Polynomial`, :class:`Gaussian` and :class:`Laplacian`, which the
+    engine evaluates, and :class:`Callable`, a Python function the engine calls on blocks of
+    rows; this class gives a list of mixed specifications a common type, so that
     ``[Gaussian(sigma=2.0), Linear()]`` is a ``list[Kernel]`` for a type checker, as
-    scikit-learn's Gaussian-process kernels share ``Kernel``. It is abstract: the engine
-    evaluates only the four concrete kernels.
+    scikit-learn's Gaussian-process kernels share ``Kernel``. It is abstract.
 
     See Also
     --------
@@ -123,6 +133,10 @@ class Kernel(abc.ABC):
     def _to_tuple(self) -> _SpecTuple:
         """The specification as the engine's tuple ``(kind, a, b, c, features)``."""
         raise NotImplementedError
+
+    def _entry(self) -> _Entry:
+        """The kernel as the engine's Gram functions take it."""
+        return self._to_tuple()
 
 
 @dataclass(frozen=True)
@@ -325,6 +339,128 @@ class Laplacian(Kernel):
         return ("laplacian", self.sigma, 0.0, 0.0, _flist(self.features))
 
 
+@dataclass(frozen=True, init=False, repr=False)
+class Callable(Kernel):
+    """Any kernel a user brings: a Python function of two feature matrices, or a
+    scikit-learn ``pairwise_kernels`` metric by name.
+
+    ``fn(A, B)`` receives two float64 matrices of the selected columns, ``(a, d)`` and
+    ``(b, d)``, and returns the block ``K[i, j] = k(A[i], B[j])`` of shape ``(a, b)`` (any
+    numeric array-like; converted to the stack's ``dtype``). It mixes freely with the other
+    specifications in :func:`gram`, :class:`KernelBank` and the estimators' ``kernels=``, and
+    every normalisation and centring applies to it exactly as to them (the engine normalises
+    the raw blocks with the same code). The engine calls ``fn`` on blocks of at most 256 rows
+    of the stack against all its columns, taking the GIL only for each call, so the other
+    kernels are computed meanwhile; for the training kernel, ``fn(X_rows, X)``. Spherical
+    normalisation of new points also calls ``fn(A, A)`` for their self-values ``k(a, a)``.
+
+    A named metric pickles (a fitted :class:`KernelBank` or estimator with it too); a lambda or
+    a local function does not (use a module-level function to pickle). :class:`FeatureBank`
+    has no feature map for it.
+
+    Parameters
+    ----------
+    fn : callable or str
+        ``fn(A, B) -> (len(A), len(B))``, or the name of a scikit-learn ``pairwise_kernels``
+        metric: ``"chi2"`` (``exp(-gamma Σ (a - b)² / (a + b))``, histograms, non-negative
+        features), ``"additive_chi2"``, ``"cosine"``, ``"sigmoid"``, and the others of
+        ``sklearn.metrics.pairwise.PAIRWISE_KERNEL_FUNCTIONS``.
+    features : sequence of int, optional
+        Columns of ``X`` the kernel reads; all columns when None.
+
+    Other Parameters
+    ----------------
+    **params
+        Keyword arguments passed to ``fn`` at every call (for a metric, its parameters, e.g.
+        ``gamma``).
+
+    Raises
+    ------
+    ValueError
+        ``fn`` is neither callable nor a known metric name, or ``features`` is invalid.
+
+    Notes
+    -----
+    At evaluation, :func:`gram` and :class:`KernelBank` raise
+    :class:`~multikernel.exceptions.InvalidInputError` when ``fn`` returns a block of the wrong
+    shape, :class:`~multikernel.exceptions.NonFiniteError` for a NaN or infinite value and
+    :class:`~multikernel.exceptions.KernelNotSymmetricError` for a training kernel that is not
+    symmetric (to rounding), and :class:`~multikernel.exceptions.KernelNotPSDError` when the
+    normalised training kernel breaks a condition every PSD kernel meets (a negative diagonal
+    entry, or ``|K_ij| > sqrt(K_ii K_jj)``), each with ``kernel`` the index of the
+    specification; an exception raised by ``fn`` itself propagates as it is. MKL needs PSD
+    kernels: ``"additive_chi2"`` is only conditionally PSD (its diagonal is 0), so it is
+    refused unless ``center=True`` makes it PSD; ``"sigmoid"`` is not PSD in general.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.metrics.pairwise import chi2_kernel
+    >>> from multikernel.kernels import Callable, Gaussian, Linear, gram
+    >>> X = np.random.default_rng(0).random((6, 4))  # histograms: non-negative
+    >>> G = gram(X, [Gaussian(1.0), Callable("chi2", gamma=0.5)], normalize="trace")
+    >>> bool(np.allclose(G[1], chi2_kernel(X, gamma=0.5) / 6))
+    True
+    >>> mine = Callable(lambda A, B: A @ B.T, features=[0, 1])
+    >>> bool(np.allclose(gram(X, [mine]), gram(X, [Linear(features=[0, 1])])))
+    True
+    >>> Callable("chi2", gamma=0.5)
+    Callable('chi2', gamma=0.5)
+    """
+
+    fn: str | _KernelFunction
+    features: Sequence[int] | None
+    #: The keyword arguments of ``fn``, sorted by name (a tuple, so the spec stays hashable).
+    params: tuple[tuple[str, Any], ...]
+
+    def __init__(
+        self,
+        fn: str | _KernelFunction,
+        features: Sequence[int] | None = None,
+        **params: Any,
+    ) -> None:
+        if isinstance(fn, str):
+            from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
+
+            if fn not in PAIRWISE_KERNEL_FUNCTIONS:
+                raise ValueError(
+                    f"fn must be a function (A, B) -> (len(A), len(B)) or a scikit-learn "
+                    f"pairwise_kernels metric ({', '.join(sorted(PAIRWISE_KERNEL_FUNCTIONS))}), "
+                    f"got {fn!r}"
+                )
+        elif not callable(fn):
+            raise ValueError(f"fn must be callable or a metric name, got {fn!r}")
+        object.__setattr__(self, "fn", fn)
+        object.__setattr__(self, "features", _features(features))
+        object.__setattr__(self, "params", tuple(sorted(params.items())))
+
+    def __repr__(self) -> str:
+        fn = repr(self.fn) if isinstance(self.fn, str) else getattr(self.fn, "__name__", "fn")
+        args = [fn] + ([] if self.features is None else [f"features={self.features!r}"])
+        args += [f"{k}={v!r}" for k, v in self.params]
+        return f"Callable({', '.join(args)})"
+
+    @property
+    def function(self) -> _KernelFunction:
+        """The function the engine calls on blocks, ``(A, B) -> (len(A), len(B))``: ``fn``
+        with ``params``, or scikit-learn's ``pairwise_kernels`` with the metric."""
+        kwargs = dict(self.params)
+        if isinstance(self.fn, str):
+            from sklearn.metrics.pairwise import pairwise_kernels
+
+            return functools.partial(pairwise_kernels, metric=self.fn, **kwargs)
+        return functools.partial(self.fn, **kwargs) if kwargs else self.fn
+
+    def _to_tuple(self) -> _SpecTuple:
+        raise InvalidParameterError(
+            f"{self!r} is a Python function, not a kernel the engine evaluates",
+            parameter="specs",
+        )
+
+    def _entry(self) -> _Entry:
+        return (self.function, _flist(self.features))
+
+
 #: Alias of :class:`Kernel`, kept for compatibility (it was the union of the four kernels).
 KernelSpec: TypeAlias = Kernel
 
@@ -344,7 +480,7 @@ def _from_tuple(t: _SpecTuple) -> Kernel:
     return Laplacian(sigma=a, features=feats)
 
 
-def _spec_tuples(specs: Sequence[Kernel]) -> list[_SpecTuple]:
+def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:
     if isinstance(specs, Kernel):
         specs = [specs]
     try:
@@ -359,9 +495,9 @@ def _spec_tuples(specs: Sequence[Kernel]) -> list[_SpecTuple]:
         if not isinstance(s, Kernel):
             raise ValueError(
                 f"kernel {i} is {s!r}, not a kernel specification "
-                "(Linear, Polynomial, Gaussian, Laplacian)"
+                "(Linear, Polynomial, Gaussian, Laplacian, Callable)"
             )
-    return [s._to_tuple() for s in specs]
+    return specs
 
 
 def _check_normalize(normalize: str | None) -> str:
@@ -540,7 +676,10 @@ def gram(
     Raises
     ------
     ValueError
-        Non-finite ``X``, invalid specifications, or feature indices out of range.
+        Non-finite ``X``, invalid specifications, or feature indices out of range; for a
+        :class:`Callable` whose function returns a block of the wrong shape, non-finite or
+        (training kernels) not symmetric, the ``InvalidInputError`` kinds of
+        :mod:`multikernel.exceptions` with ``kernel`` set to its index.
     StackTooLargeError
         The stack would not fit in the available memory (raised before allocating it).
 
@@ -613,8 +752,8 @@ class KernelBank:
         dtype: DTypeLike = np.float64,
         n_threads: int = 0,
     ) -> None:
-        self._tuples = _spec_tuples(specs)
-        self.specs: list[Kernel] = [_from_tuple(t) for t in self._tuples]
+        self.specs: list[Kernel] = _check_specs(specs)
+        self._tuples = [s._entry() for s in self.specs]
         self.normalize: str = _check_normalize(normalize)
         self.center = bool(center)
         self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
@@ -823,8 +962,9 @@ class FeatureBank:
     ------
     InvalidParameterError
         An unknown ``method``, ``landmarks`` or ``normalize``, ``n_components < 1``, a
-        non-integer ``random_state``, or ``method="rff"`` for a kernel that is not
-        shift-invariant.
+        non-integer ``random_state``, ``method="rff"`` for a kernel that is not
+        shift-invariant, or a :class:`Callable` (it has no feature map here, with either
+        method).
 
     Attributes
     ----------
@@ -859,8 +999,17 @@ class FeatureBank:
         dtype: DTypeLike = np.float64,
         n_threads: int = 0,
     ) -> None:
-        self._tuples = _spec_tuples(specs)
-        self.specs: list[Kernel] = [_from_tuple(t) for t in self._tuples]
+        self.specs: list[Kernel] = _check_specs(specs)
+        for m, s in enumerate(self.specs):
+            if isinstance(s, Callable):
+                raise InvalidParameterError(
+                    f"kernel {m}, {s!r}, has no feature map: random Fourier features need a "
+                    "shift-invariant kernel the engine knows, and the engine does not evaluate "
+                    "Python functions for Nyström features; pass the specifications as "
+                    "kernels=[...] (exact Gram matrices) instead",
+                    parameter="specs",
+                )
+        self._tuples = [s._to_tuple() for s in self.specs]
         self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
         if method not in ("nystroem", "rff"):
             raise InvalidParameterError(

@@ -2,7 +2,11 @@
 //!
 //! Specifications that read the same feature columns share one inner-product matrix (a faer
 //! matrix product) and, for Laplacian kernels, one ℓ1-distance matrix; each kernel is then an
-//! elementwise map of those, computed in parallel over kernels.
+//! elementwise map of those, computed in parallel over kernels. A bank may also hold
+//! [`BlockKernel`]s, evaluated by the caller (a Python function) in blocks of rows: their raw
+//! Gram matrices are normalised by the same code as the others.
+
+use std::ops::Range;
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatRef, Par};
@@ -12,7 +16,7 @@ use rayon::prelude::*;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::normalize::{KernelStats, NormStats, Normalization};
-use crate::kernels::{Element, KernelSpec};
+use crate::kernels::{DenseStack, Element, KernelFn, KernelSpec};
 use crate::parallel::with_pool;
 
 /// Settings of a Gram computation.
@@ -36,6 +40,76 @@ impl Default for GramOptions {
             n_threads: 0,
             max_bytes: None,
         }
+    }
+}
+
+/// A kernel the engine does not evaluate itself (in the binding, a Python function): the
+/// implementor holds the points of the stack's rows and columns, and computes blocks of rows
+/// on demand, so that the engine can normalise its Gram matrix like any other.
+pub trait BlockKernel: Sync {
+    /// Writes `k(a_i, b_j)` for the rows `i` in `rows` and every column `j`, row-major, into
+    /// `out` (`rows.len() × n_cols`).
+    fn rows(&self, rows: Range<usize>, out: &mut [f64]) -> Result<()>;
+
+    /// Writes the self-values `k(a_i, a_i)` of the rows `i` in `rows` into `out`.
+    fn self_values(&self, rows: Range<usize>, out: &mut [f64]) -> Result<()>;
+}
+
+/// One kernel of a bank: a specification the engine evaluates, or a [`BlockKernel`].
+#[derive(Clone, Copy)]
+pub enum BankKernel<'a> {
+    /// Evaluated by the engine.
+    Spec(&'a KernelSpec),
+    /// Evaluated by the caller, block of rows by block of rows.
+    Blocks(&'a dyn BlockKernel),
+}
+
+impl<'a> BankKernel<'a> {
+    /// The bank of specifications only.
+    fn of_specs(specs: &'a [KernelSpec]) -> Vec<Self> {
+        specs.iter().map(BankKernel::Spec).collect()
+    }
+}
+
+/// Values per call of a [`BlockKernel`] (16 MB of f64): a few hundred rows, fewer when rows
+/// are long, so the caller's temporaries stay small.
+const BLOCK_VALUES: usize = 1 << 21;
+
+/// Rows per call of a [`BlockKernel`] with `cols` columns.
+fn block_rows(cols: usize) -> usize {
+    (BLOCK_VALUES / cols.max(1)).clamp(1, 256)
+}
+
+/// Asymmetry tolerated in a training block kernel, relative to its largest entry: rounding of
+/// a blockwise evaluation in f64, or of its f32 conversion (half an f32 ulp on either side).
+/// An error of kernel 0 of a one-kernel stack, named as kernel `m` of the bank.
+fn as_kernel(m: usize, e: MkError) -> MkError {
+    match e {
+        MkError::NotSymmetric {
+            entry,
+            value,
+            mirror,
+            ..
+        } => MkError::NotSymmetric {
+            kernel: m,
+            entry,
+            value,
+            mirror,
+        },
+        MkError::NotPsd { entry, reason, .. } => MkError::NotPsd {
+            kernel: m,
+            entry,
+            reason,
+        },
+        other => other,
+    }
+}
+
+fn symmetry_rtol<T: Element>() -> f64 {
+    if std::mem::size_of::<T>() < 8 {
+        1e-6
+    } else {
+        1e-8
     }
 }
 
@@ -105,114 +179,208 @@ fn inner_products(xa: &Array2<f64>, xb: &Array2<f64>, par: Par) -> Mat<f64> {
 }
 
 /// The kernels of one group of specifications that read the same feature columns.
-type GroupWork<'a, T> = Vec<(usize, &'a mut [T], &'a mut [f64])>;
+type GroupWork<'a, T> = Vec<(KernelFn, &'a mut [T], &'a mut [f64])>;
+
+/// What one parallel task of [`raw_kernels`] computes.
+enum Work<'a, T> {
+    /// Specifications sharing their feature columns.
+    Group(&'a Option<Vec<usize>>, GroupWork<'a, T>),
+    /// Kernel `m`, computed by the caller block by block.
+    Blocks(usize, &'a dyn BlockKernel, &'a mut [T], &'a mut [f64]),
+}
 
 /// Raw kernels between the rows of `xa` and of `xb` into `out` (`(M, na, nb)`, kernel-major),
-/// and the raw self-values `k(a, a)` into `self_values` (`(M, na)`).
+/// and the raw self-values `k(a, a)` into `self_values` (`(M, na)`; those of cross block
+/// kernels only when `need_self`, as a call costs one more block).
 ///
 /// Specifications are grouped by the feature columns they read; each group shares one
-/// inner-product matrix (and one ℓ1-distance matrix for Laplacian kernels). Groups run in
-/// parallel (a bank of many single-feature kernels has many small groups), and so do the rows
-/// within a kernel.
+/// inner-product matrix (and one ℓ1-distance matrix for Laplacian kernels). Groups and block
+/// kernels run in parallel (a bank of many single-feature kernels has many small groups), and
+/// so do the rows within a kernel.
+#[allow(clippy::too_many_arguments)]
 fn raw_kernels<T: Element>(
     xa: &ArrayView2<f64>,
     xb: &ArrayView2<f64>,
     symmetric: bool,
-    specs: &[KernelSpec],
+    kernels: &[BankKernel<'_>],
+    out: &mut [T],
+    self_values: &mut [f64],
+    need_self: bool,
+    interrupt: &dyn Interrupt,
+) -> Result<()> {
+    let (na, nb) = (xa.nrows(), xb.nrows());
+    let mut outs = out.chunks_mut(na * nb).zip(self_values.chunks_mut(na));
+    let mut work: Vec<Work<'_, T>> = Vec::new();
+    for (m, kernel) in kernels.iter().enumerate() {
+        let (k, sv) = outs.next().expect("one slice per kernel");
+        match *kernel {
+            BankKernel::Blocks(b) => work.push(Work::Blocks(m, b, k, sv)),
+            BankKernel::Spec(s) => {
+                let group = work.iter_mut().find_map(|w| match w {
+                    Work::Group(f, g) if **f == s.features => Some(g),
+                    _ => None,
+                });
+                match group {
+                    Some(g) => g.push((s.func, k, sv)),
+                    None => work.push(Work::Group(&s.features, vec![(s.func, k, sv)])),
+                }
+            }
+        }
+    }
+    // One big product parallelises inside faer; many small ones run side by side.
+    let groups = work.iter().filter(|w| matches!(w, Work::Group(..))).count();
+    let par = if groups == 1 { Par::rayon(0) } else { Par::Seq };
+    work.into_par_iter().try_for_each(|w| match w {
+        Work::Group(features, kernels) => {
+            group_kernels(xa, xb, symmetric, features, kernels, par, interrupt)
+        }
+        Work::Blocks(m, b, k, sv) => block_kernel(m, b, symmetric, need_self, k, sv, interrupt),
+    })
+}
+
+/// The raw kernels of one group of specifications reading the columns `features`.
+fn group_kernels<T: Element>(
+    xa: &ArrayView2<f64>,
+    xb: &ArrayView2<f64>,
+    symmetric: bool,
+    features: &Option<Vec<usize>>,
+    mut kernels: GroupWork<'_, T>,
+    par: Par,
+    interrupt: &dyn Interrupt,
+) -> Result<()> {
+    interrupt.check()?;
+    let (na, nb) = (xa.nrows(), xb.nrows());
+    let a = select(xa, features);
+    let b = if symmetric {
+        a.clone()
+    } else {
+        select(xb, features)
+    };
+    let mut dot = inner_products(&a, &b, par);
+    if symmetric {
+        // The product need not be bitwise symmetric; the Gram must be.
+        for i in 0..na {
+            for j in 0..i {
+                let v = 0.5 * (dot[(i, j)] + dot[(j, i)]);
+                dot[(i, j)] = v;
+                dot[(j, i)] = v;
+            }
+        }
+    }
+    let sq_a: Vec<f64> = a.rows().into_iter().map(|r| r.dot(&r)).collect();
+    let sq_b: Vec<f64> = b.rows().into_iter().map(|r| r.dot(&r)).collect();
+    let l1 = if kernels.iter().any(|(f, _, _)| f.needs_l1()) {
+        let mut d = vec![0.0; na * nb];
+        d.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
+            let ai = a.row(i);
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = ai.iter().zip(b.row(j)).map(|(p, q)| (p - q).abs()).sum();
+            }
+        });
+        Some(d)
+    } else {
+        None
+    };
+    for (f, k, sv) in kernels.iter_mut() {
+        interrupt.check()?;
+        let f = *f;
+        k.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
+            crate::linalg::clear_upper_simd_state();
+            let d = dot.col_as_slice(i);
+            let l = l1.as_ref().map(|l| &l[i * nb..(i + 1) * nb]);
+            for (j, v) in row.iter_mut().enumerate() {
+                let sq = if symmetric && i == j {
+                    0.0
+                } else {
+                    sq_a[i] + sq_b[j] - 2.0 * d[j]
+                };
+                *v = T::from_f64(f.eval(d[j], sq, l.map_or(0.0, |l| l[j])));
+            }
+        });
+        for (s, &q) in sv.iter_mut().zip(&sq_a) {
+            *s = f.self_value(q);
+        }
+    }
+    Ok(())
+}
+
+/// Kernel `m` computed by `kernel` in blocks of rows into `out` (`na × nb`), each block
+/// checked finite; a training kernel (`symmetric`) is checked symmetric within rounding and
+/// then made exactly symmetric, its diagonal giving the self-values.
+fn block_kernel<T: Element>(
+    m: usize,
+    kernel: &dyn BlockKernel,
+    symmetric: bool,
+    need_self: bool,
     out: &mut [T],
     self_values: &mut [f64],
     interrupt: &dyn Interrupt,
 ) -> Result<()> {
-    let (na, nb) = (xa.nrows(), xb.nrows());
-    let mut groups: Vec<(&Option<Vec<usize>>, Vec<usize>)> = Vec::new();
-    for (m, s) in specs.iter().enumerate() {
-        match groups.iter_mut().find(|(f, _)| **f == s.features) {
-            Some((_, idx)) => idx.push(m),
-            None => groups.push((&s.features, vec![m])),
+    let na = self_values.len();
+    let nb = out.len() / na;
+    let step = block_rows(nb);
+    let mut buf = vec![0.0; step * nb];
+    for (r0, rows) in (0..na).step_by(step).zip(out.chunks_mut(step * nb)) {
+        interrupt.check()?;
+        let r1 = r0 + rows.len() / nb;
+        let block = &mut buf[..rows.len()];
+        kernel.rows(r0..r1, block)?;
+        if let Some(at) = block.iter().position(|v| !v.is_finite()) {
+            return Err(non_finite(m, (r0 + at / nb, at % nb)));
+        }
+        for (o, &v) in rows.iter_mut().zip(block.iter()) {
+            *o = T::from_f64(v);
+        }
+        if need_self && !symmetric {
+            let sv = &mut self_values[r0..r1];
+            kernel.self_values(r0..r1, sv)?;
+            if let Some(at) = sv.iter().position(|v| !v.is_finite()) {
+                return Err(non_finite(m, (r0 + at, r0 + at)));
+            }
         }
     }
-    let mut outs: Vec<Option<&mut [T]>> = out.chunks_mut(na * nb).map(Some).collect();
-    let mut selfs: Vec<Option<&mut [f64]>> = self_values.chunks_mut(na).map(Some).collect();
-    let work: Vec<(&Option<Vec<usize>>, GroupWork<'_, T>)> = groups
-        .into_iter()
-        .map(|(features, idx)| {
-            let w = idx
-                .into_iter()
-                .map(|m| {
-                    let k = outs[m].take().expect("each kernel belongs to one group");
-                    let sv = selfs[m].take().expect("each kernel belongs to one group");
-                    (m, k, sv)
-                })
-                .collect();
-            (features, w)
-        })
-        .collect();
-    // One big product parallelises inside faer; many small ones run side by side.
-    let par = if work.len() == 1 {
-        Par::rayon(0)
-    } else {
-        Par::Seq
-    };
-    work.into_par_iter()
-        .try_for_each(|(features, mut kernels)| {
-            interrupt.check()?;
-            let a = select(xa, features);
-            let b = if symmetric {
-                a.clone()
-            } else {
-                select(xb, features)
-            };
-            let mut dot = inner_products(&a, &b, par);
-            if symmetric {
-                // The product need not be bitwise symmetric; the Gram must be.
-                for i in 0..na {
-                    for j in 0..i {
-                        let v = 0.5 * (dot[(i, j)] + dot[(j, i)]);
-                        dot[(i, j)] = v;
-                        dot[(j, i)] = v;
-                    }
-                }
+    if symmetric {
+        interrupt.check()?;
+        // Finite and symmetric; whether it is PSD is checked after normalisation (a
+        // conditionally PSD kernel, e.g. additive χ², is PSD once centred).
+        DenseStack::new(out, 1, na)?
+            .validate_symmetric(symmetry_rtol::<T>())
+            .map_err(|e| as_kernel(m, e))?;
+        // A blockwise evaluation need not be bitwise symmetric; the Gram must be.
+        for i in 0..na {
+            for j in 0..i {
+                let v = T::from_f64(0.5 * (out[i * na + j].to_f64() + out[j * na + i].to_f64()));
+                out[i * na + j] = v;
+                out[j * na + i] = v;
             }
-            let sq_a: Vec<f64> = a.rows().into_iter().map(|r| r.dot(&r)).collect();
-            let sq_b: Vec<f64> = b.rows().into_iter().map(|r| r.dot(&r)).collect();
-            let l1 = if kernels.iter().any(|(m, _, _)| specs[*m].func.needs_l1()) {
-                let mut d = vec![0.0; na * nb];
-                d.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
-                    let ai = a.row(i);
-                    for (j, v) in row.iter_mut().enumerate() {
-                        *v = ai.iter().zip(b.row(j)).map(|(p, q)| (p - q).abs()).sum();
-                    }
-                });
-                Some(d)
-            } else {
-                None
-            };
-            for (m, k, sv) in kernels.iter_mut() {
-                interrupt.check()?;
-                let f = specs[*m].func;
-                k.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
-                    crate::linalg::clear_upper_simd_state();
-                    let d = dot.col_as_slice(i);
-                    let l = l1.as_ref().map(|l| &l[i * nb..(i + 1) * nb]);
-                    for (j, v) in row.iter_mut().enumerate() {
-                        let sq = if symmetric && i == j {
-                            0.0
-                        } else {
-                            sq_a[i] + sq_b[j] - 2.0 * d[j]
-                        };
-                        *v = T::from_f64(f.eval(d[j], sq, l.map_or(0.0, |l| l[j])));
-                    }
-                });
-                for (s, &q) in sv.iter_mut().zip(&sq_a) {
-                    *s = f.self_value(q);
-                }
-            }
-            Ok(())
-        })
+            self_values[i] = out[i * na + i].to_f64();
+        }
+    }
+    Ok(())
 }
 
-fn validate_inputs(x: &ArrayView2<f64>, specs: &[KernelSpec], name: &str) -> Result<()> {
-    if specs.is_empty() {
+/// Entry `entry` of kernel `m` is not finite.
+fn non_finite(m: usize, entry: (usize, usize)) -> MkError {
+    MkError::NonFinite {
+        what: format!("kernel {m}"),
+        kernel: Some(m),
+        entry: Some(entry),
+    }
+}
+
+/// Relabels a setting error of kernel `m` (`sigma` becomes `kernel 3 sigma`).
+pub(crate) fn of_kernel(m: usize, e: MkError) -> MkError {
+    match e {
+        MkError::InvalidConfig { field, reason } => MkError::InvalidConfig {
+            field: format!("kernel {m} {field}"),
+            reason,
+        },
+        other => other,
+    }
+}
+
+fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) -> Result<()> {
+    if kernels.is_empty() {
         return Err(MkError::config("kernels", "at least one kernel is needed"));
     }
     if x.nrows() == 0 || x.ncols() == 0 {
@@ -223,14 +391,10 @@ fn validate_inputs(x: &ArrayView2<f64>, specs: &[KernelSpec], name: &str) -> Res
         )));
     }
     check_finite(x, name)?;
-    for (m, s) in specs.iter().enumerate() {
-        s.validate(x.ncols()).map_err(|e| match e {
-            MkError::InvalidConfig { field, reason } => MkError::InvalidConfig {
-                field: format!("kernel {m} {field}"),
-                reason,
-            },
-            other => other,
-        })?;
+    for (m, kernel) in kernels.iter().enumerate() {
+        if let BankKernel::Spec(s) = kernel {
+            s.validate(x.ncols()).map_err(|e| of_kernel(m, e))?;
+        }
     }
     Ok(())
 }
@@ -260,13 +424,23 @@ pub fn gram<T: Element>(
     opts: &GramOptions,
     interrupt: &dyn Interrupt,
 ) -> Result<(Array3<T>, NormStats)> {
-    validate_inputs(&x, specs, "X")?;
-    let (m, n) = (specs.len(), x.nrows());
+    gram_bank(x, &BankKernel::of_specs(specs), opts, interrupt)
+}
+
+/// [`gram`] of a bank that may hold [`BlockKernel`]s, whose points must be the rows of `x`.
+pub fn gram_bank<T: Element>(
+    x: ArrayView2<f64>,
+    kernels: &[BankKernel<'_>],
+    opts: &GramOptions,
+    interrupt: &dyn Interrupt,
+) -> Result<(Array3<T>, NormStats)> {
+    validate_inputs(&x, kernels, "X")?;
+    let (m, n) = (kernels.len(), x.nrows());
     check_memory::<T>(m, n, n, opts)?;
     with_pool(opts.n_threads, || {
         let mut out = vec![T::default(); m * n * n];
         let mut selfv = vec![0.0; m * n];
-        raw_kernels(&x, &x, true, specs, &mut out, &mut selfv, interrupt)?;
+        raw_kernels(&x, &x, true, kernels, &mut out, &mut selfv, true, interrupt)?;
         interrupt.check()?;
         let per: Vec<KernelStats> = out
             .par_chunks(n * n)
@@ -276,7 +450,7 @@ pub fn gram<T: Element>(
         out.par_chunks_mut(n * n)
             .zip(selfv.par_chunks(n))
             .enumerate()
-            .for_each(|(k, (g, sv))| {
+            .try_for_each(|(k, (g, sv))| {
                 stats.apply(k, g, sv);
                 mirror_upper(g, n);
                 if opts.normalization == Normalization::Spherical {
@@ -287,8 +461,24 @@ pub fn gram<T: Element>(
                             g[i * n + i] = T::from_f64(1.0);
                         }
                     }
+                    // A specification's kernel is PSD, so |k| ≤ 1 (Cauchy–Schwarz): beyond
+                    // it is rounding, amplified where centring cancels (a nearly constant
+                    // kernel in float32). A caller's function is checked instead, below.
+                    if let BankKernel::Spec(_) = kernels[k] {
+                        for v in g.iter_mut() {
+                            *v = T::from_f64(v.to_f64().clamp(-1.0, 1.0));
+                        }
+                    }
                 }
-            });
+                // A caller's function need not give a PSD kernel (sigmoid, additive χ²
+                // uncentred): the normalised kernel must pass the PSD conditions.
+                match kernels[k] {
+                    BankKernel::Blocks(_) => DenseStack::new(g, 1, n)?
+                        .validate(symmetry_rtol::<T>())
+                        .map_err(|e| as_kernel(k, e)),
+                    BankKernel::Spec(_) => Ok(()),
+                }
+            })?;
         let arr =
             Array3::from_shape_vec((m, n, n), out).map_err(|e| MkError::Shape(e.to_string()))?;
         Ok((arr, stats))
@@ -305,8 +495,28 @@ pub fn cross_gram<T: Element>(
     opts: &GramOptions,
     interrupt: &dyn Interrupt,
 ) -> Result<Array3<T>> {
-    validate_inputs(&x_new, specs, "X")?;
-    validate_inputs(&x_train, specs, "X_train")?;
+    cross_gram_bank(
+        x_new,
+        x_train,
+        &BankKernel::of_specs(specs),
+        stats,
+        opts,
+        interrupt,
+    )
+}
+
+/// [`cross_gram`] of a bank that may hold [`BlockKernel`]s, whose rows must be those of
+/// `x_new` and columns those of `x_train`.
+pub fn cross_gram_bank<T: Element>(
+    x_new: ArrayView2<f64>,
+    x_train: ArrayView2<f64>,
+    kernels: &[BankKernel<'_>],
+    stats: &NormStats,
+    opts: &GramOptions,
+    interrupt: &dyn Interrupt,
+) -> Result<Array3<T>> {
+    validate_inputs(&x_new, kernels, "X")?;
+    validate_inputs(&x_train, kernels, "X_train")?;
     if x_new.ncols() != x_train.ncols() {
         return Err(MkError::Shape(format!(
             "X has {} features but the kernels were fitted on {}",
@@ -314,14 +524,16 @@ pub fn cross_gram<T: Element>(
             x_train.ncols()
         )));
     }
-    let (m, na, n) = (specs.len(), x_new.nrows(), x_train.nrows());
+    let (m, na, n) = (kernels.len(), x_new.nrows(), x_train.nrows());
     stats.validate(m, n)?;
     check_memory::<T>(m, na, n, opts)?;
+    // Only the spherical normalisation reads the self-values k(x, x) of new points.
+    let need_self = stats.normalization == Normalization::Spherical;
     with_pool(opts.n_threads, || {
         let mut out = vec![T::default(); m * na * n];
         let mut selfv = vec![0.0; m * na];
         raw_kernels(
-            &x_new, &x_train, false, specs, &mut out, &mut selfv, interrupt,
+            &x_new, &x_train, false, kernels, &mut out, &mut selfv, need_self, interrupt,
         )?;
         interrupt.check()?;
         out.par_chunks_mut(na * n)

@@ -12,11 +12,15 @@ mod spec;
 mod stack;
 mod subset;
 
-pub use gram::{cross_gram, gram, stack_bytes, GramOptions};
+#[cfg(feature = "python")]
+pub(crate) use gram::of_kernel;
+pub use gram::{
+    cross_gram, cross_gram_bank, gram, gram_bank, stack_bytes, BankKernel, BlockKernel, GramOptions,
+};
 pub use lowrank::{pivoted_cholesky, LowRankStack};
 pub use normalize::{NormStats, Normalization};
 pub use packed::{point_subset, PackedStack, PointSubset};
-pub use spec::{simplemkl_bank, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
+pub use spec::{simplemkl_bank, validate_features, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
 pub(crate) use stack::nonzeros;
 pub use stack::{dot as stack_dot, DenseStack, KernelStack};
 pub use subset::SubStack;

@@ -220,9 +220,7 @@ impl NormStats {
                     } else {
                         0.0
                     };
-                    // |k| ≤ 1 (Cauchy–Schwarz); beyond it is rounding, amplified where the
-                    // centred self-values cancel.
-                    *v = T::from_f64((v.to_f64() * f).clamp(-1.0, 1.0));
+                    *v = T::from_f64(v.to_f64() * f);
                 }
             } else if scale != 1.0 {
                 for v in row.iter_mut() {

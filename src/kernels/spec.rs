@@ -105,19 +105,25 @@ impl KernelSpec {
     /// Checks the parameters and that every feature index is below `n_features`.
     pub fn validate(&self, n_features: usize) -> Result<()> {
         self.func.validate()?;
-        if let Some(f) = &self.features {
-            if f.is_empty() {
-                return Err(MkError::config("features", "must not be empty"));
-            }
-            if let Some(&bad) = f.iter().find(|&&j| j >= n_features) {
-                return Err(MkError::config(
-                    "features",
-                    format!("index {bad} is out of range for X with {n_features} columns"),
-                ));
-            }
-        }
-        Ok(())
+        validate_features(&self.features, n_features)
     }
+}
+
+/// Checks that `features` (the columns a kernel reads, `None` = all) is not empty and that
+/// every index is below `n_features`.
+pub fn validate_features(features: &Option<Vec<usize>>, n_features: usize) -> Result<()> {
+    if let Some(f) = features {
+        if f.is_empty() {
+            return Err(MkError::config("features", "must not be empty"));
+        }
+        if let Some(&bad) = f.iter().find(|&&j| j >= n_features) {
+            return Err(MkError::config(
+                "features",
+                format!("index {bad} is out of range for X with {n_features} columns"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The 24 Gaussian widths of the SimpleMKL / SpicyMKL experiments.

@@ -75,6 +75,9 @@ pub(crate) fn to_py(err: MkError) -> PyErr {
             message,
             &located(Some(kernel), Some(entry)),
         ),
+        MkError::KernelFunction { kernel, .. } => {
+            raise("InvalidInputError", message, &located(Some(kernel), None))
+        }
         MkError::TooLarge { .. } => raise("StackTooLargeError", message, &[]),
         MkError::Numerical(_) => raise("NumericalError", message, &[]),
         MkError::Panic(_) => raise("InternalError", message, &[]),

@@ -1,17 +1,22 @@
 //! Bindings of the kernel layer.
 
+use std::ops::Range;
+use std::sync::Mutex;
+
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
-    PyUntypedArrayMethods,
+    AllowTypeChange, IntoPyArray, PyArray1, PyArray2, PyArrayLikeDyn, PyReadonlyArray1,
+    PyReadonlyArray2, PyReadonlyArray3, PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PySlice};
 
 use super::convert::{detached, input_error, run_detached, to_py};
+use crate::error::{MkError, Result as MkResult};
 use crate::kernels::features;
 use crate::kernels::{
-    cross_gram, gram, simplemkl_bank, DenseStack, Element, GramOptions, KernelFn, KernelSpec,
-    KernelStack, LowRankStack, NormStats, Normalization,
+    cross_gram_bank, gram_bank, of_kernel, simplemkl_bank, validate_features, BankKernel,
+    BlockKernel, DenseStack, Element, GramOptions, KernelFn, KernelSpec, KernelStack, LowRankStack,
+    NormStats, Normalization,
 };
 
 /// A kernel specification as it crosses the binding: `(kind, a, b, c, features)`;
@@ -60,10 +65,6 @@ fn spec_to(s: &KernelSpec) -> SpecTuple {
         KernelFn::Laplacian { sigma } => ("laplacian", sigma, 0.0, 0.0),
     };
     (kind.to_string(), a, b, c, s.features.clone())
-}
-
-fn specs_from(specs: &[SpecTuple]) -> PyResult<Vec<KernelSpec>> {
-    specs.iter().map(spec_from).collect()
 }
 
 fn norm_name(n: Normalization) -> &'static str {
@@ -146,6 +147,211 @@ fn options(
     })
 }
 
+/// A kernel of a bank as it crosses the binding: a specification tuple, or a Python function
+/// `fn(A, B) -> (len(A), len(B))` with the feature columns it reads, `(fn, features)`.
+enum Entry {
+    Spec(KernelSpec),
+    Func(Py<PyAny>, Option<Vec<usize>>),
+}
+
+fn entries_from(specs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Entry>> {
+    specs
+        .iter()
+        .enumerate()
+        .map(|(m, s)| {
+            if let Ok(t) = s.extract::<SpecTuple>() {
+                return Ok(Entry::Spec(spec_from(&t)?));
+            }
+            match s.extract::<(Bound<'_, PyAny>, Option<Vec<usize>>)>() {
+                Ok((f, features)) if f.is_callable() => Ok(Entry::Func(f.unbind(), features)),
+                _ => Err(input_error(format!(
+                    "kernel {m} must be a tuple (kind, a, b, c, features) or (function, \
+                     features), got {s}"
+                ))),
+            }
+        })
+        .collect()
+}
+
+/// A Python kernel function evaluated on blocks of rows of `a` against all of `b`; the GIL is
+/// taken only for each call, so the engine's other kernels run meanwhile.
+struct PyBlockKernel {
+    /// Index of the kernel in the bank (for errors).
+    kernel: usize,
+    func: Py<PyAny>,
+    /// `(n_rows, d)` float64 points of the stack's rows, and `(n_cols, d)` of its columns.
+    a: Py<PyAny>,
+    b: Py<PyAny>,
+    n_cols: usize,
+    /// The exception `func` raised, re-raised as is once the engine has stopped.
+    raised: Mutex<Option<PyErr>>,
+}
+
+impl PyBlockKernel {
+    /// `func(a[rows], a[rows])` when `self_block`, else `func(a[rows], b)`, checked to be
+    /// `(rows.len(), cols)` and handed to `write` as float64.
+    fn call(
+        &self,
+        rows: Range<usize>,
+        self_block: bool,
+        write: impl FnOnce(ndarray::ArrayViewD<'_, f64>),
+    ) -> MkResult<()> {
+        let len = rows.len();
+        let cols = if self_block { len } else { self.n_cols };
+        Python::attach(|py| {
+            let slice = PySlice::new(py, rows.start as isize, rows.end as isize, 1);
+            let value = self.a.bind(py).get_item(slice).and_then(|a| {
+                let b = if self_block {
+                    a.clone()
+                } else {
+                    self.b.bind(py).clone()
+                };
+                self.func.bind(py).call1((a, b))
+            });
+            let value = value.map_err(|e| {
+                let reason = format!("the kernel function raised {e}");
+                self.raised
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(e);
+                self.error(reason)
+            })?;
+            let shape_error = |got: String| {
+                self.error(format!(
+                    "the kernel function returned {got} for A of {len} rows and B of {cols} \
+                     rows; it must return a numeric array of shape (len(A), len(B)) = \
+                     ({len}, {cols})"
+                ))
+            };
+            let arr = value
+                .extract::<PyArrayLikeDyn<'_, f64, AllowTypeChange>>()
+                .map_err(|_| shape_error(format!("a {}", type_name(&value))))?;
+            let view = arr.as_array();
+            if view.shape() != [len, cols] {
+                return Err(shape_error(format!(
+                    "an array of shape {}",
+                    shape(view.shape())
+                )));
+            }
+            write(view);
+            Ok(())
+        })
+    }
+
+    fn error(&self, reason: String) -> MkError {
+        MkError::KernelFunction {
+            kernel: self.kernel,
+            reason,
+        }
+    }
+}
+
+/// A shape as Python writes it: `(2, 3)`, `(4,)`, `()`.
+fn shape(dims: &[usize]) -> String {
+    match dims {
+        [d] => format!("({d},)"),
+        _ => {
+            let parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+            format!("({})", parts.join(", "))
+        }
+    }
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map_or_else(|_| "value".into(), |n| n.to_string())
+}
+
+impl BlockKernel for PyBlockKernel {
+    fn rows(&self, rows: Range<usize>, out: &mut [f64]) -> MkResult<()> {
+        self.call(rows, false, |v| {
+            for (o, x) in out.iter_mut().zip(v.iter()) {
+                *o = *x;
+            }
+        })
+    }
+
+    fn self_values(&self, rows: Range<usize>, out: &mut [f64]) -> MkResult<()> {
+        // One call on the block against itself; its diagonal is k(a_i, a_i).
+        self.call(rows, true, |v| {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = v[[i, i]];
+            }
+        })
+    }
+}
+
+/// The Python kernels of `entries` on the rows of `a` (the stack's rows) against those of `b`
+/// (its columns), each reading its feature columns; `b` is `a` for a training stack.
+fn py_kernels<'py>(
+    py: Python<'py>,
+    entries: &[Entry],
+    a: &PyReadonlyArray2<'py, f64>,
+    b: Option<&PyReadonlyArray2<'py, f64>>,
+) -> PyResult<Vec<PyBlockKernel>> {
+    let columns = |x: &PyReadonlyArray2<'py, f64>, f: &Option<Vec<usize>>| -> Py<PyAny> {
+        match f {
+            None => x.as_any().clone().unbind(),
+            Some(f) => x
+                .as_array()
+                .select(ndarray::Axis(1), f)
+                .into_pyarray(py)
+                .into_any()
+                .unbind(),
+        }
+    };
+    let mut out = Vec::new();
+    for (m, e) in entries.iter().enumerate() {
+        if let Entry::Func(func, features) = e {
+            // Checked on both sides before the columns are selected (the engine checks the
+            // specifications, not the functions).
+            for x in std::iter::once(a).chain(b) {
+                validate_features(features, x.as_array().ncols())
+                    .map_err(|e| to_py(of_kernel(m, e)))?;
+            }
+            let xa = columns(a, features);
+            let (xb, n_cols) = match b {
+                Some(b) => (columns(b, features), b.as_array().nrows()),
+                None => (xa.clone_ref(py), a.as_array().nrows()),
+            };
+            out.push(PyBlockKernel {
+                kernel: m,
+                func: func.clone_ref(py),
+                a: xa,
+                b: xb,
+                n_cols,
+                raised: Mutex::new(None),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The bank as the engine sees it: the specifications, and `funcs` in place of the functions.
+fn bank<'a>(entries: &'a [Entry], funcs: &'a [PyBlockKernel]) -> Vec<BankKernel<'a>> {
+    let mut funcs = funcs.iter();
+    entries
+        .iter()
+        .map(|e| match e {
+            Entry::Spec(s) => BankKernel::Spec(s),
+            Entry::Func(..) => {
+                BankKernel::Blocks(funcs.next().expect("one PyBlockKernel per function"))
+            }
+        })
+        .collect()
+}
+
+/// The exception a kernel function raised, if one did: it explains the engine's error better
+/// than the engine can.
+fn reraise(funcs: &[PyBlockKernel], err: PyErr) -> PyErr {
+    funcs
+        .iter()
+        .find_map(|f| f.raised.lock().unwrap_or_else(|p| p.into_inner()).take())
+        .unwrap_or(err)
+}
+
 /// Training Gram stack and normalisation statistics.
 #[pyfunction]
 #[pyo3(signature = (x, specs, normalize, center, float32, n_threads, max_bytes=None))]
@@ -153,23 +359,32 @@ fn options(
 fn gram_fit<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
-    specs: Vec<SpecTuple>,
+    specs: Vec<Bound<'py, PyAny>>,
     normalize: &str,
     center: bool,
     float32: bool,
     n_threads: usize,
     max_bytes: Option<u64>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
-    let specs = specs_from(&specs)?;
+    let entries = entries_from(&specs)?;
     let opts = options(normalize, center, n_threads, max_bytes)?;
+    let funcs = py_kernels(py, &entries, &x, None)?;
+    let kernels = bank(&entries, &funcs);
     let xv = x.as_array();
-    if float32 {
-        let (g, s) = run_detached(py, n_threads, None, |i| gram::<f32>(xv, &specs, &opts, i))?;
-        Ok((g.into_pyarray(py).into_any(), stats_to_dict(py, s)?))
+    let (g, s) = if float32 {
+        let (g, s) = run_detached(py, n_threads, None, |i| {
+            gram_bank::<f32>(xv, &kernels, &opts, i)
+        })
+        .map_err(|e| reraise(&funcs, e))?;
+        (g.into_pyarray(py).into_any(), s)
     } else {
-        let (g, s) = run_detached(py, n_threads, None, |i| gram::<f64>(xv, &specs, &opts, i))?;
-        Ok((g.into_pyarray(py).into_any(), stats_to_dict(py, s)?))
-    }
+        let (g, s) = run_detached(py, n_threads, None, |i| {
+            gram_bank::<f64>(xv, &kernels, &opts, i)
+        })
+        .map_err(|e| reraise(&funcs, e))?;
+        (g.into_pyarray(py).into_any(), s)
+    };
+    Ok((g, stats_to_dict(py, s)?))
 }
 
 /// Cross kernels between new points and the training points.
@@ -180,25 +395,29 @@ fn gram_cross<'py>(
     py: Python<'py>,
     x_new: PyReadonlyArray2<'py, f64>,
     x_train: PyReadonlyArray2<'py, f64>,
-    specs: Vec<SpecTuple>,
+    specs: Vec<Bound<'py, PyAny>>,
     stats: &Bound<'py, PyDict>,
     float32: bool,
     n_threads: usize,
     max_bytes: Option<u64>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let specs = specs_from(&specs)?;
+    let entries = entries_from(&specs)?;
     let st = stats_from_dict(stats)?;
     let opts = options(norm_name(st.normalization), st.center, n_threads, max_bytes)?;
+    let funcs = py_kernels(py, &entries, &x_new, Some(&x_train))?;
+    let kernels = bank(&entries, &funcs);
     let (a, b) = (x_new.as_array(), x_train.as_array());
     if float32 {
         let g = run_detached(py, n_threads, None, |i| {
-            cross_gram::<f32>(a, b, &specs, &st, &opts, i)
-        })?;
+            cross_gram_bank::<f32>(a, b, &kernels, &st, &opts, i)
+        })
+        .map_err(|e| reraise(&funcs, e))?;
         Ok(g.into_pyarray(py).into_any())
     } else {
         let g = run_detached(py, n_threads, None, |i| {
-            cross_gram::<f64>(a, b, &specs, &st, &opts, i)
-        })?;
+            cross_gram_bank::<f64>(a, b, &kernels, &st, &opts, i)
+        })
+        .map_err(|e| reraise(&funcs, e))?;
         Ok(g.into_pyarray(py).into_any())
     }
 }
