@@ -228,9 +228,21 @@ def _slow_problem() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     return mk.kernels.gram(X, specs, normalize="trace"), y
 
 
-def test_ctrl_c_interrupts_a_fit_quickly_and_leaves_it_unfitted() -> None:
-    G, y = _slow_problem()
-    clf = mk.MKLClassifier(kernels="precomputed", p=1.0, tol=1e-14, max_iter=100000, C=100.0)
+@pytest.mark.parametrize("kind", ["lp", "l1", "one_class"])
+def test_ctrl_c_interrupts_a_fit_quickly_and_leaves_it_unfitted(kind: str) -> None:
+    G, y = _slow_problem()  # each of these fits runs for tens of seconds
+    clf: Any = (
+        mk.MKLOneClass(kernels="precomputed", p=1.0, tol=1e-14, max_iter=100000)
+        if kind == "one_class"
+        else mk.MKLClassifier(
+            kernels="precomputed",
+            penalty=kind,
+            p=1.0,
+            tol=1e-14,
+            max_iter=100000,
+            C=100.0,
+        )
+    )
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     start = time.perf_counter()
     timer.start()
