@@ -19,6 +19,7 @@ __all__ = [
     "gram_cross",
     "gram_fit",
     "low_rank",
+    "norm_stats",
     "nystroem_factor",
     "nystroem_features",
     "nystroem_landmarks",
@@ -154,6 +155,13 @@ def nystroem_features(
 ) -> NDArray[np.float64]: ...
 def simd_level() -> str: ...
 def thread_count(n_threads: int = 0) -> int: ...
+def norm_stats(
+    normalize: str,
+    center: bool,
+    row_sums: NDArray[np.float64],
+    diag: NDArray[np.float64],
+    totals: NDArray[np.float64],
+) -> dict[str, Any]: ...
 def quad_forms(
     g: NDArray[Any], v: NDArray[np.float64], n_threads: int = 0
 ) -> NDArray[np.float64]: ...

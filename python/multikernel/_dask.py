@@ -40,10 +40,6 @@ if TYPE_CHECKING:
 
 __all__: list[str] = []
 
-#: Relative size below which a kernel counts as zero: ``DEGENERATE`` of src/kernels/normalize.rs
-#: (a test holds the statistics computed here equal to the engine's).
-_DEGENERATE = 1e-12
-
 
 def is_dask_array(x: Any) -> bool:
     """Whether ``x`` is a Dask array (without importing Dask)."""
@@ -140,50 +136,6 @@ def _seq_sum(a: NDArray[Any], batch: int = 4096) -> NDArray[np.float64]:
     return acc
 
 
-def _assemble_stats(
-    normalize: str,
-    center: bool,
-    n: int,
-    row_sums: NDArray[np.float64],
-    kdiag: NDArray[np.float64],
-    totals: NDArray[np.float64],
-) -> dict[str, Any]:
-    """The engine's ``NormStats`` (src/kernels/normalize.rs, ``of_kernel``) from the row sums,
-    the raw diagonals ``(M, n)`` and the totals ``(M,)`` of the raw training kernels."""
-    M = kdiag.shape[0]
-    if center:
-        row_means = row_sums / n
-        total_means = _seq_sum(row_means) / n
-        cdiag = kdiag - 2.0 * row_means + total_means[:, None]
-    else:
-        row_means = np.empty((M, 0))
-        total_means = np.zeros(M)
-        cdiag = kdiag
-    raw_scale = np.maximum(_seq_sum(np.abs(kdiag)), np.finfo(np.float64).tiny)
-    trace = _seq_sum(cdiag)
-    zero = trace <= _DEGENERATE * raw_scale
-    scales = np.ones(M)
-    if normalize in ("trace", "mean_diag"):
-        safe = np.where(zero, 1.0, trace)
-        scales = np.where(zero, 0.0, (1.0 if normalize == "trace" else float(n)) / safe)
-    elif normalize == "multiplicative":
-        mean_all = np.zeros(M) if center else totals / (float(n) * n)
-        var = trace / n - mean_all
-        small = zero | (var <= _DEGENERATE * raw_scale / n)
-        scales = np.where(small, 0.0, 1.0 / np.where(small, 1.0, var))
-    spherical = normalize == "spherical"
-    return {
-        "normalize": normalize,
-        "center": center,
-        "n": n,
-        "degenerate": [m for m in range(M) if scales[m] == 0.0 and not spherical],
-        "row_means": np.ascontiguousarray(row_means),
-        "total_means": np.ascontiguousarray(total_means),
-        "diag": np.ascontiguousarray(cdiag if spherical else np.empty((M, 0))),
-        "scales": np.ascontiguousarray(scales),
-    }
-
-
 def bank_transform(bank: KernelBank, X: Any) -> Any:
     """``bank.transform`` of a Dask array: a Dask array ``(M, n_new, n_train)`` of the bank's
     dtype, chunked along ``n_new`` like the rows of ``X`` (one task per row block)."""
@@ -224,13 +176,13 @@ def bank_fit_transform(bank: KernelBank, X: Any) -> Any:
         for e, r in zip(ends, Xr.chunks[0], strict=True)
     ]
     blocks = dask.compute(*parts)
-    stats = _assemble_stats(
+    # The engine's own statistics code (NormStats::from_sums), on the gathered sums.
+    stats = _core.norm_stats(
         bank.normalize,
         bank.center,
-        n,
-        np.concatenate([b[0] for b in blocks], axis=1),
-        np.concatenate([b[1] for b in blocks], axis=1),
-        np.sum([b[2] for b in blocks], axis=0),
+        np.ascontiguousarray(np.concatenate([b[0] for b in blocks], axis=1)),
+        np.ascontiguousarray(np.concatenate([b[1] for b in blocks], axis=1)),
+        np.ascontiguousarray(np.sum([b[2] for b in blocks], axis=0)),
     )
     bank.X_train_ = X_train
     bank.stats_ = stats

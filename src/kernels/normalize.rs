@@ -87,19 +87,46 @@ impl NormStats {
         k: &[T],
         n: usize,
     ) -> KernelStats {
+        let row_sums: Vec<f64> = if center {
+            k.chunks_exact(n)
+                .map(|row| row.iter().map(|v| v.to_f64()).sum::<f64>())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let diag: Vec<f64> = (0..n).map(|i| k[i * n + i].to_f64()).collect();
+        // Only the multiplicative normalisation without centring reads the total.
+        let total = if normalization == Normalization::Multiplicative && !center {
+            k.iter().map(|v| v.to_f64()).sum::<f64>()
+        } else {
+            0.0
+        };
+        Self::from_sums(normalization, center, n, &row_sums, &diag, total)
+    }
+
+    /// Statistics of one raw training kernel from its row sums (read only with `center`),
+    /// its diagonal and the sum of all its entries (read only by the multiplicative
+    /// normalisation without centring): what a pass over row blocks can gather, e.g. on the
+    /// workers of a cluster.
+    pub(crate) fn from_sums(
+        normalization: Normalization,
+        center: bool,
+        n: usize,
+        row_sums: &[f64],
+        diag: &[f64],
+        total_sum: f64,
+    ) -> KernelStats {
         let mut row_means = Vec::new();
         let mut total = 0.0;
         if center {
-            row_means = k
-                .chunks_exact(n)
-                .map(|row| row.iter().map(|v| v.to_f64()).sum::<f64>() / n as f64)
-                .collect();
+            row_means = row_sums.iter().map(|s| s / n as f64).collect();
             total = row_means.iter().sum::<f64>() / n as f64;
         }
         // The centred diagonal: k_ii − 2 r_i + t.
-        let cdiag: Vec<f64> = (0..n)
-            .map(|i| {
-                let kii = k[i * n + i].to_f64();
+        let cdiag: Vec<f64> = diag
+            .iter()
+            .enumerate()
+            .map(|(i, &kii)| {
                 if center {
                     kii - 2.0 * row_means[i] + total
                 } else {
@@ -107,8 +134,9 @@ impl NormStats {
                 }
             })
             .collect();
-        let raw_scale = (0..n)
-            .map(|i| k[i * n + i].to_f64().abs())
+        let raw_scale = diag
+            .iter()
+            .map(|d| d.abs())
             .sum::<f64>()
             .max(f64::MIN_POSITIVE);
         let trace: f64 = cdiag.iter().sum();
@@ -123,7 +151,7 @@ impl NormStats {
                 let mean_all = if center {
                     0.0
                 } else {
-                    k.iter().map(|v| v.to_f64()).sum::<f64>() / (n * n) as f64
+                    total_sum / (n * n) as f64
                 };
                 let var = trace / n as f64 - mean_all;
                 if var <= DEGENERATE * raw_scale / n as f64 {

@@ -703,6 +703,43 @@ fn nystroem_features<'py>(
     feature_array(py, n, out)
 }
 
+/// Normalisation statistics from per-kernel sums of the raw training kernels: `row_sums`
+/// `(M, n)` (or `(M, 0)` without centring), the diagonals `(M, n)` and the sums of all entries
+/// `(M,)`; the same statistics (same code) as `gram_fit` computes from the whole kernels.
+#[pyfunction]
+#[pyo3(signature = (normalize, center, row_sums, diag, totals))]
+fn norm_stats<'py>(
+    py: Python<'py>,
+    normalize: &str,
+    center: bool,
+    row_sums: PyReadonlyArray2<'py, f64>,
+    diag: PyReadonlyArray2<'py, f64>,
+    totals: PyReadonlyArray1<'py, f64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let normalization = Normalization::parse(normalize).map_err(to_py)?;
+    let (d, r, t) = (diag.as_array(), row_sums.as_array(), totals.as_array());
+    let (m, n) = d.dim();
+    if t.len() != m || r.nrows() != m || (center && r.ncols() != n) {
+        return Err(input_error(format!(
+            "norm_stats: row_sums {:?}, diag {:?} and totals {:?} do not fit M = {m}, n = {n}",
+            r.dim(),
+            d.dim(),
+            t.len()
+        )));
+    }
+    let per = (0..m)
+        .map(|k| {
+            let rs: Vec<f64> = if center {
+                r.row(k).to_vec()
+            } else {
+                Vec::new()
+            };
+            NormStats::from_sums(normalization, center, n, &rs, &d.row(k).to_vec(), t[k])
+        })
+        .collect();
+    stats_to_dict(py, NormStats::collect(normalization, center, n, per))
+}
+
 /// The threads a call with `n_threads` uses (0: `OMP_NUM_THREADS` when set, else all cores).
 #[pyfunction]
 #[pyo3(signature = (n_threads=0))]
@@ -726,6 +763,7 @@ fn simd_level() -> &'static str {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(thread_count, m)?)?;
+    m.add_function(wrap_pyfunction!(norm_stats, m)?)?;
     m.add_function(wrap_pyfunction!(gram_fit, m)?)?;
     m.add_function(wrap_pyfunction!(gram_cross, m)?)?;
     m.add_function(wrap_pyfunction!(quad_forms, m)?)?;
