@@ -356,7 +356,8 @@ class Callable(Kernel):
 
     A named metric pickles (a fitted :class:`KernelBank` or estimator with it too); a lambda or
     a local function does not (use a module-level function to pickle). :class:`FeatureBank`
-    has no feature map for it.
+    has no feature map for it. ``fn`` runs inside the engine's thread pool: it must not call
+    multikernel itself (a nested call on the same pool can wait for itself).
 
     Parameters
     ----------
