@@ -952,7 +952,7 @@ class FeatureBank:
         Scale each block so that the approximate training kernel has unit mean diagonal (or
         unit trace); the scale is kept and applied to new points.
     random_state : int or None, default None
-        Seed of the random Fourier features and of uniform landmarks (None: 0).
+        Seed (≥ 0) of the random Fourier features and of uniform landmarks (None: 0).
     dtype : {numpy.float64, numpy.float32}, default numpy.float64
         Type of the returned blocks: float32 halves their memory (computed in float64, then
         rounded); the solvers compute in float64 either way.
@@ -1037,10 +1037,12 @@ class FeatureBank:
                 parameter="normalize",
             )
         if random_state is not None and (
-            isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral)
+            isinstance(random_state, bool)
+            or not isinstance(random_state, numbers.Integral)
+            or random_state < 0
         ):
             raise InvalidParameterError(
-                f"random_state must be None or an integer, got {random_state!r}",
+                f"random_state must be None or a non-negative integer, got {random_state!r}",
                 parameter="random_state",
             )
         if method == "rff":

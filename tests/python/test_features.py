@@ -131,6 +131,8 @@ def test_bad_settings_are_refused() -> None:
         FeatureBank([Gaussian(sigma=1.0)], method="exact")  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="landmarks"):
         FeatureBank([Gaussian(sigma=1.0)], landmarks="kmeans")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="random_state"):
+        FeatureBank([Gaussian(sigma=1.0)], random_state=-1)  # was an OverflowError in fit
     bank = FeatureBank([Gaussian(sigma=1.0, features=[7])])
     with pytest.raises(ValueError, match="not fitted"):
         bank.transform(np.zeros((2, 8)))
