@@ -6,7 +6,6 @@ import copy
 import itertools
 import logging
 import math
-import numbers
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,9 @@ from ._validation import (
     aligned,
     check_feature_blocks,
     check_n_threads,
+    check_random_state,
     check_stack,
+    check_verbose,
     group_ids,
 )
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
@@ -298,17 +299,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 "or kernels='precomputed' and a list of feature blocks to fit",
                 parameter="solver",
             )
-        rs = self.random_state
-        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, numbers.Integral)):
-            raise InvalidParameterError(
-                f"random_state must be None or a non-negative integer, got {rs!r}",
-                parameter="random_state",
-            )
-        v = self.verbose
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-            raise InvalidParameterError(
-                f"verbose must be a non-negative integer, got {v!r}", parameter="verbose"
-            )
+        rs = check_random_state(self.random_state)
+        check_verbose(self.verbose)
         settings: dict[str, Setting] = {
             "C": self.C,
             "loss": loss,

@@ -3,7 +3,6 @@ conventions) on the ℓp-norm penalty."""
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -15,6 +14,7 @@ from . import _core
 from ._config import Setting
 from ._estimators import _BaseMKL, default_kernels
 from ._typing import Normalization
+from ._validation import check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Gaussian, Kernel
 
@@ -129,11 +129,7 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
                 f"MKLOneClass supports penalty='lp' only; got {self.penalty!r}",
                 parameter="penalty",
             )
-        v = self.verbose
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-            raise InvalidParameterError(
-                f"verbose must be a non-negative integer, got {v!r}", parameter="verbose"
-            )
+        check_verbose(self.verbose)
         settings: dict[str, Setting] = {
             "p": self.p,
             "nu": self.nu,

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_array
 from . import _core
 from ._estimators import _iteration_logger, default_kernels
 from ._typing import Normalization
-from ._validation import check_n_threads, check_stack
+from ._validation import check_n_threads, check_stack, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import Kernel, KernelBank, validate_stack
 
@@ -374,10 +374,7 @@ def mkl_path(
             parameter="loss",
         )
     threads = check_n_threads(n_threads)
-    if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral) or verbose < 0:
-        raise InvalidParameterError(
-            f"verbose must be a non-negative integer, got {verbose!r}", parameter="verbose"
-        )
+    check_verbose(verbose)
     if isinstance(max_points, bool) or not isinstance(max_points, numbers.Integral):
         raise InvalidParameterError(
             f"max_points must be an integer ≥ 2, got {max_points!r}", parameter="max_points"

@@ -120,6 +120,29 @@ def check_n_threads(n_threads: Any) -> int:
     return int(n_threads)
 
 
+def check_verbose(verbose: Any) -> int:
+    """Validate ``verbose`` (a non-negative integer)."""
+    if isinstance(verbose, bool) or not isinstance(verbose, (int, np.integer)) or verbose < 0:
+        raise InvalidParameterError(
+            f"verbose must be a non-negative integer, got {verbose!r}", parameter="verbose"
+        )
+    return int(verbose)
+
+
+def check_random_state(random_state: Any) -> int | None:
+    """Validate a seed: None or a non-negative integer."""
+    if random_state is not None and (
+        isinstance(random_state, bool)
+        or not isinstance(random_state, (int, np.integer))
+        or random_state < 0
+    ):
+        raise InvalidParameterError(
+            f"random_state must be None or a non-negative integer, got {random_state!r}",
+            parameter="random_state",
+        )
+    return None if random_state is None else int(random_state)
+
+
 def group_ids(groups: Any, n_kernels: int | None) -> tuple[list[int], int]:
     """The group of every kernel as ids ``0..J-1``, and ``J``.
 

@@ -37,7 +37,13 @@ from numpy.typing import DTypeLike, NDArray
 
 from . import _core
 from ._typing import Normalization
-from ._validation import aligned, check_features, check_n_threads, check_stack
+from ._validation import (
+    aligned,
+    check_features,
+    check_n_threads,
+    check_random_state,
+    check_stack,
+)
 from .exceptions import InvalidInputError, InvalidParameterError, StackTooLargeError
 
 __all__ = [
@@ -1036,15 +1042,7 @@ class FeatureBank:
                 f"normalize must be 'mean_diag', 'trace', 'none' or None, got {normalize!r}",
                 parameter="normalize",
             )
-        if random_state is not None and (
-            isinstance(random_state, bool)
-            or not isinstance(random_state, numbers.Integral)
-            or random_state < 0
-        ):
-            raise InvalidParameterError(
-                f"random_state must be None or a non-negative integer, got {random_state!r}",
-                parameter="random_state",
-            )
+        check_random_state(random_state)
         if method == "rff":
             bad = [s for s in self.specs if not isinstance(s, (Gaussian, Laplacian, Linear))]
             if bad:

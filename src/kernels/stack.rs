@@ -173,6 +173,21 @@ impl SymmetryStats {
     }
 }
 
+/// The entry `(i, j)`, `j < i`, where `score` is largest (the first of ties): names the entry
+/// of a failed check, on the second read of the one failing kernel.
+fn worst_below_diagonal(n: usize, score: impl Fn(usize, usize) -> f64) -> (usize, usize) {
+    let (mut worst, mut at) = (f64::NEG_INFINITY, (0, 0));
+    for i in 0..n {
+        for j in 0..i {
+            let v = score(i, j);
+            if v > worst {
+                (worst, at) = (v, (i, j));
+            }
+        }
+    }
+    at
+}
+
 /// Adds the pairs `(a_j, t_j)` (an entry `K_ij` below the diagonal and its mirror) to `st`,
 /// with `root_i = sqrt(K_ii)` and `roots[j] = sqrt(K_jj)` for Cauchy–Schwarz.
 #[inline(always)]
@@ -319,15 +334,9 @@ impl<'a, T: Element> DenseStack<'a, T> {
                 });
             }
             if diff > rtol * scale {
-                let (mut worst, mut at) = (-1.0, (0, 0));
-                for i in 0..n {
-                    for j in 0..i {
-                        let d = (k[i * n + j].to_f64() - k[j * n + i].to_f64()).abs();
-                        if d > worst {
-                            (worst, at) = (d, (i, j));
-                        }
-                    }
-                }
+                let at = worst_below_diagonal(n, |i, j| {
+                    (k[i * n + j].to_f64() - k[j * n + i].to_f64()).abs()
+                });
                 let (i, j) = at;
                 return Err(MkError::NotSymmetric {
                     kernel: m,
@@ -358,15 +367,8 @@ impl<'a, T: Element> DenseStack<'a, T> {
             // stack's own type aside, a larger entry means the kernel is not PSD.
             if excess > rtol.max(16.0 * T::EPSILON) * scale {
                 let root = &roots[m * n..(m + 1) * n];
-                let (mut worst, mut at) = (f64::NEG_INFINITY, (0, 0));
-                for i in 0..n {
-                    for j in 0..i {
-                        let e = k[i * n + j].to_f64().abs() - root[i] * root[j];
-                        if e > worst {
-                            (worst, at) = (e, (i, j));
-                        }
-                    }
-                }
+                let at =
+                    worst_below_diagonal(n, |i, j| k[i * n + j].to_f64().abs() - root[i] * root[j]);
                 let (i, j) = at;
                 return Err(MkError::NotPsd {
                     kernel: m,

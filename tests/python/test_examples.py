@@ -121,17 +121,22 @@ def test_group_multiview_prints_its_tables() -> None:
     assert "features=(" not in out
 
 
-def test_group_multiview_runs_as_a_script_from_elsewhere(tmp_path: Path) -> None:
-    script = EXAMPLES / "group_multiview.py"
+def run_from_elsewhere(tmp_path: Path, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``examples/<name>.py`` as a script with ``tmp_path`` as the working directory."""
     proc = subprocess.run(
-        [sys.executable, str(script), "--quick"],
+        [sys.executable, str(EXAMPLES / f"{name}.py"), *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_group_multiview_runs_as_a_script_from_elsewhere(tmp_path: Path) -> None:
+    proc = run_from_elsewhere(tmp_path, "group_multiview", "--quick")
     assert "## target: diet" in proc.stdout
     assert "Warning" not in proc.stderr, proc.stderr
 
@@ -215,15 +220,7 @@ def test_kernel_selection_runs_as_a_script_from_elsewhere(tmp_path: Path) -> Non
     source = script.read_text(encoding="utf-8")
     assert "shared" not in source
     assert "import tests" not in source and "from tests" not in source
-    proc = subprocess.run(
-        [sys.executable, str(script), "--quick", "--plot", "out.png"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = run_from_elsewhere(tmp_path, "kernel_selection", "--quick", "--plot", "out.png")
     assert "| lp, p=2 | " in proc.stdout
     assert (tmp_path / "out.png").stat().st_size > 1000
     assert "Warning" not in proc.stderr, proc.stderr
