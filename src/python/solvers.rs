@@ -334,6 +334,7 @@ impl Settings {
                     gamma_factor: f.float("gamma_factor", d.gamma_factor)?,
                     gamma_max: f.float("gamma_max", d.gamma_max)?,
                     working_set: f.optional_count("working_set", d.working_set)?,
+                    point_working_set: f.flag("point_working_set", d.point_working_set)?,
                 })
             }
             "mirror" => {
@@ -448,6 +449,7 @@ impl Settings {
                 d.set_item("gamma_factor", c.gamma_factor)?;
                 d.set_item("gamma_max", c.gamma_max)?;
                 d.set_item("working_set", c.working_set)?;
+                d.set_item("point_working_set", c.point_working_set)?;
             }
             Settings::Svrg(c) => {
                 d.set_item("p", c.p)?;

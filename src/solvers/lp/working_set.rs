@@ -29,14 +29,14 @@ pub(super) fn scatter_points(v: &[f64], idx: &[usize], n: usize) -> Vec<f64> {
 
 /// A working set is used only while it holds at most this fraction of the points: above it
 /// the sub-stack (`(w/n)²` of the stack's memory) saves too little.
-pub(super) const MAX_FRACTION: f64 = 0.7;
+pub(crate) const MAX_FRACTION: f64 = 0.7;
 
 /// The points that join the working set `current` after a whole-problem evaluation: those
 /// with a non-zero QP variable (`alpha`, blocks of `n`) and those whose loss has a non-zero
 /// (sub)derivative at the prediction `z_i = f_i + b`, the violators of the optimality of
 /// `β_i = 0`. Points near the margin are not added ahead of time: each costs every restricted
 /// iteration, which measured more than the occasional extra growth it saves.
-pub(super) fn new_points(
+pub(crate) fn new_points(
     loss: Loss,
     y: &[f64],
     z: &[f64],

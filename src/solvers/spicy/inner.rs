@@ -62,6 +62,36 @@ impl Outer {
         self.norm.clone()
     }
 
+    /// The same iterate on a new set of points that contains the current ones (the working
+    /// set of points grew, or the whole problem took over): the current point `k` moves to
+    /// `place[k]` of the `stack` (the kernels on the new set), and the other points join with
+    /// `A = 0`, `ρ = 0` and the slack at their entry of `z` (their current prediction, with
+    /// the intercept). The iterate, its block norms and the predictions are unchanged;
+    /// `K_m A[m]` is recomputed on `stack` for the kernels on the support.
+    pub fn move_points(&mut self, stack: &dyn KernelStack, place: &[usize], mut z: Vec<f64>) {
+        let (n_old, n) = (self.n, stack.n());
+        let mut a = vec![0.0; self.m * n];
+        for (new, old) in a.chunks_exact_mut(n).zip(self.a.chunks_exact(n_old.max(1))) {
+            for (&i, &v) in place.iter().zip(old) {
+                new[i] = v;
+            }
+        }
+        let mut ka = vec![0.0; self.m * n];
+        for &m in &self.support {
+            stack.matvec(m, &a[m * n..(m + 1) * n], &mut ka[m * n..(m + 1) * n]);
+        }
+        let mut rho = vec![0.0; n];
+        for (k, &i) in place.iter().enumerate() {
+            rho[i] = self.rho[k];
+            z[i] = self.z[k];
+        }
+        self.a = a;
+        self.ka = ka;
+        self.n = n;
+        self.rho = rho;
+        self.z = z;
+    }
+
     /// Appends `extra` kernels with `A[m] = 0` (the working set grew); the iterate is unchanged.
     pub fn grow(&mut self, extra: usize) {
         self.m += extra;

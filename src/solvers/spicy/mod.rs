@@ -81,9 +81,10 @@ mod inner;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{KernelStack, SubStack};
+use crate::kernels::{point_subset, KernelStack, PointSubset, SubStack};
 use crate::losses::Loss;
 use crate::result::{relative_gap, FitResult, SolveStatus};
+use crate::solvers::lp::{new_points, SingleKernel, MAX_FRACTION};
 use crate::solvers::tracker::{Model, Tracker};
 
 pub use dual::{dual_value, project_dual, project_duals, Projected};
@@ -145,6 +146,9 @@ pub struct SpicyConfig {
     /// the stack has more than twice as many, else all). Needs `r_1 > 0`; see the module
     /// documentation.
     pub working_set: Option<usize>,
+    /// Iterate on a working set of points for the hinge-type losses from [`MIN_POINTS`]
+    /// points on (default true); see the module documentation.
+    pub point_working_set: bool,
 }
 
 impl Default for SpicyConfig {
@@ -160,6 +164,7 @@ impl Default for SpicyConfig {
             gamma_factor: 10.0,
             gamma_max: 1e8,
             working_set: None,
+            point_working_set: true,
         }
     }
 }
@@ -251,6 +256,17 @@ pub fn fit_spicy(
     cfg: &SpicyConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    fit(stack, y, cfg, MIN_POINTS, interrupt)
+}
+
+/// [`fit_spicy`] with a working set of points from `min_points` points on.
+fn fit(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    cfg: &SpicyConfig,
+    min_points: usize,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     cfg.validate()?;
     let n = stack.n();
     crate::solvers::validate_targets(n, y)?;
@@ -268,7 +284,7 @@ pub fn fit_spicy(
     let size = cfg.working_set.unwrap_or(AUTO_WORKING_SET);
     let use_ws =
         r1 > 0.0 && size < m_all && (cfg.working_set.is_some() || 2 * AUTO_WORKING_SET < m_all);
-    let first: Vec<usize> = if use_ws {
+    let mut kernels: Vec<usize> = if use_ws {
         // The natural dual point at A = 0 ranks the kernels (its block norms are the first
         // activity test) and is already a certificate for the whole problem.
         let f0 = vec![0.0; n];
@@ -282,8 +298,21 @@ pub fn fit_spicy(
     } else {
         (0..m_all).collect()
     };
-    let mut sub = SubStack::new(stack, first);
-    let mut state = Outer::new(sub.m(), n, cfg.loss, y);
+    let slack = matches!(
+        cfg.loss,
+        Loss::Hinge | Loss::SquaredHinge | Loss::EpsilonInsensitive { .. }
+    );
+    let mut points = if cfg.point_working_set && slack && n >= min_points {
+        first_points(stack, y, cfg, &kernels, interrupt)?
+    } else {
+        None
+    };
+    // The targets of the points being iterated (all, or those of the working set).
+    let mut yw: Vec<f64> = match &points {
+        Some(p) => p.indices().iter().map(|&i| y[i]).collect(),
+        None => y.to_vec(),
+    };
+    let mut state = Outer::new(kernels.len(), yw.len(), cfg.loss, &yw);
     let mut status = SolveStatus::MaxIterations;
     let mut gamma = cfg.gamma0;
     // In the loss-weight-1 scaling the ℓ1 weight is 1/C, so the threshold γ/C of a kernel is
@@ -291,21 +320,21 @@ pub fn fit_spicy(
     // 0.3 after 200 iterations at C = 1e6; 46 iterations to 1e-3 with the cap × C).
     let gamma_cap = cfg.gamma_max * cfg.c.max(1.0);
     let mut n_iter = 0;
-    let mut f = vec![0.0; n];
     // The inner residual ∇φ is a mismatch of predictions; it must not limit the outer gap.
     let inner_tol =
         (1e-3 * cfg.tol).clamp(1e-12, 1e-6) * (1.0 + y.iter().fold(0.0f64, |a, v| a.max(v.abs())));
     for _ in 0..cfg.max_iter {
         interrupt.check()?;
         n_iter += 1;
+        // The points being iterated, and the kernel working set on them.
+        let base: &dyn KernelStack = points.as_ref().map_or(stack, |p| p.stack());
+        let nw = base.n();
+        let sub = SubStack::new(base, kernels.clone());
         let inner = Inner {
             stack: &sub,
-            y,
+            y: &yw,
             loss: cfg.loss,
-            slack: matches!(
-                cfg.loss,
-                Loss::Hinge | Loss::SquaredHinge | Loss::EpsilonInsensitive { .. }
-            ),
+            slack,
             lam1: r1 / cfg.c,
             lam2: r2 / cfg.c,
             max_inner: cfg.max_inner,
@@ -324,67 +353,103 @@ pub fn fit_spicy(
 
         // Certificate: the primal from (A, b) by its definition, with the best intercept for
         // this A (any b is a valid primal point, the best one keeps P tight). A is zero off the
-        // working set, so P is the primal of the whole problem.
+        // working sets, so P is the primal of the whole problem.
+        let mut f = vec![0.0; nw];
         state.predictions(&mut f);
-        let b = cfg.loss.best_intercept(y, &f, state.b);
+        let b = cfg.loss.best_intercept(&yw, &f, state.b);
         let norms = state.norms();
-        let data: f64 = y
-            .iter()
-            .zip(&f)
-            .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
-            .sum();
-        let primal = cfg.c * data + cfg.penalty.value(&norms);
-        let natural = natural_dual(cfg, y, &f, b);
+        let data = |y: &[f64], f: &[f64], b: f64| -> f64 {
+            y.iter()
+                .zip(f)
+                .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
+                .sum()
+        };
+        let penalty = cfg.penalty.value(&norms);
+        let primal_here = cfg.c * data(&yw, &f, b) + penalty;
+        // Every point's prediction, when iterating on a working set of points.
+        let whole = points.as_ref().map(|p| {
+            let mut fa = vec![0.0; n];
+            let mut tmp = vec![0.0; n];
+            let mut unit = vec![0.0; m_all];
+            for (k, &m) in kernels.iter().enumerate().take(norms.len()) {
+                if norms[k] > 0.0 {
+                    let row = scatter(&state.a[k * nw..(k + 1) * nw], p.indices(), n);
+                    unit[m] = 1.0;
+                    stack.combined_matvec(&unit, &row, &mut tmp);
+                    unit[m] = 0.0;
+                    fa.iter_mut().zip(&tmp).for_each(|(o, t)| *o += t);
+                }
+            }
+            let bw = cfg.loss.best_intercept(y, &fa, b);
+            (fa, bw)
+        });
+        let primal = match &whole {
+            Some((fa, bw)) => cfg.c * data(y, fa, *bw) + penalty,
+            None => primal_here,
+        };
+        // Dual candidates on the iterated points; zero on the other points, they are dual
+        // points of the whole problem (ℓ*(y, 0) = 0, and the block norms are the same).
+        let natural = natural_dual(cfg, &yw, &f, b);
         let scaled: Vec<f64> = state.rho.iter().map(|r| cfg.c * r).collect();
         let candidates: [&[f64]; 2] = [&natural, &scaled];
         let best_dual = |stack: &dyn KernelStack, candidates: &[&[f64]]| {
-            let points = project_duals(stack, y, candidates, cfg.c, cfg.loss, cfg.penalty);
+            let points = project_duals(stack, &yw, candidates, cfg.c, cfg.loss, cfg.penalty);
             let d = points
                 .iter()
-                .map(|p| dual_value(&p.norms, y, &p.rho, cfg.c, cfg.loss, cfg.penalty))
+                .map(|p| dual_value(&p.norms, &yw, &p.rho, cfg.c, cfg.loss, cfg.penalty))
                 .fold(f64::NEG_INFINITY, f64::max);
             (d, points)
         };
         let (local_dual, local) = best_dual(&sub, &candidates);
         if sub.m() == m_all {
             full_dual = full_dual.max(local_dual);
-        } else if relative_gap(primal.min(tracker.best_primal()), local_dual)
-            <= cfg.tol.max(CHECK_GAP)
-        {
+        } else if relative_gap(primal_here, local_dual) <= cfg.tol.max(CHECK_GAP) {
             // Optimal on the working set: check every kernel in one pass, with the candidate
             // that is best on the working set, and add the kernels whose block norm says they
             // should be active (KKT: ‖ρ̃‖_{K_m} ≤ r_1 off the support), the most violated first.
             let value =
-                |p: &Projected| dual_value(&p.norms, y, &p.rho, cfg.c, cfg.loss, cfg.penalty);
+                |p: &Projected| dual_value(&p.norms, &yw, &p.rho, cfg.c, cfg.loss, cfg.penalty);
             let j = (0..local.len())
                 .max_by(|&a, &b| value(&local[a]).total_cmp(&value(&local[b])))
                 .expect("two candidates");
-            let points = project_duals(stack, y, &[candidates[j]], cfg.c, cfg.loss, cfg.penalty);
-            full_dual = full_dual.max(value(&points[0]));
+            let checked = project_duals(base, &yw, &[candidates[j]], cfg.c, cfg.loss, cfg.penalty);
+            full_dual = full_dual.max(value(&checked[0]));
             let mut inside = vec![false; m_all];
-            sub.indices().iter().for_each(|&m| inside[m] = true);
-            let score = violation(&points, &inside, r1, r2);
+            kernels.iter().for_each(|&m| inside[m] = true);
+            let score = violation(&checked, &inside, r1, r2);
             let outside: Vec<usize> = (0..m_all)
                 .filter(|&m| !inside[m] && score[m] > 1.0)
                 .collect();
-            let gap = relative_gap(primal.min(tracker.best_primal()), full_dual);
+            let gap = relative_gap(primal_here.min(tracker.best_primal()), full_dual);
             if gap > cfg.tol && !outside.is_empty() {
                 let more = largest(&score, outside, size);
-                sub.extend(&more);
+                kernels.extend_from_slice(&more);
                 state.grow(more.len());
             }
         }
         let active = norms.iter().filter(|&&s| s > 0.0).count();
+        let (f_all, b_all) = match &whole {
+            Some((fa, bw)) => (fa.as_slice(), *bw),
+            None => (f.as_slice(), b),
+        };
         let gap = tracker.record_with(primal, full_dual, active, || {
             let mut coef = vec![0.0; m_all * n];
             let mut all_norms = vec![0.0; m_all];
-            for (k, &m) in sub.indices().iter().enumerate().take(norms.len()) {
-                coef[m * n..(m + 1) * n].copy_from_slice(&state.a[k * n..(k + 1) * n]);
+            for (k, &m) in kernels.iter().enumerate().take(norms.len()) {
+                let row = &state.a[k * nw..(k + 1) * nw];
+                match &points {
+                    Some(p) => {
+                        for (&i, &v) in p.indices().iter().zip(row) {
+                            coef[m * n + i] = v;
+                        }
+                    }
+                    None => coef[m * n..(m + 1) * n].copy_from_slice(row),
+                }
                 all_norms[m] = norms[k];
             }
             Model {
                 coef,
-                intercept: b,
+                intercept: b_all,
                 weights: kernel_weights(cfg.penalty, &all_norms),
                 norms: all_norms,
             }
@@ -393,8 +458,78 @@ pub fn fit_spicy(
             status = SolveStatus::Converged;
             break;
         }
+        // Optimal on the working set of points: the points outside it whose loss has a
+        // non-zero (sub)derivative at their prediction violate the optimality of ρ̃_i = 0
+        // and join it, at their current prediction; above MAX_FRACTION of the points the
+        // whole problem takes over.
+        if let Some(p) = points.as_mut() {
+            if relative_gap(primal_here, full_dual) <= 0.5 * cfg.tol {
+                let z: Vec<f64> = f_all.iter().map(|fi| fi + b_all).collect();
+                let more = new_points(cfg.loss, y, &z, &[], p.indices());
+                if more.is_empty() {
+                    continue;
+                }
+                let place: Vec<usize>;
+                let mut znew: Vec<f64>;
+                if p.indices().len() + more.len() > (MAX_FRACTION * n as f64) as usize {
+                    // The whole problem takes over, in the points' own order.
+                    place = p.indices().to_vec();
+                    znew = z;
+                    points = None;
+                    yw = y.to_vec();
+                    state.move_points(&SubStack::new(stack, kernels.clone()), &place, znew);
+                } else {
+                    let w = p.indices().len();
+                    place = (0..w).collect();
+                    znew = vec![0.0; w];
+                    znew.extend(more.iter().map(|&i| z[i]));
+                    p.extend(stack, &more);
+                    yw = p.indices().iter().map(|&i| y[i]).collect();
+                    state.move_points(&SubStack::new(p.stack(), kernels.clone()), &place, znew);
+                }
+            }
+        }
     }
     tracker.finish(n_iter, status)
+}
+
+/// A working set of points is used from this many points on (hinge-type losses).
+const MIN_POINTS: usize = 400;
+
+/// The first working set of points: the support vectors and margin violators of the
+/// single-kernel problem on the mean of the working-set kernels (one SMO solve). `None` when
+/// it is too large to pay off or cannot hold a problem (a classifier needs both classes).
+fn first_points(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    cfg: &SpicyConfig,
+    kernels: &[usize],
+    interrupt: &dyn Interrupt,
+) -> Result<Option<PointSubset>> {
+    let n = stack.n();
+    let mut theta = vec![0.0; stack.m()];
+    for &m in kernels {
+        theta[m] = 1.0 / kernels.len() as f64;
+    }
+    let mut solver = SingleKernel::new(cfg.loss, cfg.c, y)?;
+    let mut buf = Vec::new();
+    let (f, b) = solver.solve_combined(stack, y, &theta, 1e-3, &mut buf, interrupt)?;
+    let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
+    let idx = new_points(cfg.loss, y, &z, solver.alpha().unwrap_or(&[]), &[]);
+    let both = idx.iter().any(|&i| y[i] > 0.0) && idx.iter().any(|&i| y[i] < 0.0);
+    if idx.len() < 2 || idx.len() > (MAX_FRACTION * n as f64) as usize || !both {
+        return Ok(None);
+    }
+    Ok(Some(point_subset(stack, &idx, n)))
+}
+
+/// `v` (values at the points `idx`) as a vector over `n` points, zero elsewhere.
+fn scatter(v: &[f64], idx: &[usize], n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; n];
+    for (&i, &x) in idx.iter().zip(v) {
+        out[i] = x;
+    }
+    out
 }
 
 /// `ρ̃ = −C ℓ'(y, f + b)`: the dual point that is optimal for the predictions `f + b`.

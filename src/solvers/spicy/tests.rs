@@ -342,3 +342,53 @@ fn working_set_reaches_the_full_optimum() {
     }
     assert!(grew, "no case needed more than one kernel");
 }
+
+/// The working set of points (hinge-type losses) must reach the optimum of the fit on all
+/// points, with a certificate of the whole problem and the coefficients of every point in
+/// place; at the larger C it starts from a proper subset of the points.
+#[test]
+fn point_working_set_reaches_the_full_optimum() {
+    let n = 120;
+    let losses = [
+        Loss::Hinge,
+        Loss::SquaredHinge,
+        Loss::EpsilonInsensitive { epsilon: 0.2 },
+    ];
+    for loss in losses {
+        let (g, m, y) = problem(n, !loss.is_classification(), 21);
+        let stack = DenseStack::new(&g, m, n).unwrap();
+        for (c, penalty) in [
+            (0.5, SpicyPenalty::L1),
+            (20.0, SpicyPenalty::L1),
+            (20.0, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }),
+        ] {
+            let all = SpicyConfig {
+                penalty,
+                c,
+                loss,
+                tol: 1e-6,
+                point_working_set: false,
+                ..SpicyConfig::default()
+            };
+            let ws_cfg = SpicyConfig {
+                point_working_set: true,
+                ..all
+            };
+            if loss == Loss::Hinge && c == 20.0 {
+                let kernels: Vec<usize> = (0..m).collect();
+                let first = first_points(&stack, &y, &ws_cfg, &kernels, &NoInterrupt).unwrap();
+                let size = first.map_or(n, |p| p.indices().len());
+                assert!(size < n / 2, "{size} of {n} points");
+            }
+            let full = fit(&stack, &y, &all, 0, &NoInterrupt).unwrap();
+            let ws = fit(&stack, &y, &ws_cfg, 0, &NoInterrupt).unwrap();
+            let msg = format!("{loss:?} {penalty:?} C={c}: {:?} gap {}", ws.status, ws.gap);
+            assert_eq!(ws.status, SolveStatus::Converged, "{msg}");
+            assert!(ws.gap >= -1e-12 && ws.gap <= all.tol, "{msg}");
+            let p = primal(&g, m, n, &y, &ws, &all);
+            assert!((p - ws.primal).abs() <= 1e-9 * p.abs(), "{msg}: {p} vs {}", ws.primal);
+            assert!(ws.dual <= full.primal * (1.0 + 1e-12), "{msg}");
+            assert!(full.dual <= ws.primal * (1.0 + 1e-12), "{msg}");
+        }
+    }
+}
