@@ -129,8 +129,8 @@ def kernel_count(Ms: list[int], n: int) -> None:
                 t_prev, M_prev = prev.get((dtype, loss), (None, None))
                 prev[(dtype, loss)] = (t, M)
                 rows.append(
-                    f"| {M} | {dtype} | {loss} | {t:.3f} | {r['n_iter']} | {active(r)} | "
-                    f"{r['gap']:.1e} | {r['status']} | {t / t_qf:.1f} | {t / t_sum:.1f} | "
+                    f"| {M} | {dtype} | {loss} | {t:.3f} | {r.n_iter} | {active(r)} | "
+                    f"{r.gap:.1e} | {r.status} | {t / t_qf:.1f} | {t / t_sum:.1f} | "
                     f"{slope(t, t_prev, M, M_prev)} |"
                 )
             del G
@@ -160,8 +160,8 @@ def sample_size(ns: list[int], M: int = 20) -> None:
             t_prev, n_prev = prev.get(loss, (None, None))
             prev[loss] = (t, n)
             print(
-                f"| {n} | float64 | {loss} | {t:.3f} | {r['n_iter']} | {active(r)} | "
-                f"{r['gap']:.1e} | {r['status']} | {t / t_qf:.1f} | {t / t_sum:.1f} | "
+                f"| {n} | float64 | {loss} | {t:.3f} | {r.n_iter} | {active(r)} | "
+                f"{r.gap:.1e} | {r.status} | {t / t_qf:.1f} | {t / t_sum:.1f} | "
                 f"{slope(t, t_prev, n, n_prev)} |",
                 flush=True,
             )

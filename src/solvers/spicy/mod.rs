@@ -497,7 +497,8 @@ fn fit(
 const MIN_POINTS: usize = 400;
 
 /// The first working set of points: the support vectors and margin violators of the
-/// single-kernel problem on the mean of the working-set kernels (one SMO solve). `None` when
+/// single-kernel problem on the mean of the working-set kernels, rescaled once (one or two
+/// SMO solves). `None` when
 /// it is too large to pay off or cannot hold a problem (a classifier needs both classes).
 fn first_points(
     stack: &dyn KernelStack,
@@ -513,7 +514,17 @@ fn first_points(
     }
     let mut solver = SingleKernel::new(cfg.loss, cfg.c, y)?;
     let mut buf = Vec::new();
-    let (f, b) = solver.solve_combined(stack, y, &theta, 1e-3, &mut buf, interrupt)?;
+    let (mut f, mut b) = solver.solve_combined(stack, y, &theta, 1e-3, &mut buf, interrupt)?;
+    // The scale of the kernel matters (it acts as C does): at the l1 optimum the active
+    // kernels' `A[m] = η_m β` have `βᵀK_mβ = 1` (‖ρ̃‖_{K_m} = 1), while a mean of
+    // trace-normalised kernels is far smaller. One fixed-point step `θ ← θ √(βᵀK_θβ)` of
+    // the scale (exact when every α is free) fixes it: ringnorm n = 2000, C = 20 kept 1991
+    // points as violators at the mean, 678 after the step (the l1 support is about 640).
+    let q: f64 = solver.beta().iter().zip(&f).map(|(bi, fi)| bi * fi).sum();
+    if q > 0.0 && q.is_finite() && !(0.25..=4.0).contains(&q) {
+        theta.iter_mut().for_each(|t| *t *= q.sqrt());
+        (f, b) = solver.solve_combined(stack, y, &theta, 1e-3, &mut buf, interrupt)?;
+    }
     let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
     let idx = new_points(cfg.loss, y, &z, solver.alpha().unwrap_or(&[]), &[]);
     let both = idx.iter().any(|&i| y[i] > 0.0) && idx.iter().any(|&i| y[i] < 0.0);
