@@ -134,6 +134,18 @@ def test_one_group_is_lp_with_p_one() -> None:
     assert np.abs(f_grp - f_lp).max() <= 1e-2 * np.abs(f_lp).max()
 
 
+def test_auto_solver_at_p_one_is_mirror() -> None:
+    """``solver="auto"`` picks mirror descent at p = 1 (Kloft's update crawls there): the same
+    bits as ``solver="mirror"``, and a certified optimum."""
+    G, y = problem("ionosphere", False)
+    fits = [
+        mk.MKLClassifier(kernels="precomputed", penalty="lp", p=1.0, solver=s, tol=TOL).fit(G, y)
+        for s in ("auto", "mirror")
+    ]
+    np.testing.assert_array_equal(fits[0].dual_coef_, fits[1].dual_coef_)
+    assert fits[0].converged_ and fits[0].duality_gap_ <= TOL
+
+
 def test_group_weights_have_the_optimality_structure() -> None:
     """At the optimum the group sums of ‖f_k‖ are equal and γ_j ∝ max_{k∈G_j} ‖β‖_{K_k}."""
     G, y = problem("sonar", False)

@@ -263,3 +263,27 @@ def test_working_set_config_through_the_estimator() -> None:
     np.testing.assert_allclose(small.kernel_weights_, full.kernel_weights_, atol=1e-4)
     with pytest.raises(ValueError, match="working_set"):
         mk.SpicyConfig(working_set=0)
+
+
+def test_point_working_set_reaches_the_cvxpy_optimum() -> None:
+    """From 400 points on, the hinge-type losses iterate on a working set of points (support
+    vectors first, violators added): the cvxpy optimum of the whole problem, the same optimum
+    as without the working set, and coefficients on every point where they belong."""
+    G, y = small_problem("ringnorm", False, n=420, seed=5)
+    G = np.ascontiguousarray(G[2:5])  # the three Gaussians on all features
+    C, loss = 2.0, "hinge"
+    ref = cvxpy_mkl(G, y, C=C, loss=loss, penalty="l1", l1_ratio=None)
+    fits = [
+        fit_spicy(
+            G, y, penalty="l1", l1_ratio=1.0, C=C, loss=loss, epsilon=0.1, tol=1e-7,
+            max_iter=500, n_threads=0, point_working_set=on,
+        )  # fmt: skip
+        for on in (True, False)
+    ]
+    for r in fits:
+        assert r.converged, r.status
+        A = np.asarray(r.coef)
+        P = primal_objective(G, A, float(r.intercept), y, C=C, loss=loss, penalty="l1")
+        assert P == pytest.approx(r.primal, rel=1e-10)
+        assert P == pytest.approx(ref.objective, rel=1e-5)
+        assert r.dual <= ref.objective + 1e-6 * abs(ref.objective)
