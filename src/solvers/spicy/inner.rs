@@ -295,9 +295,8 @@ impl Inner<'_> {
             // the residual has not halved in STALL steps once it is a hundredth of its start.
             // Earlier, slow progress is the damped phase of Newton's method (ring2000 at
             // γ = 10 needs 16 steps), which must go on.
-            let stagnates = it >= STALL
-                && gnorm > 0.5 * history[it - STALL]
-                && gnorm <= 1e-2 * first_gnorm;
+            let stagnates =
+                it >= STALL && gnorm > 0.5 * history[it - STALL] && gnorm <= 1e-2 * first_gnorm;
             if gnorm <= self.inner_tol || it == self.max_inner || stagnates {
                 break;
             }

@@ -386,7 +386,11 @@ fn point_working_set_reaches_the_full_optimum() {
             assert_eq!(ws.status, SolveStatus::Converged, "{msg}");
             assert!(ws.gap >= -1e-12 && ws.gap <= all.tol, "{msg}");
             let p = primal(&g, m, n, &y, &ws, &all);
-            assert!((p - ws.primal).abs() <= 1e-9 * p.abs(), "{msg}: {p} vs {}", ws.primal);
+            assert!(
+                (p - ws.primal).abs() <= 1e-9 * p.abs(),
+                "{msg}: {p} vs {}",
+                ws.primal
+            );
             assert!(ws.dual <= full.primal * (1.0 + 1e-12), "{msg}");
             assert!(full.dual <= ws.primal * (1.0 + 1e-12), "{msg}");
         }
