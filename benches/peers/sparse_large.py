@@ -85,6 +85,19 @@ def svc(G: NDArray[Any], y: NDArray[np.float64]) -> Any:
     return SVC(C=1.0, kernel="precomputed", tol=1e-3).fit(G.sum(axis=0, dtype=np.float64), y)
 
 
+def timings(
+    G: NDArray[Any], y: NDArray[np.float64], loss: str, repeats: int
+) -> tuple[float, float, float, Any]:
+    """Median seconds of SVC (hinge only, else NaN), the lp and the l1 fit, in turn within each
+    repeat, and the last l1 estimator."""
+    fs = [lambda: fit(G, y, "lp", loss), lambda: fit(G, y, "l1", loss)]
+    if loss == "hinge":
+        fs.insert(0, lambda: svc(G, y))
+    res = paired_median_times(fs, repeats)
+    t_svc = res[0][0] if loss == "hinge" else float("nan")
+    return t_svc, res[-2][0], res[-1][0], res[-1][1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", default=",".join(CASES))
@@ -111,12 +124,7 @@ def main() -> None:
             G = G64 if dtype == "f64" else G64.astype(np.float32)
             lp_hinge = float("nan")
             for loss in args.losses.split(","):
-                fs = [lambda: fit(G, y, "lp", loss), lambda: fit(G, y, "l1", loss)]
-                if loss == "hinge":
-                    fs.insert(0, lambda: svc(G, y))
-                res = paired_median_times(fs, args.repeats)
-                t_svc = res[0][0] if loss == "hinge" else float("nan")
-                (t_lp, _), (t_l1, l1) = res[-2], res[-1]
+                t_svc, t_lp, t_l1, l1 = timings(G, y, loss, args.repeats)
                 if loss == "hinge":
                     lp_hinge = t_lp
                 kept = int(np.count_nonzero(l1.kernel_weights_ > 0))
@@ -127,8 +135,6 @@ def main() -> None:
                 )
                 lines.append(row)
                 print(row, flush=True)
-            del G
-        del G64
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")
 

@@ -222,7 +222,7 @@ def test_fit_returns_a_typed_result_with_a_status() -> None:
 
 def test_estimator_reads_the_result_and_warns_with_the_status() -> None:
     G, y = small_problem("ionosphere", False, n=60, seed=1)
-    clf = mk.MKLClassifier(kernels="precomputed", p=1.0, tol=1e-12, max_iter=2)
+    clf = mk.MKLClassifier(kernels="precomputed", p=1.0, solver="analytic", tol=1e-12, max_iter=2)
     with pytest.warns(ConvergenceWarning, match=r"max_iter reached"):
         clf.fit(G, y)
     assert clf.converged_ is False and clf.n_iter_ == 2

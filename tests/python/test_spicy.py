@@ -273,13 +273,10 @@ def test_point_working_set_reaches_the_cvxpy_optimum() -> None:
     G = np.ascontiguousarray(G[2:5])  # the three Gaussians on all features
     C, loss = 2.0, "hinge"
     ref = cvxpy_mkl(G, y, C=C, loss=loss, penalty="l1", l1_ratio=None)
-    fits = [
-        fit_spicy(
-            G, y, penalty="l1", l1_ratio=1.0, C=C, loss=loss, epsilon=0.1, tol=1e-7,
-            max_iter=500, n_threads=0, point_working_set=on,
-        )  # fmt: skip
-        for on in (True, False)
-    ]
+    settings: dict[str, Any] = dict(
+        penalty="l1", l1_ratio=1.0, C=C, loss=loss, epsilon=0.1, tol=1e-7, max_iter=500
+    )
+    fits = [fit_spicy(G, y, point_working_set=on, **settings) for on in (True, False)]
     for r in fits:
         assert r.converged, r.status
         A = np.asarray(r.coef)
