@@ -42,7 +42,9 @@ class MKLPath:
     alphas : ndarray of shape (n_points, n_train)
         The dual variables ``α``; the model at a point is ``A[j] = −η_j α``.
     kernel_weights : ndarray of shape (n_points, M)
-        ``η_j``, the kernel weights (``‖f_j‖ = η_j sqrt(αᵀK_jα)``).
+        ``η_j``, the kernel weights (``‖f_j‖ = η_j sqrt(αᵀK_jα)``); exactly 0 for the kernels
+        off their boundary when leaving them out gives the smaller primal value (the better
+        certificate).
     kernel_norms : ndarray of shape (n_points, M)
         ``‖f_j‖`` in each RKHS.
     d : ndarray of shape (M,)
@@ -331,12 +333,13 @@ def mkl_path(
         scales by ``s``), and is 1 for unit-diagonal kernels. Larger weights for richer
         kernels (the paper's advice) can be passed here.
     tol : float, default 1e-3
-        The relative duality gap ``(P − D)/P`` promised at every point, in (0, 1). The barrier
-        weight ``μ`` follows the primal value ``P``: the gap of a barrier centre is
-        ``μ Σ_j r_j/(d_j + r_j)`` (``r_j = sqrt(αᵀK_jα)``, each term below 1/2), and ``μ`` is
-        set to make it ``tol·P/2``, growing with ``P`` along the path (the tangent includes
-        ``dμ/dC``). A point whose measured gap still exceeds ``tol`` is re-centred with a
-        smaller ``μ`` at the same ``C``. Ignored when ``mu`` is given.
+        The relative duality gap ``(P − D)/P`` promised at every point, in (0, 1). A barrier
+        centre's gap is ``μ Σ_j r_j/(d_j + r_j)`` (``r_j = sqrt(αᵀK_jα)``, each term below
+        1/2; kernels off their boundary are left out of the certified model, which removes
+        their terms to first order). The barrier weight ``μ`` follows ``P`` along the path,
+        keeping the measured gap near ``0.7·tol`` (the tangent includes ``dμ/dC``), and a
+        point whose gap still exceeds ``tol`` is re-centred with a smaller ``μ`` at the same
+        ``C`` (docs/mathematics.md §5). Ignored when ``mu`` is given.
     mu : float or None, default None
         A fixed barrier weight in (0, 1) instead: each point's absolute duality gap is then
         about ``mu/2`` per kernel at its boundary, so the relative gap is largest near

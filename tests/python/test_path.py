@@ -76,6 +76,23 @@ def test_points_match_cvxpy_within_their_gap(loss: str) -> None:
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_every_gap_is_within_tol_and_a_fixed_mu_is_kept(loss: str) -> None:
+    G, y = problem(loss)
+    for tol in (1e-2, 1e-4):
+        path = mk.mkl_path(G, y, loss=loss, tol=tol)  # type: ignore[arg-type]
+        assert path.end == "complete" and path.mu is None and path.tol == tol
+        assert np.all(path.duality_gaps <= tol) and np.all(path.duality_gaps >= -1e-9)
+        assert path.mus.max() > 2 * path.mus.min()  # μ follows P along the path
+        # Each certificate is that of the reported model (idle kernels have η = 0 in it).
+        for k in (0, len(path.Cs) // 2, len(path.Cs) - 1):
+            C = float(path.Cs[k])
+            P = path_objective(G, y, path.dual_coefs[k], C, path.d, loss)
+            assert path.primal_objectives[k] == pytest.approx(P, rel=1e-9)
+    fixed = mk.mkl_path(G, y, loss=loss, mu=1e-3)  # type: ignore[arg-type]
+    assert fixed.mu == 1e-3 and np.all(fixed.mus == 1e-3)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_active_kernels_match_cvxpy(loss: str) -> None:
     G, y = problem(loss)
     path = mk.mkl_path(G, y, loss=loss, mu=1e-5)  # type: ignore[arg-type]
@@ -171,6 +188,8 @@ def test_bad_input_is_refused() -> None:
         mk.mkl_path(G, y, C_max=1e-12)
     with pytest.raises(InvalidParameterError, match="mu"):
         mk.mkl_path(G, y, mu=0.0)
+    with pytest.raises(InvalidParameterError, match="tol"):
+        mk.mkl_path(G, y, tol=0.0)
     with pytest.raises(InvalidParameterError, match="d"):
         mk.mkl_path(G, y, d=np.ones(3))
     with pytest.raises(InvalidParameterError, match="d"):

@@ -225,9 +225,9 @@ struct Certificate {
 /// first plus γ times the second.
 type Tangent = Vec<(Vec<f64>, Vec<f64>)>;
 
-/// The share κ of the promised gap that the adaptive μ aims at: `μ Σ_j r_j/(d_j + r_j) = κ tol P`
-/// (the rest absorbs the drift of P and of the active set over a step).
-const MU_SHARE: f64 = 0.5;
+/// The share κ of the promised gap that the adaptive μ aims at (the rest absorbs the drift of P
+/// and of the active set over a step; 0.5 and 0.85 measured 5–10% more work on the benchmark).
+const MU_SHARE: f64 = 0.7;
 
 /// The corrector stops at a squared decrement `(2/μ) gᵀH⁻¹g ≤ NEWTON_TOL` (then takes that
 /// last, quadratically convergent step unchecked).
