@@ -1,6 +1,8 @@
 """Regularization paths (Bach, Thibaux & Jordan; ``mkl_path``) against independent references:
 points along the path against cvxpy + Clarabel at the same C (weighted block-ℓ1, no intercept),
-the active kernels against cvxpy's, f = 0 below C0 (closed form), the identity
+the active kernels against cvxpy's, the active sets at and between kinks against SpicyMKL's
+(squared loss on centred kernels and targets, where its intercept is provably zero), f = 0
+below C0 (closed form), the identity
 ``mkl_path`` with weights d = the path on kernels K_j/d_j² with unit weights, prediction from
 specs against the precomputed cross kernels, and the validation of every argument."""
 
@@ -105,6 +107,33 @@ def test_active_kernels_match_cvxpy(loss: str) -> None:
         small = ref.norms < 1e-6 * ref.norms.max()
         assert np.all(ours[big] > 1e-3 * ours.max()), (ours, ref.norms)
         assert np.all(ours[small] < 1e-2 * ours.max()), (ours, ref.norms)
+
+
+def test_active_sets_at_the_kinks_match_spicymkl_on_centred_data() -> None:
+    """Squared loss on centred kernels and targets: every ``f_j = K_j a`` has mean zero, so
+    SpicyMKL's optimal intercept is ``mean(y) = 0`` and its l1 problem is the path's (d = 1)."""
+    G, y = problem("squared")
+    n, M = G.shape[1], G.shape[0]
+    H = np.eye(n) - 1.0 / n
+    Gc, yc = H @ G @ H, y - y.mean()
+    path = mk.mkl_path(Gc, yc, d=np.ones(M), tol=1e-4)
+    # The path's active sets by its kink rule: slack d² − αᵀK_jα below sqrt(μ)·d².
+    slack = 1.0 - np.einsum("pi,mij,pj->pm", path.alphas, Gc, path.alphas)
+    active = slack < np.sqrt(path.mus)[:, None]
+    kinks = [k for k in path.kinks if path.Cs[k] > path.C0]
+    assert len(kinks) >= 3
+    ends = [*kinks, len(path.Cs)]
+    between = [(a + b) // 2 for a, b in zip(ends, ends[1:], strict=False) if b - a >= 2]
+    for k in kinks + between:
+        ref = mk.MKLRegressor(
+            kernels="precomputed", penalty="l1", loss="squared", C=float(path.Cs[k]), tol=1e-6
+        ).fit(Gc, yc)
+        assert abs(ref.intercept_) < 1e-8
+        spicy = ref.kernel_weights_ > 0
+        # At a kink only the kernels entering or leaving there (at zero) may differ; between
+        # kinks the sets are equal.
+        changed = (active[k] != active[k - 1]) if k in kinks else np.zeros(M, dtype=bool)
+        assert np.all((active[k] == spicy) | changed), (k, active[k], spicy)
 
 
 def test_weights_are_kernel_rescalings() -> None:
