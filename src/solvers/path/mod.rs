@@ -646,7 +646,8 @@ impl Barrier<'_> {
                 if p - dl > 1.5 * self.barrier_gap(&it.r2) + 1e-12 * p.abs() && round < 3 {
                     (NEWTON_TOL * 1e-6, 1)
                 } else if self.adaptive && relative_gap(p, dl) > tol {
-                    self.mu *= MU_SHARE * tol / relative_gap(p, dl);
+                    // At most 10× per round: a far centre is out of the corrector's reach.
+                    self.mu *= (MU_SHARE * tol / relative_gap(p, dl)).max(0.1);
                     (NEWTON_TOL, CORRECTOR_MAX)
                 } else {
                     break;
@@ -857,17 +858,26 @@ pub fn fit_path(
             break;
         }
         interrupt.check()?;
-        // γ = d log μ/dt over the next step (0 for a fixed μ): μ follows P, whose slope is
-        // d log P/dt = C Σ ℓ/P (envelope theorem), pulled towards a gap of κ tol in one step.
-        let gamma = match out.points.last().filter(|_| pb.adaptive) {
+        // μ(t) = μ e^{γt} over the next step (γ = 0 for a fixed μ): μ follows P, whose slope
+        // is d log P/dt = C Σ ℓ/P (envelope theorem), pulled towards a gap of κ tol over a step
+        // like the last one. It moves only towards that target, and stops there: a long step
+        // must not grow μ past what the last point's gap allows.
+        let (gamma, target) = match out.points.last().filter(|_| pb.adaptive) {
             Some(last) => {
                 let slope = 1.0 - dot(&pb.d, &last.norms) / last.primal;
                 let target = MU_SHARE * cfg.tol / last.gap.max(1e-3 * cfg.tol);
-                slope + (target.ln() / t_prev).clamp(-1.0, 1.0)
+                let gamma = slope + (target.ln() / t_prev).clamp(-1.0, 1.0);
+                let towards = if target >= 1.0 {
+                    gamma.max(0.0)
+                } else {
+                    gamma.min(0.0)
+                };
+                (towards, target)
             }
-            None => 0.0,
+            None => (0.0, 1.0),
         };
         let mu0 = pb.mu;
+        let mu_at = |t: f64| mu0 * (gamma * t).exp().clamp(target.min(1.0), target.max(1.0));
         // B = Σ_j η_j K_jα, the barrier's part of g, whose μ-derivative is B/μ.
         let mut b = vec![0.0; n];
         for (row, e) in it.ka.chunks_exact(n).zip(pb.eta(&it.r2)) {
@@ -932,7 +942,7 @@ pub fn fit_path(
         };
         // The predicted decrement at μ(t), ∞ outside the domain; O(Mn + n²) per trial.
         let decrement = |t: f64| -> f64 {
-            let (lam1, mu1) = (lam * (-t).exp(), mu0 * (gamma * t).exp());
+            let (lam1, mu1) = (lam * (-t).exp(), mu_at(t));
             let p = predict(t);
             if !pb.feasible(&p, lam1) {
                 return f64::INFINITY;
@@ -974,7 +984,7 @@ pub fn fit_path(
         // Predictor, corrector; a corrector that fails rejects the step for a quarter of it.
         let centred = loop {
             let lam1 = lam * (-t).exp();
-            pb.mu = mu0 * (gamma * t).exp();
+            pb.mu = mu_at(t);
             let p = predict(t);
             if pb.feasible(&p, lam1) {
                 let reuse = cfg.reuse_factors.then_some(&chol);
