@@ -97,6 +97,8 @@ class PathResult:
     @property
     def gap(self) -> NDArray[np.float64]: ...  # (P,)
     @property
+    def mu(self) -> NDArray[np.float64]: ...  # (P,)
+    @property
     def corrector_steps(self) -> NDArray[np.int64]: ...  # (P,)
     @property
     def c0(self) -> float: ...

@@ -32,8 +32,8 @@ class MKLPath:
     """A regularization path of ``C Σ_i ℓ(y_i, f(x_i)) + Σ_j d_j ‖f_j‖`` (no intercept).
 
     Each point is the centre of the log-barrier problem at its ``C``, certified by a primal
-    value, a dual value and their relative gap (about ``mu/2`` per active kernel, absolute).
-    Returned by :func:`mkl_path`; not built by hand.
+    value, a dual value and their relative gap (at most ``tol``, or about ``mu/2`` per active
+    kernel, absolute, for a fixed ``mu``). Returned by :func:`mkl_path`; not built by hand.
 
     Parameters
     ----------
@@ -42,7 +42,9 @@ class MKLPath:
     alphas : ndarray of shape (n_points, n_train)
         The dual variables ``α``; the model at a point is ``A[j] = −η_j α``.
     kernel_weights : ndarray of shape (n_points, M)
-        ``η_j``, the kernel weights (``‖f_j‖ = η_j sqrt(αᵀK_jα)``).
+        ``η_j``, the kernel weights (``‖f_j‖ = η_j sqrt(αᵀK_jα)``); exactly 0 for the kernels
+        off their boundary when leaving them out gives the smaller primal value (the better
+        certificate).
     kernel_norms : ndarray of shape (n_points, M)
         ``‖f_j‖`` in each RKHS.
     d : ndarray of shape (M,)
@@ -58,8 +60,12 @@ class MKLPath:
         The largest ``C`` at which ``f = 0`` is optimal.
     loss : {"squared", "logistic"}
         The loss.
-    mu : float
-        The barrier weight.
+    mu : float or None
+        The fixed barrier weight, None when it followed ``tol``.
+    tol : float
+        The relative gap promised at every point (when ``mu`` is None).
+    mus : ndarray of shape (n_points,)
+        The barrier weight of each point.
     end : {"complete", "max_points", "stalled"}
         Why the path ended.
     n_factorizations : int
@@ -95,7 +101,9 @@ class MKLPath:
     duality_gaps: NDArray[np.float64]
     C0: float
     loss: PathLoss
-    mu: float
+    mu: float | None
+    tol: float
+    mus: NDArray[np.float64]
     end: str
     n_factorizations: int
     classes: NDArray[Any] | None
@@ -289,7 +297,8 @@ def mkl_path(
     kernels: Sequence[Kernel] | Literal["precomputed"] | None = None,
     loss: PathLoss = "squared",
     d: Any = None,
-    mu: float = 1e-3,
+    tol: float = 1e-3,
+    mu: float | None = None,
     C_max: float | None = None,
     max_points: int = 500,
     normalize: Normalization | None = "mean_diag",
@@ -323,10 +332,19 @@ def mkl_path(
         invariant to rescaling a kernel (``‖f_j‖`` scales like ``1/sqrt(s)`` when ``K_j``
         scales by ``s``), and is 1 for unit-diagonal kernels. Larger weights for richer
         kernels (the paper's advice) can be passed here.
-    mu : float, default 1e-3
-        Barrier weight in (0, 1): each point's absolute duality gap is about ``mu/2`` per
-        active kernel. Smaller values follow the exact path more closely, with more points
-        (roughly ``mu**(-1/3)``); below 1e-5 rounding limits the gap.
+    tol : float, default 1e-3
+        The relative duality gap ``(P − D)/P`` promised at every point, in (0, 1). A barrier
+        centre's gap is ``μ Σ_j r_j/(d_j + r_j)`` (``r_j = sqrt(αᵀK_jα)``, each term below
+        1/2; kernels off their boundary are left out of the certified model, which removes
+        their terms to first order). The barrier weight ``μ`` follows ``P`` along the path,
+        keeping the measured gap near ``0.7·tol`` (the tangent includes ``dμ/dC``), and a
+        point whose gap still exceeds ``tol`` is re-centred with a smaller ``μ`` at the same
+        ``C`` (docs/mathematics.md §5). Ignored when ``mu`` is given.
+    mu : float or None, default None
+        A fixed barrier weight in (0, 1) instead: each point's absolute duality gap is then
+        about ``mu/2`` per kernel at its boundary, so the relative gap is largest near
+        ``C0``, where ``P`` is smallest. Smaller values follow the exact path more closely,
+        with more points (roughly ``mu**(-1/3)``); below 1e-5 rounding limits the gap.
     C_max : float or None, default None
         Where the path ends; None: ``1000·C0``.
     max_points : int, default 500
@@ -345,7 +363,7 @@ def mkl_path(
     Raises
     ------
     InvalidParameterError
-        If a setting is invalid (loss, mu, C_max at or below the start ``C0/2``, d,
+        If a setting is invalid (loss, tol, mu, C_max at or below the start ``C0/2``, d,
         max_points, n_threads, verbose).
     InvalidInputError
         If ``X`` or ``y`` are invalid (shapes, non-finite values, not two classes for the
@@ -427,6 +445,7 @@ def mkl_path(
     settings: dict[str, Any] = {
         "loss": loss,
         "mu": mu,
+        "tol": tol,
         "C_max": C_max,
         "max_points": max_points,
         "d": weights,
@@ -446,7 +465,9 @@ def mkl_path(
         duality_gaps=np.asarray(r.gap),
         C0=float(r.c0),
         loss=loss,
-        mu=float(mu),
+        mu=None if mu is None else float(mu),
+        tol=float(tol),
+        mus=np.asarray(r.mu),
         end=r.end,
         n_factorizations=int(r.factorizations),
         classes=classes,

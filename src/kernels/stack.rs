@@ -41,6 +41,16 @@ pub trait KernelStack: Sync {
     /// `out = K_m v`.
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]);
 
+    /// `out[(m·b + k)·n + i] = (K_m v_k)_i` for the `b` vectors stored one after another in
+    /// `vs` (`b·n`) and every kernel: all of a Newton step's products in one pass.
+    fn matvecs(&self, vs: &[f64], out: &mut [f64]) {
+        let n = self.n().max(1);
+        let b = vs.len() / n;
+        out.par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(mk, o)| self.matvec(mk / b, &vs[(mk % b) * n..(mk % b + 1) * n], o));
+    }
+
     /// `out = Σ_m θ_m K_m` as a dense row-major `n×n` matrix (kernels with `θ_m = 0` skipped).
     fn combine(&self, theta: &[f64], out: &mut [f64]);
 
@@ -450,6 +460,31 @@ avx2_dispatch! {
     fn quad_batch_dispatch<T>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) = quad_batch_upper;
 }
 
+/// `K v_k` for the `b` vectors of `vs` from the upper triangle, half the bytes of a full pass:
+/// row segment `i` gives `(Kv)_i += K[i, i..]·v[i..]` and `(Kv)[i+1..] += v_i K[i, i+1..]`
+/// (symmetry), while it is in cache for every vector.
+#[inline(always)]
+fn matvecs_upper<T: Element>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) {
+    out.fill(0.0);
+    for i in 0..n {
+        if i + 2 < n {
+            prefetch(&k[(i + 2) * n + i + 2..(i + 3) * n]);
+        }
+        let row = &k[i * n + i..(i + 1) * n];
+        for (v, o) in vs.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+            o[i] += row[0].to_f64() * v[i] + dot(&row[1..], &v[i + 1..]);
+            let vi = v[i];
+            for (ol, x) in o[i + 1..].iter_mut().zip(&row[1..]) {
+                *ol += vi * x.to_f64();
+            }
+        }
+    }
+}
+
+avx2_dispatch! {
+    fn matvecs_dispatch<T>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) = matvecs_upper;
+}
+
 /// `row += Σ_{(m, t) ∈ active} t · K_m[i, i..]`: one row segment of the upper triangle of
 /// `K_θ`. Each kernel's segment starts a new stream, so the next kernel's is prefetched.
 #[inline(always)]
@@ -630,6 +665,15 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
             .for_each(|(i, o)| *o = dot(&k[i * n..(i + 1) * n], v));
     }
 
+    fn matvecs(&self, vs: &[f64], out: &mut [f64]) {
+        // Parallel over kernels, each read once from its upper triangle for all vectors.
+        let n = self.n.max(1);
+        let b = vs.len() / n;
+        out.par_chunks_mut(b * n)
+            .enumerate()
+            .for_each(|(m, o)| matvecs_dispatch(self.kernel(m), self.n, vs, o));
+    }
+
     fn combine(&self, theta: &[f64], out: &mut [f64]) {
         let n = self.n;
         let active = weighted(&theta[..self.m]);
@@ -741,7 +785,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// `combine` and `combined_matvec` against the naive sums, for f64, f32 and low-rank
+    /// `combine`, `combined_matvec` and `matvecs` against the naive sums, for f64, f32 and low-rank
     /// stacks, on sizes that are not multiples of the SIMD width or the mirror's tile.
     #[test]
     fn combine_and_matvec_match_the_naive_versions() {
@@ -776,6 +820,18 @@ pub(crate) mod tests {
             let mut mv = vec![0.0; n];
             s.combined_matvec(&theta, &v, &mut mv);
             close(&mv, &want, tol);
+            // Two vectors through every kernel at once, against the naive products.
+            let w: Vec<f64> = (0..n).map(|i| (i as f64 * 0.11).cos()).collect();
+            let vs = [v.clone(), w].concat();
+            let mut all = vec![0.0; m * 2 * n];
+            s.matvecs(&vs, &mut all);
+            for (mk, got) in all.chunks_exact(n).enumerate() {
+                let (k, x) = (mk / 2, &vs[(mk % 2) * n..(mk % 2 + 1) * n]);
+                let want: Vec<f64> = (0..n)
+                    .map(|i| (0..n).map(|j| full[k * n * n + i * n + j] * x[j]).sum())
+                    .collect();
+                close(got, &want, tol);
+            }
         }
     }
 

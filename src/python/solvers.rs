@@ -564,6 +564,9 @@ pub(crate) struct PyPathResult {
     /// `(P,)` relative duality gaps.
     #[pyo3(get)]
     gap: Py<PyArray1<f64>>,
+    /// `(P,)` the barrier weight of each point.
+    #[pyo3(get)]
+    mu: Py<PyArray1<f64>>,
     #[pyo3(get)]
     corrector_steps: Py<PyArray1<i64>>,
     /// The largest `C` with `f = 0`.
@@ -601,6 +604,7 @@ impl PyPathResult {
             primal: col(&|p| p.primal).into_pyarray(py).unbind(),
             dual: col(&|p| p.dual).into_pyarray(py).unbind(),
             gap: col(&|p| p.gap).into_pyarray(py).unbind(),
+            mu: col(&|p| p.mu).into_pyarray(py).unbind(),
             corrector_steps: r
                 .points
                 .iter()
@@ -621,7 +625,8 @@ impl PyPathResult {
     }
 }
 
-/// The path settings (`loss`, `mu`, `C_max`, `max_points`, `d`) over the engine's defaults.
+/// The path settings (`loss`, `mu`, `tol`, `C_max`, `max_points`, `d`) over the engine's
+/// defaults.
 fn path_settings(dict: &Bound<'_, PyDict>) -> PyResult<PathConfig> {
     let mut f = Fields {
         dict,
@@ -631,9 +636,11 @@ fn path_settings(dict: &Bound<'_, PyDict>) -> PyResult<PathConfig> {
     let cfg = PathConfig {
         loss: f.loss(d.loss)?,
         weights: f.floats("d")?,
-        mu: f.float("mu", d.mu)?,
+        mu: f.optional_float("mu")?,
+        tol: f.float("tol", d.tol)?,
         c_max: f.optional_float("C_max")?,
         max_points: f.count("max_points", d.max_points)?,
+        ..d
     };
     f.finish()?;
     cfg.validate().map_err(to_py)?;

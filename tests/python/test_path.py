@@ -1,6 +1,8 @@
 """Regularization paths (Bach, Thibaux & Jordan; ``mkl_path``) against independent references:
 points along the path against cvxpy + Clarabel at the same C (weighted block-ℓ1, no intercept),
-the active kernels against cvxpy's, f = 0 below C0 (closed form), the identity
+the active kernels against cvxpy's, the active sets at and between kinks against SpicyMKL's
+(squared loss on centred kernels and targets, where its intercept is provably zero), f = 0
+below C0 (closed form), the identity
 ``mkl_path`` with weights d = the path on kernels K_j/d_j² with unit weights, prediction from
 specs against the precomputed cross kernels, and the validation of every argument."""
 
@@ -70,8 +72,26 @@ def test_points_match_cvxpy_within_their_gap(loss: str) -> None:
         assert path.dual_objectives[k] <= ref.objective * (1 + 1e-7) + 1e-9
         assert P >= ref.objective * (1 - 1e-7) - 1e-9
         assert (P - ref.objective) / abs(ref.objective) <= path.duality_gaps[k] + 1e-7
-        # The barrier gap is about mu/2 per active kernel.
-        assert P - path.dual_objectives[k] <= 1.5 * path.mu * G.shape[0] / 2
+        # μ follows P: the relative gap is within tol at every point.
+        assert path.mu is None
+        assert path.duality_gaps[k] <= path.tol
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_every_gap_is_within_tol_and_a_fixed_mu_is_kept(loss: str) -> None:
+    G, y = problem(loss)
+    for tol in (1e-2, 1e-4):
+        path = mk.mkl_path(G, y, loss=loss, tol=tol)  # type: ignore[arg-type]
+        assert path.end == "complete" and path.mu is None and path.tol == tol
+        assert np.all(path.duality_gaps <= tol) and np.all(path.duality_gaps >= -1e-9)
+        assert path.mus.max() > 2 * path.mus.min()  # μ follows P along the path
+        # Each certificate is that of the reported model (idle kernels have η = 0 in it).
+        for k in (0, len(path.Cs) // 2, len(path.Cs) - 1):
+            C = float(path.Cs[k])
+            P = path_objective(G, y, path.dual_coefs[k], C, path.d, loss)
+            assert path.primal_objectives[k] == pytest.approx(P, rel=1e-9)
+    fixed = mk.mkl_path(G, y, loss=loss, mu=1e-3)  # type: ignore[arg-type]
+    assert fixed.mu == 1e-3 and np.all(fixed.mus == 1e-3)
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
@@ -87,6 +107,33 @@ def test_active_kernels_match_cvxpy(loss: str) -> None:
         small = ref.norms < 1e-6 * ref.norms.max()
         assert np.all(ours[big] > 1e-3 * ours.max()), (ours, ref.norms)
         assert np.all(ours[small] < 1e-2 * ours.max()), (ours, ref.norms)
+
+
+def test_active_sets_at_the_kinks_match_spicymkl_on_centred_data() -> None:
+    """Squared loss on centred kernels and targets: every ``f_j = K_j a`` has mean zero, so
+    SpicyMKL's optimal intercept is ``mean(y) = 0`` and its l1 problem is the path's (d = 1)."""
+    G, y = problem("squared")
+    n, M = G.shape[1], G.shape[0]
+    H = np.eye(n) - 1.0 / n
+    Gc, yc = H @ G @ H, y - y.mean()
+    path = mk.mkl_path(Gc, yc, d=np.ones(M), tol=1e-4)
+    # The path's active sets by its kink rule: slack d² − αᵀK_jα below sqrt(μ)·d².
+    slack = 1.0 - np.einsum("pi,mij,pj->pm", path.alphas, Gc, path.alphas)
+    active = slack < np.sqrt(path.mus)[:, None]
+    kinks = [k for k in path.kinks if path.Cs[k] > path.C0]
+    assert len(kinks) >= 3
+    ends = [*kinks, len(path.Cs)]
+    between = [(a + b) // 2 for a, b in zip(ends, ends[1:], strict=False) if b - a >= 2]
+    for k in kinks + between:
+        ref = mk.MKLRegressor(
+            kernels="precomputed", penalty="l1", loss="squared", C=float(path.Cs[k]), tol=1e-6
+        ).fit(Gc, yc)
+        assert abs(ref.intercept_) < 1e-8
+        spicy = ref.kernel_weights_ > 0
+        # At a kink only the kernels entering or leaving there (at zero) may differ; between
+        # kinks the sets are equal.
+        changed = (active[k] != active[k - 1]) if k in kinks else np.zeros(M, dtype=bool)
+        assert np.all((active[k] == spicy) | changed), (k, active[k], spicy)
 
 
 def test_weights_are_kernel_rescalings() -> None:
@@ -109,7 +156,7 @@ def test_zero_below_c0_and_interpolation() -> None:
     assert not np.any(path.coef_at(0.49 * c0))
     # Up to C0 the barrier's points are tiny: f = 0 is the exact solution there.
     below = path.Cs < c0
-    assert np.abs(path.kernel_norms[below]).max() < 10 * path.mu
+    assert np.abs(path.kernel_norms[below]).max() < 10 * path.mus[below].max()
     np.testing.assert_array_equal(path.coef_at(float(path.Cs[7])), path.dual_coefs[7])
     mid = float(np.sqrt(path.Cs[7] * path.Cs[8]))
     np.testing.assert_allclose(path.coef_at(mid), 0.5 * (path.dual_coefs[7] + path.dual_coefs[8]))
@@ -170,6 +217,8 @@ def test_bad_input_is_refused() -> None:
         mk.mkl_path(G, y, C_max=1e-12)
     with pytest.raises(InvalidParameterError, match="mu"):
         mk.mkl_path(G, y, mu=0.0)
+    with pytest.raises(InvalidParameterError, match="tol"):
+        mk.mkl_path(G, y, tol=0.0)
     with pytest.raises(InvalidParameterError, match="d"):
         mk.mkl_path(G, y, d=np.ones(3))
     with pytest.raises(InvalidParameterError, match="d"):
