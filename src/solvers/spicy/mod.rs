@@ -458,12 +458,14 @@ fn fit(
             status = SolveStatus::Converged;
             break;
         }
-        // Optimal on the working set of points: the points outside it whose loss has a
-        // non-zero (sub)derivative at their prediction violate the optimality of ρ̃_i = 0
-        // and join it, at their current prediction; above MAX_FRACTION of the points the
-        // whole problem takes over.
+        // Nearly optimal on the working set of points (the kernels' check threshold): the
+        // points outside it whose loss has a non-zero (sub)derivative at their prediction
+        // violate the optimality of ρ̃_i = 0 and join it, at their current prediction; above
+        // MAX_FRACTION of the points the whole problem takes over. Growing early, at small γ,
+        // costs fewer Newton steps than growing once the set is solved (digits, n = 1797:
+        // 0.79 → 0.40 s; ringnorm n = 5000: 4.6 → 1.3 s).
         if let Some(p) = points.as_mut() {
-            if relative_gap(primal_here, full_dual) <= 0.5 * cfg.tol {
+            if relative_gap(primal_here, full_dual) <= (0.5 * cfg.tol).max(CHECK_GAP) {
                 let z: Vec<f64> = f_all.iter().map(|fi| fi + b_all).collect();
                 let more = new_points(cfg.loss, y, &z, &[], p.indices());
                 if more.is_empty() {
