@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import math
 import platform
 import resource
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +50,7 @@ import multikernel as mk
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests" / "python"))
 sys.path.insert(0, str(HERE))
+from _memory import peak_extra_mb  # noqa: E402
 from _timing import paired_median_times  # noqa: E402
 from lp_mkl_vs_peers import digits, kloft_stack  # noqa: E402
 from reference import cvxpy_mkl, load_dataset, primal_objective  # noqa: E402
@@ -318,24 +317,6 @@ PEERS: dict[str, tuple[str, Callable[[Problem, dict[str, Any]], list[Method]]]] 
 
 
 # --- measuring ------------------------------------------------------------------------------
-
-
-def _status_kb(key: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return float(line.split()[1])
-    return math.nan
-
-
-def peak_extra_mb(f: Callable[[], Any]) -> tuple[float, float, Any]:
-    """Wall time, extra peak resident memory (MB) and result of one call of ``f``."""
-    gc.collect()
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
-    before = _status_kb("VmRSS")
-    t = time.perf_counter()
-    out = f()
-    elapsed = time.perf_counter() - t
-    return elapsed, (_status_kb("VmHWM") - before) / 1024.0, out
 
 
 def versions() -> dict[str, str]:

@@ -4,7 +4,7 @@ a fit makes (issue: at most one copy of the stack during a fit).
 The stack is built and saved once; each solver then runs in its own process, which loads the
 stack (``np.load``) and fits ``MKLClassifier(kernels="precomputed")`` (or ``mkl_path``).
 Reported: the stack's size and the peak anonymous memory above the process's level just before
-the fit (``RssAnon`` sampled every 20 ms, ``svrg_large.PeakMemory``), also in stacks.
+the fit (``RssAnon`` sampled every 20 ms, ``_memory.PeakMemory``), also in stacks.
 
     python benches/peers/fit_memory.py [--n 3000] [--M 20] [--dtype float64]
 """
@@ -27,7 +27,7 @@ from sklearn.datasets import make_classification
 import multikernel as mk
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from svrg_large import PeakMemory  # noqa: E402
+from _memory import PeakMemory  # noqa: E402
 
 CASES: dict[str, dict[str, Any]] = {
     "lp analytic (hinge)": {"penalty": "lp", "p": 2.0},

@@ -27,7 +27,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -39,6 +38,9 @@ from sklearn.linear_model import LogisticRegression, SGDClassifier
 
 import multikernel as mk
 from multikernel.kernels import FeatureBank, Gaussian
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _memory import PeakMemory  # noqa: E402
 
 
 def problem(n: int) -> tuple[np.ndarray, np.ndarray, FeatureBank]:
@@ -53,34 +55,6 @@ def problem(n: int) -> tuple[np.ndarray, np.ndarray, FeatureBank]:
     ]
     bank = FeatureBank(specs, method="rff", n_components=100, random_state=0, dtype=np.float32)
     return X, y, bank
-
-
-class PeakMemory:
-    """Peak ``RssAnon`` and ``RssFile`` of this process (GB), sampled every 20 ms."""
-
-    def __init__(self) -> None:
-        self.peak = {"RssAnon": 0.0, "RssFile": 0.0}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def sample(self) -> None:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in self.peak:
-                self.peak[key] = max(self.peak[key], int(value.split()[0]) / 1e6)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            self.sample()
-
-    def __enter__(self) -> PeakMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sample()
 
 
 def memory_route(n: int, route: str, folder: str) -> dict[str, Any]:
