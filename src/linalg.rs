@@ -61,7 +61,9 @@ impl Cholesky {
         }
         Err(MkError::Numerical(format!(
             "Cholesky factorisation failed even with a ridge of {ridge:.3e}: the system is not \
-             positive definite"
+             positive definite. The systems are PSD when the kernels are, so a kernel is likely \
+             indefinite, e.g. rounded to float32 (each entry moves by up to 6e-8 of its size): \
+             use float64 (docs/guide.md §6)"
         )))
     }
 
