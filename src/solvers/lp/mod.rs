@@ -34,7 +34,7 @@ pub(crate) use crate::solvers::tracker::Tracker;
 pub(crate) use analytic::GapSchedule;
 pub use one_class::{fit_one_class, OneClassConfig};
 pub use single::SingleKernel;
-pub(crate) use working_set::{new_points, CheckSchedule, MAX_FRACTION};
+pub(crate) use working_set::{new_points, scatter_points, CheckSchedule, MAX_FRACTION};
 
 /// How θ is learned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

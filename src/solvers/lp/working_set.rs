@@ -16,7 +16,7 @@ pub(super) fn gather_points(v: &[f64], n: usize, idx: &[usize]) -> Vec<f64> {
 }
 
 /// The inverse of [`gather_points`]: blocks of `n` values, zero off `idx`.
-pub(super) fn scatter_points(v: &[f64], idx: &[usize], n: usize) -> Vec<f64> {
+pub(crate) fn scatter_points(v: &[f64], idx: &[usize], n: usize) -> Vec<f64> {
     let w = idx.len();
     let mut out = vec![0.0; (v.len() / w.max(1)) * n];
     for (block, src) in out.chunks_exact_mut(n).zip(v.chunks_exact(w.max(1))) {

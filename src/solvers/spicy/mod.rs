@@ -84,7 +84,7 @@ use crate::interrupt::Interrupt;
 use crate::kernels::{point_subset, KernelStack, PointSubset, SubStack};
 use crate::losses::Loss;
 use crate::result::{relative_gap, FitResult, SolveStatus};
-use crate::solvers::lp::{new_points, SingleKernel, MAX_FRACTION};
+use crate::solvers::lp::{new_points, scatter_points, SingleKernel, MAX_FRACTION};
 use crate::solvers::tracker::{Model, Tracker};
 
 pub use dual::{dual_value, project_dual, project_duals, Projected};
@@ -373,7 +373,7 @@ fn fit(
             let mut unit = vec![0.0; m_all];
             for (k, &m) in kernels.iter().enumerate().take(norms.len()) {
                 if norms[k] > 0.0 {
-                    let row = scatter(&state.a[k * nw..(k + 1) * nw], p.indices(), n);
+                    let row = scatter_points(&state.a[k * nw..(k + 1) * nw], p.indices(), n);
                     unit[m] = 1.0;
                     stack.combined_matvec(&unit, &row, &mut tmp);
                     unit[m] = 0.0;
@@ -471,22 +471,19 @@ fn fit(
                 if more.is_empty() {
                     continue;
                 }
-                let place: Vec<usize>;
-                let mut znew: Vec<f64>;
                 if p.indices().len() + more.len() > (MAX_FRACTION * n as f64) as usize {
                     // The whole problem takes over, in the points' own order.
-                    place = p.indices().to_vec();
-                    znew = z;
+                    let place = p.indices().to_vec();
                     points = None;
                     yw = y.to_vec();
-                    state.move_points(&SubStack::new(stack, kernels.clone()), &place, znew);
+                    state.move_points(&SubStack::new(stack, kernels.clone()), &place, z);
                 } else {
                     let w = p.indices().len();
-                    place = (0..w).collect();
-                    znew = vec![0.0; w];
+                    let mut znew = vec![0.0; w];
                     znew.extend(more.iter().map(|&i| z[i]));
                     p.extend(stack, &more);
                     yw = p.indices().iter().map(|&i| y[i]).collect();
+                    let place: Vec<usize> = (0..w).collect();
                     state.move_points(&SubStack::new(p.stack(), kernels.clone()), &place, znew);
                 }
             }
@@ -540,15 +537,6 @@ fn first_points(
         return Ok(None);
     }
     Ok(Some(point_subset(stack, &idx, n)))
-}
-
-/// `v` (values at the points `idx`) as a vector over `n` points, zero elsewhere.
-fn scatter(v: &[f64], idx: &[usize], n: usize) -> Vec<f64> {
-    let mut out = vec![0.0; n];
-    for (&i, &x) in idx.iter().zip(v) {
-        out[i] = x;
-    }
-    out
 }
 
 /// `ρ̃ = −C ℓ'(y, f + b)`: the dual point that is optimal for the predictions `f + b`.
