@@ -212,6 +212,9 @@ impl Inner<'_> {
             qd: vec![0.0; mm],
         };
         stack.quad_forms(&rho, &mut line.qr);
+        if matches!(self.loss, Loss::Logistic) {
+            self.scale_start(st, &mut rho, &mut line, gamma);
+        }
         let mut grad = vec![0.0; n];
         let mut hdiag = vec![0.0; n];
         let mut hess = vec![0.0; n * n];
@@ -295,8 +298,12 @@ impl Inner<'_> {
             // the residual has not halved in STALL steps once it is a hundredth of its start.
             // Earlier, slow progress is the damped phase of Newton's method (ring2000 at
             // γ = 10 needs 16 steps), which must go on.
+            // Once the residual is 1e-4 of its start Newton is in its quadratic phase, so two
+            // steps without halving it mean a point it cannot resolve (ring2000, logistic, γ = 1:
+            // eight steps at 3.7e-6 against a tolerance of 2e-6).
             let stagnates =
-                it >= STALL && gnorm > 0.5 * history[it - STALL] && gnorm <= 1e-2 * first_gnorm;
+                (it >= STALL && gnorm > 0.5 * history[it - STALL] && gnorm <= 1e-2 * first_gnorm)
+                    || (it >= 2 && gnorm > 0.5 * history[it - 2] && gnorm <= 1e-4 * first_gnorm);
             if gnorm <= self.inner_tol || it == self.max_inner || stagnates {
                 break;
             }
@@ -448,6 +455,48 @@ impl Inner<'_> {
         st.support = support;
         st.rho = rho;
         Ok(last_gnorm <= self.inner_tol || last_gnorm <= 1e-3 * first_gnorm)
+    }
+
+    /// Replaces the start `ρ` by the best multiple `tρ`, `t` a power of two in `[2⁻²⁰, 2⁶]`
+    /// inside the domain. Along the ray every block norm is a quadratic in `t` from the
+    /// quadratic forms already at hand, so this reads no kernel. The logistic dual's entropy
+    /// keeps `0 < yρ < 1`: from `yρ = ½` (or the last step's `ρ`), Newton's steps towards the
+    /// small `yρ` of the large margins leave the domain and backtracking cuts them to ¼, for
+    /// many steps. The ray's minimum takes most of that way at once: ring2000 (M = 50, C = 1)
+    /// needed 32 instead of 39 Newton steps, digits (n = 1797) 27 instead of 34. The squared
+    /// loss gained nothing (28 → 30 steps), so only the logistic loss uses it.
+    fn scale_start(&self, st: &Outer, rho: &mut [f64], line: &mut Line, gamma: f64) {
+        let n = rho.len();
+        let mut cr = vec![0.0; st.m];
+        for &m in &st.support {
+            cr[m] = dot(&st.ka[m * n..(m + 1) * n], rho);
+        }
+        // ρ + cΔ with Δ = ρ is the point tρ at c = t − 1.
+        let ray = Line {
+            aa: line.aa.clone(),
+            cr: cr.clone(),
+            cd: cr,
+            qr: line.qr.clone(),
+            qx: line.qr.clone(),
+            qd: line.qr.clone(),
+        };
+        let mut trial = vec![0.0; n];
+        let (mut best_t, mut best) = (1.0, self.phi(st, &ray, rho, gamma, 0.0));
+        for k in -20..=6 {
+            let t = 2f64.powi(k);
+            trial
+                .iter_mut()
+                .zip(rho.iter())
+                .for_each(|(x, r)| *x = t * r);
+            let v = self.phi(st, &ray, &trial, gamma, t - 1.0);
+            if v < best {
+                (best_t, best) = (t, v);
+            }
+        }
+        if best_t != 1.0 {
+            rho.iter_mut().for_each(|r| *r *= best_t);
+            line.qr.iter_mut().for_each(|q| *q *= best_t * best_t);
+        }
     }
 
     /// `prox_m(v)/v = max(‖v‖ − γλ_1, 0)/(‖v‖(1 + γλ_2))`.
