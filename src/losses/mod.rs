@@ -399,6 +399,53 @@ impl Loss {
     }
 }
 
+/// Hinge points this far inside the margin (`0 < 1 − y(f + b) ≤ NEAR_MARGIN`) are lifted onto
+/// it by [`Loss::lift_to_margin`].
+const NEAR_MARGIN: f64 = 1e-6;
+
+impl Loss {
+    /// A better primal point on the ray `t·(f, b)`, `t ≥ 1`, for the hinge loss: the one that
+    /// puts every point within [`NEAR_MARGIN`] inside the margin onto it. A solver's KKT
+    /// tolerance leaves such points (margins `1 − 1e-12`), each costing `C·(1 − y(f + b))`
+    /// in `P`, which matters when the objective itself is tiny: with a kernel scaled by 1e12,
+    /// `P ≈ 6e-10` and these terms held the gap at 4.5e-3 at the inner solver's finest
+    /// accuracy. Scaling the model (`A`, `b`) by `t = 1/(1 − v_max)` costs `(t² − 1)·penalty`
+    /// for a penalty homogeneous of degree 2 in the block norms (ℓp, group) and is taken only
+    /// when the primal value, recomputed from scratch, is lower. Returns `(t, b', P')`.
+    pub fn lift_to_margin(
+        &self,
+        y: &[f64],
+        f: &[f64],
+        b: f64,
+        c: f64,
+        penalty: f64,
+        primal: f64,
+    ) -> Option<(f64, f64, f64)> {
+        if *self != Loss::Hinge {
+            return None;
+        }
+        let v_max = y
+            .iter()
+            .zip(f)
+            .map(|(&yi, &fi)| 1.0 - yi * (fi + b))
+            .filter(|&v| v > 0.0 && v <= NEAR_MARGIN)
+            .fold(0.0f64, f64::max);
+        if v_max == 0.0 {
+            return None;
+        }
+        // A few ulps more, so that rounding leaves the lifted points on the right side.
+        let t = (1.0 + 4.0 * f64::EPSILON) / (1.0 - v_max);
+        let bt = t * b;
+        let data: f64 = y
+            .iter()
+            .zip(f)
+            .map(|(&yi, &fi)| self.value(yi, t * fi + bt))
+            .sum();
+        let lifted = c * data + t * t * penalty;
+        (lifted < primal).then_some((t, bt, lifted))
+    }
+}
+
 /// `log(1 + e^x)` without overflow.
 #[inline]
 pub fn softplus(x: f64) -> f64 {

@@ -158,7 +158,9 @@ impl GapSchedule {
 struct Step {
     /// `βᵀK_mβ` for every kernel.
     quad: Vec<f64>,
+    /// The model's intercept and the factor on `A` at which `primal` holds.
     b: f64,
+    scale: f64,
     primal: f64,
     dual: f64,
     /// `‖w_m‖ = θ_m sqrt(βᵀK_mβ)`, the input of eq. 17.
@@ -182,13 +184,14 @@ impl Step {
     ) -> Step {
         let mut quad = vec![0.0; stack.m()];
         stack.quad_forms(v, &mut quad);
-        let (primal, dual, norms) = certificate(cfg, y, theta, beta, b, &quad, f);
+        let cert = certificate(cfg, y, theta, beta, b, &quad, f);
         Step {
             quad,
-            b,
-            primal,
-            dual,
-            norms,
+            b: cert.b,
+            scale: cert.scale,
+            primal: cert.primal,
+            dual: cert.dual,
+            norms: cert.norms,
         }
     }
 }
@@ -249,8 +252,15 @@ pub(super) fn fit_analytic(
                 let mut f = vec![0.0; n];
                 stack.combined_matvec(&theta, &beta, &mut f);
                 let b = cfg.loss.best_intercept(y, &f, st.b);
-                let (primal, dual, norms) = certificate(cfg, y, &theta, &beta, b, &st.quad, &f);
-                let gap = tracker.record(primal, dual, &theta, &beta, b, norms);
+                let cert = certificate(cfg, y, &theta, &beta, b, &st.quad, &f);
+                let gap = tracker.record(
+                    cert.primal,
+                    cert.dual,
+                    &theta,
+                    &cert.scaled(&beta),
+                    cert.b,
+                    cert.norms,
+                );
                 if gap <= cfg.tol {
                     status = SolveStatus::Converged;
                     break;
@@ -302,7 +312,8 @@ pub(super) fn fit_analytic(
                 }
                 None => Step::certify(stack, beta, cfg, y, &theta, beta, b, &f),
             };
-            let gap = tracker.record(st.primal, st.dual, &theta, beta, b, st.norms.clone());
+            let scaled: Vec<f64> = beta.iter().map(|v| st.scale * v).collect();
+            let gap = tracker.record(st.primal, st.dual, &theta, &scaled, st.b, st.norms.clone());
             if gap <= cfg.tol {
                 status = SolveStatus::Converged;
                 break;

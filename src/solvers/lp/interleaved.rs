@@ -87,8 +87,17 @@ pub(super) fn fit_interleaved(
         }
         dense_matvec(&k_theta, &beta, &mut f);
         let b = cfg.loss.best_intercept(y, &f, -state.rho());
-        let (primal, dual, norms) = certificate(cfg, y, &theta, &beta, b, &quad, &f);
-        if tracker.record(primal, dual, &theta, &beta, b, norms.clone()) <= cfg.tol {
+        let cert = certificate(cfg, y, &theta, &beta, b, &quad, &f);
+        let norms = cert.norms.clone();
+        let gap = tracker.record(
+            cert.primal,
+            cert.dual,
+            &theta,
+            &cert.scaled(&beta),
+            cert.b,
+            cert.norms,
+        );
+        if gap <= cfg.tol {
             status = SolveStatus::Converged;
             break;
         }

@@ -159,8 +159,28 @@ pub(crate) fn loss_dual(loss: Loss, c: f64, y: &[f64], beta: &[f64]) -> f64 {
     -c * conj
 }
 
+/// The certificate of an iterate `A[m] = θ_m β`: `P`, `D`, the block norms and the model
+/// `(scale·A, b)` at which `P` holds.
+pub(crate) struct Certificate {
+    pub primal: f64,
+    pub dual: f64,
+    /// `‖f_m‖` of the scaled model.
+    pub norms: Vec<f64>,
+    /// The factor on `A` (1 unless [`Loss::lift_to_margin`] found a better primal).
+    pub scale: f64,
+    pub b: f64,
+}
+
+impl Certificate {
+    /// `scale · β`: the `β` of the model at which `P` holds.
+    pub fn scaled(&self, beta: &[f64]) -> Vec<f64> {
+        beta.iter().map(|v| self.scale * v).collect()
+    }
+}
+
 /// `P`, `D` and the block norms `‖f_m‖ = θ_m sqrt(βᵀK_mβ)` at `A[m] = θ_m β`, given
-/// `quad[m] = βᵀK_mβ` and `f = K_θ β` (without the intercept).
+/// `quad[m] = βᵀK_mβ` and `f = K_θ β` (without the intercept `b`); `P` at the model lifted
+/// onto the margin when that is lower ([`Loss::lift_to_margin`]).
 pub(crate) fn certificate(
     cfg: &LpConfig,
     y: &[f64],
@@ -169,7 +189,7 @@ pub(crate) fn certificate(
     b: f64,
     quad: &[f64],
     f: &[f64],
-) -> (f64, f64, Vec<f64>) {
+) -> Certificate {
     let norms: Vec<f64> = theta
         .iter()
         .zip(quad)
@@ -180,9 +200,19 @@ pub(crate) fn certificate(
         .zip(f)
         .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
         .sum();
-    let primal = cfg.c * data + lp_penalty(&norms, cfg.p);
-    let dual = lp_dual(cfg.loss, cfg.c, y, beta, quad, cfg.p);
-    (primal, dual, norms)
+    let penalty = lp_penalty(&norms, cfg.p);
+    let primal = cfg.c * data + penalty;
+    let (scale, b, primal) = cfg
+        .loss
+        .lift_to_margin(y, f, b, cfg.c, penalty, primal)
+        .unwrap_or((1.0, b, primal));
+    Certificate {
+        primal,
+        dual: lp_dual(cfg.loss, cfg.c, y, beta, quad, cfg.p),
+        norms: norms.iter().map(|s| scale * s).collect(),
+        scale,
+        b,
+    }
 }
 
 /// Fits ℓp-norm MKL on a kernel stack.

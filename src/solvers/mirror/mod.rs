@@ -494,7 +494,13 @@ pub fn fit_group(
             .zip(&f)
             .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
             .sum();
-        let primal = cfg.c * data + group_penalty(&norms, groups);
+        let penalty = group_penalty(&norms, groups);
+        let primal = cfg.c * data + penalty;
+        // The model `scale·A` with intercept `b` (the margin lift of the hinge loss).
+        let (scale, b, primal) = cfg
+            .loss
+            .lift_to_margin(y, &f, b, cfg.c, penalty, primal)
+            .unwrap_or((1.0, b, primal));
         let dual_loss = loss_dual(cfg.loss, cfg.c, y, beta);
         let model = || {
             let n = beta.len();
@@ -502,7 +508,7 @@ pub fn fit_group(
             for (row, &t) in coef.chunks_exact_mut(n.max(1)).zip(&theta) {
                 if t > 0.0 {
                     for (a, &bi) in row.iter_mut().zip(beta) {
-                        *a = t * bi;
+                        *a = scale * t * bi;
                     }
                 }
             }
@@ -511,7 +517,7 @@ pub fn fit_group(
                 coef,
                 intercept: b,
                 weights: theta.iter().map(|t| t / total).collect(),
-                norms: norms.clone(),
+                norms: norms.iter().map(|s| scale * s).collect(),
             }
         };
         let mut new_problem = false;
