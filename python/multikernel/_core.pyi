@@ -77,6 +77,8 @@ class FitResult:
     def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
     @property
     def feature_weights(self) -> NDArray[np.float64]: ...  # (D,), svrg only
+    @property
+    def psd_witness(self) -> tuple[int, float, float, float] | None: ...
 
 @final
 class PathResult:

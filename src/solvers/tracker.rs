@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::result::{relative_gap, FitResult, IterRecord, SolveStatus};
+use crate::result::{relative_gap, FitResult, IterRecord, PsdWitness, SolveStatus};
+use crate::solvers::witness::stronger;
 
 /// The largest relative excess of a dual value over the best primal value that is put down to
 /// rounding; a larger one is discarded (see [`Tracker::record_with`]).
@@ -31,6 +32,7 @@ pub(crate) struct Tracker<'a> {
     best_primal: f64,
     best_dual: f64,
     best: Option<Model>,
+    witness: Option<PsdWitness>,
 }
 
 impl<'a> Tracker<'a> {
@@ -42,6 +44,7 @@ impl<'a> Tracker<'a> {
             best_primal: f64::INFINITY,
             best_dual: f64::NEG_INFINITY,
             best: None,
+            witness: None,
         }
     }
 
@@ -91,7 +94,9 @@ impl<'a> Tracker<'a> {
         // point that is not feasible (e.g. a Newton β a few ulps of its own scale outside the
         // logistic domain, accepted by the conjugate's absolute tolerance when the kernels are
         // scaled by 1e12: gap −8e-3 reported as converged). Such a value certifies nothing.
-        if dual <= self.best_primal + DUAL_SLACK * self.best_primal.abs() {
+        // After a witness that a kernel is not PSD no dual value counts (see `screen`).
+        if self.witness.is_none() && dual <= self.best_primal + DUAL_SLACK * self.best_primal.abs()
+        {
             self.best_dual = self.best_dual.max(dual);
         }
         let gap = relative_gap(self.best_primal, self.best_dual);
@@ -105,6 +110,23 @@ impl<'a> Tracker<'a> {
         self.interrupt.progress(&record);
         self.history.push(record);
         gap
+    }
+
+    /// The dual value `dual` of a dual point, or `−∞` once any dual point of the fit carried
+    /// a witness that a kernel is not PSD (`witness`, or an earlier one): weak duality needs
+    /// every kernel PSD, so from then on no dual value certifies anything, not even those
+    /// already recorded (docs/mathematics.md §1.8). The strongest witness is kept for the
+    /// result.
+    pub fn screen(&mut self, dual: f64, witness: Option<PsdWitness>) -> f64 {
+        if witness.is_some() {
+            self.witness = stronger(self.witness, witness);
+            self.best_dual = f64::NEG_INFINITY;
+        }
+        if self.witness.is_some() {
+            f64::NEG_INFINITY
+        } else {
+            dual
+        }
     }
 
     /// The smallest primal value recorded so far.
@@ -130,6 +152,7 @@ impl<'a> Tracker<'a> {
             n_iter,
             status,
             history: self.history,
+            psd_witness: self.witness,
             feature_weights: Vec::new(),
         })
     }
@@ -161,5 +184,32 @@ mod tests {
         assert_eq!(r.history.len(), 3);
         assert_eq!(r.history[0].dual, 1.01);
         assert!(r.dual <= 1.0 + 1e-12);
+    }
+
+    /// A dual point with a witness that a kernel is not PSD certifies nothing, however close
+    /// to the primal, and neither does any other dual value of the fit, before or after it;
+    /// the result keeps the strongest witness.
+    #[test]
+    fn a_witness_leaves_no_certificate() {
+        let mut t = Tracker::new(&NoInterrupt);
+        let w = |q: f64| PsdWitness {
+            kernel: 2,
+            quad_form: q,
+            bound: 1e-9,
+            entry_rounding: 1e-3,
+        };
+        let d = t.screen(0.99, None);
+        assert!((t.record_with(1.0, d, 1, model) - 0.01).abs() < 1e-12);
+        let d = t.screen(0.9999, Some(w(-0.5)));
+        assert!(d.is_infinite());
+        assert!(t.record_with(1.0, d, 1, model).is_infinite());
+        let d = t.screen(0.9999, Some(w(-0.25)));
+        assert!(t.record_with(1.0, d, 1, model).is_infinite());
+        assert!(t.screen(0.999, None).is_infinite());
+        assert!(t.record_with(1.0, 0.999, 1, model).is_infinite());
+        let r = t.finish(5, SolveStatus::MaxIterations).unwrap();
+        assert_eq!(r.psd_witness, Some(w(-0.5)));
+        assert_eq!(r.dual, f64::NEG_INFINITY);
+        assert_eq!(r.history[0].dual, 0.99);
     }
 }
