@@ -805,7 +805,9 @@ default "mean_diag"
         -------
         MKLClassifier
             ``self``, fitted. A fit that does not reach ``tol`` within ``max_iter`` warns
-            with a ``ConvergenceWarning``.
+            with a ``ConvergenceWarning``; one whose dual point proves a kernel not
+            positive semi-definite has no certificate and warns with
+            :class:`~multikernel.exceptions.KernelNotPSDWarning` (docs/guide.md §6).
 
         Raises
         ------
@@ -1090,7 +1092,9 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
         -------
         MKLRegressor
             ``self``, fitted. A fit that does not reach ``tol`` within ``max_iter`` warns
-            with a ``ConvergenceWarning``.
+            with a ``ConvergenceWarning``; one whose dual point proves a kernel not
+            positive semi-definite has no certificate and warns with
+            :class:`~multikernel.exceptions.KernelNotPSDWarning` (docs/guide.md §6).
 
         Raises
         ------
