@@ -31,4 +31,4 @@ mod python;
 pub use error::{MkError, Result};
 pub use interrupt::{Interrupt, NoInterrupt};
 pub use losses::Loss;
-pub use result::{FitResult, IterRecord, SolveStatus};
+pub use result::{FitResult, IterRecord, PsdWitness, SolveStatus};

@@ -9,6 +9,10 @@ pub enum SolveStatus {
     MaxIterations,
     /// No progress was possible any more (e.g. the gap stopped decreasing at rounding level).
     Stalled,
+    /// The gap computed as if every kernel were PSD reached the tolerance, but a dual point
+    /// proved a kernel is not PSD, so no dual value certifies the fit (docs/mathematics.md
+    /// §1.8): stopped where it would have converged, without a certificate.
+    Uncertified,
 }
 
 /// One outer iteration, for `history_`.
@@ -22,6 +26,31 @@ pub struct IterRecord {
     pub active: usize,
     /// Seconds since the start of the solve.
     pub seconds: f64,
+}
+
+/// Evidence that a kernel, as stored, is not positive semi-definite: a dual point `ρ̃` whose
+/// quadratic form `ρ̃ᵀK_mρ̃` is negative beyond the rounding of its own computation. A dual value
+/// computed at such a point certifies nothing (docs/mathematics.md §1.8); see
+/// [`crate::solvers::witness`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PsdWitness {
+    /// The kernel's index in the stack.
+    pub kernel: usize,
+    /// `ρ̃ᵀK_mρ̃` as computed, below `−bound`.
+    pub quad_form: f64,
+    /// The rounding bound of that computation, `c (n + 2) ε₆₄ max_i K_ii ‖ρ̃‖₁²`.
+    pub bound: f64,
+    /// `ε_T max_i K_ii ‖ρ̃‖₁²` with `ε_T` the machine epsilon of the stack's precision: the most
+    /// that rounding the entries of a PSD kernel to that precision can lower a quadratic form.
+    /// `−quad_form` within it is consistent with, e.g., float32 rounding of a PSD kernel.
+    pub entry_rounding: f64,
+}
+
+impl PsdWitness {
+    /// Whether the rounding of the stored entries (e.g. to float32) can explain the witness.
+    pub fn within_entry_rounding(&self) -> bool {
+        -self.quad_form <= self.entry_rounding
+    }
 }
 
 /// A fitted model `f(x) = Σ_m Σ_i coef[m·n + i] k_m(x, x_i) + intercept` with its certificate.
@@ -40,6 +69,9 @@ pub struct FitResult {
     pub n_iter: usize,
     pub status: SolveStatus,
     pub history: Vec<IterRecord>,
+    /// The strongest witness, over the fit, that a kernel is not PSD (its dual values were
+    /// not counted); `None` when every dual point was consistent with PSD kernels.
+    pub psd_witness: Option<PsdWitness>,
     /// `(D,)` the weights in feature space of a solver on explicit features (SVRG: kernel
     /// blocks in column order, and `primal` is theirs); empty for the others.
     pub feature_weights: Vec<f64>,

@@ -45,6 +45,7 @@ class Status:
     CONVERGED: Final[Status]
     MAX_ITER: Final[Status]
     STALLED: Final[Status]
+    UNCERTIFIED: Final[Status]
     def __int__(self) -> int: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
@@ -77,6 +78,8 @@ class FitResult:
     def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
     @property
     def feature_weights(self) -> NDArray[np.float64]: ...  # (D,), svrg only
+    @property
+    def psd_witness(self) -> tuple[int, float, float, float] | None: ...
 
 @final
 class PathResult:

@@ -32,7 +32,12 @@ from ._validation import (
     check_verbose,
     group_ids,
 )
-from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
+from .exceptions import (
+    InvalidInputError,
+    InvalidParameterError,
+    KernelNotPSDWarning,
+    NonFiniteError,
+)
 from .kernels import FeatureBank, Gaussian, Kernel, KernelBank, Linear, Polynomial, validate_stack
 
 __all__ = ["MKLClassifier", "MKLRegressor"]
@@ -77,12 +82,13 @@ class _FitRecord:
     converged: bool
     history: NDArray[np.float64]
     feature_weights: NDArray[np.float64]
+    psd_witness: tuple[int, float, float, float] | None
 
     @classmethod
     def of(cls, r: _core.FitResult) -> _FitRecord:
         return cls(
             r.coef, r.intercept, r.kernel_weights, r.kernel_norms, r.primal, r.dual, r.gap,
-            r.n_iter, int(r.status), r.converged, r.history, r.feature_weights,
+            r.n_iter, int(r.status), r.converged, r.history, r.feature_weights, r.psd_witness,
         )  # fmt: skip
 
     @property
@@ -90,7 +96,33 @@ class _FitRecord:
         return next(s for s in _STATUSES if int(s) == self.status_code)
 
 
-_STATUSES = (_core.Status.CONVERGED, _core.Status.MAX_ITER, _core.Status.STALLED)
+_STATUSES = (
+    _core.Status.CONVERGED,
+    _core.Status.MAX_ITER,
+    _core.Status.STALLED,
+    _core.Status.UNCERTIFIED,
+)
+
+
+def _warn_not_psd(name: str, witness: tuple[int, float, float, float], which: str) -> None:
+    """Warn that a fit found a kernel that is not PSD (``FitResult.psd_witness``)."""
+    kernel, quad, bound, entry = witness
+    cause = (
+        "within what rounding the kernel's entries to the stack's precision can do "
+        f"({entry:.1e}): e.g. a float32 stack, indefinite by rounding"
+        if -quad <= entry
+        else f"beyond what rounding the kernel's entries can do ({entry:.1e}): the kernel "
+        "itself is indefinite"
+    )
+    warnings.warn(
+        f"{name}{which}: kernel {kernel} is not positive semi-definite: a dual point ρ has "
+        f"ρᵀKρ = {quad:.3e}, below −{bound:.1e} (the rounding of its computation) and "
+        f"{cause}. Weak duality needs PSD kernels, so the fit has no certificate "
+        "(dual_objective_ = -inf). Use a float64 stack, or add a small ridge c·I to the "
+        "kernel (docs/guide.md §6).",
+        KernelNotPSDWarning,
+        stacklevel=4,
+    )
 
 
 def _solve_record(
@@ -482,14 +514,19 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.history_ = hist if multi else hist[0]
         tol = float(self.tol)
         for k, r in enumerate(results):
+            if r.psd_witness is not None:
+                _warn_not_psd(
+                    type(self).__name__, r.psd_witness, f" (problem {k})" if multi else ""
+                )
             if not r.converged:
                 which = f" (problem {k})" if multi else ""
-                advice = (
-                    "the gap stopped shrinking at the inner solver's finest accuracy; "
-                    "increase tol, or normalize kernels of very different scales"
-                    if r.status == _core.Status.STALLED
-                    else "increase max_iter or tol"
-                )
+                advice = {
+                    _core.Status.STALLED: "the gap stopped shrinking at the inner solver's "
+                    "finest accuracy; increase tol, or normalize kernels of very different "
+                    "scales",
+                    _core.Status.UNCERTIFIED: "no dual value certifies the fit, see the "
+                    "KernelNotPSDWarning",
+                }.get(r.status, "increase max_iter or tol")
                 warnings.warn(
                     f"{type(self).__name__} did not reach tol{which}: relative duality gap "
                     f"{r.gap:.3e} > tol {tol:.3e} after {r.n_iter} iterations "
@@ -774,7 +811,9 @@ default "mean_diag"
         -------
         MKLClassifier
             ``self``, fitted. A fit that does not reach ``tol`` within ``max_iter`` warns
-            with a ``ConvergenceWarning``.
+            with a ``ConvergenceWarning``; one whose dual point proves a kernel not
+            positive semi-definite has no certificate and warns with
+            :class:`~multikernel.exceptions.KernelNotPSDWarning` (docs/guide.md §6).
 
         Raises
         ------
@@ -1059,7 +1098,9 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
         -------
         MKLRegressor
             ``self``, fitted. A fit that does not reach ``tol`` within ``max_iter`` warns
-            with a ``ConvergenceWarning``.
+            with a ``ConvergenceWarning``; one whose dual point proves a kernel not
+            positive semi-definite has no certificate and warns with
+            :class:`~multikernel.exceptions.KernelNotPSDWarning` (docs/guide.md §6).
 
         Raises
         ------

@@ -153,7 +153,9 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
         -------
         MKLOneClass
             ``self``, fitted. A fit that does not reach ``tol`` within ``max_iter`` warns
-            with a ``ConvergenceWarning``.
+            with a ``ConvergenceWarning``; one whose dual point proves a kernel not
+            positive semi-definite has no certificate and warns with
+            :class:`~multikernel.exceptions.KernelNotPSDWarning` (docs/guide.md §6).
 
         Raises
         ------

@@ -28,6 +28,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidParameterError",
     "KernelNotPSDError",
+    "KernelNotPSDWarning",
     "KernelNotSymmetricError",
     "MultikernelError",
     "NonFiniteError",
@@ -165,6 +166,24 @@ class KernelNotPSDError(InvalidInputError):
     ... except mk.exceptions.KernelNotPSDError as err:
     ...     print(err.kernel, err.entry)
     0 (1, 1)
+    """
+
+
+class KernelNotPSDWarning(RuntimeWarning):
+    """A fit found a dual point ``ρ`` with ``ρᵀK_mρ < 0`` beyond the rounding of its
+    computation: kernel ``m`` is not positive semi-definite as stored, weak duality does not
+    hold, and the fit has no certificate (``dual_objective_`` is ``-inf``, ``converged_`` is
+    ``False``). The usual cause is a float32 stack at large ``C``: rounding the entries to
+    float32 leaves kernels slightly indefinite, and the dual exploits it. Use a float64 stack,
+    or add a small ridge ``c·I`` to the kernel (docs/guide.md §6).
+
+    A warning rather than an error: the model (the best primal iterate) is still returned.
+
+    Examples
+    --------
+    >>> import multikernel as mk
+    >>> issubclass(mk.exceptions.KernelNotPSDWarning, RuntimeWarning)
+    True
     """
 
 

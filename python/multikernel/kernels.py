@@ -1305,8 +1305,12 @@ def _row_batches(n: int, width: int, budget: int = 1 << 22) -> list[slice]:
 
 
 def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray[Any]:
-    """Check a precomputed stack ``(M, n, n)``: finite and symmetric within
-    ``rtol · max|K_m|``, in one read of the stack.
+    """Check a precomputed stack ``(M, n, n)``: finite, symmetric within ``rtol · max|K_m|``,
+    and meeting the entry-wise conditions of a positive semi-definite kernel (no diagonal
+    entry below ``-rtol · max|K_m|``, no ``|K_ij|`` above ``sqrt(K_ii K_jj)`` beyond rounding),
+    in one read of the stack. A kernel that passes can still be indefinite (e.g. by float32
+    rounding): the solvers detect that when a dual point exploits it
+    (:class:`~multikernel.exceptions.KernelNotPSDWarning`).
 
     Parameters
     ----------
@@ -1326,7 +1330,10 @@ def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray
     Raises
     ------
     ValueError
-        Wrong shape, non-finite entries, or an asymmetric kernel (naming its index).
+        Wrong shape, non-finite entries (:class:`~multikernel.exceptions.NonFiniteError`),
+        an asymmetric kernel (:class:`~multikernel.exceptions.KernelNotSymmetricError`) or
+        one that cannot be PSD (:class:`~multikernel.exceptions.KernelNotPSDError`); the
+        error's ``kernel`` and ``entry`` name the offending kernel and entry.
 
     Examples
     --------

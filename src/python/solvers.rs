@@ -34,6 +34,9 @@ pub(crate) enum Status {
     /// No further progress at rounding level (numerical limit) before `tol`.
     #[pyo3(name = "STALLED")]
     Stalled,
+    /// Stopped where it would have converged, but a kernel is not PSD: no certificate.
+    #[pyo3(name = "UNCERTIFIED")]
+    Uncertified,
 }
 
 #[pymethods]
@@ -44,6 +47,7 @@ impl Status {
             Status::Converged => "converged",
             Status::MaxIter => "max_iter reached",
             Status::Stalled => "stalled (numerical limit)",
+            Status::Uncertified => "stopped without a certificate: a kernel is not PSD",
         }
     }
 }
@@ -54,6 +58,7 @@ impl From<SolveStatus> for Status {
             SolveStatus::Converged => Status::Converged,
             SolveStatus::MaxIterations => Status::MaxIter,
             SolveStatus::Stalled => Status::Stalled,
+            SolveStatus::Uncertified => Status::Uncertified,
         }
     }
 }
@@ -89,6 +94,13 @@ pub(crate) struct PyFitResult {
     /// `(D,)` weights in feature space (solver `svrg`; empty for the others).
     #[pyo3(get)]
     feature_weights: Py<PyArray1<f64>>,
+    /// `(kernel, quad_form, bound, entry_rounding)`: a dual point `ρ̃` with
+    /// `quad_form = ρ̃ᵀK_mρ̃ < −bound`, the rounding bound of its computation, so kernel `m` is
+    /// not PSD and that point's dual value was not counted; `entry_rounding` is how far
+    /// rounding the entries of a PSD kernel to the stack's precision could lower the form.
+    /// `None` when no dual point showed one.
+    #[pyo3(get)]
+    psd_witness: Option<(usize, f64, f64, f64)>,
 }
 
 #[pymethods]
@@ -135,6 +147,9 @@ impl PyFitResult {
             status: r.status.into(),
             history: history.into_pyarray(py).unbind(),
             feature_weights: r.feature_weights.into_pyarray(py).unbind(),
+            psd_witness: r
+                .psd_witness
+                .map(|w| (w.kernel, w.quad_form, w.bound, w.entry_rounding)),
         })
     }
 }

@@ -8,6 +8,7 @@ pub mod smo;
 pub mod spicy;
 pub mod svrg;
 mod tracker;
+pub mod witness;
 
 use crate::error::{MkError, Result};
 

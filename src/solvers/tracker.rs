@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::result::{relative_gap, FitResult, IterRecord, SolveStatus};
+use crate::result::{relative_gap, FitResult, IterRecord, PsdWitness, SolveStatus};
+use crate::solvers::witness::stronger;
 
 /// The largest relative excess of a dual value over the best primal value that is put down to
 /// rounding; a larger one is discarded (see [`Tracker::record_with`]).
@@ -31,6 +32,12 @@ pub(crate) struct Tracker<'a> {
     best_primal: f64,
     best_dual: f64,
     best: Option<Model>,
+    witness: Option<PsdWitness>,
+    /// The best dual value as computed, witness or not: after a witness the fit stops where
+    /// it would have converged (see [`Tracker::record_with`]).
+    raw_dual: f64,
+    /// The value `screen` was last given, for the next record.
+    pending: Option<f64>,
 }
 
 impl<'a> Tracker<'a> {
@@ -42,6 +49,9 @@ impl<'a> Tracker<'a> {
             best_primal: f64::INFINITY,
             best_dual: f64::NEG_INFINITY,
             best: None,
+            witness: None,
+            raw_dual: f64::NEG_INFINITY,
+            pending: None,
         }
     }
 
@@ -75,7 +85,8 @@ impl<'a> Tracker<'a> {
     }
 
     /// Records an iterate with `active` kernels in use; `model` is only built when the
-    /// iterate has the best primal value so far. Returns the current relative gap.
+    /// iterate has the best primal value so far. Returns the current relative gap, the one
+    /// to stop on: after a witness (see [`Tracker::screen`]) the gap as computed.
     pub fn record_with(
         &mut self,
         primal: f64,
@@ -91,8 +102,14 @@ impl<'a> Tracker<'a> {
         // point that is not feasible (e.g. a Newton β a few ulps of its own scale outside the
         // logistic domain, accepted by the conjugate's absolute tolerance when the kernels are
         // scaled by 1e12: gap −8e-3 reported as converged). Such a value certifies nothing.
-        if dual <= self.best_primal + DUAL_SLACK * self.best_primal.abs() {
+        // After a witness that a kernel is not PSD no dual value counts (see `screen`).
+        let slack = self.best_primal + DUAL_SLACK * self.best_primal.abs();
+        if self.witness.is_none() && dual <= slack {
             self.best_dual = self.best_dual.max(dual);
+        }
+        let raw = self.pending.take().unwrap_or(dual);
+        if raw <= slack {
+            self.raw_dual = self.raw_dual.max(raw);
         }
         let gap = relative_gap(self.best_primal, self.best_dual);
         let record = IterRecord {
@@ -104,7 +121,33 @@ impl<'a> Tracker<'a> {
         };
         self.interrupt.progress(&record);
         self.history.push(record);
-        gap
+        // With a witness the certified gap is +∞ for good; iterating on to `max_iter` only
+        // polishes a model that can never be certified (pima, float32, C = 5000: 109 s
+        // against 4.7 s), so the solver is told the gap as computed and stops where it would
+        // have converged; `finish` then reports `Uncertified`.
+        if self.witness.is_some() {
+            relative_gap(self.best_primal, self.raw_dual)
+        } else {
+            gap
+        }
+    }
+
+    /// The dual value `dual` of a dual point, or `−∞` once any dual point of the fit carried
+    /// a witness that a kernel is not PSD (`witness`, or an earlier one): weak duality needs
+    /// every kernel PSD, so from then on no dual value certifies anything, not even those
+    /// already recorded (docs/mathematics.md §1.8). The strongest witness is kept for the
+    /// result.
+    pub fn screen(&mut self, dual: f64, witness: Option<PsdWitness>) -> f64 {
+        self.pending = Some(dual);
+        if witness.is_some() {
+            self.witness = stronger(self.witness, witness);
+            self.best_dual = f64::NEG_INFINITY;
+        }
+        if self.witness.is_some() {
+            f64::NEG_INFINITY
+        } else {
+            dual
+        }
     }
 
     /// The smallest primal value recorded so far.
@@ -128,8 +171,12 @@ impl<'a> Tracker<'a> {
             dual: self.best_dual,
             gap: relative_gap(self.best_primal, self.best_dual),
             n_iter,
-            status,
+            status: match status {
+                SolveStatus::Converged if self.witness.is_some() => SolveStatus::Uncertified,
+                s => s,
+            },
             history: self.history,
+            psd_witness: self.witness,
             feature_weights: Vec::new(),
         })
     }
@@ -161,5 +208,37 @@ mod tests {
         assert_eq!(r.history.len(), 3);
         assert_eq!(r.history[0].dual, 1.01);
         assert!(r.dual <= 1.0 + 1e-12);
+    }
+
+    /// A dual point with a witness that a kernel is not PSD certifies nothing, however close
+    /// to the primal, and neither does any other dual value of the fit, before or after it;
+    /// the result keeps the strongest witness. The solver is still told the gap as computed,
+    /// to stop where it would have converged, and such a stop is reported `Uncertified`.
+    #[test]
+    fn a_witness_leaves_no_certificate() {
+        let mut t = Tracker::new(&NoInterrupt);
+        let w = |q: f64| PsdWitness {
+            kernel: 2,
+            quad_form: q,
+            bound: 1e-9,
+            entry_rounding: 1e-3,
+        };
+        let d = t.screen(0.99, None);
+        assert!((t.record_with(1.0, d, 1, model) - 0.01).abs() < 1e-12);
+        let d = t.screen(0.9999, Some(w(-0.5)));
+        assert!(d.is_infinite());
+        assert!((t.record_with(1.0, d, 1, model) - 1e-4).abs() < 1e-12);
+        let d = t.screen(0.99999, Some(w(-0.25)));
+        assert!((t.record_with(1.0, d, 1, model) - 1e-5).abs() < 1e-12);
+        assert!(t.screen(0.999, None).is_infinite());
+        // A value the tracker was not shown through `screen` is taken as given.
+        assert!((t.record_with(1.0, f64::NEG_INFINITY, 1, model) - 1e-5).abs() < 1e-12);
+        assert!(t.history[1..].iter().all(|r| r.gap.is_infinite()));
+        let r = t.finish(5, SolveStatus::Converged).unwrap();
+        assert_eq!(r.status, SolveStatus::Uncertified);
+        assert_eq!(r.psd_witness, Some(w(-0.5)));
+        assert_eq!(r.dual, f64::NEG_INFINITY);
+        assert!(r.gap.is_infinite());
+        assert_eq!(r.history[0].dual, 0.99);
     }
 }

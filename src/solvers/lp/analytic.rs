@@ -6,7 +6,8 @@ use super::{certificate, theta_update, LpConfig, SingleKernel, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
-use crate::result::{FitResult, SolveStatus};
+use crate::result::{FitResult, PsdWitness, SolveStatus};
+use crate::solvers::witness::PsdCheck;
 
 /// The over-relaxation of the θ fixed point used while it helps (see [`extrapolate`]):
 /// `ω = p* = p/(p−1)`, at most 4.
@@ -165,15 +166,19 @@ struct Step {
     dual: f64,
     /// `‖w_m‖ = θ_m sqrt(βᵀK_mβ)`, the input of eq. 17.
     norms: Vec<f64>,
+    /// A witness that a kernel is not PSD along `β` (then `dual` certifies nothing).
+    witness: Option<PsdWitness>,
 }
 
 impl Step {
     /// Completes a step at `(θ, β, b)` with `f = K_θ β`: the quadratic forms `βᵀK_mβ` are
     /// read from `stack` at `v` (`stack` may be a sub-stack holding every non-zero of `β`,
-    /// with `v` the matching entries), then the certificate.
+    /// with `v` the matching entries, and all the kernels of `psd`'s), then the certificate
+    /// and the witness check of `v`.
     #[allow(clippy::too_many_arguments)]
     fn certify(
         stack: &dyn KernelStack,
+        psd: &PsdCheck<'_>,
         v: &[f64],
         cfg: &LpConfig,
         y: &[f64],
@@ -185,6 +190,7 @@ impl Step {
         let mut quad = vec![0.0; stack.m()];
         stack.quad_forms(v, &mut quad);
         let cert = certificate(cfg, y, theta, beta, b, &quad, f);
+        let witness = psd.all().scan(v, quad.len(), |m| quad[m]);
         Step {
             quad,
             b: cert.b,
@@ -192,6 +198,7 @@ impl Step {
             primal: cert.primal,
             dual: cert.dual,
             norms: cert.norms,
+            witness,
         }
     }
 }
@@ -224,6 +231,7 @@ pub(super) fn fit_analytic(
     let mut ws: Option<PointSet> = None;
     let mut k_theta = Vec::new();
     let mut tracker = Tracker::new(interrupt);
+    let psd = PsdCheck::new(stack);
     let mut status = SolveStatus::MaxIterations;
     let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, cfg.p);
     let mut checks = CheckSchedule::new();
@@ -244,8 +252,20 @@ pub(super) fn fit_analytic(
                 interrupt,
             )?;
             let beta = set.solver.beta();
-            let st = Step::certify(set.stack.stack(), beta, cfg, &set.y, &theta, beta, b, &f);
-            let rgap = checks.restricted_gap(st.primal, st.dual);
+            let st = Step::certify(
+                set.stack.stack(),
+                &psd,
+                beta,
+                cfg,
+                &set.y,
+                &theta,
+                beta,
+                b,
+                &f,
+            );
+            // A whole-problem dual value (β = 0 off W), unless β carries a witness.
+            let dual = tracker.screen(st.dual, st.witness);
+            let rgap = checks.restricted_gap(st.primal, dual);
             if checks.due_after(rgap, cfg.tol) {
                 // Whole-problem check at (θ, β): same β, so the same quadratic forms.
                 let beta = scatter_points(set.solver.beta(), set.idx(), n);
@@ -253,9 +273,10 @@ pub(super) fn fit_analytic(
                 stack.combined_matvec(&theta, &beta, &mut f);
                 let b = cfg.loss.best_intercept(y, &f, st.b);
                 let cert = certificate(cfg, y, &theta, &beta, b, &st.quad, &f);
+                let dual = tracker.screen(cert.dual, st.witness);
                 let gap = tracker.record(
                     cert.primal,
-                    cert.dual,
+                    dual,
                     &theta,
                     &cert.scaled(&beta),
                     cert.b,
@@ -284,7 +305,7 @@ pub(super) fn fit_analytic(
                 }
             } else {
                 let active = theta.iter().filter(|&&t| t > 0.0).count();
-                tracker.record_with(f64::INFINITY, st.dual, active, || unreachable!());
+                tracker.record_with(f64::INFINITY, dual, active, || unreachable!());
             }
             (rgap, st.norms)
         } else {
@@ -308,18 +329,19 @@ pub(super) fn fit_analytic(
             let st = match &ws {
                 Some(set) => {
                     let v = gather_points(beta, n, set.idx());
-                    Step::certify(set.stack.stack(), &v, cfg, y, &theta, beta, b, &f)
+                    Step::certify(set.stack.stack(), &psd, &v, cfg, y, &theta, beta, b, &f)
                 }
-                None => Step::certify(stack, beta, cfg, y, &theta, beta, b, &f),
+                None => Step::certify(stack, &psd, beta, cfg, y, &theta, beta, b, &f),
             };
+            let dual = tracker.screen(st.dual, st.witness);
             let scaled: Vec<f64> = beta.iter().map(|v| st.scale * v).collect();
-            let gap = tracker.record(st.primal, st.dual, &theta, &scaled, st.b, st.norms.clone());
+            let gap = tracker.record(st.primal, dual, &theta, &scaled, st.b, st.norms.clone());
             if gap <= cfg.tol {
                 status = SolveStatus::Converged;
                 break;
             }
             if ws.is_some() {
-                checks.start(st.dual);
+                checks.start(dual);
                 new_problem = true;
             }
             (gap, st.norms)

@@ -18,6 +18,7 @@ use crate::interrupt::Interrupt;
 use crate::kernels::{nonzeros, KernelStack};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::smo::{DenseKernel, QpSpec, SmoOptions, SmoState, StepOutcome};
+use crate::solvers::witness::PsdCheck;
 
 pub(super) fn fit_interleaved(
     stack: &dyn KernelStack,
@@ -49,6 +50,7 @@ pub(super) fn fit_interleaved(
     let mut quad = vec![0.0; m];
     let mut f = vec![0.0; n];
     let mut tracker = Tracker::new(interrupt);
+    let psd = PsdCheck::new(stack);
     let mut status = SolveStatus::MaxIterations;
     let mut n_iter = 0;
     let parallel = m * n >= 1 << 15;
@@ -85,13 +87,25 @@ pub(super) fn fit_interleaved(
         for (q, hm) in quad.iter_mut().zip(h.chunks(n)) {
             *q = hm.iter().zip(&beta).map(|(a, b)| a * b).sum();
         }
+        // The maintained h_m carry the rounding of many updates, which the witness bound does
+        // not cover: a negative form is recomputed from the stack (only those kernels) first.
+        let negative: Vec<usize> = (0..m).filter(|&k| quad[k] < 0.0).collect();
+        if !negative.is_empty() {
+            let mut fresh = vec![0.0; negative.len()];
+            stack.quad_forms_subset(&beta, &negative, &mut fresh);
+            for (&k, q) in negative.iter().zip(fresh) {
+                quad[k] = q;
+            }
+        }
+        let witness = psd.all().scan(&beta, m, |k| quad[k]);
         dense_matvec(&k_theta, &beta, &mut f);
         let b = cfg.loss.best_intercept(y, &f, -state.rho());
         let cert = certificate(cfg, y, &theta, &beta, b, &quad, &f);
+        let dual = tracker.screen(cert.dual, witness);
         let norms = cert.norms.clone();
         let gap = tracker.record(
             cert.primal,
-            cert.dual,
+            dual,
             &theta,
             &cert.scaled(&beta),
             cert.b,

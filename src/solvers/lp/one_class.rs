@@ -17,6 +17,7 @@ use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::smo::{one_class, DenseKernel, SmoOptions};
+use crate::solvers::witness::PsdCheck;
 
 /// Settings of a one-class ℓp-MKL fit.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,6 +92,7 @@ pub fn fit_one_class(
     let mut k_theta = vec![0.0; n * n];
     let mut warm: Option<Vec<f64>> = None;
     let mut tracker = Tracker::new(interrupt);
+    let psd = PsdCheck::new(stack);
     let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, cfg.p);
     let mut status = SolveStatus::MaxIterations;
     let mut n_iter = 0;
@@ -121,7 +123,8 @@ pub fn fit_one_class(
         dense_matvec(&k_theta, alpha, &mut f);
         let (rho, offset_part) = best_offset(&f, cfg.nu);
         let primal = lp_penalty(&norms, cfg.p) + offset_part;
-        let dual = -0.5 * dual_norm(&quad, cfg.p);
+        let witness = psd.all().scan(alpha, m, |k| quad[k]);
+        let dual = tracker.screen(-0.5 * dual_norm(&quad, cfg.p), witness);
         let gap = tracker.record(primal, dual, &theta, alpha, -rho, norms.clone());
         if gap <= cfg.tol {
             status = SolveStatus::Converged;

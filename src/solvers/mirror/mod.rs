@@ -32,6 +32,7 @@ use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{loss_dual, CheckSchedule, GapSchedule, SingleKernel};
 use crate::solvers::tracker::{Model, Tracker};
+use crate::solvers::witness::PsdCheck;
 
 /// The kernels of each group: `ids[m]` is kernel `m`'s group, `0..J`, every group non-empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -453,6 +454,7 @@ pub fn fit_group(
     let mut k_eff = Vec::new();
     let mut quad = vec![0.0; m];
     let mut tracker = Tracker::new(interrupt);
+    let psd = PsdCheck::new(stack);
     // Mirror descent is not monotone: a stall is declared only after 50 steps without progress.
     let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, 1.0).with_patience(50);
     // Checked at `tol` itself: the restricted tail is first-order, so chasing tol/2 costs
@@ -521,8 +523,11 @@ pub fn fit_group(
             }
         };
         let mut new_problem = false;
+        // Every dual value below is screened by the witness check of β on the kernels whose
+        // q_jk it uses (docs/mathematics.md §1.8).
         let gap = if whole {
-            let dual = dual_loss - dual_penalty(&quad, groups, |_| true);
+            let witness = psd.all().scan(beta, m, |k| quad[k]);
+            let dual = tracker.screen(dual_loss - dual_penalty(&quad, groups, |_| true), witness);
             let gap = tracker.record_with(primal, dual, set.len(), model);
             if gap <= cfg.tol {
                 status = SolveStatus::Converged;
@@ -536,12 +541,18 @@ pub fn fit_group(
             gap
         } else {
             let in_set = &state.in_set;
+            let witness = psd.of(&set).scan(beta, set.len(), |k| quad[set[k]]);
+            // Only the witness is recorded: the restricted dual bounds the restricted problem
+            // alone, so it neither certifies nor stops the fit, witness or not.
+            tracker.screen(f64::NEG_INFINITY, witness);
             let rdual = dual_loss - dual_penalty(&quad, groups, |k| in_set[k]);
             let rgap = checks.restricted_gap(primal, rdual);
             if checks.due_after(rgap, cfg.tol) {
                 // Whole-problem check: every q_jk at this β, one pass over the stack.
                 stack.quad_forms(beta, &mut quad);
-                let dual = dual_loss - dual_penalty(&quad, groups, |_| true);
+                let witness = psd.all().scan(beta, m, |k| quad[k]);
+                let dual =
+                    tracker.screen(dual_loss - dual_penalty(&quad, groups, |_| true), witness);
                 let gap = tracker.record_with(primal, dual, set.len(), model);
                 if gap <= cfg.tol {
                     status = SolveStatus::Converged;

@@ -2,6 +2,8 @@
 
 use crate::kernels::KernelStack;
 use crate::losses::Loss;
+use crate::result::PsdWitness;
+use crate::solvers::witness::{PsdCheck, PsdScope};
 
 use super::SpicyPenalty;
 
@@ -14,6 +16,9 @@ pub struct Projected {
     /// The block norms after centring, before the `l1` scaling: the optimality test of a
     /// kernel outside a working set (`> r_1` means it should be active).
     pub centred: Vec<f64>,
+    /// A witness that a kernel is not PSD along the point (docs/mathematics.md §1.8): then
+    /// its dual value certifies nothing.
+    pub witness: Option<PsdWitness>,
 }
 
 /// Makes each candidate `ρ̃` (our scale) a feasible dual point, with one batched pass over the
@@ -24,6 +29,8 @@ pub struct Projected {
 /// subtraction can leave a bounded domain (hinge, logistic, …); `Σ clip(ρ̃ − τ)` is
 /// non-increasing in `τ`, so `τ` is found by bisection. For `l1` the point is then divided by
 /// `max(1, max_m ‖ρ̃‖_{K_m})`, which keeps the sum and the domain (it contains 0).
+/// `psd` names the kernels of `stack` in the fit's stack, for the witness check of each point
+/// (on the centred point: the check is invariant to the scaling).
 pub fn project_duals(
     stack: &dyn KernelStack,
     y: &[f64],
@@ -31,6 +38,7 @@ pub fn project_duals(
     c: f64,
     loss: Loss,
     penalty: SpicyPenalty,
+    psd: PsdScope<'_, '_>,
 ) -> Vec<Projected> {
     let n = y.len();
     let mm = stack.m();
@@ -49,6 +57,7 @@ pub fn project_duals(
         .into_iter()
         .enumerate()
         .map(|(j, mut r)| {
+            let witness = psd.scan(&r, mm, |m| q[m * b + j]);
             let raw: Vec<f64> = (0..mm).map(|m| q[m * b + j].max(0.0).sqrt()).collect();
             let mut norms = raw.clone();
             let nmax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
@@ -60,12 +69,13 @@ pub fn project_duals(
                 rho: r,
                 norms,
                 centred: raw,
+                witness,
             }
         })
         .collect()
 }
 
-/// [`project_duals`] for one candidate: the point and its block norms.
+/// [`project_duals`] for one candidate on a whole stack: the point and its block norms.
 pub fn project_dual(
     stack: &dyn KernelStack,
     y: &[f64],
@@ -74,7 +84,8 @@ pub fn project_dual(
     loss: Loss,
     penalty: SpicyPenalty,
 ) -> (Vec<f64>, Vec<f64>) {
-    let p = project_duals(stack, y, &[rho], c, loss, penalty)
+    let check = PsdCheck::new(stack);
+    let p = project_duals(stack, y, &[rho], c, loss, penalty, check.all())
         .pop()
         .expect("one candidate");
     (p.rho, p.norms)

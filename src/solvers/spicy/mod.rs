@@ -86,6 +86,7 @@ use crate::losses::Loss;
 use crate::result::{relative_gap, FitResult, SolveStatus};
 use crate::solvers::lp::{new_points, scatter_points, SingleKernel, MAX_FRACTION};
 use crate::solvers::tracker::{Model, Tracker};
+use crate::solvers::witness::PsdCheck;
 
 pub use dual::{dual_value, project_dual, project_duals, Projected};
 use inner::{Inner, Outer};
@@ -279,7 +280,10 @@ fn fit(
     let (r1, r2) = cfg.penalty.weights();
     let m_all = stack.m();
     let mut tracker = Tracker::new(interrupt);
-    // The best dual value that is valid for all kernels (the restricted problems' duals are not).
+    let psd = PsdCheck::new(stack);
+    // The best dual value that is valid for all kernels (the restricted problems' duals are
+    // not), as computed: a witness that a kernel is not PSD voids it as a certificate, which
+    // the tracker's `screen` records (then the fit stops where it would have converged).
     let mut full_dual = f64::NEG_INFINITY;
     let size = cfg.working_set.unwrap_or(AUTO_WORKING_SET);
     let use_ws =
@@ -290,10 +294,12 @@ fn fit(
         let f0 = vec![0.0; n];
         let b0 = cfg.loss.best_intercept(y, &f0, 0.0);
         let start = natural_dual(cfg, y, &f0, b0);
-        let p = project_duals(stack, y, &[&start], cfg.c, cfg.loss, cfg.penalty)
+        let p = project_duals(stack, y, &[&start], cfg.c, cfg.loss, cfg.penalty, psd.all())
             .pop()
             .expect("one candidate");
-        full_dual = dual_value(&p.norms, y, &p.rho, cfg.c, cfg.loss, cfg.penalty);
+        let d = dual_value(&p.norms, y, &p.rho, cfg.c, cfg.loss, cfg.penalty);
+        tracker.screen(d, p.witness);
+        full_dual = d;
         largest(&p.centred, (0..m_all).collect(), size)
     } else {
         (0..m_all).collect()
@@ -392,27 +398,41 @@ fn fit(
         let natural = natural_dual(cfg, &yw, &f, b);
         let scaled: Vec<f64> = state.rho.iter().map(|r| cfg.c * r).collect();
         let candidates: [&[f64]; 2] = [&natural, &scaled];
-        let best_dual = |stack: &dyn KernelStack, candidates: &[&[f64]]| {
-            let points = project_duals(stack, &yw, candidates, cfg.c, cfg.loss, cfg.penalty);
-            let d = points
-                .iter()
-                .map(|p| dual_value(&p.norms, &yw, &p.rho, cfg.c, cfg.loss, cfg.penalty))
-                .fold(f64::NEG_INFINITY, f64::max);
-            (d, points)
-        };
-        let (local_dual, local) = best_dual(&sub, &candidates);
+        let value = |p: &Projected| dual_value(&p.norms, &yw, &p.rho, cfg.c, cfg.loss, cfg.penalty);
+        let local = project_duals(
+            &sub,
+            &yw,
+            &candidates,
+            cfg.c,
+            cfg.loss,
+            cfg.penalty,
+            psd.of(sub.indices()),
+        );
+        // The working-set decisions below use the values as they are; only points without a
+        // witness that a kernel is not PSD count for the certificate.
+        let local_dual = local.iter().map(value).fold(f64::NEG_INFINITY, f64::max);
         if sub.m() == m_all {
-            full_dual = full_dual.max(local_dual);
+            for p in &local {
+                tracker.screen(value(p), p.witness);
+                full_dual = full_dual.max(value(p));
+            }
         } else if relative_gap(primal_here, local_dual) <= cfg.tol.max(CHECK_GAP) {
             // Optimal on the working set: check every kernel in one pass, with the candidate
             // that is best on the working set, and add the kernels whose block norm says they
             // should be active (KKT: ‖ρ̃‖_{K_m} ≤ r_1 off the support), the most violated first.
-            let value =
-                |p: &Projected| dual_value(&p.norms, &yw, &p.rho, cfg.c, cfg.loss, cfg.penalty);
             let j = (0..local.len())
                 .max_by(|&a, &b| value(&local[a]).total_cmp(&value(&local[b])))
                 .expect("two candidates");
-            let checked = project_duals(base, &yw, &[candidates[j]], cfg.c, cfg.loss, cfg.penalty);
+            let checked = project_duals(
+                base,
+                &yw,
+                &[candidates[j]],
+                cfg.c,
+                cfg.loss,
+                cfg.penalty,
+                psd.all(),
+            );
+            tracker.screen(value(&checked[0]), checked[0].witness);
             full_dual = full_dual.max(value(&checked[0]));
             let mut inside = vec![false; m_all];
             kernels.iter().for_each(|&m| inside[m] = true);
@@ -432,7 +452,9 @@ fn fit(
             Some((fa, bw)) => (fa.as_slice(), *bw),
             None => (f.as_slice(), b),
         };
-        let gap = tracker.record_with(primal, full_dual, active, || {
+        // −∞ once a dual point showed a kernel is not PSD (then full_dual is no certificate).
+        let certified = tracker.screen(full_dual, None);
+        let gap = tracker.record_with(primal, certified, active, || {
             let mut coef = vec![0.0; m_all * n];
             let mut all_norms = vec![0.0; m_all];
             for (k, &m) in kernels.iter().enumerate().take(norms.len()) {
