@@ -22,7 +22,7 @@ TOL = 1e-3
 
 def estimator(loss: str, regression: bool, **params: Any) -> mk.MKLClassifier | mk.MKLRegressor:
     cls = mk.MKLRegressor if regression else mk.MKLClassifier
-    return cls(kernels="precomputed", loss=loss, **{"tol": TOL, **params})
+    return cls(kernels="precomputed", **{"loss": loss, "tol": TOL, **params})
 
 
 @pytest.mark.parametrize("dataset", ["pima", "sonar"])
