@@ -724,8 +724,8 @@ fn fit_from(
 /// A warm start of a smooth loss (logistic, squared) begins at `γ = γ^{(1)} κ^2`, two growth
 /// steps on; a Newton stall still falls back towards `γ^{(1)}`. Warm-started grids along the
 /// regularization path (digits, n = 100 and 300, M = 50 and 200, 19–48 values of C) took
-/// 25–45 % fewer outer iterations and 1.1–1.8× less time than from `γ^{(1)}`; a start 4
-/// steps on diverged (logistic, n = 300, M = 50). The hinge-type losses start at `γ^{(1)}`:
+/// 37–49 % fewer outer iterations than from `γ^{(1)}`, and up to 1.8× less time (one of six
+/// 4 % more); a start 4 steps on diverged (logistic, n = 300, M = 50). The hinge-type losses start at `γ^{(1)}`:
 /// their slack's `γ_z = √γ` pins the points on the dual box's faces (see `inner::slack_gamma`)
 /// and the larger start was slower on the hinge (n = 1000, M = 50: 9.7 s against 6.3 s for
 /// 20 values of C).
