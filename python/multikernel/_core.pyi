@@ -187,6 +187,9 @@ def fit(
     *,
     n_threads: int = 0,
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
+    init_coef: NDArray[np.float64] | None = None,
+    init_intercept: float = 0.0,
+    init_dual: NDArray[np.float64] | None = None,
 ) -> FitResult: ...
 def path(
     g: NDArray[Any] | list[NDArray[np.float64]],

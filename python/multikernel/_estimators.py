@@ -124,6 +124,9 @@ def _warn_not_psd(name: str, witness: tuple[int, float, float, float], which: st
         stacklevel=4,
     )
 
+#: A starting point of one binary problem: the coefficients ``A`` (M, n) and the intercept.
+_Start: TypeAlias = "tuple[NDArray[np.float64], float]"
+
 
 def _solve_record(
     est: _BaseMKL,
@@ -132,9 +135,10 @@ def _solve_record(
     y: NDArray[np.float64],
     settings: dict[str, Setting],
     label: str,
+    start: _Start | None = None,
 ) -> _FitRecord:
     """One binary problem of a multiclass fit (a joblib task, maybe in another process)."""
-    return _FitRecord.of(est._solve(solver, aligned(G), y, settings, label))
+    return _FitRecord.of(est._solve(solver, aligned(G), y, settings, label, start))
 
 
 _FITTED = (
@@ -247,6 +251,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         n_threads: int = 0,
         random_state: int | None = None,
         verbose: int = 0,
+        warm_start: bool = False,
     ) -> None:
         self.kernels = kernels
         self.penalty = penalty
@@ -264,6 +269,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.n_threads = n_threads
         self.random_state = random_state
         self.verbose = verbose
+        self.warm_start = warm_start
 
     # --- validation ---------------------------------------------------------------------
 
@@ -462,24 +468,71 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         y: NDArray[np.float64],
         settings: dict[str, Setting],
         label: str = "",
+        start: _Start | None = None,
     ) -> _core.FitResult:
         log = _iteration_logger(f"{type(self).__name__}{label}") if self.verbose else None
         yc = np.ascontiguousarray(y, dtype=np.float64)
         if self.penalty == "group":
             settings = {**settings, "groups": group_ids(self.groups, _n_kernels(G))[0]}
+        if start is not None:
+            return _core.fit(
+                solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log,
+                init_coef=np.ascontiguousarray(start[0], dtype=np.float64),
+                init_intercept=float(start[1]),
+            )  # fmt: skip
         return _core.fit(solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log)
+
+    def _previous_fit(self) -> tuple[tuple[Any, ...], NDArray[Any], NDArray[Any]] | None:
+        """With ``warm_start``, the last SpicyMKL fit (its key, ``dual_coef_`` and
+        ``intercept_``), read before ``fit`` clears it; None otherwise."""
+        key = self.__dict__.get("_warm_key")
+        if not self.warm_start or key is None or not hasattr(self, "dual_coef_"):
+            return None
+        return key, np.asarray(self.dual_coef_), np.asarray(self.intercept_)
+
+    def _warm_starts(
+        self,
+        previous: tuple[tuple[Any, ...], NDArray[Any], NDArray[Any]] | None,
+        key: tuple[Any, ...] | None,
+        index: Sequence[NDArray[np.intp]] | None = None,
+    ) -> list[_Start | None] | None:
+        """The starting point of each binary problem of this fit from the previous one, when
+        both are SpicyMKL fits of the same problems (``key``: loss, n, M, classes, multiclass
+        scheme); None (cold starts) otherwise. ``index``: the points of each one-vs-one
+        problem."""
+        self._warm_key = key
+        if previous is None or key is None or previous[0] != key:
+            return None
+        _, A, b = previous
+        if A.ndim == 2:
+            return [(A, float(b))]
+        if index is None:
+            return [(A[k], float(b[k])) for k in range(A.shape[0])]
+        return [(A[k][:, idx], float(b[k])) for k, idx in enumerate(index)]
+
+    def _warm_key_of(
+        self, solver: str, settings: dict[str, Setting], G: _Stack, *extra: Any
+    ) -> tuple[Any, ...] | None:
+        """What a warm start must share with the previous fit: SpicyMKL (penalty l1 or
+        elasticnet), the loss, n and M (and for classifiers the classes and the scheme)."""
+        if solver != "spicy":
+            return None
+        return (settings["loss"], _n_points(G), _n_kernels(G), *extra)
 
     def _solve_many(
         self,
         solver: _NativeSolver,
-        problems: Iterable[tuple[_Stack, NDArray[np.float64], str]],
+        problems: Iterable[tuple[_Stack, NDArray[np.float64], str, _Start | None]],
         settings: dict[str, Setting],
     ) -> list[_FitRecord]:
         """The binary problems ``(G, y, label)`` of a multiclass fit, through joblib: one after
         the other by default, fanned out under a parallel backend (``joblib.parallel_backend
         ("dask")`` runs them on a Dask cluster). Each fit is deterministic: the same bits
         wherever it runs."""
-        jobs = (delayed(_solve_record)(self, solver, G, y, settings, lb) for G, y, lb in problems)
+        jobs = (
+            delayed(_solve_record)(self, solver, G, y, settings, lb, st)
+            for G, y, lb, st in problems
+        )
         out: list[_FitRecord] = Parallel()(jobs)
         return out
 
@@ -693,6 +746,16 @@ default "mean_diag"
         ``1`` or more: one INFO record per outer iteration (gap, primal and dual values,
         active kernels, seconds) on the ``multikernel`` logger (a stderr handler is added
         when logging is not configured).
+    warm_start : bool, default False
+        ``penalty="l1"`` and ``"elasticnet"`` (SpicyMKL): when True, ``fit`` starts from the
+        previous fit's solution (``dual_coef_``, ``intercept_``), as scikit-learn's
+        ``warm_start`` does: ``set_params(C=...)`` then ``fit`` again follows a grid of C (or
+        of ``l1_ratio``, ``tol``) at a fraction of the cost of cold starts. The start is
+        certified first (a fit already optimal for the new settings ends there); the result
+        is the same certified optimum as from a cold start. A previous fit that cannot seed
+        this one (another solver, loss, number of points or kernels, classes or
+        ``multi_class``) is ignored: the fit starts cold, silently. The other solvers always
+        start cold.
 
     Attributes
     ----------
@@ -714,7 +777,8 @@ default "mean_diag"
         The certificate: primal value, dual value of a feasible dual point, and
         ``(P − D)/|P|``.
     n_iter_ : int, or ndarray of shape (n_problems,)
-        Outer iterations run.
+        Outer iterations run (a warm start's certificate of its starting point counts as
+        one).
     converged_ : bool, or ndarray of shape (n_problems,)
         Whether the duality gap reached ``tol``.
     history_ : structured ndarray of shape (n_iter_,), or a list of them for multiclass
@@ -776,6 +840,7 @@ default "mean_diag"
         n_threads: int = 0,
         random_state: int | None = None,
         verbose: int = 0,
+        warm_start: bool = False,
     ) -> None:
         super().__init__(
             kernels=kernels,
@@ -794,6 +859,7 @@ default "mean_diag"
             n_threads=n_threads,
             random_state=random_state,
             verbose=verbose,
+            warm_start=warm_start,
         )
         self.multi_class = multi_class
 
@@ -835,6 +901,7 @@ default "mean_diag"
         >>> bool(abs(pre.primal_objective_ - clf.primal_objective_).max() < 1e-8)
         True
         """
+        previous = self._previous_fit()
         self._clear()
         solver, settings = self._check_params()
         if self.multi_class not in ("ovr", "ovo"):
@@ -852,13 +919,20 @@ default "mean_diag"
         results: Sequence[_core.FitResult | _FitRecord] = []
         coefs: list[NDArray[Any]] | None = None
         problems: list[tuple[int, int]] = []
+        scheme = self.multi_class if len(classes) > 2 else None
+        key = self._warm_key_of(solver, settings, G, tuple(classes.tolist()), scheme)
         if len(classes) == 2:
-            results = [self._solve(solver, G, np.where(yi == 1, 1.0, -1.0), settings)]
+            st = self._warm_starts(previous, key)
+            yb = np.where(yi == 1, 1.0, -1.0)
+            results = [self._solve(solver, G, yb, settings, start=st[0] if st else None)]
         elif self.multi_class == "ovr":
+            starts = self._warm_starts(previous, key) or [None] * len(classes)
+
             # One problem per class, through joblib (fanned out under a parallel backend).
-            def ovr() -> Iterator[tuple[_Stack, NDArray[np.float64], str]]:
+            def ovr() -> Iterator[tuple[_Stack, NDArray[np.float64], str, _Start | None]]:
                 for k in range(len(classes)):
-                    yield G, np.where(yi == k, 1.0, -1.0), f" (class {classes[k]!r} vs rest)"
+                    label = f" (class {classes[k]!r} vs rest)"
+                    yield G, np.where(yi == k, 1.0, -1.0), label, starts[k]
 
             results = self._solve_many(solver, ovr(), settings)
         else:
@@ -866,11 +940,12 @@ default "mean_diag"
             n = _n_points(G)
             problems = [(a, b) for a in range(len(classes)) for b in range(a + 1, len(classes))]
             index = [np.flatnonzero((yi == a) | (yi == b)) for a, b in problems]
+            pair_starts = self._warm_starts(previous, key, index) or [None] * len(problems)
 
-            def ovo() -> Iterator[tuple[_Stack, NDArray[np.float64], str]]:
-                for (a, b), idx in zip(problems, index, strict=True):
+            def ovo() -> Iterator[tuple[_Stack, NDArray[np.float64], str, _Start | None]]:
+                for (a, b), idx, st in zip(problems, index, pair_starts, strict=True):
                     label = f" (class {classes[a]!r} vs {classes[b]!r})"
-                    yield _subset(G, idx), np.where(yi[idx] == a, 1.0, -1.0), label
+                    yield _subset(G, idx), np.where(yi[idx] == a, 1.0, -1.0), label, st
 
             results = self._solve_many(solver, ovo(), settings)
             coefs = []
@@ -1048,7 +1123,8 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
         None means ``"squared"``.
     epsilon : float, default 0.1
         Width of the insensitive tube of ``"epsilon_insensitive"``.
-    solver, tol, max_iter, solver_config, normalize, n_threads, random_state, verbose
+    solver, tol, max_iter, solver_config, normalize, n_threads, random_state, verbose, \
+warm_start
         As for :class:`MKLClassifier`.
 
     Attributes
@@ -1062,7 +1138,7 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
     primal_objective_, dual_objective_, duality_gap_ : float
         The certificate, as for :class:`MKLClassifier`.
     n_iter_ : int
-        Outer iterations run.
+        Outer iterations run (a warm start's certificate counts as one).
     converged_ : bool
         Whether the duality gap reached ``tol``.
     history_ : structured ndarray of shape (n_iter_,)
@@ -1121,13 +1197,17 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
         >>> reg.kernel_weights_.round(2)  # the RBF kernel on the informative column
         array([0., 1., 0.])
         """
+        previous = self._previous_fit()
         self._clear()
         solver, settings = self._check_params()
         G, yv = self._training_stack(X, y, solver)
         yf = np.asarray(yv, dtype=np.float64)
         if not np.isfinite(yf).all():
             raise NonFiniteError("y contains NaN or infinity")
-        self._set_results([self._solve(solver, G, yf, settings)], multi=False)
+        st = self._warm_starts(previous, self._warm_key_of(solver, settings, G))
+        self._set_results(
+            [self._solve(solver, G, yf, settings, start=st[0] if st else None)], multi=False
+        )
         self.n_train_ = _n_points(G)
         self._feature_coefs(G)
         return self

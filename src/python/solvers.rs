@@ -17,7 +17,7 @@ use crate::solvers::lp::{fit_lp, fit_one_class, LpAlgorithm, LpConfig, OneClassC
 use crate::solvers::mirror::{fit_group, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
-use crate::solvers::spicy::{fit_spicy, SpicyConfig, SpicyPenalty};
+use crate::solvers::spicy::{fit_spicy_from, SpicyConfig, SpicyPenalty, SpicyStart};
 use crate::solvers::svrg::{fit_svrg, Features, SvrgConfig};
 use crate::Result;
 
@@ -418,10 +418,22 @@ impl Settings {
         }
     }
 
-    fn fit(&self, s: &dyn KernelStack, y: &[f64], i: &dyn Interrupt) -> Result<FitResult> {
+    fn fit(
+        &self,
+        s: &dyn KernelStack,
+        y: &[f64],
+        start: Option<&SpicyStart>,
+        i: &dyn Interrupt,
+    ) -> Result<FitResult> {
+        if start.is_some() && !matches!(self, Settings::Spicy(_)) {
+            return Err(MkError::config(
+                "init_coef",
+                "a starting point is taken by solver spicy only",
+            ));
+        }
         match self {
             Settings::Lp(c) => fit_lp(s, y, c, i),
-            Settings::Spicy(c) => fit_spicy(s, y, c, i),
+            Settings::Spicy(c) => fit_spicy_from(s, y, c, start, i),
             Settings::Mirror(c, groups) => {
                 let groups = match groups {
                     Some(ids) => Groups::new(ids)?,
@@ -511,9 +523,15 @@ fn check_settings(solver: &str, settings: &Bound<'_, PyDict>) -> PyResult<()> {
 }
 
 /// Fits `solver` on a dense (float64 or float32) stack; `on_iteration(primal, dual, gap,
-/// active, seconds)` is called on the calling thread for every outer iteration.
+/// active, seconds)` is called on the calling thread for every outer iteration. `spicy` starts
+/// from `init_coef` `(M, n)`, `init_intercept` and `init_dual` `(n,)` (the dual in the
+/// solver's scale, `ρ̃/C`; None: from the start's predictions) when `init_coef` is given.
 #[pyfunction]
-#[pyo3(signature = (solver, g, y, settings, *, n_threads=0, on_iteration=None))]
+#[pyo3(signature = (
+    solver, g, y, settings, *, n_threads=0, on_iteration=None, init_coef=None,
+    init_intercept=0.0, init_dual=None
+))]
+#[allow(clippy::too_many_arguments)]
 fn fit<'py>(
     py: Python<'py>,
     solver: &str,
@@ -522,11 +540,41 @@ fn fit<'py>(
     settings: &Bound<'py, PyDict>,
     n_threads: usize,
     on_iteration: Option<&Bound<'py, PyAny>>,
+    init_coef: Option<PyReadonlyArray2<'py, f64>>,
+    init_intercept: f64,
+    init_dual: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<PyFitResult> {
     let settings = Settings::read(solver, settings)?;
     let y = y.as_array().to_vec();
     let n = y.len();
+    let start = match init_coef {
+        Some(a) if a.as_array().ncols() != n => {
+            return Err(to_py(MkError::Shape(format!(
+                "init_coef must have shape (M, n={n}), got {:?}",
+                a.as_array().shape()
+            ))))
+        }
+        Some(a) => Some(SpicyStart {
+            // Row-major (M, n) whatever the array's strides.
+            coef: a.as_array().iter().copied().collect(),
+            intercept: init_intercept,
+            dual: init_dual.map(|d| d.as_array().to_vec()),
+        }),
+        None if init_dual.is_some() => {
+            return Err(to_py(MkError::config(
+                "init_dual",
+                "needs init_coef (the starting point's coefficients)",
+            )))
+        }
+        None => None,
+    };
     let r = if let Settings::Svrg(cfg) = &settings {
+        if start.is_some() {
+            return Err(to_py(MkError::config(
+                "init_coef",
+                "a starting point is taken by solver spicy only",
+            )));
+        }
         // Explicit features: a list of (n, D_k) blocks of float64 or float32 (a 3-D array
         // would extract as one too: its (n, n) slices are kernels, not features).
         let is_list =
@@ -551,7 +599,9 @@ fn fit<'py>(
         }
     } else {
         with_dense(g, |s| {
-            run_detached(py, n_threads, on_iteration, |i| settings.fit(s, &y, i))
+            run_detached(py, n_threads, on_iteration, |i| {
+                settings.fit(s, &y, start.as_ref(), i)
+            })
         })?
     };
     PyFitResult::new(py, r, n)

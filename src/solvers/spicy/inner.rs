@@ -47,6 +47,48 @@ impl Outer {
         }
     }
 
+    /// A warm start: the iterate `A` (rows of `stack`'s kernels on its points, row-major),
+    /// `b`, the slack `z` and the dual `ρ`. `K_m A[m]` and the block norms are computed on
+    /// `stack` for the non-zero rows; a row with `‖A[m]‖_{K_m} = 0` is set to zero.
+    pub fn warm(
+        stack: &dyn KernelStack,
+        mut a: Vec<f64>,
+        b: f64,
+        z: Vec<f64>,
+        rho: Vec<f64>,
+    ) -> Self {
+        let (m, n) = (stack.m(), stack.n());
+        let mut ka = vec![0.0; m * n];
+        let mut norm = vec![0.0; m];
+        let mut support = Vec::new();
+        for (k, s) in norm.iter_mut().enumerate() {
+            let row = k * n..(k + 1) * n;
+            if a[row.clone()].iter().all(|&v| v == 0.0) {
+                continue;
+            }
+            stack.matvec(k, &a[row.clone()], &mut ka[row.clone()]);
+            let s2 = dot(&a[row.clone()], &ka[row.clone()]);
+            if s2 > 0.0 {
+                *s = s2.sqrt();
+                support.push(k);
+            } else {
+                a[row.clone()].iter_mut().for_each(|v| *v = 0.0);
+                ka[row].iter_mut().for_each(|v| *v = 0.0);
+            }
+        }
+        Outer {
+            m,
+            n,
+            a,
+            ka,
+            norm,
+            support,
+            b,
+            z,
+            rho,
+        }
+    }
+
     /// `f = Σ_{m ∈ support} K_m A[m]` (without the intercept).
     pub fn predictions(&self, f: &mut [f64]) {
         f.iter_mut().for_each(|v| *v = 0.0);
