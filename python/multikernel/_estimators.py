@@ -124,6 +124,7 @@ def _warn_not_psd(name: str, witness: tuple[int, float, float, float], which: st
         stacklevel=4,
     )
 
+
 #: A starting point of one binary problem: the coefficients ``A`` (M, n) and the intercept.
 _Start: TypeAlias = "tuple[NDArray[np.float64], float]"
 

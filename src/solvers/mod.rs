@@ -7,6 +7,8 @@ pub mod path;
 pub mod smo;
 pub mod spicy;
 pub mod svrg;
+#[cfg(test)]
+mod test_util;
 mod tracker;
 pub mod witness;
 

@@ -172,19 +172,7 @@ pub(crate) fn stronger(a: Option<PsdWitness>, b: Option<PsdWitness>) -> Option<P
 mod tests {
     use super::*;
     use crate::kernels::DenseStack;
-
-    /// A deterministic pseudo-random stream in [−1, 1).
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self) -> f64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        }
-    }
+    use crate::solvers::test_util::Lcg;
 
     /// A Gaussian kernel on `n` random points in 3-D (PSD, rapidly decaying spectrum: many
     /// eigenvalues at rounding level, the hardest PSD case for a sign test).

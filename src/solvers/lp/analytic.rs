@@ -273,15 +273,7 @@ pub(super) fn fit_analytic(
                 stack.combined_matvec(&theta, &beta, &mut f);
                 let b = cfg.loss.best_intercept(y, &f, st.b);
                 let cert = certificate(cfg, y, &theta, &beta, b, &st.quad, &f);
-                let dual = tracker.screen(cert.dual, st.witness);
-                let gap = tracker.record(
-                    cert.primal,
-                    dual,
-                    &theta,
-                    &cert.scaled(&beta),
-                    cert.b,
-                    cert.norms,
-                );
+                let gap = cert.record(&mut tracker, st.witness, &theta, &beta);
                 if gap <= cfg.tol {
                     status = SolveStatus::Converged;
                     break;

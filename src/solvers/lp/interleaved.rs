@@ -101,16 +101,8 @@ pub(super) fn fit_interleaved(
         dense_matvec(&k_theta, &beta, &mut f);
         let b = cfg.loss.best_intercept(y, &f, -state.rho());
         let cert = certificate(cfg, y, &theta, &beta, b, &quad, &f);
-        let dual = tracker.screen(cert.dual, witness);
         let norms = cert.norms.clone();
-        let gap = tracker.record(
-            cert.primal,
-            dual,
-            &theta,
-            &cert.scaled(&beta),
-            cert.b,
-            cert.norms,
-        );
+        let gap = cert.record(&mut tracker, witness, &theta, &beta);
         if gap <= cfg.tol {
             status = SolveStatus::Converged;
             break;

@@ -28,7 +28,7 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::Loss;
-use crate::result::FitResult;
+use crate::result::{FitResult, PsdWitness};
 pub(crate) use crate::solvers::tracker::Tracker;
 
 pub(crate) use analytic::GapSchedule;
@@ -175,6 +175,20 @@ impl Certificate {
     /// `scale · β`: the `β` of the model at which `P` holds.
     pub fn scaled(&self, beta: &[f64]) -> Vec<f64> {
         beta.iter().map(|v| self.scale * v).collect()
+    }
+
+    /// Records the iterate `A[m] = θ_m β` in `tracker`, its dual screened by `witness`;
+    /// returns the gap to stop on.
+    pub fn record(
+        self,
+        tracker: &mut Tracker<'_>,
+        witness: Option<PsdWitness>,
+        theta: &[f64],
+        beta: &[f64],
+    ) -> f64 {
+        let dual = tracker.screen(self.dual, witness);
+        let beta = self.scaled(beta);
+        tracker.record(self.primal, dual, theta, &beta, self.b, self.norms)
     }
 }
 

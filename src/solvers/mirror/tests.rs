@@ -2,19 +2,7 @@ use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
 use crate::solvers::lp::{fit_lp, LpConfig};
-
-/// A deterministic uniform(−1, 1) stream.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
-}
+use crate::solvers::test_util::Lcg;
 
 #[allow(clippy::needless_range_loop)]
 /// `n` points in 4-D; per feature `d` a group of Gaussian kernels on that feature of widths

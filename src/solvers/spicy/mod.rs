@@ -451,6 +451,7 @@ fn fit_from(
             cfg.c,
             cfg.loss,
             cfg.penalty,
+            psd.all(),
         );
         let values: Vec<f64> = candidates
             .iter()
@@ -459,6 +460,9 @@ fn fit_from(
         let j = (0..values.len())
             .max_by(|&a, &b| values[a].total_cmp(&values[b]))
             .expect("three candidates");
+        for p in &candidates {
+            tracker.screen(f64::NEG_INFINITY, p.witness);
+        }
         full_dual = values[j];
         let data: f64 = y
             .iter()
@@ -467,7 +471,8 @@ fn fit_from(
             .sum();
         let primal = cfg.c * data + cfg.penalty.value(&w.norms);
         let active = w.norms.iter().filter(|&&s| s > 0.0).count();
-        let gap = tracker.record_with(primal, full_dual, active, || Model {
+        let certified = tracker.screen(full_dual, None);
+        let gap = tracker.record_with(primal, certified, active, || Model {
             coef: w.start.coef.clone(),
             intercept: b0,
             weights: kernel_weights(cfg.penalty, &w.norms),

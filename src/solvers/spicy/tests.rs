@@ -2,21 +2,9 @@ use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
 use crate::linalg::{solve_with_intercept, Cholesky};
+use crate::solvers::test_util::Lcg;
 
 type KernelFn = dyn Fn(&[f64; 3], &[f64; 3]) -> f64;
-
-/// A deterministic uniform(−1, 1) stream.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
-}
 
 /// `n` points in 3-D; kernels: Gaussians of widths 0.5, 1, 2 on all features, a linear kernel
 /// on feature 0, a Gaussian on feature 2 (noise), each with a 1e-8 jitter (as the paper).
