@@ -329,6 +329,14 @@ impl Loss {
 }
 
 impl Loss {
+    /// `Σ_i ℓ(y_i, f_i + b)`, the data term of every primal value.
+    pub fn total(&self, y: &[f64], f: &[f64], b: f64) -> f64 {
+        y.iter()
+            .zip(f)
+            .map(|(&yi, &fi)| self.value(yi, fi + b))
+            .sum()
+    }
+
     /// The intercept minimising `Σ_i ℓ(y_i, f_i + b)` for fixed `f`, by bisection on the
     /// monotone (sub)derivative `Σ_i ℓ'(y_i, f_i + b)`, starting from `start`.
     ///
@@ -342,12 +350,7 @@ impl Loss {
                 .map(|(&yi, &fi)| self.deriv(yi, fi + b))
                 .sum()
         };
-        let total = |b: f64| -> f64 {
-            y.iter()
-                .zip(f)
-                .map(|(&yi, &fi)| self.value(yi, fi + b))
-                .sum()
-        };
+        let total = |b: f64| self.total(y, f, b);
         let s0 = slope(start);
         if s0 == 0.0 || !start.is_finite() {
             return start;

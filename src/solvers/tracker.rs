@@ -139,14 +139,20 @@ impl<'a> Tracker<'a> {
     /// result.
     pub fn screen(&mut self, dual: f64, witness: Option<PsdWitness>) -> f64 {
         self.pending = Some(dual);
-        if witness.is_some() {
-            self.witness = stronger(self.witness, witness);
-            self.best_dual = f64::NEG_INFINITY;
-        }
+        self.note(witness);
         if self.witness.is_some() {
             f64::NEG_INFINITY
         } else {
             dual
+        }
+    }
+
+    /// Takes note of `witness` (see [`Tracker::screen`]) for a dual point whose value is not
+    /// recorded: a restricted problem's, or one only compared with others.
+    pub fn note(&mut self, witness: Option<PsdWitness>) {
+        if witness.is_some() {
+            self.witness = stronger(self.witness, witness);
+            self.best_dual = f64::NEG_INFINITY;
         }
     }
 

@@ -206,15 +206,20 @@ mod tests {
         q
     }
 
+    /// A Gaussian kernel (width 2) on `n` random points and its float32 rounding.
+    fn rounded_gaussian(n: usize, rng: &mut Lcg) -> (Vec<f64>, Vec<f32>) {
+        let k64 = gaussian(n, 2.0, rng);
+        let k32 = k64.iter().map(|&v| v as f32).collect();
+        (k64, k32)
+    }
+
     /// The f64 Gaussian kernel and its float32 rounding never flag, for random dual points
     /// and for the direction of the smallest eigenvalue of the f64 kernel (where its
     /// quadratic form is smallest): PSD kernels go negative only by rounding.
     #[test]
     fn psd_kernels_never_flag() {
-        let mut rng = Lcg(7);
-        let n = 120;
-        let k64 = gaussian(n, 2.0, &mut rng);
-        let k32: Vec<f32> = k64.iter().map(|&v| v as f32).collect();
+        let (mut rng, n) = (Lcg(7), 120);
+        let (k64, k32) = rounded_gaussian(n, &mut rng);
         let s64 = DenseStack::new(&k64, 1, n).unwrap();
         let (lam, v) = smallest_eigen(&k64, n);
         assert!(
@@ -297,10 +302,8 @@ mod tests {
     /// says so).
     #[test]
     fn float32_rounding_is_a_witness_within_entry_rounding() {
-        let mut rng = Lcg(11);
-        let n = 120;
-        let k64 = gaussian(n, 2.0, &mut rng);
-        let k32: Vec<f32> = k64.iter().map(|&v| v as f32).collect();
+        let (mut rng, n) = (Lcg(11), 120);
+        let (_, k32) = rounded_gaussian(n, &mut rng);
         let widened: Vec<f64> = k32.iter().map(|&v| v as f64).collect();
         let (lam, v) = smallest_eigen(&widened, n);
         assert!(

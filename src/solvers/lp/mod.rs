@@ -209,13 +209,8 @@ pub(crate) fn certificate(
         .zip(quad)
         .map(|(t, q)| t * q.max(0.0).sqrt())
         .collect();
-    let data: f64 = y
-        .iter()
-        .zip(f)
-        .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
-        .sum();
     let penalty = lp_penalty(&norms, cfg.p);
-    let primal = cfg.c * data + penalty;
+    let primal = cfg.c * cfg.loss.total(y, f, b) + penalty;
     let (scale, b, primal) = cfg
         .loss
         .lift_to_margin(y, f, b, cfg.c, penalty, primal)

@@ -491,13 +491,8 @@ pub fn fit_group(
             .zip(&quad)
             .map(|(t, q)| t * q.max(0.0).sqrt())
             .collect();
-        let data: f64 = y
-            .iter()
-            .zip(&f)
-            .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
-            .sum();
         let penalty = group_penalty(&norms, groups);
-        let primal = cfg.c * data + penalty;
+        let primal = cfg.c * cfg.loss.total(y, &f, b) + penalty;
         // The model `scale·A` with intercept `b` (the margin lift of the hinge loss).
         let (scale, b, primal) = cfg
             .loss
@@ -544,7 +539,7 @@ pub fn fit_group(
             let witness = psd.of(&set).scan(beta, set.len(), |k| quad[set[k]]);
             // Only the witness is recorded: the restricted dual bounds the restricted problem
             // alone, so it neither certifies nor stops the fit, witness or not.
-            tracker.screen(f64::NEG_INFINITY, witness);
+            tracker.note(witness);
             let rdual = dual_loss - dual_penalty(&quad, groups, |k| in_set[k]);
             let rgap = checks.restricted_gap(primal, rdual);
             if checks.due_after(rgap, cfg.tol) {

@@ -431,7 +431,7 @@ fn fit_from(
     let psd = PsdCheck::new(stack);
     // The best dual value that is valid for all kernels (the restricted problems' duals are
     // not), as computed: a witness that a kernel is not PSD voids it as a certificate, which
-    // the tracker's `screen` records (then the fit stops where it would have converged).
+    // the tracker notes (`note`, `screen`; then the fit stops where it would have converged).
     let mut full_dual = f64::NEG_INFINITY;
     let size = cfg.working_set.unwrap_or(AUTO_WORKING_SET);
     let use_ws =
@@ -461,15 +461,10 @@ fn fit_from(
             .max_by(|&a, &b| values[a].total_cmp(&values[b]))
             .expect("three candidates");
         for p in &candidates {
-            tracker.screen(f64::NEG_INFINITY, p.witness);
+            tracker.note(p.witness);
         }
         full_dual = values[j];
-        let data: f64 = y
-            .iter()
-            .zip(&w.f)
-            .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b0))
-            .sum();
-        let primal = cfg.c * data + cfg.penalty.value(&w.norms);
+        let primal = cfg.c * cfg.loss.total(y, &w.f, b0) + cfg.penalty.value(&w.norms);
         let active = w.norms.iter().filter(|&&s| s > 0.0).count();
         let certified = tracker.screen(full_dual, None);
         let gap = tracker.record_with(primal, certified, active, || Model {
@@ -501,7 +496,7 @@ fn fit_from(
             .pop()
             .expect("one candidate");
         let d = dual_value(&p.norms, y, &p.rho, cfg.c, cfg.loss, cfg.penalty);
-        tracker.screen(d, p.witness);
+        tracker.note(p.witness);
         full_dual = d;
         largest(&p.centred, (0..m_all).collect(), size)
     } else {
@@ -598,12 +593,7 @@ fn fit_from(
         state.predictions(&mut f);
         let b = cfg.loss.best_intercept(&yw, &f, state.b);
         let norms = state.norms();
-        let data = |y: &[f64], f: &[f64], b: f64| -> f64 {
-            y.iter()
-                .zip(f)
-                .map(|(&yi, &fi)| cfg.loss.value(yi, fi + b))
-                .sum()
-        };
+        let data = |y: &[f64], f: &[f64], b: f64| cfg.loss.total(y, f, b);
         let penalty = cfg.penalty.value(&norms);
         let primal_here = cfg.c * data(&yw, &f, b) + penalty;
         // Every point's prediction, when iterating on a working set of points.
@@ -647,7 +637,7 @@ fn fit_from(
         let local_dual = local.iter().map(value).fold(f64::NEG_INFINITY, f64::max);
         if sub.m() == m_all {
             for p in &local {
-                tracker.screen(value(p), p.witness);
+                tracker.note(p.witness);
                 full_dual = full_dual.max(value(p));
             }
         } else if relative_gap(primal_here, local_dual) <= cfg.tol.max(CHECK_GAP) {
@@ -666,7 +656,7 @@ fn fit_from(
                 cfg.penalty,
                 psd.all(),
             );
-            tracker.screen(value(&checked[0]), checked[0].witness);
+            tracker.note(checked[0].witness);
             full_dual = full_dual.max(value(&checked[0]));
             let mut inside = vec![false; m_all];
             kernels.iter().for_each(|&m| inside[m] = true);
