@@ -98,11 +98,12 @@ def kloft_rows(n: int, repeats: int) -> None:
     )
     (t_svc, _), (t_pass, _) = timed[:2]
     for (name, p, _), (t, r) in zip(runs, timed[2:], strict=True):
-        if isinstance(r, mk.MKLClassifier):
-            r = {"gap": r.duality_gap_, "n_iter": r.n_iter_}
+        gap, n_iter = (
+            (r.duality_gap_, r.n_iter_) if isinstance(r, mk.MKLClassifier) else (r.gap, r.n_iter)
+        )
         print(
             f"| {n} | {p:.3g} | {name} | {t:.3f} | {t_svc:.3f} | {t / t_svc:.2f} | "
-            f"{t_pass / t_svc:.2f} | {r['gap']:.1e} | {r['n_iter']} |"
+            f"{t_pass / t_svc:.2f} | {gap:.1e} | {n_iter} |"
         )
 
 
@@ -125,7 +126,7 @@ def many_kernels(repeats: int) -> None:
             t, r = median_time(lambda: fit(G, y, p), repeats)  # noqa: B023, F821
             print(
                 f"- {np.dtype(dtype).name}, p = {p:.3g}: fit {t:.2f} s (Gram {t_gram:.2f} s), "
-                f"gap {r['gap']:.1e}, {r['n_iter']} iterations, {r['status']}"
+                f"gap {r.gap:.1e}, {r.n_iter} iterations, {r.status}"
             )
         del G
 
