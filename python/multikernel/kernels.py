@@ -1380,12 +1380,17 @@ def shift_to_psd(
     2. otherwise ``λ`` = the smallest eigenvalue of ``K_m`` (``numpy.linalg.eigvalsh`` in
        float64) and ``s_m = −λ + 4τ_m``, enlarged (by ``4τ_m``, doubling) until the shifted
        kernel as stored, minus ``τ_m I``, has a Cholesky factor: the stored kernel is then
-       PSD with a margin of ``τ_m``, whatever the rounding of the shift (float32 diagonal
-       entries are rounded up). So ``−λ ≤ s_m ≤ −2λ + O(τ_m)``.
+       PSD with a margin of ``τ_m``, whatever the rounding of the shift. So
+       ``−λ ≤ s_m ≤ −2λ + O(τ_m)``.
 
     The shift is a ridge on the training diagonal only: a model fitted on the result solves
-    the problem of the kernels ``K_m + s_m I``, and the cross kernels between test and training
-    points are unchanged. The upper triangle is read (what the solvers' quadratic forms read).
+    the problem of the kernels ``K_m + s_m I`` as stored, and the cross kernels between test
+    and training points are unchanged. float32 diagonal entries are rounded up, so each moves
+    by ``s_m`` plus less than one float32 unit of ``K_ii`` (``1.2e-7`` for a unit entry, which
+    can exceed ``s_m`` itself: float32 cannot store a smaller ridge); float64 entries move by
+    ``s_m`` to rounding. At a large ``C`` even such a ridge changes the optimum measurably (the
+    model can fit each training point on its own). The upper triangle is read (what the
+    solvers' quadratic forms read).
 
     Cost: one Cholesky factorisation of each kernel (``n³/3`` flops) and, for a kernel that
     needs a shift, an eigenvalue decomposition without vectors (about ``4n³/3`` more) and one
