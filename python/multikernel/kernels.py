@@ -1407,9 +1407,9 @@ def shift_to_psd(
         that needs ``s_m > max_shift · max_i K_m,ii`` is refused. Rounding cannot need that
         much: rounding the entries of a PSD kernel to float32 (by ``2⁻²⁴ = 6e-8`` of each
         at most) moves its eigenvalues by at most ``n · 6e-8 · max_i K_ii``, below 1 % of the
-        diagonal for every ``n < 160 000``. A kernel that needs more is indefinite by construction (a sigmoid
-        "kernel", an edit-distance similarity), and shifting it is a modelling decision:
-        raise ``max_shift`` to take it.
+        diagonal for every ``n < 160 000``. A kernel that needs more is indefinite by
+        construction (a sigmoid "kernel", an edit-distance similarity), and shifting it is a
+        modelling decision: raise ``max_shift`` to take it.
     n_threads : int, default 0
         Threads of the stack's validation (:func:`validate_stack`), 0 = all cores.
 
