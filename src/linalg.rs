@@ -63,7 +63,7 @@ impl Cholesky {
             "Cholesky factorisation failed even with a ridge of {ridge:.3e}: the system is not \
              positive definite. The systems are PSD when the kernels are, so a kernel is likely \
              indefinite, e.g. rounded to float32 (each entry moves by up to 6e-8 of its size): \
-             use float64 (docs/guide.md §6)"
+             use float64, or psd=\"clip\" to shift the kernels to PSD ones (docs/guide.md §6)"
         )))
     }
 

@@ -22,11 +22,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core, _dask
 from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
-from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
+from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
     aligned,
     check_feature_blocks,
     check_n_threads,
+    check_psd,
     check_random_state,
     check_stack,
     check_verbose,
@@ -38,7 +39,16 @@ from .exceptions import (
     KernelNotPSDWarning,
     NonFiniteError,
 )
-from .kernels import FeatureBank, Gaussian, Kernel, KernelBank, Linear, Polynomial, validate_stack
+from .kernels import (
+    FeatureBank,
+    Gaussian,
+    Kernel,
+    KernelBank,
+    Linear,
+    Polynomial,
+    shift_to_psd,
+    validate_stack,
+)
 
 __all__ = ["MKLClassifier", "MKLRegressor"]
 
@@ -118,8 +128,8 @@ def _warn_not_psd(name: str, witness: tuple[int, float, float, float], which: st
         f"{name}{which}: kernel {kernel} is not positive semi-definite: a dual point ρ has "
         f"ρᵀKρ = {quad:.3e}, below −{bound:.1e} (the rounding of its computation) and "
         f"{cause}. Weak duality needs PSD kernels, so the fit has no certificate "
-        "(dual_objective_ = -inf). Use a float64 stack, or add a small ridge c·I to the "
-        "kernel (docs/guide.md §6).",
+        "(dual_objective_ = -inf). Use a float64 stack, or psd='clip' to shift the training "
+        "kernels by their smallest eigenvalue (docs/guide.md §6).",
         KernelNotPSDWarning,
         stacklevel=4,
     )
@@ -160,6 +170,7 @@ _FITTED = (
     "n_features_in_",
     "n_kernels_",
     "n_train_",
+    "psd_shifts_",
 )
 _HISTORY_DTYPE = np.dtype(
     [
@@ -232,6 +243,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     n_features_in_: int
     n_kernels_: int
     n_train_: int
+    psd_shifts_: NDArray[np.float64]
 
     def __init__(
         self,
@@ -249,6 +261,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         max_iter: int = 200,
         solver_config: SolverConfig | None = None,
         normalize: Normalization | None = "mean_diag",
+        psd: PsdRepair = "check",
         n_threads: int = 0,
         random_state: int | None = None,
         verbose: int = 0,
@@ -267,6 +280,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.max_iter = max_iter
         self.solver_config = solver_config
         self.normalize = normalize
+        self.psd = psd
         self.n_threads = n_threads
         self.random_state = random_state
         self.verbose = verbose
@@ -334,6 +348,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 parameter="groups",
             )
         check_n_threads(self.n_threads)
+        check_psd(self.psd)
         if solver == "svrg" and not (
             isinstance(self.kernels, FeatureBank) or self.kernels == "precomputed"
         ):
@@ -375,6 +390,20 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         return default_kernels(n_features)
 
     def _training_stack(self, X: Any, y: Any, solver: str) -> tuple[_Stack, NDArray[Any]]:
+        """The training stack, repaired by ``psd="clip"`` (:meth:`_repair`), and the targets."""
+        G, yv = self._unrepaired_stack(X, y, solver)
+        return self._repair(G), yv
+
+    def _repair(self, G: _Stack) -> _Stack:
+        """With ``psd="clip"``, the dense stack shifted to PSD (:func:`shift_to_psd`); the
+        shifts are ``psd_shifts_`` (zeros otherwise: feature blocks are PSD already)."""
+        if self.psd == "clip" and not isinstance(G, list):
+            G, self.psd_shifts_ = shift_to_psd(G, n_threads=check_n_threads(self.n_threads))
+        else:
+            self.psd_shifts_ = np.zeros(_n_kernels(G))
+        return G
+
+    def _unrepaired_stack(self, X: Any, y: Any, solver: str) -> tuple[_Stack, NDArray[Any]]:
         """Validate ``X``/``y`` and return the training stack and the targets (one-class
         fits take no targets: ``y`` is ignored and ones are returned)."""
         if solver == "one_class":
@@ -735,6 +764,19 @@ default "mean_diag"
         Normalisation of kernels computed from specifications (see
         :func:`multikernel.kernels.gram`); ignored for precomputed kernels. None is
         ``"none"``.
+    psd : {"check", "clip"}, default "check"
+        What ``fit`` does about training kernels that are not positive semi-definite (PSD),
+        e.g. float32 stacks indefinite by rounding (docs/guide.md §6). ``"check"``: nothing
+        is changed; a fit whose dual point exploits a negative direction has no certificate
+        and warns (:class:`~multikernel.exceptions.KernelNotPSDWarning`). ``"clip"``: the
+        training stack (precomputed or computed from ``kernels``) is first repaired by
+        :func:`multikernel.kernels.shift_to_psd`: ``K_m + s_m I`` with ``s_m`` the smallest
+        shift that makes ``K_m`` PSD as stored (0 for a kernel that is, left bit-identical;
+        ``fit`` then makes one copy of the stack if any ``s_m > 0``), recorded in
+        ``psd_shifts_``. The shift is a ridge on the training diagonal only: the fit solves
+        the problem of ``K_m + s_m I``, and test-time cross kernels are unchanged. A kernel
+        that needs more than 1 % of its largest diagonal entry is no rounding case and is
+        refused (``KernelNotPSDError``). Costs an ``O(n³)`` factorisation per kernel.
     multi_class : {"ovr", "ovo"}, default "ovr"
         How more than two classes are handled: one-vs-rest (one problem per class) or
         one-vs-one (one problem per pair of classes, on their points only).
@@ -803,6 +845,10 @@ default "mean_diag"
     pairs_ : ndarray of shape (n_pairs, 2)
         The class indices ``(a, b)`` of each one-vs-one problem (``a`` positive); empty
         otherwise.
+    psd_shifts_ : ndarray of shape (M,)
+        The shifts ``s_m`` added to the training kernels' diagonals by ``psd="clip"``; all
+        zeros when nothing was shifted (always with ``psd="check"``, and for feature blocks,
+        PSD by construction).
 
     Examples
     --------
@@ -837,6 +883,7 @@ default "mean_diag"
         max_iter: int = 200,
         solver_config: SolverConfig | None = None,
         normalize: Normalization | None = "mean_diag",
+        psd: PsdRepair = "check",
         multi_class: MultiClass = "ovr",
         n_threads: int = 0,
         random_state: int | None = None,
@@ -857,6 +904,7 @@ default "mean_diag"
             max_iter=max_iter,
             solver_config=solver_config,
             normalize=normalize,
+            psd=psd,
             n_threads=n_threads,
             random_state=random_state,
             verbose=verbose,
@@ -1124,7 +1172,7 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
         None means ``"squared"``.
     epsilon : float, default 0.1
         Width of the insensitive tube of ``"epsilon_insensitive"``.
-    solver, tol, max_iter, solver_config, normalize, n_threads, random_state, verbose, \
+    solver, tol, max_iter, solver_config, normalize, psd, n_threads, random_state, verbose, \
 warm_start
         As for :class:`MKLClassifier`.
 
@@ -1144,7 +1192,7 @@ warm_start
         Whether the duality gap reached ``tol``.
     history_ : structured ndarray of shape (n_iter_,)
         Per outer iteration: primal, dual, gap, active kernels, seconds.
-    kernel_bank_, n_features_in_, n_kernels_, n_train_
+    kernel_bank_, n_features_in_, n_kernels_, n_train_, psd_shifts_
         As for :class:`MKLClassifier`.
 
     Examples

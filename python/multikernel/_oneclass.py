@@ -13,8 +13,8 @@ from sklearn.base import OutlierMixin
 from . import _core
 from ._config import Setting
 from ._estimators import _BaseMKL, default_kernels
-from ._typing import Normalization
-from ._validation import check_verbose
+from ._typing import Normalization, PsdRepair
+from ._validation import check_psd, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Gaussian, Kernel
 
@@ -61,6 +61,9 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
     normalize : str or None, default "mean_diag"
         Kernel normalisation (``"mean_diag"``, ``"trace"``, ``"multiplicative"``,
         ``"spherical"``, ``"none"`` or None), as for :class:`MKLClassifier`.
+    psd : {"check", "clip"}, default "check"
+        ``"clip"`` shifts the training kernels to positive semi-definite ones before the fit
+        (``K_m + s_m I``, recorded in ``psd_shifts_``), as for :class:`MKLClassifier`.
     n_threads : int, default 0
         Threads of the engine (0: all cores).
     verbose : int, default 0
@@ -81,7 +84,8 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
         ``‖f_m‖`` in each kernel's space.
     primal_objective_, dual_objective_, duality_gap_ : float
         The certificate: ``P``, ``D`` and ``(P − D)/|P|``.
-    n_iter_, converged_, history_, kernel_bank_, n_features_in_, n_kernels_, n_train_
+    n_iter_, converged_, history_, kernel_bank_, n_features_in_, n_kernels_, n_train_, \
+psd_shifts_
         As for :class:`MKLClassifier`.
 
     Examples
@@ -106,6 +110,7 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
         tol: float = 1e-3,
         max_iter: int = 200,
         normalize: Normalization | None = "mean_diag",
+        psd: PsdRepair = "check",
         n_threads: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -116,6 +121,7 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
         self.tol = tol
         self.max_iter = max_iter
         self.normalize = normalize
+        self.psd = psd
         self.n_threads = n_threads
         self.verbose = verbose
 
@@ -130,6 +136,7 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
                 parameter="penalty",
             )
         check_verbose(self.verbose)
+        check_psd(self.psd)
         settings: dict[str, Setting] = {
             "p": self.p,
             "nu": self.nu,

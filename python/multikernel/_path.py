@@ -16,10 +16,10 @@ from sklearn.utils.validation import check_array
 
 from . import _core
 from ._estimators import _iteration_logger, default_kernels
-from ._typing import Normalization
-from ._validation import check_n_threads, check_stack, check_verbose
+from ._typing import Normalization, PsdRepair
+from ._validation import check_n_threads, check_psd, check_stack, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
-from .kernels import Kernel, KernelBank, validate_stack
+from .kernels import Kernel, KernelBank, shift_to_psd, validate_stack
 
 __all__ = ["MKLPath", "PathLoss", "mkl_path"]
 
@@ -74,6 +74,9 @@ class MKLPath:
         The labels of the logistic loss (``classes[1]`` is the positive class).
     kernel_bank : KernelBank or None
         The fitted bank of ``kernels=`` specs, None for a precomputed stack.
+    psd_shifts : ndarray of shape (M,)
+        The shifts ``s_m`` that ``psd="clip"`` added to the kernels' diagonals (zeros when
+        none was, always with ``psd="check"``).
 
     Examples
     --------
@@ -108,6 +111,7 @@ class MKLPath:
     n_factorizations: int
     classes: NDArray[Any] | None
     kernel_bank: KernelBank | None
+    psd_shifts: NDArray[np.float64]
 
     @property
     def dual_coefs(self) -> NDArray[np.float64]:
@@ -302,6 +306,7 @@ def mkl_path(
     C_max: float | None = None,
     max_points: int = 500,
     normalize: Normalization | None = "mean_diag",
+    psd: PsdRepair = "check",
     n_threads: int = 0,
     verbose: int = 0,
 ) -> MKLPath:
@@ -351,6 +356,13 @@ def mkl_path(
         The most points the path may hold.
     normalize : {"mean_diag", "trace", "multiplicative", "spherical", "none"} or None
         Scaling of kernels evaluated from ``kernels=`` specs (ignored for a precomputed stack).
+    psd : {"check", "clip"}, default "check"
+        ``"clip"`` shifts the kernels to positive semi-definite ones first
+        (:func:`multikernel.kernels.shift_to_psd`: ``K_m + s_m I``, recorded in
+        ``MKLPath.psd_shifts``, one copy of the stack when some ``s_m > 0``); the path is then
+        that of the shifted kernels, and the cross kernels of new points are unchanged.
+        ``"check"`` uses the kernels as they are (the path refuses a kernel with a negative
+        ``βᵀK_jβ`` at its start only).
     n_threads : int, default 0
         Threads of the engine (0: all cores).
     verbose : int, default 0
@@ -364,10 +376,11 @@ def mkl_path(
     ------
     InvalidParameterError
         If a setting is invalid (loss, tol, mu, C_max at or below the start ``C0/2``, d,
-        max_points, n_threads, verbose).
+        max_points, psd, n_threads, verbose).
     InvalidInputError
         If ``X`` or ``y`` are invalid (shapes, non-finite values, not two classes for the
-        logistic loss, a kernel that is not positive semi-definite).
+        logistic loss, a kernel that is not positive semi-definite, or with ``psd="clip"``
+        one too far from it to be shifted).
 
     Warns
     -----
@@ -393,6 +406,7 @@ def mkl_path(
         )
     threads = check_n_threads(n_threads)
     check_verbose(verbose)
+    check_psd(psd)
     if isinstance(max_points, bool) or not isinstance(max_points, numbers.Integral):
         raise InvalidParameterError(
             f"max_points must be an integer ≥ 2, got {max_points!r}", parameter="max_points"
@@ -412,6 +426,10 @@ def mkl_path(
         specs = default_kernels(Xv.shape[1]) if kernels is None else list(kernels)
         bank = KernelBank(specs, normalize=normalize, n_threads=threads)
         G = bank.fit_transform(Xv)
+    if psd == "clip":
+        G, shifts = shift_to_psd(G, n_threads=threads)
+    else:
+        shifts = np.zeros(G.shape[0])
     yv = np.asarray(y)
     n = G.shape[1]
     if yv.ndim != 1 or yv.shape[0] != n:
@@ -472,6 +490,7 @@ def mkl_path(
         n_factorizations=int(r.factorizations),
         classes=classes,
         kernel_bank=bank,
+        psd_shifts=shifts,
     )
     if r.end != "complete":
         why = (

@@ -19,7 +19,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._estimators import _FITTED, MKLClassifier, MKLRegressor, default_kernels
 from ._path import MKLPath, mkl_path
-from ._typing import Normalization
+from ._typing import Normalization, PsdRepair
+from ._validation import check_psd
 from .exceptions import InvalidParameterError
 from .kernels import Kernel, validate_stack
 
@@ -92,6 +93,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         scoring: Any = None,
         mu: float = 1e-3,
         normalize: Normalization | None = "mean_diag",
+        psd: PsdRepair = "check",
         tol: float = 1e-3,
         max_iter: int = 1000,
         n_threads: int = 0,
@@ -103,6 +105,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         self.scoring = scoring
         self.mu = mu
         self.normalize = normalize
+        self.psd = psd
         self.tol = tol
         self.max_iter = max_iter
         self.n_threads = n_threads
@@ -123,6 +126,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             "kernels": kernels,
             "mu": self.mu,
             "normalize": self.normalize,
+            "psd": self.psd,
             "n_threads": self.n_threads,
         }
         M = self._n_kernels
@@ -184,6 +188,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 f"Cs must be an integer ≥ 2 or a sequence of positive numbers, got {Cs!r}",
                 parameter="Cs",
             )
+        check_psd(self.psd)
         self._precomputed = isinstance(self.kernels, str) and self.kernels == "precomputed"
         if self._precomputed:
             self._G = validate_stack(X, n_threads=self.n_threads)
@@ -240,6 +245,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             loss=self._loss,
             C=self.C_,
             normalize=self.normalize,
+            psd=self.psd,
             tol=self.tol,
             max_iter=self.max_iter,
             n_threads=self.n_threads,
@@ -320,6 +326,10 @@ _PARAMS_DOC = """
         Barrier weight of the paths (see :func:`multikernel.mkl_path`).
     normalize : {"mean_diag", "trace", "multiplicative", "spherical", "none"} or None
         Scaling of kernels evaluated from specs.
+    psd : {"check", "clip"}, default "check"
+        ``"clip"``: each training stack (every fold's, and the refit's) is shifted to
+        positive semi-definite kernels first (:func:`multikernel.kernels.shift_to_psd`);
+        the refit's shifts are ``psd_shifts_``, each fold path's its ``psd_shifts``.
     tol : float, default 1e-3
         Relative duality gap of the refit.
     max_iter : int, default 1000

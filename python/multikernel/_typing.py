@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-__all__ = ["LossName", "MultiClass", "Normalization", "Penalty", "SolverName"]
+__all__ = ["LossName", "MultiClass", "Normalization", "Penalty", "PsdRepair", "SolverName"]
 
 #: Regularisers of the kernel functions (``penalty=`` of the estimators).
 Penalty: TypeAlias = Literal["lp", "l1", "elasticnet", "group"]
@@ -27,3 +27,7 @@ Normalization: TypeAlias = Literal["none", "trace", "mean_diag", "multiplicative
 
 #: Reductions of a multiclass problem to binary ones (``multi_class=`` of the classifier).
 MultiClass: TypeAlias = Literal["ovr", "ovo"]
+
+#: What a fit does about a training kernel that is not positive semi-definite (``psd=``):
+#: ``"check"`` detects it, ``"clip"`` shifts it by its smallest eigenvalue first.
+PsdRepair: TypeAlias = Literal["check", "clip"]

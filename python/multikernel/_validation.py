@@ -120,6 +120,13 @@ def check_n_threads(n_threads: Any) -> int:
     return int(n_threads)
 
 
+def check_psd(psd: Any) -> str:
+    """Validate ``psd`` (``"check"`` or ``"clip"``)."""
+    if not isinstance(psd, str) or psd not in ("check", "clip"):
+        raise InvalidParameterError(f"psd must be 'check' or 'clip', got {psd!r}", parameter="psd")
+    return psd
+
+
 def check_verbose(verbose: Any) -> int:
     """Validate ``verbose`` (a non-negative integer)."""
     if isinstance(verbose, bool) or not isinstance(verbose, (int, np.integer)) or verbose < 0:

@@ -175,7 +175,8 @@ class KernelNotPSDWarning(RuntimeWarning):
     hold, and the fit has no certificate (``dual_objective_`` is ``-inf``, ``converged_`` is
     ``False``). The usual cause is a float32 stack at large ``C``: rounding the entries to
     float32 leaves kernels slightly indefinite, and the dual exploits it. Use a float64 stack,
-    or add a small ridge ``c·I`` to the kernel (docs/guide.md §6).
+    or ``psd="clip"``, which shifts each training kernel by its smallest eigenvalue before the
+    fit (:func:`multikernel.kernels.shift_to_psd`, docs/guide.md §6).
 
     A warning rather than an error: the model (the best primal iterate) is still returned.
 

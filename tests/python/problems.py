@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,3 +58,37 @@ def fit_spicy(
 ) -> _core.FitResult:  # fmt: skip
     """The native SpicyMKL solver."""
     return _core.fit("spicy", G, y, settings, n_threads=n_threads)
+
+
+# The indefinite stack of the witness tests (test_witness.py) and of psd="clip"
+# (test_psd_clip.py).
+
+DELTA = 1e-2
+
+
+def indefinite_stack(seed: int, n: int = 60) -> tuple[FloatArray, FloatArray]:
+    """A linear and a Gaussian kernel (unit mean diagonal) on ``n`` random points, the
+    Gaussian one minus ``DELTA · vvᵀ`` with ``v`` a unit vector orthogonal to the constant
+    and the features (the linear kernel's range): its smallest eigenvalue is about −0.008,
+    far beyond rounding but small against its trace ``n``; it passes ``validate_stack``.
+    Noisy targets, so that at large C the dual point is driven into that direction."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3))
+    t = np.sin(2 * X[:, 0]) + 0.5 * rng.standard_normal(n)
+    G = mk.kernels.gram(X, [Linear(), Gaussian(sigma=3.0)], normalize="mean_diag")
+    B = np.column_stack([np.ones(n), X])
+    v = rng.standard_normal(n)
+    v -= B @ np.linalg.lstsq(B, v, rcond=None)[0]
+    v /= np.linalg.norm(v)
+    G[1] -= DELTA * np.outer(v, v)
+    return np.ascontiguousarray(G), t
+
+
+# (penalty, settings, C): at these C the solvers' dual points reach a negative quadratic
+# form of kernel 1. Before the witness existed, the l1 and lp fits reported duals above the
+# clipped optimum (docs/mathematics.md §1.8 has the figures).
+WITNESS_CASES: list[tuple[str, dict[str, Any], float]] = [
+    ("l1", {}, 10.0),
+    ("lp", {"p": 1.0}, 100.0),
+    ("group", {"groups": [0, 1], "max_iter": 3}, 100.0),
+]

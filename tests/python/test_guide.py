@@ -69,6 +69,11 @@ def test_guide_blocks_run_and_say_what_the_prose_says() -> None:
     assert ns["G32"].dtype == np.float32 and ns["G32"].nbytes * 2 == ns["G_train"].nbytes
     assert abs(ns["pre32"].primal_objective_ / ns["pre"].primal_objective_ - 1) < 1e-6
     assert round(ns["big_bank"].nbytes(10_000) / 2**30) == 312
+    # §6: the float32 kernels are indefinite (−5e-7 to −9e-7); clip shifts each by −λ_min.
+    lam = np.array([np.linalg.eigvalsh(K.astype(np.float64))[0] for K in ns["G32"]])
+    shifts = ns["clip32"].psd_shifts_
+    assert np.all((-9.5e-7 < lam) & (lam < -5e-7))
+    assert np.all(-lam <= shifts) and np.all(shifts <= -2 * lam)
     # §7: feature-space weights per kernel; both solvers certified.
     assert [w.shape for w in ns["fast"].coef_] == [(50,), (50,), (30,)]
     for est in (ns["low"], ns["fast"]):
@@ -96,6 +101,7 @@ def test_guide_prints_what_its_comments_say() -> None:
     out = run_guide()[1]
     assert "5 837" in out
     assert "float32 0.5" in out
+    assert "8.8e-07 True" in out
     assert "(3, 5, 178) (3, 5) (3,)" in out
     assert "[[0, 1], [0, 2], [1, 2]] (2, 3)" in out
     assert "True True" in out

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from numpy.typing import NDArray
+from problems import DELTA, WITNESS_CASES, indefinite_stack
 from reference import cvxpy_mkl, load_dataset
 from sklearn.exceptions import ConvergenceWarning
 
@@ -21,40 +21,8 @@ from multikernel import _core
 from multikernel.exceptions import KernelNotPSDWarning
 from multikernel.kernels import Gaussian, Linear
 
-FloatArray = NDArray[np.float64]
 
-DELTA = 1e-2
-
-
-def indefinite_stack(seed: int, n: int = 60) -> tuple[FloatArray, FloatArray]:
-    """A linear and a Gaussian kernel (unit mean diagonal) on ``n`` random points, the
-    Gaussian one minus ``DELTA · vvᵀ`` with ``v`` a unit vector orthogonal to the constant
-    and the features (the linear kernel's range): its smallest eigenvalue is about −0.008,
-    far beyond rounding but small against its trace ``n``; it passes ``validate_stack``.
-    Noisy targets, so that at large C the dual point is driven into that direction."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, 3))
-    t = np.sin(2 * X[:, 0]) + 0.5 * rng.standard_normal(n)
-    G = mk.kernels.gram(X, [Linear(), Gaussian(sigma=3.0)], normalize="mean_diag")
-    B = np.column_stack([np.ones(n), X])
-    v = rng.standard_normal(n)
-    v -= B @ np.linalg.lstsq(B, v, rcond=None)[0]
-    v /= np.linalg.norm(v)
-    G[1] -= DELTA * np.outer(v, v)
-    return np.ascontiguousarray(G), t
-
-
-# (penalty, settings, C): at these C the solvers' dual points reach a negative quadratic
-# form of kernel 1. Before the witness existed, the l1 and lp fits reported duals above the
-# clipped optimum (docs/mathematics.md §1.8 has the figures).
-CASES: list[tuple[str, dict[str, Any], float]] = [
-    ("l1", {}, 10.0),
-    ("lp", {"p": 1.0}, 100.0),
-    ("group", {"groups": [0, 1], "max_iter": 3}, 100.0),
-]
-
-
-@pytest.mark.parametrize(("penalty", "settings", "C"), CASES)
+@pytest.mark.parametrize(("penalty", "settings", "C"), WITNESS_CASES)
 def test_an_indefinite_kernel_gives_no_false_certificate(
     penalty: str, settings: dict[str, Any], C: float
 ) -> None:
