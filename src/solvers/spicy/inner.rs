@@ -302,6 +302,21 @@ impl Inner<'_> {
                 sv.push(s2.max(0.0).sqrt());
                 krho.push(kr);
             }
+            // The activity test reads ‖v_m‖ from expanded quadratic forms, the gradient and
+            // Hessian from `sv`, computed directly. At extreme kernel scales the two differ by
+            // rounding (a linear kernel ×1e12 on breast cancer: 1.0000 against 0.9587), and a
+            // kernel active by one but not the other got the weight 1 − γλ₁/sv < 0: an
+            // indefinite Newton system. The norm the step uses decides.
+            let keep: Vec<bool> = sv
+                .iter()
+                .map(|&s| s > gamma * self.lam1 && s > 0.0)
+                .collect();
+            if keep.contains(&false) {
+                retain_by(&mut active, &keep);
+                retain_by(&mut kv, &keep);
+                retain_by(&mut sv, &keep);
+                retain_by(&mut krho, &keep);
+            }
             // Eq. 8: ∇φ = ∇L + Σ K_m prox_m(v_m) + (b + γΣρ) 1, K_m prox_m(v_m) = shrink · K_m v_m.
             self.loss_derivs(st, &rho, slack_gamma(gamma), &mut grad, &mut hdiag);
             let t = st.b + gamma * rho.iter().sum::<f64>();
@@ -570,4 +585,10 @@ const MAX_CURVATURE: f64 = 1e12;
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Keeps the items of `v` whose flag in `keep` is set.
+fn retain_by<T>(v: &mut Vec<T>, keep: &[bool]) {
+    let mut flags = keep.iter();
+    v.retain(|_| *flags.next().unwrap_or(&false));
 }
