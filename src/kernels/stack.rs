@@ -201,7 +201,7 @@ fn worst_below_diagonal(n: usize, score: impl Fn(usize, usize) -> f64) -> (usize
 
 /// The side of the square tiles in which [`DenseStack::validate`] visits a kernel: a tile and
 /// its mirror tile (`2·TILE²` values) stay in the first-level caches.
-const TILE: usize = 64;
+const TILE: usize = 512;
 
 /// The 4×4 blocks of a tile strictly below the diagonal: block rows `r0..ie`, block columns
 /// `c0..je` (multiples of 4 from tile corners), those with `j < i` (see [`check_tile`]).
@@ -307,7 +307,7 @@ impl Blocks {
 ///
 /// Why 4×4 blocks: the pairs of a block and its mirror block are compared after a transpose
 /// in registers, with no store; the tile-sized transposed copy this replaced cost as much as
-/// the comparison (the whole check: 1.5× faster at n = 1000, M = 50).
+/// the comparison.
 fn check_tile<T: Element>(
     k: &[T],
     n: usize,
@@ -345,19 +345,6 @@ fn check_tile<T: Element>(
         for i in r0..r1 {
             st.add_diagonal(k[i * n + i].to_f64());
         }
-    }
-}
-
-/// Prefetches the tile `(rows, cols)` of kernel `k` and its mirror tile, one tile ahead of
-/// [`check_tile`]: their rows are `TILE`-value segments `n` values apart, too short for the
-/// hardware prefetcher (measured, n = 1000, M = 50, 2 threads: the check took 1.2× as long
-/// without on a float32 stack, 1.04× on float64).
-fn prefetch_tile<T>(k: &[T], n: usize, (r0, r1): (usize, usize), (c0, c1): (usize, usize)) {
-    for r in r0..r1 {
-        prefetch(&k[r * n + c0..r * n + c1]);
-    }
-    for r in c0..c1.min(r1) {
-        prefetch(&k[r * n + r0..r * n + r1]);
     }
 }
 
@@ -432,10 +419,6 @@ impl<'a, T: Element> DenseStack<'a, T> {
                 let mut st = SymmetryStats::default();
                 for bj in 0..=bi {
                     let c = (bj * TILE, ((bj + 1) * TILE).min(n));
-                    if bj < bi {
-                        let c1 = ((bj + 2) * TILE).min(n);
-                        prefetch_tile(kernel, n, r, ((bj + 1) * TILE, c1));
-                    }
                     check_tile(kernel, n, r, c, root, &mut st);
                 }
                 st
@@ -961,23 +944,35 @@ pub(crate) mod tests {
     /// off-diagonal tile, above or below the diagonal, in the last, partial tile; for f64 and
     /// f32 stacks; and an asymmetry within the tolerance passes.
     /// Every pair is compared, wherever it falls: inside a 4×4 block, on a diagonal block,
-    /// on the scalar edges of a tile, or across tiles (n = 70: two tiles, 70 = 17·4 + 2).
+    /// on the scalar edges of a tile, or across tiles (n = 13: every pair of one tile;
+    /// n = 530: two tiles, 530 = 132·4 + 2, pairs at their seams).
     #[test]
     fn validate_compares_every_pair_once_whatever_its_block() {
-        for n in [13, 70] {
+        let all: Vec<(usize, usize)> = (0..13).flat_map(|i| (0..i).map(move |j| (i, j))).collect();
+        let seams = vec![
+            (512, 511),
+            (513, 512),
+            (515, 508),
+            (529, 0),
+            (529, 528),
+            (528, 527),
+            (520, 100),
+            (300, 299),
+            (511, 3),
+            (600 - 71, 510),
+        ];
+        for (n, pairs) in [(13, all), (530, seams)] {
             let good = kernels(1, n);
-            for i in 0..n {
-                for j in 0..i {
-                    for (a, b) in [(i, j), (j, i)] {
-                        let mut bad = good.clone();
-                        bad[a * n + b] += 1e-3;
-                        let e = DenseStack::new(&bad, 1, n).unwrap().validate(1e-8);
-                        let msg = e.unwrap_err().to_string();
-                        assert!(
-                            msg.contains(&format!("K[{i},{j}]")),
-                            "n {n} ({a}, {b}): {msg}"
-                        );
-                    }
+            for (i, j) in pairs {
+                for (a, b) in [(i, j), (j, i)] {
+                    let mut bad = good.clone();
+                    bad[a * n + b] += 1e-3;
+                    let e = DenseStack::new(&bad, 1, n).unwrap().validate(1e-8);
+                    let msg = e.unwrap_err().to_string();
+                    assert!(
+                        msg.contains(&format!("K[{i},{j}]")),
+                        "n {n} ({a}, {b}): {msg}"
+                    );
                 }
             }
         }
