@@ -245,8 +245,8 @@ impl Blocks {
     }
 
     /// [`check`](Self::check) with the mirror block transposed in AVX registers: the
-    /// portable form measured 1.5× slower (it does not keep the transpose in registers).
-    /// Same operations, same lanes, so the same results.
+    /// portable form compiles to a transpose through memory, measured slower in a standalone
+    /// benchmark. Same operations, same lanes, so the same results (a test compares them).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn check_avx2<T: Element>(&self, k: &[T], roots: &[f64], st: &mut SymmetryStats) {
