@@ -185,7 +185,7 @@ impl Default for MirrorConfig {
             tol: 1e-3,
             max_iter: 200,
             inner_tol: 1e-7,
-            step: StepRule::Adaptive,
+            step: StepRule::Newton,
             working_set: true,
         }
     }
