@@ -16,7 +16,7 @@
 //! and the entropic mirror step on `λ` ([Nath] eq. 8) with the gradient
 //! `g_jk = −½ q_jk/γ_j`: `λ_jk ← λ_jk e^{−η g_jk} / Σ_{k'∈G_j} λ_jk' e^{−η g_jk'}`.
 //! The step `η` follows [`StepRule`]; `StepRule::Newton` replaces the mirror step by a
-//! second-order step on the working set (hinge loss, [`newton`]).
+//! second-order step on the working set (hinge and squared hinge losses, [`newton`]).
 //!
 //! Working set of kernels (beyond the paper): the solution keeps few kernels per group, so
 //! the iterations run on a set `S` of kernels (`θ = 0` off `S`, which touches only their
@@ -130,9 +130,11 @@ pub enum StepRule {
     /// × 0.5 after one that did not. Safe because every iterate is certified, and measured
     /// to need several times fewer steps than eq. 9 (docs/mathematics.md §4).
     Adaptive,
-    /// The second-order step of [`newton`] (hinge loss, working sets of at most
-    /// [`NEWTON_MAX`] kernels), the adaptive step otherwise: after a change of the working
-    /// set, and after a step that raised the primal (the safeguard).
+    /// The second-order step of [`newton`] (hinge and squared hinge, working sets of at most
+    /// [`NEWTON_MAX`] kernels), the adaptive step otherwise: after the first restriction of
+    /// the working set (which resets `λ`), and after a step that raised the primal (the
+    /// safeguard). Measured 5–10 stack reads to a 1e-3 gap where the adaptive rule needs
+    /// 26–293 (docs/mathematics.md §4).
     Newton,
 }
 
@@ -250,10 +252,10 @@ impl Stepper {
     /// (backtracking) measured worse: the primal is not smooth in `λ` (the max over groups),
     /// so short steps from a kink fail too and the line search stalls.
     ///
-    /// The Newton rule takes the second-order step when `second` is given, unless the set just
-    /// changed (the model was taken at other weights) or the last step raised the primal (its
-    /// model was wrong: the set of free support vectors changed), and the adaptive step
-    /// otherwise.
+    /// The Newton rule takes the second-order step when `second` is given, unless `λ` was just
+    /// reset (`restart`: the model was taken at other weights) or the last step raised the
+    /// primal (its model was wrong: the set of free support vectors changed), and the adaptive
+    /// step otherwise.
     fn step(
         &mut self,
         state: &mut State,
@@ -529,7 +531,7 @@ fn per_group(n_j: usize) -> usize {
 /// from the start: its model is the derivative of the exact solution (and a warm-started
 /// SMO run costs no stack read).
 fn inner_tol(gaps: &GapSchedule, cfg: &MirrorConfig) -> f64 {
-    if cfg.step == StepRule::Newton && cfg.loss == Loss::Hinge {
+    if cfg.step == StepRule::Newton && newton::dual_box(cfg.loss, cfg.c).is_some() {
         cfg.inner_tol
     } else {
         gaps.inner_tol()
@@ -604,7 +606,7 @@ pub fn fit_group(
         let whole = set.len() == m;
         // The second-order step needs every `K_jk β` on the set, from the same one pass.
         let second = cfg.step == StepRule::Newton
-            && cfg.loss == Loss::Hinge
+            && newton::dual_box(cfg.loss, cfg.c).is_some()
             && set.len() <= NEWTON_MAX
             && solver.alpha().is_some();
         let mut q_set = vec![0.0; set.len()];
@@ -736,10 +738,12 @@ pub fn fit_group(
             }
             checks.force();
         }
+        let (upper, ridge) = newton::dual_box(cfg.loss, cfg.c).unwrap_or((0.0, 0.0));
         let iterate = second.then(|| newton::Iterate {
             y,
             alpha: solver.alpha().unwrap_or_default(),
-            c: cfg.c,
+            upper,
+            ridge,
             k_eff: &k_eff,
             f: &f,
             products: &products,

@@ -1,10 +1,12 @@
 //! The second-order step on `λ` (docs/mathematics.md §4, "Second-order step"), after
 //! Chapelle & Rakotomamonjy's HessianMKL ("Second order optimization of kernel parameters",
-//! 2008), for the hinge loss.
+//! 2008), for the hinge and squared hinge losses.
 //!
 //! Saddle function ([Nath] eq. 3–4), `Q_jk = Y K_jk Y`:
-//! `φ(λ, α, γ) = 1ᵀα − ½ Σ_j Σ_k (λ_jk/γ_j) αᵀQ_jkα`, and `J(λ) = max_{α, γ} φ` is convex in
-//! `λ` (a max of linear functions). With the free support vectors `F` (`0 < α_i < C`) fixed,
+//! `φ(λ, α, γ) = 1ᵀα − ½ αᵀα/C_sq − ½ Σ_j Σ_k (λ_jk/γ_j) αᵀQ_jkα` (`1/C_sq = 0` for the hinge
+//! loss, `1/C` for the squared hinge, whose SMO dual adds `diag(1/C)`), and
+//! `J(λ) = max_{α, γ} φ` is convex in `λ` (a max of linear functions). With the free support
+//! vectors `F` (`0 < α_i < C`; squared hinge: `0 < α_i`) fixed,
 //! `x = (α_F, γ)` solves the equality-constrained problem `max φ` s.t. `y_Fᵀα_F = const`,
 //! `1ᵀγ = 1`, so (implicit function theorem) `J`'s second-order model at `(λ, x)` is
 //!
@@ -14,7 +16,7 @@
 //! ```
 //!
 //! `dx₀` the Newton correction of the inner variables (`γ` is one alternation behind `α`) and
-//! `X = dx/dλ`. The blocks: `φ_αα = −Q_eff,FF`, `φ_αγ_j = u_j/γ_j²` with
+//! `X = dx/dλ`. The blocks: `φ_αα = −Q_eff,FF − I/C_sq`, `φ_αγ_j = u_j/γ_j²` with
 //! `u_j = Σ_k λ_jk (Q_jkα)_F`, `φ_γ_jγ_j = −W_j/γ_j³`, `φ_λ_jk = −½ q_jk/γ_j` (the mirror
 //! step's gradient), `φ_λ_jk α = −(Q_jkα)_F/γ_j`, `φ_λ_jk γ_j = ½ q_jk/γ_j²`. The step
 //! minimises the model over the product of simplexes (a QP in the working-set weights).
@@ -23,13 +25,16 @@ use faer::linalg::solvers::Solve;
 use faer::Mat;
 
 use crate::linalg::clear_upper_simd_state;
+use crate::losses::Loss;
 
-/// What an iterate offers the second-order step (hinge loss), on the kernels of `set`.
+/// What an iterate offers the second-order step, on the kernels of `set`.
 pub(super) struct Iterate<'a> {
     pub y: &'a [f64],
-    /// The SVM's `α ∈ [0, C]ⁿ`.
+    /// The SVM's `α ∈ [0, upper]ⁿ`.
     pub alpha: &'a [f64],
-    pub c: f64,
+    /// The box of `α` (`C`; `∞` for the squared hinge) and the ridge `1/C_sq` of its dual.
+    pub upper: f64,
+    pub ridge: f64,
     /// `K_eff` (row-major `n×n`) and `K_eff β`.
     pub k_eff: &'a [f64],
     pub f: &'a [f64],
@@ -53,6 +58,16 @@ pub(super) struct Model {
     /// `γ + dγ₀` on the live groups, and `dγ/dλ` (`live × vars`).
     pub gamma0: Vec<f64>,
     pub dgamma: Mat<f64>,
+}
+
+/// The box and ridge of the SVM dual of `loss` at loss weight `c`, for the losses that take
+/// the second-order step (the hinge-type classifiers).
+pub(super) fn dual_box(loss: Loss, c: f64) -> Option<(f64, f64)> {
+    match loss {
+        Loss::Hinge => Some((c, 0.0)),
+        Loss::SquaredHinge => Some((f64::INFINITY, 1.0 / c)),
+        _ => None,
+    }
 }
 
 /// The model at the iterate, or `None` when it is degenerate (no live group, a singular or
@@ -87,7 +102,7 @@ pub(super) fn model(
         return None;
     }
     let free: Vec<usize> = (0..n)
-        .filter(|&i| it.alpha[i] > 1e-12 * it.c && it.alpha[i] < it.c * (1.0 - 1e-12))
+        .filter(|&i| it.alpha[i] > 0.0 && it.alpha[i] < it.upper * (1.0 - 1e-12))
         .collect();
     let nf = free.len();
     // The y-constraint row only when some α is free (else it is a zero row).
@@ -107,6 +122,7 @@ pub(super) fn model(
         for b in 0..nf {
             kkt[(a, b)] = -it.y[free[a]] * it.y[free[b]] * it.k_eff[free[a] * n + free[b]];
         }
+        kkt[(a, a)] -= it.ridge;
     }
     for r in 0..s {
         let scale = lambda[vars[r]] / (g_of(r) * g_of(r));
@@ -143,7 +159,8 @@ pub(super) fn model(
         }
     }
     for a in 0..nf {
-        rhs[(a, s)] = -(1.0 - it.y[free[a]] * it.f[free[a]]);
+        let i = free[a];
+        rhs[(a, s)] = -(1.0 - it.y[i] * it.f[i] - it.ridge * it.alpha[i]);
     }
     for (l, &j) in live.iter().enumerate() {
         rhs[(nf + l, s)] = -0.5 * w[l] / (gamma[j] * gamma[j]);

@@ -204,11 +204,13 @@ fn penalty_and_dual_penalty_are_the_group_norms() {
     assert_eq!(dual_penalty(&[1.0, 4.0, 9.0], &groups, |k| k != 1), 8.0);
 }
 
-/// The saddle point of `φ(λ, ·, ·)` for the hinge loss by alternating the SVM on `K_eff` and
-/// [Nath] eq. 6 to convergence, starting from `γ`, or at `γ` itself when `fixed`: the SVM
-/// solver (holding `α`), `γ`, `q`, `J = 1ᵀα − ½ Σ_j W_j/γ_j`, `K_eff` and `K_eff β`.
+/// The saddle point of `φ(λ, ·, ·)` for a hinge-type `loss` by alternating the SVM on `K_eff`
+/// and [Nath] eq. 6 to convergence, starting from `γ`, or at `γ` itself when `fixed`: the SVM
+/// solver (holding `α`), `γ`, `q`, `J = 1ᵀα − ½ αᵀα/C_sq − ½ Σ_j W_j/γ_j`, `K_eff` and
+/// `K_eff β`.
 #[allow(clippy::type_complexity)]
 fn saddle(
+    loss: Loss,
     stack: &DenseStack<f64>,
     y: &[f64],
     groups: &Groups,
@@ -217,7 +219,8 @@ fn saddle(
     fixed: bool,
 ) -> (SingleKernel, Vec<f64>, Vec<f64>, f64, Vec<f64>, Vec<f64>) {
     let m = lambda.len();
-    let mut solver = SingleKernel::new(Loss::Hinge, 1.0, y).unwrap();
+    let mut solver = SingleKernel::new(loss, 1.0, y).unwrap();
+    let (_, ridge) = newton::dual_box(loss, 1.0).unwrap();
     let mut gamma = gamma.to_vec();
     let mut k_eff = Vec::new();
     let mut quad = vec![0.0; m];
@@ -231,7 +234,8 @@ fn saddle(
         for k in 0..m {
             w[groups.ids[k]] += lambda[k] * quad[k];
         }
-        let value = solver.alpha().unwrap().iter().sum::<f64>()
+        let alpha = solver.alpha().unwrap();
+        let value = alpha.iter().map(|a| a - 0.5 * ridge * a * a).sum::<f64>()
             - 0.5 * (0..w.len()).map(|j| w[j] / gamma[j]).sum::<f64>();
         let total: f64 = w.iter().map(|v| v.sqrt()).sum();
         let next: Vec<f64> = w.iter().map(|v| v.sqrt() / total).collect();
@@ -249,10 +253,18 @@ fn saddle(
 
 /// The second-order model of [`newton::model`] against finite differences of `J(λ)`: its
 /// gradient (also from a `γ` one alternation behind, where the envelope gradient `−½q/γ` is
-/// off) and its Hessian (central differences of the envelope gradient).
+/// off) and its Hessian (central differences of the envelope gradient), for both losses that
+/// take the step.
 #[test]
 fn newton_model_matches_finite_differences() {
+    for loss in [Loss::Hinge, Loss::SquaredHinge] {
+        model_matches_finite_differences(loss);
+    }
+}
+
+fn model_matches_finite_differences(loss: Loss) {
     let (g, m, y, ids) = problem(30, 2, false);
+    let (upper, ridge) = newton::dual_box(loss, 1.0).unwrap();
     let stack = DenseStack::new(&g, m, y.len()).unwrap();
     let groups = Groups::new(&ids).unwrap();
     let lambda: Vec<f64> = (0..m).map(|k| if k % 2 == 0 { 0.3 } else { 0.7 }).collect();
@@ -260,13 +272,14 @@ fn newton_model_matches_finite_differences() {
     let start = vec![1.0 / j as f64; j];
     let model_at = |lambda: &[f64], gamma: &[f64], fixed: bool| {
         let (solver, gamma, quad, value, k_eff, f) =
-            saddle(&stack, &y, &groups, lambda, gamma, fixed);
+            saddle(loss, &stack, &y, &groups, lambda, gamma, fixed);
         let set: Vec<usize> = (0..m).collect();
         let products = kernel_products(&stack, solver.beta(), &set);
         let it = newton::Iterate {
             y: &y,
             alpha: solver.alpha().unwrap(),
-            c: 1.0,
+            upper,
+            ridge,
             k_eff: &k_eff,
             f: &f,
             products: &products,
@@ -278,14 +291,15 @@ fn newton_model_matches_finite_differences() {
     };
     let (exact, _, _, gamma) = model_at(&lambda, &start, false);
     let free = {
-        let (solver, ..) = saddle(&stack, &y, &groups, &lambda, &gamma, true);
+        let (solver, ..) = saddle(loss, &stack, &y, &groups, &lambda, &gamma, true);
         let a = solver.alpha().unwrap();
         (
-            a.iter().filter(|&&v| v > 1e-9 && v < 1.0 - 1e-9).count(),
+            a.iter().filter(|&&v| v > 1e-9 && v < upper - 1e-9).count(),
             a.len(),
         )
     };
-    assert!(free.0 > 0 && free.0 < free.1, "free SVs: {free:?}");
+    // Some α at a bound: the model must leave them out.
+    assert!(free.0 > 0 && free.0 < free.1, "{loss:?}: free SVs {free:?}");
     let h = 1e-5;
     let shifted = |k: usize, by: f64| {
         let mut l = lambda.clone();
@@ -300,7 +314,7 @@ fn newton_model_matches_finite_differences() {
         let fd = (up - down) / (2.0 * h);
         assert!(
             (fd - exact.grad[k]).abs() <= 1e-6 * scale,
-            "g[{k}]: {fd} vs {}",
+            "{loss:?} g[{k}]: {fd} vs {}",
             exact.grad[k]
         );
         let (_, g_up, ..) = model_at(&shifted(k, h), &gamma, false);
@@ -310,7 +324,7 @@ fn newton_model_matches_finite_differences() {
             let err = (fd - exact.hess[(l, k)]).abs();
             assert!(
                 err <= 1e-3 * hscale,
-                "H[{l},{k}]: {fd} vs {}",
+                "{loss:?} H[{l},{k}]: {fd} vs {}",
                 exact.hess[(l, k)]
             );
         }
@@ -328,7 +342,7 @@ fn newton_model_matches_finite_differences() {
     let err = |g: &[f64]| (0..m).fold(0.0f64, |a, k| a.max((g[k] - exact.grad[k]).abs()));
     assert!(
         err(&behind.grad) <= 0.05 * err(&envelope),
-        "model {} vs envelope {}",
+        "{loss:?}: model {} vs envelope {}",
         err(&behind.grad),
         err(&envelope)
     );
