@@ -161,8 +161,9 @@ class MirrorConfig(_Config):
         The step on λ. ``"newton"``: a second-order step, the Hessian of the saddle value in
         λ from the free support vectors, minimised over the simplexes; for the hinge and
         squared hinge losses on working sets of at most 300 kernels, and the adaptive step
-        otherwise (the other losses, the step after the working set was first restricted, and
-        after a step that raised the primal objective). It measured 5–10 stack reads to a 1e-3 gap where the adaptive
+        otherwise (the other losses, the step after the working set was first restricted,
+        after a step that raised the primal objective, and a step that would change a group
+        weight γ_j more than 4x). It measured 5–10 stack reads to a 1e-3 gap where the adaptive
         step needed 26–293 (docs/mathematics.md §4). ``"adaptive"``: the mirror step
         ``c_t/‖g‖_∞`` with ``c`` grown 1.5x after a step that lowered the primal objective
         and halved after one that did not; every step is certified by its duality gap, and
