@@ -11,11 +11,11 @@ holding M/5 Gaussian kernels exp(−d²/(2σ²)) on its columns, σ spread geome
    (``tests/python/reference.py::cvxpy_mkl``): time ratio cvxpy / ours and our distance to
    its objective.
 2. The grid n ∈ {500, 1000} × M ∈ {50, 200, 1000}: per method, time to a 1e-3 gap,
-   iterations, stack reads, final gap and primal. Methods: the mirror solver's adaptive and
-   paper step rules with the kernel working set, the adaptive rule without it, lp p = 1
-   (``solver="analytic"``, a different problem: ℓ1 over all kernels instead of ℓ∞ over
-   groups of ℓ1), and the adaptive rule with ONE group, which is lp p = 1's problem (the
-   like-for-like comparison; its primal is compared with lp's).
+   iterations, stack reads, final gap and primal. Methods: the mirror solver's step rules
+   (newton, the default; adaptive; paper) with the kernel working set, newton and adaptive
+   without it, lp p = 1 (``solver="analytic"``, a different problem: ℓ1 over all kernels
+   instead of ℓ∞ over groups of ℓ1), and newton and adaptive with ONE group, which is
+   lp p = 1's problem (the like-for-like comparison; its primal is compared with lp's).
 
 Stack reads, in whole-stack passes, from ``history_``: every iteration combines and takes the
 quadratic forms of its ``active`` kernels (2·active/M), and every record with a finite dual
@@ -223,6 +223,11 @@ def cvxpy_cases(
     G: NDArray[Any], y: NDArray[np.float64], groups: list[int], max_iter: int
 ) -> list[tuple[str, Callable[[], Fit]]]:
     return [
+        ("newton, working set", partial(group_fit, G, y, groups, "newton", True, max_iter)),
+        (
+            "newton, working set, tol 1e-6",
+            partial(group_fit, G, y, groups, "newton", True, max_iter, tol=1e-6),
+        ),
         ("adaptive, working set", partial(group_fit, G, y, groups, "adaptive", True, max_iter)),
         ("paper, working set", partial(group_fit, G, y, groups, "paper", True, max_iter)),
         ("adaptive, no working set", partial(group_fit, G, y, groups, "adaptive", False, max_iter)),
@@ -267,10 +272,13 @@ def versus_cvxpy(ns: list[int], repeats: int, slow: float, max_iter: int) -> Non
 
 
 METHODS = [
+    "newton, WS",
     "adaptive, WS",
     "paper, WS",
+    "newton, no WS",
     "adaptive, no WS",
     "lp p=1 analytic",
+    "newton, WS, 1 group",
     "adaptive, WS, 1 group",
 ]
 
@@ -298,14 +306,17 @@ def grid(
         t_pass = pass_time(G)
         one = [0] * M
         fs: list[Callable[[], Fit]] = [
+            partial(group_fit, G, y, groups, "newton", True, max_iter),
             partial(group_fit, G, y, groups, "adaptive", True, max_iter),
             partial(group_fit, G, y, groups, "paper", True, max_iter),
+            partial(group_fit, G, y, groups, "newton", False, max_iter),
             partial(group_fit, G, y, groups, "adaptive", False, max_iter),
             partial(lp1_fit, G, y, max_iter),
+            partial(group_fit, G, y, one, "newton", True, max_iter),
             partial(group_fit, G, y, one, "adaptive", True, max_iter),
         ]
         res = timed_in_turn(fs, repeats, slow)
-        t_lp, _, lp = res[3]
+        t_lp, _, lp = res[METHODS.index("lp p=1 analytic")]
         stack = f"{np.dtype(dtype).name}, {G.nbytes / 1e9:.2g} GB"
         for name, (t, runs, f) in zip(METHODS, res, strict=True):
             table[n, M, name] = (t, f)

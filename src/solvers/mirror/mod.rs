@@ -15,7 +15,8 @@
 //! `q_jk = βᵀK_jkβ`, the certificate, the closed-form `γ_j = √W_j / Σ_j' √W_j'` ([Nath] eq. 6)
 //! and the entropic mirror step on `λ` ([Nath] eq. 8) with the gradient
 //! `g_jk = −½ q_jk/γ_j`: `λ_jk ← λ_jk e^{−η g_jk} / Σ_{k'∈G_j} λ_jk' e^{−η g_jk'}`.
-//! The step `η` follows [`StepRule`].
+//! The step `η` follows [`StepRule`]; `StepRule::Newton` replaces the mirror step by a
+//! second-order step on the working set (hinge and squared hinge losses, [`newton`]).
 //!
 //! Working set of kernels (beyond the paper): the solution keeps few kernels per group, so
 //! the iterations run on a set `S` of kernels (`θ = 0` off `S`, which touches only their
@@ -33,6 +34,9 @@ use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{loss_dual, CheckSchedule, GapSchedule, SingleKernel};
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
+use rayon::prelude::*;
+
+mod newton;
 
 /// The kernels of each group: `ids[m]` is kernel `m`'s group, `0..J`, every group non-empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,14 +130,21 @@ pub enum StepRule {
     /// × 0.5 after one that did not. Safe because every iterate is certified, and measured
     /// to need several times fewer steps than eq. 9 (docs/mathematics.md §4).
     Adaptive,
+    /// The second-order step of [`newton`] (hinge and squared hinge, working sets of at most
+    /// [`NEWTON_MAX`] kernels), the adaptive step otherwise: after the first restriction of
+    /// the working set (which resets `λ`), after a step that raised the primal, and instead of
+    /// a step that would move a `γ_j` more than [`GAMMA_TRUST`]× (the safeguards). Measured 5–10 stack reads to a 1e-3 gap where the adaptive rule needs
+    /// 26–293 (docs/mathematics.md §4).
+    Newton,
 }
 
 impl StepRule {
-    /// The setting's value: `"paper"` or `"adaptive"`.
+    /// The setting's value: `"paper"`, `"adaptive"` or `"newton"`.
     pub fn name(&self) -> &'static str {
         match self {
             StepRule::Paper => "paper",
             StepRule::Adaptive => "adaptive",
+            StepRule::Newton => "newton",
         }
     }
 
@@ -142,9 +153,10 @@ impl StepRule {
         match name {
             "paper" => Ok(StepRule::Paper),
             "adaptive" => Ok(StepRule::Adaptive),
+            "newton" => Ok(StepRule::Newton),
             other => Err(MkError::config(
                 "step",
-                format!("must be 'adaptive' or 'paper', got {other:?}"),
+                format!("must be 'adaptive', 'newton' or 'paper', got {other:?}"),
             )),
         }
     }
@@ -175,7 +187,7 @@ impl Default for MirrorConfig {
             tol: 1e-3,
             max_iter: 200,
             inner_tol: 1e-7,
-            step: StepRule::Adaptive,
+            step: StepRule::Newton,
             working_set: true,
         }
     }
@@ -202,6 +214,14 @@ const GROUP_CUTOFF: f64 = 1e-6;
 /// The longest adaptive step, `η ≤ MAX_SCALE/‖g‖_∞`: longer steps overshoot (measured on the
 /// digits views: a constant 16/‖g‖_∞ oscillated where 4 and 8 converged).
 const MAX_SCALE: f64 = 8.0;
+
+/// The largest working set that takes the second-order step: its QP costs `O(s³)` per change
+/// of its active set, and sets this large occur only without the kernel working set.
+const NEWTON_MAX: usize = 300;
+
+/// The second-order step is taken only if it changes no group weight `γ_j` by more than this
+/// factor (see `State::newton`).
+const GAMMA_TRUST: f64 = 4.0;
 
 /// The step-size state of [`StepRule`].
 struct Stepper {
@@ -235,6 +255,11 @@ impl Stepper {
     /// warm-started inner solution leaves it unchanged. Taking a failed step back
     /// (backtracking) measured worse: the primal is not smooth in `λ` (the max over groups),
     /// so short steps from a kink fail too and the line search stalls.
+    ///
+    /// The Newton rule takes the second-order step when `second` is given, unless `λ` was just
+    /// reset (`restart`: the model was taken at other weights) or the last step raised the
+    /// primal (its model was wrong: the set of free support vectors changed), and the adaptive
+    /// step otherwise.
     fn step(
         &mut self,
         state: &mut State,
@@ -242,25 +267,29 @@ impl Stepper {
         primal: f64,
         restart: bool,
         groups: &Groups,
+        second: Option<&newton::Iterate>,
     ) {
         self.t += 1;
-        match self.rule {
-            StepRule::Paper => {
-                let t = self.t as f64;
-                let log_n = self.log_n;
-                state.update(groups, quad, |g_inf| log_n.sqrt() / (g_inf * t.sqrt()));
-            }
-            StepRule::Adaptive => {
-                if self.t > 1 && !restart {
-                    let factor = if primal > self.last_primal { 0.5 } else { 1.5 };
-                    let floor = self.log_n.sqrt() / (self.t as f64).sqrt();
-                    self.scale = (self.scale * factor).clamp(floor.min(MAX_SCALE), MAX_SCALE);
-                }
-                self.last_primal = primal;
-                let scale = self.scale;
-                state.update(groups, quad, |g_inf| scale / g_inf);
+        if self.rule == StepRule::Paper {
+            let t = self.t as f64;
+            let log_n = self.log_n;
+            state.update(groups, quad, |g_inf| log_n.sqrt() / (g_inf * t.sqrt()));
+            return;
+        }
+        let rose = self.t > 1 && !restart && primal > self.last_primal;
+        if self.t > 1 && !restart {
+            let factor = if rose { 0.5 } else { 1.5 };
+            let floor = self.log_n.sqrt() / (self.t as f64).sqrt();
+            self.scale = (self.scale * factor).clamp(floor.min(MAX_SCALE), MAX_SCALE);
+        }
+        self.last_primal = primal;
+        if let (StepRule::Newton, Some(it), false, false) = (self.rule, second, restart, rose) {
+            if state.newton(groups, quad, it) {
+                return;
             }
         }
+        let scale = self.scale;
+        state.update(groups, quad, |g_inf| scale / g_inf);
     }
 }
 
@@ -324,8 +353,15 @@ impl State {
     }
 
     /// Adds the kernels of `q` above their group's largest in the set (at most `top(n_j)` per
-    /// group, the largest first), each at the group's mean weight; returns how many.
-    fn grow(&mut self, groups: &Groups, quad: &[f64], top: impl Fn(usize) -> usize) -> usize {
+    /// group, the largest first), each at the group's mean weight if `seeded`, else at zero;
+    /// returns how many.
+    fn grow(
+        &mut self,
+        groups: &Groups,
+        quad: &[f64],
+        top: impl Fn(usize) -> usize,
+        seeded: bool,
+    ) -> usize {
         let mut added = 0;
         for g in &groups.members {
             let best = g
@@ -344,7 +380,11 @@ impl State {
             more.sort_by(|&a, &b| quad[b].total_cmp(&quad[a]));
             more.truncate(top(g.len()).max(1));
             let size = g.iter().filter(|&&k| self.in_set[k]).count();
-            let share = 1.0 / size.max(1) as f64;
+            let share = if seeded {
+                1.0 / size.max(1) as f64
+            } else {
+                0.0
+            };
             for &k in &more {
                 self.in_set[k] = true;
                 self.lambda[k] = share;
@@ -361,27 +401,7 @@ impl State {
     /// [Nath] eq. 6, then the entropic mirror step eq. 8 on the set, given `q` on the set;
     /// returns `‖g‖_∞` through `step_for`, which maps it to `η`.
     fn update(&mut self, groups: &Groups, quad: &[f64], step_for: impl FnOnce(f64) -> f64) {
-        let roots: Vec<f64> = groups
-            .members
-            .iter()
-            .map(|g| {
-                g.iter()
-                    .map(|&k| self.lambda[k] * quad[k].max(0.0))
-                    .sum::<f64>()
-                    .sqrt()
-            })
-            .collect();
-        // A group whose kernels (nearly) vanish on β is left out of K_eff (γ_j = 0, so
-        // θ = 0): its weight λ/γ_j would be huge and swamp the other kernels in K_eff's
-        // rounding (e.g. a constant kernel, K1 ⊥ β), while its contribution K_jk β is nil.
-        let top = roots.iter().fold(0.0f64, |a, &r| a.max(r));
-        if top > 0.0 && top.is_finite() {
-            let kept = |r: f64| if r > GROUP_CUTOFF * top { r } else { 0.0 };
-            let total: f64 = roots.iter().map(|&r| kept(r)).sum();
-            for (g, &r) in self.gamma.iter_mut().zip(&roots) {
-                *g = kept(r) / total;
-            }
-        }
+        self.gamma_step(groups, quad);
         // g_jk = −½ q_jk/γ_j; the step is shifted by the group's smallest g (no overflow).
         let gamma = &self.gamma;
         let grad = |k: usize| {
@@ -424,12 +444,115 @@ impl State {
             }
         }
     }
+
+    /// `γ ∝ weights`, leaving out the groups below [`GROUP_CUTOFF`] of the largest.
+    fn set_gamma(&mut self, weights: &[f64]) {
+        let top = weights.iter().fold(0.0f64, |a, &r| a.max(r));
+        if top > 0.0 && top.is_finite() {
+            let kept = |r: f64| if r > GROUP_CUTOFF * top { r } else { 0.0 };
+            let total: f64 = weights.iter().map(|&r| kept(r)).sum();
+            for (g, &r) in self.gamma.iter_mut().zip(weights) {
+                *g = kept(r) / total;
+            }
+        }
+    }
+
+    /// The second-order step ([`newton`]): `λ` minimises the model over the simplexes and `γ`
+    /// follows its linearisation `γ + dγ₀ + (dγ/dλ)(λ⁺ − λ)`. False (nothing changed) when the
+    /// model is degenerate or that `γ` moves a group's weight by more than [`GAMMA_TRUST`]×:
+    /// then the saddle point has (or nears) a group at `γ_j = 0` (its kernels vanish on `α`,
+    /// e.g. a low-rank kernel alone in its group), where `φ_γγ = −W_j/γ_j³` is singular and
+    /// the model is no guide. Measured on such groupings: predictions below zero, and from
+    /// `γ_j ≈ 1e-6` jumps to `0.02–0.17` that undid 20 mirror steps each.
+    fn newton(&mut self, groups: &Groups, quad: &[f64], it: &newton::Iterate) -> bool {
+        let Some(model) = newton::model(it, &groups.ids, &self.lambda, &self.gamma, quad) else {
+            return false;
+        };
+        let s = model.vars.len();
+        let x0: Vec<f64> = model.vars.iter().map(|&k| self.lambda[k]).collect();
+        // A small ridge centred at λ: kernels that do not move α span flat directions.
+        let top = (0..s).fold(0.0f64, |a, r| a.max(model.hess[(r, r)].abs()));
+        let mut h = model.hess;
+        for r in 0..s {
+            h[(r, r)] += 1e-8 * top.max(f64::MIN_POSITIVE);
+        }
+        let c: Vec<f64> = (0..s)
+            .map(|a| model.grad[a] - (0..s).map(|b| h[(a, b)] * x0[b]).sum::<f64>())
+            .collect();
+        let x = newton::simplex_qp(&h, &c, &x0, &model.group);
+        let mut gamma = vec![0.0; self.gamma.len()];
+        for (l, &j) in model.live.iter().enumerate() {
+            gamma[j] = model.gamma0[l]
+                + (0..s)
+                    .map(|r| model.dgamma[(l, r)] * (x[r] - x0[r]))
+                    .sum::<f64>();
+        }
+        let trusted = model.live.iter().all(|&j| {
+            let ratio = gamma[j] / self.gamma[j];
+            ratio.is_finite() && ratio > 1.0 / GAMMA_TRUST && ratio < GAMMA_TRUST
+        });
+        if !trusted {
+            return false;
+        }
+        for (&k, &v) in model.vars.iter().zip(&x) {
+            self.lambda[k] = if v < PRUNE { 0.0 } else { v };
+            self.in_set[k] = v >= PRUNE;
+        }
+        for &j in &model.live {
+            let total: f64 = groups.members[j].iter().map(|&k| self.lambda[k]).sum();
+            for &k in &groups.members[j] {
+                self.lambda[k] /= total;
+            }
+        }
+        self.set_gamma(&gamma);
+        true
+    }
+
+    /// [Nath] eq. 6 given `q` on the set: `γ_j ∝ √W_j`.
+    fn gamma_step(&mut self, groups: &Groups, quad: &[f64]) {
+        let roots: Vec<f64> = groups
+            .members
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|&k| self.lambda[k] * quad[k].max(0.0))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .collect();
+        // A group whose kernels (nearly) vanish on β is left out of K_eff (γ_j = 0, so
+        // θ = 0): its weight λ/γ_j would be huge and swamp the other kernels in K_eff's
+        // rounding (e.g. a constant kernel, K1 ⊥ β), while its contribution K_jk β is nil.
+        self.set_gamma(&roots);
+    }
 }
 
 /// How many kernels of a group of `n_j` the working set starts with, and adds at most per
 /// check: `⌈√n_j⌉`.
 fn per_group(n_j: usize) -> usize {
     (n_j as f64).sqrt().ceil() as usize
+}
+
+/// The accuracy of the next single-kernel solve. The second-order step asks for the final one
+/// from the start: its model is the derivative of the exact solution (and a warm-started
+/// SMO run costs no stack read).
+fn inner_tol(gaps: &GapSchedule, cfg: &MirrorConfig) -> f64 {
+    if cfg.step == StepRule::Newton && newton::dual_box(cfg.loss, cfg.c).is_some() {
+        cfg.inner_tol
+    } else {
+        gaps.inner_tol()
+    }
+}
+
+/// `K_k v` for the kernels `set`, one after another: one pass over them, like
+/// `quad_forms_subset`.
+fn kernel_products(stack: &dyn KernelStack, v: &[f64], set: &[usize]) -> Vec<f64> {
+    let n = stack.n().max(1);
+    let mut out = vec![0.0; set.len() * n];
+    out.par_chunks_mut(n)
+        .zip(set)
+        .for_each(|(o, &k)| stack.matvec(k, v, o));
+    out
 }
 
 /// Fits group MKL on a kernel stack with the group id of every kernel.
@@ -476,13 +599,33 @@ pub fn fit_group(
         interrupt.check()?;
         n_iter += 1;
         let theta = state.theta(groups);
-        let (f, b) =
-            solver.solve_combined(stack, y, &theta, gaps.inner_tol(), &mut k_eff, interrupt)?;
+        let (f, b) = solver.solve_combined(
+            stack,
+            y,
+            &theta,
+            inner_tol(&gaps, cfg),
+            &mut k_eff,
+            interrupt,
+        )?;
         let beta = solver.beta();
-        let set = state.set();
+        let mut set = state.set();
         let whole = set.len() == m;
+        // The second-order step needs every `K_jk β` on the set, from the same one pass.
+        let second = cfg.step == StepRule::Newton
+            && newton::dual_box(cfg.loss, cfg.c).is_some()
+            && set.len() <= NEWTON_MAX
+            && solver.alpha().is_some();
         let mut q_set = vec![0.0; set.len()];
-        stack.quad_forms_subset(beta, &set, &mut q_set);
+        let mut products = if second {
+            let p = kernel_products(stack, beta, &set);
+            for (q, row) in q_set.iter_mut().zip(p.chunks_exact(beta.len().max(1))) {
+                *q = row.iter().zip(beta).map(|(a, b)| a * b).sum();
+            }
+            p
+        } else {
+            stack.quad_forms_subset(beta, &set, &mut q_set);
+            Vec::new()
+        };
         for (&k, &q) in set.iter().zip(&q_set) {
             quad[k] = q;
         }
@@ -518,6 +661,8 @@ pub fn fit_group(
             }
         };
         let mut new_problem = false;
+        // Whether the weights are those of this iterate's model (the set grew by zero weights).
+        let mut same_weights = false;
         // Every dual value below is screened by the witness check of β on the kernels whose
         // q_jk it uses (docs/mathematics.md §1.8).
         let gap = if whole {
@@ -543,8 +688,19 @@ pub fn fit_group(
             let rdual = dual_loss - dual_penalty(&quad, groups, |k| in_set[k]);
             let rgap = checks.restricted_gap(primal, rdual);
             if checks.due_after(rgap, cfg.tol) {
-                // Whole-problem check: every q_jk at this β, one pass over the stack.
-                stack.quad_forms(beta, &mut quad);
+                // Whole-problem check: every q_jk at this β, one pass over the stack (with the
+                // products K_jk β for the second-order step on the grown set).
+                let all_products = if second {
+                    let all: Vec<usize> = (0..m).collect();
+                    let p = kernel_products(stack, beta, &all);
+                    for (q, row) in quad.iter_mut().zip(p.chunks_exact(beta.len().max(1))) {
+                        *q = row.iter().zip(beta).map(|(a, b)| a * b).sum();
+                    }
+                    p
+                } else {
+                    stack.quad_forms(beta, &mut quad);
+                    Vec::new()
+                };
                 let witness = psd.all().scan(beta, m, |k| quad[k]);
                 let dual =
                     tracker.screen(dual_loss - dual_penalty(&quad, groups, |_| true), witness);
@@ -553,10 +709,21 @@ pub fn fit_group(
                     status = SolveStatus::Converged;
                     break;
                 }
-                if state.grow(groups, &quad, per_group) > 0 {
+                // The second-order step brings the new kernels in from λ = 0, with the model
+                // at the current weights; the mirror step cannot move a zero weight.
+                if state.grow(groups, &quad, per_group, !second) > 0 {
                     checks.restart();
                     checks.start(dual);
                     new_problem = true;
+                    if second {
+                        set = state.set();
+                        let n = beta.len();
+                        products = set
+                            .iter()
+                            .flat_map(|&k| all_products[k * n..(k + 1) * n].iter().copied())
+                            .collect();
+                        same_weights = true;
+                    }
                 } else if checks.is_forced() {
                     status = SolveStatus::Stalled;
                     break;
@@ -577,7 +744,25 @@ pub fn fit_group(
             }
             checks.force();
         }
-        stepper.step(&mut state, &quad, primal, new_problem, groups);
+        let (upper, ridge) = newton::dual_box(cfg.loss, cfg.c).unwrap_or((0.0, 0.0));
+        let iterate = second.then(|| newton::Iterate {
+            y,
+            alpha: solver.alpha().unwrap_or_default(),
+            upper,
+            ridge,
+            k_eff: &k_eff,
+            f: &f,
+            products: &products,
+            set: &set,
+        });
+        stepper.step(
+            &mut state,
+            &quad,
+            primal,
+            new_problem && !same_weights,
+            groups,
+            iterate.as_ref(),
+        );
     }
     tracker.finish(n_iter, status)
 }

@@ -1,7 +1,7 @@
 use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
-use crate::solvers::lp::{fit_lp, LpConfig};
+use crate::solvers::lp::{fit_lp, LpConfig, SingleKernel};
 use crate::solvers::test_util::Lcg;
 
 #[allow(clippy::needless_range_loop)]
@@ -148,6 +148,8 @@ fn working_set_and_both_step_rules_reach_the_same_optimum() {
         (StepRule::Adaptive, true),
         (StepRule::Adaptive, false),
         (StepRule::Paper, true),
+        (StepRule::Newton, true),
+        (StepRule::Newton, false),
     ] {
         let cfg = MirrorConfig {
             step,
@@ -158,6 +160,15 @@ fn working_set_and_both_step_rules_reach_the_same_optimum() {
         };
         let r = fit_group(&stack, &y, &groups, &cfg, &NoInterrupt).unwrap();
         assert_eq!(r.status, SolveStatus::Converged, "{step:?} {working_set}");
+        // Every iterate is certified: its dual (whole-problem checks) is below every primal.
+        for h in &r.history {
+            assert!(
+                h.dual <= r.primal * (1.0 + 1e-12),
+                "{step:?}: {} > {}",
+                h.dual,
+                r.primal
+            );
+        }
         primals.push((r.primal, r.dual));
     }
     // Every primal is above every dual: one optimum.
@@ -191,4 +202,189 @@ fn penalty_and_dual_penalty_are_the_group_norms() {
     assert_eq!(group_penalty(&[1.0, 2.0, 2.5], &groups), 4.5);
     assert_eq!(dual_penalty(&[1.0, 4.0, 9.0], &groups, |_| true), 12.5);
     assert_eq!(dual_penalty(&[1.0, 4.0, 9.0], &groups, |k| k != 1), 8.0);
+}
+
+/// The saddle point of `φ(λ, ·, ·)` for a hinge-type `loss` by alternating the SVM on `K_eff`
+/// and [Nath] eq. 6 to convergence, starting from `γ`, or at `γ` itself when `fixed`: the SVM
+/// solver (holding `α`), `γ`, `q`, `J = 1ᵀα − ½ αᵀα/C_sq − ½ Σ_j W_j/γ_j`, `K_eff` and
+/// `K_eff β`.
+#[allow(clippy::type_complexity)]
+fn saddle(
+    loss: Loss,
+    stack: &DenseStack<f64>,
+    y: &[f64],
+    groups: &Groups,
+    lambda: &[f64],
+    gamma: &[f64],
+    fixed: bool,
+) -> (SingleKernel, Vec<f64>, Vec<f64>, f64, Vec<f64>, Vec<f64>) {
+    let m = lambda.len();
+    let mut solver = SingleKernel::new(loss, 1.0, y).unwrap();
+    let (_, ridge) = newton::dual_box(loss, 1.0).unwrap();
+    let mut gamma = gamma.to_vec();
+    let mut k_eff = Vec::new();
+    let mut quad = vec![0.0; m];
+    for _ in 0..200 {
+        let theta: Vec<f64> = (0..m).map(|k| lambda[k] / gamma[groups.ids[k]]).collect();
+        let (f, _) = solver
+            .solve_combined(stack, y, &theta, 1e-13, &mut k_eff, &NoInterrupt)
+            .unwrap();
+        stack.quad_forms(solver.beta(), &mut quad);
+        let mut w = vec![0.0; gamma.len()];
+        for k in 0..m {
+            w[groups.ids[k]] += lambda[k] * quad[k];
+        }
+        let alpha = solver.alpha().unwrap();
+        let value = alpha.iter().map(|a| a - 0.5 * ridge * a * a).sum::<f64>()
+            - 0.5 * (0..w.len()).map(|j| w[j] / gamma[j]).sum::<f64>();
+        let total: f64 = w.iter().map(|v| v.sqrt()).sum();
+        let next: Vec<f64> = w.iter().map(|v| v.sqrt() / total).collect();
+        let moved = next
+            .iter()
+            .zip(&gamma)
+            .fold(0.0f64, |a, (p, q)| a.max((p - q).abs()));
+        if fixed || moved < 1e-14 {
+            return (solver, gamma, quad, value, k_eff, f);
+        }
+        gamma = next;
+    }
+    panic!("the alternation did not converge");
+}
+
+/// The second-order model of [`newton::model`] against finite differences of `J(λ)`: its
+/// gradient (also from a `γ` one alternation behind, where the envelope gradient `−½q/γ` is
+/// off) and its Hessian (central differences of the envelope gradient), for both losses that
+/// take the step.
+#[test]
+fn newton_model_matches_finite_differences() {
+    for loss in [Loss::Hinge, Loss::SquaredHinge] {
+        model_matches_finite_differences(loss);
+    }
+}
+
+fn model_matches_finite_differences(loss: Loss) {
+    let (g, m, y, ids) = problem(30, 2, false);
+    let (upper, ridge) = newton::dual_box(loss, 1.0).unwrap();
+    let stack = DenseStack::new(&g, m, y.len()).unwrap();
+    let groups = Groups::new(&ids).unwrap();
+    let lambda: Vec<f64> = (0..m).map(|k| if k % 2 == 0 { 0.3 } else { 0.7 }).collect();
+    let j = groups.len();
+    let start = vec![1.0 / j as f64; j];
+    let model_at = |lambda: &[f64], gamma: &[f64], fixed: bool| {
+        let (solver, gamma, quad, value, k_eff, f) =
+            saddle(loss, &stack, &y, &groups, lambda, gamma, fixed);
+        let set: Vec<usize> = (0..m).collect();
+        let products = kernel_products(&stack, solver.beta(), &set);
+        let it = newton::Iterate {
+            y: &y,
+            alpha: solver.alpha().unwrap(),
+            upper,
+            ridge,
+            k_eff: &k_eff,
+            f: &f,
+            products: &products,
+            set: &set,
+        };
+        let model = newton::model(&it, &ids, lambda, &gamma, &quad).unwrap();
+        let envelope: Vec<f64> = (0..m).map(|k| -0.5 * quad[k] / gamma[ids[k]]).collect();
+        (model, envelope, value, gamma)
+    };
+    let (exact, _, _, gamma) = model_at(&lambda, &start, false);
+    let free = {
+        let (solver, ..) = saddle(loss, &stack, &y, &groups, &lambda, &gamma, true);
+        let a = solver.alpha().unwrap();
+        (
+            a.iter().filter(|&&v| v > 1e-9 && v < upper - 1e-9).count(),
+            a.len(),
+        )
+    };
+    // Some α at a bound: the model must leave them out.
+    assert!(free.0 > 0 && free.0 < free.1, "{loss:?}: free SVs {free:?}");
+    let h = 1e-5;
+    let shifted = |k: usize, by: f64| {
+        let mut l = lambda.clone();
+        l[k] += by;
+        l
+    };
+    let scale = exact.grad.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    let hscale = (0..m).fold(0.0f64, |a, k| a.max(exact.hess[(k, k)].abs()));
+    for k in 0..m {
+        let (.., up, _) = model_at(&shifted(k, h), &gamma, false);
+        let (.., down, _) = model_at(&shifted(k, -h), &gamma, false);
+        let fd = (up - down) / (2.0 * h);
+        assert!(
+            (fd - exact.grad[k]).abs() <= 1e-6 * scale,
+            "{loss:?} g[{k}]: {fd} vs {}",
+            exact.grad[k]
+        );
+        let (_, g_up, ..) = model_at(&shifted(k, h), &gamma, false);
+        let (_, g_down, ..) = model_at(&shifted(k, -h), &gamma, false);
+        for l in 0..m {
+            let fd = (g_up[l] - g_down[l]) / (2.0 * h);
+            let err = (fd - exact.hess[(l, k)]).abs();
+            assert!(
+                err <= 1e-3 * hscale,
+                "{loss:?} H[{l},{k}]: {fd} vs {}",
+                exact.hess[(l, k)]
+            );
+        }
+    }
+    // One alternation behind (γ perturbed, α solved at it): the model's gradient still
+    // matches J's to second order, the envelope gradient only to first order.
+    let off: Vec<f64> = gamma
+        .iter()
+        .enumerate()
+        .map(|(i, g)| g * (1.0 + 0.02 * (i as f64 - 1.5)))
+        .collect();
+    let total: f64 = off.iter().sum();
+    let off: Vec<f64> = off.iter().map(|g| g / total).collect();
+    let (behind, envelope, ..) = model_at(&lambda, &off, true);
+    let err = |g: &[f64]| (0..m).fold(0.0f64, |a, k| a.max((g[k] - exact.grad[k]).abs()));
+    assert!(
+        err(&behind.grad) <= 0.05 * err(&envelope),
+        "{loss:?}: model {} vs envelope {}",
+        err(&behind.grad),
+        err(&envelope)
+    );
+}
+
+/// The active-set QP over simplexes meets its optimality conditions: on each group the
+/// gradient is smallest (and equal) on the support.
+#[test]
+fn simplex_qp_meets_its_optimality_conditions() {
+    let mut rng = Lcg(3);
+    let s = 9;
+    let group: Vec<usize> = (0..s).map(|r| r % 2).collect();
+    let b: Vec<f64> = (0..s * s).map(|_| rng.next() - 0.5).collect();
+    let h = faer::Mat::from_fn(s, s, |i, j| {
+        (0..s).map(|k| b[i * s + k] * b[j * s + k]).sum::<f64>() + if i == j { 1e-3 } else { 0.0 }
+    });
+    for trial in 0..5 {
+        let c: Vec<f64> = (0..s).map(|_| 3.0 * (rng.next() - 0.5)).collect();
+        let x0: Vec<f64> = group
+            .iter()
+            .map(|&g| if g == 0 { 0.2 } else { 0.25 })
+            .collect();
+        let x = newton::simplex_qp(&h, &c, &x0, &group);
+        for g in 0..2 {
+            let members: Vec<usize> = (0..s).filter(|&r| group[r] == g).collect();
+            let total: f64 = members.iter().map(|&r| x[r]).sum();
+            assert!((total - 1.0).abs() < 1e-12, "{trial}: sum {total}");
+            let grad = |r: usize| c[r] + (0..s).map(|k| h[(r, k)] * x[k]).sum::<f64>();
+            let low = members
+                .iter()
+                .map(|&r| grad(r))
+                .fold(f64::INFINITY, f64::min);
+            for &r in &members {
+                assert!(x[r] >= 0.0);
+                if x[r] > 1e-12 {
+                    assert!(
+                        grad(r) - low <= 1e-9,
+                        "{trial}: support {r} off by {}",
+                        grad(r) - low
+                    );
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,269 @@
+//! The second-order step on `λ` (docs/mathematics.md §4, "Second-order step"), after
+//! Chapelle & Rakotomamonjy's HessianMKL ("Second order optimization of kernel parameters",
+//! 2008), for the hinge and squared hinge losses.
+//!
+//! Saddle function ([Nath] eq. 3–4), `Q_jk = Y K_jk Y`:
+//! `φ(λ, α, γ) = 1ᵀα − ½ αᵀα/C_sq − ½ Σ_j Σ_k (λ_jk/γ_j) αᵀQ_jkα` (`1/C_sq = 0` for the hinge
+//! loss, `1/C` for the squared hinge, whose SMO dual adds `diag(1/C)`), and
+//! `J(λ) = max_{α, γ} φ` is convex in `λ` (a max of linear functions). With the free support
+//! vectors `F` (`0 < α_i < C`; squared hinge: `0 < α_i`) fixed,
+//! `x = (α_F, γ)` solves the equality-constrained problem `max φ` s.t. `y_Fᵀα_F = const`,
+//! `1ᵀγ = 1`, so (implicit function theorem) `J`'s second-order model at `(λ, x)` is
+//!
+//! ```text
+//! J(λ + d) ≈ J + (φ_λ + φ_λx dx₀)ᵀd + ½ dᵀ(φ_λx X)d,
+//! [φ_xx Aᵀ; A 0] [X dx₀; · ·] = −[φ_xλ φ_x; 0 0],
+//! ```
+//!
+//! `dx₀` the Newton correction of the inner variables (`γ` is one alternation behind `α`) and
+//! `X = dx/dλ`. The blocks: `φ_αα = −Q_eff,FF − I/C_sq`, `φ_αγ_j = u_j/γ_j²` with
+//! `u_j = Σ_k λ_jk (Q_jkα)_F`, `φ_γ_jγ_j = −W_j/γ_j³`, `φ_λ_jk = −½ q_jk/γ_j` (the mirror
+//! step's gradient), `φ_λ_jk α = −(Q_jkα)_F/γ_j`, `φ_λ_jk γ_j = ½ q_jk/γ_j²`. The step
+//! minimises the model over the product of simplexes (a QP in the working-set weights).
+
+use faer::linalg::solvers::Solve;
+use faer::Mat;
+
+use crate::linalg::clear_upper_simd_state;
+use crate::losses::Loss;
+
+/// What an iterate offers the second-order step, on the kernels of `set`.
+pub(super) struct Iterate<'a> {
+    pub y: &'a [f64],
+    /// The SVM's `α ∈ [0, upper]ⁿ`.
+    pub alpha: &'a [f64],
+    /// The box of `α` (`C`; `∞` for the squared hinge) and the ridge `1/C_sq` of its dual.
+    pub upper: f64,
+    pub ridge: f64,
+    /// `K_eff` (row-major `n×n`) and `K_eff β`.
+    pub k_eff: &'a [f64],
+    pub f: &'a [f64],
+    /// `K_k β` for the kernels of `set`, one after another.
+    pub products: &'a [f64],
+    pub set: &'a [usize],
+}
+
+/// The second-order model of `J` on the variables `vars` (kernels of live groups).
+pub(super) struct Model {
+    /// Global kernel index of each variable.
+    pub vars: Vec<usize>,
+    /// Local (live) group of each variable, `0..live.len()`.
+    pub group: Vec<usize>,
+    /// The live groups (`γ_j > 0`).
+    pub live: Vec<usize>,
+    /// `φ_λ + φ_λx dx₀`.
+    pub grad: Vec<f64>,
+    /// `φ_λx X` (symmetrised).
+    pub hess: Mat<f64>,
+    /// `γ + dγ₀` on the live groups, and `dγ/dλ` (`live × vars`).
+    pub gamma0: Vec<f64>,
+    pub dgamma: Mat<f64>,
+}
+
+/// The box and ridge of the SVM dual of `loss` at loss weight `c`, for the losses that take
+/// the second-order step (the hinge-type classifiers).
+pub(super) fn dual_box(loss: Loss, c: f64) -> Option<(f64, f64)> {
+    match loss {
+        Loss::Hinge => Some((c, 0.0)),
+        Loss::SquaredHinge => Some((f64::INFINITY, 1.0 / c)),
+        _ => None,
+    }
+}
+
+/// The model at the iterate, or `None` when it is degenerate (no live group, a singular or
+/// non-finite system).
+pub(super) fn model(
+    it: &Iterate,
+    ids: &[usize],
+    lambda: &[f64],
+    gamma: &[f64],
+    quad: &[f64],
+) -> Option<Model> {
+    let n = it.y.len();
+    let mut pos = Vec::new();
+    let mut vars = Vec::new();
+    let mut local = vec![usize::MAX; gamma.len()];
+    let mut live = Vec::new();
+    let mut group = Vec::new();
+    for (p, &k) in it.set.iter().enumerate() {
+        let j = ids[k];
+        if gamma[j] > 0.0 {
+            if local[j] == usize::MAX {
+                local[j] = live.len();
+                live.push(j);
+            }
+            pos.push(p);
+            vars.push(k);
+            group.push(local[j]);
+        }
+    }
+    let (s, jl) = (vars.len(), live.len());
+    if s == 0 {
+        return None;
+    }
+    let free: Vec<usize> = (0..n)
+        .filter(|&i| it.alpha[i] > 0.0 && it.alpha[i] < it.upper * (1.0 - 1e-12))
+        .collect();
+    let nf = free.len();
+    // The y-constraint row only when some α is free (else it is a zero row).
+    let rows = nf + jl + 1 + usize::from(nf > 0);
+    let g_of = |r: usize| gamma[live[group[r]]];
+    // (Q_k α)_F = y_F (K_k β)_F.
+    let qa = |r: usize, a: usize| {
+        let i = free[a];
+        it.y[i] * it.products[pos[r] * n + i]
+    };
+    let mut w = vec![0.0; jl];
+    for r in 0..s {
+        w[group[r]] += lambda[vars[r]] * quad[vars[r]].max(0.0);
+    }
+    let mut kkt = Mat::<f64>::zeros(rows, rows);
+    for a in 0..nf {
+        for b in 0..nf {
+            kkt[(a, b)] = -it.y[free[a]] * it.y[free[b]] * it.k_eff[free[a] * n + free[b]];
+        }
+        kkt[(a, a)] -= it.ridge;
+    }
+    for r in 0..s {
+        let scale = lambda[vars[r]] / (g_of(r) * g_of(r));
+        let col = nf + group[r];
+        for a in 0..nf {
+            kkt[(a, col)] += scale * qa(r, a);
+            kkt[(col, a)] += scale * qa(r, a);
+        }
+    }
+    for (l, &j) in live.iter().enumerate() {
+        kkt[(nf + l, nf + l)] = -w[l] / gamma[j].powi(3);
+        kkt[(nf + jl, nf + l)] = 1.0;
+        kkt[(nf + l, nf + jl)] = 1.0;
+    }
+    if nf > 0 {
+        for a in 0..nf {
+            kkt[(nf + jl + 1, a)] = it.y[free[a]];
+            kkt[(a, nf + jl + 1)] = it.y[free[a]];
+        }
+    }
+    // Right-hand sides −φ_xλ (one column per variable) and −φ_x.
+    let nx = nf + jl;
+    let mut pxl = Mat::<f64>::zeros(nx, s);
+    for r in 0..s {
+        for a in 0..nf {
+            pxl[(a, r)] = -qa(r, a) / g_of(r);
+        }
+        pxl[(nf + group[r], r)] = 0.5 * quad[vars[r]].max(0.0) / (g_of(r) * g_of(r));
+    }
+    let mut rhs = Mat::<f64>::zeros(rows, s + 1);
+    for r in 0..s {
+        for i in 0..nx {
+            rhs[(i, r)] = -pxl[(i, r)];
+        }
+    }
+    for a in 0..nf {
+        let i = free[a];
+        rhs[(a, s)] = -(1.0 - it.y[i] * it.f[i] - it.ridge * it.alpha[i]);
+    }
+    for (l, &j) in live.iter().enumerate() {
+        rhs[(nf + l, s)] = -0.5 * w[l] / (gamma[j] * gamma[j]);
+    }
+    kkt.partial_piv_lu().solve_in_place(rhs.as_mut());
+    let x = rhs.subrows(0, nx);
+    let h = pxl.transpose() * x.subcols(0, s);
+    clear_upper_simd_state();
+    let grad: Vec<f64> = (0..s)
+        .map(|r| {
+            let first = -0.5 * quad[vars[r]].max(0.0) / g_of(r);
+            first + (0..nx).map(|i| pxl[(i, r)] * x[(i, s)]).sum::<f64>()
+        })
+        .collect();
+    let hess = Mat::from_fn(s, s, |a, b| 0.5 * (h[(a, b)] + h[(b, a)]));
+    let gamma0: Vec<f64> = (0..jl).map(|l| gamma[live[l]] + x[(nf + l, s)]).collect();
+    let dgamma = Mat::from_fn(jl, s, |l, r| x[(nf + l, r)]);
+    let finite = grad.iter().chain(&gamma0).all(|v| v.is_finite())
+        && (0..s).all(|a| (0..s).all(|b| hess[(a, b)].is_finite()));
+    finite.then_some(Model {
+        vars,
+        group,
+        live,
+        grad,
+        hess,
+        gamma0,
+        dgamma,
+    })
+}
+
+/// `argmin ½xᵀHx + cᵀx` over `x ≥ 0` with `Σ_{r: group[r] = g} x_r = 1` for every group, by a
+/// primal active-set method from the feasible `x0` (each pass solves the equality-constrained
+/// QP on the free coordinates, then either moves to the first bound met or frees the bound
+/// with the most negative multiplier). `H` must be positive definite.
+pub(super) fn simplex_qp(h: &Mat<f64>, c: &[f64], x0: &[f64], group: &[usize]) -> Vec<f64> {
+    let s = c.len();
+    let groups = group.iter().max().map_or(0, |&g| g + 1);
+    let mut x = x0.to_vec();
+    let mut free: Vec<bool> = x.iter().map(|&v| v > 0.0).collect();
+    let scale = c.iter().fold(1e-300f64, |a, v| a.max(v.abs()));
+    // After a full step x minimises the QP on its face: only a multiplier can move it on.
+    let mut on_minimum = false;
+    for _ in 0..4 * s + 10 {
+        let idx: Vec<usize> = (0..s).filter(|&r| free[r]).collect();
+        let nf = idx.len();
+        let grad: Vec<f64> = (0..s)
+            .map(|a| c[a] + (0..s).map(|b| h[(a, b)] * x[b]).sum::<f64>())
+            .collect();
+        let mut kkt = Mat::<f64>::zeros(nf + groups, nf + groups);
+        let mut rhs = Mat::<f64>::zeros(nf + groups, 1);
+        for (a, &ra) in idx.iter().enumerate() {
+            for (b, &rb) in idx.iter().enumerate() {
+                kkt[(a, b)] = h[(ra, rb)];
+            }
+            kkt[(a, nf + group[ra])] = 1.0;
+            kkt[(nf + group[ra], a)] = 1.0;
+            rhs[(a, 0)] = -grad[ra];
+        }
+        kkt.partial_piv_lu().solve_in_place(rhs.as_mut());
+        clear_upper_simd_state();
+        let p: Vec<f64> = (0..nf).map(|a| rhs[(a, 0)]).collect();
+        if p.iter().any(|v| !v.is_finite()) {
+            break;
+        }
+        if on_minimum || p.iter().all(|v| v.abs() <= 1e-13) {
+            // Multiplier of x_r ≥ 0 for a bound r: grad_r + ν_g (ν_g = −grad_r', r' free in g).
+            let worst = (0..s)
+                .filter(|&r| !free[r])
+                .map(|r| (r, grad[r] + rhs[(nf + group[r], 0)]))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            match worst {
+                Some((r, mu)) if mu < -1e-12 * scale => free[r] = true,
+                _ => break,
+            }
+            on_minimum = false;
+            continue;
+        }
+        let mut t = 1.0;
+        let mut block = None;
+        for (a, &r) in idx.iter().enumerate() {
+            if p[a] < 0.0 && -x[r] / p[a] < t {
+                t = -x[r] / p[a];
+                block = Some(r);
+            }
+        }
+        for (a, &r) in idx.iter().enumerate() {
+            x[r] = (x[r] + t * p[a]).max(0.0);
+        }
+        match block {
+            Some(r) => {
+                x[r] = 0.0;
+                free[r] = false;
+            }
+            None => on_minimum = true,
+        }
+    }
+    // Rounding: back onto the simplexes.
+    let mut total = vec![0.0; groups];
+    for r in 0..s {
+        total[group[r]] += x[r];
+    }
+    for r in 0..s {
+        x[r] /= total[group[r]];
+    }
+    x
+}
