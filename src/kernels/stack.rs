@@ -41,6 +41,13 @@ pub trait KernelStack: Sync {
     /// `out = K_m v`.
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]);
 
+    /// `out[k·n..(k+1)·n] = K_{idx[k]} v` for the kernels in `idx`, in parallel over them.
+    fn matvecs_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
+        out.par_chunks_mut(self.n().max(1))
+            .zip(idx.par_iter())
+            .for_each(|(o, &m)| self.matvec(m, v, o));
+    }
+
     /// `out[(m·b + k)·n + i] = (K_m v_k)_i` for the `b` vectors stored one after another in
     /// `vs` (`b·n`) and every kernel: all of a Newton step's products in one pass.
     fn matvecs(&self, vs: &[f64], out: &mut [f64]) {
@@ -773,6 +780,13 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
             .for_each(|(i, o)| *o = dot(&k[i * n..(i + 1) * n], v));
     }
 
+    fn matvecs_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
+        // Each kernel read from its upper triangle, the bytes of its quadratic form.
+        out.par_chunks_mut(self.n.max(1))
+            .zip(idx.par_iter())
+            .for_each(|(o, &m)| matvecs_dispatch(self.kernel(m), self.n, v, o));
+    }
+
     fn matvecs(&self, vs: &[f64], out: &mut [f64]) {
         // Parallel over kernels, each read once from its upper triangle for all vectors.
         let n = self.n.max(1);
@@ -977,6 +991,25 @@ pub(crate) mod tests {
                         "n {n} ({a}, {b}): {msg}"
                     );
                 }
+            }
+        }
+    }
+
+    /// The subset products read the upper triangle only, and equal the full-row `matvec`.
+    #[test]
+    fn matvecs_subset_equals_matvec() {
+        let (m, n) = (4, 37);
+        let data = kernels(m, n);
+        let s = DenseStack::new(&data, m, n).unwrap();
+        let v: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let idx = [3, 0, 2];
+        let mut out = vec![0.0; idx.len() * n];
+        s.matvecs_subset(&v, &idx, &mut out);
+        for (k, &mk) in idx.iter().enumerate() {
+            let mut one = vec![0.0; n];
+            s.matvec(mk, &v, &mut one);
+            for (a, b) in out[k * n..(k + 1) * n].iter().zip(&one) {
+                assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "{a} {b}");
             }
         }
     }

@@ -34,7 +34,6 @@ use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{loss_dual, CheckSchedule, GapSchedule, SingleKernel};
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
-use rayon::prelude::*;
 
 mod newton;
 
@@ -547,11 +546,8 @@ fn inner_tol(gaps: &GapSchedule, cfg: &MirrorConfig) -> f64 {
 /// `K_k v` for the kernels `set`, one after another: one pass over them, like
 /// `quad_forms_subset`.
 fn kernel_products(stack: &dyn KernelStack, v: &[f64], set: &[usize]) -> Vec<f64> {
-    let n = stack.n().max(1);
-    let mut out = vec![0.0; set.len() * n];
-    out.par_chunks_mut(n)
-        .zip(set)
-        .for_each(|(o, &k)| stack.matvec(k, v, o));
+    let mut out = vec![0.0; set.len() * stack.n()];
+    stack.matvecs_subset(v, set, &mut out);
     out
 }
 
