@@ -337,6 +337,64 @@ impl Loss {
             .sum()
     }
 
+    /// The clipped shift of a dual candidate `ρ̃` to `Σ ρ̃ = 0` inside the conjugate's domain
+    /// (docs/mathematics.md §1.4, steps 1–2): `ρ̃_i ← clip(ρ̃_i − τ, lo_i, hi_i)`, where
+    /// `[lo_i, hi_i] = [−C·hi_u, −C·lo_u]` is the domain of `ρ̃_i ↦ ℓ*(y_i, −ρ̃_i/C)`; `τ` by
+    /// bisection (`Σ clip(ρ̃ − τ)` is non-increasing in `τ`), or the mean when that stays inside.
+    /// Shared by every solver that makes a dual point from a model (SpicyMKL, ℓp, SVRG).
+    pub fn centre_dual(&self, y: &[f64], rho: &[f64], c: f64) -> Vec<f64> {
+        let bounds: Vec<(f64, f64)> = y
+            .iter()
+            .map(|&yi| {
+                let (lo_u, hi_u) = self.conjugate_domain(yi);
+                (-c * hi_u, -c * lo_u)
+            })
+            .collect();
+        let clip = |r: f64, (lo, hi): (f64, f64)| r.max(lo).min(hi);
+        let mut r: Vec<f64> = rho.iter().zip(&bounds).map(|(&v, &b)| clip(v, b)).collect();
+        let n = r.len() as f64;
+        let mean = r.iter().sum::<f64>() / n;
+        let fits = r
+            .iter()
+            .zip(&bounds)
+            .all(|(&v, &(lo, hi))| v - mean >= lo && v - mean <= hi);
+        if fits {
+            r.iter_mut().for_each(|v| *v -= mean);
+            return r;
+        }
+        let total = |t: f64| -> f64 { r.iter().zip(&bounds).map(|(&v, &b)| clip(v - t, b)).sum() };
+        let span = r.iter().fold(0.0f64, |a, v| a.max(v.abs())) + c + 1.0;
+        let (mut lo, mut hi) = (-span, span);
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            if total(mid) > 0.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let tau = 0.5 * (lo + hi);
+        r = r
+            .iter()
+            .zip(&bounds)
+            .map(|(&v, &b)| clip(v - tau, b))
+            .collect();
+        // Remove the bisection's rounding residual from the entries strictly inside.
+        let free: Vec<usize> = (0..r.len())
+            .filter(|&i| r[i] > bounds[i].0 && r[i] < bounds[i].1)
+            .collect();
+        if !free.is_empty() {
+            let shift = r.iter().sum::<f64>() / free.len() as f64;
+            for &i in &free {
+                r[i] = clip(r[i] - shift, bounds[i]);
+            }
+        }
+        r
+    }
+
     /// The intercept minimising `Σ_i ℓ(y_i, f_i + b)` for fixed `f`, by bisection on the
     /// monotone (sub)derivative `Σ_i ℓ'(y_i, f_i + b)`, starting from `start`.
     ///

@@ -2,7 +2,7 @@
 //! between closed-form θ updates (eq. 17), with a working set of points when `β` is sparse.
 
 use super::working_set::{gather_points, new_points, scatter_points, CheckSchedule, PointSet};
-use super::{certificate, theta_update, LpConfig, SingleKernel, Tracker};
+use super::{certificate, lp_dual, natural_dual, theta_update, LpConfig, SingleKernel, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
@@ -174,7 +174,8 @@ impl Step {
     /// Completes a step at `(θ, β, b)` with `f = K_θ β`: the quadratic forms `βᵀK_mβ` are
     /// read from `stack` at `v` (`stack` may be a sub-stack holding every non-zero of `β`,
     /// with `v` the matching entries, and all the kernels of `psd`'s), then the certificate
-    /// and the witness check of `v`.
+    /// and the witness check of its dual point. For the logistic loss the dual point is the
+    /// model's natural one ([`natural_dual`]), whose forms come in the same pass as `β`'s.
     #[allow(clippy::too_many_arguments)]
     fn certify(
         stack: &dyn KernelStack,
@@ -187,10 +188,28 @@ impl Step {
         b: f64,
         f: &[f64],
     ) -> Step {
-        let mut quad = vec![0.0; stack.m()];
-        stack.quad_forms(v, &mut quad);
-        let cert = certificate(cfg, y, theta, beta, b, &quad, f);
-        let witness = psd.all().scan(v, quad.len(), |m| quad[m]);
+        let m = stack.m();
+        let mut quad = vec![0.0; m];
+        let (cert, witness) = match natural_dual(cfg.loss, cfg.c, y, f, b) {
+            Some((b, hat)) => {
+                // Newton's losses never use a working set: `v` is the whole `β`.
+                debug_assert_eq!(v.len(), hat.len());
+                let mut both = vec![0.0; 2 * m];
+                stack.quad_forms_batch(&[v, &hat].concat(), &mut both);
+                let hat_quad: Vec<f64> = both.chunks_exact(2).map(|q| q[1]).collect();
+                quad.iter_mut()
+                    .zip(both.chunks_exact(2))
+                    .for_each(|(q, b)| *q = b[0]);
+                let mut cert = certificate(cfg, y, theta, beta, b, &quad, f);
+                cert.dual = lp_dual(cfg.loss, cfg.c, y, &hat, &hat_quad, cfg.p);
+                (cert, psd.all().scan(&hat, m, |k| hat_quad[k]))
+            }
+            None => {
+                stack.quad_forms(v, &mut quad);
+                let cert = certificate(cfg, y, theta, beta, b, &quad, f);
+                (cert, psd.all().scan(v, m, |k| quad[k]))
+            }
+        };
         Step {
             quad,
             b: cert.b,

@@ -159,6 +159,37 @@ pub(crate) fn loss_dual(loss: Loss, c: f64, y: &[f64], beta: &[f64]) -> f64 {
     -c * conj
 }
 
+/// The natural dual point of the model `f` (without intercept) for the logistic loss
+/// (docs/mathematics.md §1.3): the best intercept `b̂` from `b`, and
+/// `β̂ = −C ℓ'(y, f + b̂)` centred exactly to `Σβ̂ = 0` inside the conjugate's domain
+/// ([`Loss::centre_dual`]); `None` for the other losses.
+///
+/// Why not Newton's own `β`: it satisfies `−β/C ∈ dom ℓ*` only up to its rounding,
+/// `~1e-16·C` in `u = −β/C`, which the conjugate's absolute tolerance stops absorbing at large
+/// `C` (C ≥ 1e11, or a kernel ×1e12: every dual value `+∞` or above the primal, gap `∞`).
+/// `β̂` is feasible at any scale and equals `β` at the optimum. The squared loss keeps `β`:
+/// its domain is unbounded, and `β̂` would carry the rounding of the residuals times `C`
+/// (C = 1e12 on a Gaussian kernel: gap 3e-3 at `β̂`, 1e-12 at `β`). The SMO losses' `β = Yα`
+/// is in the box by construction.
+pub(crate) fn natural_dual(
+    loss: Loss,
+    c: f64,
+    y: &[f64],
+    f: &[f64],
+    b: f64,
+) -> Option<(f64, Vec<f64>)> {
+    if loss != Loss::Logistic {
+        return None;
+    }
+    let b = loss.best_intercept(y, f, b);
+    let raw: Vec<f64> = y
+        .iter()
+        .zip(f)
+        .map(|(&yi, &fi)| -c * loss.deriv(yi, fi + b))
+        .collect();
+    Some((b, loss.centre_dual(y, &raw, c)))
+}
+
 /// The certificate of an iterate `A[m] = θ_m β`: `P`, `D`, the block norms and the model
 /// `(scale·A, b)` at which `P` holds.
 pub(crate) struct Certificate {

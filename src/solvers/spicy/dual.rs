@@ -42,7 +42,10 @@ pub fn project_duals(
 ) -> Vec<Projected> {
     let n = y.len();
     let mm = stack.m();
-    let centred: Vec<Vec<f64>> = candidates.iter().map(|r| centre(y, r, c, loss)).collect();
+    let centred: Vec<Vec<f64>> = candidates
+        .iter()
+        .map(|r| loss.centre_dual(y, r, c))
+        .collect();
     let b = centred.len();
     let mut q = vec![0.0; b * mm];
     if b == 1 {
@@ -89,60 +92,6 @@ pub fn project_dual(
         .pop()
         .expect("one candidate");
     (p.rho, p.norms)
-}
-
-/// The clipped shift to `Σ ρ̃ = 0` inside the conjugate's domain (see [`project_duals`]).
-pub(crate) fn centre(y: &[f64], rho: &[f64], c: f64, loss: Loss) -> Vec<f64> {
-    let bounds: Vec<(f64, f64)> = y
-        .iter()
-        .map(|&yi| {
-            let (lo_u, hi_u) = loss.conjugate_domain(yi);
-            (-c * hi_u, -c * lo_u)
-        })
-        .collect();
-    let clip = |r: f64, (lo, hi): (f64, f64)| r.max(lo).min(hi);
-    let mut r: Vec<f64> = rho.iter().zip(&bounds).map(|(&v, &b)| clip(v, b)).collect();
-    let n = r.len() as f64;
-    let mean = r.iter().sum::<f64>() / n;
-    let fits = r
-        .iter()
-        .zip(&bounds)
-        .all(|(&v, &(lo, hi))| v - mean >= lo && v - mean <= hi);
-    if fits {
-        r.iter_mut().for_each(|v| *v -= mean);
-        return r;
-    }
-    let total = |t: f64| -> f64 { r.iter().zip(&bounds).map(|(&v, &b)| clip(v - t, b)).sum() };
-    let span = r.iter().fold(0.0f64, |a, v| a.max(v.abs())) + c + 1.0;
-    let (mut lo, mut hi) = (-span, span);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if total(mid) > 0.0 {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let tau = 0.5 * (lo + hi);
-    r = r
-        .iter()
-        .zip(&bounds)
-        .map(|(&v, &b)| clip(v - tau, b))
-        .collect();
-    // Remove the bisection's rounding residual from the entries strictly inside.
-    let free: Vec<usize> = (0..r.len())
-        .filter(|&i| r[i] > bounds[i].0 && r[i] < bounds[i].1)
-        .collect();
-    if !free.is_empty() {
-        let shift = r.iter().sum::<f64>() / free.len() as f64;
-        for &i in &free {
-            r[i] = clip(r[i] - shift, bounds[i]);
-        }
-    }
-    r
 }
 
 /// `D(ρ̃) = −C Σ_i ℓ*(y_i, −ρ̃_i/C)`, minus `Σ_m max(0, ‖ρ̃‖_{K_m} − r_1)²/(2 r_2)` for the

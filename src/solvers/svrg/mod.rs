@@ -28,7 +28,6 @@ use crate::kernels::Element;
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{lp_dual, lp_penalty};
-use crate::solvers::spicy::dual::centre;
 use crate::solvers::tracker::{Model, Tracker};
 
 /// Settings of an SVRG fit.
@@ -226,7 +225,7 @@ pub fn fit_svrg<T: Element>(
             *g = cfg.loss.deriv(yi, zi + b);
         }
         let raw: Vec<f64> = g0.iter().map(|g| -cfg.c * g).collect();
-        let beta = centre(y, &raw, cfg.c, cfg.loss);
+        let beta = cfg.loss.centre_dual(y, &raw, cfg.c);
         // ‖Φ_kᵀβ‖² and the full gradient G = Φᵀℓ′/n in one more pass.
         let mut u = vec![0.0; width];
         let mut grad = vec![0.0; width];
