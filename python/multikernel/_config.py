@@ -99,14 +99,16 @@ class SpicyConfig(_Config):
     max_inner : int, default 100
         Newton steps per proximal (outer) iteration at most (≥ 1).
     gamma0 : float, default 1.0
-        First proximal parameter γ (shared by the kernel blocks, the intercept and the slack),
-        positive.
+        First proximal parameter γ of the intercept and the slack, positive; the kernel
+        blocks take γ/s with ``s`` the largest kernel trace, which makes the iteration the
+        same for any common scale of the kernels (``s = 1`` for unit-trace kernels).
     gamma_factor : float, default 10.0
         Growth of γ per outer iteration, in [1, 1e6): larger converges in fewer outer
         iterations, with harder inner problems.
     gamma_max : float, default 1e8
-        Cap on γ, times ``max(1, C)`` (bounds the condition number of the inner Newton
-        systems; the ℓ1 threshold scales with 1/C); finite and at least ``gamma0``.
+        Cap on γ, times ``max(1, C·sqrt(s))`` (bounds the condition number of the inner
+        Newton systems; the ℓ1 threshold scales with 1/(C·sqrt(s))); finite and at least
+        ``gamma0``.
     working_set : int or None, default None
         Kernels in the working set: the solver runs on the ``working_set`` kernels with the
         largest block norm of the starting dual point, checks all kernels in one pass when it

@@ -152,6 +152,9 @@ pub(super) struct Inner<'a> {
     pub slack: bool,
     pub lam1: f64,
     pub lam2: f64,
+    /// `1/s`, `s` the kernels' scale: the kernel blocks' proximal parameter is `γ_m = γ/s`
+    /// (see the module documentation of `solvers::spicy`, "Scale").
+    pub kernel_gamma: f64,
     pub max_inner: usize,
     /// Stop Newton when `‖∇φ‖_∞` is at most this.
     pub inner_tol: f64,
@@ -229,14 +232,15 @@ impl Inner<'_> {
         if !loss.is_finite() {
             return f64::INFINITY;
         }
+        let gk = gamma * self.kernel_gamma;
         let kern: f64 = (0..st.m)
-            .map(|m| self.kernel_term(line.norm(m, gamma, c), gamma))
+            .map(|m| self.kernel_term(line.norm(m, gk, c), gk))
             .sum();
         let t = st.b + gamma * rho.iter().sum::<f64>();
         loss + kern + t * t / (2.0 * gamma)
     }
 
-    /// One outer iteration with penalty parameter `γ` (`γ_m = γ_b = γ`, `γ_z = √γ`). Returns
+    /// One outer iteration with penalty parameter `γ` (`γ_b = γ`, `γ_z = √γ`, `γ_m = γ/s`). Returns
     /// whether Newton's method solved the inner problem: `‖∇φ‖_∞` at most the inner tolerance
     /// or a thousandth of its start. When it stalls far from the minimiser (a `γ` too large
     /// for the conditioning, e.g. right after kernels joined the working set) the outer update
@@ -244,6 +248,8 @@ impl Inner<'_> {
     pub fn step(&self, st: &mut Outer, gamma: f64, interrupt: &dyn Interrupt) -> Result<bool> {
         let (mm, n) = (st.m, st.n);
         let stack = self.stack;
+        // The kernel blocks' γ_m; `gamma` itself is γ_b (intercept) and sets γ_z (slack).
+        let gk = gamma * self.kernel_gamma;
         let mut rho = st.rho.clone();
         let mut line = Line {
             aa: st.norm.iter().map(|s| s * s).collect(),
@@ -277,8 +283,8 @@ impl Inner<'_> {
             }
             active.clear();
             for m in 0..mm {
-                let s = line.norm(m, gamma, 0.0);
-                if s > gamma * self.lam1 && s > 0.0 {
+                let s = line.norm(m, gk, 0.0);
+                if s > gk * self.lam1 && s > 0.0 {
                     active.push(m);
                 }
             }
@@ -291,12 +297,12 @@ impl Inner<'_> {
                 line.qr[m] = dot(&kr, &rho);
                 let a = &st.a[m * n..(m + 1) * n];
                 let ka = &st.ka[m * n..(m + 1) * n];
-                let k_v: Vec<f64> = ka.iter().zip(&kr).map(|(x, k)| x + gamma * k).collect();
+                let k_v: Vec<f64> = ka.iter().zip(&kr).map(|(x, k)| x + gk * k).collect();
                 let s2: f64 = a
                     .iter()
                     .zip(&rho)
                     .zip(&k_v)
-                    .map(|((ai, ri), k)| (ai + gamma * ri) * k)
+                    .map(|((ai, ri), k)| (ai + gk * ri) * k)
                     .sum();
                 kv.push(k_v);
                 sv.push(s2.max(0.0).sqrt());
@@ -307,10 +313,7 @@ impl Inner<'_> {
             // rounding (a linear kernel ×1e12 on breast cancer: 1.0000 against 0.9587), and a
             // kernel active by one but not the other got the weight 1 − γλ₁/sv < 0: an
             // indefinite Newton system. The norm the step uses decides.
-            let keep: Vec<bool> = sv
-                .iter()
-                .map(|&s| s > gamma * self.lam1 && s > 0.0)
-                .collect();
+            let keep: Vec<bool> = sv.iter().map(|&s| s > gk * self.lam1 && s > 0.0).collect();
             if keep.contains(&false) {
                 retain_by(&mut active, &keep);
                 retain_by(&mut kv, &keep);
@@ -321,7 +324,7 @@ impl Inner<'_> {
             self.loss_derivs(st, &rho, slack_gamma(gamma), &mut grad, &mut hdiag);
             let t = st.b + gamma * rho.iter().sum::<f64>();
             for k in 0..active.len() {
-                let shrink = self.shrink(sv[k], gamma);
+                let shrink = self.shrink(sv[k], gk);
                 for (g, x) in grad.iter_mut().zip(&kv[k]) {
                     *g += shrink * x;
                 }
@@ -366,9 +369,9 @@ impl Inner<'_> {
             }
             // Eq. 9, the K_m terms through one `combine` over the active kernels.
             theta.iter_mut().for_each(|v| *v = 0.0);
-            let scale = gamma / (1.0 + gamma * self.lam2);
+            let scale = gk / (1.0 + gk * self.lam2);
             for (k, &m) in active.iter().enumerate() {
-                theta[m] = scale * (1.0 - gamma * self.lam1 / sv[k]);
+                theta[m] = scale * (1.0 - gk * self.lam1 / sv[k]);
             }
             if active.is_empty() {
                 hess.iter_mut().for_each(|v| *v = 0.0);
@@ -376,7 +379,7 @@ impl Inner<'_> {
                 stack.combine(&theta, &mut hess);
             }
             for k in 0..active.len() {
-                let q = gamma * self.lam1 / sv[k];
+                let q = gk * self.lam1 / sv[k];
                 if q == 0.0 {
                     continue;
                 }
@@ -485,13 +488,13 @@ impl Inner<'_> {
         let mut norm = vec![0.0; mm];
         let mut support = Vec::with_capacity(active.len());
         for (k, &m) in active.iter().enumerate() {
-            let shrink = self.shrink(sv[k], gamma);
+            let shrink = self.shrink(sv[k], gk);
             if shrink <= 0.0 {
                 continue;
             }
             let row = m * n..(m + 1) * n;
             for ((dst, &old), &r) in a[row.clone()].iter_mut().zip(&st.a[row.clone()]).zip(&rho) {
-                *dst = shrink * (old + gamma * r);
+                *dst = shrink * (old + gk * r);
             }
             for (dst, &x) in ka[row].iter_mut().zip(&kv[k]) {
                 *dst = shrink * x;

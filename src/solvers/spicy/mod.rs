@@ -9,6 +9,13 @@
 //! (the paper's `C` is `λ_1`). Its dual variable `ρ` relates to ours (docs/mathematics.md §1) by
 //! `ρ̃ = C ρ`.
 //!
+//! # Scale
+//! `γ_m` has the units of `1/K` (`v_m` adds a coefficient to a loss derivative), `γ_b` and
+//! `γ_z` none, so the kernel blocks take `γ_m = γ/s`, `s = max_m tr(K_m)` ([`kernel_scale`]):
+//! every step is then exactly the step on the unit-trace stack `K/s` with `λ_1/√s`, `λ_2/s`,
+//! without copying the stack, and a stack ×1e12 is as easy as the unit one
+//! (docs/mathematics.md §2.2, "Scale"). Unit-trace stacks (`s = 1`) iterate as before.
+//!
 //! # Outer loop (eq. 3, 5, 6)
 //! With `v_m = A[m] + γ_m ρ`, `ρ = argmin φ_γ(ρ)`, then `A[m] ← prox_m(v_m)`,
 //! `b ← b + γ_b Σ_i ρ_i`, and `γ ← min(κ γ, γ_max)`.
@@ -116,6 +123,23 @@ impl SpicyPenalty {
     }
 }
 
+/// The kernels' scale `s = max_m tr(K_m)` (1 if every kernel is zero or a diagonal is not
+/// finite), which sets the kernel blocks' proximal parameter `γ_m = γ/s` (see the module
+/// documentation, "Scale"). Reads the diagonals only.
+fn kernel_scale(stack: &dyn KernelStack) -> f64 {
+    let mut diag = vec![0.0; stack.n()];
+    let mut s = 0.0f64;
+    for m in 0..stack.m() {
+        stack.diag(m, &mut diag);
+        s = s.max(diag.iter().sum::<f64>());
+    }
+    if s.is_finite() && s > 0.0 {
+        s
+    } else {
+        1.0
+    }
+}
+
 /// The largest growth factor of `γ` per outer iteration (exclusive).
 pub const MAX_GAMMA_FACTOR: f64 = 1e6;
 
@@ -135,13 +159,13 @@ pub struct SpicyConfig {
     pub max_iter: usize,
     /// Newton steps per outer iteration at most (≥ 1, default 100).
     pub max_inner: usize,
-    /// First penalty parameter `γ^{(1)}` (of `γ_m` and `γ_b`; the slack's `γ_z` is `√γ`);
+    /// First penalty parameter `γ^{(1)}` (`γ_b = γ`, `γ_m = γ/s`, the slack's `γ_z = √γ`);
     /// positive, default 1.
     pub gamma0: f64,
     /// Growth factor of `γ` per outer iteration, in [1, [`MAX_GAMMA_FACTOR`]), default 10.
     pub gamma_factor: f64,
-    /// Largest `γ`, times `max(1, C)` (bounds the Hessian's condition number); finite,
-    /// ≥ `gamma0`, default 1e8.
+    /// Largest `γ`, times `max(1, C√s)`, `s` the largest kernel trace (bounds the Hessian's
+    /// condition number); finite, ≥ `gamma0`, default 1e8.
     pub gamma_max: f64,
     /// Kernels in the working set, at least 1 (`None`, the default: [`AUTO_WORKING_SET`] when
     /// the stack has more than twice as many, else all). Needs `r_1 > 0`; see the module
@@ -546,7 +570,9 @@ fn fit_from(
     // In the loss-weight-1 scaling the ℓ1 weight is 1/C, so the threshold γ/C of a kernel is
     // active only for γ of order C: a fixed cap stalled the hinge losses at large C (gap
     // 0.3 after 200 iterations at C = 1e6; 46 iterations to 1e-3 with the cap × C).
-    let gamma_cap = cfg.gamma_max * cfg.c.max(1.0);
+    // In the unit-scale problem (see "Scale") that weight is 1/(C√s).
+    let scale = kernel_scale(stack);
+    let gamma_cap = cfg.gamma_max * (cfg.c * scale.sqrt()).max(1.0);
     // A warm start near the optimum needs no small first proximal steps (see WARM_GAMMA_STEPS).
     let mut gamma = if warm.is_some() && !slack {
         (cfg.gamma0 * cfg.gamma_factor.powi(WARM_GAMMA_STEPS)).min(gamma_cap)
@@ -572,6 +598,7 @@ fn fit_from(
             slack,
             lam1: r1 / cfg.c,
             lam2: r2 / cfg.c,
+            kernel_gamma: 1.0 / scale,
             max_inner: cfg.max_inner,
             inner_tol,
         };
