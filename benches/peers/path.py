@@ -22,8 +22,15 @@ Compared, in turn within each repeat (medians of ``--repeats``):
   (SpicyMKL reports no Newton or Cholesky count; the first fit is cold). Like ``l1 at C_max``
   it fits an intercept, which the path's objective has not.
 
+With ``--low-rank TOL`` the script instead compares, at each size, the path on pivoted
+Cholesky factors of the stack (``kernels.low_rank(G, tol=TOL)``, total rank R) with the path
+on the dense stack of those same factors (``G_m G_mᵀ``, the same problem): when R < n every
+Newton system is R × R (Woodbury) instead of n × n. Columns: R, points of each path, the
+largest relative difference of their primal values at equal C, times and their ratio.
+
     python benches/peers/path.py [--quick] [--sizes 100x10,300x50] [--repeats 3]
         [--out benches/peers/results/path.md]
+    python benches/peers/path.py --low-rank 1e-3 --sizes 1000x10,2000x10 [--repeats 3]
 """
 
 from __future__ import annotations
@@ -100,18 +107,61 @@ def warm_grid(
     return iters, worst
 
 
+def low_rank_rows(sizes: list[tuple[int, int]], tol: float, repeats: int) -> None:
+    emit(f"\nLow-rank stacks: `kernels.low_rank(G, tol={tol:g})` against the dense `G_m G_mᵀ`")
+    emit()
+    emit(
+        "| loss | n | M | R | points (low / dense) | max rel. ΔP | factorised as | "
+        "low-rank path (s) | dense path (s) | dense / low |"
+    )
+    emit("|---|---|---|---|---|---|---|---|---|---|")
+    losses: tuple[mk.PathLoss, ...] = ("logistic", "squared")
+    for loss in losses:
+        for n, M in sizes:
+            G, y = problem(n, M)
+            lr = mk.kernels.low_rank(G, tol=tol)
+            R = int(lr.ranks.sum())
+            D = np.ascontiguousarray(np.stack([f @ f.T for f in lr.factors]))
+            del G
+            run = partial(mk.mkl_path, y=y, loss=loss, d=np.ones(M))
+            (t_low, a), (t_dense, b) = paired_median_times(
+                [partial(run, lr), partial(run, D, kernels="precomputed")], repeats
+            )
+            k = min(len(a.Cs), len(b.Cs))
+            same = np.allclose(a.Cs[:k], b.Cs[:k], rtol=1e-6)
+            dP = (
+                float(np.max(np.abs(a.primal_objectives[:k] / b.primal_objectives[:k] - 1)))
+                if same
+                else float("nan")
+            )
+            emit(
+                f"| {loss} | {n} | {M} | {R} | {len(a.Cs)} / {len(b.Cs)} | {dP:.1e} | "
+                f"{'R × R' if R < n else 'n × n'} | {t_low:.3g} | {t_dense:.3g} | "
+                f"{t_dense / t_low:.2f} |"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="n = 100, M ∈ {10, 50}")
     ap.add_argument("--sizes", default="100x10,100x50,300x10,300x50,300x200,1000x10,1000x50")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out")
+    ap.add_argument("--low-rank", type=float, help="compare factors at this tol with dense")
     args = ap.parse_args()
     sizes = (
         [(100, 10), (100, 50)]
         if args.quick
         else [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
     )
+    if args.low_rank is not None:
+        emit("# Regularization path benchmark: low-rank stacks")
+        emit(f"\nmultikernel {mk.__version__}, numpy {np.__version__}; digits odd/even, tol 1e-3")
+        low_rank_rows(sizes, args.low_rank, args.repeats)
+        if args.out:
+            with open(args.out, "w", encoding="utf-8") as f:
+                f.write("\n".join(OUT) + "\n")
+        return
     emit("# Regularization path benchmark")
     emit(
         f"\nmultikernel {mk.__version__}, numpy {np.__version__}; digits odd/even, "

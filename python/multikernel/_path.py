@@ -19,7 +19,7 @@ from ._estimators import _iteration_logger, default_kernels
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_stack, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
-from .kernels import Kernel, KernelBank, shift_to_psd, validate_stack
+from .kernels import Kernel, KernelBank, LowRankFactors, shift_to_psd, validate_stack
 
 __all__ = ["MKLPath", "PathLoss", "mkl_path"]
 
@@ -294,6 +294,54 @@ class MKLPath:
         return ax
 
 
+def _dense_stack(
+    X: Any,
+    kernels: Sequence[Kernel] | Literal["precomputed"] | None,
+    normalize: Normalization | None,
+    psd: PsdRepair,
+    threads: int,
+) -> tuple[tuple[NDArray[np.float64], KernelBank | None], NDArray[np.float64]]:
+    """The dense stack of :func:`mkl_path` (precomputed, or evaluated by a bank, which is
+    returned for predictions), repaired by ``psd="clip"``, and the shifts of that repair."""
+    precomputed = kernels == "precomputed" or (kernels is None and np.ndim(X) == 3)
+    bank: KernelBank | None = None
+    if precomputed:
+        G = validate_stack(X, n_threads=threads)
+    else:
+        if isinstance(kernels, str):
+            raise InvalidParameterError(
+                f"kernels must be a sequence of kernel specifications, 'precomputed' or None; "
+                f"got {kernels!r}",
+                parameter="kernels",
+            )
+        Xv = check_array(X, dtype=np.float64)
+        specs = default_kernels(Xv.shape[1]) if kernels is None else list(kernels)
+        bank = KernelBank(specs, normalize=normalize, n_threads=threads)
+        G = bank.fit_transform(Xv)
+    if psd == "clip":
+        G, shifts = shift_to_psd(G, n_threads=threads)
+    else:
+        shifts = np.zeros(G.shape[0])
+    return (G, bank), shifts
+
+
+def _check_factors(factors: Sequence[Any]) -> list[NDArray[np.float64]]:
+    """Low-rank factors ``G_m`` of shape ``(n, r_m)``: finite float64, C-contiguous, one
+    common ``n``, at least one kernel."""
+    out = [np.ascontiguousarray(f, dtype=np.float64) for f in factors]
+    if not out:
+        raise InvalidInputError("the low-rank stack holds no kernel")
+    n = out[0].shape[0] if out[0].ndim == 2 else -1
+    for m, f in enumerate(out):
+        if f.ndim != 2 or f.shape[0] != n or n < 1:
+            raise InvalidInputError(
+                f"factor {m} must have shape (n, r) with the n = {n} of the first, got {f.shape}"
+            )
+        if not np.isfinite(f).all():
+            raise InvalidInputError(f"factor {m} contains NaN or infinity")
+    return out
+
+
 def mkl_path(
     X: Any,
     y: Any,
@@ -320,9 +368,13 @@ def mkl_path(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features), or (M, n, n)
+    X : array-like of shape (n_samples, n_features), or (M, n, n), or LowRankFactors
         Training points, or a precomputed kernel stack (``kernels="precomputed"``, or
-        ``kernels=None`` with a 3-D array).
+        ``kernels=None`` with a 3-D array), or low-rank factors ``K_m = G_m G_mᵀ``
+        (:func:`multikernel.kernels.low_rank`). On factors of total rank ``R < n`` every
+        Newton system is solved at size ``R × R`` (Woodbury) instead of ``n × n``; predictions
+        then take the dense test kernels as for a precomputed stack, and ``psd`` is not needed
+        (``G Gᵀ`` is PSD).
     y : array-like of shape (n_samples,)
         Real targets (``squared``) or two class labels (``logistic``; the larger label, as
         sorted by numpy, is the positive class).
@@ -411,27 +463,22 @@ def mkl_path(
         raise InvalidParameterError(
             f"max_points must be an integer ≥ 2, got {max_points!r}", parameter="max_points"
         )
-    precomputed = kernels == "precomputed" or (kernels is None and np.ndim(X) == 3)
     bank: KernelBank | None = None
-    if precomputed:
-        G = validate_stack(X, n_threads=threads)
-    else:
-        if isinstance(kernels, str):
+    stack: NDArray[np.float64] | list[NDArray[np.float64]]
+    if isinstance(X, LowRankFactors):
+        if kernels not in (None, "precomputed"):
             raise InvalidParameterError(
-                f"kernels must be a sequence of kernel specifications, 'precomputed' or None; "
-                f"got {kernels!r}",
+                f"low-rank factors are a precomputed stack: pass kernels='precomputed' or "
+                f"None, got {kernels!r}",
                 parameter="kernels",
             )
-        Xv = check_array(X, dtype=np.float64)
-        specs = default_kernels(Xv.shape[1]) if kernels is None else list(kernels)
-        bank = KernelBank(specs, normalize=normalize, n_threads=threads)
-        G = bank.fit_transform(Xv)
-    if psd == "clip":
-        G, shifts = shift_to_psd(G, n_threads=threads)
+        stack = _check_factors(X.factors)
+        M, n = len(stack), stack[0].shape[0]
+        shifts = np.zeros(M)  # G Gᵀ is PSD: nothing to repair
     else:
-        shifts = np.zeros(G.shape[0])
+        (stack, bank), shifts = _dense_stack(X, kernels, normalize, psd, threads)
+        M, n = stack.shape[0], stack.shape[1]
     yv = np.asarray(y)
-    n = G.shape[1]
     if yv.ndim != 1 or yv.shape[0] != n:
         raise InvalidInputError(
             f"y must be 1-D with one entry per training point ({n}), got shape {yv.shape}"
@@ -454,9 +501,9 @@ def mkl_path(
     weights = None
     if d is not None:
         dv = np.asarray(d, dtype=np.float64)
-        if dv.shape != (G.shape[0],):
+        if dv.shape != (M,):
             raise InvalidParameterError(
-                f"d must have one weight per kernel ({G.shape[0]}), got shape {dv.shape}",
+                f"d must have one weight per kernel ({M}), got shape {dv.shape}",
                 parameter="d",
             )
         weights = [float(v) for v in dv]
@@ -469,7 +516,7 @@ def mkl_path(
         "d": weights,
     }
     log = _iteration_logger("mkl_path") if verbose else None
-    r = _core.path(G, target, settings, n_threads=threads, on_iteration=log)
+    r = _core.path(stack, target, settings, n_threads=threads, on_iteration=log)
     path = MKLPath(
         Cs=np.asarray(r.cs),
         alphas=np.asarray(r.alphas),

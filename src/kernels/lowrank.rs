@@ -146,6 +146,10 @@ impl KernelStack for LowRankStack {
         self.n
     }
 
+    fn low_rank(&self) -> Option<&LowRankStack> {
+        Some(self)
+    }
+
     fn m(&self) -> usize {
         self.factors.len()
     }

@@ -102,6 +102,12 @@ pub trait KernelStack: Sync {
     fn single_precision(&self) -> bool {
         false
     }
+
+    /// The factors `K_m = G_m G_mᵀ` when the stack is stored as them: solvers whose systems
+    /// are a diagonal plus a combination of kernels then work at the total rank instead of `n`.
+    fn low_rank(&self) -> Option<&crate::kernels::LowRankStack> {
+        None
+    }
 }
 
 /// `Σ_k a_k b_k` with eight independent accumulators, so that the loop vectorises.

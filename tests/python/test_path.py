@@ -181,6 +181,45 @@ def test_specs_predict_like_the_precomputed_stack() -> None:
     assert np.mean((f - y[80:100]) ** 2) < np.mean(y[80:100] ** 2)
 
 
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_low_rank_factors_follow_the_dense_path(loss: str) -> None:
+    """Factors of total rank R < n: the Newton systems are R × R (Woodbury), and the path is
+    the one of the dense stack G Gᵀ: the same points, objectives within the certificates, and
+    the same predictions; the factorisation at rank n is what the dense path does."""
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    n = 120
+    target = (y[:n] - y[:n].mean()) / y[:n].std() if loss == "squared" else y[:n] > 140
+    specs: list[mk.kernels.Kernel] = [
+        mk.kernels.Gaussian(sigma=s, features=[j]) for j in range(5) for s in (1.0, 3.0)
+    ]
+    bank = mk.kernels.KernelBank(specs, normalize="mean_diag").fit(X[:n])
+    lr = mk.kernels.low_rank(bank.transform(X[:n]), tol=1e-10, max_rank=6)
+    assert int(lr.ranks.sum()) < n  # the low-rank branch
+    G = np.ascontiguousarray(np.stack([f @ f.T for f in lr.factors]))
+    low = mk.mkl_path(lr, target, loss=loss, C_max=50.0)  # type: ignore[arg-type]
+    dense = mk.mkl_path(G, target, kernels="precomputed", loss=loss, C_max=50.0)  # type: ignore[arg-type]
+    np.testing.assert_allclose(low.Cs, dense.Cs, rtol=1e-6)
+    slack = (low.primal_objectives - low.dual_objectives) + (
+        dense.primal_objectives - dense.dual_objectives
+    )
+    assert np.all(np.abs(low.primal_objectives - dense.primal_objectives) <= slack + 1e-10)
+    Gt = bank.transform(X[n : n + 30])
+    np.testing.assert_allclose(
+        low.decision_function(Gt, 10.0), dense.decision_function(Gt, 10.0), rtol=1e-4, atol=1e-6
+    )
+    with pytest.raises(InvalidParameterError, match="kernels"):
+        mk.mkl_path(lr, target, kernels=specs, loss=loss)  # type: ignore[arg-type]
+    bad = mk.kernels.LowRankFactors(
+        [lr.factors[0], lr.factors[1][:-1]], lr.ranks[:2], lr.errors[:2]
+    )
+    with pytest.raises(InvalidInputError, match="factor 1 must have shape"):
+        mk.mkl_path(bad, target, loss=loss)  # type: ignore[arg-type]
+    nan = mk.kernels.LowRankFactors([lr.factors[0] * np.nan], lr.ranks[:1], lr.errors[:1])
+    with pytest.raises(InvalidInputError, match="NaN"):
+        mk.mkl_path(nan, target, loss=loss)  # type: ignore[arg-type]
+
+
 def test_logistic_labels_and_predict() -> None:
     G, y = problem("logistic")
     labels = np.where(y > 0, "yes", "no")

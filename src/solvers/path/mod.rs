@@ -34,8 +34,8 @@ use faer::{Accum, MatMut, MatRef, Par};
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::KernelStack;
-use crate::linalg::{clear_upper_simd_state, Cholesky};
+use crate::kernels::{KernelStack, LowRankStack};
+use crate::linalg::{clear_upper_simd_state, Cholesky, DiagPlusLowRank, SpdFactor};
 use crate::losses::Loss;
 use crate::result::{relative_gap, IterRecord};
 
@@ -205,7 +205,7 @@ struct Iterate {
 struct Centred {
     it: Iterate,
     /// The last factor computed; `None` when the one passed in was used throughout.
-    chol: Option<Cholesky>,
+    chol: Option<SpdFactor>,
     /// The tangent's parts at the centre when the last step computed them in the same pass as
     /// the centre's products (then `it` holds products from scratch).
     tangent: Option<Tangent>,
@@ -247,6 +247,33 @@ const CHORD_RATE: f64 = 0.25;
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `U` with `UUᵀ = Σ_j [η_j K_j + (2/μ) η_j² (K_jα)(K_jα)ᵀ]` on a stack of factors
+/// `K_j = G_jG_jᵀ`, column-major `n × Σ_j r_j`: with `z_j = G_jᵀα` (so `G_jz_j = K_jα`),
+/// `U_j = √η_j G_j (I + c_j z_jz_jᵀ)`, `c_j = b_j/‖z_j‖²`, `(1 + b_j)² = 1 + (2/μ)η_j‖z_j‖²`:
+/// then `U_jU_jᵀ = η_j G_j (I + (2c_j + c_j²‖z_j‖²) z_jz_jᵀ) G_jᵀ` and the bracket's factor is
+/// `(2/μ)η_j`. Each column is `√η_j (g_k + c_j z_{jk} K_jα)`: `K_jα` is the iterate's.
+fn low_rank_term(lr: &LowRankStack, it: &Iterate, eta: &[f64], mu: f64) -> Vec<f64> {
+    let n = lr.n();
+    let mut u = Vec::with_capacity(lr.ranks().iter().sum::<usize>() * n);
+    for (j, &e) in eta.iter().enumerate() {
+        let g = lr.factor(j);
+        let ka = &it.ka[j * n..(j + 1) * n];
+        let z: Vec<f64> = g.chunks_exact(n).map(|col| dot(col, &it.a)).collect();
+        let zz = dot(&z, &z);
+        let c = if zz > 0.0 {
+            ((1.0 + 2.0 * e * zz / mu).sqrt() - 1.0) / zz
+        } else {
+            0.0
+        };
+        let se = e.sqrt();
+        for (col, zk) in g.chunks_exact(n).zip(&z) {
+            let t = c * zk;
+            u.extend(col.iter().zip(ka).map(|(gi, ki)| se * (gi + t * ki)));
+        }
+    }
+    u
 }
 
 /// `y += a x`.
@@ -344,9 +371,21 @@ impl Barrier<'_> {
         g
     }
 
-    /// Factorises `H = λ diag ψ″(λα) + Σ_j η_j K_j + (2/μ) Σ_j η_j² (K_jα)(K_jα)ᵀ`.
-    fn factor(&mut self, it: &Iterate, lam: f64, eta: &[f64]) -> Result<Cholesky> {
+    /// Factorises `H = λ diag ψ″(λα) + Σ_j η_j K_j + (2/μ) Σ_j η_j² (K_jα)(K_jα)ᵀ`: densely,
+    /// or, on a stack of factors `K_j = G_jG_jᵀ` of total rank `R < n`, as the diagonal plus
+    /// `UUᵀ` of [`low_rank_term`], an `R × R` system (docs/mathematics.md §5, "Low rank").
+    fn factor(&mut self, it: &Iterate, lam: f64, eta: &[f64]) -> Result<SpdFactor> {
         let n = self.n;
+        let diag: Vec<f64> = (0..n)
+            .map(|i| lam * self.derivs(i, lam * it.a[i])[1])
+            .collect();
+        self.factorizations += 1;
+        if let Some(lr) = self.stack.low_rank() {
+            if lr.ranks().iter().sum::<usize>() < n {
+                let u = low_rank_term(lr, it, eta, self.mu);
+                return Ok(SpdFactor::DiagPlusLowRank(DiagPlusLowRank::new(&diag, u)?));
+            }
+        }
         let mut h = vec![0.0; n * n];
         self.stack.combine(eta, &mut h);
         // The rank-M term as one product WᵀW, rows of W = sqrt(2/μ) η_j K_jα.
@@ -363,11 +402,10 @@ impl Barrier<'_> {
             matmul(hm, Accum::Add, wm.transpose(), wm, 1.0, Par::rayon(0));
             clear_upper_simd_state();
         }
-        for i in 0..n {
-            h[i * n + i] += lam * self.derivs(i, lam * it.a[i])[1];
+        for (i, d) in diag.iter().enumerate() {
+            h[i * n + i] += d;
         }
-        self.factorizations += 1;
-        Cholesky::new(&h, n)
+        Ok(SpdFactor::Dense(Cholesky::new(&h, n)?))
     }
 
     /// The longest step `t` along `da` (with `K_j da` in `kda`) that stays strictly inside
@@ -410,13 +448,13 @@ impl Barrier<'_> {
         lam: f64,
         tol: f64,
         max_steps: usize,
-        reuse: Option<&Cholesky>,
+        reuse: Option<&SpdFactor>,
         interrupt: &dyn Interrupt,
     ) -> Result<Centred> {
         let mut it = start;
         let mut value = self.value(&it, lam);
         let mut steps = 0;
-        let mut own: Option<Cholesky> = None;
+        let mut own: Option<SpdFactor> = None;
         let mut chord = reuse;
         let mut last_nd2 = f64::INFINITY;
         loop {
@@ -630,7 +668,7 @@ impl Barrier<'_> {
         &mut self,
         it: &mut Iterate,
         tangent: &mut Option<Tangent>,
-        chol: &mut Cholesky,
+        chol: &mut SpdFactor,
         lam: f64,
         tol: f64,
         interrupt: &dyn Interrupt,

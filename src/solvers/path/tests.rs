@@ -326,3 +326,78 @@ fn reused_factorisations_give_the_same_path_within_the_gaps() {
         }
     }
 }
+
+/// A stack of random factors `K_j = G_jG_jᵀ` (`n = 40`, four kernels of rank 3) and the same
+/// kernels as a dense stack.
+fn low_rank_problem() -> (LowRankStack, Vec<f64>, Vec<f64>) {
+    let (n, m, r) = (40, 4, 3);
+    let mut rng = SplitMix(11);
+    let factors: Vec<Vec<f64>> = (0..m)
+        .map(|_| (0..n * r).map(|_| next(&mut rng) / 2.0).collect())
+        .collect();
+    let mut dense = vec![0.0; m * n * n];
+    for (k, g) in factors.iter().enumerate() {
+        for col in g.chunks_exact(n) {
+            for i in 0..n {
+                for j in 0..n {
+                    dense[k * n * n + i * n + j] += col[i] * col[j];
+                }
+            }
+        }
+    }
+    let y = (0..n).map(|_| next(&mut rng)).collect();
+    (LowRankStack::from_factors(n, factors).unwrap(), dense, y)
+}
+
+/// The Hessian of a stack of factors is factorised at its total rank (12 < n = 40) and solves
+/// exactly like the dense stack's `n × n` factor.
+#[test]
+fn low_rank_hessians_solve_like_dense_ones() {
+    let (lr, dense, y) = low_rank_problem();
+    let (n, m) = (lr.n(), lr.m());
+    let ds = DenseStack::new(&dense, m, n).unwrap();
+    let barrier = |stack| Barrier {
+        stack,
+        y: &y,
+        loss: Loss::Squared,
+        d: vec![1.0; m],
+        d2: vec![1.0; m],
+        mu: 0.3,
+        adaptive: false,
+        n,
+        m,
+        factorizations: 0,
+    };
+    let (mut a, mut b) = (barrier(&lr), barrier(&ds));
+    let alpha: Vec<f64> = (0..n).map(|i| ((i * 7 % 5) as f64 - 2.0) / 10.0).collect();
+    let (ia, ib) = (a.products(&alpha), b.products(&alpha));
+    let eta = [0.5, 2.0, 1e-3, 7.0];
+    let (fa, fb) = (
+        a.factor(&ia, 0.7, &eta).unwrap(),
+        b.factor(&ib, 0.7, &eta).unwrap(),
+    );
+    assert!(matches!(fa, SpdFactor::DiagPlusLowRank(_)));
+    assert!(matches!(fb, SpdFactor::Dense(_)));
+    let rhs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.3).cos()).collect();
+    let (xa, xb) = (fa.solve(&rhs), fb.solve(&rhs));
+    for (p, q) in xa.iter().zip(&xb) {
+        assert!((p - q).abs() <= 1e-9 * (1.0 + q.abs()), "{p} vs {q}");
+    }
+}
+
+/// A whole path on the factors equals the path on the dense stack, within the certificates.
+#[test]
+fn a_low_rank_path_follows_the_dense_one() {
+    let (lr, dense, y) = low_rank_problem();
+    let cfg = PathConfig::default();
+    let low = fit_path(&lr, &y, &cfg, &NoInterrupt).unwrap();
+    let full = path(&dense, lr.m(), &y, &cfg);
+    assert_eq!(low.end, PathEnd::Complete);
+    let (p, q) = (low.points.last().unwrap(), full.points.last().unwrap());
+    assert!((p.c / q.c - 1.0).abs() < 1e-9);
+    assert!((p.primal - q.primal).abs() <= (p.primal - p.dual) + (q.primal - q.dual) + 1e-12);
+    assert_eq!(low.points.len(), full.points.len());
+    for (p, q) in low.points.iter().zip(&full.points) {
+        assert!((p.c / q.c - 1.0).abs() < 1e-6, "{} vs {}", p.c, q.c);
+    }
+}
