@@ -204,24 +204,30 @@ def test_every_c_from_1e_6_to_1e6_reaches_tol(C: float, kw: dict[str, Any]) -> N
     ],
     ids=lambda kw: "-".join(map(str, kw.values())),
 )
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
 def test_kernels_of_extreme_scales_reach_tol(
-    scales: tuple[float, float], kw: dict[str, Any]
+    scales: tuple[float, float], kw: dict[str, Any], loss: str
 ) -> None:
     """A kernel scaled by 1e12 makes P tiny (~1e-9), so the hinge terms of points a hair
-    inside the margin (the inner solver's KKT tolerance) used to hold the gap at ~4e-3. The
+    inside the margin (the inner solver's KKT tolerance) used to hold the gap at ~4e-3; the
+    logistic fits ended at gap ∞ (lp) or 1e-4 after 200 iterations (mirror, group): a dual
+    point outside the domain, and Newton's curvature floor (see test_smooth_losses…). The
     certificate must close to tol, at a model that reproduces P (recomputed here)."""
     from problems import small_problem
     from reference import primal_objective
 
+    if loss != "hinge" and kw.get("solver") == "interleaved":
+        pytest.skip("the interleaved solver is hinge-only")
     K, y = small_problem("ionosphere", False, n=80, seed=3)  # two of its Gaussians
     G = np.ascontiguousarray(K[[2, 4]] * np.asarray(scales)[:, None, None])
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        clf = mk.MKLClassifier(kernels="precomputed", normalize=None, tol=1e-6, **kw).fit(G, y)
-    assert 0 <= clf.duality_gap_ <= clf.tol
-    assert clf.dual_objective_ <= clf.primal_objective_
+        clf = mk.MKLClassifier(
+            kernels="precomputed", normalize=None, loss=loss, tol=1e-6, **kw
+        ).fit(G, y)
+    assert -1e-9 <= clf.duality_gap_ <= clf.tol
     P = primal_objective(
-        G, clf.dual_coef_, float(np.ravel(clf.intercept_)[0]), y, C=1.0, loss="hinge",
+        G, clf.dual_coef_, float(np.ravel(clf.intercept_)[0]), y, C=1.0, loss=loss,
         penalty=kw["penalty"], p=kw.get("p"), groups=kw.get("groups"),
     )  # fmt: skip
     assert P == pytest.approx(clf.primal_objective_, rel=1e-7)

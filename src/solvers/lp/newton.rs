@@ -89,6 +89,19 @@ impl NewtonSolver {
         let mut obj = objective(self.loss, c, &self.y, &kb, &self.beta, self.b);
         let mut a = vec![0.0; n * n];
         let mut kb_new = vec![0.0; n];
+        // The floor on the curvature w keeps `1/(Cw)` finite for points whose ℓ″ underflows:
+        // such a point gets the diagonal `1/(C w_min)`, which decouples it from the system.
+        // A floor of 1e-10 on w alone is that only up to C ≈ 1: at C = 1e12 (or a kernel
+        // ×1e12) it capped `1/(Cw)` at 1e-2, far below the kernel's scale, so well-classified
+        // points with `Cw ≈ 1e-2` were treated as tight and Newton's steps were wrong for
+        // them (linear convergence, 83 outer iterations to 1e-6 on one kernel). Capping
+        // `1/(Cw)` at 1e12 times the kernel's mean diagonal decouples only what is negligible.
+        let kscale = (0..n).map(|i| k[i * n + i]).sum::<f64>() / n.max(1) as f64;
+        let w_min = if kscale > 0.0 && kscale.is_finite() {
+            1e-10f64.min(1e-12 / (c * kscale))
+        } else {
+            1e-10
+        };
         self.iterations = 0;
         for _ in 0..100 {
             interrupt.check()?;
@@ -97,7 +110,7 @@ impl NewtonSolver {
             a.copy_from_slice(k);
             for i in 0..n {
                 let f = kb[i] + self.b;
-                let w = self.loss.deriv2(self.y[i], f).max(1e-10);
+                let w = self.loss.deriv2(self.y[i], f).max(w_min);
                 let g = self.loss.deriv(self.y[i], f);
                 z[i] = f - g / w;
                 a[i * n + i] += 1.0 / (c * w);
