@@ -100,8 +100,9 @@ class SpicyConfig(_Config):
         Newton steps per proximal (outer) iteration at most (≥ 1).
     gamma0 : float, default 1.0
         First proximal parameter γ of the intercept and the slack, positive; the kernel
-        blocks take γ/s with ``s`` the largest kernel trace, which makes the iteration the
-        same for any common scale of the kernels (``s = 1`` for unit-trace kernels).
+        blocks take γ/s with ``s`` the kernels' scale (the largest trace for the hinge-type
+        losses, the largest mean diagonal for the smooth ones), which makes the iteration the
+        same for any common scale of the kernels.
     gamma_factor : float, default 10.0
         Growth of γ per outer iteration, in [1, 1e6): larger converges in fewer outer
         iterations, with harder inner problems.

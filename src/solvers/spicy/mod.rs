@@ -11,10 +11,12 @@
 //!
 //! # Scale
 //! `γ_m` has the units of `1/K` (`v_m` adds a coefficient to a loss derivative), `γ_b` and
-//! `γ_z` none, so the kernel blocks take `γ_m = γ/s`, `s = max_m tr(K_m)` ([`kernel_scale`]):
-//! every step is then exactly the step on the unit-trace stack `K/s` with `λ_1/√s`, `λ_2/s`,
-//! without copying the stack, and a stack ×1e12 is as easy as the unit one
-//! (docs/mathematics.md §2.2, "Scale"). Unit-trace stacks (`s = 1`) iterate as before.
+//! `γ_z` none, so the kernel blocks take `γ_m = γ/s` with `s` the kernels' scale
+//! ([`kernel_scale`]): every step is then exactly the step on the stack `K/s` with
+//! `λ_1/√s`, `λ_2/s`, without copying the stack, and a stack ×1e12 is as easy as the unit
+//! one. The reference scale is the unit trace for the hinge-type losses and the unit mean
+//! diagonal for the smooth ones, the faster of the two for each (docs/mathematics.md §2.2,
+//! "Scale").
 //!
 //! # Outer loop (eq. 3, 5, 6)
 //! With `v_m = A[m] + γ_m ρ`, `ρ = argmin φ_γ(ρ)`, then `A[m] ← prox_m(v_m)`,
@@ -123,15 +125,20 @@ impl SpicyPenalty {
     }
 }
 
-/// The kernels' scale `s = max_m tr(K_m)` (1 if every kernel is zero or a diagonal is not
-/// finite), which sets the kernel blocks' proximal parameter `γ_m = γ/s` (see the module
-/// documentation, "Scale"). Reads the diagonals only.
-fn kernel_scale(stack: &dyn KernelStack) -> f64 {
-    let mut diag = vec![0.0; stack.n()];
+/// The kernels' scale (1 if every kernel is zero or a diagonal is not finite), which sets the
+/// kernel blocks' proximal parameter `γ_m = γ/s` (see the module documentation, "Scale"):
+/// `s = max_m tr(K_m)` for the hinge-type losses (`slack`), `max_m tr(K_m)/n` for the smooth
+/// ones. Reads the diagonals only.
+fn kernel_scale(stack: &dyn KernelStack, slack: bool) -> f64 {
+    let n = stack.n();
+    let mut diag = vec![0.0; n];
     let mut s = 0.0f64;
     for m in 0..stack.m() {
         stack.diag(m, &mut diag);
         s = s.max(diag.iter().sum::<f64>());
+    }
+    if !slack {
+        s /= n.max(1) as f64;
     }
     if s.is_finite() && s > 0.0 {
         s
@@ -164,8 +171,8 @@ pub struct SpicyConfig {
     pub gamma0: f64,
     /// Growth factor of `γ` per outer iteration, in [1, [`MAX_GAMMA_FACTOR`]), default 10.
     pub gamma_factor: f64,
-    /// Largest `γ`, times `max(1, C√s)`, `s` the largest kernel trace (bounds the Hessian's
-    /// condition number); finite, ≥ `gamma0`, default 1e8.
+    /// Largest `γ`, times `max(1, C√s)`, `s` the kernels' scale ([`kernel_scale`]; bounds the
+    /// Hessian's condition number); finite, ≥ `gamma0`, default 1e8.
     pub gamma_max: f64,
     /// Kernels in the working set, at least 1 (`None`, the default: [`AUTO_WORKING_SET`] when
     /// the stack has more than twice as many, else all). Needs `r_1 > 0`; see the module
@@ -571,7 +578,7 @@ fn fit_from(
     // active only for γ of order C: a fixed cap stalled the hinge losses at large C (gap
     // 0.3 after 200 iterations at C = 1e6; 46 iterations to 1e-3 with the cap × C).
     // In the unit-scale problem (see "Scale") that weight is 1/(C√s).
-    let scale = kernel_scale(stack);
+    let scale = kernel_scale(stack, slack);
     let gamma_cap = cfg.gamma_max * (cfg.c * scale.sqrt()).max(1.0);
     // A warm start near the optimum needs no small first proximal steps (see WARM_GAMMA_STEPS).
     let mut gamma = if warm.is_some() && !slack {
