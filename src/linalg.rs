@@ -121,7 +121,7 @@ impl DiagPlusLowRank {
                 "the diagonal of a diagonal-plus-low-rank system must be positive".into(),
             ));
         }
-        let r = if n == 0 { 0 } else { u.len() / n };
+        let r = u.len().checked_div(n).unwrap_or(0);
         let inv_sqrt: Vec<f64> = d.iter().map(|x| 1.0 / x.sqrt()).collect();
         let mut v = u;
         for col in v.chunks_exact_mut(n.max(1)) {
