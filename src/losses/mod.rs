@@ -337,6 +337,15 @@ impl Loss {
             .sum()
     }
 
+    /// The natural dual point `ρ̃ = −C ℓ'(y, f + b)` of a model (docs/mathematics.md §1.2), before
+    /// [`Loss::centre_dual`] makes it feasible (a subgradient for the non-smooth losses).
+    pub fn natural_dual(&self, y: &[f64], f: &[f64], b: f64, c: f64) -> Vec<f64> {
+        y.iter()
+            .zip(f)
+            .map(|(&yi, &fi)| -c * self.deriv(yi, fi + b))
+            .collect()
+    }
+
     /// The clipped shift of a dual candidate `ρ̃` to `Σ ρ̃ = 0` inside the conjugate's domain
     /// (docs/mathematics.md §1.4, steps 1–2): `ρ̃_i ← clip(ρ̃_i − τ, lo_i, hi_i)`, where
     /// `[lo_i, hi_i] = [−C·hi_u, −C·lo_u]` is the domain of `ρ̃_i ↦ ℓ*(y_i, −ρ̃_i/C)`; `τ` by

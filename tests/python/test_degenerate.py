@@ -84,14 +84,13 @@ def test_degenerate_stacks_reach_the_cvxpy_optimum(name: str, kw: dict[str, Any]
     if name == "zero_kernel":
         # The zero kernel carries nothing: weight 0, and the fit is the fit without it.
         assert w[1] == 0.0 and np.all(clf.dual_coef_[1] == 0.0)
-    if name == "two_points" and penalty in ("lp", "l1"):
+    if name == "two_points" and penalty == "lp":
         # One kernel, two points: the SVM dual max 2α − ½α²q over 0 ≤ α ≤ C, with
-        # q = K₁₁ + K₂₂ − 2K₁₂, in closed form (every penalty is ½‖f‖² or ‖f‖ on one kernel).
+        # q = K₁₁ + K₂₂ − 2K₁₂, in closed form (every lp penalty is ½‖f‖² on one kernel).
         K = G[0]
         q = K[0, 0] + K[1, 1] - 2 * K[0, 1]
-        if penalty == "lp":
-            a = min(1.0, 2.0 / q)
-            assert clf.primal_objective_ == pytest.approx(2 * a - 0.5 * a * a * q, rel=1e-6)
+        a = min(1.0, 2.0 / q)
+        assert clf.primal_objective_ == pytest.approx(2 * a - 0.5 * a * a * q, rel=1e-6)
 
 
 def test_a_class_with_a_single_member_in_multiclass() -> None:

@@ -2,7 +2,7 @@
 //! between closed-form θ updates (eq. 17), with a working set of points when `β` is sparse.
 
 use super::working_set::{gather_points, new_points, scatter_points, CheckSchedule, PointSet};
-use super::{certificate, lp_dual, natural_dual, theta_update, LpConfig, SingleKernel, Tracker};
+use super::{certificate, natural_dual, theta_update, LpConfig, SingleKernel, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
@@ -200,13 +200,12 @@ impl Step {
                 quad.iter_mut()
                     .zip(both.chunks_exact(2))
                     .for_each(|(q, b)| *q = b[0]);
-                let mut cert = certificate(cfg, y, theta, beta, b, &quad, f);
-                cert.dual = lp_dual(cfg.loss, cfg.c, y, &hat, &hat_quad, cfg.p);
+                let cert = certificate(cfg, y, theta, b, &quad, f, (&hat, &hat_quad));
                 (cert, psd.all().scan(&hat, m, |k| hat_quad[k]))
             }
             None => {
                 stack.quad_forms(v, &mut quad);
-                let cert = certificate(cfg, y, theta, beta, b, &quad, f);
+                let cert = certificate(cfg, y, theta, b, &quad, f, (beta, &quad));
                 (cert, psd.all().scan(v, m, |k| quad[k]))
             }
         };
@@ -291,7 +290,7 @@ pub(super) fn fit_analytic(
                 let mut f = vec![0.0; n];
                 stack.combined_matvec(&theta, &beta, &mut f);
                 let b = cfg.loss.best_intercept(y, &f, st.b);
-                let cert = certificate(cfg, y, &theta, &beta, b, &st.quad, &f);
+                let cert = certificate(cfg, y, &theta, b, &st.quad, &f, (&beta, &st.quad));
                 let gap = cert.record(&mut tracker, st.witness, &theta, &beta);
                 if gap <= cfg.tol {
                     status = SolveStatus::Converged;

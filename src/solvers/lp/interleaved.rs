@@ -100,7 +100,7 @@ pub(super) fn fit_interleaved(
         let witness = psd.all().scan(&beta, m, |k| quad[k]);
         dense_matvec(&k_theta, &beta, &mut f);
         let b = cfg.loss.best_intercept(y, &f, -state.rho());
-        let cert = certificate(cfg, y, &theta, &beta, b, &quad, &f);
+        let cert = certificate(cfg, y, &theta, b, &quad, &f, (&beta, &quad));
         let norms = cert.norms.clone();
         let gap = cert.record(&mut tracker, witness, &theta, &beta);
         if gap <= cfg.tol {

@@ -182,12 +182,7 @@ pub(crate) fn natural_dual(
         return None;
     }
     let b = loss.best_intercept(y, f, b);
-    let raw: Vec<f64> = y
-        .iter()
-        .zip(f)
-        .map(|(&yi, &fi)| -c * loss.deriv(yi, fi + b))
-        .collect();
-    Some((b, loss.centre_dual(y, &raw, c)))
+    Some((b, loss.centre_dual(y, &loss.natural_dual(y, f, b, c), c)))
 }
 
 /// The certificate of an iterate `A[m] = θ_m β`: `P`, `D`, the block norms and the model
@@ -225,15 +220,16 @@ impl Certificate {
 
 /// `P`, `D` and the block norms `‖f_m‖ = θ_m sqrt(βᵀK_mβ)` at `A[m] = θ_m β`, given
 /// `quad[m] = βᵀK_mβ` and `f = K_θ β` (without the intercept `b`); `P` at the model lifted
-/// onto the margin when that is lower ([`Loss::lift_to_margin`]).
+/// onto the margin when that is lower ([`Loss::lift_to_margin`]). `D` at the dual point
+/// `dual = (point, its forms)`: `(β, quad)`, or the natural point of [`natural_dual`].
 pub(crate) fn certificate(
     cfg: &LpConfig,
     y: &[f64],
     theta: &[f64],
-    beta: &[f64],
     b: f64,
     quad: &[f64],
     f: &[f64],
+    dual: (&[f64], &[f64]),
 ) -> Certificate {
     let norms: Vec<f64> = theta
         .iter()
@@ -248,7 +244,7 @@ pub(crate) fn certificate(
         .unwrap_or((1.0, b, primal));
     Certificate {
         primal,
-        dual: lp_dual(cfg.loss, cfg.c, y, beta, quad, cfg.p),
+        dual: lp_dual(cfg.loss, cfg.c, y, dual.0, dual.1, cfg.p),
         norms: norms.iter().map(|s| scale * s).collect(),
         scale,
         b,

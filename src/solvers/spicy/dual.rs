@@ -68,11 +68,7 @@ pub fn project_duals(
             } else {
                 1.0
             };
-            let t = best_multiple(top, |t| {
-                let norms: Vec<f64> = raw.iter().map(|s| t * s).collect();
-                let rho: Vec<f64> = r.iter().map(|v| t * v).collect();
-                dual_value(&norms, y, &rho, c, loss, penalty)
-            });
+            let t = best_multiple(top, |t| scaled_dual_value(t, &raw, y, &r, c, loss, penalty));
             r.iter_mut().for_each(|v| *v *= t);
             let norms = raw.iter().map(|s| t * s).collect();
             Projected {
@@ -149,14 +145,27 @@ pub fn dual_value(
     loss: Loss,
     penalty: SpicyPenalty,
 ) -> f64 {
+    scaled_dual_value(1.0, norms, y, rho, c, loss, penalty)
+}
+
+/// [`dual_value`] at `t ρ̃` (block norms `t · norms`), without forming the scaled point.
+fn scaled_dual_value(
+    t: f64,
+    norms: &[f64],
+    y: &[f64],
+    rho: &[f64],
+    c: f64,
+    loss: Loss,
+    penalty: SpicyPenalty,
+) -> f64 {
     let conj: f64 = y
         .iter()
         .zip(rho)
-        .map(|(&yi, &ri)| loss.conjugate(yi, -ri / c))
+        .map(|(&yi, &ri)| loss.conjugate(yi, -t * ri / c))
         .sum();
     let mut d = -c * conj;
     let (r1, r2) = penalty.weights();
-    for &s in norms {
+    for s in norms.iter().map(|s| t * s) {
         if r2 == 0.0 {
             if s > 1.0 + 1e-9 {
                 return f64::NEG_INFINITY;

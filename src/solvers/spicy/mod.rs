@@ -472,7 +472,7 @@ fn fit_from(
     let mut ranking = None;
     if let Some(w) = &warm {
         let b0 = cfg.loss.best_intercept(y, &w.f, w.start.intercept);
-        let natural = natural_dual(cfg, y, &w.f, b0);
+        let natural = cfg.loss.natural_dual(y, &w.f, b0, cfg.c);
         let scaled: Vec<f64> = w.rho.iter().map(|r| cfg.c * r).collect();
         let parallel = w.parallel_dual(cfg.penalty);
         let mut candidates = project_duals(
@@ -522,7 +522,7 @@ fn fit_from(
         // activity test) and is already a certificate for the whole problem.
         let f0 = vec![0.0; n];
         let b0 = cfg.loss.best_intercept(y, &f0, 0.0);
-        let start = natural_dual(cfg, y, &f0, b0);
+        let start = cfg.loss.natural_dual(y, &f0, b0, cfg.c);
         let p = project_duals(stack, y, &[&start], cfg.c, cfg.loss, cfg.penalty, psd.all())
             .pop()
             .expect("one candidate");
@@ -653,7 +653,7 @@ fn fit_from(
         };
         // Dual candidates on the iterated points; zero on the other points, they are dual
         // points of the whole problem (ℓ*(y, 0) = 0, and the block norms are the same).
-        let natural = natural_dual(cfg, &yw, &f, b);
+        let natural = cfg.loss.natural_dual(&yw, &f, b, cfg.c);
         let scaled: Vec<f64> = state.rho.iter().map(|r| cfg.c * r).collect();
         let candidates: [&[f64]; 2] = [&natural, &scaled];
         let value = |p: &Projected| dual_value(&p.norms, &yw, &p.rho, cfg.c, cfg.loss, cfg.penalty);
@@ -867,14 +867,6 @@ fn warm_points(
 /// point that left the support. Digits odd/even, n = 1000, M = 50, hinge, C = 1.9: 205 non-zero
 /// columns, 144 above 1e-3 (and above 1e-2), the 144 points with `y f ≤ 1 + 1e-3`.
 const WARM_COLUMN: f64 = 1e-3;
-
-/// `ρ̃ = −C ℓ'(y, f + b)`: the dual point that is optimal for the predictions `f + b`.
-fn natural_dual(cfg: &SpicyConfig, y: &[f64], f: &[f64], b: f64) -> Vec<f64> {
-    y.iter()
-        .zip(f)
-        .map(|(&yi, &fi)| -cfg.c * cfg.loss.deriv(yi, fi + b))
-        .collect()
-}
 
 /// How far each kernel is from its optimality condition, `> 1` when violated: the block norm
 /// of the centred dual point over `r_1` (elastic net: a kernel with `‖ρ̃‖_{K_m} > r_1` must be
