@@ -157,7 +157,10 @@ impl Loss {
                 let s = -y * u;
                 if (-TOL..=1.0 + TOL).contains(&s) {
                     let s = s.clamp(0.0, 1.0);
-                    xlogx(s) + xlogx(1.0 - s)
+                    // (1 − s)·ln(1 − s) through ln_1p: `ln(1 − s)` loses ~1e-16 absolute for
+                    // small s, which the dual multiplies by C (C = 1e14: a relative gap of
+                    // −2e-6, D above P).
+                    xlogx(s) + xlogx_complement(s)
                 } else {
                     f64::INFINITY
                 }
@@ -185,7 +188,7 @@ impl Loss {
                 let s = -y * u;
                 let w = s * (1.0 - s);
                 Some([
-                    y * ((1.0 - s).ln() - s.ln()),
+                    y * ((-s).ln_1p() - s.ln()),
                     1.0 / w,
                     y * (1.0 - 2.0 * s) / (w * w),
                 ])
@@ -537,6 +540,16 @@ pub fn sigmoid(x: f64) -> f64 {
     }
 }
 
+/// `(1 − s)·ln(1 − s)` accurate for small `s`, 0 at `s = 1`.
+#[inline]
+fn xlogx_complement(s: f64) -> f64 {
+    if s < 1.0 {
+        (1.0 - s) * (-s).ln_1p()
+    } else {
+        0.0
+    }
+}
+
 #[inline]
 fn xlogx(x: f64) -> f64 {
     if x > 0.0 {
@@ -558,6 +571,26 @@ mod tests {
         Loss::Squared,
         Loss::EpsilonInsensitive { epsilon: 0.3 },
     ];
+
+    /// The logistic conjugate `s ln s + (1 − s) ln(1 − s)` to relative accuracy at small `s`,
+    /// where the dual multiplies it by `C` (series `s ln s − s + Σ_{k≥2} s^k/(k(k−1))`); and its
+    /// endpoints.
+    #[test]
+    fn logistic_conjugate_is_accurate_near_the_domain_edge() {
+        for s in [1e-14f64, 1e-10, 1e-6, 1e-3] {
+            let tail: f64 = (2..30).map(|k| s.powi(k) / f64::from(k * (k - 1))).sum();
+            let series = s * s.ln() - s + tail;
+            for &y in &[1.0, -1.0] {
+                let v = Loss::Logistic.conjugate(y, -y * s);
+                assert!(
+                    (v - series).abs() <= 1e-14 * series.abs(),
+                    "s={s} {v} {series}"
+                );
+            }
+        }
+        assert_eq!(Loss::Logistic.conjugate(1.0, 0.0), 0.0);
+        assert_eq!(Loss::Logistic.conjugate(1.0, -1.0), 0.0);
+    }
 
     /// The prox satisfies its optimality condition `z − w + γ ℓ'(y, z) ∋ 0`, and the conjugate
     /// derivatives match finite differences.

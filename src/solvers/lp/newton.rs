@@ -86,6 +86,10 @@ impl NewtonSolver {
         }
         let mut kb = vec![0.0; n];
         dense_matvec(k, &self.beta, &mut kb);
+        // The warm start's intercept belongs to the last kernel: re-fitted to this one
+        // (1-D, O(n) per step), since a stale `b` can leave points misclassified by hundreds
+        // when the kernel's scale is large, where Newton's quadratic model is useless.
+        self.b = self.loss.best_intercept(&self.y, &kb, self.b);
         let mut obj = objective(self.loss, c, &self.y, &kb, &self.beta, self.b);
         let mut a = vec![0.0; n * n];
         let mut kb_new = vec![0.0; n];

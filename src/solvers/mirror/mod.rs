@@ -31,7 +31,7 @@ use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::{loss_dual, CheckSchedule, GapSchedule, SingleKernel};
+use crate::solvers::lp::{loss_dual, natural_dual, CheckSchedule, GapSchedule, SingleKernel};
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 
@@ -553,6 +553,34 @@ fn kernel_products(stack: &dyn KernelStack, v: &[f64], set: &[usize]) -> Vec<f64
     out
 }
 
+/// `quad[k] = βᵀK_kβ` for `k ∈ idx` and, given the natural dual point `hat` (logistic loss,
+/// [`natural_dual`]), `hat_quad[k] = β̂ᵀK_kβ̂` from the same pass over those kernels.
+fn read_forms(
+    stack: &dyn KernelStack,
+    beta: &[f64],
+    hat: Option<&[f64]>,
+    idx: &[usize],
+    quad: &mut [f64],
+    hat_quad: &mut [f64],
+) {
+    let mut out = vec![0.0; idx.len() * if hat.is_some() { 2 } else { 1 }];
+    match hat {
+        Some(hat) => {
+            stack.quad_forms_batch_subset(&[beta, hat].concat(), idx, &mut out);
+            for (&k, q) in idx.iter().zip(out.chunks_exact(2)) {
+                quad[k] = q[0];
+                hat_quad[k] = q[1];
+            }
+        }
+        None => {
+            stack.quad_forms_subset(beta, idx, &mut out);
+            for (&k, &q) in idx.iter().zip(&out) {
+                quad[k] = q;
+            }
+        }
+    }
+}
+
 /// Fits group MKL on a kernel stack with the group id of every kernel.
 pub fn fit_group(
     stack: &dyn KernelStack,
@@ -574,6 +602,8 @@ pub fn fit_group(
     let mut solver = SingleKernel::new(cfg.loss, cfg.c, y)?;
     let mut k_eff = Vec::new();
     let mut quad = vec![0.0; m];
+    // The forms at the natural dual point (logistic loss only).
+    let mut hat_quad = vec![0.0; m];
     let mut tracker = Tracker::new(interrupt);
     let psd = PsdCheck::new(stack);
     // Mirror descent is not monotone: a stall is declared only after 50 steps without progress.
@@ -613,20 +643,21 @@ pub fn fit_group(
             && newton::dual_box(cfg.loss, cfg.c).is_some()
             && set.len() <= NEWTON_MAX
             && solver.alpha().is_some();
-        let mut q_set = vec![0.0; set.len()];
+        // The logistic dual is evaluated at the model's natural point, feasible at any scale
+        // (docs/mathematics.md §1.3); `b` becomes the best intercept, the primal's too.
+        let natural = natural_dual(cfg.loss, cfg.c, y, &f, b);
+        let b = natural.as_ref().map_or(b, |n| n.0);
+        let hat = natural.as_ref().map(|n| n.1.as_slice());
         let mut products = if second {
             let p = kernel_products(stack, beta, &set);
-            for (q, row) in q_set.iter_mut().zip(p.chunks_exact(beta.len().max(1))) {
-                *q = row.iter().zip(beta).map(|(a, b)| a * b).sum();
+            for (&k, row) in set.iter().zip(p.chunks_exact(beta.len().max(1))) {
+                quad[k] = row.iter().zip(beta).map(|(a, b)| a * b).sum();
             }
             p
         } else {
-            stack.quad_forms_subset(beta, &set, &mut q_set);
+            read_forms(stack, beta, hat, &set, &mut quad, &mut hat_quad);
             Vec::new()
         };
-        for (&k, &q) in set.iter().zip(&q_set) {
-            quad[k] = q;
-        }
         let norms: Vec<f64> = theta
             .iter()
             .zip(&quad)
@@ -639,7 +670,8 @@ pub fn fit_group(
             .loss
             .lift_to_margin(y, &f, b, cfg.c, penalty, primal)
             .unwrap_or((1.0, b, primal));
-        let dual_loss = loss_dual(cfg.loss, cfg.c, y, beta);
+        let dual_point = hat.unwrap_or(beta);
+        let dual_loss = loss_dual(cfg.loss, cfg.c, y, dual_point);
         let model = || {
             let n = beta.len();
             let mut coef = vec![0.0; m * n];
@@ -664,8 +696,9 @@ pub fn fit_group(
         // Every dual value below is screened by the witness check of β on the kernels whose
         // q_jk it uses (docs/mathematics.md §1.8).
         let gap = if whole {
-            let witness = psd.all().scan(beta, m, |k| quad[k]);
-            let dual = tracker.screen(dual_loss - dual_penalty(&quad, groups, |_| true), witness);
+            let dq = if hat.is_some() { &hat_quad } else { &quad };
+            let witness = psd.all().scan(dual_point, m, |k| dq[k]);
+            let dual = tracker.screen(dual_loss - dual_penalty(dq, groups, |_| true), witness);
             let gap = tracker.record_with(primal, dual, set.len(), model);
             if gap <= cfg.tol {
                 status = SolveStatus::Converged;
@@ -679,11 +712,12 @@ pub fn fit_group(
             gap
         } else {
             let in_set = &state.in_set;
-            let witness = psd.of(&set).scan(beta, set.len(), |k| quad[set[k]]);
+            let dq = if hat.is_some() { &hat_quad } else { &quad };
+            let witness = psd.of(&set).scan(dual_point, set.len(), |k| dq[set[k]]);
             // Only the witness is recorded: the restricted dual bounds the restricted problem
             // alone, so it neither certifies nor stops the fit, witness or not.
             tracker.note(witness);
-            let rdual = dual_loss - dual_penalty(&quad, groups, |k| in_set[k]);
+            let rdual = dual_loss - dual_penalty(dq, groups, |k| in_set[k]);
             let rgap = checks.restricted_gap(primal, rdual);
             if checks.due_after(rgap, cfg.tol) {
                 // Whole-problem check: every q_jk at this β, one pass over the stack (with the
@@ -696,12 +730,13 @@ pub fn fit_group(
                     }
                     p
                 } else {
-                    stack.quad_forms(beta, &mut quad);
+                    let all: Vec<usize> = (0..m).collect();
+                    read_forms(stack, beta, hat, &all, &mut quad, &mut hat_quad);
                     Vec::new()
                 };
-                let witness = psd.all().scan(beta, m, |k| quad[k]);
-                let dual =
-                    tracker.screen(dual_loss - dual_penalty(&quad, groups, |_| true), witness);
+                let dq = if hat.is_some() { &hat_quad } else { &quad };
+                let witness = psd.all().scan(dual_point, m, |k| dq[k]);
+                let dual = tracker.screen(dual_loss - dual_penalty(dq, groups, |_| true), witness);
                 let gap = tracker.record_with(primal, dual, set.len(), model);
                 if gap <= cfg.tol {
                     status = SolveStatus::Converged;
