@@ -104,6 +104,8 @@ class PathResult:
     @property
     def corrector_steps(self) -> NDArray[np.int64]: ...  # (P,)
     @property
+    def barrier_kernels(self) -> NDArray[np.int64]: ...  # (P,) kernels in the barrier
+    @property
     def c0(self) -> float: ...
     @property
     def weights(self) -> NDArray[np.float64]: ...  # (M,)

@@ -41,21 +41,21 @@ pub trait KernelStack: Sync {
     /// `out = K_m v`.
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]);
 
-    /// `out[k·n..(k+1)·n] = K_{idx[k]} v` for the kernels in `idx`, in parallel over them.
-    fn matvecs_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
-        out.par_chunks_mut(self.n().max(1))
-            .zip(idx.par_iter())
-            .for_each(|(o, &m)| self.matvec(m, v, o));
+    /// `out[(k·b + l)·n + i] = (K_{idx[k]} v_l)_i` for the `b` vectors stored one after another
+    /// in `vs` (`b·n`) and the kernels in `idx`, in parallel over them.
+    fn matvecs_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
+        let n = self.n().max(1);
+        let b = vs.len() / n;
+        out.par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(kl, o)| self.matvec(idx[kl / b], &vs[(kl % b) * n..(kl % b + 1) * n], o));
     }
 
     /// `out[(m·b + k)·n + i] = (K_m v_k)_i` for the `b` vectors stored one after another in
     /// `vs` (`b·n`) and every kernel: all of a Newton step's products in one pass.
     fn matvecs(&self, vs: &[f64], out: &mut [f64]) {
-        let n = self.n().max(1);
-        let b = vs.len() / n;
-        out.par_chunks_mut(n)
-            .enumerate()
-            .for_each(|(mk, o)| self.matvec(mk / b, &vs[(mk % b) * n..(mk % b + 1) * n], o));
+        let all: Vec<usize> = (0..self.m()).collect();
+        self.matvecs_subset(vs, &all, out);
     }
 
     /// `out = Σ_m θ_m K_m` as a dense row-major `n×n` matrix (kernels with `θ_m = 0` skipped).
@@ -786,20 +786,14 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
             .for_each(|(i, o)| *o = dot(&k[i * n..(i + 1) * n], v));
     }
 
-    fn matvecs_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
-        // Each kernel read from its upper triangle, the bytes of its quadratic form.
-        out.par_chunks_mut(self.n.max(1))
-            .zip(idx.par_iter())
-            .for_each(|(o, &m)| matvecs_dispatch(self.kernel(m), self.n, v, o));
-    }
-
-    fn matvecs(&self, vs: &[f64], out: &mut [f64]) {
-        // Parallel over kernels, each read once from its upper triangle for all vectors.
+    fn matvecs_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
+        // Parallel over kernels, each read once from its upper triangle (the bytes of its
+        // quadratic form) for all vectors.
         let n = self.n.max(1);
         let b = vs.len() / n;
         out.par_chunks_mut(b * n)
-            .enumerate()
-            .for_each(|(m, o)| matvecs_dispatch(self.kernel(m), self.n, vs, o));
+            .zip(idx.par_iter())
+            .for_each(|(o, &m)| matvecs_dispatch(self.kernel(m), self.n, vs, o));
     }
 
     fn combine(&self, theta: &[f64], out: &mut [f64]) {

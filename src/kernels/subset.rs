@@ -63,6 +63,14 @@ impl KernelStack for SubStack<'_> {
         self.inner.matvec(self.idx[m], v, out);
     }
 
+    fn matvecs_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.inner.matvecs_subset(vs, &self.global(idx), out);
+    }
+
+    fn matvecs(&self, vs: &[f64], out: &mut [f64]) {
+        self.inner.matvecs_subset(vs, &self.idx, out);
+    }
+
     fn combine(&self, theta: &[f64], out: &mut [f64]) {
         // The inner stack skips the zero weights, so the kernels outside the view cost nothing.
         let mut full = vec![0.0; self.inner.m()];
@@ -138,6 +146,14 @@ mod tests {
             full.matvec(g, &v, &mut a);
             view.matvec(k, &v, &mut b);
             assert_eq!(a, b);
+            // Both vectors of `vs` through the view's batched products.
+            let mut batch = vec![0.0; 3 * 2 * n];
+            view.matvecs(&vs, &mut batch);
+            for l in 0..2 {
+                full.matvec(g, &vs[l * n..(l + 1) * n], &mut a);
+                let got = &batch[(k * 2 + l) * n..(k * 2 + l + 1) * n];
+                assert!(a.iter().zip(got).all(|(x, y)| (x - y).abs() < 1e-12));
+            }
         }
         let theta = [0.5, 0.0, 2.0];
         let (mut c_view, mut c_all) = (vec![0.0; n * n], vec![0.0; n * n]);

@@ -634,6 +634,9 @@ pub(crate) struct PyPathResult {
     mu: Py<PyArray1<f64>>,
     #[pyo3(get)]
     corrector_steps: Py<PyArray1<i64>>,
+    /// `(P,)` the kernels in the barrier's working set at each point.
+    #[pyo3(get)]
+    barrier_kernels: Py<PyArray1<i64>>,
     /// The largest `C` with `f = 0`.
     #[pyo3(get)]
     c0: f64,
@@ -677,6 +680,13 @@ impl PyPathResult {
                 .collect::<Vec<_>>()
                 .into_pyarray(py)
                 .unbind(),
+            barrier_kernels: r
+                .points
+                .iter()
+                .map(|p| p.barrier_kernels as i64)
+                .collect::<Vec<_>>()
+                .into_pyarray(py)
+                .unbind(),
             c0: r.c0,
             weights: r.weights.into_pyarray(py).unbind(),
             kinks: r.kinks,
@@ -690,8 +700,8 @@ impl PyPathResult {
     }
 }
 
-/// The path settings (`loss`, `mu`, `tol`, `C_max`, `max_points`, `d`) over the engine's
-/// defaults.
+/// The path settings (`loss`, `mu`, `tol`, `C_max`, `max_points`, `d`, and `working_set` for
+/// benchmarks) over the engine's defaults.
 fn path_settings(dict: &Bound<'_, PyDict>) -> PyResult<PathConfig> {
     let mut f = Fields {
         dict,
@@ -705,6 +715,11 @@ fn path_settings(dict: &Bound<'_, PyDict>) -> PyResult<PathConfig> {
         tol: f.float("tol", d.tol)?,
         c_max: f.optional_float("C_max")?,
         max_points: f.count("max_points", d.max_points)?,
+        working_set: if f.flag("working_set", true)? {
+            d.working_set
+        } else {
+            None
+        },
         ..d
     };
     f.finish()?;

@@ -34,7 +34,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{KernelStack, LowRankStack};
+use crate::kernels::{KernelStack, LowRankStack, SubStack};
 use crate::linalg::{clear_upper_simd_state, Cholesky, DiagPlusLowRank, SpdFactor};
 use crate::losses::Loss;
 use crate::result::{relative_gap, IterRecord};
@@ -60,6 +60,10 @@ pub struct PathConfig {
     /// Whether the corrector starts with chord steps on the predictor's factor (one
     /// factorisation per point when they converge) rather than a Newton step each.
     pub reuse_factors: bool,
+    /// The ratio `r_j/d_j` at which a kernel joins the barrier's working set (default
+    /// [`ADMIT`]; the others are checked once per point), or `None`: every kernel is in the
+    /// barrier throughout.
+    pub working_set: Option<f64>,
 }
 
 impl Default for PathConfig {
@@ -72,6 +76,7 @@ impl Default for PathConfig {
             c_max: None,
             max_points: 500,
             reuse_factors: true,
+            working_set: Some(ADMIT),
         }
     }
 }
@@ -101,6 +106,14 @@ impl PathConfig {
                 "tol",
                 format!("must be in (0, 1), got {}", self.tol),
             ));
+        }
+        if let Some(a) = self.working_set {
+            if !(a > 0.0 && a < 1.0) {
+                return Err(MkError::config(
+                    "working_set",
+                    format!("the admission ratio must be in (0, 1), got {a}"),
+                ));
+            }
         }
         if let Some(c) = self.c_max {
             if !(c.is_finite() && c > 0.0) {
@@ -147,6 +160,8 @@ pub struct PathPoint {
     pub mu: f64,
     /// Newton steps of the corrector (and of the start's centring, for the first point).
     pub corrector_steps: usize,
+    /// The kernels in the barrier at this point (all `M` without a working set).
+    pub barrier_kernels: usize,
 }
 
 /// Why a path ended.
@@ -175,11 +190,17 @@ pub struct PathResult {
     pub end: PathEnd,
     /// Cholesky factorisations of `n×n` Hessians, the unit of cost.
     pub factorizations: usize,
+    /// Points abandoned because `α` left the ellipsoid of a kernel outside the working set
+    /// (the path returned to the last point inside them all).
+    pub returns: usize,
 }
 
 /// The barrier problem on a stack, with the products at the current `α`.
 struct Barrier<'a> {
-    stack: &'a dyn KernelStack,
+    /// The whole stack (its low-rank factors, when it has them).
+    full: &'a dyn KernelStack,
+    /// The kernels in the barrier (the working set), numbered `0..m` in every vector below.
+    stack: SubStack<'a>,
     y: &'a [f64],
     loss: Loss,
     d: Vec<f64>,
@@ -232,6 +253,11 @@ const MU_SHARE: f64 = 0.7;
 /// The corrector stops at a squared decrement `(2/μ) gᵀH⁻¹g ≤ NEWTON_TOL` (then takes that
 /// last, quadratically convergent step unchecked).
 const NEWTON_TOL: f64 = 1e-3;
+/// The ratio `r_j/d_j = sqrt(αᵀK_jα)/d_j` at which a kernel joins the barrier's working set
+/// (or that it is predicted to reach by the next point). The solution leaves the others at
+/// `η_j = 0`, and a point where each of them is strictly inside its ellipsoid is certified for
+/// the whole problem (docs/mathematics.md §5, "Working set").
+const ADMIT: f64 = 0.9;
 /// Corrector steps after which a predictor step is rejected and retried shorter.
 const CORRECTOR_MAX: usize = 20;
 /// Armijo constant of the corrector's backtracking.
@@ -254,11 +280,13 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// `U_j = √η_j G_j (I + c_j z_jz_jᵀ)`, `c_j = b_j/‖z_j‖²`, `(1 + b_j)² = 1 + (2/μ)η_j‖z_j‖²`:
 /// then `U_jU_jᵀ = η_j G_j (I + (2c_j + c_j²‖z_j‖²) z_jz_jᵀ) G_jᵀ` and the bracket's factor is
 /// `(2/μ)η_j`. Each column is `√η_j (g_k + c_j z_{jk} K_jα)`: `K_jα` is the iterate's.
-fn low_rank_term(lr: &LowRankStack, it: &Iterate, eta: &[f64], mu: f64) -> Vec<f64> {
+/// `ids[j]` is local kernel `j`'s index in `lr`.
+fn low_rank_term(lr: &LowRankStack, ids: &[usize], it: &Iterate, eta: &[f64], mu: f64) -> Vec<f64> {
     let n = lr.n();
-    let mut u = Vec::with_capacity(lr.ranks().iter().sum::<usize>() * n);
+    let ranks = lr.ranks();
+    let mut u = Vec::with_capacity(ids.iter().map(|&j| ranks[j]).sum::<usize>() * n);
     for (j, &e) in eta.iter().enumerate() {
-        let g = lr.factor(j);
+        let g = lr.factor(ids[j]);
         let ka = &it.ka[j * n..(j + 1) * n];
         let z: Vec<f64> = g.chunks_exact(n).map(|col| dot(col, &it.a)).collect();
         let zz = dot(&z, &z);
@@ -283,7 +311,45 @@ fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
     }
 }
 
-impl Barrier<'_> {
+impl<'a> Barrier<'a> {
+    /// The barrier problem on the kernels `set` of `full` with their weights `d`.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        full: &'a dyn KernelStack,
+        set: Vec<usize>,
+        d: &[f64],
+        y: &'a [f64],
+        loss: Loss,
+        mu: f64,
+        adaptive: bool,
+    ) -> Self {
+        let d: Vec<f64> = set.iter().map(|&j| d[j]).collect();
+        Barrier {
+            full,
+            m: set.len(),
+            stack: SubStack::new(full, set),
+            y,
+            loss,
+            d2: d.iter().map(|v| v * v).collect(),
+            d,
+            mu,
+            adaptive,
+            n: full.n(),
+            factorizations: 0,
+        }
+    }
+
+    /// Adds the kernels `more` of the whole stack, with their weights from `d` (all of them),
+    /// to the barrier; the local numbers of the others do not change.
+    fn grow(&mut self, more: &[usize], d: &[f64]) {
+        self.stack.extend(more);
+        for &j in more {
+            self.d.push(d[j]);
+            self.d2.push(d[j] * d[j]);
+        }
+        self.m += more.len();
+    }
+
     /// `(K_j v)_j` for each vector of `vs`, one `(M, n)` block each, in one pass over the
     /// stack (a pass costs the same for one vector as for a few).
     fn apply_many(&self, vs: &[&[f64]]) -> Vec<Vec<f64>> {
@@ -295,6 +361,24 @@ impl Barrier<'_> {
             blocks[mk % b].extend_from_slice(row);
         }
         blocks
+    }
+
+    /// The kernels of the whole stack outside the barrier and their ratios `r_j/d_j` at `a`
+    /// (`d` the weights of all kernels): one pass over those kernels.
+    fn idle_ratios(&self, a: &[f64], d: &[f64]) -> (Vec<usize>, Vec<f64>) {
+        let mut inside = vec![false; self.full.m()];
+        for &j in self.stack.indices() {
+            inside[j] = true;
+        }
+        let idle: Vec<usize> = (0..inside.len()).filter(|&j| !inside[j]).collect();
+        let mut q = vec![0.0; idle.len()];
+        self.full.quad_forms_subset(a, &idle, &mut q);
+        let ratio = q
+            .iter()
+            .zip(&idle)
+            .map(|(q, &j)| q.max(0.0).sqrt() / d[j])
+            .collect();
+        (idle, ratio)
     }
 
     /// `(K_j v)_j` only.
@@ -380,9 +464,11 @@ impl Barrier<'_> {
             .map(|i| lam * self.derivs(i, lam * it.a[i])[1])
             .collect();
         self.factorizations += 1;
-        if let Some(lr) = self.stack.low_rank() {
-            if lr.ranks().iter().sum::<usize>() < n {
-                let u = low_rank_term(lr, it, eta, self.mu);
+        if let Some(lr) = self.full.low_rank() {
+            let ids = self.stack.indices();
+            let ranks = lr.ranks();
+            if ids.iter().map(|&j| ranks[j]).sum::<usize>() < n {
+                let u = low_rank_term(lr, ids, it, eta, self.mu);
                 return Ok(SpdFactor::DiagPlusLowRank(DiagPlusLowRank::new(&diag, u)?));
             }
         }
@@ -756,18 +842,6 @@ pub fn fit_path(
         Some(d) => d.clone(),
         None => default_weights(stack),
     };
-    let mut pb = Barrier {
-        stack,
-        y,
-        loss: cfg.loss,
-        d2: d.iter().map(|v| v * v).collect(),
-        d,
-        mu: cfg.mu.unwrap_or(1e-3),
-        adaptive: cfg.mu.is_none(),
-        n,
-        m,
-        factorizations: 0,
-    };
     let started = Instant::now();
     // β with ψ′(β) = 0 (f = 0): −y for squared, −y/2 for logistic.
     let beta: Vec<f64> = y
@@ -780,9 +854,10 @@ pub fn fit_path(
             }
         })
         .collect();
-    let at_beta = pb.products(&beta);
-    for (j, &r) in at_beta.r2.iter().enumerate() {
-        if r < -1e-9 * dot(&beta, &beta) * pb.d2[j].max(1e-300) {
+    let mut q_beta = vec![0.0; m];
+    stack.quad_forms(&beta, &mut q_beta);
+    for (j, &r) in q_beta.iter().enumerate() {
+        if r < -1e-9 * dot(&beta, &beta) * (d[j] * d[j]).max(1e-300) {
             return Err(MkError::NotPsd {
                 kernel: j,
                 entry: (0, 0),
@@ -793,17 +868,31 @@ pub fn fit_path(
             });
         }
     }
-    let lam0 = at_beta
-        .r2
+    let ratio0: Vec<f64> = q_beta
         .iter()
-        .zip(&pb.d)
+        .zip(&d)
         .map(|(r, d)| r.max(0.0).sqrt() / d)
-        .fold(0.0f64, f64::max);
+        .collect();
+    let lam0 = ratio0.iter().fold(0.0f64, |a, &r| a.max(r));
     if !(lam0 > 0.0 && lam0.is_finite()) {
         return Err(MkError::Numerical(
             "every kernel vanishes on the targets (βᵀK_jβ = 0): f = 0 for every C".into(),
         ));
     }
+    // The barrier starts with the kernels whose ratio at C₀ is at least `admit` (the first to
+    // enter among them); the others join as they approach their boundary.
+    let set: Vec<usize> = (0..m)
+        .filter(|&j| cfg.working_set.is_none_or(|a| ratio0[j] >= a * lam0))
+        .collect();
+    let mut pb = Barrier::new(
+        stack,
+        set,
+        &d,
+        y,
+        cfg.loss,
+        cfg.mu.unwrap_or(1e-3),
+        cfg.mu.is_none(),
+    );
     let c0 = 1.0 / lam0;
     let c_max = cfg.c_max.unwrap_or(1e3 * c0);
     // At C₀ itself α = β/λ₀ lies on an ellipsoid: start strictly inside, at C₀/2.
@@ -833,10 +922,11 @@ pub fn fit_path(
     let mut out = PathResult {
         points: Vec::new(),
         c0,
-        weights: pb.d.clone(),
+        weights: d.clone(),
         kinks: Vec::new(),
         end: PathEnd::Complete,
         factorizations: 0,
+        returns: 0,
     };
     let mut prev_active: Vec<bool> = Vec::new();
     let mut record =
@@ -847,13 +937,17 @@ pub fn fit_path(
                 eta,
                 norms,
             } = pb.certificate(it, lam);
+            // Local to the barrier's kernels; the idle ones have η = 0 and are not active.
+            let ids = pb.stack.indices();
+            let (mut eta_all, mut norms_all) = (vec![0.0; m], vec![0.0; m]);
+            let mut active = vec![false; m];
             let active_tol = pb.mu.sqrt();
-            let active: Vec<bool> = it
-                .r2
-                .iter()
-                .zip(&pb.d2)
-                .map(|(r, d)| (d - r) / d < active_tol)
-                .collect();
+            for (k, &j) in ids.iter().enumerate() {
+                eta_all[j] = eta[k];
+                norms_all[j] = norms[k];
+                active[j] = (pb.d2[k] - it.r2[k]) / pb.d2[k] < active_tol;
+            }
+            let (eta, norms) = (eta_all, norms_all);
             if !prev_active.is_empty() && active != prev_active {
                 out.kinks.push(out.points.len());
             }
@@ -876,6 +970,7 @@ pub fn fit_path(
                 gap,
                 mu: pb.mu,
                 corrector_steps: steps,
+                barrier_kernels: pb.m,
             });
         };
     let mut chol = first
@@ -885,9 +980,64 @@ pub fn fit_path(
     let mut steps = first.steps;
     let mut eps = 0.5f64;
     let mut t_prev = 0.1f64;
+    // The idle kernels' ratios at the last check, and the last point known strictly inside
+    // every ellipsoid, `(α, λ, μ, recorded)`, to return to when one is crossed.
+    let mut prev_ratio = vec![f64::NAN; m];
+    let mut inside = (
+        beta.iter().map(|b| b / lam).collect::<Vec<f64>>(),
+        lam,
+        pb.mu,
+        false,
+    );
+    let mut recorded_here = false;
+    let admit = cfg.working_set.unwrap_or(0.0);
     loop {
         steps += pb.accurate(&mut it, &mut tangent, &mut chol, lam, cfg.tol, interrupt)?;
-        record(&pb, &it, lam, steps, &mut out);
+        // The kernels outside the barrier: their ratios r_j/d_j at this centre (one pass over
+        // them); those at `admit`, or predicted there by the next point, join the barrier.
+        let (idle, ratio) = pb.idle_ratios(&it.a, &d);
+        let crossed = ratio.iter().any(|&r| r >= 1.0);
+        let admit: Vec<usize> = idle
+            .iter()
+            .zip(&ratio)
+            .filter(|&(&j, &r)| {
+                // Predicted by the growth over the last step (one more step like it).
+                let g = (r / prev_ratio[j]).max(1.0);
+                r * if g.is_finite() { g } else { 1.0 } >= admit
+            })
+            .map(|(&j, _)| j)
+            .collect();
+        for (&j, &r) in idle.iter().zip(&ratio) {
+            prev_ratio[j] = r;
+        }
+        if !admit.is_empty() {
+            // Re-centred with the grown barrier: here, or, when α left an idle kernel's
+            // ellipsoid (not a dual point then), at the last point strictly inside them all.
+            pb.grow(&admit, &d);
+            let (a, l, mu, recorded) = if crossed {
+                out.returns += 1;
+                inside.clone()
+            } else {
+                (it.a.clone(), lam, pb.mu, recorded_here)
+            };
+            (lam, pb.mu) = (l, mu);
+            c = 1.0 / lam;
+            let r = pb.centre(pb.products(&a), lam, NEWTON_TOL, 100, None, interrupt)?;
+            let Some(f) = r.chol.filter(|_| r.converged) else {
+                out.end = PathEnd::Stalled;
+                break;
+            };
+            chol = f;
+            steps += r.steps;
+            (it, tangent) = settle(&pb, r.it, r.tangent);
+            recorded_here = recorded;
+            continue;
+        }
+        if !recorded_here {
+            record(&pb, &it, lam, steps, &mut out);
+        }
+        inside = (it.a.clone(), lam, pb.mu, true);
+        recorded_here = false;
         if c >= c_max * (1.0 - 1e-12) {
             break;
         }
@@ -902,7 +1052,7 @@ pub fn fit_path(
         // must not grow μ past what the last point's gap allows.
         let (gamma, target) = match out.points.last().filter(|_| pb.adaptive) {
             Some(last) => {
-                let slope = 1.0 - dot(&pb.d, &last.norms) / last.primal;
+                let slope = 1.0 - dot(&d, &last.norms) / last.primal;
                 let target = MU_SHARE * cfg.tol / last.gap.max(1e-3 * cfg.tol);
                 let gamma = slope + (target.ln() / t_prev).clamp(-1.0, 1.0);
                 let towards = if target >= 1.0 {
@@ -955,7 +1105,7 @@ pub fn fit_path(
             })
             .collect();
         let eta = pb.eta(&it.r2);
-        for j in 0..m {
+        for j in 0..pb.m {
             let (row, trow) = (&it.ka[j * n..(j + 1) * n], &kta[j * n..(j + 1) * n]);
             let s = pb.d2[j] - it.r2[j];
             let (rp, rpp) = (2.0 * dot(trow, &it.a), 2.0 * dot(trow, &ta));
@@ -969,10 +1119,11 @@ pub fn fit_path(
         }
         let ta2: Vec<f64> = chol.solve(&q).into_iter().map(|v| -v).collect();
         let kta2 = pb.apply(&ta2);
+        let mw = pb.m;
         let predict = |t: f64| -> Iterate {
             let h = 0.5 * t * t;
             let a: Vec<f64> = (0..n).map(|i| it.a[i] + t * ta[i] + h * ta2[i]).collect();
-            let ka: Vec<f64> = (0..m * n)
+            let ka: Vec<f64> = (0..mw * n)
                 .map(|k| it.ka[k] + t * kta[k] + h * kta2[k])
                 .collect();
             let r2 = ka.chunks_exact(n).map(|row| dot(row, &a)).collect();

@@ -327,6 +327,114 @@ fn reused_factorisations_give_the_same_path_within_the_gaps() {
     }
 }
 
+/// The working set of kernels changes the barrier, not the problem: every point of a path
+/// whose barrier holds only the kernels near their boundary is certified for the whole
+/// problem, and both paths bracket the same optimal values; the barrier holds fewer kernels.
+#[test]
+fn a_working_set_path_is_certified_for_the_whole_problem() {
+    // 24 kernels: the 7 of `problem` at four scales of their widths' exponent, so that many
+    // stay far from their boundary.
+    for classify in [false, true] {
+        let (g7, m7, y) = problem(40, classify);
+        let n = y.len();
+        let mut g = Vec::with_capacity(4 * g7.len());
+        for p in [1.0, 0.5, 2.0, 4.0] {
+            g.extend(g7.iter().map(|v: &f64| v.powf(p)));
+        }
+        let m = 4 * m7;
+        let cfg = PathConfig {
+            loss: if classify {
+                Loss::Logistic
+            } else {
+                Loss::Squared
+            },
+            ..PathConfig::default()
+        };
+        let all = path(
+            &g,
+            m,
+            &y,
+            &PathConfig {
+                working_set: None,
+                ..cfg.clone()
+            },
+        );
+        assert!(all.points.iter().all(|p| p.barrier_kernels == m));
+        // The default admission, and one so late that α crosses idle ellipsoids and the
+        // path has to return to its last point inside them.
+        let late = path(
+            &g,
+            m,
+            &y,
+            &PathConfig {
+                working_set: Some(0.999),
+                ..cfg.clone()
+            },
+        );
+        // (Measured: the squared path returns twice; the logistic one never crosses.)
+        assert!(classify || late.returns > 0);
+        for ws in [path(&g, m, &y, &cfg), late] {
+            assert_eq!(ws.end, PathEnd::Complete);
+            assert!(ws.points.iter().any(|p| p.barrier_kernels < m));
+            assert!(ws.points.windows(2).all(|w| w[0].c < w[1].c));
+            let stack = DenseStack::new(&g, m, n).unwrap();
+            for p in &ws.points {
+                assert!(p.gap <= cfg.tol * 1.0001, "gap {} at C = {}", p.gap, p.c);
+                // The dual point α/max(1, max_j r_j/d_j) is feasible for every kernel: r_j ≤ d_j.
+                let mut q = vec![0.0; m];
+                stack.quad_forms(&p.alpha, &mut q);
+                let scale = q
+                    .iter()
+                    .zip(&ws.weights)
+                    .map(|(q, d)| q.max(0.0).sqrt() / d)
+                    .fold(1.0f64, f64::max);
+                assert!(scale < 1.0 + 1e-9, "α outside an ellipsoid by {scale}");
+                // The recorded dual value is the whole problem's at that point.
+                let lam = 1.0 / p.c;
+                let psi: f64 = p
+                    .alpha
+                    .iter()
+                    .zip(&y)
+                    .map(|(&a, &yi)| cfg.loss.conjugate(yi, lam * a))
+                    .sum();
+                assert!((-p.c * psi - p.dual).abs() <= 1e-9 * p.dual.abs().max(1.0));
+                // The primal of the model A[j] = −η_j α, recomputed with every kernel.
+                let mut f = vec![0.0; n];
+                let mut kv = vec![0.0; n];
+                let mut pen = 0.0;
+                for j in 0..m {
+                    if p.eta[j] > 0.0 {
+                        stack.matvec(j, &p.alpha, &mut kv);
+                        axpy(-p.eta[j], &kv, &mut f);
+                        pen += ws.weights[j] * p.eta[j] * q[j].max(0.0).sqrt();
+                    }
+                }
+                let data: f64 = f
+                    .iter()
+                    .zip(&y)
+                    .map(|(&fi, &yi)| cfg.loss.value(yi, fi))
+                    .sum();
+                let primal = p.c * data + pen;
+                assert!(
+                    (primal - p.primal).abs() <= 1e-9 * primal.abs(),
+                    "{primal} vs {}",
+                    p.primal
+                );
+            }
+            // Each path brackets the other's optimal values (P is increasing in C).
+            for p in &ws.points {
+                let k = all.points.partition_point(|q| q.c <= p.c);
+                if k == 0 || k == all.points.len() {
+                    continue;
+                }
+                let (a, b) = (&all.points[k - 1], &all.points[k]);
+                assert!(p.primal >= a.dual - 1e-9, "C = {}", p.c);
+                assert!(p.dual <= b.primal + 1e-9, "C = {}", p.c);
+            }
+        }
+    }
+}
+
 /// A stack of random factors `K_j = G_jG_jᵀ` (`n = 40`, four kernels of rank 3) and the same
 /// kernels as a dense stack.
 fn low_rank_problem() -> (LowRankStack, Vec<f64>, Vec<f64>) {
@@ -356,17 +464,17 @@ fn low_rank_hessians_solve_like_dense_ones() {
     let (lr, dense, y) = low_rank_problem();
     let (n, m) = (lr.n(), lr.m());
     let ds = DenseStack::new(&dense, m, n).unwrap();
-    let barrier = |stack| Barrier {
-        stack,
-        y: &y,
-        loss: Loss::Squared,
-        d: vec![1.0; m],
-        d2: vec![1.0; m],
-        mu: 0.3,
-        adaptive: false,
-        n,
-        m,
-        factorizations: 0,
+    let ones = vec![1.0; m];
+    let barrier = |stack| {
+        Barrier::new(
+            stack,
+            (0..m).collect(),
+            &ones,
+            &y,
+            Loss::Squared,
+            0.3,
+            false,
+        )
     };
     let (mut a, mut b) = (barrier(&lr), barrier(&ds));
     let alpha: Vec<f64> = (0..n).map(|i| ((i * 7 % 5) as f64 - 2.0) / 10.0).collect();
