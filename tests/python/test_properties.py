@@ -248,7 +248,11 @@ def test_kernels_of_extreme_scales_reach_tol(
 )
 @pytest.mark.parametrize(
     "kw",
-    [{"penalty": "lp", "p": 2.0}, {"penalty": "lp", "p": 1.0}, {"penalty": "group", "groups": [0, 1]}],
+    [
+        {"penalty": "lp", "p": 2.0},
+        {"penalty": "lp", "p": 1.0},
+        {"penalty": "group", "groups": [0, 1]},
+    ],
     ids=["lp2", "lp1-mirror", "group"],
 )
 @pytest.mark.parametrize("loss", ["logistic", "squared"])
@@ -276,9 +280,7 @@ def test_smooth_losses_are_certified_at_huge_effective_c(
     floor = 1e-5 if (loss, kw["penalty"], scales) == ("squared", "group", (1e-3, 1e12)) else 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore" if floor else "error", ConvergenceWarning)
-        model = est(kernels="precomputed", normalize=None, loss=loss, C=C, tol=1e-6, **kw).fit(
-            G, y
-        )
+        model = est(kernels="precomputed", normalize=None, loss=loss, C=C, tol=1e-6, **kw).fit(G, y)
     assert -1e-9 <= model.duality_gap_ <= max(model.tol, floor)  # weak duality, to rounding
     P = primal_objective(
         G, model.dual_coef_, float(np.ravel(model.intercept_)[0]), y, C=C, loss=loss,

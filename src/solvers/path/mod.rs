@@ -882,7 +882,7 @@ pub fn fit_path(
     // The barrier starts with the kernels whose ratio at C₀ is at least `admit` (the first to
     // enter among them); the others join as they approach their boundary.
     let set: Vec<usize> = (0..m)
-        .filter(|&j| cfg.working_set.is_none_or(|a| ratio0[j] >= a * lam0))
+        .filter(|&j| cfg.working_set.map_or(true, |a| ratio0[j] >= a * lam0))
         .collect();
     let mut pb = Barrier::new(
         stack,

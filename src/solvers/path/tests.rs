@@ -402,11 +402,11 @@ fn a_working_set_path_is_certified_for_the_whole_problem() {
                 let mut f = vec![0.0; n];
                 let mut kv = vec![0.0; n];
                 let mut pen = 0.0;
-                for j in 0..m {
-                    if p.eta[j] > 0.0 {
+                for (j, (&e, &qj)) in p.eta.iter().zip(&q).enumerate() {
+                    if e > 0.0 {
                         stack.matvec(j, &p.alpha, &mut kv);
-                        axpy(-p.eta[j], &kv, &mut f);
-                        pen += ws.weights[j] * p.eta[j] * q[j].max(0.0).sqrt();
+                        axpy(-e, &kv, &mut f);
+                        pen += ws.weights[j] * e * qj.max(0.0).sqrt();
                     }
                 }
                 let data: f64 = f
