@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 from collections.abc import Sequence
@@ -17,9 +18,22 @@ from sklearn.utils.validation import check_array
 from . import _core
 from ._estimators import _iteration_logger, default_kernels
 from ._typing import Normalization, PsdRepair
-from ._validation import check_n_threads, check_psd, check_stack, check_verbose
+from ._validation import (
+    check_feature_blocks,
+    check_n_threads,
+    check_psd,
+    check_stack,
+    check_verbose,
+)
 from .exceptions import InvalidInputError, InvalidParameterError
-from .kernels import Kernel, KernelBank, LowRankFactors, shift_to_psd, validate_stack
+from .kernels import (
+    FeatureBank,
+    Kernel,
+    KernelBank,
+    LowRankFactors,
+    shift_to_psd,
+    validate_stack,
+)
 
 __all__ = ["MKLPath", "PathLoss", "mkl_path"]
 
@@ -72,11 +86,18 @@ class MKLPath:
         Cholesky factorisations of ``n×n`` Hessians, the path's cost.
     classes : ndarray of shape (2,) or None
         The labels of the logistic loss (``classes[1]`` is the positive class).
-    kernel_bank : KernelBank or None
-        The fitted bank of ``kernels=`` specs, None for a precomputed stack.
+    kernel_bank : KernelBank, FeatureBank or None
+        The fitted bank of ``kernels=`` specs, or the fitted copy of a ``kernels=``
+        :class:`~multikernel.kernels.FeatureBank` (new points are then mapped by its
+        ``transform``); None for a precomputed stack or low-rank factors.
     psd_shifts : ndarray of shape (M,)
         The shifts ``s_m`` that ``psd="clip"`` added to the kernels' diagonals (zeros when
-        none was, always with ``psd="check"``).
+        none was, always with ``psd="check"``, feature blocks and low-rank factors).
+    feature_coefs : tuple of ndarray of shape (n_points, D_m), or None, default None
+        For a path on feature blocks (``kernels=FeatureBank``) or low-rank factors: per kernel,
+        the weights ``w_m = Φ_mᵀ A[m]`` of every point in that kernel's feature space (the
+        columns of its block or factor ``Φ_m``), so that ``f_m(x) = φ_m(x)ᵀ w_m``; None for a
+        dense stack.
 
     Examples
     --------
@@ -110,8 +131,9 @@ class MKLPath:
     end: str
     n_factorizations: int
     classes: NDArray[Any] | None
-    kernel_bank: KernelBank | None
+    kernel_bank: KernelBank | FeatureBank | None
     psd_shifts: NDArray[np.float64]
+    feature_coefs: tuple[NDArray[np.float64], ...] | None = None
 
     @property
     def dual_coefs(self) -> NDArray[np.float64]:
@@ -157,28 +179,46 @@ class MKLPath:
         """
         if not (isinstance(C, numbers.Real) and not isinstance(C, bool) and C > 0):
             raise InvalidParameterError(f"C must be a positive number, got {C!r}", parameter="C")
-        M, n = self.kernel_weights.shape[1], self.alphas.shape[1]
+        return self._at(self.dual_coefs, C)
+
+    def _at(self, values: NDArray[np.float64], C: float) -> NDArray[np.float64]:
+        """``values`` (one row per point, linear in the dual coefficients: ``dual_coefs`` or
+        one kernel's ``feature_coefs``) at ``C``, as :meth:`coef_at` describes."""
         logs = np.log(self.Cs)
         x = float(np.log(C))
         if x < logs[0]:
-            return np.zeros((M, n))
+            return np.zeros(values.shape[1:])
         if x >= logs[-1]:
-            return self.dual_coefs[-1]
+            last: NDArray[np.float64] = values[-1]
+            return last
         k = int(np.searchsorted(logs, x, side="right"))
         lo, hi = logs[k - 1], logs[k]
-        A_lo, A_hi = self.dual_coefs[k - 1], self.dual_coefs[k]
         w = (x - lo) / (hi - lo)
-        out: NDArray[np.float64] = (1.0 - w) * A_lo + w * A_hi
+        out: NDArray[np.float64] = (1.0 - w) * values[k - 1] + w * values[k]
         return out
+
+    def _decision_blocks(self, blocks: Sequence[NDArray[Any]], C: float) -> NDArray[np.float64]:
+        """``f = Σ_m Φ_m(x) w_m(C)`` from the feature blocks (or factor rows) of new points,
+        already checked against the widths of ``feature_coefs``."""
+        assert self.feature_coefs is not None
+        f = np.zeros(blocks[0].shape[0])
+        for F, W in zip(blocks, self.feature_coefs, strict=True):
+            f += F @ self._at(W, C)
+        return f
 
     def decision_function(self, X: Any, C: float) -> NDArray[np.float64]:
         """``f(x) = Σ_j Σ_i A[j, i] k_j(x, x_i)`` at ``C``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
-            New points (when the path was computed from ``kernels=`` specs), or the cross
-            kernels to the training points (for a precomputed stack).
+        X : array-like of shape (n_samples, n_features), (M, n_samples, n_train), or list
+            New points, when the path was computed from ``kernels=`` specs or a
+            ``kernels=FeatureBank`` (mapped by its fitted copy, ``kernel_bank``); else the
+            cross kernels to the training points, ``k_m(x, x_i)`` (a precomputed stack, or
+            low-rank factors: ``G_m(x) G_mᵀ`` or the exact kernels). After low-rank factors,
+            also a list of ``M`` arrays of shape ``(n_samples, r_m)``: the rows of the new
+            points in the same factorisation (e.g. of one factorisation of the training and
+            test points together); a list is always read as such rows there.
         C : float
             Where on the path (see :meth:`coef_at`).
 
@@ -189,7 +229,9 @@ class MKLPath:
         Raises
         ------
         InvalidInputError
-            If a precomputed ``X`` does not have the shape of the path's stack.
+            If a precomputed ``X`` does not have the shape of the path's stack, factor rows
+            do not have the widths of the training factors, or new points have another
+            number of features than the training points.
 
         Examples
         --------
@@ -203,6 +245,24 @@ class MKLPath:
         (3,)
         """
         A = self.coef_at(C)
+        if isinstance(self.kernel_bank, FeatureBank):
+            Xv = _raw_points(X, "X")
+            if Xv.shape[1] != self.kernel_bank.n_features_in_:
+                raise InvalidInputError(
+                    f"X has {Xv.shape[1]} features, but the path's FeatureBank was fitted on "
+                    f"{self.kernel_bank.n_features_in_}"
+                )
+            return self._decision_blocks(self.kernel_bank.transform(Xv), C)
+        if self.feature_coefs is not None and isinstance(X, (list, tuple)):
+            blocks = check_feature_blocks(X, "the factor rows of the new points")
+            widths = [W.shape[1] for W in self.feature_coefs]
+            if [F.shape[1] for F in blocks] != widths:
+                raise InvalidInputError(
+                    f"the factor rows of the new points must be {len(widths)} arrays with the "
+                    f"widths of the training factors {widths}, got "
+                    f"{[F.shape[1] for F in blocks]}"
+                )
+            return self._decision_blocks(blocks, C)
         if self.kernel_bank is None:
             G = check_stack(X, "G_test", square=False)
             if G.shape[0] != A.shape[0] or G.shape[2] != A.shape[1]:
@@ -220,7 +280,7 @@ class MKLPath:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+        X : array-like of shape (n_samples, n_features), (M, n_samples, n_train), or list
             As in :meth:`decision_function`.
         C : float
             Where on the path.
@@ -325,6 +385,42 @@ def _dense_stack(
     return (G, bank), shifts
 
 
+def _raw_points(X: Any, name: str) -> NDArray[np.float64]:
+    """Raw points ``(n_samples, n_features)`` for a :class:`FeatureBank`, with a hint when
+    ``X`` is what ``kernels="precomputed"`` takes instead."""
+    hint = "(a kernel stack or low-rank factors take kernels='precomputed', not a FeatureBank)"
+    if isinstance(X, LowRankFactors):
+        raise InvalidInputError(
+            f"a FeatureBank maps raw points: {name} must have shape (n_samples, n_features), "
+            f"got low-rank factors {hint}"
+        )
+    try:
+        out: NDArray[np.float64] = check_array(X, dtype=np.float64)
+    except ValueError as e:
+        raise InvalidInputError(
+            f"a FeatureBank maps raw points: {name} must be a finite 2-D array "
+            f"(n_samples, n_features) {hint}: {e}"
+        ) from None
+    return out
+
+
+def _fit_features(bank: FeatureBank, X: Any) -> tuple[FeatureBank, list[NDArray[Any]]]:
+    """A fitted copy of ``bank`` (the parameter stays as given, as in the estimators) and the
+    feature blocks of the training points ``X``."""
+    fitted = copy.deepcopy(bank)
+    return fitted, fitted.fit_transform(_raw_points(X, "X"))
+
+
+def _feature_coefs(
+    alphas: NDArray[np.float64], eta: NDArray[np.float64], blocks: Sequence[NDArray[Any]]
+) -> tuple[NDArray[np.float64], ...]:
+    """Every point's weights ``w_m = Φ_mᵀ A[m] = −η_m Φ_mᵀ α`` per kernel, ``(n_points, D_m)``."""
+    return tuple(
+        np.ascontiguousarray(-eta[:, m, None] * (alphas @ F), dtype=np.float64)
+        for m, F in enumerate(blocks)
+    )
+
+
 def _check_factors(factors: Sequence[Any]) -> list[NDArray[np.float64]]:
     """Low-rank factors ``G_m`` of shape ``(n, r_m)``: finite float64, C-contiguous, one
     common ``n``, at least one kernel."""
@@ -346,7 +442,7 @@ def mkl_path(
     X: Any,
     y: Any,
     *,
-    kernels: Sequence[Kernel] | Literal["precomputed"] | None = None,
+    kernels: Sequence[Kernel] | FeatureBank | Literal["precomputed"] | None = None,
     loss: PathLoss = "squared",
     d: Any = None,
     tol: float = 1e-3,
@@ -369,18 +465,26 @@ def mkl_path(
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features), or (M, n, n), or LowRankFactors
-        Training points, or a precomputed kernel stack (``kernels="precomputed"``, or
-        ``kernels=None`` with a 3-D array), or low-rank factors ``K_m = G_m G_mᵀ``
-        (:func:`multikernel.kernels.low_rank`). On factors of total rank ``R < n`` every
-        Newton system is solved at size ``R × R`` (Woodbury) instead of ``n × n``; predictions
-        then take the dense test kernels as for a precomputed stack, and ``psd`` is not needed
-        (``G Gᵀ`` is PSD).
+        Training points (for ``kernels=`` specs or a FeatureBank), or a precomputed kernel
+        stack (``kernels="precomputed"``, or ``kernels=None`` with a 3-D array), or low-rank
+        factors ``K_m = G_m G_mᵀ`` (:func:`multikernel.kernels.low_rank`, with
+        ``kernels="precomputed"`` or None). On factors (and feature blocks) of total rank
+        ``R < n`` every Newton system is solved at size ``R × R`` (Woodbury) instead of
+        ``n × n``; predictions after factors take the dense test kernels as for a precomputed
+        stack, or the test points' rows of the factorisation (:meth:`MKLPath.decision_function`),
+        and ``psd`` is not needed (``G Gᵀ`` is PSD).
     y : array-like of shape (n_samples,)
         Real targets (``squared``) or two class labels (``logistic``; the larger label, as
         sorted by numpy, is the positive class).
-    kernels : sequence of Kernel, "precomputed" or None, default None
-        Kernel specifications evaluated on ``X``; None: a precomputed stack if ``X`` is 3-D,
-        else :func:`multikernel.default_kernels`.
+    kernels : sequence of Kernel, FeatureBank, "precomputed" or None, default None
+        Kernel specifications evaluated on ``X``; a :class:`multikernel.kernels.FeatureBank`,
+        whose copy is fitted on ``X`` (the parameter stays unfitted, as in the estimators)
+        and whose feature blocks ``Φ_m`` are the path's low-rank factors, ``K_m = Φ_m Φ_mᵀ``
+        (the bank's own ``normalize`` applies, and ``normalize``/``psd`` here are ignored;
+        predictions then take new raw points, mapped by the fitted copy,
+        ``MKLPath.kernel_bank``); "precomputed": ``X`` is a stack or low-rank factors; None: a
+        precomputed stack if ``X`` is 3-D or factors, else
+        :func:`multikernel.default_kernels`.
     loss : {"squared", "logistic"}, default "squared"
         The loss ``ℓ``; the path needs a conjugate that is smooth inside its domain, so the
         hinge-type losses are not available.
@@ -407,7 +511,8 @@ def mkl_path(
     max_points : int, default 500
         The most points the path may hold.
     normalize : {"mean_diag", "trace", "multiplicative", "spherical", "none"} or None
-        Scaling of kernels evaluated from ``kernels=`` specs (ignored for a precomputed stack).
+        Scaling of kernels evaluated from ``kernels=`` specs (ignored for a precomputed stack,
+        factors and a FeatureBank, which has its own).
     psd : {"check", "clip"}, default "check"
         ``"clip"`` shifts the kernels to positive semi-definite ones first
         (:func:`multikernel.kernels.shift_to_psd`: ``K_m + s_m I``, recorded in
@@ -428,11 +533,13 @@ def mkl_path(
     ------
     InvalidParameterError
         If a setting is invalid (loss, tol, mu, C_max at or below the start ``C0/2``, d,
-        max_points, psd, n_threads, verbose).
+        max_points, psd, n_threads, verbose), or low-rank factors come with kernel specs or a
+        FeatureBank.
     InvalidInputError
-        If ``X`` or ``y`` are invalid (shapes, non-finite values, not two classes for the
-        logistic loss, a kernel that is not positive semi-definite, or with ``psd="clip"``
-        one too far from it to be shifted).
+        If ``X`` or ``y`` are invalid (shapes, non-finite values, factors with different
+        numbers of rows, a FeatureBank with anything but raw 2-D points, not two classes for
+        the logistic loss, a kernel that is not positive semi-definite, or with
+        ``psd="clip"`` one too far from it to be shifted).
 
     Warns
     -----
@@ -449,6 +556,17 @@ def mkl_path(
     >>> path = mk.mkl_path(X[:100], y[:100] / y.std(), kernels=specs)
     >>> bool(np.all(np.diff(path.Cs) > 0))
     True
+
+    Explicit features: the path on the feature blocks of a FeatureBank (the same path as on
+    the dense stack ``Φ_m Φ_mᵀ``), predicting on new raw points:
+
+    >>> bank = mk.kernels.FeatureBank(specs, n_components=20)
+    >>> yc = (y[:100] - y[:100].mean()) / y.std()
+    >>> fpath = mk.mkl_path(X[:100], yc, kernels=bank)
+    >>> fpath.kernel_bank is not bank, hasattr(bank, "params_")  # a fitted copy
+    (True, False)
+    >>> fpath.predict(X[100:103], C=10 * fpath.C0).shape
+    (3,)
     """
     if loss not in ("squared", "logistic"):
         raise InvalidParameterError(
@@ -463,18 +581,27 @@ def mkl_path(
         raise InvalidParameterError(
             f"max_points must be an integer ≥ 2, got {max_points!r}", parameter="max_points"
         )
-    bank: KernelBank | None = None
-    stack: NDArray[np.float64] | list[NDArray[np.float64]]
+    bank: KernelBank | FeatureBank | None = None
+    stack: NDArray[np.float64] | Sequence[NDArray[Any]]
+    blocks: Sequence[NDArray[Any]] | None = None  # the low-rank factors, if any
     if isinstance(X, LowRankFactors):
-        if kernels not in (None, "precomputed"):
+        if not (kernels is None or (isinstance(kernels, str) and kernels == "precomputed")):
+            what = "a FeatureBank" if isinstance(kernels, FeatureBank) else repr(kernels)
             raise InvalidParameterError(
                 f"low-rank factors are a precomputed stack: pass kernels='precomputed' or "
-                f"None, got {kernels!r}",
+                f"None, got {what}",
                 parameter="kernels",
             )
-        stack = _check_factors(X.factors)
+        stack = blocks = _check_factors(X.factors)
         M, n = len(stack), stack[0].shape[0]
         shifts = np.zeros(M)  # G Gᵀ is PSD: nothing to repair
+    elif isinstance(kernels, FeatureBank):
+        # The blocks (column ranges of one array, finite: computed from a checked X) go to
+        # the engine as they are, float64 or float32, without a contiguous copy here.
+        bank, features = _fit_features(kernels, X)
+        stack = blocks = features
+        M, n = len(stack), stack[0].shape[0]
+        shifts = np.zeros(M)  # Φ Φᵀ is PSD: nothing to repair
     else:
         (stack, bank), shifts = _dense_stack(X, kernels, normalize, psd, threads)
         M, n = stack.shape[0], stack.shape[1]
@@ -538,6 +665,11 @@ def mkl_path(
         classes=classes,
         kernel_bank=bank,
         psd_shifts=shifts,
+        feature_coefs=(
+            None
+            if blocks is None
+            else _feature_coefs(np.asarray(r.alphas), np.asarray(r.eta), blocks)
+        ),
     )
     if r.end != "complete":
         why = (

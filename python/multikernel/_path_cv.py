@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,11 +19,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._estimators import _FITTED, MKLClassifier, MKLRegressor, default_kernels
-from ._path import MKLPath, mkl_path
+from ._path import MKLPath, _check_factors, _fit_features, mkl_path
 from ._typing import Normalization, PsdRepair
-from ._validation import check_psd
-from .exceptions import InvalidParameterError
-from .kernels import Kernel, validate_stack
+from ._validation import check_feature_blocks, check_psd, check_stack
+from .exceptions import InvalidInputError, InvalidParameterError
+from .kernels import FeatureBank, Kernel, LowRankFactors, validate_stack
 
 __all__ = ["MKLClassifierCV", "MKLRegressorCV"]
 
@@ -31,6 +32,32 @@ __all__ = ["MKLClassifierCV", "MKLRegressorCV"]
 _DELEGATED = tuple(
     name for name in _FITTED if name not in ("classes_", "n_features_in_", "feature_names_in_")
 )
+
+
+def _labels(f: NDArray[np.float64], classes: NDArray[Any]) -> NDArray[Any]:
+    """Labels of binary (sign) or one-vs-rest (largest value) decision values."""
+    idx = (f > 0).astype(int) if f.ndim == 1 else np.argmax(f, axis=1)
+    out: NDArray[Any] = classes[idx]
+    return out
+
+
+def _proba(f: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Logistic probabilities of binary or one-vs-rest decision values (the latter
+    normalised to sum to one), as :meth:`MKLClassifier.predict_proba`."""
+    if f.ndim == 1:
+        p1 = 1.0 / (1.0 + np.exp(-f))
+        return np.column_stack([1.0 - p1, p1])
+    p = 1.0 / (1.0 + np.exp(-f))
+    out: NDArray[np.float64] = p / p.sum(axis=1, keepdims=True)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Blocks:
+    """A fold's held-out points as feature blocks or factor rows ``(n_test, D_m)``, computed
+    once per fold and read by every path and candidate ``C`` (``MKLPath._decision_blocks``)."""
+
+    blocks: list[NDArray[Any]]
 
 
 class _AtC(BaseEstimator):  # type: ignore[misc]
@@ -46,7 +73,11 @@ class _AtC(BaseEstimator):  # type: ignore[misc]
         self.offset = offset
 
     def decision_function(self, X: Any) -> NDArray[np.float64]:
-        f = np.column_stack([p.decision_function(X, self.C) for p in self.paths])
+        if isinstance(X, _Blocks):
+            cols = [p._decision_blocks(X.blocks, self.C) for p in self.paths]
+        else:
+            cols = [p.decision_function(X, self.C) for p in self.paths]
+        f = np.column_stack(cols)
         out: NDArray[np.float64] = f[:, 0] + self.offset if f.shape[1] == 1 else f
         return out
 
@@ -54,9 +85,7 @@ class _AtC(BaseEstimator):  # type: ignore[misc]
         f = self.decision_function(X)
         if self.classes is None:
             return f
-        idx = (f > 0).astype(int) if f.ndim == 1 else np.argmax(f, axis=1)
-        out: NDArray[Any] = self.classes[idx]
-        return out
+        return _labels(f, self.classes)
 
 
 class _AtCClassifier(ClassifierMixin, _AtC):  # type: ignore[misc]
@@ -65,13 +94,7 @@ class _AtCClassifier(ClassifierMixin, _AtC):  # type: ignore[misc]
         return self.classes
 
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
-        f = self.decision_function(X)
-        if f.ndim == 1:
-            p1 = 1.0 / (1.0 + np.exp(-f))
-            return np.column_stack([1.0 - p1, p1])
-        p = 1.0 / (1.0 + np.exp(-f))
-        out: NDArray[np.float64] = p / p.sum(axis=1, keepdims=True)
-        return out
+        return _proba(self.decision_function(X))
 
 
 class _AtCRegressor(RegressorMixin, _AtC):  # type: ignore[misc]
@@ -87,7 +110,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
     def __init__(
         self,
         *,
-        kernels: Sequence[Kernel] | Literal["precomputed"] | None = None,
+        kernels: Sequence[Kernel] | FeatureBank | Literal["precomputed"] | None = None,
         Cs: int | Sequence[float] = 20,
         cv: Any = 5,
         scoring: Any = None,
@@ -113,12 +136,35 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
 
     def _fold_stacks(
         self, X: Any, tr: NDArray[np.intp], te: NDArray[np.intp]
-    ) -> tuple[Any, Any, Any]:
-        """Training input, test input and the ``kernels=`` of one fold's paths."""
-        if self._precomputed:
+    ) -> tuple[Any, Any, Any, FeatureBank | None]:
+        """Training input, test input and the ``kernels=`` of one fold's paths, and the bank
+        fitted on the fold's training rows (a FeatureBank only)."""
+        if self._kind == "precomputed":
             G = self._G
-            return G[:, tr][:, :, tr], G[:, te][:, :, tr], "precomputed"
-        return X[tr], X[te], self._specs
+            return G[:, tr][:, :, tr], G[:, te][:, :, tr], "precomputed", None
+        if self._kind == "factors":
+            # The path on the training rows of the factors, K_m[tr, tr] = G_m[tr] G_m[tr]ᵀ;
+            # held-out scores from the test rows, f = Σ_m G_m[te] (G_m[tr]ᵀ A_m), the same as
+            # the dense cross kernels G_m[te] G_m[tr]ᵀ without forming them.
+            test = _Blocks([F[te] for F in self._factors])
+            return self._factors_of(tr), test, "precomputed", None
+        if self._kind == "features":
+            # Honest CV: the bank is fitted on the fold's training rows only.
+            assert isinstance(self.kernels, FeatureBank)
+            bank, F_tr = _fit_features(self.kernels, X[tr])
+            return self._factors_of(None, F_tr), _Blocks(bank.transform(X[te])), None, bank
+        return X[tr], X[te], self._specs, None
+
+    def _factors_of(
+        self, rows: NDArray[np.intp] | None, blocks: list[NDArray[Any]] | None = None
+    ) -> LowRankFactors:
+        """The training rows of the factors (or feature blocks) as ``LowRankFactors``."""
+        F = [G[rows] for G in self._factors] if blocks is None else blocks
+        return LowRankFactors(
+            factors=F,
+            ranks=np.array([f.shape[1] for f in F], dtype=np.int64),
+            errors=np.full(len(F), np.nan),  # not a factorisation of its own: unknown
+        )
 
     def _paths(self, Xtr: Any, ytr: NDArray[Any], kernels: Any) -> tuple[list[MKLPath], float]:
         """The fold's paths (one per class for more than two classes) and the target offset."""
@@ -149,8 +195,13 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n, n)
-            Training points, or a precomputed stack (``kernels="precomputed"``).
+        X : array-like of shape (n_samples, n_features), or (M, n, n), or LowRankFactors
+            Training points (``kernels=`` specs, a FeatureBank or None), a precomputed stack
+            (``kernels="precomputed"``), or low-rank factors ``K_m = G_m G_mᵀ``
+            (:func:`multikernel.kernels.low_rank`, with ``kernels="precomputed"`` or None):
+            each fold's path then runs on the training rows ``G_m[tr]`` and is scored on
+            ``G_m[te] (G_m[tr]ᵀ A_m)`` (the cross kernels ``G_m[te] G_m[tr]ᵀ``, not formed),
+            and the refit reads the factors as feature blocks.
         y : array-like of shape (n_samples,)
             Targets or labels.
 
@@ -162,7 +213,12 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         Raises
         ------
         InvalidParameterError
-            If ``Cs`` is not a positive integer or a sequence of positive numbers.
+            If ``Cs`` is not a positive integer or a sequence of positive numbers, or
+            low-rank factors come with kernel specs or a FeatureBank.
+        InvalidInputError
+            If a FeatureBank gets a 3-D ``X`` (it maps raw points), factors have different
+            numbers of rows or non-finite entries, or ``y`` does not have one entry per
+            training point of a stack or factors.
 
         Examples
         --------
@@ -174,6 +230,15 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         >>> reg = mk.MKLRegressorCV(kernels=specs, Cs=8, cv=3).fit(X[:120], y[:120])
         >>> reg.scores_.shape
         (3, 8)
+
+        On low-rank factors (``predict`` then takes the cross kernels, or factor rows):
+
+        >>> G = mk.kernels.gram(X[:120], specs)
+        >>> yc = (y[:120] - y[:120].mean()) / y[:120].std()
+        >>> low = mk.kernels.low_rank(G, tol=1e-4)
+        >>> reg = mk.MKLRegressorCV(kernels="precomputed", Cs=8, cv=3).fit(low, yc)
+        >>> reg.predict(G[:, :5]).shape
+        (5,)
         """
         Cs: Any = self.Cs
         is_count = isinstance(Cs, numbers.Integral) and not isinstance(Cs, bool)
@@ -189,22 +254,50 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 parameter="Cs",
             )
         check_psd(self.psd)
-        self._precomputed = isinstance(self.kernels, str) and self.kernels == "precomputed"
-        if self._precomputed:
-            self._G = validate_stack(X, n_threads=self.n_threads)
-            yv = np.asarray(y)
-            if yv.ndim != 1 or yv.shape[0] != self._G.shape[1]:
-                raise ValueError(
-                    f"y must be 1-D with one entry per training point ({self._G.shape[1]}), "
-                    f"got shape {yv.shape}"
+        precomputed = isinstance(self.kernels, str) and self.kernels == "precomputed"
+        self._kind = "specs"
+        Xv: Any = None
+        if isinstance(X, LowRankFactors):
+            if not (precomputed or self.kernels is None):
+                what = "a FeatureBank" if isinstance(self.kernels, FeatureBank) else "specs"
+                raise InvalidParameterError(
+                    f"low-rank factors are a precomputed stack: pass kernels='precomputed' or "
+                    f"None, got {what}",
+                    parameter="kernels",
                 )
-            Xv: Any = None
-            self._n_kernels = self._G.shape[0]
+            self._kind = "factors"
+            self._factors = _check_factors(X.factors)
+            self._factor_widths = [F.shape[1] for F in self._factors]
+            n = self._factors[0].shape[0]
+            self._n_kernels = len(self._factors)
+        elif precomputed:
+            self._kind = "precomputed"
+            self._G = validate_stack(X, n_threads=self.n_threads)
             n = self._G.shape[1]
-        else:
+            self._n_kernels = self._G.shape[0]
+        elif isinstance(self.kernels, FeatureBank):
+            if isinstance(X, np.ndarray) and X.ndim == 3:
+                raise InvalidInputError(
+                    f"a FeatureBank maps raw points: X must have shape (n_samples, "
+                    f"n_features), got a 3-D array {X.shape} (a kernel stack or low-rank "
+                    "factors take kernels='precomputed', not a FeatureBank)"
+                )
+            self._kind = "features"
+            Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier)
+            self._n_kernels = len(self.kernels)
+            n = Xv.shape[0]
+        if self._kind in ("factors", "precomputed"):
+            yv = np.asarray(y)
+            if yv.ndim != 1 or yv.shape[0] != n:
+                raise InvalidInputError(
+                    f"y must be 1-D with one entry per training point ({n}), got shape {yv.shape}"
+                )
+        elif self._kind == "specs":
             Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier)
             self._specs = (
-                default_kernels(Xv.shape[1]) if self.kernels is None else list(self.kernels)
+                default_kernels(Xv.shape[1])
+                if self.kernels is None
+                else list(cast(Sequence[Kernel], self.kernels))
             )
             self._n_kernels = len(self._specs)
             n = Xv.shape[0]
@@ -218,8 +311,11 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         folds = list(check_cv(self.cv, yv, classifier=self._classifier).split(np.zeros(n), yv))
         fold_paths = []
         for tr, te in folds:
-            Xtr, Xte, kernels = self._fold_stacks(Xv, tr, te)
-            fold_paths.append((self._paths(Xtr, yv[tr], kernels), Xte, yv[te]))
+            Xtr, Xte, kernels, bank = self._fold_stacks(Xv, tr, te)
+            paths, offset = self._paths(Xtr, yv[tr], kernels)
+            if bank is not None:  # the fold's paths predict on raw points through its bank
+                paths = [dataclasses.replace(p, kernel_bank=bank) for p in paths]
+            fold_paths.append(((paths, offset), Xte, yv[te]))
         if is_count:
             lo = min(p.C0 for (ps, _), _, _ in fold_paths for p in ps)
             hi = max(p.Cs[-1] for (ps, _), _, _ in fold_paths for p in ps)
@@ -239,8 +335,15 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         mean = scores.mean(axis=0)
         self.C_ = float(grid[int(np.argmax(mean))])
         refit_cls = MKLClassifier if self._classifier else MKLRegressor
+        # On factors the refit reads them as feature blocks (kernels="precomputed" with a
+        # list: K_m = G_m G_mᵀ, no n×n matrix formed).
+        refit_X: Any = Xv
+        if self._kind == "factors":
+            refit_X = self._factors
+        elif self._kind == "precomputed":
+            refit_X = X
         self.estimator_ = refit_cls(
-            kernels=self.kernels,
+            kernels="precomputed" if self._kind == "factors" else self.kernels,
             penalty="l1",
             loss=self._loss,
             C=self.C_,
@@ -250,16 +353,50 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             max_iter=self.max_iter,
             n_threads=self.n_threads,
             verbose=self.verbose,
-        ).fit(X if self._precomputed else Xv, yv)
+        ).fit(refit_X, yv)
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))
         for name in _DELEGATED:
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))
-        for name in ("_G", "_specs"):
+        for name in ("_G", "_specs", "_factors"):
             self.__dict__.pop(name, None)
         return self
+
+    def _factor_decision(self, X: Any) -> NDArray[np.float64] | None:
+        """After a fit on low-rank factors, the refit's decision values on the dense cross
+        kernels ``X`` (M, n_samples, n_train), ``f = Σ_m K_m(x, ·) A[m] + b``; None when the
+        refit reads ``X`` itself (any other fit, or the test points' factor rows)."""
+        check_is_fitted(self, "estimator_")
+        if getattr(self, "_kind", None) != "factors":
+            return None
+        est = self.estimator_
+        if isinstance(X, (list, tuple)):
+            got = [F.shape[1] for F in check_feature_blocks(X, "the test points' factor rows")]
+            if got != self._factor_widths:
+                raise InvalidInputError(
+                    f"the test points' factor rows must be {len(self._factor_widths)} arrays "
+                    f"(n_samples, r_m) with the widths of the training factors "
+                    f"{self._factor_widths}, got widths {got}"
+                )
+            return None
+        M, n = int(est.n_kernels_), int(est.n_train_)
+        G = check_stack(X, "G_test", square=False)
+        if G.shape[0] != M or G.shape[2] != n:
+            raise InvalidInputError(
+                f"after a fit on low-rank factors, X must be the cross kernels (M={M}, "
+                f"n_samples, n_train={n}) or a list of the test points' factor rows, got an "
+                f"array of shape {G.shape}"
+            )
+        if not np.isfinite(G).all():
+            raise InvalidInputError("G_test contains NaN or infinity")
+        A, b = np.asarray(est.dual_coef_), np.asarray(est.intercept_)
+        if A.ndim == 2:
+            f: NDArray[np.float64] = np.einsum("mij,mj->i", G, A, dtype=np.float64) + float(b)
+            return f
+        out: NDArray[np.float64] = np.einsum("mij,kmj->ik", G, A, dtype=np.float64) + b
+        return out
 
     def plot_scores(self, ax: Any = None) -> Any:
         """Plot the mean held-out score (± one standard deviation over folds) against ``C``.
@@ -311,10 +448,18 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
 _PARAMS_DOC = """
     Parameters
     ----------
-    kernels : sequence of Kernel, "precomputed" or None, default None
-        Kernel specifications evaluated on ``X``; "precomputed": ``X`` is an ``(M, n, n)``
-        stack (and ``(M, n_test, n)`` at predict time); None:
-        :func:`multikernel.default_kernels`.
+    kernels : sequence of Kernel, FeatureBank, "precomputed" or None, default None
+        Kernel specifications evaluated on ``X``; a
+        :class:`multikernel.kernels.FeatureBank` (explicit features, ``K_m = Φ_m Φ_mᵀ``):
+        every fold fits a copy of it on its training rows only, so the held-out rows take no
+        part in the features its path is computed on, and the refit is
+        :class:`MKLClassifier`/:class:`MKLRegressor` with the same ``kernels=FeatureBank``,
+        fitted on all of ``X`` (``kernel_bank_``; ``predict`` takes raw points);
+        "precomputed": ``X`` is an ``(M, n, n)`` stack (and ``(M, n_test, n)`` at predict
+        time), or low-rank factors (:class:`multikernel.kernels.LowRankFactors`; ``predict``
+        then takes the ``(M, n_test, n)`` cross kernels, or a list of the test points'
+        factor rows ``(n_test, r_m)``); None: :func:`multikernel.default_kernels` (or, for
+        factors, as "precomputed").
     Cs : int or sequence of float, default 20
         The candidate ``C``: that many values spread geometrically from the smallest ``C0``
         of the folds' paths to their largest end (``1000·C0``), or the values given.
@@ -325,11 +470,12 @@ _PARAMS_DOC = """
     mu : float, default 1e-3
         Barrier weight of the paths (see :func:`multikernel.mkl_path`).
     normalize : {"mean_diag", "trace", "multiplicative", "spherical", "none"} or None
-        Scaling of kernels evaluated from specs.
+        Scaling of kernels evaluated from specs (a FeatureBank has its own).
     psd : {"check", "clip"}, default "check"
         ``"clip"``: each training stack (every fold's, and the refit's) is shifted to
         positive semi-definite kernels first (:func:`multikernel.kernels.shift_to_psd`);
         the refit's shifts are ``psd_shifts_``, each fold path's its ``psd_shifts``.
+        Feature blocks and low-rank factors are PSD and left as they are.
     tol : float, default 1e-3
         Relative duality gap of the refit.
     max_iter : int, default 1000
@@ -338,6 +484,16 @@ _PARAMS_DOC = """
         Threads of the engine (0: all cores).
     verbose : int, default 0
         1 logs the refit's iterations on the ``multikernel`` logger.
+"""
+
+_INPUTS_DOC = """
+    With ``kernels=FeatureBank(...)`` every fold fits a copy of the bank on its training rows
+    only (honest CV) and follows the path on those feature blocks (``R × R`` Newton systems
+    when their total width ``R`` is below the fold's ``n``); the refit fits the bank on all of
+    ``X``. On :class:`multikernel.kernels.LowRankFactors` (``kernels="precomputed"``) every
+    fold's path reads the factors' training rows, and the refit reads the factors as feature
+    blocks: no ``n × n`` kernel is formed. Its predictions take the dense cross kernels
+    ``(M, n_test, n)`` (as after a precomputed stack) or the test points' factor rows.
 """
 
 _ATTRS_DOC = """
@@ -350,7 +506,9 @@ _ATTRS_DOC = """
     scores_ : ndarray of shape (n_folds, n_Cs)
         Held-out score of every fold at every candidate.
     paths_ : list of list of MKLPath
-        Per fold, its path (one per class, one-vs-rest, for more than two classes).
+        Per fold, its path (one per class, one-vs-rest, for more than two classes); with a
+        FeatureBank, each path's ``kernel_bank`` is the copy fitted on its fold's training
+        rows.
     estimator_ : {estimator}
         The refit at ``C_`` (``penalty="l1"``); its fitted attributes (``dual_coef_``,
         ``kernel_weights_``, ``duality_gap_``, …) are also set on this estimator.
@@ -369,6 +527,7 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
     ``C_``. The paths have no intercept and the refit has one: with unbalanced classes the
     chosen ``C`` can differ from the one a grid of refits would pick.
 """
+        + _INPUTS_DOC
         + _PARAMS_DOC
         + _ATTRS_DOC.format(estimator="MKLClassifier")
         + """
@@ -383,6 +542,13 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
     >>> clf = mk.MKLClassifierCV(kernels=specs, Cs=8, cv=3).fit(X[:150], y[:150])
     >>> bool(clf.score(X[150:300], y[150:300]) > 0.8)
     True
+
+    Explicit features, fitted on every fold's training rows and then on all of ``X``:
+
+    >>> bank = mk.kernels.FeatureBank(specs, n_components=20)
+    >>> clf = mk.MKLClassifierCV(kernels=bank, Cs=8, cv=3).fit(X[:150], y[:150])
+    >>> bool(clf.score(X[150:300], y[150:300]) > 0.8), clf.kernel_bank_ is not bank
+    (True, True)
 """
     )
 
@@ -394,8 +560,11 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
-            New points, or cross kernels to the training points.
+        X : array-like of shape (n_samples, n_features), (M, n_samples, n_train), or list
+            New points, or cross kernels to the training points (``kernels="precomputed"``,
+            and after a fit on low-rank factors: ``k_m(x, x_i)``, exact or
+            ``G_m(x) G_mᵀ``); after factors also a list of ``M`` arrays
+            ``(n_samples, r_m)``, the new points' rows of the same factorisation.
 
         Returns
         -------
@@ -412,7 +581,9 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
         >>> clf.decision_function(X[:3]).shape
         (3,)
         """
-        check_is_fitted(self, "estimator_")
+        f = self._factor_decision(X)
+        if f is not None:
+            return f
         out: NDArray[np.float64] = self.estimator_.decision_function(X)
         return out
 
@@ -421,8 +592,11 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
-            New points, or cross kernels to the training points.
+        X : array-like of shape (n_samples, n_features), (M, n_samples, n_train), or list
+            New points, or cross kernels to the training points (``kernels="precomputed"``,
+            and after a fit on low-rank factors: ``k_m(x, x_i)``, exact or
+            ``G_m(x) G_mᵀ``); after factors also a list of ``M`` arrays
+            ``(n_samples, r_m)``, the new points' rows of the same factorisation.
 
         Returns
         -------
@@ -439,7 +613,9 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
         >>> clf.predict(X[:3]).shape
         (3,)
         """
-        check_is_fitted(self, "estimator_")
+        f = self._factor_decision(X)
+        if f is not None:
+            return _labels(f, self.classes_)
         out: NDArray[Any] = self.estimator_.predict(X)
         return out
 
@@ -448,8 +624,11 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
-            New points, or cross kernels to the training points.
+        X : array-like of shape (n_samples, n_features), (M, n_samples, n_train), or list
+            New points, or cross kernels to the training points (``kernels="precomputed"``,
+            and after a fit on low-rank factors: ``k_m(x, x_i)``, exact or
+            ``G_m(x) G_mᵀ``); after factors also a list of ``M`` arrays
+            ``(n_samples, r_m)``, the new points' rows of the same factorisation.
 
         Returns
         -------
@@ -466,7 +645,9 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
         >>> clf.predict_proba(X[:3]).shape
         (3, 2)
         """
-        check_is_fitted(self, "estimator_")
+        f = self._factor_decision(X)
+        if f is not None:
+            return _proba(f)
         out: NDArray[np.float64] = self.estimator_.predict_proba(X)
         return out
 
@@ -482,6 +663,7 @@ class MKLRegressorCV(RegressorMixin, _BaseMKLCV):  # type: ignore[misc]
     data by :class:`MKLRegressor` with ``penalty="l1"``, ``loss="squared"`` at ``C_`` (with an
     intercept).
 """
+        + _INPUTS_DOC
         + _PARAMS_DOC
         + _ATTRS_DOC.format(estimator="MKLRegressor")
         + """
@@ -506,8 +688,11 @@ class MKLRegressorCV(RegressorMixin, _BaseMKLCV):  # type: ignore[misc]
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
-            New points, or cross kernels to the training points.
+        X : array-like of shape (n_samples, n_features), (M, n_samples, n_train), or list
+            New points, or cross kernels to the training points (``kernels="precomputed"``,
+            and after a fit on low-rank factors: ``k_m(x, x_i)``, exact or
+            ``G_m(x) G_mᵀ``); after factors also a list of ``M`` arrays
+            ``(n_samples, r_m)``, the new points' rows of the same factorisation.
 
         Returns
         -------
@@ -523,6 +708,8 @@ class MKLRegressorCV(RegressorMixin, _BaseMKLCV):  # type: ignore[misc]
         >>> reg.predict(X[:3]).shape
         (3,)
         """
-        check_is_fitted(self, "estimator_")
+        f = self._factor_decision(X)
+        if f is not None:
+            return f
         out: NDArray[np.float64] = self.estimator_.predict(X)
         return out
