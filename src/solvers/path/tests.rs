@@ -312,18 +312,21 @@ fn reused_factorisations_give_the_same_path_within_the_gaps() {
         let (p, q) = (chord.points.last().unwrap(), newton.points.last().unwrap());
         assert!((p.c / q.c - 1.0).abs() < 1e-9);
         assert!((p.primal - q.primal).abs() <= (p.primal - p.dual) + (q.primal - q.dual));
-        // The optimal value is increasing in C: at each point of one path it lies between the
-        // other's certified values at the neighbouring points.
-        for p in &chord.points {
-            let k = newton.points.partition_point(|q| q.c <= p.c);
-            if k == 0 || k == newton.points.len() {
-                continue;
-            }
-            let (a, b) = (&newton.points[k - 1], &newton.points[k]);
-            // P is increasing in C: the optimum at p.c lies in [D(a), P(b)].
-            assert!(p.primal >= a.dual - 1e-9, "C = {}", p.c);
-            assert!(p.dual <= b.primal + 1e-9, "C = {}", p.c);
+        assert_brackets(&chord, &newton);
+    }
+}
+
+/// The optimal value is increasing in C: at each point of `one` it lies between `other`'s
+/// certified values at the neighbouring points, `[D(a), P(b)]`.
+fn assert_brackets(one: &PathResult, other: &PathResult) {
+    for p in &one.points {
+        let k = other.points.partition_point(|q| q.c <= p.c);
+        if k == 0 || k == other.points.len() {
+            continue;
         }
+        let (a, b) = (&other.points[k - 1], &other.points[k]);
+        assert!(p.primal >= a.dual - 1e-9, "C = {}", p.c);
+        assert!(p.dual <= b.primal + 1e-9, "C = {}", p.c);
     }
 }
 
@@ -421,16 +424,7 @@ fn a_working_set_path_is_certified_for_the_whole_problem() {
                     p.primal
                 );
             }
-            // Each path brackets the other's optimal values (P is increasing in C).
-            for p in &ws.points {
-                let k = all.points.partition_point(|q| q.c <= p.c);
-                if k == 0 || k == all.points.len() {
-                    continue;
-                }
-                let (a, b) = (&all.points[k - 1], &all.points[k]);
-                assert!(p.primal >= a.dual - 1e-9, "C = {}", p.c);
-                assert!(p.dual <= b.primal + 1e-9, "C = {}", p.c);
-            }
+            assert_brackets(&ws, &all);
         }
     }
 }
