@@ -234,6 +234,30 @@ def test_kernels_of_extreme_scales_reach_tol(
     assert P == pytest.approx(clf.primal_objective_, rel=1e-7)
 
 
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_the_path_does_not_see_the_kernels_scales(loss: str) -> None:
+    """With its default weights ``d_j = sqrt(tr K_j / n)`` the path's problem is the same for
+    ``s_j K_j`` at any scales: kernels ×(1e-12, 1, 1e12) give the unit stack's points (C,
+    objectives) and its predictions on cross kernels scaled alike."""
+    from problems import small_problem
+
+    K, y = small_problem("ionosphere", False, n=80, seed=3)
+    G, Gt = np.ascontiguousarray(K[[2, 3, 4], :60][:, :, :60]), K[[2, 3, 4], 60:][:, :, :60]
+    s = np.array([1e-12, 1.0, 1e12])[:, None, None]
+    ref = mk.mkl_path(G, y[:60], loss=loss)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaled = mk.mkl_path(np.ascontiguousarray(G * s), y[:60], loss=loss)
+    assert scaled.end == ref.end == "complete"
+    np.testing.assert_allclose(scaled.Cs, ref.Cs, rtol=1e-6)
+    np.testing.assert_allclose(scaled.primal_objectives, ref.primal_objectives, rtol=1e-6)
+    assert np.all(scaled.duality_gaps <= 1e-3)
+    for C in (2 * ref.C0, 30 * ref.C0):
+        np.testing.assert_allclose(
+            scaled.decision_function(Gt * s, C), ref.decision_function(Gt, C), rtol=1e-5, atol=1e-8
+        )
+
+
 @pytest.mark.parametrize(
     ("scales", "C"),
     [
