@@ -610,7 +610,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                     _core.Status.UNCERTIFIED: "no dual value certifies the fit, see the "
                     "KernelNotPSDWarning",
                 }.get(r.status, "increase max_iter or tol")
-                if self.solver == "svrg" and r.status == _core.Status.MAX_ITER:
+                if getattr(self, "solver", None) == "svrg" and r.status == _core.Status.MAX_ITER:
                     # First order: its epochs grow with the condition number, ~C·n times the
                     # features' squared scale (breast cancer, n = 200, C = 1000: gap 1.8 after
                     # 200 epochs, where 'analytic' needs 5 iterations).
