@@ -237,7 +237,9 @@ def test_the_gil_is_released_between_blocks() -> None:
         seen.append((threading.current_thread().name, ticks[0]))
         return A @ B.T
 
-    X = np.random.default_rng(5).normal(size=(1200, 4))
+    # Ten blocks: the other thread must win the GIL in one of nine gaps (with five it once lost
+    # all four while the machine was busy compiling).
+    X = np.random.default_rng(5).normal(size=(2560, 4))
     other = threading.Thread(target=tick)
     other.start()
     try:
@@ -245,7 +247,7 @@ def test_the_gil_is_released_between_blocks() -> None:
     finally:
         stop.set()
         other.join()
-    assert len(seen) == 5  # 1200 rows in blocks of 256
+    assert len(seen) == 10  # 2560 rows in blocks of 256
     assert all(name != threading.current_thread().name for name, _ in seen)
     counts = [t for _, t in seen]
     assert counts[-1] > counts[0]
