@@ -48,6 +48,15 @@ fn problem(n: usize, classify: bool) -> (Vec<f64>, usize, Vec<f64>) {
     (g, m, y)
 }
 
+/// The path's loss for labels (`classify`) or real targets.
+fn loss_of(classify: bool) -> Loss {
+    if classify {
+        Loss::Logistic
+    } else {
+        Loss::Squared
+    }
+}
+
 fn path(g: &[f64], m: usize, y: &[f64], cfg: &PathConfig) -> PathResult {
     let stack = DenseStack::new(g, m, y.len()).unwrap();
     fit_path(&stack, y, cfg, &NoInterrupt).unwrap()
@@ -59,11 +68,7 @@ fn every_point_is_certified_within_the_barrier_gap() {
         let (g, m, y) = problem(40, classify);
         let mu = 1e-3;
         let cfg = PathConfig {
-            loss: if classify {
-                Loss::Logistic
-            } else {
-                Loss::Squared
-            },
+            loss: loss_of(classify),
             mu: Some(mu),
             ..PathConfig::default()
         };
@@ -238,11 +243,7 @@ fn bad_settings_are_refused() {
 fn adaptive_mu_keeps_every_relative_gap_within_tol() {
     for classify in [false, true] {
         let (g, m, y) = problem(40, classify);
-        let loss = if classify {
-            Loss::Logistic
-        } else {
-            Loss::Squared
-        };
+        let loss = loss_of(classify);
         for tol in [1e-2, 1e-4] {
             let r = path(
                 &g,
@@ -290,11 +291,7 @@ fn reused_factorisations_give_the_same_path_within_the_gaps() {
     for classify in [false, true] {
         let (g, m, y) = problem(40, classify);
         let cfg = PathConfig {
-            loss: if classify {
-                Loss::Logistic
-            } else {
-                Loss::Squared
-            },
+            loss: loss_of(classify),
             ..PathConfig::default()
         };
         let chord = path(&g, m, &y, &cfg);
@@ -346,11 +343,7 @@ fn a_working_set_path_is_certified_for_the_whole_problem() {
         }
         let m = 4 * m7;
         let cfg = PathConfig {
-            loss: if classify {
-                Loss::Logistic
-            } else {
-                Loss::Squared
-            },
+            loss: loss_of(classify),
             ..PathConfig::default()
         };
         let all = path(
