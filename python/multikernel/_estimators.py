@@ -183,6 +183,25 @@ _HISTORY_DTYPE = np.dtype(
 )
 
 
+def _decision_labels(f: NDArray[np.float64], classes: NDArray[Any]) -> NDArray[Any]:
+    """The labels of binary (the sign of ``f``) or one-vs-rest (the largest column) decision
+    values."""
+    idx = (f > 0).astype(np.int64) if f.ndim == 1 else np.argmax(f, axis=1)
+    out: NDArray[Any] = classes[idx]
+    return out
+
+
+def _logistic_proba(f: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Class probabilities of logistic decision values: ``σ(f)`` for two classes, the
+    one-vs-rest ``σ(f_k)`` normalised to sum to one for more."""
+    if f.ndim == 1:
+        p1 = 1.0 / (1.0 + np.exp(-f))
+        return np.column_stack([1.0 - p1, p1])
+    pr = 1.0 / (1.0 + np.exp(-f))
+    out: NDArray[np.float64] = pr / pr.sum(axis=1, keepdims=True)
+    return out
+
+
 def default_kernels(n_features: int) -> list[Kernel]:
     """The bank used when ``kernels=None``.
 
@@ -1090,8 +1109,7 @@ default "mean_diag"
             return _dask.map_rows(self, "predict", X)  # type: ignore[no-any-return]
         f = self.decision_function(X)
         if f.ndim == 1:
-            out: NDArray[Any] = self.classes_[(f > 0).astype(np.int64)]
-            return out
+            return _decision_labels(f, self.classes_)
         if self.multi_class == "ovo" and len(self.classes_) > 2:
             votes = np.zeros((f.shape[0], len(self.classes_)))
             for k, (a, b) in enumerate(self.pairs_):
@@ -1105,8 +1123,7 @@ default "mean_diag"
             votes += conf / (3 * (np.abs(conf).max() + 1))
             res: NDArray[Any] = self.classes_[np.argmax(votes, axis=1)]
             return res
-        res2: NDArray[Any] = self.classes_[np.argmax(f, axis=1)]
-        return res2
+        return _decision_labels(f, self.classes_)
 
     def _check_proba(self) -> bool:
         if self.loss != "logistic":
@@ -1155,14 +1172,9 @@ default "mean_diag"
         if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
             return _dask.map_rows(self, "predict_proba", X)  # type: ignore[no-any-return]
         f = self.decision_function(X)
-        if f.ndim == 1:
-            p1 = 1.0 / (1.0 + np.exp(-f))
-            return np.column_stack([1.0 - p1, p1])
-        if self.multi_class == "ovo":
+        if f.ndim == 2 and self.multi_class == "ovo":
             raise AttributeError("predict_proba needs multi_class='ovr'")
-        pr = 1.0 / (1.0 + np.exp(-f))
-        out: NDArray[np.float64] = pr / pr.sum(axis=1, keepdims=True)
-        return out
+        return _logistic_proba(f)
 
 
 class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]

@@ -18,7 +18,14 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._estimators import _FITTED, MKLClassifier, MKLRegressor, default_kernels
+from ._estimators import (
+    _FITTED,
+    MKLClassifier,
+    MKLRegressor,
+    _decision_labels,
+    _logistic_proba,
+    default_kernels,
+)
 from ._path import MKLPath, _check_factors, _fit_features, mkl_path
 from ._typing import Normalization, PsdRepair
 from ._validation import check_feature_blocks, check_psd, check_stack
@@ -32,24 +39,6 @@ __all__ = ["MKLClassifierCV", "MKLRegressorCV"]
 _DELEGATED = tuple(
     name for name in _FITTED if name not in ("classes_", "n_features_in_", "feature_names_in_")
 )
-
-
-def _labels(f: NDArray[np.float64], classes: NDArray[Any]) -> NDArray[Any]:
-    """Labels of binary (sign) or one-vs-rest (largest value) decision values."""
-    idx = (f > 0).astype(int) if f.ndim == 1 else np.argmax(f, axis=1)
-    out: NDArray[Any] = classes[idx]
-    return out
-
-
-def _proba(f: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Logistic probabilities of binary or one-vs-rest decision values (the latter
-    normalised to sum to one), as :meth:`MKLClassifier.predict_proba`."""
-    if f.ndim == 1:
-        p1 = 1.0 / (1.0 + np.exp(-f))
-        return np.column_stack([1.0 - p1, p1])
-    p = 1.0 / (1.0 + np.exp(-f))
-    out: NDArray[np.float64] = p / p.sum(axis=1, keepdims=True)
-    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +74,7 @@ class _AtC(BaseEstimator):  # type: ignore[misc]
         f = self.decision_function(X)
         if self.classes is None:
             return f
-        return _labels(f, self.classes)
+        return _decision_labels(f, self.classes)
 
 
 class _AtCClassifier(ClassifierMixin, _AtC):  # type: ignore[misc]
@@ -94,7 +83,7 @@ class _AtCClassifier(ClassifierMixin, _AtC):  # type: ignore[misc]
         return self.classes
 
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
-        return _proba(self.decision_function(X))
+        return _logistic_proba(self.decision_function(X))
 
 
 class _AtCRegressor(RegressorMixin, _AtC):  # type: ignore[misc]
@@ -615,7 +604,7 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
         """
         f = self._factor_decision(X)
         if f is not None:
-            return _labels(f, self.classes_)
+            return _decision_labels(f, self.classes_)
         out: NDArray[Any] = self.estimator_.predict(X)
         return out
 
@@ -647,7 +636,7 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
         """
         f = self._factor_decision(X)
         if f is not None:
-            return _proba(f)
+            return _logistic_proba(f)
         out: NDArray[np.float64] = self.estimator_.predict_proba(X)
         return out
 

@@ -2,7 +2,7 @@
 //! between closed-form θ updates (eq. 17), with a working set of points when `β` is sparse.
 
 use super::working_set::{gather_points, new_points, scatter_points, CheckSchedule, PointSet};
-use super::{certificate, natural_dual, theta_update, LpConfig, SingleKernel, Tracker};
+use super::{certificate, natural_dual, read_forms, theta_update, LpConfig, SingleKernel, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
@@ -189,26 +189,19 @@ impl Step {
         f: &[f64],
     ) -> Step {
         let m = stack.m();
-        let mut quad = vec![0.0; m];
-        let (cert, witness) = match natural_dual(cfg.loss, cfg.c, y, f, b) {
-            Some((b, hat)) => {
-                // Newton's losses never use a working set: `v` is the whole `β`.
-                debug_assert_eq!(v.len(), hat.len());
-                let mut both = vec![0.0; 2 * m];
-                stack.quad_forms_batch(&[v, &hat].concat(), &mut both);
-                let hat_quad: Vec<f64> = both.chunks_exact(2).map(|q| q[1]).collect();
-                quad.iter_mut()
-                    .zip(both.chunks_exact(2))
-                    .for_each(|(q, b)| *q = b[0]);
-                let cert = certificate(cfg, y, theta, b, &quad, f, (&hat, &hat_quad));
-                (cert, psd.all().scan(&hat, m, |k| hat_quad[k]))
-            }
-            None => {
-                stack.quad_forms(v, &mut quad);
-                let cert = certificate(cfg, y, theta, b, &quad, f, (beta, &quad));
-                (cert, psd.all().scan(v, m, |k| quad[k]))
-            }
+        let all: Vec<usize> = (0..m).collect();
+        let natural = natural_dual(cfg.loss, cfg.c, y, f, b);
+        let hat = natural.as_ref().map(|n| n.1.as_slice());
+        // Newton's losses never use a working set: with `hat`, `v` is the whole `β`.
+        debug_assert!(hat.map_or(true, |h| h.len() == v.len()));
+        let (mut quad, mut hat_quad) = (vec![0.0; m], vec![0.0; m]);
+        read_forms(stack, v, hat, &all, &mut quad, &mut hat_quad);
+        let (b, point, scanned, forms) = match &natural {
+            Some((b, h)) => (*b, h.as_slice(), h.as_slice(), &hat_quad),
+            None => (b, beta, v, &quad),
         };
+        let cert = certificate(cfg, y, theta, b, &quad, f, (point, forms));
+        let witness = psd.all().scan(scanned, m, |k| forms[k]);
         Step {
             quad,
             b: cert.b,

@@ -185,6 +185,35 @@ pub(crate) fn natural_dual(
     Some((b, loss.centre_dual(y, &loss.natural_dual(y, f, b, c), c)))
 }
 
+/// `quad[k] = βᵀK_kβ` for `k ∈ idx` and, given the natural dual point `hat` (logistic loss,
+/// [`natural_dual`]), `hat_quad[k] = β̂ᵀK_kβ̂` from the same pass over those kernels (ℓp's
+/// certificate and the mirror solvers').
+pub(crate) fn read_forms(
+    stack: &dyn KernelStack,
+    beta: &[f64],
+    hat: Option<&[f64]>,
+    idx: &[usize],
+    quad: &mut [f64],
+    hat_quad: &mut [f64],
+) {
+    let mut out = vec![0.0; idx.len() * if hat.is_some() { 2 } else { 1 }];
+    match hat {
+        Some(hat) => {
+            stack.quad_forms_batch_subset(&[beta, hat].concat(), idx, &mut out);
+            for (&k, q) in idx.iter().zip(out.chunks_exact(2)) {
+                quad[k] = q[0];
+                hat_quad[k] = q[1];
+            }
+        }
+        None => {
+            stack.quad_forms_subset(beta, idx, &mut out);
+            for (&k, &q) in idx.iter().zip(&out) {
+                quad[k] = q;
+            }
+        }
+    }
+}
+
 /// The certificate of an iterate `A[m] = θ_m β`: `P`, `D`, the block norms and the model
 /// `(scale·A, b)` at which `P` holds.
 pub(crate) struct Certificate {

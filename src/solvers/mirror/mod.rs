@@ -31,7 +31,9 @@ use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::{loss_dual, natural_dual, CheckSchedule, GapSchedule, SingleKernel};
+use crate::solvers::lp::{
+    loss_dual, natural_dual, read_forms, CheckSchedule, GapSchedule, SingleKernel,
+};
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 
@@ -551,34 +553,6 @@ fn kernel_products(stack: &dyn KernelStack, v: &[f64], set: &[usize]) -> Vec<f64
     let mut out = vec![0.0; set.len() * stack.n()];
     stack.matvecs_subset(v, set, &mut out);
     out
-}
-
-/// `quad[k] = βᵀK_kβ` for `k ∈ idx` and, given the natural dual point `hat` (logistic loss,
-/// [`natural_dual`]), `hat_quad[k] = β̂ᵀK_kβ̂` from the same pass over those kernels.
-fn read_forms(
-    stack: &dyn KernelStack,
-    beta: &[f64],
-    hat: Option<&[f64]>,
-    idx: &[usize],
-    quad: &mut [f64],
-    hat_quad: &mut [f64],
-) {
-    let mut out = vec![0.0; idx.len() * if hat.is_some() { 2 } else { 1 }];
-    match hat {
-        Some(hat) => {
-            stack.quad_forms_batch_subset(&[beta, hat].concat(), idx, &mut out);
-            for (&k, q) in idx.iter().zip(out.chunks_exact(2)) {
-                quad[k] = q[0];
-                hat_quad[k] = q[1];
-            }
-        }
-        None => {
-            stack.quad_forms_subset(beta, idx, &mut out);
-            for (&k, &q) in idx.iter().zip(&out) {
-                quad[k] = q;
-            }
-        }
-    }
 }
 
 /// Fits group MKL on a kernel stack with the group id of every kernel.

@@ -313,7 +313,6 @@ fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
 
 impl<'a> Barrier<'a> {
     /// The barrier problem on the kernels `set` of `full` with their weights `d`.
-    #[allow(clippy::too_many_arguments)]
     fn new(
         full: &'a dyn KernelStack,
         set: Vec<usize>,
