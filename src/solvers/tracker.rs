@@ -36,8 +36,6 @@ pub(crate) struct Tracker<'a> {
     /// The best dual value as computed, witness or not: after a witness the fit stops where
     /// it would have converged (see [`Tracker::record_with`]).
     raw_dual: f64,
-    /// The value `screen` was last given, for the next record.
-    pending: Option<f64>,
 }
 
 impl<'a> Tracker<'a> {
@@ -51,16 +49,15 @@ impl<'a> Tracker<'a> {
             best: None,
             witness: None,
             raw_dual: f64::NEG_INFINITY,
-            pending: None,
         }
     }
 
     /// Records an iterate of the form `A[m] = θ_m β`, intercept `b`; returns the current
-    /// relative gap.
+    /// relative gap (`dual` as in [`Tracker::record_with`]).
     pub fn record(
         &mut self,
         primal: f64,
-        dual: f64,
+        dual: (f64, Option<PsdWitness>),
         theta: &[f64],
         beta: &[f64],
         b: f64,
@@ -85,15 +82,19 @@ impl<'a> Tracker<'a> {
     }
 
     /// Records an iterate with `active` kernels in use; `model` is only built when the
-    /// iterate has the best primal value so far. Returns the current relative gap, the one
-    /// to stop on: after a witness (see [`Tracker::screen`]) the gap as computed.
+    /// iterate has the best primal value so far. `dual` is the value of a dual point as
+    /// computed, with the witness (if any) that the point showed a kernel is not PSD; the
+    /// record holds its [`certified`](Tracker::certified) value. Returns the current relative
+    /// gap, the one to stop on: after a witness the gap as computed.
     pub fn record_with(
         &mut self,
         primal: f64,
-        dual: f64,
+        (raw, witness): (f64, Option<PsdWitness>),
         active: usize,
         model: impl FnOnce() -> Model,
     ) -> f64 {
+        self.note(witness);
+        let dual = self.certified(raw);
         if primal < self.best_primal {
             self.best_primal = primal;
             self.best = Some(model());
@@ -102,12 +103,11 @@ impl<'a> Tracker<'a> {
         // point that is not feasible (e.g. a Newton β a few ulps of its own scale outside the
         // logistic domain, accepted by the conjugate's absolute tolerance when the kernels are
         // scaled by 1e12: gap −8e-3 reported as converged). Such a value certifies nothing.
-        // After a witness that a kernel is not PSD no dual value counts (see `screen`).
+        // After a witness that a kernel is not PSD no dual value counts (see `certified`).
         let slack = self.best_primal + DUAL_SLACK * self.best_primal.abs();
         if self.witness.is_none() && dual <= slack {
             self.best_dual = self.best_dual.max(dual);
         }
-        let raw = self.pending.take().unwrap_or(dual);
         if raw <= slack {
             self.raw_dual = self.raw_dual.max(raw);
         }
@@ -133,13 +133,10 @@ impl<'a> Tracker<'a> {
     }
 
     /// The dual value `dual` of a dual point, or `−∞` once any dual point of the fit carried
-    /// a witness that a kernel is not PSD (`witness`, or an earlier one): weak duality needs
-    /// every kernel PSD, so from then on no dual value certifies anything, not even those
-    /// already recorded (docs/mathematics.md §1.8). The strongest witness is kept for the
-    /// result.
-    pub fn screen(&mut self, dual: f64, witness: Option<PsdWitness>) -> f64 {
-        self.pending = Some(dual);
-        self.note(witness);
+    /// a witness that a kernel is not PSD (one [`note`](Tracker::note)d or recorded): weak
+    /// duality needs every kernel PSD, so from then on no dual value certifies anything, not
+    /// even those already recorded (docs/mathematics.md §1.8).
+    pub fn certified(&self, dual: f64) -> f64 {
         if self.witness.is_some() {
             f64::NEG_INFINITY
         } else {
@@ -147,8 +144,9 @@ impl<'a> Tracker<'a> {
         }
     }
 
-    /// Takes note of `witness` (see [`Tracker::screen`]) for a dual point whose value is not
-    /// recorded: a restricted problem's, or one only compared with others.
+    /// Takes note of `witness` (see [`Tracker::certified`]) for a dual point, recorded or
+    /// not (a restricted problem's, or one only compared with others). The strongest witness
+    /// is kept for the result.
     pub fn note(&mut self, witness: Option<PsdWitness>) {
         if witness.is_some() {
             self.witness = stronger(self.witness, witness);
@@ -207,9 +205,9 @@ mod tests {
     #[test]
     fn a_dual_above_the_primal_certifies_nothing() {
         let mut t = Tracker::new(&NoInterrupt);
-        assert!(t.record_with(1.0, 1.01, 1, model).is_infinite());
-        assert!((t.record_with(1.0, 0.99, 1, model) - 0.01).abs() < 1e-12);
-        assert!(t.record_with(1.0, 1.0 + 1e-12, 1, model) <= 0.0);
+        assert!(t.record_with(1.0, (1.01, None), 1, model).is_infinite());
+        assert!((t.record_with(1.0, (0.99, None), 1, model) - 0.01).abs() < 1e-12);
+        assert!(t.record_with(1.0, (1.0 + 1e-12, None), 1, model) <= 0.0);
         let r = t.finish(3, SolveStatus::Converged).unwrap();
         assert_eq!(r.history.len(), 3);
         assert_eq!(r.history[0].dual, 1.01);
@@ -229,16 +227,15 @@ mod tests {
             bound: 1e-9,
             entry_rounding: 1e-3,
         };
-        let d = t.screen(0.99, None);
-        assert!((t.record_with(1.0, d, 1, model) - 0.01).abs() < 1e-12);
-        let d = t.screen(0.9999, Some(w(-0.5)));
-        assert!(d.is_infinite());
-        assert!((t.record_with(1.0, d, 1, model) - 1e-4).abs() < 1e-12);
-        let d = t.screen(0.99999, Some(w(-0.25)));
-        assert!((t.record_with(1.0, d, 1, model) - 1e-5).abs() < 1e-12);
-        assert!(t.screen(0.999, None).is_infinite());
-        // A value the tracker was not shown through `screen` is taken as given.
-        assert!((t.record_with(1.0, f64::NEG_INFINITY, 1, model) - 1e-5).abs() < 1e-12);
+        assert!((t.record_with(1.0, (0.99, None), 1, model) - 0.01).abs() < 1e-12);
+        assert!((t.record_with(1.0, (0.9999, Some(w(-0.5))), 1, model) - 1e-4).abs() < 1e-12);
+        assert!(t.certified(0.9999).is_infinite());
+        let gap = t.record_with(1.0, (0.99999, Some(w(-0.25))), 1, model);
+        assert!((gap - 1e-5).abs() < 1e-12);
+        assert!(t.certified(0.999).is_infinite());
+        // A primal-only record (dual −∞) leaves the best dual as computed where it was.
+        let gap = t.record_with(1.0, (f64::NEG_INFINITY, None), 1, model);
+        assert!((gap - 1e-5).abs() < 1e-12);
         assert!(t.history[1..].iter().all(|r| r.gap.is_infinite()));
         let r = t.finish(5, SolveStatus::Converged).unwrap();
         assert_eq!(r.status, SolveStatus::Uncertified);

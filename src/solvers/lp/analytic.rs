@@ -275,7 +275,8 @@ pub(super) fn fit_analytic(
                 &f,
             );
             // A whole-problem dual value (β = 0 off W), unless β carries a witness.
-            let dual = tracker.screen(st.dual, st.witness);
+            tracker.note(st.witness);
+            let dual = tracker.certified(st.dual);
             let rgap = checks.restricted_gap(st.primal, dual);
             if checks.due_after(rgap, cfg.tol) {
                 // Whole-problem check at (θ, β): same β, so the same quadratic forms.
@@ -308,7 +309,7 @@ pub(super) fn fit_analytic(
                 }
             } else {
                 let active = theta.iter().filter(|&&t| t > 0.0).count();
-                tracker.record_with(f64::INFINITY, dual, active, || unreachable!());
+                tracker.record_with(f64::INFINITY, (st.dual, None), active, || unreachable!());
             }
             (rgap, st.norms)
         } else {
@@ -336,15 +337,15 @@ pub(super) fn fit_analytic(
                 }
                 None => Step::certify(stack, &psd, beta, cfg, y, &theta, beta, b, &f),
             };
-            let dual = tracker.screen(st.dual, st.witness);
             let scaled: Vec<f64> = beta.iter().map(|v| st.scale * v).collect();
+            let dual = (st.dual, st.witness);
             let gap = tracker.record(st.primal, dual, &theta, &scaled, st.b, st.norms.clone());
             if gap <= cfg.tol {
                 status = SolveStatus::Converged;
                 break;
             }
             if ws.is_some() {
-                checks.start(dual);
+                checks.start(tracker.certified(st.dual));
                 new_problem = true;
             }
             (gap, st.norms)

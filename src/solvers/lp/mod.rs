@@ -241,9 +241,15 @@ impl Certificate {
         theta: &[f64],
         beta: &[f64],
     ) -> f64 {
-        let dual = tracker.screen(self.dual, witness);
         let beta = self.scaled(beta);
-        tracker.record(self.primal, dual, theta, &beta, self.b, self.norms)
+        tracker.record(
+            self.primal,
+            (self.dual, witness),
+            theta,
+            &beta,
+            self.b,
+            self.norms,
+        )
     }
 }
 

@@ -124,7 +124,7 @@ pub fn fit_one_class(
         let (rho, offset_part) = best_offset(&f, cfg.nu);
         let primal = lp_penalty(&norms, cfg.p) + offset_part;
         let witness = psd.all().scan(alpha, m, |k| quad[k]);
-        let dual = tracker.screen(-0.5 * dual_norm(&quad, cfg.p), witness);
+        let dual = (-0.5 * dual_norm(&quad, cfg.p), witness);
         let gap = tracker.record(primal, dual, &theta, alpha, -rho, norms.clone());
         if gap <= cfg.tol {
             status = SolveStatus::Converged;

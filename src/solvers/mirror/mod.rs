@@ -672,8 +672,8 @@ pub fn fit_group(
         let gap = if whole {
             let dq = if hat.is_some() { &hat_quad } else { &quad };
             let witness = psd.all().scan(dual_point, m, |k| dq[k]);
-            let dual = tracker.screen(dual_loss - dual_penalty(dq, groups, |_| true), witness);
-            let gap = tracker.record_with(primal, dual, set.len(), model);
+            let dual = dual_loss - dual_penalty(dq, groups, |_| true);
+            let gap = tracker.record_with(primal, (dual, witness), set.len(), model);
             if gap <= cfg.tol {
                 status = SolveStatus::Converged;
                 break;
@@ -710,8 +710,8 @@ pub fn fit_group(
                 };
                 let dq = if hat.is_some() { &hat_quad } else { &quad };
                 let witness = psd.all().scan(dual_point, m, |k| dq[k]);
-                let dual = tracker.screen(dual_loss - dual_penalty(dq, groups, |_| true), witness);
-                let gap = tracker.record_with(primal, dual, set.len(), model);
+                let dual = dual_loss - dual_penalty(dq, groups, |_| true);
+                let gap = tracker.record_with(primal, (dual, witness), set.len(), model);
                 if gap <= cfg.tol {
                     status = SolveStatus::Converged;
                     break;
@@ -720,7 +720,7 @@ pub fn fit_group(
                 // at the current weights; the mirror step cannot move a zero weight.
                 if state.grow(groups, &quad, per_group, !second) > 0 {
                     checks.restart();
-                    checks.start(dual);
+                    checks.start(tracker.certified(dual));
                     new_problem = true;
                     if second {
                         set = state.set();
@@ -739,7 +739,7 @@ pub fn fit_group(
                 }
             } else {
                 // The restricted dual bounds the restricted problem only: not recorded.
-                tracker.record_with(primal, f64::NEG_INFINITY, set.len(), model);
+                tracker.record_with(primal, (f64::NEG_INFINITY, None), set.len(), model);
             }
             rgap
         };

@@ -462,7 +462,7 @@ fn fit_from(
     let psd = PsdCheck::new(stack);
     // The best dual value that is valid for all kernels (the restricted problems' duals are
     // not), as computed: a witness that a kernel is not PSD voids it as a certificate, which
-    // the tracker notes (`note`, `screen`; then the fit stops where it would have converged).
+    // the tracker notes (`note`, `certified`; then the fit stops where it would have converged).
     let mut full_dual = f64::NEG_INFINITY;
     let size = cfg.working_set.unwrap_or(AUTO_WORKING_SET);
     let use_ws =
@@ -497,8 +497,7 @@ fn fit_from(
         full_dual = values[j];
         let primal = cfg.c * cfg.loss.total(y, &w.f, b0) + cfg.penalty.value(&w.norms);
         let active = w.norms.iter().filter(|&&s| s > 0.0).count();
-        let certified = tracker.screen(full_dual, None);
-        let gap = tracker.record_with(primal, certified, active, || Model {
+        let gap = tracker.record_with(primal, (full_dual, None), active, || Model {
             coef: w.start.coef.clone(),
             intercept: b0,
             weights: kernel_weights(cfg.penalty, &w.norms),
@@ -710,9 +709,8 @@ fn fit_from(
             Some((fa, bw)) => (fa.as_slice(), *bw),
             None => (f.as_slice(), b),
         };
-        // −∞ once a dual point showed a kernel is not PSD (then full_dual is no certificate).
-        let certified = tracker.screen(full_dual, None);
-        let gap = tracker.record_with(primal, certified, active, || {
+        // Certified as −∞ once a dual point showed a kernel is not PSD (noted above).
+        let gap = tracker.record_with(primal, (full_dual, None), active, || {
             let mut coef = vec![0.0; m_all * n];
             let mut all_norms = vec![0.0; m_all];
             for (k, &m) in kernels.iter().enumerate().take(norms.len()) {

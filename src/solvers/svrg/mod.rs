@@ -255,7 +255,7 @@ pub fn fit_svrg<T: Element>(
                 .sum::<f64>()
                 .powf(1.0 / cfg.p)
         };
-        let gap = tracker.record_with(primal, dual, m, || Model {
+        let gap = tracker.record_with(primal, (dual, None), m, || Model {
             coef: d
                 .iter()
                 .flat_map(|&dk| beta.iter().map(move |bt| dk * bt))
