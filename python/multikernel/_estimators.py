@@ -9,7 +9,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -25,10 +25,12 @@ from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
     aligned,
+    check_bool,
     check_feature_blocks,
     check_n_threads,
     check_psd,
     check_random_state,
+    check_real,
     check_stack,
     check_verbose,
     group_ids,
@@ -378,6 +380,19 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             )
         rs = check_random_state(self.random_state)
         check_verbose(self.verbose)
+        check_bool(self.warm_start, "warm_start")
+        norms = get_args(Normalization)
+        if self.normalize is not None and not (
+            isinstance(self.normalize, str) and self.normalize in norms
+        ):
+            raise InvalidParameterError(
+                f"normalize must be one of {', '.join(norms)} or None, got {self.normalize!r}",
+                parameter="normalize",
+            )
+        # Checked whatever the penalty and loss, as scikit-learn checks every parameter.
+        check_real(self.p, "p", "in [1, inf]", lambda v: v >= 1.0)
+        check_real(self.l1_ratio, "l1_ratio", "in [0, 1]", lambda v: 0.0 <= v <= 1.0)
+        check_real(self.epsilon, "epsilon", "in [0, inf)", lambda v: 0.0 <= v < math.inf)
         settings: dict[str, Setting] = {
             "C": self.C,
             "loss": loss,
@@ -521,15 +536,16 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     ) -> _core.FitResult:
         log = _iteration_logger(f"{type(self).__name__}{label}") if self.verbose else None
         yc = np.ascontiguousarray(y, dtype=np.float64)
+        threads = check_n_threads(self.n_threads)
         if self.penalty == "group":
             settings = {**settings, "groups": group_ids(self.groups, _n_kernels(G))[0]}
         if start is not None:
             return _core.fit(
-                solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log,
+                solver, G, yc, settings, n_threads=threads, on_iteration=log,
                 init_coef=np.ascontiguousarray(start[0], dtype=np.float64),
                 init_intercept=float(start[1]),
             )  # fmt: skip
-        return _core.fit(solver, G, yc, settings, n_threads=int(self.n_threads), on_iteration=log)
+        return _core.fit(solver, G, yc, settings, n_threads=threads, on_iteration=log)
 
     def _previous_fit(self) -> tuple[tuple[Any, ...], NDArray[Any], NDArray[Any]] | None:
         """With ``warm_start``, the last SpicyMKL fit (its key, ``dual_coef_`` and
@@ -765,7 +781,8 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
     loss : {"hinge", "squared_hinge", "logistic"}, optional
         Classification loss; None means ``"hinge"``.
     epsilon : float, default 0.1
-        Unused by classification losses (kept for a uniform parameter set).
+        Unused by classification losses (kept for a uniform parameter set; still checked to
+        be in [0, inf), as ``p`` and ``l1_ratio`` are whatever the penalty).
     solver : {"auto", "analytic", "interleaved", "spicy", "mirror"}, default "auto"
         For ``"lp"``: ``"analytic"``, Kloft's Algorithm 1 (single-kernel solves — SMO for the
         hinge losses, Newton for logistic — between closed-form updates of θ), or
@@ -808,10 +825,10 @@ default "mean_diag"
         How more than two classes are handled: one-vs-rest (one problem per class) or
         one-vs-one (one problem per pair of classes, on their points only).
     n_threads : int, default 0
-        Threads, 0 = all cores.
+        Threads, 0 = all cores; values above the number of cores are clipped to it.
     random_state : int, optional
-        Seed of the stochastic solver ``"svrg"`` (None: 0); the other solvers are
-        deterministic and ignore it.
+        Seed of the stochastic solver ``"svrg"``, in [0, 2**64) (None: 0); the other solvers
+        are deterministic and ignore it.
     verbose : int, default 0
         ``1`` or more: one INFO record per outer iteration (gap, primal and dual values,
         active kernels, seconds) on the ``multikernel`` logger (a stderr handler is added
@@ -1251,8 +1268,8 @@ warm_start
         ------
         ValueError
             An invalid hyper-parameter, a solver that does not handle the penalty or the
-            loss, non-finite or ill-shaped data, or (precomputed) a stack that is not
-            symmetric.
+            loss, non-finite or ill-shaped data, fewer than two samples with
+            ``loss="epsilon_insensitive"``, or (precomputed) a stack that is not symmetric.
 
         Examples
         --------
@@ -1273,6 +1290,11 @@ warm_start
         yf = np.asarray(yv, dtype=np.float64)
         if not np.isfinite(yf).all():
             raise NonFiniteError("y contains NaN or infinity")
+        if settings["loss"] == "epsilon_insensitive" and yf.shape[0] < 2:
+            raise InvalidInputError(
+                f"loss='epsilon_insensitive' needs at least 2 samples; got n_samples = "
+                f"{yf.shape[0]}"
+            )
         st = self._warm_starts(previous, self._warm_key_of(solver, settings, G))
         self._set_results(
             [self._solve(solver, G, yf, settings, start=st[0] if st else None)], multi=False

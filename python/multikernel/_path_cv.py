@@ -202,8 +202,9 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         Raises
         ------
         InvalidParameterError
-            If ``Cs`` is not a positive integer or a sequence of positive numbers, or
-            low-rank factors come with kernel specs or a FeatureBank.
+            If ``Cs`` is not a positive integer or a sequence of positive numbers,
+            low-rank factors come with kernel specs or a FeatureBank, or no candidate has a
+            score (e.g. every score is NaN: R² on leave-one-out folds).
         InvalidInputError
             If a FeatureBank gets a 3-D ``X`` (it maps raw points), factors have different
             numbers of rows or non-finite entries, or ``y`` does not have one entry per
@@ -318,11 +319,32 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         for k, ((paths, offset), Xte, yte) in enumerate(fold_paths):
             for i, C in enumerate(grid):
                 scores[k, i] = scorer(at(paths, float(C), classes, offset), Xte, yte)
+        # Folds with a NaN score at every candidate (the scoring undefined there, e.g. R² on
+        # one held-out point) are left out; a candidate NaN on another fold is not chosen
+        # (np.argmax would take NaN for the best).
+        defined = scores[~np.isnan(scores).all(axis=1)]
+        choosable = np.flatnonzero(~np.isnan(defined).any(axis=0))
+        if len(defined) == 0 or len(choosable) == 0:
+            what = (
+                "every held-out score is NaN"
+                if len(defined) == 0
+                else "no candidate C has a score on every fold where the scoring is defined"
+            )
+            default = "accuracy" if self._classifier else "R²"
+            name = self.scoring if self.scoring is not None else default
+            smallest = min(len(te) for _, te in folds)
+            raise InvalidParameterError(
+                f"{what}: the scoring ({name}) is undefined on these folds (R² needs at least "
+                f"two held-out points; the smallest of the {len(folds)} folds holds "
+                f"{smallest}); use fewer folds (cv) or another scoring, e.g. "
+                "scoring='neg_mean_squared_error'",
+                parameter="scoring",
+            )
+        mean = defined[:, choosable].mean(axis=0)
         self.Cs_ = grid
         self.scores_ = scores
         self.paths_ = [paths for (paths, _), _, _ in fold_paths]
-        mean = scores.mean(axis=0)
-        self.C_ = float(grid[int(np.argmax(mean))])
+        self.C_ = float(grid[choosable[int(np.argmax(mean))]])
         refit_cls = MKLClassifier if self._classifier else MKLRegressor
         # On factors the refit reads them as feature blocks (kernels="precomputed" with a
         # list: K_m = G_m G_mᵀ, no n×n matrix formed).
@@ -489,7 +511,10 @@ _ATTRS_DOC = """
     Attributes
     ----------
     C_ : float
-        The chosen ``C`` (best mean held-out score).
+        The chosen ``C``: the best mean held-out score. Folds where the score is NaN at
+        every candidate (the scoring undefined there, e.g. R² on one held-out point) are
+        left out of the mean, and a candidate with a NaN score on another fold is not
+        chosen; ``fit`` raises when no candidate is left.
     Cs_ : ndarray of shape (n_Cs,)
         The candidates.
     scores_ : ndarray of shape (n_folds, n_Cs)

@@ -3,6 +3,10 @@ of the wrong dtype."""
 
 from __future__ import annotations
 
+import math
+import numbers
+import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -107,8 +111,17 @@ def check_stack(
     return np.require(arr, requirements=("C", "A"))
 
 
+def _available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS reports it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def check_n_threads(n_threads: Any) -> int:
-    """Validate ``n_threads`` (0 = all cores)."""
+    """Validate ``n_threads``: a non-negative integer, 0 = all cores; values above the number
+    of available cores are clipped to it (more threads never help the engine's memory-bound
+    loops, and its results are bit-identical for any thread count)."""
     if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)):
         raise InvalidParameterError(
             f"n_threads must be a non-negative integer, got {n_threads!r}", parameter="n_threads"
@@ -117,7 +130,7 @@ def check_n_threads(n_threads: Any) -> int:
         raise InvalidParameterError(
             f"n_threads must be >= 0 (0 = all cores), got {n_threads}", parameter="n_threads"
         )
-    return int(n_threads)
+    return min(int(n_threads), _available_cores())
 
 
 def check_psd(psd: Any) -> str:
@@ -137,17 +150,39 @@ def check_verbose(verbose: Any) -> int:
 
 
 def check_random_state(random_state: Any) -> int | None:
-    """Validate a seed: None or a non-negative integer."""
+    """Validate a seed: None or an integer in [0, 2**64) (the engine's seeds are 64-bit)."""
     if random_state is not None and (
         isinstance(random_state, bool)
         or not isinstance(random_state, (int, np.integer))
-        or random_state < 0
+        or not 0 <= random_state < 2**64
     ):
         raise InvalidParameterError(
-            f"random_state must be None or a non-negative integer, got {random_state!r}",
+            f"random_state must be None or an integer in [0, 2**64), got {random_state!r}",
             parameter="random_state",
         )
     return None if random_state is None else int(random_state)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Validate a flag: ``True`` or ``False`` (a ``bool`` or a ``numpy.bool_``)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(f"{name} must be True or False, got {value!r}", parameter=name)
+    return bool(value)
+
+
+def check_real(
+    value: Any, name: str, accepted: str, valid: Callable[[float], bool] = math.isfinite
+) -> float:
+    """Validate a real setting (an int or a float, not a bool) for which ``valid`` holds;
+    ``accepted`` describes the valid values in the error (e.g. ``"in [0, 1]"``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InvalidParameterError(
+            f"{name} must be a real number ({accepted}), got {value!r}", parameter=name
+        )
+    v = float(value)
+    if not valid(v):
+        raise InvalidParameterError(f"{name} must be {accepted}, got {value!r}", parameter=name)
+    return v
 
 
 def group_ids(groups: Any, n_kernels: int | None) -> tuple[list[int], int]:
@@ -170,14 +205,16 @@ def group_ids(groups: Any, n_kernels: int | None) -> tuple[list[int], int]:
         return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
     if all(is_int(v) for v in items):
-        labels, ids = np.unique(np.asarray(items, dtype=np.int64), return_inverse=True)
+        # Labels are arbitrary integers (Python ints may exceed int64): numbered in Python.
+        labels = sorted({int(v) for v in items})
+        number = {label: j for j, label in enumerate(labels)}
         if n_kernels is not None and len(items) != n_kernels:
             raise InvalidParameterError(
                 f"groups has {len(items)} ids for {n_kernels} kernels; give one group id per "
                 f"kernel",
                 parameter="groups",
             )
-        return [int(i) for i in ids], len(labels)
+        return [number[int(v)] for v in items], len(labels)
     if not all(isinstance(v, (list, tuple, np.ndarray)) for v in items):
         bad = next(v for v in items if not is_int(v) and not isinstance(v, (list, tuple)))
         raise InvalidParameterError(

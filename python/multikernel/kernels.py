@@ -43,12 +43,14 @@ from ._validation import (
     check_features,
     check_n_threads,
     check_random_state,
+    check_real,
     check_stack,
 )
 from .exceptions import (
     InvalidInputError,
     InvalidParameterError,
     KernelNotPSDError,
+    NonFiniteError,
     StackTooLargeError,
 )
 
@@ -97,22 +99,40 @@ _Entry: TypeAlias = "_SpecTuple | tuple[_KernelFunction, list[int] | None]"
 def _features(value: Sequence[int] | None) -> tuple[int, ...] | None:
     if value is None:
         return None
+    if isinstance(value, (str, bytes)):
+        raise InvalidParameterError(
+            f"features must be a sequence of column indices, got {value!r}", parameter="features"
+        )
     try:
-        feats = tuple(int(j) for j in np.asarray(value).ravel())
+        items = np.asarray(value, dtype=object).ravel().tolist()
     except (TypeError, ValueError):
-        raise ValueError(f"features must be a sequence of column indices, got {value!r}") from None
+        raise InvalidParameterError(
+            f"features must be a sequence of column indices, got {value!r}", parameter="features"
+        ) from None
+    bad = [
+        j for j in items if isinstance(j, (bool, np.bool_)) or not isinstance(j, numbers.Integral)
+    ]
+    if bad:
+        raise InvalidParameterError(
+            f"features must be integer column indices (ints, not floats or bools), got "
+            f"{bad[0]!r} in {value!r}",
+            parameter="features",
+        )
+    feats = tuple(int(j) for j in items)
     if len(feats) == 0:
-        raise ValueError("features must not be empty (use None for all columns)")
+        raise InvalidParameterError(
+            "features must not be empty (use None for all columns)", parameter="features"
+        )
     if min(feats) < 0:
-        raise ValueError(f"features must be non-negative column indices, got {list(feats)}")
+        raise InvalidParameterError(
+            f"features must be non-negative column indices, got {list(feats)}",
+            parameter="features",
+        )
     return feats
 
 
 def _positive(name: str, value: float) -> float:
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return v
+    return check_real(value, name, "positive and finite", lambda v: 0.0 < v < math.inf)
 
 
 @dataclass(frozen=True)
@@ -223,13 +243,18 @@ class Polynomial(Kernel):
 
     def __post_init__(self) -> None:
         d = self.degree
-        if isinstance(d, bool) or not float(d).is_integer() or d < 1:
-            raise ValueError(f"degree must be a positive integer, got {d!r}")
-        if not (math.isfinite(self.coef0) and math.isfinite(self.scale)):
-            raise ValueError("coef0 and scale must be finite")
+        if (
+            isinstance(d, (bool, np.bool_))
+            or not isinstance(d, numbers.Real)
+            or not float(d).is_integer()
+            or d < 1
+        ):
+            raise InvalidParameterError(
+                f"degree must be a positive integer, got {d!r}", parameter="degree"
+            )
         object.__setattr__(self, "degree", int(d))
-        object.__setattr__(self, "coef0", float(self.coef0))
-        object.__setattr__(self, "scale", float(self.scale))
+        object.__setattr__(self, "coef0", check_real(self.coef0, "coef0", "finite"))
+        object.__setattr__(self, "scale", check_real(self.scale, "scale", "finite"))
         object.__setattr__(self, "features", _features(self.features))
 
     def _to_tuple(self) -> _SpecTuple:
@@ -251,7 +276,8 @@ class Gaussian(Kernel):
     Raises
     ------
     ValueError
-        ``sigma`` is not a positive finite number, or ``features`` is invalid.
+        ``sigma`` is not a positive finite number, or so small (below about 5.3e-155) that
+        ``gamma = 1 / (2 sigma²)`` is not finite, or ``features`` is invalid.
 
     Examples
     --------
@@ -269,7 +295,15 @@ class Gaussian(Kernel):
     features: Sequence[int] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", _positive("sigma", self.sigma))
+        sigma = _positive("sigma", self.sigma)
+        two_s2 = 2.0 * sigma * sigma
+        if not (two_s2 > 0.0 and math.isfinite(1.0 / two_s2)):
+            raise InvalidParameterError(
+                f"sigma={self.sigma!r} is too small: gamma = 1 / (2 sigma²) is not finite; "
+                "sigma must be at least about 5.3e-155",
+                parameter="sigma",
+            )
+        object.__setattr__(self, "sigma", sigma)
         object.__setattr__(self, "features", _features(self.features))
 
     @classmethod
@@ -290,7 +324,8 @@ class Gaussian(Kernel):
         Raises
         ------
         ValueError
-            ``gamma`` is not a positive finite number, or ``features`` is invalid.
+            ``gamma`` is not a positive finite number (below about 9e307), or ``features``
+            is invalid.
 
         Examples
         --------
@@ -304,6 +339,11 @@ class Gaussian(Kernel):
         True
         """
         g = _positive("gamma", gamma)
+        if not math.isfinite(2.0 * g):
+            raise InvalidParameterError(
+                f"gamma={gamma!r} is too large: sigma = 1 / sqrt(2 gamma) underflows to 0",
+                parameter="gamma",
+            )
         return cls(sigma=1.0 / math.sqrt(2.0 * g), features=_features(features))
 
     @property
@@ -617,7 +657,8 @@ def view_bank(
     Raises
     ------
     ValueError
-        No view, a view without columns or with a non-integer or negative column, a width
+        ``views`` is not a mapping, no view, a view without columns or with a non-integer or
+        negative column, a width
         that is not positive, a degree that is not a positive integer, or no kernel per view.
 
     Examples
@@ -629,6 +670,12 @@ def view_bank(
     >>> specs[2], specs[3]
     (Linear(features=(0, 1)), Gaussian(sigma=1.0, features=(2,)))
     """
+    if not isinstance(views, Mapping):
+        raise InvalidParameterError(
+            f"views must be a mapping of view names to column indices (e.g. "
+            f"{{'a': [0, 1], 'b': [2]}}), got {type(views).__name__} {views!r}",
+            parameter="views",
+        )
     if not views:
         raise ValueError("view_bank needs at least one view")
     ws = [_positive("width", w) for w in widths]
@@ -644,7 +691,7 @@ def view_bank(
         try:
             feats = _features(cols)
         except ValueError as e:
-            raise ValueError(f"view {name!r}: {e}") from None
+            raise InvalidParameterError(f"view {name!r} of views: {e}", parameter="views") from None
         view: list[Kernel] = [Gaussian(sigma=w, features=feats) for w in ws]
         view += [Polynomial(degree=d, features=feats) for d in ds]
         if linear:
@@ -727,7 +774,7 @@ class KernelBank:
     dtype : float64 or float32
         Element type of the stacks produced.
     n_threads : int, default 0
-        Threads, 0 = all cores.
+        Threads, 0 = all cores; values above the number of cores are clipped to it.
 
     Raises
     ------
@@ -970,7 +1017,8 @@ class FeatureBank:
         Type of the returned blocks: float32 halves their memory (computed in float64, then
         rounded); the solvers compute in float64 either way.
     n_threads : int, default 0
-        Threads of the engine (0: all cores).
+        Threads of the engine (0: all cores; values above the number of cores are clipped to
+        it).
 
     Raises
     ------
@@ -1216,6 +1264,7 @@ class FeatureBank:
         """The maps' parameters (``params_``, ``n_components_``, ``n_features_in_``)."""
         n, d = X.shape
         seed = 0 if self.random_state is None else int(self.random_state)
+        seeds = [(seed + m) % 2**64 for m in range(len(self.specs))]  # the engine's are 64-bit
         pivoted = self.landmarks == "pivoted"
         # Pivoted landmarks read X whole; uniform ones need the row count only.
         whole = np.empty((n, 0))
@@ -1230,11 +1279,11 @@ class FeatureBank:
             if isinstance(spec, Linear):
                 p: dict[str, Any] = {"kind": "linear", "cols": cols}
             elif self.method == "rff":
-                W, b = _core.fourier_params(t, len(cols), self.n_components, seed + m)
+                W, b = _core.fourier_params(t, len(cols), self.n_components, seeds[m])
                 p = {"kind": "rff", "W": W, "b": b}
             else:
                 idx = _core.nystroem_landmarks(
-                    whole, t, self.n_components, pivoted, seed + m, self.n_threads
+                    whole, t, self.n_components, pivoted, seeds[m], self.n_threads
                 )
                 L = check_features(X[np.asarray(idx, dtype=np.intp)])
                 p = {"kind": "nystroem", "landmarks": L, "R": _core.nystroem_factor(L, t)}
@@ -1324,9 +1373,10 @@ def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray
     G : array-like of shape (M, n, n)
         Kernel stack.
     rtol : float, default 1e-8
-        Tolerated asymmetry ``|K_m[i, j] - K_m[j, i]|``, relative to ``max|K_m|``.
+        Tolerated asymmetry ``|K_m[i, j] - K_m[j, i]|``, relative to ``max|K_m|``; finite
+        and ≥ 0.
     n_threads : int, default 0
-        Threads, 0 = all cores.
+        Threads, 0 = all cores; values above the number of cores are clipped to it.
 
     Returns
     -------
@@ -1337,7 +1387,8 @@ def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray
     Raises
     ------
     ValueError
-        Wrong shape, non-finite entries (:class:`~multikernel.exceptions.NonFiniteError`),
+        ``rtol`` is not finite and ≥ 0, wrong shape, non-finite entries
+        (:class:`~multikernel.exceptions.NonFiniteError`),
         an asymmetric kernel (:class:`~multikernel.exceptions.KernelNotSymmetricError`) or
         one that cannot be PSD (:class:`~multikernel.exceptions.KernelNotPSDError`); the
         error's ``kernel`` and ``entry`` name the offending kernel and entry.
@@ -1356,8 +1407,9 @@ def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray
     ...     print("rejected")
     rejected
     """
+    tol = check_real(rtol, "rtol", "finite and >= 0", lambda v: 0.0 <= v < math.inf)
     arr = check_stack(G)
-    _core.validate_stack(arr, float(rtol), check_n_threads(n_threads))
+    _core.validate_stack(arr, tol, check_n_threads(n_threads))
     return arr
 
 
@@ -1411,7 +1463,8 @@ def shift_to_psd(
         construction (a sigmoid "kernel", an edit-distance similarity), and shifting it is a
         modelling decision: raise ``max_shift`` to take it.
     n_threads : int, default 0
-        Threads of the stack's validation (:func:`validate_stack`), 0 = all cores.
+        Threads of the stack's validation (:func:`validate_stack`), 0 = all cores;
+        values above the number of cores are clipped to it.
 
     Returns
     -------
@@ -1521,7 +1574,7 @@ def quad_forms(G: Any, v: Any, *, n_threads: int = 0) -> NDArray[np.float64]:
     v : array-like of shape (n,)
         Vector.
     n_threads : int, default 0
-        Threads, 0 = all cores.
+        Threads, 0 = all cores; values above the number of cores are clipped to it.
 
     Returns
     -------
@@ -1596,9 +1649,9 @@ def low_rank(
     tol : float, default 1e-6
         Relative trace error, in [0, 1).
     max_rank : int, optional
-        Cap on the rank (default n).
+        Cap on the rank, an integer ≥ 1 (default n; larger values mean n).
     n_threads : int, default 0
-        Threads, 0 = all cores.
+        Threads, 0 = all cores; values above the number of cores are clipped to it.
 
     Returns
     -------
@@ -1609,7 +1662,7 @@ def low_rank(
     ------
     ValueError
         ``G`` is not a stack of square kernels, ``tol`` is outside [0, 1), or ``max_rank`` is
-        below 1.
+        not an integer ≥ 1.
 
     Examples
     --------
@@ -1624,15 +1677,26 @@ def low_rank(
     tol_f = float(tol)
     if not (0.0 <= tol_f < 1.0):
         raise ValueError(f"tol must be in [0, 1), got {tol!r}")
-    rank = arr.shape[1] if max_rank is None else int(max_rank)
-    if rank < 1:
-        raise ValueError(f"max_rank must be at least 1, got {max_rank!r}")
+    if max_rank is not None and (
+        isinstance(max_rank, (bool, np.bool_))
+        or not isinstance(max_rank, numbers.Integral)
+        or max_rank < 1
+    ):
+        raise InvalidParameterError(
+            f"max_rank must be None or an integer ≥ 1, got {max_rank!r}", parameter="max_rank"
+        )
+    rank = arr.shape[1] if max_rank is None else min(int(max_rank), arr.shape[1])
     factors, ranks, errors = _core.low_rank(arr, tol_f, rank, check_n_threads(n_threads))
     return LowRankFactors(factors=factors, ranks=np.asarray(ranks, dtype=np.int64), errors=errors)
 
 
 def _centered(K: NDArray[Any]) -> NDArray[np.float64]:
+    """``H K H`` of ``K`` divided by its largest absolute entry (alignments are
+    scale-invariant; the division keeps tiny or huge kernels from under- or overflowing)."""
     Kd = np.asarray(K, dtype=np.float64)
+    scale = float(np.abs(Kd).max())
+    if scale > 0.0:
+        Kd = Kd / scale
     r = Kd.mean(axis=1)
     out: NDArray[np.float64] = Kd - r[:, None] - r[None, :] + r.mean()
     return out
@@ -1642,13 +1706,17 @@ def alignment(G: Any, y: Any = None) -> NDArray[np.float64]:
     """Centred kernel alignment (Cortes et al.; Kloft et al. §5.3).
 
     ``A(K, L) = <K_c, L_c>_F / (||K_c||_F ||L_c||_F)`` with ``K_c = H K H`` the centred kernel.
+    Alignments do not depend on the scale of a kernel or of ``y``: each is divided by its
+    largest absolute entry first, so that tiny or huge kernels neither underflow nor
+    overflow.
 
     Parameters
     ----------
     G : ndarray of shape (M, n, n)
-        Kernel stack.
+        Kernel stack, finite.
     y : array-like of shape (n,), optional
-        Targets. When given, the kernel–target alignments ``A(K_m, y yᵀ)`` are returned.
+        Targets, finite. When given, the kernel–target alignments ``A(K_m, y yᵀ)`` are
+        returned.
 
     Returns
     -------
@@ -1658,7 +1726,8 @@ def alignment(G: Any, y: Any = None) -> NDArray[np.float64]:
     Raises
     ------
     ValueError
-        ``G`` is not a stack of square kernels, or ``y`` has not n entries.
+        ``G`` is not a stack of square kernels, ``G`` or ``y`` has NaN or infinite entries
+        (:class:`~multikernel.exceptions.NonFiniteError`), or ``y`` has not n entries.
 
     Examples
     --------
@@ -1674,17 +1743,34 @@ def alignment(G: Any, y: Any = None) -> NDArray[np.float64]:
     """
     arr = check_stack(G)
     M, n, _ = arr.shape
-    norms = np.empty(M)
+    for m in range(M):
+        finite = np.isfinite(arr[m])
+        if not finite.all():
+            i, j = (int(v) for v in np.argwhere(~finite)[0])
+            raise NonFiniteError(
+                f"kernel {m} of G contains NaN or infinity (first at entry ({i}, {j}))",
+                kernel=m,
+                entry=(i, j),
+            )
     if y is not None:
         yv = np.asarray(y, dtype=np.float64).ravel()
         if yv.shape[0] != n:
             raise ValueError(f"y has {yv.shape[0]} entries but the kernels are {n}×{n}")
-        yc = yv - yv.mean()
+        if not np.isfinite(yv).all():
+            raise NonFiniteError(
+                f"y contains NaN or infinity (first at entry {int(np.argmin(np.isfinite(yv)))})"
+            )
+        y_scale = float(np.abs(yv).max())
+        yc = yv / y_scale if y_scale > 0.0 else yv
+        yc = yc - yc.mean()
         ynorm = float(yc @ yc)  # ||(y yᵀ)_c||_F = ||H y||²
-        # <K_c, y yᵀ> = (H y)ᵀ K (H y): one quadratic form per kernel.
-        num = quad_forms(arr, yc)
+        # <K_c, y yᵀ> = (H y)ᵀ K_c (H y): one quadratic form per (scaled, centred) kernel.
+        num = np.empty(M)
+        norms = np.empty(M)
         for m in range(M):
-            norms[m] = np.linalg.norm(_centered(arr[m]))
+            Kc = _centered(arr[m])
+            num[m] = yc @ Kc @ yc
+            norms[m] = np.linalg.norm(Kc)
         den = norms * ynorm
         out: NDArray[np.float64] = np.divide(num, den, out=np.zeros(M), where=den > 0)
         return out

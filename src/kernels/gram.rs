@@ -399,6 +399,23 @@ fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) 
     Ok(())
 }
 
+/// An error naming the first non-finite entry of kernel `k` (`g`, rows of `cols` entries):
+/// a specification's kernel overflows on large inputs or parameters (a Gaussian of tiny width,
+/// a polynomial of huge degree), which no solver could fit.
+fn finite<T: Element>(k: usize, g: &[T], cols: usize) -> Result<()> {
+    match g.iter().position(|v| !v.to_f64().is_finite()) {
+        None => Ok(()),
+        Some(at) => Err(MkError::NonFinite {
+            what: format!(
+                "kernel {k}, evaluated on these points (its values overflow: rescale X or the \
+                 kernel's parameters),"
+            ),
+            kernel: Some(k),
+            entry: Some((at / cols, at % cols)),
+        }),
+    }
+}
+
 /// Copies the upper triangle of the row-major `n×n` kernel `k` onto the lower one, in tiles
 /// that stay in cache. Centring computes `K[i,j]` and `K[j,i]` in different orders, and where it
 /// cancels (a nearly constant kernel) the two may differ far beyond one rounding; a training
@@ -476,7 +493,7 @@ pub fn gram_bank<T: Element>(
                     BankKernel::Blocks(_) => DenseStack::new(g, 1, n)?
                         .validate(symmetry_rtol::<T>())
                         .map_err(|e| as_kernel(k, e)),
-                    BankKernel::Spec(_) => Ok(()),
+                    BankKernel::Spec(_) => finite(k, g, n),
                 }
             })?;
         let arr =
@@ -539,7 +556,10 @@ pub fn cross_gram_bank<T: Element>(
         out.par_chunks_mut(na * n)
             .zip(selfv.par_chunks(na))
             .enumerate()
-            .for_each(|(k, (g, sv))| stats.apply(k, g, sv));
+            .try_for_each(|(k, (g, sv))| {
+                stats.apply(k, g, sv);
+                finite(k, g, n)
+            })?;
         Array3::from_shape_vec((m, na, n), out).map_err(|e| MkError::Shape(e.to_string()))
     })?
 }

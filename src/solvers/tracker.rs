@@ -36,6 +36,9 @@ pub(crate) struct Tracker<'a> {
     /// The best dual value as computed, witness or not: after a witness the fit stops where
     /// it would have converged (see [`Tracker::record_with`]).
     raw_dual: f64,
+    /// Every dual value recorded, as computed: the best ones are chosen again when the best
+    /// primal value falls below one of them.
+    duals: Vec<f64>,
 }
 
 impl<'a> Tracker<'a> {
@@ -49,6 +52,7 @@ impl<'a> Tracker<'a> {
             best: None,
             witness: None,
             raw_dual: f64::NEG_INFINITY,
+            duals: Vec::new(),
         }
     }
 
@@ -95,9 +99,21 @@ impl<'a> Tracker<'a> {
     ) -> f64 {
         self.note(witness);
         let dual = self.certified(raw);
+        self.duals.push(raw);
         if primal < self.best_primal {
             self.best_primal = primal;
             self.best = Some(model());
+            // A dual value recorded below an earlier, larger primal value can lie above this
+            // one: by weak duality its point was not feasible after all (e.g. ε-insensitive
+            // SpicyMKL at C = 1e200, which reported a gap of −41 as converged).
+            let slack = primal + DUAL_SLACK * primal.abs();
+            if self.best_dual > slack || self.raw_dual > slack {
+                let valid = self.duals.iter().filter(|&&d| d <= slack);
+                self.raw_dual = valid.fold(f64::NEG_INFINITY, |a, &d| a.max(d));
+                if self.witness.is_none() {
+                    self.best_dual = self.raw_dual;
+                }
+            }
         }
         // Weak duality: a dual value above a primal one beyond rounding comes from a dual
         // point that is not feasible (e.g. a Newton β a few ulps of its own scale outside the
@@ -212,6 +228,22 @@ mod tests {
         assert_eq!(r.history.len(), 3);
         assert_eq!(r.history[0].dual, 1.01);
         assert!(r.dual <= 1.0 + 1e-12);
+    }
+
+    /// A dual value that was below the best primal value when recorded, but lies above a
+    /// later, smaller one, certifies nothing: the best dual is the best of those still below.
+    #[test]
+    fn a_dual_above_a_later_primal_is_dropped() {
+        let mut t = Tracker::new(&NoInterrupt);
+        assert!((t.record_with(10.0, (0.5, None), 1, model) - 9.5 / 10.0).abs() < 1e-12);
+        assert!((t.record_with(10.0, (8.0, None), 1, model) - 0.2).abs() < 1e-12);
+        // P falls to 4: D = 8 is no lower bound; D = 0.5 is the best left.
+        assert!(
+            (t.record_with(4.0, (f64::NEG_INFINITY, None), 1, model) - 3.5 / 4.0).abs() < 1e-12
+        );
+        assert!((t.record_with(4.0, (3.9, None), 1, model) - 0.025).abs() < 1e-12);
+        let r = t.finish(4, SolveStatus::MaxIterations).unwrap();
+        assert_eq!((r.primal, r.dual), (4.0, 3.9));
     }
 
     /// A dual point with a witness that a kernel is not PSD certifies nothing, however close

@@ -109,3 +109,51 @@ def test_a_class_with_a_single_member_in_multiclass() -> None:
             ).fit(X, y)  # fmt: skip
         assert clf.predict(X[-1:])[0] == 2
         assert np.all(np.asarray(clf.duality_gap_) <= 1e-6)
+
+
+@pytest.mark.parametrize("penalty", ["lp", "l1", "elasticnet", "group"])
+def test_kernels_that_overflow_are_refused_by_every_penalty(penalty: str) -> None:
+    """A polynomial kernel of points scaled by 1e150 overflows: every penalty refuses it
+    naming the kernel (SpicyMKL used to fit it and predict NaN), and so do cross kernels."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), np.arange(20) % 2
+    specs = [mk.kernels.Gaussian(sigma=1.0), mk.kernels.Linear(), mk.kernels.Polynomial(degree=2)]
+    groups = [0, 0, 1] if penalty == "group" else None
+    with pytest.raises(mk.exceptions.NonFiniteError, match="kernel 2.*overflow") as err:
+        mk.MKLClassifier(kernels=specs, penalty=penalty, groups=groups).fit(X * 1e150, y)
+    assert err.value.kernel == 2
+    clf = mk.MKLClassifier(kernels=specs, penalty=penalty, groups=groups).fit(X, y)
+    with pytest.raises(mk.exceptions.NonFiniteError, match="kernel 2"):
+        clf.decision_function(X * 1e200)  # (1e200 x·x')² overflows
+
+
+def test_a_dual_value_above_a_later_primal_value_is_not_a_certificate() -> None:
+    """ε-insensitive SpicyMKL at C = 1e200 recorded a dual value below an early primal value
+    but far above the final one, and reported a relative gap of −41 as converged. Weak duality
+    (P ≥ D) must hold for what is reported, and a fit that cannot certify says so."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    y = X[:, 0] - 0.5 * X[:, 1] ** 2 + 0.1 * rng.normal(size=20)
+    specs = [mk.kernels.Gaussian(sigma=1.0), mk.kernels.Linear(), mk.kernels.Polynomial(degree=2)]
+    reg = mk.MKLRegressor(kernels=specs, penalty="l1", loss="epsilon_insensitive", C=1e200)
+    with pytest.warns(ConvergenceWarning):
+        reg.fit(X, y)
+    assert reg.dual_objective_ <= reg.primal_objective_
+    assert reg.duality_gap_ >= 0.0 and not reg.converged_
+
+
+def test_path_points_beyond_float64_are_flagged() -> None:
+    """With C_max = 1e300 the last points of a path cannot be certified (P ~ 1e289 against
+    D ~ 3.5): the path warns, naming the first such C, instead of ending 'complete' silently."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(15, 3))
+    y = X[:, 0] - 0.5 * X[:, 1] ** 2 + 0.1 * rng.normal(size=15)
+    specs = [mk.kernels.Gaussian(sigma=1.0), mk.kernels.Linear(), mk.kernels.Polynomial(degree=2)]
+    with pytest.warns(ConvergenceWarning, match="not certified within tol") as rec:
+        path = mk.mkl_path(X, y, kernels=specs, C_max=1e300)
+    over = path.duality_gaps > path.tol
+    assert over.any() and not over[: np.argmax(over)].any()
+    assert f"{path.Cs[np.argmax(over)]:.4g}" in str(rec[0].message)
+    # The certified points: every gap recomputed from the recorded objectives.
+    rel = (path.primal_objectives - path.dual_objectives) / np.abs(path.primal_objectives)
+    np.testing.assert_allclose(rel, path.duality_gaps, rtol=1e-9)

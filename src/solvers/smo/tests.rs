@@ -925,3 +925,44 @@ fn invalid_inputs_are_rejected() {
         Err(MkError::NonFinite { .. })
     ));
 }
+
+/// A tolerance below what the gradient resolves (an outer solver's `tol = 1e-300`) stops at
+/// the rounding floor, 64ε times the gradient, with the tight solution: before the floor
+/// every such solve spun to libsvm's 10⁷ steps (36 s for a 20-point group fit).
+#[test]
+fn a_tolerance_below_rounding_stops_at_the_rounding_floor() {
+    let (x, y, t) = data(20, 9);
+    let k = gaussian(&x, 0.5);
+    let kern = DenseKernel::new(&k, 20).unwrap();
+    let tiny = SmoOptions {
+        eps: 1e-300,
+        ..SmoOptions::default()
+    };
+    let c = [10.0];
+    let solves = [
+        (
+            svc(&kern, &y, &c, &tiny, None, &NoInterrupt).unwrap(),
+            svc(&kern, &y, &c, &tight(), None, &NoInterrupt).unwrap(),
+            DenseQp::svc(&k, &y, &[10.0; 20]),
+        ),
+        (
+            svr(&kern, &t, &c, 0.1, &tiny, None, &NoInterrupt).unwrap(),
+            svr(&kern, &t, &c, 0.1, &tight(), None, &NoInterrupt).unwrap(),
+            DenseQp::svr(&k, &t, 10.0, 0.1),
+        ),
+        (
+            one_class(&kern, 0.3, &tiny, None, &NoInterrupt).unwrap(),
+            one_class(&kern, 0.3, &tight(), None, &NoInterrupt).unwrap(),
+            DenseQp::one_class(&k, 20, 0.3),
+        ),
+    ];
+    for (s, reference, qp) in solves {
+        assert!(
+            s.converged && s.iterations < 100_000,
+            "{} steps",
+            s.iterations
+        );
+        qp.check_kkt(&s.alpha, 1e-11);
+        assert!(close(s.objective, reference.objective, 1e-12));
+    }
+}
