@@ -728,7 +728,8 @@ def gram(
     dtype : float64 or float32
         Element type of the stack (float32 halves its memory).
     n_threads : int, default 0
-        Threads for the computation, 0 = all cores.
+        Threads for the computation, 0 = all cores; values above the number of cores are
+        clipped to it.
 
     Returns
     -------
