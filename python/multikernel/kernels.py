@@ -658,8 +658,8 @@ def view_bank(
     ------
     ValueError
         ``views`` is not a mapping, no view, a view without columns or with a non-integer or
-        negative column, a width
-        that is not positive, a degree that is not a positive integer, or no kernel per view.
+        negative column, a width that is not positive, a degree that is not a positive
+        integer, or no kernel per view.
 
     Examples
     --------
