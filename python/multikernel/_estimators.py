@@ -9,7 +9,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -48,6 +48,7 @@ from .kernels import (
     KernelBank,
     Linear,
     Polynomial,
+    _check_normalize,
     shift_to_psd,
     validate_stack,
 )
@@ -381,14 +382,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         rs = check_random_state(self.random_state)
         check_verbose(self.verbose)
         check_bool(self.warm_start, "warm_start")
-        norms = get_args(Normalization)
-        if self.normalize is not None and not (
-            isinstance(self.normalize, str) and self.normalize in norms
-        ):
-            raise InvalidParameterError(
-                f"normalize must be one of {', '.join(norms)} or None, got {self.normalize!r}",
-                parameter="normalize",
-            )
+        _check_normalize(self.normalize)
         # Checked whatever the penalty and loss, as scikit-learn checks every parameter.
         check_real(self.p, "p", "in [1, inf]", lambda v: v >= 1.0)
         check_real(self.l1_ratio, "l1_ratio", "in [0, 1]", lambda v: 0.0 <= v <= 1.0)

@@ -687,8 +687,8 @@ def mkl_path(
         )
     # With μ following P every point is promised within tol; where float64 cannot resolve the
     # loss against C (C_max = 1e300), the corrector stops above it: say so, never pretend.
-    over = np.flatnonzero(path.duality_gaps > tol) if mu is None else np.empty(0, dtype=int)
-    if over.size:
+    over = np.flatnonzero(path.duality_gaps > tol)
+    if mu is None and over.size:
         warnings.warn(
             f"{over.size} of the {path.Cs.shape[0]} path points are not certified within "
             f"tol={tol:g} (the first at C = {path.Cs[over[0]]:.4g}, relative gaps up to "

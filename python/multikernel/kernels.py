@@ -556,9 +556,10 @@ def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:
 
 def _check_normalize(normalize: str | None) -> str:
     name = "none" if normalize is None else normalize
-    if name not in _NORMALIZATIONS:
-        raise ValueError(
-            f"normalize must be one of {', '.join(_NORMALIZATIONS)} or None, got {normalize!r}"
+    if not isinstance(name, str) or name not in _NORMALIZATIONS:
+        raise InvalidParameterError(
+            f"normalize must be one of {', '.join(_NORMALIZATIONS)} or None, got {normalize!r}",
+            parameter="normalize",
         )
     return name
 

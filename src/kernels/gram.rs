@@ -326,7 +326,7 @@ fn block_kernel<T: Element>(
         let block = &mut buf[..rows.len()];
         kernel.rows(r0..r1, block)?;
         if let Some(at) = block.iter().position(|v| !v.is_finite()) {
-            return Err(non_finite(m, (r0 + at / nb, at % nb)));
+            return Err(non_finite(m, (r0 + at / nb, at % nb), ""));
         }
         for (o, &v) in rows.iter_mut().zip(block.iter()) {
             *o = T::from_f64(v);
@@ -335,7 +335,7 @@ fn block_kernel<T: Element>(
             let sv = &mut self_values[r0..r1];
             kernel.self_values(r0..r1, sv)?;
             if let Some(at) = sv.iter().position(|v| !v.is_finite()) {
-                return Err(non_finite(m, (r0 + at, r0 + at)));
+                return Err(non_finite(m, (r0 + at, r0 + at), ""));
             }
         }
     }
@@ -360,9 +360,9 @@ fn block_kernel<T: Element>(
 }
 
 /// Entry `entry` of kernel `m` is not finite.
-fn non_finite(m: usize, entry: (usize, usize)) -> MkError {
+fn non_finite(m: usize, entry: (usize, usize), cause: &str) -> MkError {
     MkError::NonFinite {
-        what: format!("kernel {m}"),
+        what: format!("kernel {m}{cause}"),
         kernel: Some(m),
         entry: Some(entry),
     }
@@ -405,14 +405,12 @@ fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) 
 fn finite<T: Element>(k: usize, g: &[T], cols: usize) -> Result<()> {
     match g.iter().position(|v| !v.to_f64().is_finite()) {
         None => Ok(()),
-        Some(at) => Err(MkError::NonFinite {
-            what: format!(
-                "kernel {k}, evaluated on these points (its values overflow: rescale X or the \
-                 kernel's parameters),"
-            ),
-            kernel: Some(k),
-            entry: Some((at / cols, at % cols)),
-        }),
+        Some(at) => Err(non_finite(
+            k,
+            (at / cols, at % cols),
+            ", evaluated on these points (its values overflow: rescale X or the kernel's \
+             parameters),",
+        )),
     }
 }
 
