@@ -14,6 +14,7 @@ from ._config import (
     SolverConfig,
     SpicyConfig,
     SvrgConfig,
+    WrapperConfig,
 )
 from ._estimators import MKLClassifier, MKLRegressor, default_kernels
 from ._oneclass import MKLOneClass
@@ -42,6 +43,7 @@ __all__ = [
     "SolverName",
     "SpicyConfig",
     "SvrgConfig",
+    "WrapperConfig",
     "__version__",
     "default_kernels",
     "exceptions",

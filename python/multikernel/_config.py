@@ -16,7 +16,7 @@ from . import _core
 from ._typing import LossName, Penalty
 
 _NativeSolver: TypeAlias = Literal[
-    "analytic", "interleaved", "spicy", "mirror", "svrg", "one_class"
+    "analytic", "interleaved", "spicy", "wrapper", "mirror", "svrg", "one_class"
 ]
 #: One setting's value as the engine reads it.
 Setting: TypeAlias = float | int | str | list[int] | None
@@ -150,6 +150,38 @@ class SpicyConfig(_Config):
 
 
 @dataclass(frozen=True)
+class WrapperConfig(_Config):
+    """Settings of the ``wrapper`` solver: ``l1`` and ``elasticnet`` MKL as a wrapper around
+    one SVM (hinge, squared hinge and ε-insensitive losses). The kernel weights move by
+    trust-region Newton steps whose Hessian comes from the free support vectors
+    (HessianMKL-style), each step a warm-started SMO solve on the combined kernel
+    (docs/mathematics.md §2.11).
+
+    Parameters
+    ----------
+    inner_tol : float, default 1e-7
+        Accuracy of each SMO solve (maximal KKT violation), positive; tightened (to 1e-12 at
+        most) when the Newton model sees no progress left above ``tol``.
+
+    Raises
+    ------
+    multikernel.exceptions.InvalidParameterError
+        A setting out of range (a ``ValueError``), naming it.
+
+    Examples
+    --------
+    >>> import multikernel as mk
+    >>> clf = mk.MKLClassifier(penalty="l1", solver="wrapper",
+    ...                        solver_config=mk.WrapperConfig(inner_tol=1e-8))
+    >>> clf.solver_config.inner_tol
+    1e-08
+    """
+
+    _solver: ClassVar[_NativeSolver] = "wrapper"
+    inner_tol: float = 1e-7
+
+
+@dataclass(frozen=True)
 class MirrorConfig(_Config):
     """Settings of the ``mirror`` solver (group MKL by mirror descent, Nath et al.): the
     closed-form group weights γ alternate with entropic mirror steps on the within-group
@@ -219,7 +251,7 @@ class SvrgConfig(_Config):
 
 
 SolverConfig: TypeAlias = (
-    AnalyticConfig | InterleavedConfig | SpicyConfig | MirrorConfig | SvrgConfig
+    AnalyticConfig | InterleavedConfig | SpicyConfig | WrapperConfig | MirrorConfig | SvrgConfig
 )
 
 ALL_LOSSES: tuple[LossName, ...] = (
@@ -259,6 +291,9 @@ SOLVERS: dict[_NativeSolver, SolverInfo] = {
     "analytic": SolverInfo(("lp",), ALL_LOSSES, AnalyticConfig),
     "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),
     "spicy": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, SpicyConfig),
+    "wrapper": SolverInfo(
+        ("l1", "elasticnet"), ("hinge", "squared_hinge", "epsilon_insensitive"), WrapperConfig
+    ),
     "mirror": SolverInfo(("group", "lp"), ALL_LOSSES, MirrorConfig),
     "svrg": SolverInfo(("lp",), ("logistic", "squared", "squared_hinge"), SvrgConfig),
 }

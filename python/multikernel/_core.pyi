@@ -35,7 +35,7 @@ __all__ = [
 _SpecTuple = tuple[str, float, float, float, list[int] | None]
 # A Python kernel function (A, B) -> (len(A), len(B)) and the columns it reads.
 _FuncEntry = tuple[Callable[[NDArray[np.float64], NDArray[np.float64]], Any], list[int] | None]
-_Solver = Literal["analytic", "interleaved", "spicy", "mirror", "svrg", "one_class"]
+_Solver = Literal["analytic", "interleaved", "spicy", "wrapper", "mirror", "svrg", "one_class"]
 _Setting = float | int | str | list[int] | None
 
 @final

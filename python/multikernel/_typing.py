@@ -20,7 +20,9 @@ LossName: TypeAlias = Literal[
 ]
 
 #: Solvers (``solver=``); ``"auto"`` picks the fastest valid one for the penalty.
-SolverName: TypeAlias = Literal["auto", "analytic", "interleaved", "spicy", "mirror", "svrg"]
+SolverName: TypeAlias = Literal[
+    "auto", "analytic", "interleaved", "spicy", "wrapper", "mirror", "svrg"
+]
 
 #: Scalings of the Gram matrices (``normalize=``); None means ``"none"``.
 Normalization: TypeAlias = Literal["none", "trace", "mean_diag", "multiplicative", "spherical"]

@@ -494,6 +494,20 @@ impl Loss {
         penalty: f64,
         primal: f64,
     ) -> Option<(f64, f64, f64)> {
+        self.lift_to_margin_with(y, f, b, c, |t| t * t * penalty, primal)
+    }
+
+    /// [`Loss::lift_to_margin`] for any penalty: `penalty_at(t)` is the penalty of the model
+    /// scaled by `t` (`l1`: `t Σ s_m`; elastic net: `Σ (r_1 t s_m + r_2 t² s_m²/2)`).
+    pub fn lift_to_margin_with(
+        &self,
+        y: &[f64],
+        f: &[f64],
+        b: f64,
+        c: f64,
+        penalty_at: impl Fn(f64) -> f64,
+        primal: f64,
+    ) -> Option<(f64, f64, f64)> {
         if *self != Loss::Hinge {
             return None;
         }
@@ -514,7 +528,7 @@ impl Loss {
             .zip(f)
             .map(|(&yi, &fi)| self.value(yi, t * fi + bt))
             .sum();
-        let lifted = c * data + t * t * penalty;
+        let lifted = c * data + penalty_at(t);
         (lifted < primal).then_some((t, bt, lifted))
     }
 }

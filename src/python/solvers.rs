@@ -19,6 +19,7 @@ use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy_from, SpicyConfig, SpicyPenalty, SpicyStart};
 use crate::solvers::svrg::{fit_svrg, Features, SvrgConfig};
+use crate::solvers::wrapper::{fit_wrapper, WrapperConfig};
 use crate::Result;
 
 /// How a fit ended.
@@ -158,6 +159,7 @@ impl PyFitResult {
 enum Settings {
     Lp(LpConfig),
     Spicy(SpicyConfig),
+    Wrapper(WrapperConfig),
     /// With the group id of every kernel (`None`: one group, `lp` with `p = 1`).
     Mirror(MirrorConfig, Option<Vec<usize>>),
     /// On explicit features, not a kernel stack.
@@ -283,6 +285,20 @@ impl<'py> Fields<'_, 'py> {
         Loss::parse(&name, epsilon).map_err(to_py)
     }
 
+    /// The `l1` / `elasticnet` penalty of the sparse solvers (`spicy`, `wrapper`).
+    fn sparse_penalty(&mut self, solver: &str) -> PyResult<SpicyPenalty> {
+        match self.text("penalty", "l1")?.as_str() {
+            "l1" => Ok(SpicyPenalty::L1),
+            "elasticnet" => Ok(SpicyPenalty::ElasticNet {
+                l1_ratio: self.float("l1_ratio", 1.0)?,
+            }),
+            other => Err(to_py(MkError::config(
+                "penalty",
+                format!("must be l1 or elasticnet for solver {solver}, got {other:?}"),
+            ))),
+        }
+    }
+
     /// Fails on a key that was not taken.
     fn finish(self) -> PyResult<()> {
         for key in self.dict.keys() {
@@ -300,7 +316,7 @@ impl<'py> Fields<'_, 'py> {
 }
 
 impl Settings {
-    /// The settings of `solver` (`analytic`, `interleaved`, `spicy`, `mirror`, `svrg` or
+    /// The settings of `solver` (`analytic`, `interleaved`, `spicy`, `wrapper`, `mirror`, `svrg` or
     /// `one_class`): `dict` over the engine's defaults, validated by the engine.
     fn read(solver: &str, dict: &Bound<'_, PyDict>) -> PyResult<Self> {
         let mut f = Fields {
@@ -326,18 +342,7 @@ impl Settings {
             }
             "spicy" => {
                 let d = SpicyConfig::default();
-                let penalty = match f.text("penalty", "l1")?.as_str() {
-                    "l1" => SpicyPenalty::L1,
-                    "elasticnet" => SpicyPenalty::ElasticNet {
-                        l1_ratio: f.float("l1_ratio", 1.0)?,
-                    },
-                    other => {
-                        return Err(to_py(MkError::config(
-                            "penalty",
-                            format!("must be l1 or elasticnet for solver spicy, got {other:?}"),
-                        )))
-                    }
-                };
+                let penalty = f.sparse_penalty(solver)?;
                 Settings::Spicy(SpicyConfig {
                     penalty,
                     c: f.float("C", d.c)?,
@@ -350,6 +355,17 @@ impl Settings {
                     gamma_max: f.float("gamma_max", d.gamma_max)?,
                     working_set: f.optional_count("working_set", d.working_set)?,
                     point_working_set: f.flag("point_working_set", d.point_working_set)?,
+                })
+            }
+            "wrapper" => {
+                let d = WrapperConfig::default();
+                Settings::Wrapper(WrapperConfig {
+                    penalty: f.sparse_penalty(solver)?,
+                    c: f.float("C", d.c)?,
+                    loss: f.loss(d.loss)?,
+                    tol: f.float("tol", d.tol)?,
+                    max_iter: f.count("max_iter", d.max_iter)?,
+                    inner_tol: f.float("inner_tol", d.inner_tol)?,
                 })
             }
             "mirror" => {
@@ -390,8 +406,8 @@ impl Settings {
                 return Err(to_py(MkError::config(
                     "solver",
                     format!(
-                        "unknown solver {other:?}; valid: analytic, interleaved, spicy, mirror, \
-                         svrg, one_class"
+                        "unknown solver {other:?}; valid: analytic, interleaved, spicy, wrapper, \
+                         mirror, svrg, one_class"
                     ),
                 )))
             }
@@ -407,6 +423,7 @@ impl Settings {
         match self {
             Settings::Lp(c) => c.validate(),
             Settings::Spicy(c) => c.validate(),
+            Settings::Wrapper(c) => c.validate(),
             Settings::Mirror(c, groups) => {
                 if let Some(ids) = groups {
                     Groups::new(ids)?;
@@ -434,6 +451,7 @@ impl Settings {
         match self {
             Settings::Lp(c) => fit_lp(s, y, c, i),
             Settings::Spicy(c) => fit_spicy_from(s, y, c, start, i),
+            Settings::Wrapper(c) => fit_wrapper(s, y, c, i),
             Settings::Mirror(c, groups) => {
                 let groups = match groups {
                     Some(ids) => Groups::new(ids)?,
@@ -477,6 +495,14 @@ impl Settings {
                 d.set_item("gamma_max", c.gamma_max)?;
                 d.set_item("working_set", c.working_set)?;
                 d.set_item("point_working_set", c.point_working_set)?;
+            }
+            Settings::Wrapper(c) => {
+                d.set_item("C", c.c)?;
+                d.set_item("loss", c.loss.name())?;
+                d.set_item("epsilon", c.loss.epsilon())?;
+                d.set_item("tol", c.tol)?;
+                d.set_item("max_iter", c.max_iter)?;
+                d.set_item("inner_tol", c.inner_tol)?;
             }
             Settings::Svrg(c) => {
                 d.set_item("p", c.p)?;

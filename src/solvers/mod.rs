@@ -11,6 +11,7 @@ pub mod svrg;
 mod test_util;
 mod tracker;
 pub mod witness;
+pub mod wrapper;
 
 use crate::error::{MkError, Result};
 

@@ -12,3 +12,49 @@ impl Lcg {
         ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 }
+
+type KernelFn = dyn Fn(&[f64; 3], &[f64; 3]) -> f64;
+
+/// `n` points in 3-D; kernels: Gaussians of widths 0.5, 1, 2 on all features, a linear kernel
+/// on feature 0, a Gaussian on feature 2 (noise), each with a 1e-8 jitter (as the paper).
+pub(crate) fn problem(n: usize, regression: bool, seed: u64) -> (Vec<f64>, usize, Vec<f64>) {
+    let mut rng = Lcg(seed);
+    let x: Vec<[f64; 3]> = (0..n)
+        .map(|_| [rng.next(), rng.next(), rng.next()])
+        .collect();
+    let y: Vec<f64> = x
+        .iter()
+        .map(|p| {
+            let t = (3.0 * p[0]).sin() + p[1] * p[1] + 0.3 * rng.next();
+            if regression {
+                t
+            } else if t > 0.3 {
+                1.0
+            } else {
+                -1.0
+            }
+        })
+        .collect();
+    let kernels: Vec<Box<KernelFn>> = vec![
+        Box::new(|a, b| gauss(a, b, 0.5, 3)),
+        Box::new(|a, b| gauss(a, b, 1.0, 3)),
+        Box::new(|a, b| gauss(a, b, 2.0, 3)),
+        Box::new(|a, b| a[0] * b[0]),
+        Box::new(|a, b| (-(a[2] - b[2]).powi(2)).exp()),
+    ];
+    let m = kernels.len();
+    let mut g = vec![0.0; m * n * n];
+    for (k, kern) in kernels.iter().enumerate() {
+        for i in 0..n {
+            for j in 0..n {
+                g[k * n * n + i * n + j] = kern(&x[i], &x[j]) + if i == j { 1e-8 } else { 0.0 };
+            }
+        }
+    }
+    (g, m, y)
+}
+
+fn gauss(a: &[f64; 3], b: &[f64; 3], sigma: f64, d: usize) -> f64 {
+    let s: f64 = (0..d).map(|i| (a[i] - b[i]).powi(2)).sum();
+    (-s / (2.0 * sigma * sigma)).exp()
+}

@@ -220,8 +220,10 @@ def test_warm_start_must_be_a_bool() -> None:
         _raises_parameter("warm_start", clf.fit, X, y)
         reg = mk.MKLRegressor(warm_start=bad)  # type: ignore[arg-type]
         _raises_parameter("warm_start", reg.fit, X, y.astype(float))
-    a = mk.MKLClassifier(penalty="l1", warm_start=np.bool_(True)).fit(X, y)  # type: ignore[arg-type]
-    b = mk.MKLClassifier(penalty="l1", warm_start=False).fit(X, y)
+    # SpicyMKL, the solver with warm starts (solver="auto" picks it only with warm_start).
+    a = mk.MKLClassifier(penalty="l1", solver="spicy", warm_start=np.bool_(True))  # type: ignore[arg-type]
+    a.fit(X, y)
+    b = mk.MKLClassifier(penalty="l1", solver="spicy", warm_start=False).fit(X, y)
     np.testing.assert_allclose(a.primal_objective_, b.primal_objective_, rtol=1e-6)
 
 

@@ -22,7 +22,7 @@ TOL = 1e-3
 
 def estimator(loss: str, regression: bool, **params: Any) -> mk.MKLClassifier | mk.MKLRegressor:
     cls = mk.MKLRegressor if regression else mk.MKLClassifier
-    return cls(kernels="precomputed", **{"loss": loss, "tol": TOL, **params})
+    return cls(kernels="precomputed", **{"loss": loss, "tol": TOL, "solver": "spicy", **params})
 
 
 @pytest.mark.parametrize("dataset", ["pima", "sonar"])
@@ -73,11 +73,14 @@ def test_warm_start_multiclass_and_fallbacks() -> None:
 
     X, y = load_iris(return_X_y=True)
     for scheme in ("ovr", "ovo"):
-        est = mk.MKLClassifier(penalty="l1", C=1.0, multi_class=scheme, warm_start=True)
+        est = mk.MKLClassifier(
+            penalty="l1", C=1.0, multi_class=scheme, warm_start=True, solver="spicy"
+        )
         est.fit(X, y).fit(X, y)
         assert (np.asarray(est.n_iter_) == 1).all()
         est.set_params(C=3.0).fit(X, y)
-        cold = mk.MKLClassifier(penalty="l1", C=3.0, multi_class=scheme).fit(X, y)
+        cold = mk.MKLClassifier(penalty="l1", C=3.0, multi_class=scheme, solver="spicy")
+        cold.fit(X, y)
         np.testing.assert_allclose(est.primal_objective_, cold.primal_objective_, rtol=2e-3)
 
     # A previous fit that cannot seed this one is ignored: the same bits as a cold fit.
@@ -87,11 +90,11 @@ def test_warm_start_multiclass_and_fallbacks() -> None:
         np.testing.assert_array_equal(est.dual_coef_, cold.dual_coef_)
         np.testing.assert_array_equal(est.n_iter_, cold.n_iter_)
 
-    est = mk.MKLClassifier(penalty="l1", warm_start=True).fit(X, y)
+    est = mk.MKLClassifier(penalty="l1", warm_start=True, solver="spicy").fit(X, y)
     same_as_cold(est, X[:120], y[:120])  # other n, and two classes instead of three
     est.fit(X, y).set_params(loss="logistic")
     same_as_cold(est, X, y)  # another loss
-    est.set_params(penalty="lp")
+    est.set_params(penalty="lp", solver="auto")
     same_as_cold(est, X, y)  # another solver (ℓp starts cold)
 
 

@@ -32,6 +32,7 @@ use crate::result::{FitResult, PsdWitness};
 pub(crate) use crate::solvers::tracker::Tracker;
 
 pub(crate) use analytic::GapSchedule;
+pub(crate) use newton::dense_matvec;
 pub use one_class::{fit_one_class, OneClassConfig};
 pub use single::SingleKernel;
 pub(crate) use working_set::{new_points, scatter_points, CheckSchedule, MAX_FRACTION};

@@ -13,7 +13,7 @@ use crate::linalg::{solve_with_intercept, Cholesky};
 use crate::losses::Loss;
 
 /// `out = K v` for a dense row-major symmetric `n×n` kernel.
-pub(super) fn dense_matvec(k: &[f64], v: &[f64], out: &mut [f64]) {
+pub(crate) fn dense_matvec(k: &[f64], v: &[f64], out: &mut [f64]) {
     use rayon::prelude::*;
     let n = v.len();
     out.par_iter_mut()

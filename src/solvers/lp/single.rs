@@ -142,6 +142,15 @@ impl SingleKernel {
         }
     }
 
+    /// The SVM dual value `−F(α)` of the last solve (SMO only), a lower bound on the
+    /// single-kernel optimum.
+    pub fn svm_dual_value(&self) -> Option<f64> {
+        match self {
+            SingleKernel::Smo { last, .. } => last.as_ref().map(|s| s.dual_value()),
+            SingleKernel::Newton(_) => None,
+        }
+    }
+
     /// The intercept `b` of the last solve.
     pub fn intercept(&self) -> f64 {
         match self {

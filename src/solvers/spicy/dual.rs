@@ -55,20 +55,13 @@ pub fn project_duals(
         debug_assert_eq!(vs.len(), b * n);
         stack.quad_forms_batch(&vs, &mut q);
     }
-    let (_, r2) = penalty.weights();
     centred
         .into_iter()
         .enumerate()
         .map(|(j, mut r)| {
             let witness = psd.scan(&r, mm, |m| q[m * b + j]);
             let raw: Vec<f64> = (0..mm).map(|m| q[m * b + j].max(0.0).sqrt()).collect();
-            let nmax = raw.iter().fold(0.0f64, |a, &v| a.max(v));
-            let top = if r2 == 0.0 && nmax > 1.0 {
-                1.0 / nmax
-            } else {
-                1.0
-            };
-            let t = best_multiple(top, |t| scaled_dual_value(t, &raw, y, &r, c, loss, penalty));
+            let t = best_scale(&raw, y, &r, c, loss, penalty);
             r.iter_mut().for_each(|v| *v *= t);
             let norms = raw.iter().map(|s| t * s).collect();
             Projected {
@@ -146,6 +139,45 @@ pub fn dual_value(
     penalty: SpicyPenalty,
 ) -> f64 {
     scaled_dual_value(1.0, norms, y, rho, c, loss, penalty)
+}
+
+/// The best dual value over the multiples `t ρ̃`, `t ∈ [0, top]`, of a point `ρ̃` with
+/// `Σ ρ̃ = 0` inside the conjugate's domain and block norms `norms` (all kernels), where
+/// `top = 1/max(1, max_m ‖ρ̃‖_{K_m})` for `l1` (the norm constraint) and 1 for the elastic
+/// net: the certificate of [`project_duals`] without its pass over the kernels, for a solver
+/// that has the forms already (the SVM wrapper, whose `β` is feasible by construction).
+pub(crate) fn best_dual(
+    norms: &[f64],
+    y: &[f64],
+    rho: &[f64],
+    c: f64,
+    loss: Loss,
+    penalty: SpicyPenalty,
+) -> f64 {
+    let t = best_scale(norms, y, rho, c, loss, penalty);
+    scaled_dual_value(t, norms, y, rho, c, loss, penalty)
+}
+
+/// The multiple `t ∈ [0, top]` of [`best_dual`] ([`best_multiple`]), `top` keeping the `l1`
+/// norm constraint.
+fn best_scale(
+    norms: &[f64],
+    y: &[f64],
+    rho: &[f64],
+    c: f64,
+    loss: Loss,
+    penalty: SpicyPenalty,
+) -> f64 {
+    let (_, r2) = penalty.weights();
+    let nmax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
+    let top = if r2 == 0.0 && nmax > 1.0 {
+        1.0 / nmax
+    } else {
+        1.0
+    };
+    best_multiple(top, |t| {
+        scaled_dual_value(t, norms, y, rho, c, loss, penalty)
+    })
 }
 
 /// [`dual_value`] at `t ρ̃` (block norms `t · norms`), without forming the scaled point.

@@ -1,0 +1,552 @@
+//! `l1` and elastic-net MKL as a wrapper around one SVM (docs/mathematics.md §2.11), for the
+//! hinge-type losses (hinge, squared hinge, ε-insensitive), whose single-kernel problem SMO
+//! solves warm-started.
+//!
+//! # The problem in the kernel weights
+//! By `r_1 s = min_{θ>0} ½ (s²/θ + r_1² θ)` (minimum at `θ = s/r_1`), the primal
+//! `P = C Σ_i ℓ(y_i, f(x_i)) + Σ_m (r_1 s_m + r_2 s_m²/2)`, `s_m = ‖f_m‖`, is
+//! `min_{θ ≥ 0} S(w(θ)) + ½ r_1² Σ_m θ_m` with `w_m = θ_m/(1 + r_2 θ_m)` and `S(w)` the
+//! optimum of the single-kernel problem `min_f C Σ ℓ + ½ ‖f‖²` on `K_w = Σ_m w_m K_m`
+//! (`Σ_m ‖f_m‖²/w_m = Σ_m (‖f_m‖²/θ_m + r_2 ‖f_m‖²)`). We iterate on the effective weights
+//! `w ∈ [0, 1/r_2)^M` themselves:
+//!
+//! `J(w) = S(w) + Σ_m π(w_m)`,  `π(w) = ½ r_1² w/(1 − r_2 w)`,
+//!
+//! convex (`S` is a supremum of functions linear in `w`, `π` is convex). With the SVM's dual
+//! point `β` (`f = K_w β + b`, `f_m = w_m K_m β`):
+//!
+//! - `∂J/∂w_m = −½ q_m + π'(w_m)`, `q_m = βᵀK_mβ`, `π'(w) = ½ r_1²/(1 − r_2 w)²`: at the
+//!   optimum `q_m = r_1²/(1 − r_2 w_m)²` where `w_m > 0` and `q_m ≤ r_1²` where `w_m = 0`,
+//!   the norm condition of the `l1` dual (docs/mathematics.md §1.1), so the certificate of
+//!   SpicyMKL applies unchanged: `P` at `A[m] = w_m β`, `D` at the multiple of `β` that is
+//!   best and feasible ([`best_dual`]).
+//! - `∂²J/∂w_m∂w_k = g_mᵀ Z g_k + [m = k] π''(w_m)`, `g_m = (K_mβ)_F` on the free support
+//!   vectors `F`, and `Z = A⁻¹ − A⁻¹11ᵀA⁻¹/(1ᵀA⁻¹1)` with `A = K_w[F, F] + R` (`R = I/C`
+//!   for the squared hinge, 0 otherwise): the implicit function theorem on the SVM's
+//!   optimality conditions restricted to `F`, `(K_wβ)_F + Rβ_F + ν1 = c_F`, `1ᵀβ = 0`
+//!   (Chapelle & Rakotomamonjy's HessianMKL, "Second order optimization of kernel
+//!   parameters", 2008, without its simplex constraint).
+//!
+//! # The iteration
+//! 1. The scale: along the uniform direction `w = tλ`, `λ_m = 1/M`, the derivative
+//!    `−½ βᵀK_λβ + Σ_m λ_m π'(tλ_m)` changes sign where `βᵀK_λβ = r_1²/(1 − r_2t/M)²`; it is
+//!    found by SMO solves on `t K_λ` alone (one combine, no further kernel reads), since
+//!    a Newton step from a wrong scale crawls (`J` grows like `1/t` below the optimum).
+//!    With more than `2 · START_KERNELS` kernels, only the `START_KERNELS` that this SVM's
+//!    solution ranks first (largest `q_m`) start non-zero, with the same total weight.
+//! 2. Trust-region Newton steps: minimise the quadratic model over the box
+//!    `d_m ≤ (R − 1) w_m` (a weight may drop to zero, or by the factor `R` at most once a
+//!    refused step shrank `R` below its start; a kernel at zero with `∂J/∂w_m < 0` may
+//!    enter up to a quarter of the mean weight times `R − 1`; at most [`MAX_MODEL`] kernels).
+//!    The next SVM solve gives `J` at the trial point (its SMO dual value plus the penalty):
+//!    a step that raised `J` is refused and retried from the same model with a smaller `R`;
+//!    `R` doubles after a step that achieved half the predicted decrease.
+//!
+//! Every accepted iterate is certified with the whole problem's `P`, `D` and gap; each costs
+//! one combine of the active kernels, one warm-started SMO solve, the forms `q_m` of every
+//! kernel (the rows of the support vectors only) and `K_mβ` for the model's kernels.
+
+mod qp;
+
+use faer::Mat;
+
+use crate::error::{MkError, Result};
+use crate::interrupt::Interrupt;
+use crate::kernels::KernelStack;
+use crate::linalg::Cholesky;
+use crate::losses::Loss;
+use crate::result::{FitResult, SolveStatus};
+use crate::solvers::lp::SingleKernel;
+use crate::solvers::spicy::dual::best_dual;
+use crate::solvers::spicy::{kernel_weights, SpicyPenalty};
+use crate::solvers::tracker::{Model, Tracker};
+use crate::solvers::witness::PsdCheck;
+
+/// The most exact SMO solve asked for when the model stalls above `tol`.
+const MIN_INNER_TOL: f64 = 1e-12;
+
+/// The kernels that start with a non-zero weight when there are more than twice as many.
+const START_KERNELS: usize = 20;
+
+/// The trust region's first ratio `R`.
+const START_RADIUS: f64 = 4.0;
+
+/// The smallest ratio `R`: a step refused there tightens the SVM's accuracy.
+const MIN_RADIUS: f64 = 1.05;
+
+/// The most kernels a Newton model takes (its QP costs `O(s³)` per change of its active set):
+/// beyond, those with the largest `|∂J/∂w_m| · max(w_m, mean w)` (the decrease a first-order
+/// step on them could give); the others keep their weights for that step.
+const MAX_MODEL: usize = 200;
+
+/// Settings of an `l1` / elastic-net fit by the SVM wrapper.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WrapperConfig {
+    pub penalty: SpicyPenalty,
+    /// Loss weight.
+    pub c: f64,
+    /// Hinge, squared hinge or ε-insensitive.
+    pub loss: Loss,
+    /// Stop when the relative duality gap is at most this.
+    pub tol: f64,
+    /// SVM solves at most (refused trial steps included).
+    pub max_iter: usize,
+    /// Accuracy of each SMO solve (maximal KKT violation): the Newton model is the derivative
+    /// of the exact solution, so it is asked from the first step.
+    pub inner_tol: f64,
+}
+
+impl Default for WrapperConfig {
+    fn default() -> Self {
+        WrapperConfig {
+            penalty: SpicyPenalty::L1,
+            c: 1.0,
+            loss: Loss::Hinge,
+            tol: 1e-3,
+            max_iter: 200,
+            inner_tol: 1e-7,
+        }
+    }
+}
+
+impl WrapperConfig {
+    /// Checks every setting.
+    pub fn validate(&self) -> Result<()> {
+        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        if !(self.inner_tol.is_finite() && self.inner_tol > 0.0) {
+            return Err(MkError::config("inner_tol", "must be positive"));
+        }
+        if let SpicyPenalty::ElasticNet { l1_ratio } = self.penalty {
+            if !(0.0..=1.0).contains(&l1_ratio) {
+                return Err(MkError::config(
+                    "l1_ratio",
+                    format!("must be in [0, 1], got {l1_ratio}"),
+                ));
+            }
+        }
+        if !matches!(
+            self.loss,
+            Loss::Hinge | Loss::SquaredHinge | Loss::EpsilonInsensitive { .. }
+        ) {
+            return Err(MkError::config(
+                "loss",
+                format!(
+                    "solver 'wrapper' handles hinge, squared_hinge and epsilon_insensitive, \
+                     got {}; use solver 'spicy'",
+                    self.loss.name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The penalty `π(w) = ½ r_1² w/(1 − r_2 w)` on an effective weight, and its derivatives.
+#[derive(Debug, Clone, Copy)]
+struct Penalty {
+    r1: f64,
+    r2: f64,
+}
+
+impl Penalty {
+    fn value(&self, w: f64) -> f64 {
+        0.5 * self.r1 * self.r1 * w / (1.0 - self.r2 * w)
+    }
+
+    fn d1(&self, w: f64) -> f64 {
+        0.5 * self.r1 * self.r1 / (1.0 - self.r2 * w).powi(2)
+    }
+
+    fn d2(&self, w: f64) -> f64 {
+        self.r1 * self.r1 * self.r2 / (1.0 - self.r2 * w).powi(3)
+    }
+
+    /// The supremum `1/r_2` of the effective weights (∞ for `l1`).
+    fn cap(&self) -> f64 {
+        if self.r2 > 0.0 {
+            1.0 / self.r2
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// The second-order model of `J` at an iterate, on the kernels `vars`.
+struct NewtonModel {
+    vars: Vec<usize>,
+    grad: Vec<f64>,
+    hess: Mat<f64>,
+    /// `J` at the iterate and its weights.
+    j: f64,
+    w: Vec<f64>,
+}
+
+impl NewtonModel {
+    /// The trust-region step from the model with ratio `r`: the new weights and the predicted
+    /// decrease of `J`.
+    fn step(&self, r: f64, pen: &Penalty) -> (Vec<f64>, f64) {
+        let w = &self.w;
+        let top = w.iter().fold(0.0f64, |a, &v| a.max(v));
+        let (sum, count) = w
+            .iter()
+            .filter(|&&v| v > 0.0)
+            .fold((0.0, 0usize), |(s, c), &v| (s + v, c + 1));
+        let mean = if count > 0 { sum / count as f64 } else { 1.0 };
+        let cap = pen.cap();
+        let (mut lo, mut hi) = (Vec::new(), Vec::new());
+        for &k in &self.vars {
+            let wk = w[k];
+            let (l, h) = if wk > 0.0 {
+                // A weight may drop to zero in one step unless a refused step shrank the
+                // region below its start (then by the factor `r` at most, as it grows).
+                let l = if wk < 1e-3 * top || r >= START_RADIUS {
+                    -wk
+                } else {
+                    wk * (1.0 / r - 1.0)
+                };
+                (l, wk * (r - 1.0))
+            } else {
+                (0.0, 0.25 * mean * (r - 1.0))
+            };
+            // Halfway to the elastic net's supremum at most.
+            lo.push(l);
+            hi.push(h.min(0.5 * (cap - wk)));
+        }
+        let d = qp::box_qp(&self.hess, &self.grad, &lo, &hi);
+        let s = d.len();
+        let quad: f64 = (0..s)
+            .map(|a| d[a] * (0..s).map(|b| self.hess[(a, b)] * d[b]).sum::<f64>())
+            .sum();
+        let pred = -(self.grad.iter().zip(&d).map(|(g, x)| g * x).sum::<f64>() + 0.5 * quad);
+        let mut next = w.clone();
+        for (&k, &dk) in self.vars.iter().zip(&d) {
+            next[k] = (w[k] + dk).max(0.0);
+        }
+        let top = next.iter().fold(0.0f64, |a, &v| a.max(v));
+        for v in next.iter_mut() {
+            if *v < 1e-9 * top {
+                *v = 0.0;
+            }
+        }
+        (next, pred)
+    }
+}
+
+/// The free support vectors of an SVM solution `β`: `0 < |β_i| < upper` (the dual's box;
+/// `∞` for the squared hinge).
+fn free_points(beta: &[f64], upper: f64) -> Vec<usize> {
+    let floor = 1e-12 * if upper.is_finite() { upper } else { 1.0 };
+    (0..beta.len())
+        .filter(|&i| beta[i].abs() > floor && beta[i].abs() < upper * (1.0 - 1e-12))
+        .collect()
+}
+
+/// `H_S = Gᵀ Z G` (module docs) for the kernels `vars`, `prod` holding `K_kβ` for the kernels
+/// `0, 1, …` of its numbering, one after another.
+fn svm_hessian(
+    k_w: &[f64],
+    n: usize,
+    free: &[usize],
+    ridge: f64,
+    prod: &[f64],
+    vars: &[usize],
+) -> Result<Mat<f64>> {
+    let (nf, s) = (free.len(), vars.len());
+    if nf == 0 {
+        return Ok(Mat::zeros(s, s));
+    }
+    let mut a = vec![0.0; nf * nf];
+    for (r, &i) in free.iter().enumerate() {
+        for (c, &j) in free.iter().enumerate() {
+            a[r * nf + c] = k_w[i * n + j];
+        }
+        a[r * nf + r] += ridge;
+    }
+    let chol = Cholesky::new(&a, nf)?;
+    let g = |col: usize, r: usize| prod[vars[col] * n + free[r]];
+    let mut x = Mat::from_fn(nf, s + 1, |r, col| if col < s { g(col, r) } else { 1.0 });
+    chol.solve_in_place(&mut x);
+    let ones: f64 = (0..nf).map(|r| x[(r, s)]).sum();
+    let sums: Vec<f64> = (0..s).map(|c| (0..nf).map(|r| x[(r, c)]).sum()).collect();
+    let mut h = Mat::zeros(s, s);
+    for a in 0..s {
+        for b in 0..=a {
+            let gx: f64 = (0..nf).map(|r| g(a, r) * x[(r, b)]).sum();
+            let v = gx - sums[a] * sums[b] / ones;
+            h[(a, b)] = v;
+            h[(b, a)] = v;
+        }
+    }
+    Ok(h)
+}
+
+/// The scale `t` of the uniform weights `w = t/M` where `J` is stationary along them (step 1
+/// of the module docs), from SMO solves on `t K_λ`; `k_lambda` is `K_λ`, `k` receives
+/// `t K_λ` and `solver` ends warm at it.
+fn scale_search(
+    solver: &mut SingleKernel,
+    k_lambda: &[f64],
+    k: &mut Vec<f64>,
+    pen: &Penalty,
+    m: usize,
+    interrupt: &dyn Interrupt,
+) -> Result<f64> {
+    let n = (k_lambda.len() as f64).sqrt() as usize;
+    let trace: f64 = (0..n).map(|i| k_lambda[i * n + i]).sum();
+    // Unit mean diagonal to start with.
+    let mut t = if trace > 0.0 && trace.is_finite() {
+        n as f64 / trace
+    } else {
+        1.0
+    };
+    let cap = pen.cap() * m as f64;
+    t = t.min(0.5 * cap);
+    let (mut lo, mut hi) = (0.0f64, f64::INFINITY);
+    let mut kb = vec![0.0; n];
+    for _ in 0..40 {
+        interrupt.check()?;
+        k.clear();
+        k.extend(k_lambda.iter().map(|v| t * v));
+        solver.solve(k, 1e-3, interrupt)?;
+        let beta = solver.beta();
+        crate::solvers::lp::dense_matvec(k_lambda, beta, &mut kb);
+        let v: f64 = kb.iter().zip(beta).map(|(a, b)| a * b).sum();
+        let target = 2.0 * pen.d1(t / m as f64);
+        let ratio = v / target;
+        if !(ratio.is_finite() && ratio > 0.0) || (ratio.ln()).abs() < 1.2f64.ln() {
+            break;
+        }
+        if ratio > 1.0 {
+            lo = t;
+        } else {
+            hi = t;
+        }
+        t = if lo > 0.0 && hi.is_finite() {
+            (lo * hi).sqrt()
+        } else {
+            t * ratio.sqrt().clamp(0.01, 100.0)
+        };
+        if t >= cap {
+            t = 0.5 * (lo + cap);
+        }
+    }
+    k.clear();
+    k.extend(k_lambda.iter().map(|v| t * v));
+    Ok(t)
+}
+
+/// Fits `l1` or elastic-net MKL with the SVM wrapper.
+pub fn fit_wrapper(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    cfg: &WrapperConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
+    cfg.validate()?;
+    crate::solvers::validate_targets(stack.n(), y)?;
+    let (m, n) = (stack.m(), stack.n());
+    let (r1, r2) = cfg.penalty.weights();
+    let pen = Penalty { r1, r2 };
+    let mut solver = SingleKernel::new(cfg.loss, cfg.c, y)?;
+    let (upper, ridge) = match cfg.loss {
+        Loss::SquaredHinge => (f64::INFINITY, 1.0 / cfg.c),
+        _ => (cfg.c, 0.0),
+    };
+    let mut k = Vec::with_capacity(n * n);
+    let mut w;
+    {
+        let lambda = vec![1.0 / m as f64; m];
+        let mut k_lambda = vec![0.0; n * n];
+        stack.combine(&lambda, &mut k_lambda);
+        if r1 == 0.0 {
+            // No ℓ1 part: every weight sits at its supremum, one SVM on Σ_m K_m / r_2.
+            w = vec![pen.cap(); m];
+            k = k_lambda.iter().map(|v| v * m as f64 * pen.cap()).collect();
+        } else {
+            let t = scale_search(&mut solver, &k_lambda, &mut k, &pen, m, interrupt)?;
+            w = vec![t / m as f64; m];
+            if m > 2 * START_KERNELS {
+                // Most weights end at zero: start from the kernels that the scaled SVM's
+                // solution ranks first (largest `q_m`, the most negative `∂J/∂w_m`), with the
+                // same total weight; the others enter when their gradient turns negative.
+                let mut q = vec![0.0; m];
+                stack.quad_forms(solver.beta(), &mut q);
+                let mut order: Vec<usize> = (0..m).collect();
+                order.sort_by(|&a, &b| q[b].total_cmp(&q[a]));
+                w = vec![0.0; m];
+                for &kk in &order[..START_KERNELS] {
+                    w[kk] = t / START_KERNELS as f64;
+                }
+                stack.combine(&w, &mut k);
+            }
+        }
+    }
+    let mut tracker = Tracker::new(interrupt);
+    let psd = PsdCheck::new(stack);
+    let mut prod = Vec::new();
+    let mut q = vec![0.0; m];
+    let mut f = vec![0.0; n];
+    let mut radius = START_RADIUS;
+    // The model of the last accepted iterate and the decrease it predicted for the step taken.
+    let mut model: Option<(NewtonModel, f64)> = None;
+    let mut status = SolveStatus::MaxIterations;
+    let mut n_iter = 0;
+    let mut first = true;
+    // As the other wrappers' floor (`GapSchedule`): the SVM's accuracy must not bound the gap.
+    let mut inner_tol = cfg.inner_tol.min(0.1 * cfg.tol).max(MIN_INNER_TOL);
+    while n_iter < cfg.max_iter {
+        interrupt.check()?;
+        n_iter += 1;
+        if !first {
+            stack.combine(&w, &mut k);
+        }
+        first = false;
+        solver.solve(&k, inner_tol, interrupt)?;
+        let svm_dual = solver.svm_dual_value().unwrap_or(f64::NEG_INFINITY);
+        let j = svm_dual + w.iter().map(|&v| pen.value(v)).sum::<f64>();
+        if let Some((prev, pred)) = &mut model {
+            let rose = j.is_nan() || j > prev.j + 1e-12 * prev.j.abs();
+            if rose && radius <= MIN_RADIUS {
+                // Refused in the smallest region: `J`'s noise (the SVM's accuracy) is all the
+                // model can still see; a more exact SVM, else a stall.
+                if inner_tol <= MIN_INNER_TOL {
+                    status = SolveStatus::Stalled;
+                    break;
+                }
+                inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
+                w = prev.w.clone();
+                model = None;
+                radius = START_RADIUS;
+                continue;
+            }
+            if rose {
+                // Refused: retry from the same model in a smaller region.
+                radius = radius.sqrt().max(MIN_RADIUS);
+                let (next, p) = prev.step(radius, &pen);
+                w = next;
+                *pred = p;
+                continue;
+            }
+            let ratio = (prev.j - j) / pred.max(f64::MIN_POSITIVE);
+            if ratio > 0.5 {
+                radius = (2.0 * radius).min(1e6);
+            } else if ratio < 0.1 {
+                radius = radius.sqrt().max(MIN_RADIUS);
+            }
+        }
+        let beta = solver.beta().to_vec();
+        crate::solvers::lp::dense_matvec(&k, &beta, &mut f);
+        let b = cfg.loss.best_intercept(y, &f, solver.intercept());
+        // The forms from the rows of the support vectors only (β is zero elsewhere).
+        stack.quad_forms(&beta, &mut q);
+        let norms: Vec<f64> = w
+            .iter()
+            .zip(&q)
+            .map(|(wk, qk)| wk * qk.max(0.0).sqrt())
+            .collect();
+        let penalty_at = |t: f64| -> f64 {
+            norms
+                .iter()
+                .map(|s| r1 * t * s + 0.5 * r2 * (t * s).powi(2))
+                .sum()
+        };
+        let primal = cfg.c * cfg.loss.total(y, &f, b) + penalty_at(1.0);
+        // Points a hair inside the margin (SMO's tolerance) cost `C` each: at large `C` the
+        // model scaled onto the margin is the better primal point (lp's certificate does the
+        // same).
+        let (scale, b, primal) = cfg
+            .loss
+            .lift_to_margin_with(y, &f, b, cfg.c, penalty_at, primal)
+            .unwrap_or((1.0, b, primal));
+        let norms: Vec<f64> = norms.iter().map(|s| scale * s).collect();
+        let roots: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
+        let dual = best_dual(&roots, y, &beta, cfg.c, cfg.loss, cfg.penalty);
+        let witness = psd.all().scan(&beta, m, |kk| q[kk]);
+        let active = w.iter().filter(|&&v| v > 0.0).count();
+        let gap = tracker.record_with(primal, (dual, witness), active, || Model {
+            coef: w
+                .iter()
+                .flat_map(|&wk| beta.iter().map(move |bi| scale * wk * bi))
+                .collect(),
+            intercept: b,
+            weights: kernel_weights(cfg.penalty, &norms),
+            norms: norms.clone(),
+        });
+        if gap <= cfg.tol {
+            status = SolveStatus::Converged;
+            break;
+        }
+        if r1 == 0.0 {
+            // The one SVM is the solution; only its accuracy bounds the gap.
+            if inner_tol <= MIN_INNER_TOL {
+                status = SolveStatus::Stalled;
+                break;
+            }
+            inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
+            first = true;
+            continue;
+        }
+        let grad_all: Vec<f64> = (0..m).map(|kk| -0.5 * q[kk] + pen.d1(w[kk])).collect();
+        let mut vars: Vec<usize> = (0..m)
+            .filter(|&kk| w[kk] > 0.0 || grad_all[kk] < 0.0)
+            .collect();
+        if vars.len() > MAX_MODEL {
+            let mean = w.iter().sum::<f64>() / w.iter().filter(|&&v| v > 0.0).count().max(1) as f64;
+            let score = |kk: usize| grad_all[kk].abs() * w[kk].max(mean);
+            vars.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+            vars.truncate(MAX_MODEL);
+            vars.sort_unstable();
+        }
+        if vars.is_empty() {
+            status = SolveStatus::Stalled;
+            break;
+        }
+        let free = free_points(&beta, upper);
+        let mean_diag = (0..n).map(|i| k[i * n + i]).sum::<f64>() / n as f64;
+        // `K_kβ` for the model's kernels only: few, once the weights are sparse.
+        prod.resize(vars.len() * n, 0.0);
+        stack.matvecs_subset(&beta, &vars, &mut prod);
+        let local: Vec<usize> = (0..vars.len()).collect();
+        let mut hess = svm_hessian(&k, n, &free, ridge + 1e-10 * mean_diag, &prod, &local)?;
+        let s = vars.len();
+        for (a, &kk) in vars.iter().enumerate() {
+            hess[(a, a)] += pen.d2(w[kk]);
+        }
+        let top = (0..s).fold(0.0f64, |a, r| a.max(hess[(r, r)].abs()));
+        for a in 0..s {
+            hess[(a, a)] += 1e-10 * top.max(f64::MIN_POSITIVE);
+        }
+        let next = NewtonModel {
+            grad: vars.iter().map(|&kk| grad_all[kk]).collect(),
+            vars,
+            hess,
+            j,
+            w: w.clone(),
+        };
+        let (step, pred) = next.step(radius, &pen);
+        // `J` converges to second order in the gradient and the gap to first order, so a step
+        // that `J` no longer resolves (1e-15) can still close the gap: it counts while it moves
+        // a weight by more than 1e-9 of itself.
+        let moves = w
+            .iter()
+            .zip(&step)
+            .any(|(a, b)| (a - b).abs() > 1e-9 * a.max(*b));
+        if !(pred > 1e-15 * j.abs() || moves && pred >= 0.0) {
+            // The model sees no progress left: only a more exact SVM can move the certificate.
+            if inner_tol <= MIN_INNER_TOL {
+                status = SolveStatus::Stalled;
+                break;
+            }
+            inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
+            model = None;
+            first = true;
+            continue;
+        }
+        w = step;
+        model = Some((next, pred));
+    }
+    tracker.finish(n_iter, status)
+}
+
+#[cfg(test)]
+mod tests;

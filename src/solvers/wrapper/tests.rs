@@ -1,0 +1,154 @@
+use super::*;
+use crate::interrupt::NoInterrupt;
+use crate::kernels::DenseStack;
+use crate::solvers::spicy::{fit_spicy, SpicyConfig};
+use crate::solvers::test_util::problem;
+
+fn losses() -> [Loss; 3] {
+    [
+        Loss::Hinge,
+        Loss::SquaredHinge,
+        Loss::EpsilonInsensitive { epsilon: 0.1 },
+    ]
+}
+
+/// The wrapper and SpicyMKL (an independent algorithm) meet at the same optimum, each
+/// certified by its own gap, for every hinge-type loss and both penalties.
+#[test]
+fn wrapper_meets_spicy() {
+    for loss in losses() {
+        let regression = loss.name() == "epsilon_insensitive";
+        let (g, m, y) = problem(40, regression, 7);
+        let stack = DenseStack::new(&g, m, 40).unwrap();
+        for penalty in [
+            SpicyPenalty::L1,
+            SpicyPenalty::ElasticNet { l1_ratio: 0.5 },
+            SpicyPenalty::ElasticNet { l1_ratio: 0.0 },
+        ] {
+            for c in [1.0, 10.0] {
+                let cfg = WrapperConfig {
+                    penalty,
+                    c,
+                    loss,
+                    tol: 1e-7,
+                    ..WrapperConfig::default()
+                };
+                let ours = fit_wrapper(&stack, &y, &cfg, &NoInterrupt).unwrap();
+                let spicy = fit_spicy(
+                    &stack,
+                    &y,
+                    &SpicyConfig {
+                        penalty,
+                        c,
+                        loss,
+                        tol: 1e-7,
+                        ..SpicyConfig::default()
+                    },
+                    &NoInterrupt,
+                )
+                .unwrap();
+                let what = format!("{} {penalty:?} C={c}", loss.name());
+                assert!(ours.gap <= 1e-7, "{what}: gap {}", ours.gap);
+                assert!(ours.dual <= ours.primal * (1.0 + 1e-12), "{what}");
+                let rel = (ours.primal - spicy.primal).abs() / spicy.primal;
+                assert!(rel < 3e-7, "{what}: {} vs {}", ours.primal, spicy.primal);
+                // The primal is that of the returned model.
+                let n = y.len();
+                let mut f = vec![ours.intercept; n];
+                for k in 0..m {
+                    let mut kv = vec![0.0; n];
+                    stack.matvec(k, &ours.coef[k * n..(k + 1) * n], &mut kv);
+                    f.iter_mut().zip(&kv).for_each(|(a, b)| *a += b);
+                }
+                let (r1, r2) = penalty.weights();
+                let pen: f64 = ours
+                    .kernel_norms
+                    .iter()
+                    .map(|s| r1 * s + 0.5 * r2 * s * s)
+                    .sum();
+                let p = c * loss.total(&y, &f, 0.0) + pen;
+                assert!(
+                    (p - ours.primal).abs() <= 1e-9 * p,
+                    "{what}: {p} vs {}",
+                    ours.primal
+                );
+            }
+        }
+    }
+}
+
+/// The Hessian of `J` from the free support vectors equals the finite differences of its
+/// gradient `−½ q + π'` (SVM solves to 1e-13), for the hinge and squared hinge losses.
+#[test]
+fn hessian_matches_finite_differences() {
+    let (g, m, y) = problem(30, false, 3);
+    let n = y.len();
+    let stack = DenseStack::new(&g, m, n).unwrap();
+    let pen = Penalty { r1: 0.7, r2: 0.3 };
+    let w = [0.3, 0.05, 0.8, 0.2, 0.1];
+    for loss in [Loss::Hinge, Loss::SquaredHinge] {
+        let c = 3.0;
+        let grad_at = |w: &[f64]| -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+            let mut s = SingleKernel::new(loss, c, &y).unwrap();
+            let mut k = vec![0.0; n * n];
+            stack.combine(w, &mut k);
+            s.solve(&k, 1e-13, &NoInterrupt).unwrap();
+            let beta = s.beta().to_vec();
+            let mut prod = vec![0.0; m * n];
+            stack.matvecs(&beta, &mut prod);
+            let grad = (0..m)
+                .map(|j| {
+                    let q: f64 = (0..n).map(|i| prod[j * n + i] * beta[i]).sum();
+                    -0.5 * q + pen.d1(w[j])
+                })
+                .collect();
+            (grad, beta, prod, k)
+        };
+        let (g0, beta, prod, k) = grad_at(&w);
+        let (upper, ridge) = match loss {
+            Loss::SquaredHinge => (f64::INFINITY, 1.0 / c),
+            _ => (c, 0.0),
+        };
+        let free = free_points(&beta, upper);
+        assert!(
+            free.len() >= 2,
+            "{}: {} free points",
+            loss.name(),
+            free.len()
+        );
+        let vars: Vec<usize> = (0..m).collect();
+        let h = svm_hessian(&k, n, &free, ridge, &prod, &vars).unwrap();
+        for j in 0..m {
+            let eps = 1e-6 * w[j];
+            let mut wp = w.to_vec();
+            wp[j] += eps;
+            let (gp, ..) = grad_at(&wp);
+            let mut wm = w.to_vec();
+            wm[j] -= eps;
+            let (gm, ..) = grad_at(&wm);
+            for i in 0..m {
+                let fd = (gp[i] - gm[i]) / (2.0 * eps);
+                let model = h[(i, j)] + if i == j { pen.d2(w[j]) } else { 0.0 };
+                let scale = g0.iter().fold(1e-3f64, |a, v| a.max(v.abs())) / w[j];
+                assert!(
+                    (fd - model).abs() <= 1e-4 * scale,
+                    "{}: H[{i},{j}] = {model} vs {fd}",
+                    loss.name()
+                );
+            }
+        }
+    }
+}
+
+/// The smooth losses are refused with a pointer to the solver that handles them.
+#[test]
+fn smooth_losses_are_refused() {
+    for loss in [Loss::Logistic, Loss::Squared] {
+        let cfg = WrapperConfig {
+            loss,
+            ..WrapperConfig::default()
+        };
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("spicy"), "{err}");
+    }
+}

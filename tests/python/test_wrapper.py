@@ -1,0 +1,129 @@
+"""The SVM wrapper for ``l1`` and ``elasticnet`` (hinge, squared hinge, ε-insensitive) against
+independent references: cvxpy + Clarabel on small real problems, SpicyMKL (another algorithm
+for the same problem) and the estimators' ``solver="auto"`` rule."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from problems import fit_spicy, small_problem
+from reference import cvxpy_mkl, decision_values, dual_objective_l1, primal_objective
+from sklearn.exceptions import ConvergenceWarning
+
+import multikernel as mk
+from multikernel import _core
+from multikernel.exceptions import InvalidParameterError
+
+FloatArray = NDArray[np.float64]
+TOL = 1e-8
+
+CASES = [
+    ("hinge", "l1", None, "ionosphere", 1.0),
+    ("hinge", "l1", None, "pima", 10.0),
+    ("hinge", "elasticnet", 0.5, "sonar", 0.3),
+    ("squared_hinge", "l1", None, "sonar", 1.0),
+    ("squared_hinge", "elasticnet", 0.3, "pima", 3.0),
+    ("epsilon_insensitive", "l1", None, "pima", 1.0),
+    ("epsilon_insensitive", "elasticnet", 0.7, "ionosphere", 10.0),
+]
+
+
+def fit_wrapper(
+    G: FloatArray, y: FloatArray, *, loss: str, penalty: str, l1_ratio: float | None, C: float
+) -> _core.FitResult:
+    settings: dict[str, float | str | None] = {
+        "penalty": penalty, "l1_ratio": 1.0 if l1_ratio is None else l1_ratio, "C": C,
+        "loss": loss, "epsilon": 0.1, "tol": TOL, "max_iter": 500,
+    }  # fmt: skip
+    return _core.fit("wrapper", G, y, settings)
+
+
+@pytest.mark.parametrize(("loss", "penalty", "l1_ratio", "dataset", "C"), CASES)
+def test_objective_matches_cvxpy(
+    loss: str, penalty: str, l1_ratio: float | None, dataset: str, C: float
+) -> None:
+    G, y = small_problem(dataset, loss == "epsilon_insensitive", n=80, seed=3)
+    ref = cvxpy_mkl(G, y, C=C, loss=loss, penalty=penalty, l1_ratio=l1_ratio)
+    r = fit_wrapper(G, y, loss=loss, penalty=penalty, l1_ratio=l1_ratio, C=C)
+    assert r.converged, r.status
+    A = np.asarray(r.coef)
+    b = float(r.intercept)
+    # The primal recomputed independently from the per-kernel coefficients.
+    P = primal_objective(G, A, b, y, C=C, loss=loss, penalty=penalty, l1_ratio=l1_ratio)
+    assert P == pytest.approx(r.primal, rel=1e-9)
+    assert P == pytest.approx(ref.objective, rel=1e-4)
+    assert -1e-12 <= r.gap <= TOL
+    assert r.dual <= ref.objective + 1e-6 * abs(ref.objective)
+    # The reference's own dual at the model's natural point is below P as well.
+    f = decision_values(G, A, b)
+    rho = -C * np.asarray(_natural_derivative(loss, y, f))
+    assert dual_objective_l1(G, y, rho, C, loss, penalty, l1_ratio) <= P + 1e-9 * abs(P)
+    # Sparse kernel weights on the simplex, zero exactly where the block is zero.
+    w = np.asarray(r.kernel_weights)
+    assert w.sum() == pytest.approx(1.0)
+    norms = np.asarray(r.kernel_norms)
+    assert np.array_equal(w > 0, norms > 0)
+
+
+def _natural_derivative(loss: str, y: FloatArray, z: FloatArray) -> FloatArray:
+    """A subgradient ``ℓ'(y, z)`` of the hinge-type losses (ε = 0.1)."""
+    if loss == "hinge":
+        return np.where(y * z < 1, -y, 0.0)
+    if loss == "squared_hinge":
+        return -y * np.maximum(0.0, 1 - y * z)
+    r = z - y
+    return np.where(np.abs(r) > 0.1, np.sign(r), 0.0)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge", "epsilon_insensitive"])
+def test_wrapper_and_spicy_agree(loss: str) -> None:
+    G, y = small_problem("ionosphere", loss == "epsilon_insensitive", n=60, seed=5)
+    for penalty, l1_ratio in [("l1", None), ("elasticnet", 0.5), ("elasticnet", 0.0)]:
+        ours = fit_wrapper(G, y, loss=loss, penalty=penalty, l1_ratio=l1_ratio, C=2.0)
+        spicy = fit_spicy(
+            G, y, penalty=penalty, l1_ratio=1.0 if l1_ratio is None else l1_ratio, C=2.0,
+            loss=loss, epsilon=0.1, tol=TOL, max_iter=500,
+        )  # fmt: skip
+        assert ours.primal == pytest.approx(spicy.primal, rel=1e-6), (penalty, l1_ratio)
+        f_ours = decision_values(G, np.asarray(ours.coef), float(ours.intercept))
+        f_spicy = decision_values(G, np.asarray(spicy.coef), float(spicy.intercept))
+        scale = float(np.abs(f_spicy).max())
+        assert np.abs(f_ours - f_spicy).max() <= 1e-2 * scale
+
+
+def test_auto_picks_the_wrapper_for_hinge_losses() -> None:
+    G, y = small_problem("sonar", False, n=60, seed=1)
+    for loss, expected in [("hinge", "wrapper"), ("logistic", "spicy")]:
+        clf = mk.MKLClassifier(kernels="precomputed", penalty="l1", loss=loss, normalize=None)
+        solver, _ = clf._check_params()
+        assert solver == expected
+        clf.fit(G, y)
+        forced = mk.MKLClassifier(
+            kernels="precomputed", penalty="l1", loss=loss, normalize=None, solver="spicy"
+        ).fit(G, y)
+        assert clf.primal_objective_ == pytest.approx(forced.primal_objective_, rel=3e-3)
+
+
+def test_wrapper_refuses_smooth_losses() -> None:
+    G, y = small_problem("sonar", False, n=40, seed=1)
+    clf = mk.MKLClassifier(kernels="precomputed", penalty="l1", loss="logistic", solver="wrapper")
+    with pytest.raises(InvalidParameterError, match="does not handle loss='logistic'"):
+        clf.fit(G, y)
+
+
+def test_unconverged_fit_warns() -> None:
+    G, y = small_problem("pima", False, n=80, seed=2)
+    clf = mk.MKLClassifier(
+        kernels="precomputed", penalty="l1", solver="wrapper", C=10.0, max_iter=1,
+        tol=1e-10, normalize=None,
+    )  # fmt: skip
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        clf.fit(G, y)
+    assert any(issubclass(w.category, ConvergenceWarning) for w in seen)
+    assert not clf.converged_
+    assert clf.duality_gap_ > 1e-10
+    assert clf.dual_objective_ <= clf.primal_objective_
