@@ -112,8 +112,8 @@ def _auto_solver(
     return solvers[0]
 
 
-#: How a wrapper fit under ``solver="auto"`` ends when SpicyMKL takes over (an uncertified
-#: fit is not retried: a kernel is not PSD, which no solver can certify).
+#: How a wrapper fit under ``solver="auto"`` ends when SpicyMKL takes over (not after a
+#: witness that a kernel is not PSD, which no solver can certify).
 _FALLBACK = (_core.Status.MAX_ITER, _core.Status.STALLED)
 
 
@@ -577,9 +577,12 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 init_intercept=float(start[1]),
             )  # fmt: skip
         r = _core.fit(solver, G, yc, settings, n_threads=threads, on_iteration=log)
-        if self.solver == "auto" and solver == "wrapper" and r.status in _FALLBACK:
+        # (MKLOneClass shares this method and has no solver parameter.)
+        auto = getattr(self, "solver", None) == "auto"
+        if auto and solver == "wrapper" and r.status in _FALLBACK and r.psd_witness is None:
             # The wrapper stopped above tol (seen at extreme kernel scales and C): SpicyMKL
-            # takes over from its model; the better certificate is kept.
+            # takes over from its model; the better certificate is kept. Not after a witness
+            # that a kernel is not PSD: nothing can certify that fit.
             spicy = {k: v for k, v in settings.items() if k != "inner_tol"}
             spicy.update(SOLVERS["spicy"].config()._native())
             r2 = _core.fit(
