@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from problems import fit_spicy, small_problem
-from reference import cvxpy_mkl, decision_values, dual_objective_l1, primal_objective
+from reference import (
+    cvxpy_mkl,
+    decision_values,
+    dual_objective_l1,
+    load_dataset,
+    primal_objective,
+)
 from sklearn.exceptions import ConvergenceWarning
 
 import multikernel as mk
@@ -92,6 +98,31 @@ def test_wrapper_and_spicy_agree(loss: str) -> None:
         f_spicy = decision_values(G, np.asarray(spicy.coef), float(spicy.intercept))
         scale = float(np.abs(f_spicy).max())
         assert np.abs(f_ours - f_spicy).max() <= 1e-2 * scale
+
+
+@pytest.mark.parametrize(("penalty", "l1_ratio"), [("l1", 1.0), ("elasticnet", 0.5)])
+def test_many_kernels_meet_spicy(penalty: str, l1_ratio: float) -> None:
+    """SpicyMKL's scaling bank (Gaussians on random feature subsets of ringnorm, unit trace),
+    M = 50: more than twice the 20 kernels the wrapper starts from. With the elastic net most
+    kernels end active and enter as violators; a start above the supremum ``1/r_2`` of the
+    effective weights once stalled it at gap 0.2 with 20 kernels."""
+    X, y = load_dataset("ringnorm", n=200, seed=0)
+    rng = np.random.default_rng(50)
+    specs = []
+    for _ in range(50):
+        size = int(rng.integers(1, X.shape[1] + 1))
+        features = sorted(int(j) for j in rng.choice(X.shape[1], size=size, replace=False))
+        sigma = float(5.0 * rng.chisquare(1) + 0.1)
+        specs.append(mk.kernels.Gaussian(sigma=sigma, features=features))
+    G = np.asarray(mk.kernels.gram(X, specs, normalize="trace"))
+    settings: dict[str, float | str | None] = {
+        "penalty": penalty, "l1_ratio": l1_ratio, "C": 1.0, "tol": 1e-6, "max_iter": 500,
+    }  # fmt: skip
+    ours = _core.fit("wrapper", G, y, settings)
+    spicy = fit_spicy(G, y, **{**settings, "tol": 1e-8})
+    assert ours.converged, ours
+    assert ours.primal == pytest.approx(spicy.primal, rel=2e-6)
+    assert ours.dual <= spicy.primal * (1 + 1e-9)
 
 
 def test_auto_picks_the_wrapper_for_hinge_losses() -> None:

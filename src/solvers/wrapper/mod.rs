@@ -373,9 +373,12 @@ pub fn fit_wrapper(
                 stack.quad_forms(solver.beta(), &mut q);
                 let mut order: Vec<usize> = (0..m).collect();
                 order.sort_by(|&a, &b| q[b].total_cmp(&q[a]));
+                // (Below the elastic net's supremum `1/r_2`: halfway from `t/M` at most.)
+                let each = t / m as f64;
+                let start = (t / START_KERNELS as f64).min(each + 0.5 * (pen.cap() - each));
                 w = vec![0.0; m];
                 for &kk in &order[..START_KERNELS] {
-                    w[kk] = t / START_KERNELS as f64;
+                    w[kk] = start;
                 }
                 stack.combine(&w, &mut k);
             }

@@ -152,3 +152,47 @@ fn smooth_losses_are_refused() {
         assert!(err.contains("spicy"), "{err}");
     }
 }
+
+/// More than `2 · START_KERNELS` kernels: the fit starts from the 20 the first SVM ranks
+/// first, and the others enter when they violate optimality.
+#[test]
+fn many_kernels_start_from_a_working_set() {
+    let (g, m, y) = problem(30, false, 11);
+    let n = y.len();
+    // Nine copies of each kernel, each scaled differently to about unit trace (45 kernels):
+    // small kernels need large weights.
+    let copies = 9;
+    let mut big = Vec::with_capacity(copies * g.len());
+    for c in 0..copies {
+        let s = (0.5 + 0.25 * c as f64) / n as f64;
+        big.extend(g.iter().map(|v| s * v));
+    }
+    let stack = DenseStack::new(&big, m * copies, n).unwrap();
+    for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+        let cfg = WrapperConfig {
+            penalty,
+            tol: 1e-6,
+            ..WrapperConfig::default()
+        };
+        let ours = fit_wrapper(&stack, &y, &cfg, &NoInterrupt).unwrap();
+        let spicy = fit_spicy(
+            &stack,
+            &y,
+            &SpicyConfig {
+                penalty,
+                tol: 1e-8,
+                ..SpicyConfig::default()
+            },
+            &NoInterrupt,
+        )
+        .unwrap();
+        assert_eq!(ours.status, SolveStatus::Converged, "{penalty:?}");
+        let rel = (ours.primal - spicy.primal).abs() / spicy.primal;
+        assert!(
+            rel < 2e-6,
+            "{penalty:?}: {} vs {}",
+            ours.primal,
+            spicy.primal
+        );
+    }
+}
