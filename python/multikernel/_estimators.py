@@ -892,7 +892,8 @@ default "mean_diag"
         is the same certified optimum as from a cold start. A previous fit that cannot seed
         this one (another solver, loss, number of points or kernels, classes or
         ``multi_class``) is ignored: the fit starts cold, silently. The other solvers always
-        start cold.
+        start cold, so with ``warm_start=True`` ``solver="auto"`` picks ``"spicy"`` for
+        ``"l1"`` and ``"elasticnet"`` (``"wrapper"`` otherwise, for the hinge-type losses).
 
     Attributes
     ----------

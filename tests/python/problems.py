@@ -7,8 +7,14 @@ from functools import cache
 from typing import Any, Literal
 
 import numpy as np
+import pytest
 from numpy.typing import NDArray
-from reference import load_dataset
+from reference import (
+    decision_values,
+    dual_objective_l1,
+    load_dataset,
+    primal_objective,
+)
 
 import multikernel as mk
 from multikernel import _core
@@ -92,3 +98,51 @@ WITNESS_CASES: list[tuple[str, dict[str, Any], float]] = [
     ("lp", {"p": 1.0}, 100.0),
     ("group", {"groups": [0, 1], "max_iter": 3}, 100.0),
 ]
+
+
+# The certificate of an l1 / elasticnet fit against cvxpy (SpicyMKL's and the wrapper's suites).
+
+
+def natural_dual_point(loss: str, y: FloatArray, f: FloatArray, C: float) -> FloatArray:
+    """``ρ = −C ℓ'(y, f)`` (a subgradient for the non-smooth losses; ε = 0.1)."""
+    if loss == "squared":
+        g = f - y
+    elif loss == "logistic":
+        g = -y / (1.0 + np.exp(y * f))
+    elif loss == "hinge":
+        g = np.where(y * f < 1.0, -y, 0.0)
+    elif loss == "squared_hinge":
+        g = -y * np.maximum(0.0, 1.0 - y * f)
+    else:
+        r = f - y
+        g = np.where(r > 0.1, 1.0, np.where(r < -0.1, -1.0, 0.0))
+    out: FloatArray = -C * g
+    return out
+
+
+def check_sparse_certificate(
+    G: FloatArray, y: FloatArray, r: _core.FitResult, optimum: float, *, loss: str,
+    penalty: str, l1_ratio: float | None, C: float, tol: float,
+) -> None:  # fmt: skip
+    """An l1 / elasticnet fit ``r`` against the independent optimum ``optimum`` (cvxpy): its
+    primal recomputed from its coefficients, a gap within ``tol``, a dual below the optimum,
+    the reference's own dual at the model's natural point below ``P``, and kernel weights on
+    the simplex that are zero exactly off the support."""
+    assert r.converged, r.status
+    A = np.asarray(r.coef)
+    b = float(r.intercept)
+    P = primal_objective(G, A, b, y, C=C, loss=loss, penalty=penalty, l1_ratio=l1_ratio)
+    assert P == pytest.approx(r.primal, rel=1e-9)
+    assert P == pytest.approx(optimum, rel=1e-4)
+    assert -1e-12 <= r.gap <= tol
+    assert r.dual <= optimum + 1e-6 * abs(optimum)
+    f = decision_values(G, A, b)
+    rho = natural_dual_point(loss, y, f, C)
+    assert dual_objective_l1(G, y, rho, C, loss, penalty, l1_ratio) <= P + 1e-9 * abs(P)
+    w = np.asarray(r.kernel_weights)
+    norms = np.asarray(r.kernel_norms)
+    assert w.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.all(w >= 0.0)
+    assert np.array_equal(norms > 0, np.any(A != 0, axis=1))
+    if norms.any():
+        assert np.array_equal(w > 0, norms > 0)

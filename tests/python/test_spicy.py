@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from problems import fit_lp, fit_spicy, small_problem
+from problems import (
+    check_sparse_certificate,
+    fit_lp,
+    fit_spicy,
+    natural_dual_point,
+    small_problem,
+)
 from reference import (
     cvxpy_mkl,
     decision_values,
@@ -61,47 +67,11 @@ def test_objective_matches_cvxpy(
     G, y = problem(dataset, is_regression(loss))
     ref = cvxpy_mkl(G, y, C=C, loss=loss, penalty=penalty, l1_ratio=l1_ratio)
     r = fit(G, y, loss=loss, penalty=penalty, l1_ratio=l1_ratio, C=C)
-    assert r.converged, r.status
-    A = np.asarray(r.coef)
-    b = float(r.intercept)
-    # The primal recomputed independently from the per-kernel coefficients.
-    P = primal_objective(G, A, b, y, C=C, loss=loss, penalty=penalty, l1_ratio=l1_ratio)
-    assert P == pytest.approx(r.primal, rel=1e-9)
-    assert P == pytest.approx(ref.objective, rel=1e-4)
-    # A valid certificate: D ≤ optimum ≤ P and a gap within the tolerance.
-    assert -1e-12 <= r.gap <= TOL
-    assert r.dual <= ref.objective + 1e-6 * abs(ref.objective)
-    # The reference dual at the natural point ρ = −C ℓ'(y, f) (projected) is also below P.
-    f = decision_values(G, A, b)
-    rho = natural_dual_point(loss, y, f, C)
-    D_ref = dual_objective_l1(G, y, rho, C, loss, penalty, l1_ratio)
-    assert D_ref <= P + 1e-9 * abs(P)
-    # Kernel weights on the simplex, zero exactly off the support.
-    w = np.asarray(r.kernel_weights)
+    check_sparse_certificate(
+        G, y, r, ref.objective, loss=loss, penalty=penalty, l1_ratio=l1_ratio, C=C, tol=TOL
+    )
     norms = np.asarray(r.kernel_norms)
-    assert w.sum() == pytest.approx(1.0, abs=1e-12)
-    assert np.all(w >= 0.0)
-    assert np.array_equal(norms > 0, np.any(A != 0, axis=1))
-    if norms.any():
-        assert np.array_equal(w > 0, norms > 0)
     assert r.history[-1][3] == int((norms > 0).sum())
-
-
-def natural_dual_point(loss: str, y: FloatArray, f: FloatArray, C: float) -> FloatArray:
-    """``ρ = −C ℓ'(y, f)`` (a subgradient for the non-smooth losses)."""
-    if loss == "squared":
-        g = f - y
-    elif loss == "logistic":
-        g = -y / (1.0 + np.exp(y * f))
-    elif loss == "hinge":
-        g = np.where(y * f < 1.0, -y, 0.0)
-    elif loss == "squared_hinge":
-        g = -y * np.maximum(0.0, 1.0 - y * f)
-    else:
-        r = f - y
-        g = np.where(r > 0.1, 1.0, np.where(r < -0.1, -1.0, 0.0))
-    out: FloatArray = -C * g
-    return out
 
 
 @pytest.mark.parametrize("loss", LOSSES)
