@@ -91,8 +91,7 @@ def _auto_solver(
     - ``lp`` at ``p = 1``: ``mirror``. Kloft's update has no convergence guarantee there and
       crawls (digits n = 1797, M = 50: gap 2.5e-3 after 200 iterations, 8 s); mirror descent
       reaches 1e-3 in 25 steps (0.4 s).
-    - ``l1`` / ``elasticnet`` with a hinge-type loss: ``wrapper`` (10-20x faster than SpicyMKL
-      on breast cancer, n = 398, M = 21; 1.3-3.6x on ringnorm, n = 200, M = 50 to 6000;
+    - ``l1`` / ``elasticnet`` with a hinge-type loss: ``wrapper`` (the faster, measured in
       docs/guide.md §4), unless ``warm_start`` is set (SpicyMKL's warm starts) or
       ``solver_config`` is a :class:`SpicyConfig`; a wrapper fit that stops above ``tol``
       is continued by SpicyMKL from its model (:meth:`_BaseMKL._solve`).

@@ -289,9 +289,9 @@ fn scale_search(
     k: &mut Vec<f64>,
     pen: &Penalty,
     m: usize,
+    n: usize,
     interrupt: &dyn Interrupt,
 ) -> Result<f64> {
-    let n = (k_lambda.len() as f64).sqrt() as usize;
     let trace: f64 = (0..n).map(|i| k_lambda[i * n + i]).sum();
     // Unit mean diagonal to start with.
     let mut t = if trace > 0.0 && trace.is_finite() {
@@ -363,7 +363,7 @@ pub fn fit_wrapper(
             w = vec![pen.cap(); m];
             k = k_lambda.iter().map(|v| v * m as f64 * pen.cap()).collect();
         } else {
-            let t = scale_search(&mut solver, &k_lambda, &mut k, &pen, m, interrupt)?;
+            let t = scale_search(&mut solver, &k_lambda, &mut k, &pen, m, n, interrupt)?;
             w = vec![t / m as f64; m];
             if m > 2 * START_KERNELS {
                 // Most weights end at zero: start from the kernels that the scaled SVM's
@@ -394,16 +394,17 @@ pub fn fit_wrapper(
     let mut model: Option<(NewtonModel, f64)> = None;
     let mut status = SolveStatus::MaxIterations;
     let mut n_iter = 0;
-    let mut first = true;
+    // Whether `k` already holds `K_w` (after the start, or a retry at the same weights).
+    let mut k_is_w = true;
     // As the other wrappers' floor (`GapSchedule`): the SVM's accuracy must not bound the gap.
     let mut inner_tol = cfg.inner_tol.min(0.1 * cfg.tol).max(MIN_INNER_TOL);
     while n_iter < cfg.max_iter {
         interrupt.check()?;
         n_iter += 1;
-        if !first {
+        if !k_is_w {
             stack.combine(&w, &mut k);
         }
-        first = false;
+        k_is_w = false;
         solver.solve(&k, inner_tol, interrupt)?;
         let svm_dual = solver.svm_dual_value().unwrap_or(f64::NEG_INFINITY);
         let j = svm_dual + w.iter().map(|&v| pen.value(v)).sum::<f64>();
@@ -486,7 +487,7 @@ pub fn fit_wrapper(
                 break;
             }
             inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
-            first = true;
+            k_is_w = true;
             continue;
         }
         let grad_all: Vec<f64> = (0..m).map(|kk| -0.5 * q[kk] + pen.d1(w[kk])).collect();
@@ -542,7 +543,7 @@ pub fn fit_wrapper(
             }
             inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
             model = None;
-            first = true;
+            k_is_w = true;
             continue;
         }
         w = step;
