@@ -146,6 +146,9 @@ pub(crate) fn run_detached<R: Send>(
     };
     let on_iteration = on_iteration.map(|c| c.clone().unbind());
     let mut callback_error: Option<PyErr> = None;
+    // The KeyboardInterrupt that `check_signals` raised: re-raised even when the solver finished
+    // before its next check, or a Ctrl-C that lands in a fit's last 50 ms is lost.
+    let mut signal: Option<PyErr> = None;
     // Behind a mutex only to be `Sync`, as what `detach` captures must be; never contended.
     let rec_rx = std::sync::Mutex::new(rec_rx);
     let deliver = |callback_error: &mut Option<PyErr>| {
@@ -174,7 +177,8 @@ pub(crate) fn run_detached<R: Send>(
                 match rx.recv_timeout(Duration::from_millis(50)) {
                     Ok(r) => return r,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if Python::attach(|py| py.check_signals().is_err()) {
+                        if let Err(e) = Python::attach(|py| py.check_signals()) {
+                            signal.get_or_insert(e);
                             cancel.store(true, Ordering::Relaxed);
                         }
                         deliver(&mut callback_error);
@@ -189,6 +193,9 @@ pub(crate) fn run_detached<R: Send>(
         })
     });
     deliver(&mut callback_error);
+    if let Some(e) = signal {
+        return Err(e);
+    }
     let value = result.map_err(to_py)?;
     match callback_error {
         Some(e) => Err(e),
