@@ -175,14 +175,11 @@ impl DiagPlusLowRank {
 
 /// Solves the bordered system `[A 1; 1ᵀ 0] [x; b] = [r; 0]` of a kernel model with an intercept
 /// (`Σ x = 0`) through two solves with `A`: `x = A⁻¹(r − b1)`, `b = 1ᵀA⁻¹r / 1ᵀA⁻¹1`.
-pub fn solve_with_intercept(chol: &Cholesky, r: &[f64]) -> (Vec<f64>, f64) {
-    let n = r.len();
-    let mut rhs = Mat::from_fn(n, 2, |i, j| if j == 0 { r[i] } else { 1.0 });
-    chol.solve_in_place(&mut rhs);
-    let s_r: f64 = (0..n).map(|i| rhs[(i, 0)]).sum();
-    let s_1: f64 = (0..n).map(|i| rhs[(i, 1)]).sum();
-    let b = s_r / s_1;
-    let x = (0..n).map(|i| rhs[(i, 0)] - b * rhs[(i, 1)]).collect();
+pub fn solve_with_intercept(a: &SpdFactor, r: &[f64]) -> (Vec<f64>, f64) {
+    let x_r = a.solve(r);
+    let x_1 = a.solve(&vec![1.0; r.len()]);
+    let b = x_r.iter().sum::<f64>() / x_1.iter().sum::<f64>();
+    let x = x_r.iter().zip(&x_1).map(|(u, v)| u - b * v).collect();
     (x, b)
 }
 

@@ -4,11 +4,14 @@
 //! `‖R‖_F ≤ tr(R)`: stopping when `tr(R) ≤ tol · tr(K)` bounds the Frobenius error by
 //! `tol · tr(K)`. A quadratic form then costs `n·r` instead of `n²/2`.
 
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
 use crate::kernels::stack::{dot, DenseStack, KernelStack};
 use crate::kernels::Element;
+use crate::linalg::clear_upper_simd_state;
 
 /// Pivoted Cholesky of one symmetric PSD kernel given by its diagonal and a column oracle.
 /// Returns the factor as `r` columns of length `n` stored one after another, and the relative
@@ -63,6 +66,35 @@ pub fn pivoted_cholesky(
     }
     let err = d.iter().sum::<f64>() / total;
     (g, err)
+}
+
+/// The columns `sqrt(θ_m) G_m` of the kernels with `θ_m > 0` (column-major `n × R`), so that
+/// `Σ_m θ_m K_m = U Uᵀ`: the low-rank term of a Newton system solved through its `R × R`
+/// capacitance matrix ([`crate::linalg::DiagPlusLowRank`]). `None` unless every such kernel
+/// is stored as a factor and `R < n` (past that the dense system is the cheaper one), or when
+/// some `θ_m < 0`.
+pub fn weighted_factors(stack: &dyn KernelStack, theta: &[f64]) -> Option<Vec<f64>> {
+    let n = stack.n();
+    let mut rank = 0;
+    for (m, &t) in theta.iter().enumerate() {
+        if t < 0.0 {
+            return None;
+        }
+        if t > 0.0 {
+            rank += stack.low_rank_factor(m)?.len() / n.max(1);
+        }
+    }
+    if rank >= n {
+        return None;
+    }
+    let mut u = Vec::with_capacity(rank * n);
+    for (m, &t) in theta.iter().enumerate() {
+        if let (true, Some(g)) = (t > 0.0, stack.low_rank_factor(m)) {
+            let s = t.sqrt();
+            u.extend(g.iter().map(|x| s * x));
+        }
+    }
+    Some(u)
 }
 
 /// A stack of low-rank factors `K_m ≈ G_m G_mᵀ`, with `G_m` of shape `n × r_m`.
@@ -150,6 +182,10 @@ impl KernelStack for LowRankStack {
         Some(self)
     }
 
+    fn low_rank_factor(&self, m: usize) -> Option<&[f64]> {
+        Some(&self.factors[m])
+    }
+
     fn m(&self) -> usize {
         self.factors.len()
     }
@@ -181,22 +217,29 @@ impl KernelStack for LowRankStack {
         }
     }
 
+    /// `K_θ = W Gᵀ` with `G = [G_m]` and `W = [θ_m G_m]` over the kernels with `θ_m ≠ 0`: one
+    /// matrix product (`n² R` flops at GEMM speed; the rank-one updates it replaced ran at
+    /// memory speed, 3× the ℓp hinge fit's time on digits, n = 1797, R = 200).
     fn combine(&self, theta: &[f64], out: &mut [f64]) {
         let n = self.n;
-        out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-            row.fill(0.0);
-            for (m, f) in self.factors.iter().enumerate() {
-                if theta[m] == 0.0 {
-                    continue;
-                }
-                for g in f.chunks_exact(n) {
-                    let c = theta[m] * g[i];
-                    for (o, x) in row.iter_mut().zip(g) {
-                        *o += c * x;
-                    }
-                }
+        let mut g = Vec::new();
+        let mut w = Vec::new();
+        for (f, &t) in self.factors.iter().zip(theta) {
+            if t != 0.0 {
+                g.extend_from_slice(f);
+                w.extend(f.iter().map(|x| t * x));
             }
-        });
+        }
+        let r = g.len() / n.max(1);
+        let mut o = MatMut::from_row_major_slice_mut(out, n, n);
+        if r == 0 {
+            o.fill(0.0);
+            return;
+        }
+        let wm = MatRef::from_column_major_slice(&w, n, r);
+        let gm = MatRef::from_column_major_slice(&g, n, r);
+        matmul(o, Accum::Replace, wm, gm.transpose(), 1.0, Par::rayon(0));
+        clear_upper_simd_state();
     }
 
     fn column(&self, m: usize, i: usize, out: &mut [f64]) {

@@ -17,7 +17,7 @@ pub(crate) use gram::of_kernel;
 pub use gram::{
     cross_gram, cross_gram_bank, gram, gram_bank, stack_bytes, BankKernel, BlockKernel, GramOptions,
 };
-pub use lowrank::{pivoted_cholesky, LowRankStack};
+pub use lowrank::{pivoted_cholesky, weighted_factors, LowRankStack};
 pub use normalize::{NormStats, Normalization};
 pub use packed::{point_subset, PackedStack, PointSubset};
 pub use spec::{simplemkl_bank, validate_features, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};

@@ -108,6 +108,12 @@ pub trait KernelStack: Sync {
     fn low_rank(&self) -> Option<&crate::kernels::LowRankStack> {
         None
     }
+
+    /// Kernel `m`'s factor `G_m` (`K_m = G_m G_mᵀ`, `r_m` columns of length `n` one after
+    /// another) when the stack stores one; views of some kernels (a working set) forward it.
+    fn low_rank_factor(&self, _m: usize) -> Option<&[f64]> {
+        None
+    }
 }
 
 /// `Σ_k a_k b_k` with eight independent accumulators, so that the loop vectorises.

@@ -71,6 +71,10 @@ impl KernelStack for SubStack<'_> {
         self.inner.matvecs_subset(vs, &self.idx, out);
     }
 
+    fn low_rank_factor(&self, m: usize) -> Option<&[f64]> {
+        self.inner.low_rank_factor(self.idx[m])
+    }
+
     fn combine(&self, theta: &[f64], out: &mut [f64]) {
         // The inner stack skips the zero weights, so the kernels outside the view cost nothing.
         let mut full = vec![0.0; self.inner.m()];

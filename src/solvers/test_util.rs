@@ -58,3 +58,24 @@ fn gauss(a: &[f64; 3], b: &[f64; 3], sigma: f64, d: usize) -> f64 {
     let s: f64 = (0..d).map(|i| (a[i] - b[i]).powi(2)).sum();
     (-s / (2.0 * sigma * sigma)).exp()
 }
+
+/// The kernels of [`problem`] factorised to at most `rank` columns each, and the same low-rank
+/// kernels `G_m G_mᵀ` as a dense stack (flat `M·n·n`): an identity between the low-rank and
+/// the dense route of a solver.
+pub(crate) fn factored(
+    g: &[f64],
+    m: usize,
+    n: usize,
+    rank: usize,
+) -> (crate::kernels::LowRankStack, Vec<f64>) {
+    use crate::kernels::{DenseStack, KernelStack, LowRankStack};
+    let dense = DenseStack::new(g, m, n).unwrap();
+    let lr = LowRankStack::from_dense(&dense, 0.0, rank).unwrap();
+    let mut products = vec![0.0; m * n * n];
+    for (k, out) in products.chunks_exact_mut(n * n).enumerate() {
+        let mut theta = vec![0.0; m];
+        theta[k] = 1.0;
+        lr.combine(&theta, out);
+    }
+    (lr, products)
+}

@@ -313,6 +313,41 @@ pub fn fit_lp(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interrupt::NoInterrupt;
+    use crate::kernels::DenseStack;
+    use crate::result::SolveStatus;
+    use crate::solvers::test_util::{factored, problem};
+
+    /// The smooth losses' Newton solves on a stack of factors (total rank 15 < n = 60, through
+    /// the capacitance matrix) reach the optimum of the same kernels stored dense.
+    #[test]
+    fn low_rank_newton_solves_like_the_dense_stack() {
+        let (g, m, yr) = problem(60, true, 5);
+        let (_, _, yc) = problem(60, false, 5);
+        let (lr, products) = factored(&g, m, 60, 3);
+        let dense = DenseStack::new(&products, m, 60).unwrap();
+        for (loss, y) in [(Loss::Squared, &yr), (Loss::Logistic, &yc)] {
+            for p in [1.0, 2.0] {
+                let cfg = LpConfig {
+                    p,
+                    c: 3.0,
+                    loss,
+                    tol: 1e-9,
+                    ..LpConfig::default()
+                };
+                let a = fit_lp(&lr, y, &cfg, &NoInterrupt).unwrap();
+                let b = fit_lp(&dense, y, &cfg, &NoInterrupt).unwrap();
+                assert_eq!(a.status, SolveStatus::Converged, "{loss:?} p = {p}");
+                assert_eq!(b.status, SolveStatus::Converged, "{loss:?} p = {p}");
+                assert!(
+                    (a.primal - b.primal).abs() <= 1e-7 * b.primal,
+                    "{loss:?} p = {p}: {} vs {}",
+                    a.primal,
+                    b.primal
+                );
+            }
+        }
+    }
 
     #[test]
     fn theta_has_unit_p_norm_and_matches_eq_17() {

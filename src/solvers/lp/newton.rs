@@ -6,11 +6,65 @@
 //! with `w = ℓ''(f)`, `g = ℓ'(f)` and the working response `z = f − g/w`, the Newton step solves
 //! the weighted ridge `(K + (C W)⁻¹) β' = z − b' 1`, `Σβ' = 0`, followed by a backtracking line
 //! search on the objective. At the optimum `β = −C ℓ'(f)`, the dual point of docs/mathematics.md §1.
+//!
+//! The kernel is dense, or `K = UUᵀ` of rank `R < n` (a low-rank stack's combined kernel,
+//! [`crate::kernels::weighted_factors`]); then every system `K + D` is solved through its
+//! `R × R` capacitance matrix and nothing `n × n` is formed (docs/mathematics.md §3.2).
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::linalg::{solve_with_intercept, Cholesky};
+use crate::linalg::{solve_with_intercept, Cholesky, DiagPlusLowRank, SpdFactor};
 use crate::losses::Loss;
+
+/// The kernel of a single-kernel solve.
+#[derive(Clone, Copy)]
+pub(crate) enum KernelOp<'a> {
+    /// Row-major `n × n`.
+    Dense(&'a [f64]),
+    /// `K = UUᵀ`, `U` column-major `n × R`.
+    Factor(&'a [f64]),
+}
+
+impl KernelOp<'_> {
+    /// `out = K v`.
+    pub(crate) fn matvec(&self, v: &[f64], out: &mut [f64]) {
+        match *self {
+            KernelOp::Dense(k) => dense_matvec(k, v, out),
+            KernelOp::Factor(u) => {
+                let n = v.len();
+                out.fill(0.0);
+                for col in u.chunks_exact(n.max(1)) {
+                    let c = crate::kernels::stack_dot(col, v);
+                    out.iter_mut().zip(col).for_each(|(o, x)| *o += c * x);
+                }
+            }
+        }
+    }
+
+    /// The mean of `K`'s diagonal.
+    fn mean_diag(&self, n: usize) -> f64 {
+        let total: f64 = match *self {
+            KernelOp::Dense(k) => (0..n).map(|i| k[i * n + i]).sum(),
+            KernelOp::Factor(u) => u.iter().map(|x| x * x).sum(),
+        };
+        total / n.max(1) as f64
+    }
+
+    /// A factorisation of `K + diag(d)` (`d > 0`).
+    fn plus_diagonal(&self, d: &[f64]) -> Result<SpdFactor> {
+        let n = d.len();
+        Ok(match *self {
+            KernelOp::Dense(k) => {
+                let mut a = k.to_vec();
+                for (i, di) in d.iter().enumerate() {
+                    a[i * n + i] += di;
+                }
+                SpdFactor::Dense(Cholesky::new(&a, n)?)
+            }
+            KernelOp::Factor(u) => SpdFactor::DiagPlusLowRank(DiagPlusLowRank::new(d, u.to_vec())?),
+        })
+    }
+}
 
 /// `out = K v` for a dense row-major symmetric `n×n` kernel.
 pub(crate) fn dense_matvec(k: &[f64], v: &[f64], out: &mut [f64]) {
@@ -67,17 +121,18 @@ impl NewtonSolver {
         })
     }
 
-    /// Solves on the dense kernel `k` (row-major `n×n`) to a relative objective decrease of
-    /// `tol` (squared loss: exactly).
-    pub(super) fn solve(&mut self, k: &[f64], tol: f64, interrupt: &dyn Interrupt) -> Result<()> {
+    /// Solves on the kernel `k` to a relative objective decrease of `tol` (squared loss:
+    /// exactly).
+    pub(super) fn solve(
+        &mut self,
+        k: KernelOp<'_>,
+        tol: f64,
+        interrupt: &dyn Interrupt,
+    ) -> Result<()> {
         let n = self.y.len();
         let c = self.c;
         if self.loss == Loss::Squared {
-            let mut a = k.to_vec();
-            for i in 0..n {
-                a[i * n + i] += 1.0 / c;
-            }
-            let chol = Cholesky::new(&a, n)?;
+            let chol = k.plus_diagonal(&vec![1.0 / c; n])?;
             let (beta, b) = solve_with_intercept(&chol, &self.y);
             self.beta = beta;
             self.b = b;
@@ -85,13 +140,12 @@ impl NewtonSolver {
             return Ok(());
         }
         let mut kb = vec![0.0; n];
-        dense_matvec(k, &self.beta, &mut kb);
+        k.matvec(&self.beta, &mut kb);
         // The warm start's intercept belongs to the last kernel: re-fitted to this one
         // (1-D, O(n) per step), since a stale `b` can leave points misclassified by hundreds
         // when the kernel's scale is large, where Newton's quadratic model is useless.
         self.b = self.loss.best_intercept(&self.y, &kb, self.b);
         let mut obj = objective(self.loss, c, &self.y, &kb, &self.beta, self.b);
-        let mut a = vec![0.0; n * n];
         let mut kb_new = vec![0.0; n];
         // The floor on the curvature w keeps `1/(Cw)` finite for points whose ℓ″ underflows:
         // such a point gets the diagonal `1/(C w_min)`, which decouples it from the system.
@@ -100,7 +154,7 @@ impl NewtonSolver {
         // points with `Cw ≈ 1e-2` were treated as tight and Newton's steps were wrong for
         // them (linear convergence, 83 outer iterations to 1e-6 on one kernel). Capping
         // `1/(Cw)` at 1e12 times the kernel's mean diagonal decouples only what is negligible.
-        let kscale = (0..n).map(|i| k[i * n + i]).sum::<f64>() / n.max(1) as f64;
+        let kscale = k.mean_diag(n);
         let w_min = if kscale > 0.0 && kscale.is_finite() {
             1e-10f64.min(1e-12 / (c * kscale))
         } else {
@@ -111,15 +165,15 @@ impl NewtonSolver {
             interrupt.check()?;
             self.iterations += 1;
             let mut z = vec![0.0; n];
-            a.copy_from_slice(k);
+            let mut d = vec![0.0; n];
             for i in 0..n {
                 let f = kb[i] + self.b;
                 let w = self.loss.deriv2(self.y[i], f).max(w_min);
                 let g = self.loss.deriv(self.y[i], f);
                 z[i] = f - g / w;
-                a[i * n + i] += 1.0 / (c * w);
+                d[i] = 1.0 / (c * w);
             }
-            let chol = Cholesky::new(&a, n)?;
+            let chol = k.plus_diagonal(&d)?;
             let (beta_full, b_full) = solve_with_intercept(&chol, &z);
             // Backtracking on the objective along the Newton direction.
             let mut t = 1.0;
@@ -130,7 +184,7 @@ impl NewtonSolver {
                     beta_t[i] = self.beta[i] + t * (beta_full[i] - self.beta[i]);
                 }
                 let b_t = self.b + t * (b_full - self.b);
-                dense_matvec(k, &beta_t, &mut kb_new);
+                k.matvec(&beta_t, &mut kb_new);
                 let obj_t = objective(self.loss, c, &self.y, &kb_new, &beta_t, b_t);
                 if obj_t <= obj + 1e-14 * obj.abs().max(1.0) {
                     let decrease = obj - obj_t;

@@ -3,10 +3,10 @@
 //! (Cholesky) for the squared and logistic losses. Every variant exposes the model as
 //! `f = K_θ β + b`, with `β` a feasible point of the ℓp dual (docs/mathematics.md §1).
 
-use super::newton::{dense_matvec, NewtonSolver};
+use super::newton::{dense_matvec, KernelOp, NewtonSolver};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
-use crate::kernels::KernelStack;
+use crate::kernels::{weighted_factors, KernelStack};
 use crate::losses::Loss;
 use crate::solvers::smo::{l2svm, svc, svr, DenseKernel, SmoOptions, SvmSolution};
 
@@ -47,7 +47,7 @@ impl SingleKernel {
             // objective here): exact solves of the first, far-from-optimal θ cost twice the
             // Newton steps (digits, n = 1000, M = 50, logistic: 22 → 11 Cholesky solves per
             // fit, same optimum).
-            SingleKernel::Newton(s) => s.solve(k, tol, interrupt),
+            SingleKernel::Newton(s) => s.solve(KernelOp::Dense(k), tol, interrupt),
             SingleKernel::Smo {
                 loss,
                 c,
@@ -82,7 +82,8 @@ impl SingleKernel {
 
     /// Solves on the combined kernel `K_θ = Σ_m θ_m K_m` of `stack` (formed in `k_theta`, a
     /// reused buffer) to accuracy `tol`; returns `f = K_θ β` and the intercept that minimises
-    /// the loss for it (the primal is evaluated there, docs/mathematics.md §1.1).
+    /// the loss for it (the primal is evaluated there, docs/mathematics.md §1.1). Newton on a
+    /// stack of factors of total rank `R < n` works on `K_θ = UUᵀ` and forms nothing `n × n`.
     pub fn solve_combined(
         &mut self,
         stack: &dyn KernelStack,
@@ -93,6 +94,16 @@ impl SingleKernel {
         interrupt: &dyn Interrupt,
     ) -> Result<(Vec<f64>, f64)> {
         let n = stack.n();
+        if let SingleKernel::Newton(s) = self {
+            if let Some(u) = weighted_factors(stack, theta) {
+                let op = KernelOp::Factor(&u);
+                s.solve(op, tol, interrupt)?;
+                let mut f = vec![0.0; n];
+                op.matvec(&s.beta, &mut f);
+                let b = s.loss().best_intercept(y, &f, s.b);
+                return Ok((f, b));
+            }
+        }
         k_theta.resize(n * n, 0.0);
         stack.combine(theta, k_theta);
         self.solve(k_theta, tol, interrupt)?;
