@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from . import _core
 from ._validation import aligned, check_features
+from .exceptions import InvalidInputError
 
 if TYPE_CHECKING:
     from .kernels import KernelBank
@@ -87,9 +88,11 @@ def _payload(bank: KernelBank, X_train: NDArray[np.float64], stats: dict[str, An
 def _rows(X: Any, n_features: int) -> Any:
     """``X`` as a float64 Dask array with whole rows in every block."""
     if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features), got a Dask array of {X.shape}")
+        raise InvalidInputError(
+            f"X must be 2-D (n_samples, n_features), got a Dask array of {X.shape}"
+        )
     if X.shape[1] != n_features:
-        raise ValueError(
+        raise InvalidInputError(
             f"X has {X.shape[1]} features but the bank was fitted on {n_features}"
         )  # fmt: skip
     return X.astype(np.float64).rechunk({1: -1})
@@ -159,14 +162,16 @@ def bank_fit_transform(bank: KernelBank, X: Any) -> Any:
     import dask
 
     if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features), got a Dask array of {X.shape}")
+        raise InvalidInputError(
+            f"X must be 2-D (n_samples, n_features), got a Dask array of {X.shape}"
+        )
     Xr = X.astype(np.float64).rechunk({1: -1})
     X_train = check_features(Xr.compute())
     n, M = X_train.shape[0], len(bank.specs)
     for m, t in enumerate(bank._tuples):
         cols = t[-1]  # the columns close every entry, a specification or a function's
         if cols is not None and max(cols) >= X_train.shape[1]:
-            raise ValueError(
+            raise InvalidInputError(
                 f"kernel {m} reads feature {max(cols)} but X has {X_train.shape[1]} features"
             )
     raw = _payload(bank, X_train, _raw_stats(M, n))
@@ -205,7 +210,7 @@ def map_rows(est: Any, method: str, X: Any) -> Any:
     check_is_fitted(est, "dual_coef_")
     bank = getattr(est, "kernel_bank_", None)
     if bank is None and getattr(est, "_feature_widths", None) is not None:
-        raise ValueError(
+        raise InvalidInputError(
             "a Dask array of precomputed feature blocks is not supported: pass the list of "
             "blocks as numpy arrays (or memmaps)"
         )
@@ -214,13 +219,13 @@ def map_rows(est: Any, method: str, X: Any) -> Any:
     if bank is None:
         axis = 1
         if X.ndim != 3:
-            raise ValueError(f"G_test must be 3-D (M, n_samples, n_train), got {X.shape}")
+            raise InvalidInputError(f"G_test must be 3-D (M, n_samples, n_train), got {X.shape}")
         Xr = X.rechunk({0: -1, 2: -1})
         probe = np.zeros((X.shape[0], 1, X.shape[2]), dtype=X.dtype)
     else:
         axis = 0
         if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_samples, n_features), got {X.shape}")
+            raise InvalidInputError(f"X must be 2-D (n_samples, n_features), got {X.shape}")
         Xr = X.rechunk({1: -1})
         task.kernel_bank_ = copy.copy(bank)
         task.kernel_bank_.n_threads = _task_threads(bank.n_threads)

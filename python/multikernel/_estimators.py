@@ -474,9 +474,10 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             y = None
         if isinstance(self.kernels, str):
             if self.kernels != "precomputed":
-                raise ValueError(
-                    f"kernels must be a sequence of kernel specifications, 'precomputed' or "
-                    f"None; got {self.kernels!r}"
+                raise InvalidParameterError(
+                    f"kernels must be a sequence of kernel specifications, 'precomputed', a "
+                    f"FeatureBank or None; got {self.kernels!r}",
+                    parameter="kernels",
                 )
             if solver == "svrg" and not isinstance(X, (list, tuple)):
                 raise InvalidInputError(
@@ -490,7 +491,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             )
             yv = np.ones(_n_points(G)) if solver == "one_class" else np.asarray(y)
             if yv.ndim != 1 or yv.shape[0] != _n_points(G):
-                raise ValueError(
+                raise InvalidInputError(
                     f"y must be 1-D with one entry per training point ({_n_points(G)}), "
                     f"got shape {yv.shape}"
                 )
@@ -528,7 +529,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             blocks = check_feature_blocks(X, "the test feature blocks")
             widths = [F.shape[1] for F in blocks]
             if widths != self._feature_widths:
-                raise ValueError(
+                raise InvalidInputError(
                     f"the test feature blocks must have widths {self._feature_widths} (those "
                     f"of the training blocks), got {widths}"
                 )
@@ -536,12 +537,12 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         if self.kernel_bank_ is None:
             G = check_stack(X, "G_test", square=False)
             if G.shape[0] != self.n_kernels_ or G.shape[2] != self.n_train_:
-                raise ValueError(
+                raise InvalidInputError(
                     f"G_test must have shape (M={self.n_kernels_}, n_samples, "
                     f"n_train={self.n_train_}), got {G.shape}"
                 )
             if not np.isfinite(G).all():
-                raise ValueError("G_test contains NaN or infinity")
+                raise InvalidInputError("G_test contains NaN or infinity")
             return G
         Xv = validate_data(self, X, dtype=np.float64, reset=False)
         out: _Stack = self.kernel_bank_.transform(Xv)

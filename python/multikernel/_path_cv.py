@@ -295,7 +295,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             check_classification_targets(yv)
             self.classes_ = np.unique(yv)
             if len(self.classes_) < 2:
-                raise ValueError(
+                raise InvalidInputError(
                     f"needs samples of at least 2 classes, got one class: {self.classes_[0]!r}"
                 )
         folds = list(check_cv(self.cv, yv, classifier=self._classifier).split(np.zeros(n), yv))

@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 import numpy as np
+import sklearn.exceptions
 
 __all__ = [
     "InternalError",
@@ -32,6 +33,7 @@ __all__ = [
     "KernelNotSymmetricError",
     "MultikernelError",
     "NonFiniteError",
+    "NotFittedError",
     "NumericalError",
     "StackTooLargeError",
 ]
@@ -120,6 +122,22 @@ class InvalidInputError(MultikernelError, ValueError):
         super().__init__(message)
         self.kernel = kernel
         self.entry = entry
+
+
+class NotFittedError(MultikernelError, sklearn.exceptions.NotFittedError):  # type: ignore[misc]
+    """A kernel or feature bank used before ``fit``: also scikit-learn's ``NotFittedError``
+    (a ``ValueError`` and an ``AttributeError``), as the estimators raise before ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import multikernel as mk
+    >>> try:
+    ...     mk.kernels.KernelBank([mk.kernels.Linear()]).transform(np.ones((2, 1)))
+    ... except mk.exceptions.NotFittedError as err:
+    ...     print(isinstance(err, ValueError))
+    True
+    """
 
 
 class NonFiniteError(InvalidInputError):

@@ -51,6 +51,7 @@ from .exceptions import (
     InvalidParameterError,
     KernelNotPSDError,
     NonFiniteError,
+    NotFittedError,
     StackTooLargeError,
 )
 
@@ -477,13 +478,16 @@ class Callable(Kernel):
             from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 
             if fn not in PAIRWISE_KERNEL_FUNCTIONS:
-                raise ValueError(
+                raise InvalidParameterError(
                     f"fn must be a function (A, B) -> (len(A), len(B)) or a scikit-learn "
                     f"pairwise_kernels metric ({', '.join(sorted(PAIRWISE_KERNEL_FUNCTIONS))}), "
-                    f"got {fn!r}"
+                    f"got {fn!r}",
+                    parameter="fn",
                 )
         elif not callable(fn):
-            raise ValueError(f"fn must be callable or a metric name, got {fn!r}")
+            raise InvalidParameterError(
+                f"fn must be callable or a metric name, got {fn!r}", parameter="fn"
+            )
         object.__setattr__(self, "fn", fn)
         object.__setattr__(self, "features", _features(features))
         object.__setattr__(self, "params", tuple(sorted(params.items())))
@@ -540,16 +544,20 @@ def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:
     try:
         specs = list(specs)
     except TypeError:
-        raise ValueError(
-            f"kernels must be a sequence of kernel specifications, got {specs!r}"
+        raise InvalidParameterError(
+            f"kernels must be a sequence of kernel specifications, got {specs!r}",
+            parameter="kernels",
         ) from None
     if not specs:
-        raise ValueError("at least one kernel specification is needed")
+        raise InvalidParameterError(
+            "at least one kernel specification is needed", parameter="kernels"
+        )
     for i, s in enumerate(specs):
         if not isinstance(s, Kernel):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"kernel {i} is {s!r}, not a kernel specification "
-                "(Linear, Polynomial, Gaussian, Laplacian, Callable)"
+                "(Linear, Polynomial, Gaussian, Laplacian, Callable)",
+                parameter="kernels",
             )
     return specs
 
@@ -567,7 +575,9 @@ def _check_normalize(normalize: str | None) -> str:
 def _is_float32(dtype: DTypeLike) -> bool:
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
-        raise ValueError(f"dtype must be float64 or float32, got {dt}")
+        raise InvalidParameterError(
+            f"dtype must be float64 or float32, got {dt}", parameter="dtype"
+        )
     return dt == np.dtype(np.float32)
 
 
@@ -614,11 +624,15 @@ def simplemkl_bank(
      Gaussian(sigma=1.0, features=(0,))]
     """
     if isinstance(n_features, bool) or int(n_features) != n_features or n_features < 1:
-        raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
+        raise InvalidParameterError(
+            f"n_features must be a positive integer, got {n_features!r}", parameter="n_features"
+        )
     ws = [_positive("width", w) for w in widths]
     ds = [Polynomial(degree=d).degree for d in degrees]
     if not ws and not ds:
-        raise ValueError("the bank needs at least one width or degree")
+        raise InvalidParameterError(
+            "the bank needs at least one width or degree", parameter="widths"
+        )
     return [_from_tuple(t) for t in _core.simplemkl_specs(int(n_features), ws, ds)]
 
 
@@ -678,17 +692,19 @@ def view_bank(
             parameter="views",
         )
     if not views:
-        raise ValueError("view_bank needs at least one view")
+        raise InvalidParameterError("view_bank needs at least one view", parameter="views")
     ws = [_positive("width", w) for w in widths]
     ds = [Polynomial(degree=d).degree for d in degrees]
     if not ws and not ds and not linear:
-        raise ValueError("view_bank needs a width, a degree or linear=True")
+        raise InvalidParameterError(
+            "view_bank needs a width, a degree or linear=True", parameter="widths"
+        )
     specs: list[Kernel] = []
     groups: list[int] = []
     for j, (name, columns) in enumerate(views.items()):
         cols = list(columns)
         if not cols:
-            raise ValueError(f"view {name!r} has no columns")
+            raise InvalidParameterError(f"view {name!r} has no columns", parameter="views")
         try:
             feats = _features(cols)
         except ValueError as e:
@@ -940,14 +956,14 @@ class KernelBank:
         ((1, 2, 6), True)
         """
         if not hasattr(self, "stats_"):
-            raise ValueError("this KernelBank is not fitted yet: call fit(X_train) first")
+            raise NotFittedError("this KernelBank is not fitted yet: call fit(X_train) first")
         from . import _dask  # a Dask array: one task per row block (docs/dask.md)
 
         if _dask.is_dask_array(X):
             return _dask.bank_transform(self, X)  # type: ignore[no-any-return]
         Xc = check_features(X)
         if Xc.shape[1] != self.X_train_.shape[1]:
-            raise ValueError(
+            raise InvalidInputError(
                 f"X has {Xc.shape[1]} features but the bank was fitted on {self.X_train_.shape[1]}"
             )
         return _core.gram_cross(
@@ -1236,10 +1252,10 @@ class FeatureBank:
         True
         """
         if not hasattr(self, "params_"):
-            raise ValueError("this FeatureBank is not fitted; call fit first")
+            raise NotFittedError("this FeatureBank is not fitted yet: call fit(X_train) first")
         rows = _feature_rows(X)
         if rows.shape[1] != self.n_features_in_:
-            raise ValueError(
+            raise InvalidInputError(
                 f"X has {rows.shape[1]} features but the bank was fitted on {self.n_features_in_}"
             )
         n, width = rows.shape[0], int(self.n_components_.sum())
@@ -1252,10 +1268,11 @@ class FeatureBank:
             and out.flags.c_contiguous
             and out.flags.writeable
         ):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"out must be a writeable C-ordered {self.dtype} array of shape "
                 f"({n}, {width}), got {getattr(out, 'dtype', type(out).__name__)} "
-                f"{getattr(out, 'shape', '')}"
+                f"{getattr(out, 'shape', '')}",
+                parameter="out",
             )
         scales = self._column_scales()
         for batch in _row_batches(n, width):
@@ -1277,7 +1294,9 @@ class FeatureBank:
         for m, (spec, t) in enumerate(zip(self.specs, self._tuples, strict=True)):
             cols = t[4] if t[4] is not None else list(range(d))
             if any(c >= d for c in cols):
-                raise ValueError(f"kernel {m} reads feature {max(cols)} but X has {d} features")
+                raise InvalidInputError(
+                    f"kernel {m} reads feature {max(cols)} but X has {d} features"
+                )
             if isinstance(spec, Linear):
                 p: dict[str, Any] = {"kind": "linear", "cols": cols}
             elif self.method == "rff":
@@ -1599,7 +1618,7 @@ def quad_forms(G: Any, v: Any, *, n_threads: int = 0) -> NDArray[np.float64]:
     arr = check_stack(G)
     vec = np.ascontiguousarray(np.asarray(v, dtype=np.float64))
     if vec.ndim != 1:
-        raise ValueError(f"v must be 1-D, got shape {vec.shape}")
+        raise InvalidInputError(f"v must be 1-D, got shape {vec.shape}")
     return _core.quad_forms(arr, vec, check_n_threads(n_threads))
 
 
@@ -1678,7 +1697,7 @@ def low_rank(
     arr = np.ascontiguousarray(check_stack(G), dtype=np.float64)
     tol_f = float(tol)
     if not (0.0 <= tol_f < 1.0):
-        raise ValueError(f"tol must be in [0, 1), got {tol!r}")
+        raise InvalidParameterError(f"tol must be in [0, 1), got {tol!r}", parameter="tol")
     if max_rank is not None and (
         isinstance(max_rank, (bool, np.bool_))
         or not isinstance(max_rank, numbers.Integral)
@@ -1757,7 +1776,7 @@ def alignment(G: Any, y: Any = None) -> NDArray[np.float64]:
     if y is not None:
         yv = np.asarray(y, dtype=np.float64).ravel()
         if yv.shape[0] != n:
-            raise ValueError(f"y has {yv.shape[0]} entries but the kernels are {n}×{n}")
+            raise InvalidInputError(f"y has {yv.shape[0]} entries but the kernels are {n}×{n}")
         if not np.isfinite(yv).all():
             raise NonFiniteError(
                 f"y contains NaN or infinity (first at entry {int(np.argmin(np.isfinite(yv)))})"

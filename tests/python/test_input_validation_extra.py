@@ -380,3 +380,51 @@ def test_alignment_is_scale_free() -> None:
     mixed = G * np.array([1e-310, 1.0, 1e300])[:, None, None]
     np.testing.assert_allclose(mk.kernels.alignment(mixed), A, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(mk.kernels.alignment(np.zeros((1, 4, 4))), [[0.0]])
+
+
+# --- every error is the library's own ---------------------------------------------------------
+
+# Raised on purpose: ``AttributeError`` by ``predict_proba`` where it is unavailable (what
+# ``hasattr`` and scikit-learn's ``available_if`` expect), ``NotImplementedError`` by the
+# abstract method of ``Kernel``.
+_BUILTINS_ALLOWED = {"AttributeError", "NotImplementedError"}
+
+
+def test_the_package_raises_no_bare_builtin_exception() -> None:
+    """The README promises that every error is a ``multikernel.exceptions`` class (each keeps
+    its built-in base): a scan of the package's source for ``raise ValueError(...)`` and the
+    like."""
+    import ast
+    import builtins
+    from pathlib import Path
+
+    bare = []
+    for path in sorted(Path(mk.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            name = exc.id if isinstance(exc, ast.Name) else None
+            builtin = isinstance(getattr(builtins, name or "", None), type)
+            if name is not None and builtin and name not in _BUILTINS_ALLOWED:
+                bare.append(f"{path.name}:{node.lineno} raise {name}")
+    assert bare == []
+
+
+@pytest.mark.parametrize(
+    "bank",
+    [mk.kernels.KernelBank([Linear()]), FeatureBank([Linear()])],
+    ids=["KernelBank", "FeatureBank"],
+)
+def test_an_unfitted_bank_raises_not_fitted_error(bank: Any) -> None:
+    from sklearn.exceptions import NotFittedError as SklearnNotFitted
+
+    with pytest.raises(mk.exceptions.NotFittedError, match="not fitted") as err:
+        bank.transform(np.ones((2, 1)))
+    assert isinstance(err.value, SklearnNotFitted) and isinstance(err.value, ValueError)
+
+
+def test_unknown_kernels_string_names_the_parameter() -> None:
+    X, y = _data()
+    msg = _raises_parameter("kernels", mk.MKLClassifier(kernels="bogus").fit, X, y)
+    assert "'precomputed'" in msg and "'bogus'" in msg
