@@ -47,6 +47,7 @@ from ._validation import (
     check_stack,
 )
 from .exceptions import (
+    InternalError,
     InvalidInputError,
     InvalidParameterError,
     KernelNotPSDError,
@@ -535,7 +536,9 @@ def _from_tuple(t: _SpecTuple) -> Kernel:
         return Polynomial(degree=int(a), coef0=b, scale=c, features=feats)
     if kind == "gaussian":
         return Gaussian(sigma=a, features=feats)
-    return Laplacian(sigma=a, features=feats)
+    if kind == "laplacian":
+        return Laplacian(sigma=a, features=feats)
+    raise InternalError(f"the engine returned a kernel specification of unknown kind {kind!r}")
 
 
 def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:

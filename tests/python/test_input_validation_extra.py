@@ -428,3 +428,11 @@ def test_unknown_kernels_string_names_the_parameter() -> None:
     X, y = _data()
     msg = _raises_parameter("kernels", mk.MKLClassifier(kernels="bogus").fit, X, y)
     assert "'precomputed'" in msg and "'bogus'" in msg
+
+
+def test_an_unknown_kernel_kind_from_the_engine_is_an_internal_error() -> None:
+    from multikernel.kernels import _from_tuple
+
+    assert _from_tuple(("laplacian", 2.0, 0.0, 0.0, (1,))) == Laplacian(sigma=2.0, features=[1])
+    with pytest.raises(mk.exceptions.InternalError, match="unknown kind 'sigmoid'"):
+        _from_tuple(("sigmoid", 2.0, 0.0, 0.0, None))
