@@ -875,7 +875,8 @@ default "mean_diag"
         How more than two classes are handled: one-vs-rest (one problem per class) or
         one-vs-one (one problem per pair of classes, on their points only).
     n_threads : int, default 0
-        Threads, 0 = all cores; values above the number of cores are clipped to it.
+        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
+        cores are clipped to it.
     random_state : int, optional
         Seed of the stochastic solver ``"svrg"``, in [0, 2**64) (None: 0); the other solvers
         are deterministic and ignore it.

@@ -65,8 +65,8 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
         ``"clip"`` shifts the training kernels to positive semi-definite ones before the fit
         (``K_m + s_m I``, recorded in ``psd_shifts_``), as for :class:`MKLClassifier`.
     n_threads : int, default 0
-        Threads of the engine (0: all cores; values above the number of cores are clipped to
-        it).
+        Threads of the engine (0 or -1: all cores, -k: all but k − 1; values above the
+        number of cores are clipped to it).
     verbose : int, default 0
         ``1`` or more: one INFO record per outer iteration on the ``multikernel`` logger.
 

@@ -492,8 +492,8 @@ _PARAMS_DOC = """
     max_iter : int, default 1000
         Iteration budget of the refit.
     n_threads : int, default 0
-        Threads of the engine (0: all cores; values above the number of cores are clipped
-        to it).
+        Threads of the engine (0 or -1: all cores, -k: all but k − 1; values above the
+        number of cores are clipped to it).
     verbose : int, default 0
         1 logs the refit's iterations on the ``multikernel`` logger.
 """

@@ -119,18 +119,25 @@ def _available_cores() -> int:
 
 
 def check_n_threads(n_threads: Any) -> int:
-    """Validate ``n_threads``: a non-negative integer, 0 = all cores; values above the number
-    of available cores are clipped to it (more threads never help the engine's memory-bound
-    loops, and its results are bit-identical for any thread count)."""
+    """Validate ``n_threads``: an integer; 0 or -1 = all cores, ``-k`` = all but ``k − 1``
+    (scikit-learn's ``n_jobs``); values above the number of available cores are clipped to it
+    (more threads never help the engine's memory-bound loops, and its results are
+    bit-identical for any thread count). Returns 0 for all cores."""
     if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)):
         raise InvalidParameterError(
-            f"n_threads must be a non-negative integer, got {n_threads!r}", parameter="n_threads"
+            f"n_threads must be an integer, got {n_threads!r}", parameter="n_threads"
         )
+    cores = _available_cores()
     if n_threads < 0:
-        raise InvalidParameterError(
-            f"n_threads must be >= 0 (0 = all cores), got {n_threads}", parameter="n_threads"
-        )
-    return min(int(n_threads), _available_cores())
+        keep = cores + 1 + int(n_threads)
+        if keep < 1:
+            raise InvalidParameterError(
+                f"n_threads={n_threads} leaves no thread on the {cores} available cores "
+                f"(-1 = all cores, -k = all but k - 1; 0 = all cores)",
+                parameter="n_threads",
+            )
+        return 0 if keep >= cores else keep
+    return min(int(n_threads), cores)
 
 
 def check_psd(psd: Any) -> str:

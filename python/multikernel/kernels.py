@@ -748,8 +748,8 @@ def gram(
     dtype : float64 or float32
         Element type of the stack (float32 halves its memory).
     n_threads : int, default 0
-        Threads for the computation, 0 = all cores; values above the number of cores are
-        clipped to it.
+        Threads for the computation, 0 or -1 = all cores (-k: all but k − 1); values above
+        the number of cores are clipped to it.
 
     Returns
     -------
@@ -795,7 +795,8 @@ class KernelBank:
     dtype : float64 or float32
         Element type of the stacks produced.
     n_threads : int, default 0
-        Threads, 0 = all cores; values above the number of cores are clipped to it.
+        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
+        cores are clipped to it.
 
     Raises
     ------
@@ -1038,8 +1039,8 @@ class FeatureBank:
         Type of the returned blocks: float32 halves their memory (computed in float64, then
         rounded); the solvers compute in float64 either way.
     n_threads : int, default 0
-        Threads of the engine (0: all cores; values above the number of cores are clipped to
-        it).
+        Threads of the engine (0 or -1: all cores, -k: all but k − 1; values above the
+        number of cores are clipped to it).
 
     Raises
     ------
@@ -1400,7 +1401,8 @@ def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray
         Tolerated asymmetry ``|K_m[i, j] - K_m[j, i]|``, relative to ``max|K_m|``; finite
         and ≥ 0.
     n_threads : int, default 0
-        Threads, 0 = all cores; values above the number of cores are clipped to it.
+        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
+        cores are clipped to it.
 
     Returns
     -------
@@ -1487,8 +1489,8 @@ def shift_to_psd(
         construction (a sigmoid "kernel", an edit-distance similarity), and shifting it is a
         modelling decision: raise ``max_shift`` to take it.
     n_threads : int, default 0
-        Threads of the stack's validation (:func:`validate_stack`), 0 = all cores;
-        values above the number of cores are clipped to it.
+        Threads of the stack's validation (:func:`validate_stack`), 0 or -1 = all cores
+        (-k: all but k − 1); values above the number of cores are clipped to it.
 
     Returns
     -------
@@ -1598,7 +1600,8 @@ def quad_forms(G: Any, v: Any, *, n_threads: int = 0) -> NDArray[np.float64]:
     v : array-like of shape (n,)
         Vector.
     n_threads : int, default 0
-        Threads, 0 = all cores; values above the number of cores are clipped to it.
+        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
+        cores are clipped to it.
 
     Returns
     -------
@@ -1675,7 +1678,8 @@ def low_rank(
     max_rank : int, optional
         Cap on the rank, an integer ≥ 1 (default n; larger values mean n).
     n_threads : int, default 0
-        Threads, 0 = all cores; values above the number of cores are clipped to it.
+        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
+        cores are clipped to it.
 
     Returns
     -------

@@ -286,11 +286,12 @@ def test_gil_is_released_during_fit() -> None:
 
 
 def test_n_threads_gives_identical_results(
-    cancer: tuple[NDArray[np.float64], NDArray[np.int64]],
+    cancer: tuple[NDArray[np.float64], NDArray[np.int64]], two_cores: None
 ) -> None:
     X, y = cancer
     a = mk.MKLClassifier(n_threads=1).fit(X, y)
     b = mk.MKLClassifier(n_threads=2).fit(X, y)
+    assert mk._validation.check_n_threads(2) == 2  # two threads, whatever the runner
     np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=1e-12, atol=1e-14)
 
 

@@ -54,7 +54,12 @@ def test_n_threads_above_the_cores_is_clipped() -> None:
     assert check_n_threads(10**9) == cores
     assert check_n_threads(2**64) == cores
     assert check_n_threads(np.uint64(2**63)) == cores
-    for bad in (-1, 1.5, True, "2", None):
+    # scikit-learn's n_jobs: -1 = all cores (0 here), -k = all but k - 1.
+    assert check_n_threads(-1) == 0
+    assert check_n_threads(-cores) == (1 if cores > 1 else 0)
+    if cores > 1:
+        assert check_n_threads(np.int64(-2)) == cores - 1
+    for bad in (-cores - 1, -(2**70), 1.5, True, "2", None):
         _raises_parameter("n_threads", check_n_threads, bad)
 
     X, y = _data()

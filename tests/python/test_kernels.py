@@ -231,7 +231,7 @@ def test_bad_inputs() -> None:
     with pytest.raises(ValueError, match="kernel specification"):
         mk.kernels.gram(Xb, ["rbf"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="n_threads"):
-        mk.kernels.gram(Xb, [Linear()], n_threads=-1)
+        mk.kernels.gram(Xb, [Linear()], n_threads=-(10**6))
     bank = KernelBank([Linear()])
     with pytest.raises(ValueError, match="not fitted"):
         bank.transform(Xb)

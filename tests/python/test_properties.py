@@ -19,6 +19,11 @@ import multikernel as mk
 from multikernel.kernels import FeatureBank, Gaussian, Kernel, Laplacian, Linear, Polynomial
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _two_threads(two_cores: None) -> None:
+    """The 1-against-2-thread comparisons below run two threads on any runner."""
+
+
 @dataclass(frozen=True)
 class Problem:
     X: NDArray[np.float64]
