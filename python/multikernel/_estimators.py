@@ -15,13 +15,13 @@ import numpy as np
 from joblib import Parallel, delayed
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.metaestimators import available_if
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core, _dask
 from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
+from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
     aligned,
@@ -76,6 +76,48 @@ def _subset(G: _Stack, idx: NDArray[np.intp]) -> _Stack:
     if isinstance(G, list):
         return [np.ascontiguousarray(F[idx]) for F in G]
     return np.ascontiguousarray(G[:, idx][:, :, idx])
+
+
+def _cross_decision(
+    G: _Stack, te: NDArray[np.intp], tr: NDArray[np.intp], coef: NDArray[Any], b: float
+) -> NDArray[np.float64]:
+    """Decision values on the points ``te`` of a model fitted on the points ``tr`` of the
+    same stack (``coef``: ``(M, len(tr))``): dense ``Σ_m K_m[te, tr] A_m``, or on feature
+    blocks ``Σ_m F_m[te] (F_m[tr]ᵀ A_m)``, plus ``b``."""
+    if isinstance(G, list):
+        f = sum((F[te] @ (F[tr].T @ a) for F, a in zip(G, coef, strict=True)), np.zeros(len(te)))
+    else:
+        f = np.einsum("mij,mj->i", G[:, te][:, :, tr], coef, dtype=np.float64)
+    out: NDArray[np.float64] = np.asarray(f, dtype=np.float64) + b
+    return out
+
+
+class _available_unless:  # noqa: N801 (a decorator, named as scikit-learn's available_if)
+    """A method that is absent (``AttributeError``, so ``hasattr`` is False) when
+    ``reason(obj)`` returns a reason, with that reason in the message itself: scikit-learn's
+    ``available_if`` states only that the attribute is missing and chains the reason."""
+
+    def __init__(self, reason: Callable[[Any], str | None]) -> None:
+        self.reason = reason
+
+    def __call__(self, fn: Callable[..., Any]) -> Any:
+        reason = self.reason
+
+        class _Method:
+            __doc__ = fn.__doc__
+
+            def __set_name__(self, owner: type, name: str) -> None:
+                self.name = name
+
+            def __get__(self, obj: Any, owner: type | None = None) -> Any:
+                if obj is None:
+                    return fn
+                why = reason(obj)
+                if why is not None:
+                    raise AttributeError(f"{type(obj).__name__} has no {self.name}: {why}")
+                return fn.__get__(obj, owner)
+
+        return _Method()
 
 
 def _auto_solver(
@@ -874,12 +916,18 @@ default "mean_diag"
     multi_class : {"ovr", "ovo"}, default "ovr"
         How more than two classes are handled: one-vs-rest (one problem per class) or
         one-vs-one (one problem per pair of classes, on their points only).
+    probability : bool, default False
+        For the hinge-type losses, fit Platt's sigmoid ``1/(1 + exp(A f + B))`` to decision
+        values from an internal 5-fold cross-validation of every binary problem (as
+        scikit-learn's ``SVC(probability=True)``: five more fits per problem), so that
+        ``predict_proba`` is available; one-vs-one pairs are coupled (Wu, Lin & Weng 2004).
+        The logistic loss has probabilities of its own and ignores it.
     n_threads : int, default 0
         Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
         cores are clipped to it.
     random_state : int, optional
-        Seed of the stochastic solver ``"svrg"``, in [0, 2**64) (None: 0); the other solvers
-        are deterministic and ignore it.
+        Seed of the stochastic solver ``"svrg"`` and of the folds of ``probability=True``,
+        in [0, 2**64) (None: 0); the other solvers are deterministic and ignore it.
     verbose : int, default 0
         ``1`` or more: one INFO record per outer iteration (gap, primal and dual values,
         active kernels, seconds) on the ``multikernel`` logger (a stderr handler is added
@@ -900,6 +948,9 @@ default "mean_diag"
     ----------
     classes_ : ndarray of shape (n_classes,)
         The class labels, sorted.
+    probA_, probB_ : ndarray of shape (n_problems,)
+        With ``probability=True`` and a hinge-type loss, Platt's ``A`` and ``B`` of each binary
+        problem (one for two classes); empty otherwise.
     dual_coef_ : ndarray of shape (M, n_train), or (n_problems, M, n_train) for multiclass
         Per-kernel coefficients ``A``: ``f_m(x) = Σ_i A[m, i] k_m(x, x_i)``.
     intercept_ : float, or ndarray of shape (n_problems,) for multiclass
@@ -981,6 +1032,7 @@ default "mean_diag"
         normalize: Normalization | None = "mean_diag",
         psd: PsdRepair = "check",
         multi_class: MultiClass = "ovr",
+        probability: bool = False,
         n_threads: int = 0,
         random_state: int | None = None,
         verbose: int = 0,
@@ -1007,6 +1059,7 @@ default "mean_diag"
             warm_start=warm_start,
         )
         self.multi_class = multi_class
+        self.probability = probability
 
     def fit(self, X: Any, y: Any) -> MKLClassifier:
         """Fit the model.
@@ -1054,6 +1107,7 @@ default "mean_diag"
                 f"multi_class must be 'ovr' or 'ovo', got {self.multi_class!r}",
                 parameter="multi_class",
             )
+        platt = check_bool(self.probability, "probability") and settings["loss"] != "logistic"
         G, yv = self._training_stack(X, y, solver)
         check_classification_targets(yv)
         classes, yi = np.unique(yv, return_inverse=True)
@@ -1066,9 +1120,11 @@ default "mean_diag"
         problems: list[tuple[int, int]] = []
         scheme = self.multi_class if len(classes) > 2 else None
         key = self._warm_key_of(solver, settings, G, tuple(classes.tolist()), scheme)
+        binary: list[tuple[_Stack, NDArray[np.float64]]] = []  # each problem, for Platt
         if len(classes) == 2:
             st = self._warm_starts(previous, key)
             yb = np.where(yi == 1, 1.0, -1.0)
+            binary = [(G, yb)]
             results = [self._solve(solver, G, yb, settings, start=st[0] if st else None)]
         elif self.multi_class == "ovr":
             starts = self._warm_starts(previous, key) or [None] * len(classes)
@@ -1080,6 +1136,7 @@ default "mean_diag"
                     yield G, np.where(yi == k, 1.0, -1.0), label, starts[k]
 
             results = self._solve_many(solver, ovr(), settings)
+            binary = [(G, np.where(yi == k, 1.0, -1.0)) for k in range(len(classes))]
         else:
             # One-vs-one: each pair on its own points; coefficients scattered back to all n.
             n = _n_points(G)
@@ -1093,6 +1150,11 @@ default "mean_diag"
                     yield _subset(G, idx), np.where(yi[idx] == a, 1.0, -1.0), label, st
 
             results = self._solve_many(solver, ovo(), settings)
+            if platt:
+                binary = [
+                    (_subset(G, idx), np.where(yi[idx] == a, 1.0, -1.0))
+                    for (a, _), idx in zip(problems, index, strict=True)
+                ]
             coefs = []
             for r, idx in zip(results, index, strict=True):
                 full = np.zeros((_n_kernels(G), n))
@@ -1103,7 +1165,29 @@ default "mean_diag"
         self.pairs_ = np.asarray(problems, dtype=np.int64).reshape(-1, 2)
         self.n_train_ = _n_points(G)
         self._feature_coefs(G)
+        ab = [self._platt(solver, settings, Gp, yb) for Gp, yb in binary] if platt else []
+        self.probA_ = np.array([a for a, _ in ab], dtype=np.float64)
+        self.probB_ = np.array([b for _, b in ab], dtype=np.float64)
         return self
+
+    def _platt(
+        self, solver: _NativeSolver, settings: dict[str, Setting], G: _Stack, y: NDArray[np.float64]
+    ) -> tuple[float, float]:
+        """Platt's ``(A, B)`` of one binary problem from out-of-fold decision values (5
+        stratified folds, fewer when a class has fewer points)."""
+        smallest = int(min((y > 0).sum(), (y < 0).sum()))
+        if smallest < 2:
+            raise InvalidInputError(
+                f"probability=True cross-validates every binary problem and needs at least two "
+                f"points of each of its classes; one has {smallest}"
+            )
+
+        def decision(tr: NDArray[np.intp], te: NDArray[np.intp]) -> NDArray[np.float64]:
+            r = self._solve(solver, _subset(G, tr), y[tr], settings, " (probability fold)")
+            return _cross_decision(G, te, tr, np.asarray(r.coef), float(r.intercept))
+
+        seed = (check_random_state(self.random_state) or 0) % 2**32
+        return platt_fit(out_of_fold(decision, y, min(5, smallest), seed), y)
 
     def decision_function(self, X: Any) -> NDArray[np.float64]:
         """Decision values ``f(x) = Σ_m f_m(x) + b``.
@@ -1194,17 +1278,25 @@ default "mean_diag"
             return res
         return _decision_labels(f, self.classes_)
 
-    def _check_proba(self) -> bool:
-        if self.loss != "logistic":
-            raise AttributeError("predict_proba is available for loss='logistic' only")
-        return True
+    def _proba_unavailable(self) -> str | None:
+        """Why this classifier has no ``predict_proba`` (None: it has one)."""
+        if self.loss == "logistic" or self.probability is True:
+            return None
+        return (
+            f"loss={self.loss or 'hinge'!r} gives no probabilities: use loss='logistic', or "
+            "probability=True for Platt scaling fitted by internal cross-validation (as SVC)"
+        )
 
-    @available_if(_check_proba)  # type: ignore[untyped-decorator]
+    @_available_unless(_proba_unavailable)
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
-        """Class probabilities (``loss="logistic"`` only).
+        """Class probabilities: the logistic model's, or Platt's (``probability=True``).
 
-        The logistic model's ``σ(f)`` for two classes; the one-vs-rest ``σ(f_k)`` normalised
-        to sum to one for more classes.
+        ``loss="logistic"``: ``σ(f)`` for two classes; the one-vs-rest ``σ(f_k)`` normalised
+        to sum to one for more. Hinge-type losses with ``probability=True``: Platt's
+        ``1/(1 + exp(A f + B))`` of each binary problem (``probA_``, ``probB_``), normalised
+        over the classes for one-vs-rest, coupled pairwise (Wu, Lin & Weng 2004) for
+        one-vs-one; as scikit-learn's ``SVC``, the most probable class need not be the one
+        ``predict`` returns.
 
         Parameters
         ----------
@@ -1219,10 +1311,11 @@ default "mean_diag"
         Raises
         ------
         AttributeError
-            The loss is not ``"logistic"`` (the method is then absent), or the classifier is
-            one-vs-one with more than two classes.
+            A hinge-type loss without ``probability=True`` (the method is then absent; the
+            message says which option to set), or the logistic loss one-vs-one with more
+            than two classes.
         sklearn.exceptions.NotFittedError
-            The estimator is not fitted.
+            The estimator is not fitted, or was fitted without ``probability=True``.
 
         Examples
         --------
@@ -1237,13 +1330,41 @@ default "mean_diag"
                [0.13, 0.87]])
         >>> hasattr(mk.MKLClassifier(loss="hinge"), "predict_proba")
         False
+        >>> from sklearn.datasets import load_breast_cancer
+        >>> Xb, yb = load_breast_cancer(return_X_y=True)
+        >>> Xb = (Xb - Xb.mean(0)) / Xb.std(0)
+        >>> svm = mk.MKLClassifier(probability=True).fit(Xb[:200], yb[:200])
+        >>> Pb = svm.predict_proba(Xb[200:205])
+        >>> Pb.shape, bool(np.allclose(Pb.sum(axis=1), 1.0))
+        ((5, 2), True)
         """
         if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
             return _dask.map_rows(self, "predict_proba", X)  # type: ignore[no-any-return]
         f = self.decision_function(X)
-        if f.ndim == 2 and self.multi_class == "ovo":
-            raise AttributeError("predict_proba needs multi_class='ovr'")
-        return _logistic_proba(f)
+        if self.loss == "logistic":
+            if f.ndim == 2 and self.multi_class == "ovo":
+                raise AttributeError("predict_proba needs multi_class='ovr'")
+            return _logistic_proba(f)
+        problems = 1 if f.ndim == 1 else f.shape[1]
+        if getattr(self, "probA_", np.empty(0)).shape != (problems,):
+            raise NotFittedError(
+                "this classifier was fitted without probability=True: refit it with "
+                "probability=True for predict_proba"
+            )
+        if f.ndim == 1:
+            p1 = platt_proba(f, self.probA_[0], self.probB_[0])
+            return np.column_stack([1.0 - p1, p1])
+        P = np.column_stack(
+            [platt_proba(f[:, k], self.probA_[k], self.probB_[k]) for k in range(problems)]
+        )
+        if self.multi_class == "ovr":
+            out: NDArray[np.float64] = P / P.sum(axis=1, keepdims=True)
+            return out
+        # P[:, k] is the probability of the pair's first class a against its second b.
+        r = np.zeros((f.shape[0], len(self.classes_), len(self.classes_)))
+        for k, (a, b) in enumerate(self.pairs_):
+            r[:, a, b], r[:, b, a] = P[:, k], 1.0 - P[:, k]
+        return pairwise_coupling(r)
 
 
 class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]

@@ -31,6 +31,7 @@ from multikernel.kernels import Gaussian, Kernel, KernelBank, Linear
         mk.MKLRegressor(),
         mk.MKLClassifier(penalty="l1", loss="logistic"),
         mk.MKLRegressor(penalty="elasticnet", loss="epsilon_insensitive"),
+        mk.MKLClassifier(probability=True),
     ]
 )
 def test_sklearn_estimator_checks(estimator: Any, check: Any) -> None:
