@@ -196,3 +196,29 @@ def test_fit_is_the_same_on_every_thread_count(loss: str) -> None:
     for r in fits[1:]:
         np.testing.assert_array_equal(np.asarray(r.coef), np.asarray(fits[0].coef))
         assert r.primal == fits[0].primal and r.dual == fits[0].dual
+
+
+@pytest.mark.parametrize("p", [math.inf, 2.0])
+def test_smooth_losses_beyond_the_conjugate_gradient_threshold(p: float) -> None:
+    """n = 600 ≥ 500: the Newton and ridge systems are solved by preconditioned conjugate
+    gradients (docs/mathematics.md §3.2). At p = ∞ the squared-loss fit is kernel ridge with an
+    intercept on the sum kernel: the bordered system solved by numpy. Every fit certifies
+    itself to 1e-8 (its dual value is computed from the iterate, whatever solved for it)."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, yc = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    specs = [mk.kernels.Gaussian(sigma=s) for s in (3.0, 6.0)] + [mk.kernels.Linear()]
+    G = mk.kernels.gram(X[:600], specs, normalize="mean_diag")
+    y = np.where(yc[:600] == 1, 1.0, -1.0)
+    for loss in ("squared", "logistic"):
+        r = fit(G, y, p=p, loss=loss, C=2.0, tol=1e-8)
+        assert r.converged and r.gap <= 1e-8, (loss, r.gap)
+        if loss == "squared" and math.isinf(p):
+            K, n = G.sum(axis=0), len(y)
+            A = np.block([[K + np.eye(n) / 2.0, np.ones((n, 1))], [np.ones((1, n)), 0.0]])
+            sol = np.linalg.solve(A, np.r_[y, 0.0])
+            beta, b = sol[:n], sol[n]
+            primal = 2.0 * 0.5 * np.sum((y - K @ beta - b) ** 2) + 0.5 * beta @ K @ beta
+            assert float(r.primal) == pytest.approx(primal, rel=1e-8)
+            np.testing.assert_allclose(np.asarray(r.coef)[0], beta, atol=1e-5)
