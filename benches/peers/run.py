@@ -46,7 +46,7 @@ reachable here, whose Linux torch wheels depend on ~3 GB of CUDA packages; torch
 CPU without them, so it is installed without its dependencies, and those it needs are listed)::
 
     python -m venv .peers-venv
-    .peers-venv/bin/pip install numpy scipy scikit-learn cvxpy clarabel matplotlib
+    .peers-venv/bin/pip install numpy scipy scikit-learn cvxpy clarabel matplotlib pytest
     .peers-venv/bin/pip install --no-deps torch
     .peers-venv/bin/pip install filelock fsspec networkx sympy typing_extensions jinja2 MKLpy
     # multikernel from this tree: the editable build leaves python/multikernel/_core*.so there
@@ -54,8 +54,8 @@ CPU without them, so it is installed without its dependencies, and those it need
     python benches/peers/run.py --python .peers-venv/bin/python
 
 The subprocesses need numpy, scipy, scikit-learn, cvxpy and clarabel (the test-suite's
-reference solver); a peer whose packages are missing from ``--python`` is reported as "not
-installed" and skipped.
+reference solver) and pytest (which the test references import); a peer whose packages are
+missing from ``--python`` is reported as "not installed" and skipped.
 """
 
 from __future__ import annotations
