@@ -441,3 +441,27 @@ def test_an_unknown_kernel_kind_from_the_engine_is_an_internal_error() -> None:
     assert _from_tuple(("laplacian", 2.0, 0.0, 0.0, (1,))) == Laplacian(sigma=2.0, features=[1])
     with pytest.raises(mk.exceptions.InternalError, match="unknown kind 'sigmoid'"):
         _from_tuple(("sigmoid", 2.0, 0.0, 0.0, None))
+
+
+def test_check_input_false_skips_only_the_stack_read() -> None:
+    """``fit(..., check_input=False)`` on a valid precomputed stack gives the same bits; the
+    shape is still checked, and the flag must be a bool. With the check, a NaN entry is
+    refused; without it the fit trusts the stack (scikit-learn's ``Lasso`` convention)."""
+    X, y = _data(60)
+    G = mk.kernels.gram(X, [Linear(), Gaussian(sigma=1.0), Polynomial(degree=2)])
+    t = X[:, 0] + 0.1 * X[:, 1]
+    for est, target in (
+        (mk.MKLClassifier(kernels="precomputed", C=3.0), y),
+        (mk.MKLRegressor(kernels="precomputed", penalty="l1"), t),
+        (mk.MKLOneClass(kernels="precomputed", nu=0.3), None),
+    ):
+        a = est.fit(G, target).dual_coef_.copy()
+        b = est.fit(G, target, check_input=False).dual_coef_
+        np.testing.assert_array_equal(a, b)
+        with pytest.raises(InvalidInputError, match="3-D"):
+            est.fit(G[0], target, check_input=False)
+        _raises_parameter("check_input", est.fit, G, target, check_input="no")
+    bad = G.copy()
+    bad[1, 2, 3] = np.nan
+    with pytest.raises(NonFiniteError):
+        mk.MKLClassifier(kernels="precomputed").fit(bad, y)
