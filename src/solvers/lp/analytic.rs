@@ -359,10 +359,15 @@ pub(super) fn fit_analytic(
             // Only a whole-problem check can tell why the restricted problem stalls.
             checks.force();
         }
-        // The θ update of eq. 17, extrapolated only on restricted problems, whose iterations
-        // are the many cheap ones; the whole problem keeps Kloft's plain update (and its
-        // iterates).
-        let omega = if ws.is_some() { gaps.omega() } else { 1.0 };
+        // The θ update of eq. 17, extrapolated on restricted problems, whose iterations are
+        // the many cheap ones, and for the smooth losses, whose every iteration reads the
+        // whole stack twice (dense β; docs/mathematics.md §3.3); the whole problem of the
+        // hinge-type losses keeps Kloft's plain update (and its iterates).
+        let omega = if ws.is_some() || !whole.is_sparse() {
+            gaps.omega()
+        } else {
+            1.0
+        };
         theta = extrapolate(&theta, &theta_update(&norms, cfg.p), omega, cfg.p);
     }
     tracker.finish(n_iter, status)
