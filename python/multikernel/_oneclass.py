@@ -157,13 +157,10 @@ psd_shifts_
         y : None
             Ignored (present for the scikit-learn API).
         check_input : bool, default True
-            With ``kernels="precomputed"`` and a dense stack: False skips the one read of
-            the stack that checks it is finite, symmetric and entry-wise a kernel
-            (:func:`~multikernel.kernels.validate_stack`; its shape and dtype are still
-            checked), for a stack known to be valid, as scikit-learn's ``Lasso.fit``
-            (about 1.5 reads of the stack, the cost of a whole ℓp hinge fit at n = 1797,
-            M = 50). A stack that is not valid then gives meaningless results, never a
-            memory error. Ignored for other inputs.
+            False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
+            precomputed stack (shape and dtype are still checked), for a stack known to be
+            valid, as scikit-learn's ``Lasso.fit``; see docs/guide.md §6. Ignored for other
+            inputs.
 
         Returns
         -------

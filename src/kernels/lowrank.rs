@@ -97,6 +97,15 @@ pub fn weighted_factors(stack: &dyn KernelStack, theta: &[f64]) -> Option<Vec<f6
     Some(u)
 }
 
+/// `out = G Gᵀ v` for a factor `G` stored as columns of length `n = v.len()`.
+pub(crate) fn factor_matvec(g: &[f64], v: &[f64], out: &mut [f64]) {
+    out.fill(0.0);
+    for col in g.chunks_exact(v.len().max(1)) {
+        let c = dot(col, v);
+        out.iter_mut().zip(col).for_each(|(o, x)| *o += c * x);
+    }
+}
+
 /// A stack of low-rank factors `K_m ≈ G_m G_mᵀ`, with `G_m` of shape `n × r_m`.
 #[derive(Debug, Clone)]
 pub struct LowRankStack {
@@ -208,18 +217,11 @@ impl KernelStack for LowRankStack {
     }
 
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {
-        out.fill(0.0);
-        for g in self.factors[m].chunks_exact(self.n) {
-            let c = dot(g, v);
-            for (o, x) in out.iter_mut().zip(g) {
-                *o += c * x;
-            }
-        }
+        factor_matvec(&self.factors[m], v, out);
     }
 
     /// `K_θ = W Gᵀ` with `G = [G_m]` and `W = [θ_m G_m]` over the kernels with `θ_m ≠ 0`: one
-    /// matrix product (`n² R` flops at GEMM speed; the rank-one updates it replaced ran at
-    /// memory speed, 3× the ℓp hinge fit's time on digits, n = 1797, R = 200).
+    /// matrix product, `n² R` flops at GEMM speed (docs/mathematics.md §2.12).
     fn combine(&self, theta: &[f64], out: &mut [f64]) {
         let n = self.n;
         let mut g = Vec::new();

@@ -17,6 +17,7 @@ pub(crate) use gram::of_kernel;
 pub use gram::{
     cross_gram, cross_gram_bank, gram, gram_bank, stack_bytes, BankKernel, BlockKernel, GramOptions,
 };
+pub(crate) use lowrank::factor_matvec;
 pub use lowrank::{pivoted_cholesky, weighted_factors, LowRankStack};
 pub use normalize::{NormStats, Normalization};
 pub use packed::{point_subset, PackedStack, PointSubset};

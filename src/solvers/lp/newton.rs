@@ -16,7 +16,7 @@
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::pivoted_cholesky;
+use crate::kernels::{factor_matvec, pivoted_cholesky, stack_dot as dot};
 use crate::linalg::{solve_with_intercept, Cholesky, DiagPlusLowRank, SpdFactor};
 use crate::losses::Loss;
 
@@ -34,7 +34,7 @@ const PRECOND_TOL: f64 = 1e-4;
 /// (the projected CG of Gould, Hribar & Nocedal 2001). Each residual is moved by the multiple
 /// of `1` that `P` removes and that multiple added to `b`, so the residual stays the bordered
 /// system's: left in it, the `b1` part grows, cancels, and the iteration drifts away from the
-/// solution after converging (seen at n = 150: 1e-10 after 3 iterations, 2e-2 after 12).
+/// solution after converging (docs/mathematics.md §3.2).
 /// Stops when `rᵀPr` is at most `rtol²` times its start or `atol²` times that of `r`. `None`
 /// when it has not converged in `max_iter` iterations (the caller then factorises).
 #[allow(clippy::too_many_arguments)]
@@ -107,10 +107,6 @@ fn pcg_bordered(
     Ok(None)
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 /// The kernel of a single-kernel solve.
 #[derive(Clone, Copy)]
 pub(crate) enum KernelOp<'a> {
@@ -125,14 +121,7 @@ impl KernelOp<'_> {
     pub(crate) fn matvec(&self, v: &[f64], out: &mut [f64]) {
         match *self {
             KernelOp::Dense(k) => dense_matvec(k, v, out),
-            KernelOp::Factor(u) => {
-                let n = v.len();
-                out.fill(0.0);
-                for col in u.chunks_exact(n.max(1)) {
-                    let c = crate::kernels::stack_dot(col, v);
-                    out.iter_mut().zip(col).for_each(|(o, x)| *o += c * x);
-                }
-            }
+            KernelOp::Factor(u) => factor_matvec(u, v, out),
         }
     }
 
@@ -232,8 +221,7 @@ impl NewtonSolver {
         atol: f64,
     ) -> Result<(Vec<f64>, f64)> {
         if let (KernelOp::Dense(kd), Some(l)) = (k, precond) {
-            // 3–5 iterations per Newton step and 33–41 per ridge solve at n = 1797–2000 (the
-            // rank-150 preconditioner); past 100 the factorisation is the cheaper route.
+            // Past 100 iterations the factorisation is the cheaper route (§3.2).
             if let Some((x, b, _)) = pcg_bordered(kd, d, l, r, x0, rtol, atol, 100)? {
                 return Ok((x, b));
             }
@@ -242,7 +230,7 @@ impl NewtonSolver {
     }
 
     /// The preconditioner of a dense kernel of at least `pcg_min` points: its pivoted
-    /// Cholesky factor (`n · rank²` flops, about a dozen products with `K` at n = 2000).
+    /// Cholesky factor (`n · rank²` flops).
     fn preconditioner(&self, k: KernelOp<'_>) -> Option<Vec<f64>> {
         let n = self.y.len();
         match k {
