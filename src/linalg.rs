@@ -95,6 +95,20 @@ impl SpdFactor {
             SpdFactor::DiagPlusLowRank(w) => w.solve(b),
         }
     }
+
+    /// Solves `A X = B` in place for the columns of `b` (column-major `n × s`).
+    pub fn solve_many(&self, b: &mut [f64]) {
+        match self {
+            SpdFactor::Dense(c) => {
+                let n = c.llt.L().nrows();
+                let s = b.len() / n.max(1);
+                c.llt
+                    .solve_in_place(faer::MatMut::from_column_major_slice_mut(b, n, s));
+                clear_upper_simd_state();
+            }
+            SpdFactor::DiagPlusLowRank(w) => w.solve_many(b),
+        }
+    }
 }
 
 /// `A = D + U Uᵀ` with `D` diagonal positive and `U` of shape `n × r`, solved through the
@@ -152,35 +166,79 @@ impl DiagPlusLowRank {
 
     /// Solves `(D + UUᵀ) x = b` in `O(n r)` after the factorisation.
     pub fn solve(&self, b: &[f64]) -> Vec<f64> {
-        use rayon::prelude::*;
-        let n = b.len();
-        let mut x: Vec<f64> = b.iter().zip(&self.inv_sqrt).map(|(a, s)| a * s).collect();
-        if !self.v.is_empty() {
-            let w: Vec<f64> = self
-                .v
-                .par_chunks_exact(n)
-                .map(|col| col.iter().zip(&x).map(|(a, b)| a * b).sum())
-                .collect();
-            let c = self.cap.solve(&w);
-            for (col, ck) in self.v.chunks_exact(n).zip(&c) {
-                x.iter_mut().zip(col).for_each(|(xi, vi)| *xi -= ck * vi);
-            }
-        }
-        x.iter_mut()
-            .zip(&self.inv_sqrt)
-            .for_each(|(xi, s)| *xi *= s);
+        let mut x = b.to_vec();
+        self.solve_many(&mut x);
         x
+    }
+
+    /// Solves `(D + UUᵀ) X = B` in place for the columns of `b` (column-major `n × s`): two
+    /// matrix products with `V` for all of them.
+    pub fn solve_many(&self, b: &mut [f64]) {
+        let n = self.inv_sqrt.len();
+        let scale = |b: &mut [f64]| {
+            for col in b.chunks_exact_mut(n.max(1)) {
+                col.iter_mut()
+                    .zip(&self.inv_sqrt)
+                    .for_each(|(x, s)| *x *= s);
+            }
+        };
+        scale(b);
+        let r = self.v.len().checked_div(n).unwrap_or(0);
+        if r > 0 {
+            let s = b.len() / n;
+            let vm = MatRef::from_column_major_slice(&self.v, n, r);
+            let mut w = Mat::<f64>::zeros(r, s);
+            let par = faer::Par::rayon(0);
+            faer::linalg::matmul::matmul(
+                w.as_mut(),
+                faer::Accum::Replace,
+                vm.transpose(),
+                MatRef::from_column_major_slice(b, n, s),
+                1.0,
+                par,
+            );
+            self.cap.llt.solve_in_place(w.as_mut());
+            faer::linalg::matmul::matmul(
+                faer::MatMut::from_column_major_slice_mut(b, n, s),
+                faer::Accum::Add,
+                vm,
+                w.as_ref(),
+                -1.0,
+                par,
+            );
+            clear_upper_simd_state();
+        }
+        scale(b);
     }
 }
 
 /// Solves the bordered system `[A 1; 1ᵀ 0] [x; b] = [r; 0]` of a kernel model with an intercept
 /// (`Σ x = 0`) through two solves with `A`: `x = A⁻¹(r − b1)`, `b = 1ᵀA⁻¹r / 1ᵀA⁻¹1`.
 pub fn solve_with_intercept(a: &SpdFactor, r: &[f64]) -> (Vec<f64>, f64) {
-    let x_r = a.solve(r);
-    let x_1 = a.solve(&vec![1.0; r.len()]);
-    let b = x_r.iter().sum::<f64>() / x_1.iter().sum::<f64>();
-    let x = x_r.iter().zip(&x_1).map(|(u, v)| u - b * v).collect();
-    (x, b)
+    let (x, b) = solve_with_intercept_many(a, r);
+    (x, b[0])
+}
+
+/// [`solve_with_intercept`] for the right-hand sides `r` stored one after another (`s·n`):
+/// one solve with `A` for all of them and one for `1`.
+pub fn solve_with_intercept_many(a: &SpdFactor, r: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let n = match a {
+        SpdFactor::Dense(c) => c.llt.L().nrows(),
+        SpdFactor::DiagPlusLowRank(w) => w.inv_sqrt.len(),
+    };
+    let mut x = Vec::with_capacity(r.len() + n);
+    x.extend_from_slice(r);
+    x.resize(r.len() + n, 1.0);
+    a.solve_many(&mut x);
+    let x_1 = x.split_off(r.len());
+    let s_1: f64 = x_1.iter().sum();
+    let mut bs = Vec::with_capacity(r.len() / n.max(1));
+    for col in x.chunks_exact_mut(n.max(1)) {
+        let b = col.iter().sum::<f64>() / s_1;
+        col.iter_mut().zip(&x_1).for_each(|(u, v)| *u -= b * v);
+        bs.push(b);
+    }
+    (x, bs)
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
-"""Sparse MKL (``l1``, ``elasticnet``) with the hinge loss against the ℓp fit (p = 2) of the same
-data, in one run: the goal table of the SVM-wrapper issue.
+"""Sparse MKL (``l1``, ``elasticnet``) against the ℓp fit (p = 2, hinge) of the same data, in one
+run: the goal table of the SVM-wrapper issue.
 
-Cases (hinge, C = 1, tol 1e-3, ``kernels="precomputed"``, medians of ``--repeats``, each fit
-in turn within every repeat so that their ratios share the machine's load):
+Cases (C = 1, tol 1e-3, ``kernels="precomputed"``, medians of ``--repeats``, each fit in turn
+within every repeat so that their ratios share the machine's load):
 
 * breast cancer (scikit-learn's, standardised): 20 Gaussian widths ``exp(−d²/(s·med))``,
   ``s`` log-spaced in [0.05, 20], ``med`` the median squared distance, and a linear kernel,
@@ -12,12 +12,13 @@ in turn within every repeat so that their ratios share the machine's load):
 * digits odd vs even (X/16): Kloft's ``exp(−d²/1.2^j)``, j = 0..49 (unit diagonal), n ∈ {200,
   400, 1000, 1797}.
 
-Columns: the ℓp fit (``penalty="lp"``, p = 2, ``solver="auto"`` = analytic), ``l1`` and
-``elasticnet`` (l1_ratio 0.5) with ``solver="auto"`` (the SVM wrapper) and with
+Columns: the ℓp fit with the hinge loss (``penalty="lp"``, p = 2, ``solver="auto"`` =
+analytic), ``l1`` and ``elasticnet`` (l1_ratio 0.5) with the loss ``--loss`` (hinge, logistic,
+or squared: the ±1 labels as regression targets) by ``solver="wrapper"`` and by
 ``solver="spicy"``, each as a ratio to the ℓp time.
 
     python benches/peers/sparse_wrapper.py [--cases breast,ring20,ring50,digits]
-        [--sizes 200,400,1000,2000] [--repeats 5] [--out FILE]
+        [--sizes 200,400,1000,2000] [--loss hinge] [--repeats 5] [--out FILE]
 """
 
 from __future__ import annotations
@@ -89,10 +90,11 @@ CASES = {
 }
 
 
-def fit(G: FloatArray, y: FloatArray, penalty: str, solver: str) -> Any:
-    est = mk.MKLClassifier(
+def fit(G: FloatArray, y: FloatArray, penalty: str, solver: str, loss: str) -> Any:
+    Est = mk.MKLRegressor if loss == "squared" else mk.MKLClassifier
+    est = Est(
         kernels="precomputed", penalty=penalty, p=2.0, l1_ratio=0.5, C=1.0, tol=1e-3,
-        normalize=None, solver=solver,
+        normalize=None, solver=solver, loss=loss,
     )  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -103,17 +105,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--sizes", default="200,400,1000,2000")
+    ap.add_argument("--loss", default="hinge", choices=["hinge", "logistic", "squared"])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     lines = [
-        "# Sparse MKL (hinge) against the ℓp fit of the same data",
+        f"# Sparse MKL ({args.loss}) against the ℓp hinge fit of the same data",
         "",
         f"multikernel {mk.__version__}, numpy {np.__version__}, {platform.machine()}; "
         f"medians of {args.repeats}, in one run; C = 1, tol 1e-3.",
         "",
-        "| case | n | M | lp (s) | l1 auto / lp | l1 spicy / lp | elasticnet auto / lp "
-        "| elasticnet spicy / lp | l1 kernels | l1 gap | l1 P (auto / spicy − 1) |",
+        "| case | n | M | lp (s) | l1 wrapper / lp | l1 spicy / lp | elasticnet wrapper / lp "
+        "| elasticnet spicy / lp | l1 kernels | l1 gap | l1 P (wrapper / spicy − 1) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
@@ -123,10 +126,12 @@ def main() -> None:
             if f"| {case} | {n} |" in "\n".join(lines):
                 continue
             G, y = build(n)
-            runs = [("lp", "auto"), ("l1", "auto"), ("l1", "spicy"),
-                    ("elasticnet", "auto"), ("elasticnet", "spicy")]  # fmt: skip
+            runs = [("lp", "auto", "hinge"), ("l1", "wrapper", args.loss),
+                    ("l1", "spicy", args.loss), ("elasticnet", "wrapper", args.loss),
+                    ("elasticnet", "spicy", args.loss)]  # fmt: skip
             res = paired_median_times(
-                [lambda G=G, y=y, p=p, s=s: fit(G, y, p, s) for p, s in runs], args.repeats
+                [lambda G=G, y=y, p=p, s=s, lo=lo: fit(G, y, p, s, lo) for p, s, lo in runs],
+                args.repeats,
             )
             t = [r[0] for r in res]
             l1, l1s = res[1][1], res[2][1]

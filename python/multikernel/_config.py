@@ -152,16 +152,18 @@ class SpicyConfig(_Config):
 @dataclass(frozen=True)
 class WrapperConfig(_Config):
     """Settings of the ``wrapper`` solver: ``l1`` and ``elasticnet`` MKL as a wrapper around
-    one SVM (hinge, squared hinge and ε-insensitive losses). The kernel weights move by
-    trust-region Newton steps whose Hessian comes from the free support vectors
-    (HessianMKL-style), each step a warm-started SMO solve on the combined kernel
+    one single-kernel solver, SMO for the hinge-type losses and Newton (with conjugate
+    gradients from 500 points) for the smooth ones. The kernel weights move by trust-region
+    Newton steps whose Hessian comes from the free support vectors (HessianMKL-style; every
+    point for the smooth losses), each step a warm-started solve on the combined kernel
     (docs/mathematics.md §2.11).
 
     Parameters
     ----------
     inner_tol : float, default 1e-7
         Accuracy of each SMO solve (maximal KKT violation), positive; tightened (to 1e-12 at
-        most) when the Newton model sees no progress left above ``tol``.
+        most) when the Newton model sees no progress left above ``tol``. The smooth losses'
+        Newton solves follow the duality gap instead.
 
     Raises
     ------
@@ -291,9 +293,7 @@ SOLVERS: dict[_NativeSolver, SolverInfo] = {
     "analytic": SolverInfo(("lp",), ALL_LOSSES, AnalyticConfig),
     "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),
     "spicy": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, SpicyConfig),
-    "wrapper": SolverInfo(
-        ("l1", "elasticnet"), ("hinge", "squared_hinge", "epsilon_insensitive"), WrapperConfig
-    ),
+    "wrapper": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, WrapperConfig),
     "mirror": SolverInfo(("group", "lp"), ALL_LOSSES, MirrorConfig),
     "svrg": SolverInfo(("lp",), ("logistic", "squared", "squared_hinge"), SvrgConfig),
 }

@@ -133,10 +133,11 @@ def _auto_solver(
     - ``lp`` at ``p = 1``: ``mirror``. Kloft's update has no convergence guarantee there and
       crawls (digits n = 1797, M = 50: gap 2.5e-3 after 200 iterations, 8 s); mirror descent
       reaches 1e-3 in 25 steps (0.4 s).
-    - ``l1`` / ``elasticnet`` with a hinge-type loss: ``wrapper`` (the faster, measured in
-      docs/guide.md §4), unless ``warm_start`` is set (SpicyMKL's warm starts) or
-      ``solver_config`` is a :class:`SpicyConfig`; a wrapper fit that stops above ``tol``
-      is continued by SpicyMKL from its model (:meth:`_BaseMKL._solve`).
+    - ``l1`` / ``elasticnet``: ``wrapper`` (the faster for every loss from 500 points on,
+      and in most cases below; measured in docs/guide.md §4), unless ``warm_start`` is set
+      (SpicyMKL's warm starts) or ``solver_config`` is a :class:`SpicyConfig`; a wrapper fit
+      that stops above ``tol`` is continued by SpicyMKL from its model
+      (:meth:`_BaseMKL._solve`).
     - otherwise the first solver of :data:`SOLVERS` that handles the penalty.
     """
     at_one = penalty == "lp" and isinstance(p, (int, float)) and p == 1
@@ -145,7 +146,6 @@ def _auto_solver(
     wrapper = SOLVERS["wrapper"]
     if (
         "wrapper" in solvers
-        and loss in wrapper.losses
         and not warm_start
         and (config is None or isinstance(config, wrapper.config))
     ):
@@ -886,10 +886,10 @@ default "auto"
         ``"analytic"``, the fastest valid solver for every loss in our benchmarks, except at
         ``p=1``, where it picks ``"mirror"`` (Kloft's update has no convergence guarantee
         there and crawls). For ``"l1"`` and ``"elasticnet"``: ``"spicy"`` (SpicyMKL's dual
-        augmented Lagrangian, every loss) or ``"wrapper"`` (Newton steps on the kernel
-        weights around one warm-started SMO solve; hinge-type losses); ``"auto"`` picks
-        ``"wrapper"`` for the hinge-type losses (without ``warm_start`` or a
-        ``SpicyConfig``), ``"spicy"`` otherwise. For ``"group"``: ``"mirror"`` (mirror
+        augmented Lagrangian) or ``"wrapper"`` (Newton steps on the kernel weights around
+        one warm-started single-kernel solve: SMO, or Newton for the smooth losses);
+        ``"auto"`` picks ``"wrapper"`` unless ``warm_start`` or a ``SpicyConfig`` is
+        given. For ``"group"``: ``"mirror"`` (mirror
         descent over the kernel weights, Nath et al.), also ``"auto"``; it solves ``"lp"`` at
         ``p=1`` too (one group).
         ``"svrg"`` also solves ``"lp"`` (smooth losses: logistic, squared, squared_hinge) by
@@ -949,7 +949,7 @@ default "mean_diag"
         this one (another solver, loss, number of points or kernels, classes or
         ``multi_class``) is ignored: the fit starts cold, silently. The other solvers always
         start cold, so with ``warm_start=True`` ``solver="auto"`` picks ``"spicy"`` for
-        ``"l1"`` and ``"elasticnet"`` (``"wrapper"`` otherwise, for the hinge-type losses).
+        ``"l1"`` and ``"elasticnet"`` (``"wrapper"`` otherwise).
 
     Attributes
     ----------

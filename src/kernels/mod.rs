@@ -23,7 +23,7 @@ pub use normalize::{NormStats, Normalization};
 pub use packed::{point_subset, PackedStack, PointSubset};
 pub use spec::{simplemkl_bank, validate_features, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
 pub(crate) use stack::nonzeros;
-pub use stack::{dot as stack_dot, DenseStack, KernelStack};
+pub use stack::{dense_matvecs, dot as stack_dot, DenseStack, KernelStack};
 pub use subset::SubStack;
 
 /// A floating-point element a dense stack may hold: f64, or f32 for half the bytes per pass.

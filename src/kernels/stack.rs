@@ -620,6 +620,46 @@ avx2_dispatch! {
     fn matvecs_dispatch<T>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) = matvecs_upper;
 }
 
+/// `out[r·s + j] = K[r, :]·v_j` for a block of full rows `k` of an `n`-column matrix and the
+/// `s` vectors of `vs` (one after another): each row is read once, in cache for every vector.
+#[inline(always)]
+fn rows_times<T: Element>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) {
+    let s = vs.len() / n.max(1);
+    for (row, o) in k.chunks_exact(n.max(1)).zip(out.chunks_exact_mut(s.max(1))) {
+        for (oj, v) in o.iter_mut().zip(vs.chunks_exact(n.max(1))) {
+            *oj = dot(row, v);
+        }
+    }
+}
+
+avx2_dispatch! {
+    fn rows_times_dispatch<T>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) = rows_times;
+}
+
+/// `out_j = K v_j` for the vectors `v_j` stored one after another in `vs`, with a dense
+/// row-major `n × n` matrix `K`: parallel over blocks of rows, each row read once for all the
+/// vectors (the products are memory-bound; a matrix-product routine would first copy `K`
+/// into its own blocks on every call). `out` is laid out as `vs`.
+pub fn dense_matvecs(k: &[f64], n: usize, vs: &[f64], out: &mut [f64]) {
+    const ROWS: usize = 16;
+    let s = vs.len() / n.max(1);
+    if s == 1 {
+        out.par_chunks_mut(ROWS)
+            .zip(k.par_chunks(ROWS * n.max(1)))
+            .for_each(|(o, kb)| rows_times_dispatch(kb, n, vs, o));
+        return;
+    }
+    let mut rows = vec![0.0; n * s];
+    rows.par_chunks_mut(ROWS * s)
+        .zip(k.par_chunks(ROWS * n.max(1)))
+        .for_each(|(o, kb)| rows_times_dispatch(kb, n, vs, o));
+    for (i, r) in rows.chunks_exact(s).enumerate() {
+        for (j, v) in r.iter().enumerate() {
+            out[j * n + i] = *v;
+        }
+    }
+}
+
 /// `row += Σ_{(m, t) ∈ active} t · K_m[i, i..]`: one row segment of the upper triangle of
 /// `K_θ`. Each kernel's segment starts a new stream, so the next kernel's is prefetched.
 #[inline(always)]
@@ -1010,6 +1050,29 @@ pub(crate) mod tests {
     }
 
     /// The subset products read the upper triangle only, and equal the full-row `matvec`.
+    /// The row-blocked products equal the naive ones, for one and several vectors and a size
+    /// that is not a multiple of the row block.
+    #[test]
+    fn dense_matvecs_equal_the_naive_products() {
+        let n = 37;
+        let k: Vec<f64> = (0..n * n)
+            .map(|i| ((i * 31 % 17) as f64 - 8.0) / 5.0)
+            .collect();
+        for s in [1, 3] {
+            let vs: Vec<f64> = (0..s * n)
+                .map(|i| ((i * 7 % 11) as f64 - 5.0) / 3.0)
+                .collect();
+            let mut out = vec![0.0; s * n];
+            dense_matvecs(&k, n, &vs, &mut out);
+            for j in 0..s {
+                for i in 0..n {
+                    let want: f64 = (0..n).map(|l| k[i * n + l] * vs[j * n + l]).sum();
+                    assert!((out[j * n + i] - want).abs() <= 1e-12 * (1.0 + want.abs()));
+                }
+            }
+        }
+    }
+
     #[test]
     fn matvecs_subset_equals_matvec() {
         let (m, n) = (4, 37);

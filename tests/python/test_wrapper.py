@@ -1,5 +1,5 @@
-"""The SVM wrapper for ``l1`` and ``elasticnet`` (hinge, squared hinge, ε-insensitive) against
-independent references: cvxpy + Clarabel on small real problems, SpicyMKL (another algorithm
+"""The wrapper for ``l1`` and ``elasticnet`` (SMO inside for hinge, squared hinge and
+ε-insensitive; Newton for logistic and squared) against independent references: cvxpy + Clarabel on small real problems, SpicyMKL (another algorithm
 for the same problem) and the estimators' ``solver="auto"`` rule."""
 
 from __future__ import annotations
@@ -32,7 +32,13 @@ CASES = [
     ("squared_hinge", "elasticnet", 0.3, "pima", 3.0),
     ("epsilon_insensitive", "l1", None, "pima", 1.0),
     ("epsilon_insensitive", "elasticnet", 0.7, "ionosphere", 10.0),
+    ("logistic", "l1", None, "ionosphere", 1.0),
+    ("logistic", "elasticnet", 0.5, "pima", 3.0),
+    ("squared", "l1", None, "sonar", 1.0),
+    ("squared", "elasticnet", 0.3, "ionosphere", 10.0),
 ]
+
+REGRESSION = ("epsilon_insensitive", "squared")
 
 
 def fit_wrapper(
@@ -49,7 +55,7 @@ def fit_wrapper(
 def test_objective_matches_cvxpy(
     loss: str, penalty: str, l1_ratio: float | None, dataset: str, C: float
 ) -> None:
-    G, y = small_problem(dataset, loss == "epsilon_insensitive", n=80, seed=3)
+    G, y = small_problem(dataset, loss in REGRESSION, n=80, seed=3)
     ref = cvxpy_mkl(G, y, C=C, loss=loss, penalty=penalty, l1_ratio=l1_ratio)
     r = fit_wrapper(G, y, loss=loss, penalty=penalty, l1_ratio=l1_ratio, C=C)
     check_sparse_certificate(
@@ -57,9 +63,11 @@ def test_objective_matches_cvxpy(
     )
 
 
-@pytest.mark.parametrize("loss", ["hinge", "squared_hinge", "epsilon_insensitive"])
+@pytest.mark.parametrize(
+    "loss", ["hinge", "squared_hinge", "epsilon_insensitive", "logistic", "squared"]
+)
 def test_wrapper_and_spicy_agree(loss: str) -> None:
-    G, y = small_problem("ionosphere", loss == "epsilon_insensitive", n=60, seed=5)
+    G, y = small_problem("ionosphere", loss in REGRESSION, n=60, seed=5)
     for penalty, l1_ratio in [("l1", None), ("elasticnet", 0.5), ("elasticnet", 0.0)]:
         ours = fit_wrapper(G, y, loss=loss, penalty=penalty, l1_ratio=l1_ratio, C=2.0)
         spicy = fit_spicy(
@@ -73,8 +81,11 @@ def test_wrapper_and_spicy_agree(loss: str) -> None:
         assert np.abs(f_ours - f_spicy).max() <= 1e-2 * scale
 
 
-@pytest.mark.parametrize(("penalty", "l1_ratio"), [("l1", 1.0), ("elasticnet", 0.5)])
-def test_many_kernels_meet_spicy(penalty: str, l1_ratio: float) -> None:
+@pytest.mark.parametrize(
+    ("penalty", "l1_ratio", "loss"),
+    [("l1", 1.0, "hinge"), ("elasticnet", 0.5, "hinge"), ("l1", 1.0, "logistic")],
+)
+def test_many_kernels_meet_spicy(penalty: str, l1_ratio: float, loss: str) -> None:
     """SpicyMKL's scaling bank (Gaussians on random feature subsets of ringnorm, unit trace),
     M = 50: more than twice the 20 kernels the wrapper starts from. With the elastic net most
     kernels end active and enter as violators; a start above the supremum ``1/r_2`` of the
@@ -90,6 +101,7 @@ def test_many_kernels_meet_spicy(penalty: str, l1_ratio: float) -> None:
     G = np.asarray(mk.kernels.gram(X, specs, normalize="trace"))
     settings: dict[str, float | str | None] = {
         "penalty": penalty, "l1_ratio": l1_ratio, "C": 1.0, "tol": 1e-6, "max_iter": 500,
+        "loss": loss,
     }  # fmt: skip
     ours = _core.fit("wrapper", G, y, settings)
     spicy = fit_spicy(G, y, **{**settings, "tol": 1e-8})
@@ -98,9 +110,11 @@ def test_many_kernels_meet_spicy(penalty: str, l1_ratio: float) -> None:
     assert ours.dual <= spicy.primal * (1 + 1e-9)
 
 
-def test_auto_picks_the_wrapper_for_hinge_losses() -> None:
+def test_auto_picks_the_wrapper_unless_warm_started() -> None:
     G, y = small_problem("sonar", False, n=60, seed=1)
-    for loss, expected in [("hinge", "wrapper"), ("logistic", "spicy")]:
+    warm = mk.MKLClassifier(kernels="precomputed", penalty="l1", warm_start=True)
+    assert warm._check_params()[0] == "spicy"
+    for loss, expected in [("hinge", "wrapper"), ("logistic", "wrapper")]:
         clf = mk.MKLClassifier(kernels="precomputed", penalty="l1", loss=loss, normalize=None)
         solver, _ = clf._check_params()
         assert solver == expected
@@ -109,13 +123,6 @@ def test_auto_picks_the_wrapper_for_hinge_losses() -> None:
             kernels="precomputed", penalty="l1", loss=loss, normalize=None, solver="spicy"
         ).fit(G, y)
         assert clf.primal_objective_ == pytest.approx(forced.primal_objective_, rel=3e-3)
-
-
-def test_wrapper_refuses_smooth_losses() -> None:
-    G, y = small_problem("sonar", False, n=40, seed=1)
-    clf = mk.MKLClassifier(kernels="precomputed", penalty="l1", loss="logistic", solver="wrapper")
-    with pytest.raises(InvalidParameterError, match="does not handle loss='logistic'"):
-        clf.fit(G, y)
 
 
 def test_unconverged_fit_warns() -> None:

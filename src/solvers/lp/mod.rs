@@ -32,7 +32,9 @@ use crate::result::{FitResult, PsdWitness};
 pub(crate) use crate::solvers::tracker::Tracker;
 
 pub(crate) use analytic::GapSchedule;
-pub(crate) use newton::dense_matvec;
+#[cfg(test)]
+pub(crate) use newton::bordered_many;
+pub(crate) use newton::KernelOp;
 pub use one_class::{fit_one_class, OneClassConfig};
 pub use single::SingleKernel;
 pub(crate) use working_set::{new_points, scatter_points, CheckSchedule, MAX_FRACTION};

@@ -16,27 +16,54 @@
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{factor_matvec, pivoted_cholesky, stack_dot as dot};
-use crate::linalg::{solve_with_intercept, Cholesky, DiagPlusLowRank, SpdFactor};
+use crate::kernels::{dense_matvecs, factor_matvec, pivoted_cholesky, stack_dot as dot};
+use crate::linalg::{
+    solve_with_intercept, solve_with_intercept_many, Cholesky, DiagPlusLowRank, SpdFactor,
+};
 use crate::losses::Loss;
 
 /// From this many points on, a dense kernel's systems are solved by preconditioned conjugate
 /// gradients instead of Cholesky (measured in docs/mathematics.md §3.2).
 pub(crate) const PCG_MIN_POINTS: usize = 500;
 
+/// Conjugate gradients predict their iterations from the rate of this many.
+const PREDICT_AFTER: usize = 5;
+
+/// The conjugate-gradient iterations with `s` right-hand sides that cost about one
+/// factorisation of an `n × n` system (`n³/3` flops against a memory-bound read of `K` and
+/// `2n²s` flops per iteration; measured at n = 1797: a Cholesky costs 30 products of `K` with
+/// one vector), at least 10 and at most 100.
+fn cg_budget(n: usize, s: usize) -> usize {
+    let per_iteration = 1.0 + s as f64 / 8.0;
+    ((n as f64 / 60.0) / per_iteration).clamp(10.0, 100.0) as usize
+}
+
 /// Largest rank of the pivoted-Cholesky preconditioner, and its relative trace tolerance.
 const PRECOND_RANK: usize = 150;
 const PRECOND_TOL: f64 = 1e-4;
 
-/// The bordered system `(K + diag(d)) x + b1 = r`, `1ᵀx = 0` of one step, solved by
-/// conjugate gradients on `1^⊥` from `x0` with the preconditioner `M = LLᵀ + diag(d)`
-/// (Woodbury) projected on `1^⊥`: `P v = M⁻¹v − M⁻¹1 (1ᵀM⁻¹v)/(1ᵀM⁻¹1)`, which maps `1` to 0
-/// (the projected CG of Gould, Hribar & Nocedal 2001). Each residual is moved by the multiple
-/// of `1` that `P` removes and that multiple added to `b`, so the residual stays the bordered
-/// system's: left in it, the `b1` part grows, cancels, and the iteration drifts away from the
-/// solution after converging (docs/mathematics.md §3.2).
-/// Stops when `rᵀPr` is at most `rtol²` times its start or `atol²` times that of `r`. `None`
-/// when it has not converged in `max_iter` iterations (the caller then factorises).
+/// The solutions of [`pcg_bordered`]'s systems, one after another.
+struct Cg {
+    x: Vec<f64>,
+    /// The intercepts `b_j`.
+    b: Vec<f64>,
+    /// `K x_j`.
+    kx: Vec<f64>,
+}
+
+/// The bordered systems `(K + diag(d)) x_j + b_j 1 = r_j`, `1ᵀx_j = 0` for `s` right-hand
+/// sides `r` (stored one after another, `s·n`), solved by conjugate gradients on `1^⊥` from
+/// `x0` with the preconditioner `M = LLᵀ + diag(d)` (Woodbury) projected on `1^⊥`:
+/// `P v = M⁻¹v − M⁻¹1 (1ᵀM⁻¹v)/(1ᵀM⁻¹1)`, which maps `1` to 0 (the projected CG of Gould,
+/// Hribar & Nocedal 2001). Each residual is moved by the multiple of `1` that `P` removes and
+/// that multiple added to `b_j`, so the residual stays the bordered system's: left in it, the
+/// `b1` part grows, cancels, and the iteration drifts away from the solution after converging
+/// (docs/mathematics.md §3.2). The `s` recurrences run in lockstep so that each iteration reads
+/// `K` once for all of them ([`dense_matvecs`]; the wrapper's Hessian, docs/mathematics.md
+/// §2.11).
+/// Column `j` stops when `r_jᵀPr_j` is at most `rtol²` times its start or `atol²` times that
+/// of `r_j`. `None` when one has not converged in `max_iter` iterations, or will not at the
+/// rate of its first [`PREDICT_AFTER`] (the caller then factorises). `kx0` is `K x0` when the caller has it.
 #[allow(clippy::too_many_arguments)]
 fn pcg_bordered(
     k: &[f64],
@@ -44,67 +71,186 @@ fn pcg_bordered(
     l: &[f64],
     r: &[f64],
     x0: &[f64],
+    kx0: Option<&[f64]>,
     rtol: f64,
     atol: f64,
     max_iter: usize,
-) -> Result<Option<(Vec<f64>, f64, usize)>> {
-    let n = r.len();
+) -> Result<Option<Cg>> {
+    let n = d.len().max(1);
+    let s = r.len() / n;
     let pre = DiagPlusLowRank::new(d, l.to_vec())?;
     let m_one = pre.solve(&vec![1.0; n]);
     let s_one: f64 = m_one.iter().sum();
-    // z = P res, and res, b moved by the multiple of 1 that P removes.
-    let project = |res: &mut [f64], b: &mut f64| -> Vec<f64> {
-        let mut z = pre.solve(res);
-        let c = z.iter().sum::<f64>() / s_one;
-        z.iter_mut().zip(&m_one).for_each(|(zi, mi)| *zi -= c * mi);
-        res.iter_mut().for_each(|ri| *ri -= c);
-        *b += c;
-        z
+    // z = P res for columns packed one after another, and each res and b moved by the
+    // multiple of 1 that P removes; returns `res_jᵀ z_j`.
+    let project = |res: &mut [f64], b: &mut [f64], z: &mut Vec<f64>| -> Vec<f64> {
+        z.clear();
+        z.extend_from_slice(res);
+        pre.solve_many(z);
+        let chunks = res.chunks_exact_mut(n).zip(z.chunks_exact_mut(n));
+        chunks
+            .zip(b.iter_mut())
+            .map(|((rj, zj), bj)| {
+                let c = zj.iter().sum::<f64>() / s_one;
+                zj.iter_mut().zip(&m_one).for_each(|(zi, mi)| *zi -= c * mi);
+                rj.iter_mut().for_each(|ri| *ri -= c);
+                *bj += c;
+                dot(rj, zj)
+            })
+            .collect()
     };
-    let apply = |v: &[f64], out: &mut [f64]| {
-        dense_matvec(k, v, out);
-        out.iter_mut()
-            .zip(d)
-            .zip(v)
-            .for_each(|((o, di), vi)| *o += di * vi);
+    // K v for the columns of `v` (packed), and (K + diag(d)) v.
+    let apply = |v: &[f64]| -> (Vec<f64>, Vec<f64>) {
+        let mut kv = vec![0.0; v.len()];
+        dense_matvecs(k, n, v, &mut kv);
+        let mut out = kv.clone();
+        for (oj, vj) in out.chunks_exact_mut(n).zip(v.chunks_exact(n)) {
+            oj.iter_mut()
+                .zip(d)
+                .zip(vj)
+                .for_each(|((o, di), vi)| *o += di * vi);
+        }
+        (kv, out)
     };
+    let gather = |v: &[f64], cols: &[usize]| -> Vec<f64> {
+        cols.iter()
+            .flat_map(|&j| v[j * n..(j + 1) * n].iter().copied())
+            .collect()
+    };
+    let mut z = Vec::new();
     let mut rhs = r.to_vec();
-    let z_rhs = project(&mut rhs, &mut 0.0);
-    let rhs_norm = dot(&rhs, &z_rhs).max(0.0);
-    let mean = x0.iter().sum::<f64>() / n as f64;
-    let mut x: Vec<f64> = x0.iter().map(|v| v - mean).collect();
-    let mut ax = vec![0.0; n];
-    apply(&x, &mut ax);
+    let rhs_norm: Vec<f64> = project(&mut rhs, &mut vec![0.0; s], &mut z);
+    let mut x: Vec<f64> = x0
+        .chunks_exact(n)
+        .flat_map(|c| {
+            let mean = c.iter().sum::<f64>() / n as f64;
+            c.iter().map(move |v| v - mean)
+        })
+        .collect();
+    // `K x` is carried along (one product of `K` with each direction), so that the caller's
+    // line search needs no product of its own.
+    let (mut kx, ax) = match kx0 {
+        // (`x0` sums to zero up to rounding: its centring moves `K x0` by nothing.)
+        Some(kx0) => {
+            let ax = kx0
+                .iter()
+                .zip(d.iter().cycle())
+                .zip(&x)
+                .map(|((k, di), xi)| k + di * xi)
+                .collect::<Vec<f64>>();
+            (kx0.to_vec(), ax)
+        }
+        None => apply(&x),
+    };
     let mut res: Vec<f64> = r.iter().zip(&ax).map(|(a, b)| a - b).collect();
-    let mut b = 0.0;
-    let mut z = project(&mut res, &mut b);
-    let mut rz = dot(&res, &z);
-    let stop = (rtol * rtol * rz).max(atol * atol * rhs_norm);
+    let mut b = vec![0.0; s];
+    let mut rz = project(&mut res, &mut b, &mut z);
+    let stop: Vec<f64> = (0..s)
+        .map(|j| (rtol * rtol * rz[j]).max(atol * atol * rhs_norm[j].max(0.0)))
+        .collect();
     let mut p = z.clone();
-    let mut ap = vec![0.0; n];
+    let start = rz.clone();
     for it in 0..max_iter {
-        if rz <= stop {
-            return Ok(Some((x, b, it)));
+        let active: Vec<usize> = (0..s).filter(|&j| rz[j] > stop[j]).collect();
+        if active.is_empty() {
+            return Ok(Some(Cg { x, b, kx }));
         }
-        apply(&p, &mut ap);
-        let pap = dot(&p, &ap);
-        if pap.is_nan() || pap <= 0.0 {
-            return Ok(None);
+        if it == PREDICT_AFTER {
+            // The iterations still needed at the rate seen so far: past `max_iter`, the
+            // factorisation is the cheaper route (a preconditioner that misses the spectrum
+            // converges slowly from the start).
+            let needed = active
+                .iter()
+                .map(|&j| {
+                    let rate = (rz[j] / start[j]).ln() / it as f64;
+                    if rate < 0.0 {
+                        (stop[j] / rz[j]).ln() / rate
+                    } else {
+                        f64::INFINITY
+                    }
+                })
+                .fold(0.0f64, f64::max);
+            if it as f64 + needed > max_iter as f64 {
+                return Ok(None);
+            }
         }
-        let alpha = rz / pap;
-        x.iter_mut().zip(&p).for_each(|(xi, pi)| *xi += alpha * pi);
-        res.iter_mut()
-            .zip(&ap)
-            .for_each(|(ri, ai)| *ri -= alpha * ai);
-        z = project(&mut res, &mut b);
-        let rz_new = dot(&res, &z);
-        let beta = rz_new / rz;
-        rz = rz_new;
-        p.iter_mut()
-            .zip(&z)
-            .for_each(|(pi, zi)| *pi = zi + beta * *pi);
+        let pa = gather(&p, &active);
+        let (kpa, apa) = apply(&pa);
+        let mut ra = gather(&res, &active);
+        let mut ba: Vec<f64> = active.iter().map(|&j| b[j]).collect();
+        for (a, &j) in active.iter().enumerate() {
+            let (pj, apj) = (&pa[a * n..(a + 1) * n], &apa[a * n..(a + 1) * n]);
+            let pap = dot(pj, apj);
+            if pap.is_nan() || pap <= 0.0 {
+                return Ok(None);
+            }
+            let alpha = rz[j] / pap;
+            x[j * n..(j + 1) * n]
+                .iter_mut()
+                .zip(pj)
+                .for_each(|(xi, pi)| *xi += alpha * pi);
+            kx[j * n..(j + 1) * n]
+                .iter_mut()
+                .zip(&kpa[a * n..(a + 1) * n])
+                .for_each(|(xi, pi)| *xi += alpha * pi);
+            ra[a * n..(a + 1) * n]
+                .iter_mut()
+                .zip(apj)
+                .for_each(|(ri, ai)| *ri -= alpha * ai);
+        }
+        let rz_new = project(&mut ra, &mut ba, &mut z);
+        for (a, &j) in active.iter().enumerate() {
+            let beta = rz_new[a] / rz[j];
+            rz[j] = rz_new[a];
+            b[j] = ba[a];
+            res[j * n..(j + 1) * n].copy_from_slice(&ra[a * n..(a + 1) * n]);
+            p[j * n..(j + 1) * n]
+                .iter_mut()
+                .zip(&z[a * n..(a + 1) * n])
+                .for_each(|(pi, zi)| *pi = zi + beta * *pi);
+        }
     }
     Ok(None)
+}
+
+/// A factorisation of `K + diag(d)`, kept for more systems with the same matrix.
+pub(crate) struct Factored {
+    d: Vec<f64>,
+    factor: SpdFactor,
+}
+
+/// How [`NewtonSolver`]'s bordered system was solved.
+enum Solved {
+    /// By conjugate gradients, with `K x`.
+    Cg(Vec<f64>),
+    Factored(SpdFactor),
+}
+
+/// Solves the bordered systems `(K + diag(d)) x_j + b_j 1 = r_j`, `1ᵀx_j = 0` for the `s`
+/// right-hand sides `r` (`s·n`, one after another) and returns the `x_j` the same way: with
+/// `factored` when it is of this matrix; else by block conjugate gradients to a relative
+/// accuracy `rtol` when `precond` (a pivoted Cholesky of a dense `K`) is given and they
+/// converge within about the cost of a factorisation ([`cg_budget`]); else by one
+/// factorisation of `K + diag(d)`.
+pub(crate) fn bordered_many(
+    k: KernelOp<'_>,
+    precond: Option<&[f64]>,
+    factored: Option<&Factored>,
+    d: &[f64],
+    r: &[f64],
+    rtol: f64,
+) -> Result<Vec<f64>> {
+    if let Some(f) = factored.filter(|f| f.d == d) {
+        return Ok(solve_with_intercept_many(&f.factor, r).0);
+    }
+    if let (KernelOp::Dense(kd), Some(l)) = (k, precond) {
+        let x0 = vec![0.0; r.len()];
+        let budget = cg_budget(d.len(), r.len() / d.len().max(1));
+        if let Some(cg) = pcg_bordered(kd, d, l, r, &x0, Some(&x0), rtol, 0.0, budget)? {
+            return Ok(cg.x);
+        }
+    }
+    Ok(solve_with_intercept_many(&k.plus_diagonal(d)?, r).0)
 }
 
 /// The kernel of a single-kernel solve.
@@ -150,13 +296,9 @@ impl KernelOp<'_> {
     }
 }
 
-/// `out = K v` for a dense row-major symmetric `n×n` kernel.
+/// `out = K v` for a dense row-major `n×n` kernel.
 pub(crate) fn dense_matvec(k: &[f64], v: &[f64], out: &mut [f64]) {
-    use rayon::prelude::*;
-    let n = v.len();
-    out.par_iter_mut()
-        .enumerate()
-        .for_each(|(i, o)| *o = crate::kernels::stack_dot(&k[i * n..(i + 1) * n], v));
+    dense_matvecs(k, v.len(), v, out);
 }
 
 /// `C Σ ℓ(y_i, f_i) + ½ βᵀ K β` with `f = Kβ + b`, given `Kβ`.
@@ -168,6 +310,22 @@ fn objective(loss: Loss, c: f64, y: &[f64], kb: &[f64], beta: &[f64], b: f64) ->
         .sum();
     let reg: f64 = beta.iter().zip(kb).map(|(x, k)| x * k).sum();
     c * data + 0.5 * reg
+}
+
+/// The floor on the curvature `w = ℓ''` of the Newton systems, for a kernel of mean diagonal
+/// `kscale`. It keeps `1/(Cw)` finite for points whose ℓ″ underflows: such a point gets the
+/// diagonal `1/(C w_min)`, which decouples it from the system. A floor of 1e-10 on w alone is
+/// that only up to C ≈ 1: at C = 1e12 (or a kernel ×1e12) it capped `1/(Cw)` at 1e-2, far
+/// below the kernel's scale, so well-classified points with `Cw ≈ 1e-2` were treated as tight
+/// and Newton's steps were wrong for them (linear convergence, 83 outer iterations to 1e-6 on
+/// one kernel). Capping `1/(Cw)` at 1e12 times the kernel's mean diagonal decouples only what
+/// is negligible.
+fn curvature_floor(c: f64, kscale: f64) -> f64 {
+    if kscale > 0.0 && kscale.is_finite() {
+        1e-10f64.min(1e-12 / (c * kscale))
+    } else {
+        1e-10
+    }
 }
 
 /// Newton / ridge state, warm-started across calls. (`pub` only because the public
@@ -182,6 +340,11 @@ pub struct NewtonSolver {
     pub(super) iterations: usize,
     /// Dense kernels of at least this many points are solved by conjugate gradients.
     pub(super) pcg_min: usize,
+    /// The preconditioner of the last solve's kernel (conjugate gradients only).
+    pub(super) precond: Option<Vec<f64>>,
+    /// The last solve's factorisation of its system, when it was the last system (squared
+    /// loss).
+    pub(super) factored: Option<Factored>,
 }
 
 impl NewtonSolver {
@@ -205,28 +368,49 @@ impl NewtonSolver {
             b: 0.0,
             iterations: 0,
             pcg_min: PCG_MIN_POINTS,
+            precond: None,
+            factored: None,
         })
     }
 
     /// Solves the bordered system `(K + diag(d)) x + b1 = r`, `1ᵀx = 0`: by conjugate
     /// gradients from `x0` when `precond` (a pivoted Cholesky of a dense `K`) is given and
     /// they converge, else by a factorisation of `K + diag(d)`.
+    /// Also returns `K x` when conjugate gradients carried it (`kx0`: `K x0`, if known), or
+    /// the factorisation when they were not used.
+    #[allow(clippy::too_many_arguments)]
     fn bordered(
         k: KernelOp<'_>,
         precond: Option<&[f64]>,
         d: &[f64],
         r: &[f64],
         x0: &[f64],
+        kx0: Option<&[f64]>,
         rtol: f64,
         atol: f64,
-    ) -> Result<(Vec<f64>, f64)> {
+    ) -> Result<(Vec<f64>, f64, Solved)> {
         if let (KernelOp::Dense(kd), Some(l)) = (k, precond) {
-            // Past 100 iterations the factorisation is the cheaper route (§3.2).
-            if let Some((x, b, _)) = pcg_bordered(kd, d, l, r, x0, rtol, atol, 100)? {
-                return Ok((x, b));
+            // Past about a factorisation's cost the factorisation is the cheaper route
+            // (§3.2).
+            let budget = cg_budget(d.len(), 1);
+            if let Some(cg) = pcg_bordered(kd, d, l, r, x0, kx0, rtol, atol, budget)? {
+                return Ok((cg.x, cg.b[0], Solved::Cg(cg.kx)));
             }
         }
-        Ok(solve_with_intercept(&k.plus_diagonal(d)?, r))
+        let factor = k.plus_diagonal(d)?;
+        let (x, b) = solve_with_intercept(&factor, r);
+        Ok((x, b, Solved::Factored(factor)))
+    }
+
+    /// The diagonal `1/(C ℓ''(y_i, f_i))` of the Newton system on the kernel `k` at the model
+    /// values `f` (intercept included), the curvature floored as in [`NewtonSolver::solve`].
+    pub(super) fn system_diagonal(&self, k: KernelOp<'_>, f: &[f64]) -> Vec<f64> {
+        let w_min = curvature_floor(self.c, k.mean_diag(f.len()));
+        self.y
+            .iter()
+            .zip(f)
+            .map(|(&yi, &fi)| 1.0 / (self.c * self.loss.deriv2(yi, fi).max(w_min)))
+            .collect()
     }
 
     /// The preconditioner of a dense kernel of at least `pcg_min` points: its pivoted
@@ -244,20 +428,37 @@ impl NewtonSolver {
     }
 
     /// Solves on the kernel `k` to a relative objective decrease of `tol` (squared loss:
-    /// exactly).
+    /// exactly); keeps the preconditioner of `k` for [`bordered_many`] on the same kernel.
     pub(super) fn solve(
         &mut self,
         k: KernelOp<'_>,
         tol: f64,
         interrupt: &dyn Interrupt,
     ) -> Result<()> {
+        let precond = self.preconditioner(k);
+        self.factored = None;
+        let out = self.solve_with(k, precond.as_deref(), tol, interrupt);
+        self.precond = precond;
+        out
+    }
+
+    fn solve_with(
+        &mut self,
+        k: KernelOp<'_>,
+        precond: Option<&[f64]>,
+        tol: f64,
+        interrupt: &dyn Interrupt,
+    ) -> Result<()> {
         let n = self.y.len();
         let c = self.c;
-        let precond = self.preconditioner(k);
-        let precond = precond.as_deref();
         if self.loss == Loss::Squared {
             let d = vec![1.0 / c; n];
-            let (beta, b) = Self::bordered(k, precond, &d, &self.y, &self.beta, 0.0, 1e-10)?;
+            let (beta, b, how) =
+                Self::bordered(k, precond, &d, &self.y, &self.beta, None, 0.0, 1e-10)?;
+            if let Solved::Factored(factor) = how {
+                // The Hessian of the l1 wrapper solves more systems with this matrix.
+                self.factored = Some(Factored { d, factor });
+            }
             self.beta = beta;
             self.b = b;
             self.iterations = 1;
@@ -271,19 +472,7 @@ impl NewtonSolver {
         self.b = self.loss.best_intercept(&self.y, &kb, self.b);
         let mut obj = objective(self.loss, c, &self.y, &kb, &self.beta, self.b);
         let mut kb_new = vec![0.0; n];
-        // The floor on the curvature w keeps `1/(Cw)` finite for points whose ℓ″ underflows:
-        // such a point gets the diagonal `1/(C w_min)`, which decouples it from the system.
-        // A floor of 1e-10 on w alone is that only up to C ≈ 1: at C = 1e12 (or a kernel
-        // ×1e12) it capped `1/(Cw)` at 1e-2, far below the kernel's scale, so well-classified
-        // points with `Cw ≈ 1e-2` were treated as tight and Newton's steps were wrong for
-        // them (linear convergence, 83 outer iterations to 1e-6 on one kernel). Capping
-        // `1/(Cw)` at 1e12 times the kernel's mean diagonal decouples only what is negligible.
-        let kscale = k.mean_diag(n);
-        let w_min = if kscale > 0.0 && kscale.is_finite() {
-            1e-10f64.min(1e-12 / (c * kscale))
-        } else {
-            1e-10
-        };
+        let w_min = curvature_floor(c, k.mean_diag(n));
         self.iterations = 0;
         // Conjugate gradients give inexact Newton steps (forcing term 1e-2); a step that
         // decreases nothing is retried with the factorisation before Newton stops.
@@ -300,17 +489,27 @@ impl NewtonSolver {
                 z[i] = f - g / w;
                 d[i] = 1.0 / (c * w);
             }
-            let (beta_full, b_full) = Self::bordered(k, inexact, &d, &z, &self.beta, 1e-2, 1e-12)?;
-            // Backtracking on the objective along the Newton direction.
+            let (beta_full, b_full, how) =
+                Self::bordered(k, inexact, &d, &z, &self.beta, Some(&kb), 1e-2, 1e-12)?;
+            let kb_full = match how {
+                Solved::Cg(kx) => kx,
+                Solved::Factored(_) => {
+                    let mut v = vec![0.0; n];
+                    k.matvec(&beta_full, &mut v);
+                    v
+                }
+            };
+            // Backtracking on the objective along the Newton direction (`Kβ` is linear in
+            // the step: no product per trial).
             let mut t = 1.0;
             let mut accepted = false;
             let mut beta_t = vec![0.0; n];
             for _ in 0..40 {
                 for i in 0..n {
                     beta_t[i] = self.beta[i] + t * (beta_full[i] - self.beta[i]);
+                    kb_new[i] = kb[i] + t * (kb_full[i] - kb[i]);
                 }
                 let b_t = self.b + t * (b_full - self.b);
-                k.matvec(&beta_t, &mut kb_new);
                 let obj_t = objective(self.loss, c, &self.y, &kb_new, &beta_t, b_t);
                 if obj_t <= obj + 1e-14 * obj.abs().max(1.0) {
                     let decrease = obj - obj_t;
@@ -345,6 +544,46 @@ mod tests {
     use crate::interrupt::NoInterrupt;
     use crate::kernels::{DenseStack, KernelStack};
     use crate::solvers::test_util::problem;
+
+    /// Block conjugate gradients solve every bordered system as the factorisation does, carry
+    /// `K x` exactly, and give up early when their rate cannot meet a small budget.
+    #[test]
+    fn block_conjugate_gradients_solve_like_the_factorisation() {
+        let n = 150;
+        let (g, m, _) = problem(n, true, 6);
+        let stack = DenseStack::new(&g, m, n).unwrap();
+        let mut k = vec![0.0; n * n];
+        stack.combine(&[0.5, 1.0, 0.2, 2.0, 0.3], &mut k);
+        let d: Vec<f64> = (0..n).map(|i| 0.05 + (i % 7) as f64 * 0.1).collect();
+        let r: Vec<f64> = (0..3 * n)
+            .map(|i| ((i * 13 % 23) as f64 - 11.0) / 7.0)
+            .collect();
+        let diag: Vec<f64> = (0..n).map(|i| k[i * n + i]).collect();
+        let row = |j: usize, out: &mut [f64]| out.copy_from_slice(&k[j * n..(j + 1) * n]);
+        let (l, _) = pivoted_cholesky(n, &diag, row, 0.0, 10);
+        let x0 = vec![0.0; r.len()];
+        let cg = pcg_bordered(&k, &d, &l, &r, &x0, None, 1e-12, 0.0, 500)
+            .unwrap()
+            .expect("converges");
+        let op = KernelOp::Dense(&k);
+        let (want, want_b) = solve_with_intercept_many(&op.plus_diagonal(&d).unwrap(), &r);
+        let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        for (a, b) in cg.x.iter().zip(&want) {
+            assert!((a - b).abs() <= 1e-8 * scale, "{a} vs {b}");
+        }
+        for (a, b) in cg.b.iter().zip(&want_b) {
+            assert!((a - b).abs() <= 1e-8 * (1.0 + b.abs()));
+        }
+        let mut kx = vec![0.0; r.len()];
+        dense_matvecs(&k, n, &cg.x, &mut kx);
+        for (a, b) in cg.kx.iter().zip(&kx) {
+            assert!((a - b).abs() <= 1e-9 * scale);
+        }
+        // A rank-1 preconditioner converges too slowly for a budget of 6 iterations.
+        let (l1, _) = pivoted_cholesky(n, &diag, row, 0.0, 1);
+        let slow = pcg_bordered(&k, &d, &l1, &r, &x0, None, 1e-12, 0.0, 6).unwrap();
+        assert!(slow.is_none());
+    }
 
     /// Conjugate gradients (forced on a small problem) reach the optimum the Cholesky route
     /// reaches, for kernel ridge and for logistic regression, from a cold and a warm start.

@@ -3,7 +3,7 @@
 //! (Cholesky) for the squared and logistic losses. Every variant exposes the model as
 //! `f = K_θ β + b`, with `β` a feasible point of the ℓp dual (docs/mathematics.md §1).
 
-use super::newton::{dense_matvec, KernelOp, NewtonSolver};
+use super::newton::{bordered_many, dense_matvec, KernelOp, NewtonSolver};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::{weighted_factors, KernelStack};
@@ -42,20 +42,36 @@ impl SingleKernel {
 
     /// Solves on the dense row-major kernel `k` to accuracy `tol` (SMO: maximal KKT violation).
     pub fn solve(&mut self, k: &[f64], tol: f64, interrupt: &dyn Interrupt) -> Result<()> {
-        match self {
+        self.solve_op(KernelOp::Dense(k), tol, interrupt)
+    }
+
+    /// [`SingleKernel::solve`] on a dense kernel or, for Newton, on `K = UUᵀ`.
+    pub(crate) fn solve_op(
+        &mut self,
+        k: KernelOp<'_>,
+        tol: f64,
+        interrupt: &dyn Interrupt,
+    ) -> Result<()> {
+        match (self, k) {
             // The accuracy follows the outer gap as SMO's does (a relative decrease of the
             // objective here): exact solves of the first, far-from-optimal θ cost twice the
             // Newton steps (digits, n = 1000, M = 50, logistic: 22 → 11 Cholesky solves per
             // fit, same optimum).
-            SingleKernel::Newton(s) => s.solve(KernelOp::Dense(k), tol, interrupt),
-            SingleKernel::Smo {
-                loss,
-                c,
-                y,
-                last,
-                warm,
-                ..
-            } => {
+            (SingleKernel::Newton(s), k) => s.solve(k, tol, interrupt),
+            (SingleKernel::Smo { .. }, KernelOp::Factor(_)) => Err(
+                crate::error::MkError::Unsupported("SMO needs a dense kernel".into()),
+            ),
+            (
+                SingleKernel::Smo {
+                    loss,
+                    c,
+                    y,
+                    last,
+                    warm,
+                    ..
+                },
+                KernelOp::Dense(k),
+            ) => {
                 let kernel = DenseKernel::new(k, y.len())?;
                 let opts = SmoOptions {
                     eps: tol,
@@ -111,6 +127,40 @@ impl SingleKernel {
         dense_matvec(k_theta, self.beta(), &mut f);
         let b = self.loss().best_intercept(y, &f, self.intercept());
         Ok((f, b))
+    }
+
+    /// Solves the bordered systems `(K + diag(d)) x_j + b_j 1 = r_j`, `1ᵀx_j = 0` on the
+    /// kernel `k` of the last Newton solve ([`bordered_many`]), with its preconditioner or
+    /// its factorisation when it has one.
+    pub(crate) fn newton_systems(
+        &self,
+        k: KernelOp<'_>,
+        d: &[f64],
+        r: &[f64],
+        rtol: f64,
+    ) -> Result<Vec<f64>> {
+        let (precond, factored) = match self {
+            SingleKernel::Newton(s) => (s.precond.as_deref(), s.factored.as_ref()),
+            SingleKernel::Smo { .. } => (None, None),
+        };
+        bordered_many(k, precond, factored, d, r, rtol)
+    }
+
+    /// The diagonal `1/(C ℓ'')` of the Newton system on `k` at the model values `f`
+    /// (intercept included; Newton only).
+    pub(crate) fn system_diagonal(&self, k: KernelOp<'_>, f: &[f64]) -> Option<Vec<f64>> {
+        match self {
+            SingleKernel::Newton(s) => Some(s.system_diagonal(k, f)),
+            SingleKernel::Smo { .. } => None,
+        }
+    }
+
+    /// Sets the point of the next Newton solve's warm start (Newton only).
+    pub(crate) fn set_newton_point(&mut self, beta: &[f64], b: f64) {
+        if let SingleKernel::Newton(s) = self {
+            s.beta.copy_from_slice(beta);
+            s.b = b;
+        }
     }
 
     /// The loss being fitted.

@@ -1,6 +1,6 @@
-//! `l1` and elastic-net MKL as a wrapper around one SVM (docs/mathematics.md §2.11), for the
-//! hinge-type losses (hinge, squared hinge, ε-insensitive), whose single-kernel problem SMO
-//! solves warm-started.
+//! `l1` and elastic-net MKL as a wrapper around one single-kernel solver (docs/mathematics.md
+//! §2.11): SMO for the hinge-type losses (hinge, squared hinge, ε-insensitive), Newton with
+//! conjugate gradients for the smooth ones (logistic, squared), both warm-started.
 //!
 //! # The problem in the kernel weights
 //! By `r_1 s = min_{θ>0} ½ (s²/θ + r_1² θ)` (minimum at `θ = s/r_1`), the primal
@@ -25,7 +25,12 @@
 //!   for the squared hinge, 0 otherwise): the implicit function theorem on the SVM's
 //!   optimality conditions restricted to `F`, `(K_wβ)_F + Rβ_F + ν1 = c_F`, `1ᵀβ = 0`
 //!   (Chapelle & Rakotomamonjy's HessianMKL, "Second order optimization of kernel
-//!   parameters", 2008, without its simplex constraint).
+//!   parameters", 2008, without its simplex constraint). For a smooth loss the same theorem
+//!   on `β = −Cℓ'(K_wβ + b)` gives every point as free and `A = K_w + (CW)⁻¹`,
+//!   `W = diag ℓ''(f)`: the matrix of Newton's own last system, so `Z g_k` for all the
+//!   model's kernels are one block of conjugate-gradient solves with Newton's
+//!   preconditioner (no `n × n` factorisation), or a factorisation through the capacitance
+//!   matrix on a stack of factors.
 //!
 //! # The iteration
 //! 1. The scale: along the uniform direction `w = tλ`, `λ_m = 1/M`, the derivative
@@ -43,8 +48,9 @@
 //!    `R` doubles after a step that achieved half the predicted decrease.
 //!
 //! Every accepted iterate is certified with the whole problem's `P`, `D` and gap; each costs
-//! one combine of the active kernels, one warm-started SMO solve, the forms `q_m` of every
-//! kernel (the rows of the support vectors only) and `K_mβ` for the model's kernels.
+//! one combine of the active kernels, one warm-started solve, the forms `q_m` of every
+//! kernel (SMO: the rows of the support vectors only) and `K_mβ` for the model's kernels
+//! (the smooth losses' dense `β`: every `K_mβ` in the same one pass as the forms).
 
 mod qp;
 
@@ -52,11 +58,11 @@ use faer::Mat;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::KernelStack;
+use crate::kernels::{stack_dot as dot, weighted_factors, KernelStack};
 use crate::linalg::Cholesky;
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::SingleKernel;
+use crate::solvers::lp::{KernelOp, SingleKernel};
 use crate::solvers::spicy::dual::best_dual;
 use crate::solvers::spicy::{kernel_weights, SpicyPenalty};
 use crate::solvers::tracker::{Model, Tracker};
@@ -67,6 +73,10 @@ const MIN_INNER_TOL: f64 = 1e-12;
 
 /// The kernels that start with a non-zero weight when there are more than twice as many.
 const START_KERNELS: usize = 20;
+
+/// The accuracy of the scale search's solves (SMO: maximal KKT violation; Newton: relative
+/// decrease): the scale is bracketed within a factor 1.2 only.
+const SCALE_TOL: f64 = 1e-3;
 
 /// The trust region's first ratio `R`.
 const START_RADIUS: f64 = 4.0;
@@ -79,20 +89,37 @@ const MIN_RADIUS: f64 = 1.05;
 /// step on them could give); the others keep their weights for that step.
 const MAX_MODEL: usize = 200;
 
+/// The most kernels a Newton model of a smooth loss takes: its Hessian costs one product of
+/// `K_w` with that many columns per conjugate-gradient iteration.
+const MAX_MODEL_SMOOTH: usize = 40;
+
+/// The smooth losses' first Newton accuracy (a relative decrease of the objective); then
+/// `0.03 ×` the gap, as the ℓp wrapper's (docs/mathematics.md §2.11).
+const NEWTON_START_TOL: f64 = 1e-4;
+
+/// The relative accuracy of the smooth losses' Hessian systems: the trust region absorbs a
+/// model this inexact.
+const HESSIAN_RTOL: f64 = 1e-2;
+
+/// The most values `M·n` of all products `K_mβ` kept at once (128 MB).
+const ALL_PRODUCTS_MAX: usize = 1 << 24;
+
 /// Settings of an `l1` / elastic-net fit by the SVM wrapper.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WrapperConfig {
     pub penalty: SpicyPenalty,
     /// Loss weight.
     pub c: f64,
-    /// Hinge, squared hinge or ε-insensitive.
+    /// Any loss: SMO solves the single-kernel problem of the hinge-type ones, Newton that of
+    /// the smooth ones.
     pub loss: Loss,
     /// Stop when the relative duality gap is at most this.
     pub tol: f64,
     /// SVM solves at most (refused trial steps included).
     pub max_iter: usize,
     /// Accuracy of each SMO solve (maximal KKT violation): the Newton model is the derivative
-    /// of the exact solution, so it is asked from the first step.
+    /// of the exact solution, so it is asked from the first step. (The smooth losses'
+    /// Newton solves follow the gap instead.)
     pub inner_tol: f64,
 }
 
@@ -123,19 +150,6 @@ impl WrapperConfig {
                     format!("must be in [0, 1], got {l1_ratio}"),
                 ));
             }
-        }
-        if !matches!(
-            self.loss,
-            Loss::Hinge | Loss::SquaredHinge | Loss::EpsilonInsensitive { .. }
-        ) {
-            return Err(MkError::config(
-                "loss",
-                format!(
-                    "solver 'wrapper' handles hinge, squared_hinge and epsilon_insensitive, \
-                     got {}; use solver 'spicy'",
-                    self.loss.name()
-                ),
-            ));
         }
         Ok(())
     }
@@ -280,19 +294,126 @@ fn svm_hessian(
     Ok(h)
 }
 
+/// The combined kernel `K_w` of an iterate: dense, or `K_w = UUᵀ` (`U` column-major `n × R`)
+/// for the smooth losses on a stack of factors, where Newton and the Hessian's systems form
+/// nothing `n × n` (docs/mathematics.md §3.2).
+enum Combined {
+    Dense(Vec<f64>),
+    Factor(Vec<f64>),
+}
+
+impl Combined {
+    /// `K_w` of `stack`: its factors when `factors` and the stack stores them, else dense (in
+    /// the buffer `self` already holds).
+    fn set(&mut self, stack: &dyn KernelStack, w: &[f64], factors: bool) {
+        if let Some(u) = factors.then(|| weighted_factors(stack, w)).flatten() {
+            *self = Combined::Factor(u);
+            return;
+        }
+        let n = stack.n();
+        let mut k = match std::mem::replace(self, Combined::Dense(Vec::new())) {
+            Combined::Dense(k) => k,
+            Combined::Factor(_) => Vec::new(),
+        };
+        k.resize(n * n, 0.0);
+        stack.combine(w, &mut k);
+        *self = Combined::Dense(k);
+    }
+
+    fn op(&self) -> KernelOp<'_> {
+        match self {
+            Combined::Dense(k) => KernelOp::Dense(k),
+            Combined::Factor(u) => KernelOp::Factor(u),
+        }
+    }
+
+    /// `out = t K` (the factor scaled by `√t`).
+    fn scaled_into(&self, t: f64, out: &mut Combined) {
+        let mut buf = match std::mem::replace(out, Combined::Dense(Vec::new())) {
+            Combined::Dense(b) | Combined::Factor(b) => b,
+        };
+        buf.clear();
+        *out = match self {
+            Combined::Dense(k) => {
+                buf.extend(k.iter().map(|v| t * v));
+                Combined::Dense(buf)
+            }
+            Combined::Factor(u) => {
+                let s = t.sqrt();
+                buf.extend(u.iter().map(|v| s * v));
+                Combined::Factor(buf)
+            }
+        };
+    }
+
+    /// `tr K`.
+    fn trace(&self, n: usize) -> f64 {
+        match self {
+            Combined::Dense(k) => (0..n).map(|i| k[i * n + i]).sum(),
+            Combined::Factor(u) => u.iter().map(|x| x * x).sum(),
+        }
+    }
+}
+
+/// The solution of the single-kernel problem on `K_w` as the wrapper uses it.
+struct Point {
+    /// The dual point `β`: SMO's, or for the smooth losses the natural point
+    /// `−Cℓ'(f + b)` of Newton's model, centred (feasible, docs/mathematics.md §1.4).
+    beta: Vec<f64>,
+    /// `K_w β`.
+    f: Vec<f64>,
+    /// The intercept that minimises the loss for `f`.
+    b: f64,
+    /// `S(w)`: SMO's dual value (a lower bound), or the primal value at `β` (an upper bound).
+    value: f64,
+}
+
+/// Solves the single-kernel problem on `kw` to accuracy `tol` (warm-started).
+fn solve_point(
+    solver: &mut SingleKernel,
+    kw: &Combined,
+    y: &[f64],
+    c: f64,
+    tol: f64,
+    interrupt: &dyn Interrupt,
+) -> Result<Point> {
+    let loss = solver.loss();
+    solver.solve_op(kw.op(), tol, interrupt)?;
+    let mut f = vec![0.0; y.len()];
+    kw.op().matvec(solver.beta(), &mut f);
+    let b = loss.best_intercept(y, &f, solver.intercept());
+    if solver.is_sparse() {
+        return Ok(Point {
+            beta: solver.beta().to_vec(),
+            f,
+            b,
+            value: solver.svm_dual_value().unwrap_or(f64::NEG_INFINITY),
+        });
+    }
+    // Newton stops inexactly: its `β` can leave the conjugate's domain (logistic), so the
+    // model and the certificate both move to the natural point of its model (one more
+    // product with `K_w`), where `q_m`, `P` and `D` all belong to one `β`.
+    let beta = loss.centre_dual(y, &loss.natural_dual(y, &f, b, c), c);
+    kw.op().matvec(&beta, &mut f);
+    let b = loss.best_intercept(y, &f, b);
+    let value = c * loss.total(y, &f, b) + 0.5 * dot(&beta, &f);
+    solver.set_newton_point(&beta, b);
+    Ok(Point { beta, f, b, value })
+}
+
 /// The scale `t` of the uniform weights `w = t/M` where `J` is stationary along them (step 1
-/// of the module docs), from SMO solves on `t K_λ`; `k_lambda` is `K_λ`, `k` receives
-/// `t K_λ` and `solver` ends warm at it.
+/// of the module docs), from solves on `t K_λ`; `k_lambda` is `K_λ`, `kw` receives `t K_λ`
+/// and `solver` ends warm at it.
 fn scale_search(
     solver: &mut SingleKernel,
-    k_lambda: &[f64],
-    k: &mut Vec<f64>,
+    k_lambda: &Combined,
+    kw: &mut Combined,
     pen: &Penalty,
     m: usize,
     n: usize,
     interrupt: &dyn Interrupt,
 ) -> Result<f64> {
-    let trace: f64 = (0..n).map(|i| k_lambda[i * n + i]).sum();
+    let trace = k_lambda.trace(n);
     // Unit mean diagonal to start with.
     let mut t = if trace > 0.0 && trace.is_finite() {
         n as f64 / trace
@@ -305,12 +426,11 @@ fn scale_search(
     let mut kb = vec![0.0; n];
     for _ in 0..40 {
         interrupt.check()?;
-        k.clear();
-        k.extend(k_lambda.iter().map(|v| t * v));
-        solver.solve(k, 1e-3, interrupt)?;
+        k_lambda.scaled_into(t, kw);
+        solver.solve_op(kw.op(), SCALE_TOL, interrupt)?;
         let beta = solver.beta();
-        crate::solvers::lp::dense_matvec(k_lambda, beta, &mut kb);
-        let v: f64 = kb.iter().zip(beta).map(|(a, b)| a * b).sum();
+        k_lambda.op().matvec(beta, &mut kb);
+        let v = dot(&kb, beta);
         let target = 2.0 * pen.d1(t / m as f64);
         let ratio = v / target;
         if !(ratio.is_finite() && ratio > 0.0) || (ratio.ln()).abs() < 1.2f64.ln() {
@@ -330,9 +450,173 @@ fn scale_search(
             t = 0.5 * (lo + cap);
         }
     }
-    k.clear();
-    k.extend(k_lambda.iter().map(|v| t * v));
+    k_lambda.scaled_into(t, kw);
     Ok(t)
+}
+
+/// The first iterate (step 1 of the module docs): its weights, with `kw` holding `K_w` and
+/// `solver` warm near it.
+fn start(
+    stack: &dyn KernelStack,
+    solver: &mut SingleKernel,
+    kw: &mut Combined,
+    pen: &Penalty,
+    factors: bool,
+    interrupt: &dyn Interrupt,
+) -> Result<Vec<f64>> {
+    let (m, n) = (stack.m(), stack.n());
+    let mut k_lambda = Combined::Dense(Vec::new());
+    k_lambda.set(stack, &vec![1.0 / m as f64; m], factors);
+    if pen.r1 == 0.0 {
+        // No ℓ1 part: every weight sits at its supremum, one SVM on Σ_m K_m / r_2.
+        k_lambda.scaled_into(m as f64 * pen.cap(), kw);
+        return Ok(vec![pen.cap(); m]);
+    }
+    let t = scale_search(solver, &k_lambda, kw, pen, m, n, interrupt)?;
+    if m <= 2 * START_KERNELS {
+        return Ok(vec![t / m as f64; m]);
+    }
+    drop(k_lambda);
+    // Most weights end at zero: start from the kernels that the scaled SVM's solution ranks
+    // first (largest `q_m`, the most negative `∂J/∂w_m`), with the same total weight; the
+    // others enter when their gradient turns negative.
+    let mut q = vec![0.0; m];
+    stack.quad_forms(solver.beta(), &mut q);
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| q[b].total_cmp(&q[a]));
+    // (Below the elastic net's supremum `1/r_2`: halfway from `t/M` at most.)
+    let each = t / m as f64;
+    let start = (t / START_KERNELS as f64).min(each + 0.5 * (pen.cap() - each));
+    let mut w = vec![0.0; m];
+    for &kk in &order[..START_KERNELS] {
+        w[kk] = start;
+    }
+    kw.set(stack, &w, factors);
+    Ok(w)
+}
+
+/// The forms `q_m = βᵀK_mβ` of every kernel into `q`; for a dense `β` (the smooth losses)
+/// also every product `K_mβ` (`M·n`, when that fits in [`ALL_PRODUCTS_MAX`]): the same one
+/// pass over the stack gives both, where the Hessian's products would read its kernels again.
+fn forms(stack: &dyn KernelStack, beta: &[f64], dense: bool, q: &mut [f64]) -> Option<Vec<f64>> {
+    let (m, n) = (stack.m(), stack.n());
+    if !dense || m * n > ALL_PRODUCTS_MAX {
+        stack.quad_forms(beta, q);
+        return None;
+    }
+    let mut prod = vec![0.0; m * n];
+    stack.matvecs(beta, &mut prod);
+    for (qk, pk) in q.iter_mut().zip(prod.chunks_exact(n)) {
+        *qk = dot(pk, beta);
+    }
+    Some(prod)
+}
+
+/// Records the whole problem's certificate at an iterate and returns its relative gap: `P` at
+/// `A[m] = w_m β` (lifted onto the margin for the hinge), `D` at the best feasible multiple
+/// of `β` (module docs).
+fn certify(
+    tracker: &mut Tracker,
+    psd: &PsdCheck,
+    cfg: &WrapperConfig,
+    y: &[f64],
+    w: &[f64],
+    q: &[f64],
+    point: &Point,
+) -> f64 {
+    let (r1, r2) = cfg.penalty.weights();
+    let m = w.len();
+    let norms: Vec<f64> = w
+        .iter()
+        .zip(q)
+        .map(|(wk, qk)| wk * qk.max(0.0).sqrt())
+        .collect();
+    let penalty_at = |t: f64| -> f64 {
+        norms
+            .iter()
+            .map(|s| r1 * t * s + 0.5 * r2 * (t * s).powi(2))
+            .sum()
+    };
+    let primal = cfg.c * cfg.loss.total(y, &point.f, point.b) + penalty_at(1.0);
+    // Points a hair inside the margin (SMO's tolerance) cost `C` each: at large `C` the model
+    // scaled onto the margin is the better primal point (lp's certificate does the same).
+    let (scale, b, primal) = cfg
+        .loss
+        .lift_to_margin_with(y, &point.f, point.b, cfg.c, penalty_at, primal)
+        .unwrap_or((1.0, point.b, primal));
+    let norms: Vec<f64> = norms.iter().map(|s| scale * s).collect();
+    let roots: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
+    let beta = &point.beta;
+    let dual = best_dual(&roots, y, beta, cfg.c, cfg.loss, cfg.penalty);
+    let witness = psd.all().scan(beta, m, |kk| q[kk]);
+    let active = w.iter().filter(|&&v| v > 0.0).count();
+    tracker.record_with(primal, (dual, witness), active, || Model {
+        coef: w
+            .iter()
+            .flat_map(|&wk| beta.iter().map(move |bi| scale * wk * bi))
+            .collect(),
+        intercept: b,
+        weights: kernel_weights(cfg.penalty, &norms),
+        norms: norms.clone(),
+    })
+}
+
+/// The kernels of the next Newton model: those with a weight or a negative gradient, at most
+/// `cap` of them, by the decrease a first-order step on them could give
+/// (`|∂J/∂w_m| · max(w_m, mean w)`).
+fn model_kernels(w: &[f64], grad: &[f64], cap: usize) -> Vec<usize> {
+    let mut vars: Vec<usize> = (0..w.len())
+        .filter(|&kk| w[kk] > 0.0 || grad[kk] < 0.0)
+        .collect();
+    if vars.len() > cap {
+        let mean = w.iter().sum::<f64>() / w.iter().filter(|&&v| v > 0.0).count().max(1) as f64;
+        let score = |kk: usize| grad[kk].abs() * w[kk].max(mean);
+        vars.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+        vars.truncate(cap);
+        vars.sort_unstable();
+    }
+    vars
+}
+
+/// `∂²S/∂w_a∂w_b = g_aᵀ Z g_b` (module docs) for the model's kernels, `prod` holding their
+/// `g = K_kβ` one after another: on the free support vectors by a Cholesky (SMO), or on every
+/// point with `A = K_w + (CW)⁻¹` by the systems of Newton's own kernel (block conjugate
+/// gradients, or one factorisation; the smooth losses).
+fn s_hessian(
+    solver: &SingleKernel,
+    kw: &Combined,
+    point: &Point,
+    prod: &[f64],
+    cfg: &WrapperConfig,
+) -> Result<Mat<f64>> {
+    let n = point.f.len();
+    let s = prod.len() / n.max(1);
+    let fb: Vec<f64> = point.f.iter().map(|v| v + point.b).collect();
+    if let Some(d) = solver.system_diagonal(kw.op(), &fb) {
+        let x = solver.newton_systems(kw.op(), &d, prod, HESSIAN_RTOL)?;
+        let col = |a: usize| &prod[a * n..(a + 1) * n];
+        let xc = |a: usize| &x[a * n..(a + 1) * n];
+        let mut h = Mat::zeros(s, s);
+        for a in 0..s {
+            for b in 0..=a {
+                let v = 0.5 * (dot(col(a), xc(b)) + dot(col(b), xc(a)));
+                h[(a, b)] = v;
+                h[(b, a)] = v;
+            }
+        }
+        return Ok(h);
+    }
+    let Combined::Dense(k) = kw else {
+        unreachable!("SMO runs on a dense kernel");
+    };
+    let (upper, ridge) = match cfg.loss {
+        Loss::SquaredHinge => (f64::INFINITY, 1.0 / cfg.c),
+        _ => (cfg.c, 0.0),
+    };
+    let free = free_points(&point.beta, upper);
+    let mean_diag = kw.trace(n) / n as f64;
+    let local: Vec<usize> = (0..s).collect();
+    svm_hessian(k, n, &free, ridge + 1e-10 * mean_diag, prod, &local)
 }
 
 /// Fits `l1` or elastic-net MKL with the SVM wrapper.
@@ -348,66 +632,37 @@ pub fn fit_wrapper(
     let (r1, r2) = cfg.penalty.weights();
     let pen = Penalty { r1, r2 };
     let mut solver = SingleKernel::new(cfg.loss, cfg.c, y)?;
-    let (upper, ridge) = match cfg.loss {
-        Loss::SquaredHinge => (f64::INFINITY, 1.0 / cfg.c),
-        _ => (cfg.c, 0.0),
-    };
-    let mut k = Vec::with_capacity(n * n);
-    let mut w;
-    {
-        let lambda = vec![1.0 / m as f64; m];
-        let mut k_lambda = vec![0.0; n * n];
-        stack.combine(&lambda, &mut k_lambda);
-        if r1 == 0.0 {
-            // No ℓ1 part: every weight sits at its supremum, one SVM on Σ_m K_m / r_2.
-            w = vec![pen.cap(); m];
-            k = k_lambda.iter().map(|v| v * m as f64 * pen.cap()).collect();
-        } else {
-            let t = scale_search(&mut solver, &k_lambda, &mut k, &pen, m, n, interrupt)?;
-            w = vec![t / m as f64; m];
-            if m > 2 * START_KERNELS {
-                // Most weights end at zero: start from the kernels that the scaled SVM's
-                // solution ranks first (largest `q_m`, the most negative `∂J/∂w_m`), with the
-                // same total weight; the others enter when their gradient turns negative.
-                let mut q = vec![0.0; m];
-                stack.quad_forms(solver.beta(), &mut q);
-                let mut order: Vec<usize> = (0..m).collect();
-                order.sort_by(|&a, &b| q[b].total_cmp(&q[a]));
-                // (Below the elastic net's supremum `1/r_2`: halfway from `t/M` at most.)
-                let each = t / m as f64;
-                let start = (t / START_KERNELS as f64).min(each + 0.5 * (pen.cap() - each));
-                w = vec![0.0; m];
-                for &kk in &order[..START_KERNELS] {
-                    w[kk] = start;
-                }
-                stack.combine(&w, &mut k);
-            }
-        }
-    }
+    // The smooth losses' `β` is dense; Newton then works on factors where the stack has them.
+    let smooth = !solver.is_sparse();
+    let mut kw = Combined::Dense(Vec::new());
+    let mut w = start(stack, &mut solver, &mut kw, &pen, smooth, interrupt)?;
     let mut tracker = Tracker::new(interrupt);
     let psd = PsdCheck::new(stack);
-    let mut prod = Vec::new();
     let mut q = vec![0.0; m];
-    let mut f = vec![0.0; n];
     let mut radius = START_RADIUS;
     // The model of the last accepted iterate and the decrease it predicted for the step taken.
     let mut model: Option<(NewtonModel, f64)> = None;
     let mut status = SolveStatus::MaxIterations;
     let mut n_iter = 0;
-    // Whether `k` already holds `K_w` (after the start, or a retry at the same weights).
-    let mut k_is_w = true;
+    // Whether `kw` already holds `K_w` (after the start, or a retry at the same weights).
+    let mut kw_is_w = true;
     // As the other wrappers' floor (`GapSchedule`): the SVM's accuracy must not bound the gap.
-    let mut inner_tol = cfg.inner_tol.min(0.1 * cfg.tol).max(MIN_INNER_TOL);
+    // Newton's (a relative decrease of the objective) follows the gap instead.
+    let mut inner_tol = if smooth {
+        NEWTON_START_TOL.min(0.1 * cfg.tol)
+    } else {
+        cfg.inner_tol.min(0.1 * cfg.tol)
+    }
+    .max(MIN_INNER_TOL);
     while n_iter < cfg.max_iter {
         interrupt.check()?;
         n_iter += 1;
-        if !k_is_w {
-            stack.combine(&w, &mut k);
+        if !kw_is_w {
+            kw.set(stack, &w, smooth);
         }
-        k_is_w = false;
-        solver.solve(&k, inner_tol, interrupt)?;
-        let svm_dual = solver.svm_dual_value().unwrap_or(f64::NEG_INFINITY);
-        let j = svm_dual + w.iter().map(|&v| pen.value(v)).sum::<f64>();
+        kw_is_w = false;
+        let point = solve_point(&mut solver, &kw, y, cfg.c, inner_tol, interrupt)?;
+        let j = point.value + w.iter().map(|&v| pen.value(v)).sum::<f64>();
         if let Some((prev, pred)) = &mut model {
             let rose = j.is_nan() || j > prev.j + 1e-12 * prev.j.abs();
             if rose && radius <= MIN_RADIUS {
@@ -438,47 +693,14 @@ pub fn fit_wrapper(
                 radius = radius.sqrt().max(MIN_RADIUS);
             }
         }
-        let beta = solver.beta().to_vec();
-        crate::solvers::lp::dense_matvec(&k, &beta, &mut f);
-        let b = cfg.loss.best_intercept(y, &f, solver.intercept());
-        // The forms from the rows of the support vectors only (β is zero elsewhere).
-        stack.quad_forms(&beta, &mut q);
-        let norms: Vec<f64> = w
-            .iter()
-            .zip(&q)
-            .map(|(wk, qk)| wk * qk.max(0.0).sqrt())
-            .collect();
-        let penalty_at = |t: f64| -> f64 {
-            norms
-                .iter()
-                .map(|s| r1 * t * s + 0.5 * r2 * (t * s).powi(2))
-                .sum()
-        };
-        let primal = cfg.c * cfg.loss.total(y, &f, b) + penalty_at(1.0);
-        // Points a hair inside the margin (SMO's tolerance) cost `C` each: at large `C` the
-        // model scaled onto the margin is the better primal point (lp's certificate does the
-        // same).
-        let (scale, b, primal) = cfg
-            .loss
-            .lift_to_margin_with(y, &f, b, cfg.c, penalty_at, primal)
-            .unwrap_or((1.0, b, primal));
-        let norms: Vec<f64> = norms.iter().map(|s| scale * s).collect();
-        let roots: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
-        let dual = best_dual(&roots, y, &beta, cfg.c, cfg.loss, cfg.penalty);
-        let witness = psd.all().scan(&beta, m, |kk| q[kk]);
-        let active = w.iter().filter(|&&v| v > 0.0).count();
-        let gap = tracker.record_with(primal, (dual, witness), active, || Model {
-            coef: w
-                .iter()
-                .flat_map(|&wk| beta.iter().map(move |bi| scale * wk * bi))
-                .collect(),
-            intercept: b,
-            weights: kernel_weights(cfg.penalty, &norms),
-            norms: norms.clone(),
-        });
+        let all_prod = forms(stack, &point.beta, smooth, &mut q);
+        let gap = certify(&mut tracker, &psd, cfg, y, &w, &q, &point);
         if gap <= cfg.tol {
             status = SolveStatus::Converged;
             break;
+        }
+        if smooth {
+            inner_tol = inner_tol.min((0.03 * gap).max(MIN_INNER_TOL));
         }
         if r1 == 0.0 {
             // The one SVM is the solution; only its accuracy bounds the gap.
@@ -487,31 +709,32 @@ pub fn fit_wrapper(
                 break;
             }
             inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
-            k_is_w = true;
+            kw_is_w = true;
             continue;
         }
         let grad_all: Vec<f64> = (0..m).map(|kk| -0.5 * q[kk] + pen.d1(w[kk])).collect();
-        let mut vars: Vec<usize> = (0..m)
-            .filter(|&kk| w[kk] > 0.0 || grad_all[kk] < 0.0)
-            .collect();
-        if vars.len() > MAX_MODEL {
-            let mean = w.iter().sum::<f64>() / w.iter().filter(|&&v| v > 0.0).count().max(1) as f64;
-            let score = |kk: usize| grad_all[kk].abs() * w[kk].max(mean);
-            vars.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
-            vars.truncate(MAX_MODEL);
-            vars.sort_unstable();
-        }
+        let vars = model_kernels(
+            &w,
+            &grad_all,
+            if smooth { MAX_MODEL_SMOOTH } else { MAX_MODEL },
+        );
         if vars.is_empty() {
             status = SolveStatus::Stalled;
             break;
         }
-        let free = free_points(&beta, upper);
-        let mean_diag = (0..n).map(|i| k[i * n + i]).sum::<f64>() / n as f64;
         // `K_kβ` for the model's kernels only: few, once the weights are sparse.
-        prod.resize(vars.len() * n, 0.0);
-        stack.matvecs_subset(&beta, &vars, &mut prod);
-        let local: Vec<usize> = (0..vars.len()).collect();
-        let mut hess = svm_hessian(&k, n, &free, ridge + 1e-10 * mean_diag, &prod, &local)?;
+        let prod = match &all_prod {
+            Some(all) => vars
+                .iter()
+                .flat_map(|&kk| all[kk * n..(kk + 1) * n].iter().copied())
+                .collect(),
+            None => {
+                let mut prod = vec![0.0; vars.len() * n];
+                stack.matvecs_subset(&point.beta, &vars, &mut prod);
+                prod
+            }
+        };
+        let mut hess = s_hessian(&solver, &kw, &point, &prod, cfg)?;
         let s = vars.len();
         for (a, &kk) in vars.iter().enumerate() {
             hess[(a, a)] += pen.d2(w[kk]);
@@ -543,7 +766,7 @@ pub fn fit_wrapper(
             }
             inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
             model = None;
-            k_is_w = true;
+            kw_is_w = true;
             continue;
         }
         w = step;
