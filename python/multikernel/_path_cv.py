@@ -263,7 +263,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         self.C_ = float(grid[choosable[int(np.argmax(mean))]])
         refit_cls = MKLClassifier if self._classifier else MKLRegressor
         # On factors the refit reads them as feature blocks (no n×n matrix formed), and
-        # predicts from their rows or from the dense cross kernels.
+        # predicts from their rows or from the dense cross kernels (resolve's factors).
         raw = data.points is not None
         self.estimator_ = refit_cls(
             kernels=self.kernels if raw else "precomputed",
@@ -276,8 +276,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             max_iter=self.max_iter,
             n_threads=self.n_threads,
             verbose=self.verbose,
-        ).fit(data.points if raw else data.stack.engine, yv)
-        self.estimator_._factors = data.factors
+        ).fit(data.points if raw else X, yv)
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))
