@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import itertools
 import logging
 import math
@@ -21,17 +20,15 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core, _dask
 from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
+from ._data import Blocks, Stack, TestSide, resolve
 from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
-    aligned,
     check_bool,
-    check_feature_blocks,
     check_n_threads,
     check_psd,
     check_random_state,
     check_real,
-    check_stack,
     check_verbose,
     group_ids,
 )
@@ -49,47 +46,12 @@ from .kernels import (
     Linear,
     Polynomial,
     _check_normalize,
-    shift_to_psd,
-    validate_stack,
 )
 
 __all__ = ["MKLClassifier", "MKLRegressor"]
 
 _PENALTIES = tuple(dict.fromkeys(p for row in SOLVERS.values() for p in row.penalties))
 _logger = logging.getLogger("multikernel")
-
-#: A training or test stack: dense ``(M, n, n)`` / ``(M, n_test, n)`` kernels, or one feature
-#: block ``(n, D_m)`` per kernel (a :class:`FeatureBank`: ``K_m = Φ_m Φ_mᵀ``).
-_Stack: TypeAlias = "NDArray[Any] | list[NDArray[np.float64]]"
-
-
-def _n_kernels(G: _Stack) -> int:
-    return len(G) if isinstance(G, list) else int(G.shape[0])
-
-
-def _n_points(G: _Stack) -> int:
-    return int(G[0].shape[0]) if isinstance(G, list) else int(G.shape[1])
-
-
-def _subset(G: _Stack, idx: NDArray[np.intp]) -> _Stack:
-    """The stack of the points ``idx``."""
-    if isinstance(G, list):
-        return [np.ascontiguousarray(F[idx]) for F in G]
-    return np.ascontiguousarray(G[:, idx][:, :, idx])
-
-
-def _cross_decision(
-    G: _Stack, te: NDArray[np.intp], tr: NDArray[np.intp], coef: NDArray[Any], b: float
-) -> NDArray[np.float64]:
-    """Decision values on the points ``te`` of a model fitted on the points ``tr`` of the
-    same stack (``coef``: ``(M, len(tr))``): dense ``Σ_m K_m[te, tr] A_m``, or on feature
-    blocks ``Σ_m F_m[te] (F_m[tr]ᵀ A_m)``, plus ``b``."""
-    if isinstance(G, list):
-        f = sum((F[te] @ (F[tr].T @ a) for F, a in zip(G, coef, strict=True)), np.zeros(len(te)))
-    else:
-        f = np.einsum("mij,mj->i", G[:, te][:, :, tr], coef, dtype=np.float64)
-    out: NDArray[np.float64] = np.asarray(f, dtype=np.float64) + b
-    return out
 
 
 class _available_unless:  # noqa: N801 (a decorator, named as scikit-learn's available_if)
@@ -225,14 +187,14 @@ _Start: TypeAlias = "tuple[NDArray[np.float64], float]"
 def _solve_record(
     est: _BaseMKL,
     solver: _NativeSolver,
-    G: _Stack,
+    G: Stack,
     y: NDArray[np.float64],
     settings: dict[str, Setting],
     label: str,
     start: _Start | None = None,
 ) -> _FitRecord:
     """One binary problem of a multiclass fit (a joblib task, maybe in another process)."""
-    return _FitRecord.of(est._solve(solver, aligned(G), y, settings, label, start))
+    return _FitRecord.of(est._solve(solver, G.aligned(), y, settings, label, start))
 
 
 _FITTED = (
@@ -497,105 +459,41 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     def _training_stack(
         self, X: Any, y: Any, solver: str, check_input: bool = True
-    ) -> tuple[_Stack, NDArray[Any]]:
-        """The training stack, repaired by ``psd="clip"`` (:meth:`_repair`), and the targets
-        (``check_input``: see ``fit``)."""
-        G, yv = self._unrepaired_stack(X, y, solver, check_input)
-        return self._repair(G), yv
+    ) -> tuple[Stack, NDArray[Any]]:
+        """Validate ``X``/``y``; return the training stack, repaired by ``psd="clip"``
+        (``psd_shifts_``), and the targets (ones for a one-class fit, which takes none;
+        ``check_input``: see ``fit``)."""
+        one_class = solver == "one_class"
+        threads = check_n_threads(self.n_threads)
 
-    def _repair(self, G: _Stack) -> _Stack:
-        """With ``psd="clip"``, the dense stack shifted to PSD (:func:`shift_to_psd`); the
-        shifts are ``psd_shifts_`` (zeros otherwise: feature blocks are PSD already)."""
-        if self.psd == "clip" and not isinstance(G, list):
-            G, self.psd_shifts_ = shift_to_psd(G, n_threads=check_n_threads(self.n_threads))
-        else:
-            self.psd_shifts_ = np.zeros(_n_kernels(G))
-        return G
+        def points(Xr: Any, yr: Any) -> tuple[NDArray[np.float64], Any]:
+            if one_class:
+                return validate_data(self, Xr, dtype=np.float64), None
+            out: tuple[NDArray[np.float64], Any] = validate_data(
+                self, Xr, yr, dtype=np.float64, y_numeric=self._y_numeric
+            )
+            return out
 
-    def _unrepaired_stack(
-        self, X: Any, y: Any, solver: str, check_input: bool = True
-    ) -> tuple[_Stack, NDArray[Any]]:
-        """Validate ``X``/``y`` and return the training stack and the targets (one-class
-        fits take no targets: ``y`` is ignored and ones are returned)."""
-        if solver == "one_class":
-            y = None
-        if isinstance(self.kernels, str):
-            if self.kernels != "precomputed":
-                raise InvalidParameterError(
-                    f"kernels must be a sequence of kernel specifications, 'precomputed', a "
-                    f"FeatureBank or None; got {self.kernels!r}",
-                    parameter="kernels",
-                )
-            if solver == "svrg" and not isinstance(X, (list, tuple)):
-                raise InvalidInputError(
-                    "solver='svrg' fits explicit features: with kernels='precomputed', X must "
-                    "be a list of feature blocks (n, D_m), one per kernel, not a kernel stack"
-                )
-            G: _Stack
-            if isinstance(X, (list, tuple)):
-                G = check_feature_blocks(X)
-            elif check_input:
-                G = validate_stack(X, n_threads=check_n_threads(self.n_threads))
-            else:
-                G = check_stack(X)
-            yv = np.ones(_n_points(G)) if solver == "one_class" else np.asarray(y)
-            if yv.ndim != 1 or yv.shape[0] != _n_points(G):
-                raise InvalidInputError(
-                    f"y must be 1-D with one entry per training point ({_n_points(G)}), "
-                    f"got shape {yv.shape}"
-                )
-            self.kernel_bank_ = None
-            self.n_kernels_ = _n_kernels(G)
-            self._feature_widths = [F.shape[1] for F in G] if isinstance(G, list) else None
-            return G, yv
-        if solver == "one_class":
-            Xv = validate_data(self, X, dtype=np.float64)
-            yv = np.ones(Xv.shape[0])
-        else:
-            Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=self._y_numeric)
-        self._feature_widths = None
-        if isinstance(self.kernels, FeatureBank):
-            # A fitted copy: the parameter itself stays as the user gave it.
-            fbank = copy.deepcopy(self.kernels)
-            features = fbank.fit_transform(Xv)
-            self.kernel_bank_ = fbank
-            self.n_kernels_ = len(features)
-            return features, yv
-        specs = self._default_kernels(Xv.shape[1]) if self.kernels is None else self.kernels
-        bank = KernelBank(
-            specs,
-            normalize=self.normalize,
-            n_threads=self.n_threads,
-        )
-        G = bank.fit_transform(Xv)
-        self.kernel_bank_ = bank
-        self.n_kernels_ = G.shape[0]
-        return G, yv
+        data, yv = resolve(
+            self.kernels, X, None if one_class else y, points=points,
+            default_specs=self._default_kernels, normalize=self.normalize, n_threads=threads,
+            check_input=check_input, targets=not one_class, blocks_only=solver == "svrg",
+        )  # fmt: skip
+        self.kernel_bank_ = data.bank
+        self.n_kernels_ = data.M
+        # Plain data, not the TestSide itself: the fitted state pickles as plain values.
+        side = data.test_side()
+        self._feature_widths, self._factors = side.widths, side.factors
+        G, self.psd_shifts_ = data.stack.repair(self.psd, threads)
+        return G, np.ones(data.n) if yv is None else yv
 
-    def _test_stack(self, X: Any) -> _Stack:
+    def _test_stack(self, X: Any) -> Stack:
         check_is_fitted(self, "dual_coef_")
-        if self.kernel_bank_ is None and self._feature_widths is not None:
-            blocks = check_feature_blocks(X, "the test feature blocks")
-            widths = [F.shape[1] for F in blocks]
-            if widths != self._feature_widths:
-                raise InvalidInputError(
-                    f"the test feature blocks must have widths {self._feature_widths} (those "
-                    f"of the training blocks), got {widths}"
-                )
-            return blocks
-        if self.kernel_bank_ is None:
-            G = check_stack(X, "G_test", square=False)
-            if G.shape[0] != self.n_kernels_ or G.shape[2] != self.n_train_:
-                raise InvalidInputError(
-                    f"G_test must have shape (M={self.n_kernels_}, n_samples, "
-                    f"n_train={self.n_train_}), got {G.shape}"
-                )
-            if not np.isfinite(G).all():
-                raise InvalidInputError("G_test contains NaN or infinity")
-            return G
-        Xv = validate_data(self, X, dtype=np.float64, reset=False)
-        out: _Stack = self.kernel_bank_.transform(Xv)
-        return out
+        side = TestSide(
+            self.n_kernels_, self.n_train_, self.kernel_bank_, self._feature_widths,
+            getattr(self, "_factors", False),  # (absent from fits pickled before it)
+        )  # fmt: skip
+        return side.stack(X, lambda Xr: validate_data(self, Xr, dtype=np.float64, reset=False))
 
     _y_numeric = False
 
@@ -608,7 +506,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     def _solve(
         self,
         solver: _NativeSolver,
-        G: _Stack,
+        G: Stack,
         y: NDArray[np.float64],
         settings: dict[str, Setting],
         label: str = "",
@@ -618,14 +516,14 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         yc = np.ascontiguousarray(y, dtype=np.float64)
         threads = check_n_threads(self.n_threads)
         if self.penalty == "group":
-            settings = {**settings, "groups": group_ids(self.groups, _n_kernels(G))[0]}
+            settings = {**settings, "groups": group_ids(self.groups, G.M)[0]}
         if start is not None:
             return _core.fit(
-                solver, G, yc, settings, n_threads=threads, on_iteration=log,
+                solver, G.engine, yc, settings, n_threads=threads, on_iteration=log,
                 init_coef=np.ascontiguousarray(start[0], dtype=np.float64),
                 init_intercept=float(start[1]),
             )  # fmt: skip
-        r = _core.fit(solver, G, yc, settings, n_threads=threads, on_iteration=log)
+        r = _core.fit(solver, G.engine, yc, settings, n_threads=threads, on_iteration=log)
         # (MKLOneClass shares this method and has no solver parameter.)
         auto = getattr(self, "solver", None) == "auto"
         if auto and solver == "wrapper" and r.status in _FALLBACK and r.psd_witness is None:
@@ -635,7 +533,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             spicy = {k: v for k, v in settings.items() if k != "inner_tol"}
             spicy.update(SOLVERS["spicy"].config()._native())
             r2 = _core.fit(
-                "spicy", G, yc, spicy, n_threads=threads, on_iteration=log,
+                "spicy", G.engine, yc, spicy, n_threads=threads, on_iteration=log,
                 init_coef=np.ascontiguousarray(r.coef), init_intercept=float(r.intercept),
             )  # fmt: skip
             if r2.converged or r2.gap < r.gap:
@@ -671,18 +569,18 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         return [(A[k][:, idx], float(b[k])) for k, idx in enumerate(index)]
 
     def _warm_key_of(
-        self, solver: str, settings: dict[str, Setting], G: _Stack, *extra: Any
+        self, solver: str, settings: dict[str, Setting], G: Stack, *extra: Any
     ) -> tuple[Any, ...] | None:
         """What a warm start must share with the previous fit: SpicyMKL (penalty l1 or
         elasticnet), the loss, n and M (and for classifiers the classes and the scheme)."""
         if solver != "spicy":
             return None
-        return (settings["loss"], _n_points(G), _n_kernels(G), *extra)
+        return (settings["loss"], G.n, G.M, *extra)
 
     def _solve_many(
         self,
         solver: _NativeSolver,
-        problems: Iterable[tuple[_Stack, NDArray[np.float64], str, _Start | None]],
+        problems: Iterable[tuple[Stack, NDArray[np.float64], str, _Start | None]],
         settings: dict[str, Setting],
     ) -> list[_FitRecord]:
         """The binary problems ``(G, y, label)`` of a multiclass fit, through joblib: one after
@@ -756,38 +654,26 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                     stacklevel=3,
                 )
 
-    def _feature_coefs(self, G: _Stack) -> None:
+    def _feature_coefs(self, G: Stack) -> None:
         """With feature blocks: ``coef_``, per kernel the weights ``w_m = Φ_mᵀ A[m]`` in
         feature space (a row per problem for more than one), so prediction needs no
         training features."""
-        if not isinstance(G, list):
+        if not isinstance(G, Blocks):
             return
         if all(len(w) for w in self._feature_weights):
             # The solver's own weights (svrg), split into the kernels' blocks.
-            ends = np.cumsum([F.shape[1] for F in G])[:-1]
+            ends = np.cumsum(G.widths)[:-1]
             rows = [np.split(w, ends) for w in self._feature_weights]
             one = len(rows) == 1
-            self.coef_ = [
-                rows[0][m] if one else np.stack([r[m] for r in rows]) for m in range(len(G))
-            ]
+            self.coef_ = [rows[0][m] if one else np.stack([r[m] for r in rows]) for m in range(G.M)]
             return
-        A = np.asarray(self.dual_coef_)
-        self.coef_ = [
-            A[m] @ F if A.ndim == 2 else A[:, m, :] @ F for m, F in enumerate(G)
-        ]  # fmt: skip
+        self.coef_ = G.weights(np.asarray(self.dual_coef_))
 
-    def _decision(self, G_test: _Stack) -> NDArray[np.float64]:
-        A = np.asarray(self.dual_coef_)
+    def _decision(self, G_test: Stack) -> NDArray[np.float64]:
+        """Decision values on a test stack: dense kernels read ``dual_coef_``, feature blocks
+        ``coef_``."""
         b = np.asarray(self.intercept_)
-        if isinstance(G_test, list):
-            parts = [F @ np.asarray(w).T for F, w in zip(G_test, self.coef_, strict=True)]
-            f_low: NDArray[np.float64] = np.sum(parts, axis=0) + b
-            return f_low
-        if A.ndim == 2:
-            f: NDArray[np.float64] = np.einsum("mij,mj->i", G_test, A, dtype=np.float64)
-            return f + float(b)
-        out: NDArray[np.float64] = np.einsum("mij,kmj->ik", G_test, A, dtype=np.float64) + b
-        return out
+        return G_test.decision(np.asarray(self.dual_coef_), b, getattr(self, "coef_", None))
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -1132,7 +1018,7 @@ default "mean_diag"
         problems: list[tuple[int, int]] = []
         scheme = self.multi_class if len(classes) > 2 else None
         key = self._warm_key_of(solver, settings, G, tuple(classes.tolist()), scheme)
-        binary: list[tuple[_Stack, NDArray[np.float64]]] = []  # each problem, for Platt
+        binary: list[tuple[Stack, NDArray[np.float64]]] = []  # each problem, for Platt
         if len(classes) == 2:
             st = self._warm_starts(previous, key)
             yb = np.where(yi == 1, 1.0, -1.0)
@@ -1142,7 +1028,7 @@ default "mean_diag"
             starts = self._warm_starts(previous, key) or [None] * len(classes)
 
             # One problem per class, through joblib (fanned out under a parallel backend).
-            def ovr() -> Iterator[tuple[_Stack, NDArray[np.float64], str, _Start | None]]:
+            def ovr() -> Iterator[tuple[Stack, NDArray[np.float64], str, _Start | None]]:
                 for k in range(len(classes)):
                     label = f" (class {classes[k]!r} vs rest)"
                     yield G, np.where(yi == k, 1.0, -1.0), label, starts[k]
@@ -1151,31 +1037,31 @@ default "mean_diag"
             binary = [(G, np.where(yi == k, 1.0, -1.0)) for k in range(len(classes))]
         else:
             # One-vs-one: each pair on its own points; coefficients scattered back to all n.
-            n = _n_points(G)
+            n = G.n
             problems = [(a, b) for a in range(len(classes)) for b in range(a + 1, len(classes))]
             index = [np.flatnonzero((yi == a) | (yi == b)) for a, b in problems]
             pair_starts = self._warm_starts(previous, key, index) or [None] * len(problems)
 
-            def ovo() -> Iterator[tuple[_Stack, NDArray[np.float64], str, _Start | None]]:
+            def ovo() -> Iterator[tuple[Stack, NDArray[np.float64], str, _Start | None]]:
                 for (a, b), idx, st in zip(problems, index, pair_starts, strict=True):
                     label = f" (class {classes[a]!r} vs {classes[b]!r})"
-                    yield _subset(G, idx), np.where(yi[idx] == a, 1.0, -1.0), label, st
+                    yield G.subset(idx), np.where(yi[idx] == a, 1.0, -1.0), label, st
 
             results = self._solve_many(solver, ovo(), settings)
             if platt:
                 binary = [
-                    (_subset(G, idx), np.where(yi[idx] == a, 1.0, -1.0))
+                    (G.subset(idx), np.where(yi[idx] == a, 1.0, -1.0))
                     for (a, _), idx in zip(problems, index, strict=True)
                 ]
             coefs = []
             for r, idx in zip(results, index, strict=True):
-                full = np.zeros((_n_kernels(G), n))
+                full = np.zeros((G.M, n))
                 full[:, idx] = r.coef
                 coefs.append(full)
         self._set_results(results, multi=len(classes) > 2, coefs=coefs)
         self.classes_ = classes
         self.pairs_ = np.asarray(problems, dtype=np.int64).reshape(-1, 2)
-        self.n_train_ = _n_points(G)
+        self.n_train_ = G.n
         self._feature_coefs(G)
         ab = [self._platt(solver, settings, Gp, yb) for Gp, yb in binary] if platt else []
         self.probA_ = np.array([a for a, _ in ab], dtype=np.float64)
@@ -1183,7 +1069,7 @@ default "mean_diag"
         return self
 
     def _platt(
-        self, solver: _NativeSolver, settings: dict[str, Setting], G: _Stack, y: NDArray[np.float64]
+        self, solver: _NativeSolver, settings: dict[str, Setting], G: Stack, y: NDArray[np.float64]
     ) -> tuple[float, float]:
         """Platt's ``(A, B)`` of one binary problem from out-of-fold decision values (5
         stratified folds, fewer when a class has fewer points)."""
@@ -1195,8 +1081,11 @@ default "mean_diag"
             )
 
         def decision(tr: NDArray[np.intp], te: NDArray[np.intp]) -> NDArray[np.float64]:
-            r = self._solve(solver, _subset(G, tr), y[tr], settings, " (probability fold)")
-            return _cross_decision(G, te, tr, np.asarray(r.coef), float(r.intercept))
+            # A fit on the points tr, evaluated on the points te of the same stack.
+            sub = G.subset(tr)
+            r = self._solve(solver, sub, y[tr], settings, " (probability fold)")
+            A = np.asarray(r.coef)
+            return G.cross(te, tr).decision(A, float(r.intercept), sub.weights(A))
 
         seed = (check_random_state(self.random_state) or 0) % 2**32
         return platt_fit(out_of_fold(decision, y, min(5, smallest), seed), y)
@@ -1489,7 +1378,7 @@ warm_start
         self._set_results(
             [self._solve(solver, G, yf, settings, start=st[0] if st else None)], multi=False
         )
-        self.n_train_ = _n_points(G)
+        self.n_train_ = G.n
         self._feature_coefs(G)
         return self
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import copy
 import numbers
 import warnings
 from collections.abc import Sequence
@@ -16,24 +15,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_array
 
 from . import _core
+from ._data import Blocks, Input, Stack, TestSide, check_targets, resolve
 from ._estimators import _iteration_logger, default_kernels
 from ._typing import Normalization, PsdRepair
-from ._validation import (
-    check_feature_blocks,
-    check_n_threads,
-    check_psd,
-    check_stack,
-    check_verbose,
-)
+from ._validation import check_n_threads, check_psd, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
-from .kernels import (
-    FeatureBank,
-    Kernel,
-    KernelBank,
-    LowRankFactors,
-    shift_to_psd,
-    validate_stack,
-)
+from .kernels import FeatureBank, Kernel, KernelBank
 
 __all__ = ["MKLPath", "PathLoss", "mkl_path"]
 
@@ -197,14 +184,11 @@ class MKLPath:
         out: NDArray[np.float64] = (1.0 - w) * values[k - 1] + w * values[k]
         return out
 
-    def _decision_blocks(self, blocks: Sequence[NDArray[Any]], C: float) -> NDArray[np.float64]:
-        """``f = Σ_m Φ_m(x) w_m(C)`` from the feature blocks (or factor rows) of new points,
-        already checked against the widths of ``feature_coefs``."""
-        assert self.feature_coefs is not None
-        f = np.zeros(blocks[0].shape[0])
-        for F, W in zip(blocks, self.feature_coefs, strict=True):
-            f += F @ self._at(W, C)
-        return f
+    def _decision(self, G: Stack, C: float) -> NDArray[np.float64]:
+        """``f`` at ``C`` on a test stack: dense kernels read ``coef_at(C)``, feature blocks
+        (or factor rows) the feature weights at ``C``."""
+        W = None if self.feature_coefs is None else [self._at(V, C) for V in self.feature_coefs]
+        return G.decision(self.coef_at(C), 0.0, W)
 
     def decision_function(self, X: Any, C: float) -> NDArray[np.float64]:
         """``f(x) = Σ_j Σ_i A[j, i] k_j(x, x_i)`` at ``C``.
@@ -244,36 +228,12 @@ class MKLPath:
         >>> path.decision_function(X[:3], C=10 * path.C0).shape
         (3,)
         """
-        A = self.coef_at(C)
-        if isinstance(self.kernel_bank, FeatureBank):
-            Xv = _raw_points(X, "X")
-            if Xv.shape[1] != self.kernel_bank.n_features_in_:
-                raise InvalidInputError(
-                    f"X has {Xv.shape[1]} features, but the path's FeatureBank was fitted on "
-                    f"{self.kernel_bank.n_features_in_}"
-                )
-            return self._decision_blocks(self.kernel_bank.transform(Xv), C)
-        if self.feature_coefs is not None and isinstance(X, (list, tuple)):
-            blocks = check_feature_blocks(X, "the factor rows of the new points")
-            widths = [W.shape[1] for W in self.feature_coefs]
-            if [F.shape[1] for F in blocks] != widths:
-                raise InvalidInputError(
-                    f"the factor rows of the new points must be {len(widths)} arrays with the "
-                    f"widths of the training factors {widths}, got "
-                    f"{[F.shape[1] for F in blocks]}"
-                )
-            return self._decision_blocks(blocks, C)
-        if self.kernel_bank is None:
-            G = check_stack(X, "G_test", square=False)
-            if G.shape[0] != A.shape[0] or G.shape[2] != A.shape[1]:
-                raise InvalidInputError(
-                    f"G_test must have shape (M={A.shape[0]}, n_samples, n_train={A.shape[1]}), "
-                    f"got {G.shape}"
-                )
-        else:
-            G = self.kernel_bank.transform(check_array(X, dtype=np.float64))
-        out: NDArray[np.float64] = np.einsum("mij,mj->i", G, A, dtype=np.float64)
-        return out
+        self.coef_at(C)  # C checked before X
+        M, n = self.kernel_weights.shape[1], self.alphas.shape[1]
+        widths = None if self.feature_coefs is None else [W.shape[1] for W in self.feature_coefs]
+        # Factor rows (or dense cross kernels) after a path on low-rank factors.
+        side = TestSide(M, n, self.kernel_bank, widths, factors=self.kernel_bank is None)
+        return self._decision(side.stack(X, _raw), C)
 
     def predict(self, X: Any, C: float) -> NDArray[Any]:
         """Labels (logistic loss) or values (squared loss) at ``C``.
@@ -354,61 +314,10 @@ class MKLPath:
         return ax
 
 
-def _dense_stack(
-    X: Any,
-    kernels: Sequence[Kernel] | Literal["precomputed"] | None,
-    normalize: Normalization | None,
-    psd: PsdRepair,
-    threads: int,
-) -> tuple[tuple[NDArray[np.float64], KernelBank | None], NDArray[np.float64]]:
-    """The dense stack of :func:`mkl_path` (precomputed, or evaluated by a bank, which is
-    returned for predictions), repaired by ``psd="clip"``, and the shifts of that repair."""
-    precomputed = kernels == "precomputed" or (kernels is None and np.ndim(X) == 3)
-    bank: KernelBank | None = None
-    if precomputed:
-        G = validate_stack(X, n_threads=threads)
-    else:
-        if isinstance(kernels, str):
-            raise InvalidParameterError(
-                f"kernels must be a sequence of kernel specifications, 'precomputed' or None; "
-                f"got {kernels!r}",
-                parameter="kernels",
-            )
-        Xv = check_array(X, dtype=np.float64)
-        specs = default_kernels(Xv.shape[1]) if kernels is None else list(kernels)
-        bank = KernelBank(specs, normalize=normalize, n_threads=threads)
-        G = bank.fit_transform(Xv)
-    if psd == "clip":
-        G, shifts = shift_to_psd(G, n_threads=threads)
-    else:
-        shifts = np.zeros(G.shape[0])
-    return (G, bank), shifts
-
-
-def _raw_points(X: Any, name: str) -> NDArray[np.float64]:
-    """Raw points ``(n_samples, n_features)`` for a :class:`FeatureBank`, with a hint when
-    ``X`` is what ``kernels="precomputed"`` takes instead."""
-    hint = "(a kernel stack or low-rank factors take kernels='precomputed', not a FeatureBank)"
-    if isinstance(X, LowRankFactors):
-        raise InvalidInputError(
-            f"a FeatureBank maps raw points: {name} must have shape (n_samples, n_features), "
-            f"got low-rank factors {hint}"
-        )
-    try:
-        out: NDArray[np.float64] = check_array(X, dtype=np.float64)
-    except ValueError as e:
-        raise InvalidInputError(
-            f"a FeatureBank maps raw points: {name} must be a finite 2-D array "
-            f"(n_samples, n_features) {hint}: {e}"
-        ) from None
+def _raw(X: Any) -> NDArray[np.float64]:
+    """Raw points for a bank."""
+    out: NDArray[np.float64] = check_array(X, dtype=np.float64)
     return out
-
-
-def _fit_features(bank: FeatureBank, X: Any) -> tuple[FeatureBank, list[NDArray[Any]]]:
-    """A fitted copy of ``bank`` (the parameter stays as given, as in the estimators) and the
-    feature blocks of the training points ``X``."""
-    fitted = copy.deepcopy(bank)
-    return fitted, fitted.fit_transform(_raw_points(X, "X"))
 
 
 def _feature_coefs(
@@ -419,23 +328,6 @@ def _feature_coefs(
         np.ascontiguousarray(-eta[:, m, None] * (alphas @ F), dtype=np.float64)
         for m, F in enumerate(blocks)
     )
-
-
-def _check_factors(factors: Sequence[Any]) -> list[NDArray[np.float64]]:
-    """Low-rank factors ``G_m`` of shape ``(n, r_m)``: finite float64, C-contiguous, one
-    common ``n``, at least one kernel."""
-    out = [np.ascontiguousarray(f, dtype=np.float64) for f in factors]
-    if not out:
-        raise InvalidInputError("the low-rank stack holds no kernel")
-    n = out[0].shape[0] if out[0].ndim == 2 else -1
-    for m, f in enumerate(out):
-        if f.ndim != 2 or f.shape[0] != n or n < 1:
-            raise InvalidInputError(
-                f"factor {m} must have shape (n, r) with the n = {n} of the first, got {f.shape}"
-            )
-        if not np.isfinite(f).all():
-            raise InvalidInputError(f"factor {m} contains NaN or infinity")
-    return out
 
 
 def mkl_path(
@@ -582,35 +474,17 @@ def mkl_path(
         raise InvalidParameterError(
             f"max_points must be an integer ≥ 2, got {max_points!r}", parameter="max_points"
         )
-    bank: KernelBank | FeatureBank | None = None
-    stack: NDArray[np.float64] | Sequence[NDArray[Any]]
-    blocks: Sequence[NDArray[Any]] | None = None  # the low-rank factors, if any
-    if isinstance(X, LowRankFactors):
-        if not (kernels is None or (isinstance(kernels, str) and kernels == "precomputed")):
-            what = "a FeatureBank" if isinstance(kernels, FeatureBank) else repr(kernels)
-            raise InvalidParameterError(
-                f"low-rank factors are a precomputed stack: pass kernels='precomputed' or "
-                f"None, got {what}",
-                parameter="kernels",
-            )
-        stack = blocks = _check_factors(X.factors)
-        M, n = len(stack), stack[0].shape[0]
-        shifts = np.zeros(M)  # G Gᵀ is PSD: nothing to repair
-    elif isinstance(kernels, FeatureBank):
-        # The blocks (column ranges of one array, finite: computed from a checked X) go to
-        # the engine as they are, float64 or float32, without a contiguous copy here.
-        bank, features = _fit_features(kernels, X)
-        stack = blocks = features
-        M, n = len(stack), stack[0].shape[0]
-        shifts = np.zeros(M)  # Φ Φᵀ is PSD: nothing to repair
-    else:
-        (stack, bank), shifts = _dense_stack(X, kernels, normalize, psd, threads)
-        M, n = stack.shape[0], stack.shape[1]
-    yv = np.asarray(y)
-    if yv.ndim != 1 or yv.shape[0] != n:
-        raise InvalidInputError(
-            f"y must be 1-D with one entry per training point ({n}), got shape {yv.shape}"
+    # The CV estimators pass their folds' inputs, resolved once.
+    data, yv = (
+        (X, check_targets(y, X.n))
+        if isinstance(X, Input)
+        else resolve(
+            kernels, X, y, points=lambda Xr, yr: (_raw(Xr), yr), default_specs=default_kernels,
+            normalize=normalize, n_threads=threads, block_lists=False, stack_if_3d=True,
         )
+    )  # fmt: skip
+    stack, shifts = data.stack.repair(psd, threads)
+    M = stack.M
     classes: NDArray[Any] | None = None
     if loss == "logistic":
         classes = np.unique(yv)
@@ -644,7 +518,7 @@ def mkl_path(
         "d": weights,
     }
     log = _iteration_logger("mkl_path") if verbose else None
-    r = _core.path(stack, target, settings, n_threads=threads, on_iteration=log)
+    r = _core.path(stack.engine, target, settings, n_threads=threads, on_iteration=log)
     path = MKLPath(
         Cs=np.asarray(r.cs),
         alphas=np.asarray(r.alphas),
@@ -664,12 +538,12 @@ def mkl_path(
         end=r.end,
         n_factorizations=int(r.factorizations),
         classes=classes,
-        kernel_bank=bank,
+        kernel_bank=data.bank,
         psd_shifts=shifts,
         feature_coefs=(
-            None
-            if blocks is None
-            else _feature_coefs(np.asarray(r.alphas), np.asarray(r.eta), blocks)
+            _feature_coefs(np.asarray(r.alphas), np.asarray(r.eta), stack.F)
+            if isinstance(stack, Blocks)
+            else None
         ),
     )
     if r.end != "complete":

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +17,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._data import Input, Stack, resolve
 from ._estimators import (
     _FITTED,
     MKLClassifier,
@@ -26,11 +26,11 @@ from ._estimators import (
     _logistic_proba,
     default_kernels,
 )
-from ._path import MKLPath, _check_factors, _fit_features, mkl_path
+from ._path import MKLPath, mkl_path
 from ._typing import Normalization, PsdRepair
-from ._validation import check_feature_blocks, check_psd, check_stack
+from ._validation import check_n_threads, check_psd
 from .exceptions import InvalidInputError, InvalidParameterError
-from .kernels import FeatureBank, Kernel, LowRankFactors, validate_stack
+from .kernels import FeatureBank, Kernel
 
 __all__ = ["MKLClassifierCV", "MKLRegressorCV"]
 
@@ -39,14 +39,6 @@ __all__ = ["MKLClassifierCV", "MKLRegressorCV"]
 _DELEGATED = tuple(
     name for name in _FITTED if name not in ("classes_", "n_features_in_", "feature_names_in_")
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class _Blocks:
-    """A fold's held-out points as feature blocks or factor rows ``(n_test, D_m)``, computed
-    once per fold and read by every path and candidate ``C`` (``MKLPath._decision_blocks``)."""
-
-    blocks: list[NDArray[Any]]
 
 
 class _AtC(BaseEstimator):  # type: ignore[misc]
@@ -61,16 +53,13 @@ class _AtC(BaseEstimator):  # type: ignore[misc]
         self.classes = classes
         self.offset = offset
 
-    def decision_function(self, X: Any) -> NDArray[np.float64]:
-        if isinstance(X, _Blocks):
-            cols = [p._decision_blocks(X.blocks, self.C) for p in self.paths]
-        else:
-            cols = [p.decision_function(X, self.C) for p in self.paths]
-        f = np.column_stack(cols)
+    def decision_function(self, X: Stack) -> NDArray[np.float64]:
+        # X: the fold's held-out test stack, computed once for every path and C.
+        f = np.column_stack([p._decision(X, self.C) for p in self.paths])
         out: NDArray[np.float64] = f[:, 0] + self.offset if f.shape[1] == 1 else f
         return out
 
-    def predict(self, X: Any) -> NDArray[Any]:
+    def predict(self, X: Stack) -> NDArray[Any]:
         f = self.decision_function(X)
         if self.classes is None:
             return f
@@ -82,7 +71,7 @@ class _AtCClassifier(ClassifierMixin, _AtC):  # type: ignore[misc]
     def classes_(self) -> NDArray[Any] | None:
         return self.classes
 
-    def predict_proba(self, X: Any) -> NDArray[np.float64]:
+    def predict_proba(self, X: Stack) -> NDArray[np.float64]:
         return _logistic_proba(self.decision_function(X))
 
 
@@ -123,48 +112,15 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         self.n_threads = n_threads
         self.verbose = verbose
 
-    def _fold_stacks(
-        self, X: Any, tr: NDArray[np.intp], te: NDArray[np.intp]
-    ) -> tuple[Any, Any, Any, FeatureBank | None]:
-        """Training input, test input and the ``kernels=`` of one fold's paths, and the bank
-        fitted on the fold's training rows (a FeatureBank only)."""
-        if self._kind == "precomputed":
-            G = self._G
-            return G[:, tr][:, :, tr], G[:, te][:, :, tr], "precomputed", None
-        if self._kind == "factors":
-            # The path on the training rows of the factors, K_m[tr, tr] = G_m[tr] G_m[tr]ᵀ;
-            # held-out scores from the test rows, f = Σ_m G_m[te] (G_m[tr]ᵀ A_m), the same as
-            # the dense cross kernels G_m[te] G_m[tr]ᵀ without forming them.
-            test = _Blocks([F[te] for F in self._factors])
-            return self._factors_of(tr), test, "precomputed", None
-        if self._kind == "features":
-            # Honest CV: the bank is fitted on the fold's training rows only.
-            assert isinstance(self.kernels, FeatureBank)
-            bank, F_tr = _fit_features(self.kernels, X[tr])
-            return self._factors_of(None, F_tr), _Blocks(bank.transform(X[te])), None, bank
-        return X[tr], X[te], self._specs, None
-
-    def _factors_of(
-        self, rows: NDArray[np.intp] | None, blocks: list[NDArray[Any]] | None = None
-    ) -> LowRankFactors:
-        """The training rows of the factors (or feature blocks) as ``LowRankFactors``."""
-        F = [G[rows] for G in self._factors] if blocks is None else blocks
-        return LowRankFactors(
-            factors=F,
-            ranks=np.array([f.shape[1] for f in F], dtype=np.int64),
-            errors=np.full(len(F), np.nan),  # not a factorisation of its own: unknown
-        )
-
-    def _paths(self, Xtr: Any, ytr: NDArray[Any], kernels: Any) -> tuple[list[MKLPath], float]:
+    def _paths(self, Xtr: Input, ytr: NDArray[Any]) -> tuple[list[MKLPath], float]:
         """The fold's paths (one per class for more than two classes) and the target offset."""
         common: dict[str, Any] = {
-            "kernels": kernels,
             "mu": self.mu,
             "normalize": self.normalize,
             "psd": self.psd,
             "n_threads": self.n_threads,
         }
-        M = self._n_kernels
+        M = Xtr.M
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if not self._classifier:
@@ -244,53 +200,15 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 parameter="Cs",
             )
         check_psd(self.psd)
-        precomputed = isinstance(self.kernels, str) and self.kernels == "precomputed"
-        self._kind = "specs"
-        Xv: Any = None
-        if isinstance(X, LowRankFactors):
-            if not (precomputed or self.kernels is None):
-                what = "a FeatureBank" if isinstance(self.kernels, FeatureBank) else "specs"
-                raise InvalidParameterError(
-                    f"low-rank factors are a precomputed stack: pass kernels='precomputed' or "
-                    f"None, got {what}",
-                    parameter="kernels",
-                )
-            self._kind = "factors"
-            self._factors = _check_factors(X.factors)
-            self._factor_widths = [F.shape[1] for F in self._factors]
-            n = self._factors[0].shape[0]
-            self._n_kernels = len(self._factors)
-        elif precomputed:
-            self._kind = "precomputed"
-            self._G = validate_stack(X, n_threads=self.n_threads)
-            n = self._G.shape[1]
-            self._n_kernels = self._G.shape[0]
-        elif isinstance(self.kernels, FeatureBank):
-            if isinstance(X, np.ndarray) and X.ndim == 3:
-                raise InvalidInputError(
-                    f"a FeatureBank maps raw points: X must have shape (n_samples, "
-                    f"n_features), got a 3-D array {X.shape} (a kernel stack or low-rank "
-                    "factors take kernels='precomputed', not a FeatureBank)"
-                )
-            self._kind = "features"
-            Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier)
-            self._n_kernels = len(self.kernels)
-            n = Xv.shape[0]
-        if self._kind in ("factors", "precomputed"):
-            yv = np.asarray(y)
-            if yv.ndim != 1 or yv.shape[0] != n:
-                raise InvalidInputError(
-                    f"y must be 1-D with one entry per training point ({n}), got shape {yv.shape}"
-                )
-        elif self._kind == "specs":
-            Xv, yv = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier)
-            self._specs = (
-                default_kernels(Xv.shape[1])
-                if self.kernels is None
-                else list(cast(Sequence[Kernel], self.kernels))
-            )
-            self._n_kernels = len(self._specs)
-            n = Xv.shape[0]
+        data, yv = resolve(
+            self.kernels, X, y, default_specs=default_kernels, normalize=self.normalize,
+            n_threads=check_n_threads(self.n_threads), block_lists=False,
+            points=lambda Xr, yr: validate_data(
+                self, Xr, yr, dtype=np.float64, y_numeric=not self._classifier
+            ),
+        )  # fmt: skip
+        assert yv is not None
+        n = data.n
         if self._classifier:
             check_classification_targets(yv)
             self.classes_ = np.unique(yv)
@@ -301,11 +219,9 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         folds = list(check_cv(self.cv, yv, classifier=self._classifier).split(np.zeros(n), yv))
         fold_paths = []
         for tr, te in folds:
-            Xtr, Xte, kernels, bank = self._fold_stacks(Xv, tr, te)
-            paths, offset = self._paths(Xtr, yv[tr], kernels)
-            if bank is not None:  # the fold's paths predict on raw points through its bank
-                paths = [dataclasses.replace(p, kernel_bank=bank) for p in paths]
-            fold_paths.append(((paths, offset), Xte, yv[te]))
+            # A bank is fitted on the fold's training rows only (honest CV).
+            Xtr, Xte = data.fold(tr, te)
+            fold_paths.append((self._paths(Xtr, yv[tr]), Xte, yv[te]))
         if is_count:
             lo = min(p.C0 for (ps, _), _, _ in fold_paths for p in ps)
             hi = max(p.Cs[-1] for (ps, _), _, _ in fold_paths for p in ps)
@@ -346,15 +262,11 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         self.paths_ = [paths for (paths, _), _, _ in fold_paths]
         self.C_ = float(grid[choosable[int(np.argmax(mean))]])
         refit_cls = MKLClassifier if self._classifier else MKLRegressor
-        # On factors the refit reads them as feature blocks (kernels="precomputed" with a
-        # list: K_m = G_m G_mᵀ, no n×n matrix formed).
-        refit_X: Any = Xv
-        if self._kind == "factors":
-            refit_X = self._factors
-        elif self._kind == "precomputed":
-            refit_X = X
+        # On factors the refit reads them as feature blocks (no n×n matrix formed), and
+        # predicts from their rows or from the dense cross kernels (resolve's factors).
+        raw = data.points is not None
         self.estimator_ = refit_cls(
-            kernels="precomputed" if self._kind == "factors" else self.kernels,
+            kernels=self.kernels if raw else "precomputed",
             penalty="l1",
             loss=self._loss,
             C=self.C_,
@@ -364,50 +276,14 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             max_iter=self.max_iter,
             n_threads=self.n_threads,
             verbose=self.verbose,
-        ).fit(refit_X, yv)
+        ).fit(data.points if raw else X, yv)
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))
         for name in _DELEGATED:
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))
-        for name in ("_G", "_specs", "_factors"):
-            self.__dict__.pop(name, None)
         return self
-
-    def _factor_decision(self, X: Any) -> NDArray[np.float64] | None:
-        """After a fit on low-rank factors, the refit's decision values on the dense cross
-        kernels ``X`` (M, n_samples, n_train), ``f = Σ_m K_m(x, ·) A[m] + b``; None when the
-        refit reads ``X`` itself (any other fit, or the test points' factor rows)."""
-        check_is_fitted(self, "estimator_")
-        if getattr(self, "_kind", None) != "factors":
-            return None
-        est = self.estimator_
-        if isinstance(X, (list, tuple)):
-            got = [F.shape[1] for F in check_feature_blocks(X, "the test points' factor rows")]
-            if got != self._factor_widths:
-                raise InvalidInputError(
-                    f"the test points' factor rows must be {len(self._factor_widths)} arrays "
-                    f"(n_samples, r_m) with the widths of the training factors "
-                    f"{self._factor_widths}, got widths {got}"
-                )
-            return None
-        M, n = int(est.n_kernels_), int(est.n_train_)
-        G = check_stack(X, "G_test", square=False)
-        if G.shape[0] != M or G.shape[2] != n:
-            raise InvalidInputError(
-                f"after a fit on low-rank factors, X must be the cross kernels (M={M}, "
-                f"n_samples, n_train={n}) or a list of the test points' factor rows, got an "
-                f"array of shape {G.shape}"
-            )
-        if not np.isfinite(G).all():
-            raise InvalidInputError("G_test contains NaN or infinity")
-        A, b = np.asarray(est.dual_coef_), np.asarray(est.intercept_)
-        if A.ndim == 2:
-            f: NDArray[np.float64] = np.einsum("mij,mj->i", G, A, dtype=np.float64) + float(b)
-            return f
-        out: NDArray[np.float64] = np.einsum("mij,kmj->ik", G, A, dtype=np.float64) + b
-        return out
 
     def plot_scores(self, ax: Any = None) -> Any:
         """Plot the mean held-out score (± one standard deviation over folds) against ``C``.
@@ -596,9 +472,7 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
         >>> clf.decision_function(X[:3]).shape
         (3,)
         """
-        f = self._factor_decision(X)
-        if f is not None:
-            return f
+        check_is_fitted(self, "estimator_")
         out: NDArray[np.float64] = self.estimator_.decision_function(X)
         return out
 
@@ -628,9 +502,7 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
         >>> clf.predict(X[:3]).shape
         (3,)
         """
-        f = self._factor_decision(X)
-        if f is not None:
-            return _decision_labels(f, self.classes_)
+        check_is_fitted(self, "estimator_")
         out: NDArray[Any] = self.estimator_.predict(X)
         return out
 
@@ -660,9 +532,7 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
         >>> clf.predict_proba(X[:3]).shape
         (3, 2)
         """
-        f = self._factor_decision(X)
-        if f is not None:
-            return _logistic_proba(f)
+        check_is_fitted(self, "estimator_")
         out: NDArray[np.float64] = self.estimator_.predict_proba(X)
         return out
 
@@ -723,8 +593,6 @@ class MKLRegressorCV(RegressorMixin, _BaseMKLCV):  # type: ignore[misc]
         >>> reg.predict(X[:3]).shape
         (3,)
         """
-        f = self._factor_decision(X)
-        if f is not None:
-            return f
+        check_is_fitted(self, "estimator_")
         out: NDArray[np.float64] = self.estimator_.predict(X)
         return out
