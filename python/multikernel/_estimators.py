@@ -740,7 +740,12 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         :func:`default_kernels`. A precomputed ``G`` may be float32: the solvers then read
         half the bytes (ℓp fits about 1.5x faster on the benchmark of Kloft et al.), and the
         certificate is exact for the float32 kernels. ``fit`` first checks that ``G`` is
-        finite and symmetric, which reads all of it once.
+        finite and symmetric, which reads all of it once. With ``"precomputed"`` (or None),
+        ``X`` may also be a list of feature blocks ``(n, D_m)`` or the
+        :class:`~multikernel.kernels.LowRankFactors` of
+        :func:`~multikernel.kernels.low_rank` (``K_m = G_m G_mᵀ``, read at their rank);
+        ``predict`` then takes the test points' rows of the blocks or factors (or, after
+        factors, the dense cross kernels).
     penalty : {"lp", "l1", "elasticnet", "group"}, default "lp"
         ``"lp"``: ``Ω = ½ (Σ_m ‖f_m‖^q)^{2/q}``, ``q = 2p/(p+1)``, i.e. Kloft et al.'s
         ℓp-norm MKL with ``‖θ‖_p ≤ 1``. ``"l1"``: ``Ω = Σ_m ‖f_m‖`` (sparse MKL, SpicyMKL);

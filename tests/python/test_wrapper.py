@@ -1,6 +1,7 @@
 """The wrapper for ``l1`` and ``elasticnet`` (SMO inside for hinge, squared hinge and
-ε-insensitive; Newton for logistic and squared) against independent references: cvxpy + Clarabel on small real problems, SpicyMKL (another algorithm
-for the same problem) and the estimators' ``solver="auto"`` rule."""
+ε-insensitive; Newton for logistic and squared) against independent references: cvxpy +
+Clarabel on small real problems, SpicyMKL (another algorithm for the same problem) and the
+estimators' ``solver="auto"`` rule."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from sklearn.exceptions import ConvergenceWarning
 
 import multikernel as mk
 from multikernel import _core
-from multikernel.exceptions import InvalidParameterError
 
 FloatArray = NDArray[np.float64]
 TOL = 1e-8
