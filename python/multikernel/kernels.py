@@ -36,7 +36,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import DTypeLike, NDArray
 
-from . import _core
+from . import _core, _dask
 from ._typing import Normalization
 from ._validation import (
     aligned,
@@ -910,10 +910,10 @@ class KernelBank:
         >>> G.shape, G.dtype, np.trace(G, axis1=1, axis2=2).round(6)
         ((2, 4, 4), dtype('float32'), array([1., 1.], dtype=float32))
         """
-        from . import _dask  # a Dask array: statistics and blocks on the workers (docs/dask.md)
-
-        if _dask.is_dask_array(X):
-            return _dask.bank_fit_transform(self, X)  # type: ignore[no-any-return]
+        if _dask.is_dask_array(X):  # statistics and blocks on the workers (docs/dask.md)
+            X_train, train_stats, stack = _dask.bank_fit_transform(self._dask_job(), X)
+            self._keep_fit(X_train, train_stats)
+            return stack  # type: ignore[no-any-return]
         Xc = check_features(X)
         G, stats = _core.gram_fit(
             Xc,
@@ -923,9 +923,7 @@ class KernelBank:
             self.dtype == np.float32,
             self.n_threads,
         )
-        self.X_train_ = Xc.copy()
-        self.stats_: dict[str, Any] = stats
-        self.degenerate_: list[int] = list(stats["degenerate"])
+        self._keep_fit(Xc.copy(), stats)
         return G
 
     def transform(self, X: Any) -> NDArray[Any]:
@@ -961,10 +959,10 @@ class KernelBank:
         """
         if not hasattr(self, "stats_"):
             raise NotFittedError("this KernelBank is not fitted yet: call fit(X_train) first")
-        from . import _dask  # a Dask array: one task per row block (docs/dask.md)
-
-        if _dask.is_dask_array(X):
-            return _dask.bank_transform(self, X)  # type: ignore[no-any-return]
+        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            return _dask.bank_transform(  # type: ignore[no-any-return]
+                self._dask_job(), X, self.X_train_, self.stats_
+            )
         Xc = check_features(X)
         if Xc.shape[1] != self.X_train_.shape[1]:
             raise InvalidInputError(
@@ -1001,6 +999,17 @@ class KernelBank:
         """
         cols = n_samples if n_train is None else n_train
         return len(self.specs) * n_samples * cols * self.dtype.itemsize
+
+    def _keep_fit(self, X_train: NDArray[np.float64], stats: dict[str, Any]) -> None:
+        """Keep the fitted state: the training points and their statistics."""
+        self.X_train_ = X_train
+        self.stats_: dict[str, Any] = stats
+        self.degenerate_: list[int] = list(stats["degenerate"])
+
+    def _dask_job(self) -> _dask.BankJob:
+        """The hook of the Dask path: what its tasks need of this bank. ``_dask`` computes
+        and returns; the bank keeps the results (:meth:`_keep_fit`)."""
+        return _dask.BankJob(self._tuples, self.normalize, self.center, self.dtype, self.n_threads)
 
 
 #: How :class:`FeatureBank` approximates a kernel (``method=``).
