@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import copy
 import sys
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,10 +37,34 @@ from . import _core
 from ._validation import aligned, check_features
 from .exceptions import InvalidInputError
 
-if TYPE_CHECKING:
-    from .kernels import KernelBank
-
 __all__: list[str] = []
+
+
+@dataclass(frozen=True)
+class BankJob:
+    """What the tasks of a :class:`~multikernel.kernels.KernelBank` need of it, handed over by
+    the bank (``KernelBank._dask_job``): this module reads and writes no attribute of a bank
+    and does not import ``kernels``, which calls it (no import circle).
+
+    Parameters
+    ----------
+    entries : list
+        The kernels as the engine's Gram functions take them (``Kernel._entry()``).
+    normalize : str
+        The normalisation's name.
+    center : bool
+        Centre the kernels in feature space.
+    dtype : numpy.dtype
+        float64 or float32, the stacks' element type.
+    n_threads : int
+        The bank's threads (see :func:`_task_threads`).
+    """
+
+    entries: list[Any]
+    normalize: str
+    center: bool
+    dtype: np.dtype[Any]
+    n_threads: int
 
 
 def is_dask_array(x: Any) -> bool:
@@ -72,15 +97,15 @@ def _raw_stats(n_kernels: int, n: int) -> dict[str, Any]:
 _Payload = tuple[NDArray[np.float64], list[Any], dict[str, Any], bool, int]
 
 
-def _payload(bank: KernelBank, X_train: NDArray[np.float64], stats: dict[str, Any]) -> Any:
+def _payload(job: BankJob, X_train: NDArray[np.float64], stats: dict[str, Any]) -> Any:
     import dask
 
     p: _Payload = (
         X_train,
-        bank._tuples,
+        job.entries,
         stats,
-        bank.dtype == np.float32,
-        _task_threads(bank.n_threads),
+        job.dtype == np.float32,
+        _task_threads(job.n_threads),
     )
     return dask.delayed(p, pure=True, traverse=False)
 
@@ -139,26 +164,30 @@ def _seq_sum(a: NDArray[Any], batch: int = 4096) -> NDArray[np.float64]:
     return acc
 
 
-def bank_transform(bank: KernelBank, X: Any) -> Any:
-    """``bank.transform`` of a Dask array: a Dask array ``(M, n_new, n_train)`` of the bank's
-    dtype, chunked along ``n_new`` like the rows of ``X`` (one task per row block)."""
-    Xr = _rows(X, bank.X_train_.shape[1])
-    n_train = bank.X_train_.shape[0]
+def bank_transform(
+    job: BankJob, X: Any, X_train: NDArray[np.float64], stats: dict[str, Any]
+) -> Any:
+    """``KernelBank.transform`` of a Dask array, against the bank's training points and
+    statistics: a Dask array ``(M, n_new, n_train)`` of the bank's dtype, chunked along
+    ``n_new`` like the rows of ``X`` (one task per row block)."""
+    Xr = _rows(X, X_train.shape[1])
+    n_train = X_train.shape[0]
     return Xr.map_blocks(
         _cross_block,
-        _payload(bank, bank.X_train_, bank.stats_),
+        _payload(job, X_train, stats),
         drop_axis=1,
         new_axis=[0, 2],
-        chunks=((len(bank.specs),), Xr.chunks[0], (n_train,)),
-        dtype=bank.dtype,
-        meta=np.empty((0, 0, 0), dtype=bank.dtype),
+        chunks=((len(job.entries),), Xr.chunks[0], (n_train,)),
+        dtype=job.dtype,
+        meta=np.empty((0, 0, 0), dtype=job.dtype),
     )
 
 
-def bank_fit_transform(bank: KernelBank, X: Any) -> Any:
-    """``bank.fit_transform`` of a Dask array: the training points are gathered (``n × d``),
-    the statistics computed by a pass over row blocks of the raw kernels on the workers, and
-    the normalised training stack returned as a Dask array (see :func:`bank_transform`)."""
+def bank_fit_transform(job: BankJob, X: Any) -> tuple[NDArray[np.float64], dict[str, Any], Any]:
+    """``KernelBank.fit_transform`` of a Dask array: the training points are gathered
+    (``n × d``), the statistics computed by a pass over row blocks of the raw kernels on the
+    workers, and the normalised training stack made a Dask array (see :func:`bank_transform`).
+    Returns ``(X_train, stats, stack)``; the bank keeps the first two (its fitted state)."""
     import dask
 
     if X.ndim != 2:
@@ -167,32 +196,29 @@ def bank_fit_transform(bank: KernelBank, X: Any) -> Any:
         )
     Xr = X.astype(np.float64).rechunk({1: -1})
     X_train = check_features(Xr.compute())
-    n, M = X_train.shape[0], len(bank.specs)
-    for m, t in enumerate(bank._tuples):
+    n, M = X_train.shape[0], len(job.entries)
+    for m, t in enumerate(job.entries):
         cols = t[-1]  # the columns close every entry, a specification or a function's
         if cols is not None and max(cols) >= X_train.shape[1]:
             raise InvalidInputError(
                 f"kernel {m} reads feature {max(cols)} but X has {X_train.shape[1]} features"
             )
-    raw = _payload(bank, X_train, _raw_stats(M, n))
+    raw = _payload(job, X_train, _raw_stats(M, n))
     ends = np.cumsum(Xr.chunks[0])
     parts = [
-        dask.delayed(_stats_block, pure=True)(raw, int(e - r), int(e), bank.center)
+        dask.delayed(_stats_block, pure=True)(raw, int(e - r), int(e), job.center)
         for e, r in zip(ends, Xr.chunks[0], strict=True)
     ]
     blocks = dask.compute(*parts)
     # The engine's own statistics code (NormStats::from_sums), on the gathered sums.
     stats = _core.norm_stats(
-        bank.normalize,
-        bank.center,
+        job.normalize,
+        job.center,
         np.ascontiguousarray(np.concatenate([b[0] for b in blocks], axis=1)),
         np.ascontiguousarray(np.concatenate([b[1] for b in blocks], axis=1)),
         np.ascontiguousarray(np.sum([b[2] for b in blocks], axis=0)),
     )
-    bank.X_train_ = X_train
-    bank.stats_ = stats
-    bank.degenerate_ = list(stats["degenerate"])
-    return bank_transform(bank, Xr)
+    return X_train, stats, bank_transform(job, Xr, X_train, stats)
 
 
 def _method_block(X_block: NDArray[Any], est: Any, method: str) -> NDArray[Any]:

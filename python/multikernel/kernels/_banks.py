@@ -1,0 +1,426 @@
+"""Kernel banks: specifications evaluated on training points, with the normalisation
+statistics kept so that new points get cross kernels normalised the same way
+(:class:`KernelBank`), and the standard lists of specifications (:func:`simplemkl_bank`,
+:func:`view_bank`). The Dask path of a bank lives in ``multikernel._dask``, which the bank
+calls through :meth:`KernelBank._dask_job` and which never touches the bank itself."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, get_args
+
+import numpy as np
+from numpy.typing import DTypeLike, NDArray
+
+from .. import _core, _dask
+from .._typing import Normalization
+from .._validation import aligned, check_features, check_n_threads
+from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
+from ._specs import (
+    Gaussian,
+    Kernel,
+    Linear,
+    Polynomial,
+    _check_specs,
+    _features,
+    _from_tuple,
+    _positive,
+)
+
+__all__ = ["SIMPLEMKL_WIDTHS", "KernelBank", "simplemkl_bank", "view_bank"]
+
+
+_NORMALIZATIONS: tuple[str, ...] = get_args(Normalization)
+
+#: The 24 Gaussian widths of the SimpleMKL and SpicyMKL experiments.
+SIMPLEMKL_WIDTHS: tuple[float, ...] = (
+    0.1, 0.25, 0.5, 0.75, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0,
+    11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0,
+)  # fmt: skip
+
+
+def _check_normalize(normalize: str | None) -> str:
+    name = "none" if normalize is None else normalize
+    if not isinstance(name, str) or name not in _NORMALIZATIONS:
+        raise InvalidParameterError(
+            f"normalize must be one of {', '.join(_NORMALIZATIONS)} or None, got {normalize!r}",
+            parameter="normalize",
+        )
+    return name
+
+
+def _is_float32(dtype: DTypeLike) -> bool:
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise InvalidParameterError(
+            f"dtype must be float64 or float32, got {dt}", parameter="dtype"
+        )
+    return dt == np.dtype(np.float32)
+
+
+def simplemkl_bank(
+    n_features: int,
+    widths: Sequence[float] = SIMPLEMKL_WIDTHS,
+    degrees: Sequence[int] = (1, 2, 3),
+) -> list[Kernel]:
+    """The kernel bank of SimpleMKL and SpicyMKL.
+
+    Every Gaussian width and every polynomial degree (``(<x, x'> + 1) ** d``), first on all
+    variables, then on each single variable: ``(len(widths) + len(degrees)) * (n_features + 1)``
+    specifications (27 · (d + 1) with the defaults).
+
+    Parameters
+    ----------
+    n_features : int
+        Number of columns of ``X``.
+    widths : sequence of float, default SIMPLEMKL_WIDTHS
+        Gaussian widths sigma.
+    degrees : sequence of int, default (1, 2, 3)
+        Polynomial degrees.
+
+    Returns
+    -------
+    list of Kernel
+        The Gaussian kernels, then the polynomial ones, on all variables, then the same on
+        each single variable.
+
+    Raises
+    ------
+    ValueError
+        ``n_features`` is not a positive integer, a width is not positive, a degree is not a
+        positive integer, or both ``widths`` and ``degrees`` are empty.
+
+    Examples
+    --------
+    >>> from multikernel.kernels import simplemkl_bank
+    >>> len(simplemkl_bank(n_features=4))
+    135
+    >>> simplemkl_bank(2, widths=[1.0], degrees=[2])[:3]  # doctest: +NORMALIZE_WHITESPACE
+    [Gaussian(sigma=1.0, features=None),
+     Polynomial(degree=2, coef0=1.0, scale=1.0, features=None),
+     Gaussian(sigma=1.0, features=(0,))]
+    """
+    if isinstance(n_features, bool) or int(n_features) != n_features or n_features < 1:
+        raise InvalidParameterError(
+            f"n_features must be a positive integer, got {n_features!r}", parameter="n_features"
+        )
+    ws = [_positive("width", w) for w in widths]
+    ds = [Polynomial(degree=d).degree for d in degrees]
+    if not ws and not ds:
+        raise InvalidParameterError(
+            "the bank needs at least one width or degree", parameter="widths"
+        )
+    return [_from_tuple(t) for t in _core.simplemkl_specs(int(n_features), ws, ds)]
+
+
+def view_bank(
+    views: Mapping[str, Sequence[int]],
+    *,
+    widths: Sequence[float] = (0.5, 1.0, 2.0, 5.0, 10.0),
+    degrees: Sequence[int] = (),
+    linear: bool = False,
+) -> tuple[list[Kernel], list[int]]:
+    """Kernels per named view (a set of columns) and the group of each: the input of
+    ``penalty="group"`` (Nath et al.'s multi-view setting: sparse within a view, every
+    view used).
+
+    Parameters
+    ----------
+    views : mapping of str to sequence of int
+        Each view's columns of ``X``, in the order the groups are numbered (e.g.
+        ``{"gene": range(0, 120), "lipid": range(120, 141)}``).
+    widths : sequence of float, default (0.5, 1, 2, 5, 10)
+        Gaussian widths sigma, one kernel each per view. Distances grow with the number of
+        columns: for standardised columns, widths near ``sqrt(len(columns))`` are the
+        typical scale.
+    degrees : sequence of int, default ()
+        Polynomial degrees (``(<x, x'> + 1) ** d``), one kernel each per view.
+    linear : bool, default False
+        Also a linear kernel per view.
+
+    Returns
+    -------
+    specs : list of Kernel
+        Per view, in the order of ``views``: the Gaussians, the polynomials, then the linear
+        kernel.
+    groups : list of int
+        The view (group) index of every specification, for ``groups=``.
+
+    Raises
+    ------
+    ValueError
+        ``views`` is not a mapping, no view, a view without columns or with a non-integer or
+        negative column, a width that is not positive, a degree that is not a positive
+        integer, or no kernel per view.
+
+    Examples
+    --------
+    >>> from multikernel.kernels import view_bank
+    >>> specs, groups = view_bank({"a": [0, 1], "b": [2]}, widths=[1.0, 2.0], linear=True)
+    >>> groups
+    [0, 0, 0, 1, 1, 1]
+    >>> specs[2], specs[3]
+    (Linear(features=(0, 1)), Gaussian(sigma=1.0, features=(2,)))
+    """
+    if not isinstance(views, Mapping):
+        raise InvalidParameterError(
+            f"views must be a mapping of view names to column indices (e.g. "
+            f"{{'a': [0, 1], 'b': [2]}}), got {type(views).__name__} {views!r}",
+            parameter="views",
+        )
+    if not views:
+        raise InvalidParameterError("view_bank needs at least one view", parameter="views")
+    ws = [_positive("width", w) for w in widths]
+    ds = [Polynomial(degree=d).degree for d in degrees]
+    if not ws and not ds and not linear:
+        raise InvalidParameterError(
+            "view_bank needs a width, a degree or linear=True", parameter="widths"
+        )
+    specs: list[Kernel] = []
+    groups: list[int] = []
+    for j, (name, columns) in enumerate(views.items()):
+        cols = list(columns)
+        if not cols:
+            raise InvalidParameterError(f"view {name!r} has no columns", parameter="views")
+        try:
+            feats = _features(cols)
+        except ValueError as e:
+            raise InvalidParameterError(f"view {name!r} of views: {e}", parameter="views") from None
+        view: list[Kernel] = [Gaussian(sigma=w, features=feats) for w in ws]
+        view += [Polynomial(degree=d, features=feats) for d in ds]
+        if linear:
+            view.append(Linear(features=feats))
+        specs += view
+        groups += [j] * len(view)
+    return specs, groups
+
+
+class KernelBank:
+    """Kernel specifications with the normalisation statistics of a training set.
+
+    Parameters
+    ----------
+    specs : sequence of Kernel
+        Kernel specifications.
+    normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"}, optional
+        See :func:`gram`.
+    center : bool, default False
+        Centre each kernel in feature space (with the training means) before scaling.
+    dtype : float64 or float32
+        Element type of the stacks produced.
+    n_threads : int, default 0
+        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
+        cores are clipped to it.
+
+    Raises
+    ------
+    ValueError
+        Invalid specifications, an unknown ``normalize``, a ``dtype`` other than float64 and
+        float32, or a negative ``n_threads``.
+
+    Attributes
+    ----------
+    specs : list of Kernel
+        The specifications (features stored as tuples).
+    X_train_ : ndarray of shape (n_samples, n_features)
+        The training points (cross kernels are computed against them).
+    stats_ : dict
+        Normalisation statistics of the training kernels (numpy arrays).
+    degenerate_ : list of int
+        Kernels that were zero after centring and so were left unscaled (zero).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import Gaussian, KernelBank
+    >>> X = np.arange(12.0).reshape(6, 2)
+    >>> bank = KernelBank([Gaussian(sigma=2.0)], normalize="spherical")
+    >>> G = bank.fit_transform(X)
+    >>> bool(np.allclose(bank.transform(X[:2]), G[:, :2, :]))
+    True
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[Kernel],
+        *,
+        normalize: Normalization | None = None,
+        center: bool = False,
+        dtype: DTypeLike = np.float64,
+        n_threads: int = 0,
+    ) -> None:
+        self.specs: list[Kernel] = _check_specs(specs)
+        self._tuples = [s._entry() for s in self.specs]
+        self.normalize: str = _check_normalize(normalize)
+        self.center = bool(center)
+        self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
+        self.n_threads = check_n_threads(n_threads)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled (e.g. on a Dask worker): the engine needs aligned arrays.
+        self.__dict__.update(aligned(state))
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def fit(self, X: Any) -> KernelBank:
+        """Compute and keep the training statistics of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points.
+
+        Returns
+        -------
+        KernelBank
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            ``X`` is not a finite 2-D array, or a feature index is out of range.
+        StackTooLargeError
+            The training stack would not fit in the available memory.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import Gaussian, KernelBank
+        >>> bank = KernelBank([Gaussian(sigma=1.0)], normalize="trace").fit(np.eye(3))
+        >>> bank.X_train_.shape, bank.degenerate_
+        ((3, 3), [])
+        """
+        self.fit_transform(X)
+        return self
+
+    def fit_transform(self, X: Any) -> NDArray[Any]:
+        """Compute the training Gram stack of ``X`` and keep its statistics.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points; for a Dask array the points are gathered, the statistics
+            computed block by block on the workers, and a Dask array returned (docs/dask.md).
+
+        Returns
+        -------
+        ndarray of shape (M, n_samples, n_samples)
+            The normalised training kernels, of the bank's ``dtype``.
+
+        Raises
+        ------
+        ValueError
+            ``X`` is not a finite 2-D array, or a feature index is out of range.
+        StackTooLargeError
+            The stack would not fit in the available memory.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import KernelBank, Linear, Polynomial
+        >>> bank = KernelBank([Linear(), Polynomial(degree=2)], normalize="trace", dtype=np.float32)
+        >>> G = bank.fit_transform(np.arange(8.0).reshape(4, 2))
+        >>> G.shape, G.dtype, np.trace(G, axis1=1, axis2=2).round(6)
+        ((2, 4, 4), dtype('float32'), array([1., 1.], dtype=float32))
+        """
+        if _dask.is_dask_array(X):  # statistics and blocks on the workers (docs/dask.md)
+            X_train, train_stats, stack = _dask.bank_fit_transform(self._dask_job(), X)
+            self._keep_fit(X_train, train_stats)
+            return stack  # type: ignore[no-any-return]
+        Xc = check_features(X)
+        G, stats = _core.gram_fit(
+            Xc,
+            self._tuples,
+            self.normalize,
+            self.center,
+            self.dtype == np.float32,
+            self.n_threads,
+        )
+        self._keep_fit(Xc.copy(), stats)
+        return G
+
+    def transform(self, X: Any) -> NDArray[Any]:
+        """Cross kernels between ``X`` and the training points, with the training
+        normalisation.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_features)
+            New points; a Dask array gives a Dask array, chunked along ``n_new``, one
+            task per row block (docs/dask.md).
+
+        Returns
+        -------
+        ndarray of shape (M, n_new, n_train)
+            ``K_m(x_new, x_train)``, scaled (and centred) with the training statistics.
+
+        Raises
+        ------
+        ValueError
+            The bank is not fitted, or ``X`` is not a finite 2-D array with as many columns as
+            the training points.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import Gaussian, KernelBank
+        >>> X = np.arange(12.0).reshape(6, 2)
+        >>> bank = KernelBank([Gaussian(sigma=2.0)], normalize="trace").fit(X)
+        >>> Gx = bank.transform(X[:2])
+        >>> Gx.shape, bool(np.allclose(Gx, bank.fit_transform(X)[:, :2, :]))
+        ((1, 2, 6), True)
+        """
+        if not hasattr(self, "stats_"):
+            raise NotFittedError("this KernelBank is not fitted yet: call fit(X_train) first")
+        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            return _dask.bank_transform(  # type: ignore[no-any-return]
+                self._dask_job(), X, self.X_train_, self.stats_
+            )
+        Xc = check_features(X)
+        if Xc.shape[1] != self.X_train_.shape[1]:
+            raise InvalidInputError(
+                f"X has {Xc.shape[1]} features but the bank was fitted on {self.X_train_.shape[1]}"
+            )
+        return _core.gram_cross(
+            Xc, self.X_train_, self._tuples, self.stats_, self.dtype == np.float32, self.n_threads
+        )
+
+    def nbytes(self, n_samples: int, n_train: int | None = None) -> int:
+        """Bytes of a stack of these kernels on ``n_samples`` (× ``n_train``) points.
+
+        Parameters
+        ----------
+        n_samples : int
+            Rows of each kernel.
+        n_train : int, optional
+            Columns of each kernel (a cross stack); ``n_samples`` when None.
+
+        Returns
+        -------
+        int
+            ``M · n_samples · n_train · itemsize``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import KernelBank, simplemkl_bank
+        >>> bank = KernelBank(simplemkl_bank(n_features=30), dtype=np.float32)
+        >>> len(bank), round(bank.nbytes(1000) / 2**30, 2)  # GiB of the training stack
+        (837, 3.12)
+        >>> bank.nbytes(10, 1000)
+        33480000
+        """
+        cols = n_samples if n_train is None else n_train
+        return len(self.specs) * n_samples * cols * self.dtype.itemsize
+
+    def _keep_fit(self, X_train: NDArray[np.float64], stats: dict[str, Any]) -> None:
+        """Keep the fitted state: the training points and their statistics."""
+        self.X_train_ = X_train
+        self.stats_: dict[str, Any] = stats
+        self.degenerate_: list[int] = list(stats["degenerate"])
+
+    def _dask_job(self) -> _dask.BankJob:
+        """The hook of the Dask path: what its tasks need of this bank. ``_dask`` computes
+        and returns; the bank keeps the results (:meth:`_keep_fit`)."""
+        return _dask.BankJob(self._tuples, self.normalize, self.center, self.dtype, self.n_threads)

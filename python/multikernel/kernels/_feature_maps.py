@@ -1,0 +1,411 @@
+"""Explicit feature maps (:class:`FeatureBank`): random Fourier or Nyström features whose
+inner products approximate the kernels, so that a kernel is the low-rank factor
+``Φ_m Φ_mᵀ`` and no ``n × n`` matrix is formed."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+from numpy.typing import DTypeLike, NDArray
+
+from .. import _core
+from .._validation import aligned, check_features, check_n_threads, check_random_state
+from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
+from ._banks import _is_float32
+from ._specs import Callable, Gaussian, Kernel, Laplacian, Linear, _check_specs
+
+__all__ = ["FeatureBank", "FeatureMethod"]
+
+
+#: How :class:`FeatureBank` approximates a kernel (``method=``).
+FeatureMethod: TypeAlias = Literal["nystroem", "rff"]
+
+
+class FeatureBank:
+    """Explicit feature maps ``φ_m`` with ``φ_m(x)ᵀφ_m(x') ≈ k_m(x, x')``, one per spec.
+
+    A fitted bank turns ``n`` points into ``M`` feature blocks ``Φ_m`` of shape
+    ``(n, D_m)``, so a kernel is the low-rank factor ``Φ_m Φ_mᵀ`` and no ``n×n`` matrix is
+    formed. ``Linear`` specs get their own columns (exact); the others get random Fourier
+    features (``method="rff"``, Gaussian and Laplacian only: unbiased, error ``~ 1/sqrt(D)``)
+    or Nyström features (``method="nystroem"``, any kernel: ``φ(x) = R⁻¹k(P, x)`` with
+    landmarks ``P`` and ``K_PP = RRᵀ``; exact on the landmarks). Pass it as ``kernels=`` to
+    the estimators to fit on the low-rank stack.
+
+    Parameters
+    ----------
+    specs : sequence of Kernel
+        The kernels.
+    method : {"nystroem", "rff"}, default "nystroem"
+        The approximation of the non-linear kernels.
+    n_components : int, default 100
+        Features per kernel (``D``), or the most landmarks (Nyström; pivoted selection stops
+        earlier when the kernel's rank is reached).
+    landmarks : {"pivoted", "uniform"}, default "pivoted"
+        Nyström landmarks: the pivots of the incomplete Cholesky of the training kernel
+        (deterministic, adapted to the data), or rows drawn uniformly with ``random_state``.
+    normalize : {"mean_diag", "trace", "none"} or None, default "mean_diag"
+        Scale each block so that the approximate training kernel has unit mean diagonal (or
+        unit trace); the scale is kept and applied to new points.
+    random_state : int or None, default None
+        Seed (≥ 0) of the random Fourier features and of uniform landmarks (None: 0).
+    dtype : {numpy.float64, numpy.float32}, default numpy.float64
+        Type of the returned blocks: float32 halves their memory (computed in float64, then
+        rounded); the solvers compute in float64 either way.
+    n_threads : int, default 0
+        Threads of the engine (0 or -1: all cores, -k: all but k − 1; values above the
+        number of cores are clipped to it).
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown ``method``, ``landmarks`` or ``normalize``, ``n_components < 1``, a
+        non-integer ``random_state``, ``method="rff"`` for a kernel that is not
+        shift-invariant, or a :class:`Callable` (it has no feature map here, with either
+        method).
+
+    Attributes
+    ----------
+    params_ : list of dict
+        The fitted map of every kernel (its arrays).
+    scales_ : ndarray of shape (M,)
+        The normalisation factor of every block.
+    n_components_ : ndarray of shape (M,)
+        Features per kernel, ``D_m`` (their sum is the width of ``transform``'s ``out``).
+    n_features_in_ : int
+        Columns of the training ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multikernel.kernels import FeatureBank, Gaussian, Linear
+    >>> X = np.random.default_rng(0).normal(size=(50, 3))
+    >>> bank = FeatureBank([Gaussian(sigma=1.0), Linear(features=[0])], n_components=20)
+    >>> [F.shape for F in bank.fit_transform(X)]
+    [(50, 20), (50, 1)]
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[Kernel],
+        *,
+        method: FeatureMethod = "nystroem",
+        n_components: int = 100,
+        landmarks: Literal["pivoted", "uniform"] = "pivoted",
+        normalize: Literal["mean_diag", "trace", "none"] | None = "mean_diag",
+        random_state: int | None = None,
+        dtype: DTypeLike = np.float64,
+        n_threads: int = 0,
+    ) -> None:
+        self.specs: list[Kernel] = _check_specs(specs)
+        for m, s in enumerate(self.specs):
+            if isinstance(s, Callable):
+                raise InvalidParameterError(
+                    f"kernel {m}, {s!r}, has no feature map: random Fourier features need a "
+                    "shift-invariant kernel the engine knows, and the engine does not evaluate "
+                    "Python functions for Nyström features; pass the specifications as "
+                    "kernels=[...] (exact Gram matrices) instead",
+                    parameter="specs",
+                )
+        self._tuples = [s._to_tuple() for s in self.specs]
+        self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
+        if method not in ("nystroem", "rff"):
+            raise InvalidParameterError(
+                f"method must be 'nystroem' or 'rff', got {method!r}", parameter="method"
+            )
+        if (
+            isinstance(n_components, bool)
+            or not isinstance(n_components, numbers.Integral)
+            or (n_components < 1)
+        ):
+            raise InvalidParameterError(
+                f"n_components must be a positive integer, got {n_components!r}",
+                parameter="n_components",
+            )
+        if landmarks not in ("pivoted", "uniform"):
+            raise InvalidParameterError(
+                f"landmarks must be 'pivoted' or 'uniform', got {landmarks!r}",
+                parameter="landmarks",
+            )
+        norm = "none" if normalize is None else normalize
+        if norm not in ("mean_diag", "trace", "none"):
+            raise InvalidParameterError(
+                f"normalize must be 'mean_diag', 'trace', 'none' or None, got {normalize!r}",
+                parameter="normalize",
+            )
+        check_random_state(random_state)
+        if method == "rff":
+            bad = [s for s in self.specs if not isinstance(s, (Gaussian, Laplacian, Linear))]
+            if bad:
+                raise InvalidParameterError(
+                    f"method='rff' approximates Gaussian and Laplacian kernels only, got "
+                    f"{bad[0]!r}; use method='nystroem'",
+                    parameter="method",
+                )
+        self.method: FeatureMethod = method
+        self.n_components: int = int(n_components)
+        self.landmarks: Literal["pivoted", "uniform"] = landmarks
+        self.normalize: str = norm
+        self.random_state: int | None = random_state
+        self.n_threads: int = check_n_threads(n_threads)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled (e.g. on a Dask worker): the engine needs aligned arrays.
+        self.__dict__.update(aligned(state))
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def fit(self, X: Any) -> FeatureBank:
+        """Fit the maps (and the normalisation) on the training points ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points; a ``numpy.memmap`` is read in row batches (pivoted Nyström
+            landmarks read it whole, as float64).
+
+        Returns
+        -------
+        FeatureBank
+            ``self``, fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import FeatureBank, Gaussian
+        >>> bank = FeatureBank([Gaussian(sigma=1.0)], method="rff", random_state=0)
+        >>> bank.fit(np.zeros((4, 2))).scales_.shape
+        (1,)
+        """
+        rows = _feature_rows(X)
+        self._fit_maps(rows)
+        sq: list[NDArray[np.float64]] = []
+        for batch in _batches(rows.shape[0], int(self.n_components_.sum())):
+            sq.append(self._row_squares(self._raw_rows(rows, batch)))
+        self._set_scales(sq, rows.shape[0])
+        return self
+
+    def fit_transform(self, X: Any) -> list[NDArray[Any]]:
+        """Fit the maps on ``X`` and return its feature blocks.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points.
+
+        Returns
+        -------
+        list of ndarray of shape (n_samples, D_m)
+            One block per kernel, normalised: consecutive column ranges of one row-major
+            ``(n_samples, n_components_.sum())`` array, which the solvers read in place.
+            Equal to ``transform(X)`` (to float32 rounding with ``dtype=float32``: here the
+            stored values are scaled, there the scaled values stored).
+
+        Raises
+        ------
+        ValueError
+            ``X`` is not a finite 2-D array, or a feature index is out of range.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import FeatureBank, Polynomial
+        >>> X = np.random.default_rng(0).normal(size=(30, 2))
+        >>> F, = FeatureBank([Polynomial(degree=2)], normalize="none").fit_transform(X)
+        >>> F.shape[1]  # a degree-2 polynomial kernel on 2 features has rank 6
+        6
+        """
+        rows = _feature_rows(X)
+        self._fit_maps(rows)
+        n, width = rows.shape[0], int(self.n_components_.sum())
+        out = np.empty((n, width), dtype=self.dtype)
+        sq: list[NDArray[np.float64]] = []
+        for batch in _batches(n, width):
+            raw = self._raw_rows(rows, batch)
+            sq.append(self._row_squares(raw))
+            out[batch] = raw
+        self._set_scales(sq, n)
+        for batch in _batches(n, width):
+            out[batch] *= self._column_scales()
+        return self._split(out)
+
+    def transform(self, X: Any, *, out: NDArray[Any] | None = None) -> list[NDArray[Any]]:
+        """Feature blocks of new points, with the training normalisation.
+
+        The features are computed in row batches of about 32 MB, so the memory a call needs
+        beyond its result is one batch; with ``out`` a file-backed array
+        (``numpy.lib.format.open_memmap``) and ``X`` a ``numpy.memmap``, ``n_samples`` may
+        exceed the memory (pass the blocks with ``kernels="precomputed"`` to fit on them).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New points (a ``numpy.memmap`` is read batch by batch).
+        out : ndarray of shape (n_samples, n_components_.sum()), optional
+            C-ordered array of the bank's ``dtype`` to write the features into (e.g. a
+            ``numpy.memmap``); by default a new array.
+
+        Returns
+        -------
+        list of ndarray of shape (n_samples, D_m)
+            One block per kernel: consecutive column ranges of one row-major array (``out``
+            when given), which the solvers read in place.
+
+        Raises
+        ------
+        ValueError
+            The bank is not fitted, ``X`` has another number of features, or ``out`` has
+            the wrong shape, type or memory order.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import FeatureBank, Gaussian
+        >>> X = np.random.default_rng(0).normal(size=(40, 2))
+        >>> bank = FeatureBank([Gaussian(sigma=1.0)], n_components=40).fit(X)
+        >>> F, = bank.transform(X[:5])
+        >>> T, = bank.fit_transform(X)
+        >>> bool(np.allclose(F, T[:5]))
+        True
+        """
+        if not hasattr(self, "params_"):
+            raise NotFittedError("this FeatureBank is not fitted yet: call fit(X_train) first")
+        rows = _feature_rows(X)
+        if rows.shape[1] != self.n_features_in_:
+            raise InvalidInputError(
+                f"X has {rows.shape[1]} features but the bank was fitted on {self.n_features_in_}"
+            )
+        n, width = rows.shape[0], int(self.n_components_.sum())
+        if out is None:
+            out = np.empty((n, width), dtype=self.dtype)
+        elif not (
+            isinstance(out, np.ndarray)
+            and out.shape == (n, width)
+            and out.dtype == self.dtype
+            and out.flags.c_contiguous
+            and out.flags.writeable
+        ):
+            raise InvalidParameterError(
+                f"out must be a writeable C-ordered {self.dtype} array of shape "
+                f"({n}, {width}), got {getattr(out, 'dtype', type(out).__name__)} "
+                f"{getattr(out, 'shape', '')}",
+                parameter="out",
+            )
+        scales = self._column_scales()
+        for batch in _batches(n, width):
+            out[batch] = self._raw_rows(rows, batch) * scales
+        return self._split(out)
+
+    def _fit_maps(self, X: NDArray[Any]) -> None:
+        """The maps' parameters (``params_``, ``n_components_``, ``n_features_in_``)."""
+        n, d = X.shape
+        seed = 0 if self.random_state is None else int(self.random_state)
+        seeds = [(seed + m) % 2**64 for m in range(len(self.specs))]  # the engine's are 64-bit
+        pivoted = self.landmarks == "pivoted"
+        # Pivoted landmarks read X whole; uniform ones need the row count only.
+        whole = np.empty((n, 0))
+        if self.method == "nystroem" and pivoted:
+            if not all(isinstance(spec, Linear) for spec in self.specs):
+                whole = check_features(X)
+        params: list[dict[str, Any]] = []
+        for m, (spec, t) in enumerate(zip(self.specs, self._tuples, strict=True)):
+            cols = t[4] if t[4] is not None else list(range(d))
+            if any(c >= d for c in cols):
+                raise InvalidInputError(
+                    f"kernel {m} reads feature {max(cols)} but X has {d} features"
+                )
+            if isinstance(spec, Linear):
+                p: dict[str, Any] = {"kind": "linear", "cols": cols}
+            elif self.method == "rff":
+                W, b = _core.fourier_params(t, len(cols), self.n_components, seeds[m])
+                p = {"kind": "rff", "W": W, "b": b}
+            else:
+                idx = _core.nystroem_landmarks(
+                    whole, t, self.n_components, pivoted, seeds[m], self.n_threads
+                )
+                L = check_features(X[np.asarray(idx, dtype=np.intp)])
+                p = {"kind": "nystroem", "landmarks": L, "R": _core.nystroem_factor(L, t)}
+            params.append(p)
+        self.params_ = params
+        self.n_components_ = np.array([_map_width(p) for p in params], dtype=np.intp)
+        self.n_features_in_ = d
+
+    def _row_squares(self, raw: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``‖φ_m(x)‖²`` of every row (rows × M)."""
+        return np.stack([np.einsum("ij,ij->i", raw[:, c], raw[:, c]) for c in self._columns()], 1)
+
+    def _set_scales(self, row_squares: list[NDArray[np.float64]], n: int) -> None:
+        if self.normalize == "none":
+            self.scales_ = np.ones(len(self.params_))
+            return
+        # Summed exactly (fsum), so the scales do not depend on the row batches.
+        rows = np.concatenate(row_squares)
+        sq = np.array([math.fsum(rows[:, m]) for m in range(rows.shape[1])])
+        per = sq / n if self.normalize == "mean_diag" else sq
+        self.scales_ = np.where(per > 0, 1.0 / np.sqrt(np.where(per > 0, per, 1.0)), 0.0)
+
+    def _columns(self) -> list[slice]:
+        ends = np.cumsum(self.n_components_)
+        return [slice(int(e - w), int(e)) for e, w in zip(ends, self.n_components_, strict=True)]
+
+    def _column_scales(self) -> NDArray[np.float64]:
+        return np.repeat(self.scales_, self.n_components_)
+
+    def _split(self, F: NDArray[Any]) -> list[NDArray[Any]]:
+        return [F[:, c] for c in self._columns()]
+
+    def _raw_rows(self, X: NDArray[Any], batch: slice) -> NDArray[np.float64]:
+        """The unscaled features ``(rows, n_components_.sum())`` of the rows ``batch``."""
+        Xb = check_features(X[batch], row_offset=batch.start or 0)
+        out = np.empty((Xb.shape[0], int(self.n_components_.sum())))
+        for m, (p, c) in enumerate(zip(self.params_, self._columns(), strict=True)):
+            t = self._tuples[m]
+            if p["kind"] == "linear":
+                out[:, c] = Xb[:, p["cols"]]
+            elif p["kind"] == "rff":
+                out[:, c] = _core.fourier_features(Xb, t, p["W"], p["b"], self.n_threads)
+            else:
+                out[:, c] = _core.nystroem_features(
+                    Xb, p["landmarks"], t, p["R"], self.n_threads
+                )  # fmt: skip
+        return out
+
+
+def _map_width(p: dict[str, Any]) -> int:
+    """``D_m``: the columns a fitted map produces."""
+    if p["kind"] == "linear":
+        return len(p["cols"])
+    if p["kind"] == "rff":
+        return int(len(p["b"]))
+    return int(p["landmarks"].shape[0])
+
+
+def _feature_rows(X: Any) -> NDArray[Any]:
+    """``X`` as a 2-D array whose rows are converted (and checked) batch by batch: arrays,
+    memmaps included, are kept as they are; anything else becomes float64."""
+    arr = X if isinstance(X, np.ndarray) else check_features(X)
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InvalidInputError(
+            f"X must be 2-D (n_samples, n_features) with at least one of each, got an array "
+            f"of shape {arr.shape}"
+        )
+    return arr
+
+
+def _row_batches(n: int, width: int, budget: int = 1 << 22) -> list[slice]:
+    """Row ranges of about ``budget`` float64 values (32 MB) of ``width`` columns."""
+    step = max(1, budget // max(1, width))
+    return [slice(a, min(a + step, n)) for a in range(0, n, step)]
+
+
+def _batches(n: int, width: int) -> list[slice]:
+    """:func:`_row_batches` as the package holds it at the call: the tests force small batches
+    by patching ``multikernel.kernels._row_batches``, the name from before the package."""
+    from . import _row_batches as row_batches
+
+    return row_batches(n, width)
