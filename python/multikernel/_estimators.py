@@ -286,6 +286,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     """Shared parameters, validation and kernel handling of the MKL estimators."""
 
     _losses: tuple[str, ...] = ()
+    #: The ``solver`` parameter (a fixed class attribute of :class:`MKLOneClass`).
+    solver: str
 
     # Fitted attributes, set by ``fit`` (documented in the estimators' Attributes sections).
     # Annotations only: an unfitted estimator has none of them. The arrays gain a leading
@@ -524,8 +526,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 init_intercept=float(start[1]),
             )  # fmt: skip
         r = _core.fit(solver, G.engine, yc, settings, n_threads=threads, on_iteration=log)
-        # (MKLOneClass shares this method and has no solver parameter.)
-        auto = getattr(self, "solver", None) == "auto"
+        auto = self.solver == "auto"
         if auto and solver == "wrapper" and r.status in _FALLBACK and r.psd_witness is None:
             # The wrapper stopped above tol (seen at extreme kernel scales and C): SpicyMKL
             # takes over from its model; the better certificate is kept. Not after a witness
@@ -638,7 +639,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                     _core.Status.UNCERTIFIED: "no dual value certifies the fit, see the "
                     "KernelNotPSDWarning",
                 }.get(r.status, "increase max_iter or tol")
-                if getattr(self, "solver", None) == "svrg" and r.status == _core.Status.MAX_ITER:
+                if self.solver == "svrg" and r.status == _core.Status.MAX_ITER:
                     # First order: its epochs grow with the condition number, ~C·n times the
                     # features' squared scale (breast cancer, n = 200, C = 1000: gap 1.8 after
                     # 200 epochs, where 'analytic' needs 5 iterations).

@@ -101,6 +101,9 @@ psd_shifts_
     array([ 1, -1])
     """
 
+    #: Its one solver (not a parameter: one-class MKL has no other).
+    solver = "one_class"
+
     def __init__(
         self,
         *,

@@ -92,7 +92,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         Cs: int | Sequence[float] = 20,
         cv: Any = 5,
         scoring: Any = None,
-        mu: float = 1e-3,
+        mu: float | None = None,
         normalize: Normalization | None = "mean_diag",
         psd: PsdRepair = "check",
         tol: float = 1e-3,
@@ -116,6 +116,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         """The fold's paths (one per class for more than two classes) and the target offset."""
         common: dict[str, Any] = {
             "mu": self.mu,
+            "tol": self.tol,
             "normalize": self.normalize,
             "psd": self.psd,
             "n_threads": self.n_threads,
@@ -354,8 +355,9 @@ _PARAMS_DOC = """
         As in scikit-learn (stratified folds for the classifier).
     scoring : str, callable or None, default None
         A scikit-learn scorer; None: accuracy (classifier) or R² (regressor).
-    mu : float, default 1e-3
-        Barrier weight of the paths (see :func:`multikernel.mkl_path`).
+    mu : float or None, default None
+        A fixed barrier weight of the fold paths instead of one that follows ``tol`` (see
+        :func:`multikernel.mkl_path`).
     normalize : {"mean_diag", "trace", "multiplicative", "spherical", "none"} or None
         Scaling of kernels evaluated from specs (a FeatureBank has its own).
     psd : {"check", "clip"}, default "check"
@@ -364,7 +366,8 @@ _PARAMS_DOC = """
         the refit's shifts are ``psd_shifts_``, each fold path's its ``psd_shifts``.
         Feature blocks and low-rank factors are PSD and left as they are.
     tol : float, default 1e-3
-        Relative duality gap of the refit.
+        Relative duality gap promised at every point of the fold paths (as
+        :func:`multikernel.mkl_path`) and by the refit.
     max_iter : int, default 1000
         Iteration budget of the refit.
     n_threads : int, default 0

@@ -273,7 +273,9 @@ def test_cv_with_a_feature_bank_is_the_loop_over_dense_fold_stacks(estimator: st
         cls = mk.MKLClassifierCV
     folds = list(splitter.split(X[:n], y[:n]))
     bank = FeatureBank(**bank_args)
-    est = cls(kernels=bank, Cs=7, cv=folds, scoring=scoring, tol=1e-6).fit(X[:n], y[:n])
+    # One fixed barrier weight for both computations: a μ that follows tol would take other
+    # steps in the low-rank algebra than in the dense one.
+    est = cls(kernels=bank, Cs=7, cv=folds, scoring=scoring, mu=1e-3, tol=1e-6).fit(X[:n], y[:n])
     grid, scores = _manual_cv(X[:n], y[:n], bank_args, folds, loss, 7)
     np.testing.assert_allclose(est.Cs_, grid, rtol=1e-6)
     assert_scores_close(est.scores_, scores)
@@ -312,7 +314,8 @@ def test_regressor_cv_on_factors_is_cv_on_the_dense_stack() -> None:
     te = [np.ascontiguousarray(f[n:]) for f in low.factors]
     assert sum(f.shape[1] for f in tr) < n
     folds = list(KFold(3, shuffle=True, random_state=1).split(np.zeros(n)))
-    kw: dict[str, Any] = {"Cs": 6, "cv": folds, "tol": 1e-6}
+    # A fixed μ: one followed by tol takes other steps in the low-rank algebra.
+    kw: dict[str, Any] = {"Cs": 6, "cv": folds, "mu": 1e-3, "tol": 1e-6}
     on_factors = mk.MKLRegressorCV(kernels="precomputed", **kw).fit(
         LowRankFactors(tr, low.ranks, low.errors), y[:n]
     )
@@ -346,7 +349,9 @@ def test_classifier_cv_on_factors_is_cv_on_the_dense_stack() -> None:
     tr = [np.ascontiguousarray(f[:n]) for f in low.factors]
     te = [np.ascontiguousarray(f[n:]) for f in low.factors]
     folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X[:n], y[:n]))
-    kw: dict[str, Any] = {"Cs": 5, "cv": folds, "scoring": "neg_log_loss", "tol": 1e-6}
+    kw: dict[str, Any] = {
+        "Cs": 5, "cv": folds, "scoring": "neg_log_loss", "mu": 1e-3, "tol": 1e-6,
+    }  # fmt: skip
     on_factors = mk.MKLClassifierCV(kernels="precomputed", **kw).fit(
         LowRankFactors(tr, low.ranks, low.errors), y[:n]
     )
