@@ -31,10 +31,17 @@ fn raise(name: &str, message: String, attrs: &[(&str, Option<Py<PyAny>>)]) -> Py
     })
 }
 
+impl From<MkError> for PyErr {
+    /// [`to_py`], so that the binding propagates engine errors with `?`.
+    fn from(err: MkError) -> PyErr {
+        to_py(err)
+    }
+}
+
 /// Maps an engine error to the class of `multikernel.exceptions` a user expects (each also a
 /// built-in: `ValueError`, `MemoryError`, `LinAlgError`, `RuntimeError`), with the kernel
 /// and the entry as attributes where the error names them.
-pub(crate) fn to_py(err: MkError) -> PyErr {
+fn to_py(err: MkError) -> PyErr {
     let message = err.to_string();
     let some = |v: Py<PyAny>| Some(v);
     let located = |kernel: Option<usize>, entry: Option<(usize, usize)>| {
@@ -196,7 +203,7 @@ pub(crate) fn run_detached<R: Send>(
     if let Some(e) = signal {
         return Err(e);
     }
-    let value = result.map_err(to_py)?;
+    let value = result?;
     match callback_error {
         Some(e) => Err(e),
         None => Ok(value),
@@ -210,5 +217,5 @@ pub(crate) fn detached<R: Send>(
     f: impl FnOnce() -> Result<R> + Send,
 ) -> PyResult<R> {
     py.detach(|| no_panic(|| with_pool(n_threads, f).and_then(|r| r)))
-        .map_err(to_py)
+        .map_err(PyErr::from)
 }

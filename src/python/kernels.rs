@@ -10,7 +10,7 @@ use numpy::{
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice};
 
-use super::convert::{detached, input_error, run_detached, to_py};
+use super::convert::{detached, input_error, run_detached};
 use crate::error::{MkError, Result as MkResult};
 use crate::kernels::features;
 use crate::kernels::{
@@ -123,7 +123,7 @@ fn stats_from_dict(d: &Bound<'_, PyDict>) -> PyResult<NormStats> {
     };
     let name: String = get("normalize")?.extract()?;
     Ok(NormStats {
-        normalization: Normalization::parse(&name).map_err(to_py)?,
+        normalization: Normalization::parse(&name)?,
         center: get("center")?.extract()?,
         n: get("n")?.extract()?,
         row_means: flat2("row_means")?,
@@ -140,7 +140,7 @@ fn options(
     max_bytes: Option<u64>,
 ) -> PyResult<GramOptions> {
     Ok(GramOptions {
-        normalization: Normalization::parse(normalize).map_err(to_py)?,
+        normalization: Normalization::parse(normalize)?,
         center,
         n_threads,
         max_bytes,
@@ -309,7 +309,7 @@ fn py_kernels<'py>(
             // specifications, not the functions).
             for x in std::iter::once(a).chain(b) {
                 validate_features(features, x.as_array().ncols())
-                    .map_err(|e| to_py(of_kernel(m, e)))?;
+                    .map_err(|e| PyErr::from(of_kernel(m, e)))?;
             }
             let xa = columns(a, features);
             let (xb, n_cols) = match b {
@@ -443,7 +443,7 @@ fn low_rank_stack<T: Element + numpy::Element>(
                 .0
         })
         .collect();
-    LowRankStack::from_factors(n, factors).map_err(to_py)
+    LowRankStack::from_factors(n, factors).map_err(PyErr::from)
 }
 
 /// Runs `f` on a dense stack view of a float64 or float32 `(M, n, n)` array.
@@ -464,7 +464,7 @@ pub(crate) fn with_dense<R>(
         let data = a
             .as_slice()
             .map_err(|_| input_error("the kernel stack must be C-contiguous"))?;
-        DenseStack::new(data, sh[0], sh[1]).map_err(to_py)
+        DenseStack::new(data, sh[0], sh[1]).map_err(PyErr::from)
     }
     if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f64>>() {
         f(&view(&a)?)
@@ -530,7 +530,7 @@ fn validate_stack(
         let data = a
             .as_slice()
             .map_err(|_| input_error("the kernel stack must be C-contiguous"))?;
-        let s = DenseStack::new(data, sh[0], sh[1]).map_err(to_py)?;
+        let s = DenseStack::new(data, sh[0], sh[1])?;
         detached(py, n_threads, || s.validate(rtol))
     }
     if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f64>>() {
@@ -563,7 +563,7 @@ fn low_rank<'py>(
     let data = g
         .as_slice()
         .map_err(|_| input_error("the kernel stack must be C-contiguous"))?;
-    let stack = DenseStack::new(data, sh[0], sh[1]).map_err(to_py)?;
+    let stack = DenseStack::new(data, sh[0], sh[1])?;
     let lr = detached(py, n_threads, || {
         LowRankStack::from_dense(&stack, tol, max_rank)
     })?;
@@ -598,7 +598,7 @@ fn feature_array<'py>(
     n: usize,
     data: Vec<f64>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    Ok(features::to_array(n, data).map_err(to_py)?.into_pyarray(py))
+    Ok(features::to_array(n, data)?.into_pyarray(py))
 }
 
 /// `W` and `b` of a random Fourier map.
@@ -615,7 +615,7 @@ fn fourier_params<'py>(
     seed: u64,
 ) -> PyResult<FourierMap<'py>> {
     let spec = spec_from(&spec)?;
-    let (w, b) = features::fourier_params(spec.func, dim, n_components, seed).map_err(to_py)?;
+    let (w, b) = features::fourier_params(spec.func, dim, n_components, seed)?;
     Ok((feature_array(py, dim, w)?, b.into_pyarray(py)))
 }
 
@@ -716,7 +716,7 @@ fn norm_stats<'py>(
     diag: PyReadonlyArray2<'py, f64>,
     totals: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let normalization = Normalization::parse(normalize).map_err(to_py)?;
+    let normalization = Normalization::parse(normalize)?;
     let (d, r, t) = (diag.as_array(), row_sums.as_array(), totals.as_array());
     let (m, n) = d.dim();
     if t.len() != m || r.nrows() != m || (center && r.ncols() != n) {

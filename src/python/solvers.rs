@@ -6,7 +6,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2}
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
 
-use super::convert::{run_detached, to_py};
+use super::convert::run_detached;
 use super::kernels::with_dense;
 use crate::error::MkError;
 use crate::interrupt::Interrupt;
@@ -127,7 +127,7 @@ impl PyFitResult {
 impl PyFitResult {
     fn new(py: Python<'_>, r: FitResult, n: usize) -> PyResult<Self> {
         let m = r.kernel_weights.len();
-        let shape_err = |e: ndarray::ShapeError| to_py(MkError::Panic(e.to_string()));
+        let shape_err = |e: ndarray::ShapeError| PyErr::from(MkError::Panic(e.to_string()));
         let coef = ndarray::Array2::from_shape_vec((m, n), r.coef).map_err(shape_err)?;
         let rows: Vec<f64> = r
             .history
@@ -182,7 +182,7 @@ impl<'py> Fields<'_, 'py> {
     }
 
     fn bad(key: &str, kind: &str, v: &Bound<'_, PyAny>) -> PyErr {
-        to_py(MkError::config(key, format!("must be {kind}, got {v}")))
+        PyErr::from(MkError::config(key, format!("must be {kind}, got {v}")))
     }
 
     fn float(&mut self, key: &'static str, default: f64) -> PyResult<f64> {
@@ -282,7 +282,7 @@ impl<'py> Fields<'_, 'py> {
     fn loss(&mut self, default: Loss) -> PyResult<Loss> {
         let name = self.text("loss", default.name())?;
         let epsilon = self.float("epsilon", default.epsilon())?;
-        Loss::parse(&name, epsilon).map_err(to_py)
+        Loss::parse(&name, epsilon).map_err(PyErr::from)
     }
 
     /// The `l1` / `elasticnet` penalty of the sparse solvers (`spicy`, `wrapper`).
@@ -292,7 +292,7 @@ impl<'py> Fields<'_, 'py> {
             "elasticnet" => Ok(SpicyPenalty::ElasticNet {
                 l1_ratio: self.float("l1_ratio", 1.0)?,
             }),
-            other => Err(to_py(MkError::config(
+            other => Err(PyErr::from(MkError::config(
                 "penalty",
                 format!("must be l1 or elasticnet for solver {solver}, got {other:?}"),
             ))),
@@ -305,7 +305,7 @@ impl<'py> Fields<'_, 'py> {
             let name: String = key.extract()?;
             if !self.taken.contains(&name.as_str()) {
                 let valid = self.taken.join(", ");
-                return Err(to_py(MkError::config(
+                return Err(PyErr::from(MkError::config(
                     &name,
                     format!("is not a setting of this solver; valid: {valid}"),
                 )));
@@ -376,7 +376,7 @@ impl Settings {
                     tol: f.float("tol", d.tol)?,
                     max_iter: f.count("max_iter", d.max_iter)?,
                     inner_tol: f.float("inner_tol", d.inner_tol)?,
-                    step: StepRule::parse(&f.text("step", d.step.name())?).map_err(to_py)?,
+                    step: StepRule::parse(&f.text("step", d.step.name())?)?,
                     working_set: f.flag("working_set", d.working_set)?,
                 };
                 Settings::Mirror(cfg, f.ids("groups")?)
@@ -403,7 +403,7 @@ impl Settings {
                 })
             }
             other => {
-                return Err(to_py(MkError::config(
+                return Err(PyErr::from(MkError::config(
                     "solver",
                     format!(
                         "unknown solver {other:?}; valid: analytic, interleaved, spicy, wrapper, \
@@ -415,7 +415,7 @@ impl Settings {
         // `l1_ratio` is read only for elastic net; with `l1` it is accepted and ignored.
         f.taken.push("l1_ratio");
         f.finish()?;
-        settings.validate().map_err(to_py)?;
+        settings.validate()?;
         Ok(settings)
     }
 
@@ -575,7 +575,7 @@ fn fit<'py>(
     let n = y.len();
     let start = match init_coef {
         Some(a) if a.as_array().ncols() != n => {
-            return Err(to_py(MkError::Shape(format!(
+            return Err(PyErr::from(MkError::Shape(format!(
                 "init_coef must have shape (M, n={n}), got {:?}",
                 a.as_array().shape()
             ))))
@@ -587,7 +587,7 @@ fn fit<'py>(
             dual: init_dual.map(|d| d.as_array().to_vec()),
         }),
         None if init_dual.is_some() => {
-            return Err(to_py(MkError::config(
+            return Err(PyErr::from(MkError::config(
                 "init_dual",
                 "needs init_coef (the starting point's coefficients)",
             )))
@@ -596,7 +596,7 @@ fn fit<'py>(
     };
     let r = if let Settings::Svrg(cfg) = &settings {
         if start.is_some() {
-            return Err(to_py(MkError::config(
+            return Err(PyErr::from(MkError::config(
                 "init_coef",
                 "a starting point is taken by solver spicy only",
             )));
@@ -606,7 +606,7 @@ fn fit<'py>(
         let is_list =
             g.is_instance_of::<pyo3::types::PyList>() || g.is_instance_of::<pyo3::types::PyTuple>();
         if !is_list {
-            return Err(to_py(MkError::config(
+            return Err(PyErr::from(MkError::config(
                 "solver",
                 "svrg needs explicit features: a list of float64 or float32 arrays (n, D_k), \
                  one per kernel, not a kernel stack (kernels=FeatureBank(...) in the estimators)",
@@ -617,7 +617,7 @@ fn fit<'py>(
         } else if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f32>>>() {
             svrg_on_blocks(py, &blocks, &y, cfg, n_threads, on_iteration)?
         } else {
-            return Err(to_py(MkError::config(
+            return Err(PyErr::from(MkError::config(
                 "solver",
                 "svrg needs explicit features: a list of float64 or float32 arrays (n, D_k), \
                  one per kernel (kernels=FeatureBank(...) in the estimators)",
@@ -681,7 +681,7 @@ pub(crate) struct PyPathResult {
 
 impl PyPathResult {
     fn new(py: Python<'_>, r: PathResult, n: usize, m: usize) -> PyResult<Self> {
-        let shape_err = |e: ndarray::ShapeError| to_py(MkError::Panic(e.to_string()));
+        let shape_err = |e: ndarray::ShapeError| PyErr::from(MkError::Panic(e.to_string()));
         let k = r.points.len();
         let rows = |f: &dyn Fn(&crate::solvers::path::PathPoint) -> &Vec<f64>, w: usize| {
             let flat: Vec<f64> = r.points.iter().flat_map(|p| f(p).iter().copied()).collect();
@@ -749,7 +749,7 @@ fn path_settings(dict: &Bound<'_, PyDict>) -> PyResult<PathConfig> {
         ..d
     };
     f.finish()?;
-    cfg.validate().map_err(to_py)?;
+    cfg.validate()?;
     Ok(cfg)
 }
 
@@ -790,7 +790,7 @@ fn svrg_on_blocks<T: crate::kernels::Element + numpy::Element>(
     let n = y.len();
     let views: Vec<_> = blocks.iter().map(|b| b.as_array()).collect();
     if views.iter().any(|v| v.nrows() != n) {
-        return Err(to_py(MkError::Shape(format!(
+        return Err(PyErr::from(MkError::Shape(format!(
             "every feature block must have {n} rows, one per target"
         ))));
     }
@@ -805,7 +805,7 @@ fn svrg_on_blocks<T: crate::kernels::Element + numpy::Element>(
             &copied
         }
     };
-    let feats = Features::new(data, n, &dims).map_err(to_py)?;
+    let feats = Features::new(data, n, &dims)?;
     run_detached(py, n_threads, on_iteration, |i| fit_svrg(&feats, y, cfg, i))
 }
 
@@ -854,18 +854,20 @@ fn svm<'py>(
     use numpy::PyUntypedArrayMethods;
     let n = k.shape()[0];
     if k.shape()[1] != n {
-        return Err(to_py(MkError::Shape("the kernel must be square".into())));
+        return Err(PyErr::from(MkError::Shape(
+            "the kernel must be square".into(),
+        )));
     }
     let data = k
         .as_slice()
-        .map_err(|_| to_py(MkError::Shape("the kernel must be C-contiguous".into())))?;
+        .map_err(|_| PyErr::from(MkError::Shape("the kernel must be C-contiguous".into())))?;
     let y = y.as_array().to_vec();
     let opts = SmoOptions {
         eps: tol,
         shrinking,
         max_iter: None,
     };
-    let kernel = DenseKernel::new(data, n).map_err(to_py)?;
+    let kernel = DenseKernel::new(data, n)?;
     let sol = run_detached(py, 1, None, |interrupt| match kind {
         "svc" => svc(&kernel, &y, &[C], &opts, None, interrupt),
         "l2svm" => l2svm(&kernel, &y, &[C], &opts, None, interrupt),
