@@ -95,8 +95,8 @@ def _auto_solver(
     - ``lp`` at ``p = 1``: ``mirror``. Kloft's update has no convergence guarantee there and
       crawls (digits n = 1797, M = 50: gap 2.5e-3 after 200 iterations, 8 s); mirror descent
       reaches 1e-3 in 25 steps (0.4 s).
-    - ``l1`` / ``elasticnet``: ``wrapper`` (the faster for every loss from 500 points on,
-      and in most cases below; measured in docs/guide.md §4), unless ``warm_start`` is set
+    - ``l1`` / ``elasticnet``: ``wrapper`` (for every loss the faster in all measured cases
+      from 1000 points on, and in most below; docs/guide.md §4), unless ``warm_start`` is set
       (SpicyMKL's warm starts) or ``solver_config`` is a :class:`SpicyConfig`; a wrapper fit
       that stops above ``tol`` is continued by SpicyMKL from its model
       (:meth:`_BaseMKL._solve`).
