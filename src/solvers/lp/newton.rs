@@ -31,8 +31,8 @@ const PREDICT_AFTER: usize = 5;
 
 /// The conjugate-gradient iterations with `s` right-hand sides that cost about one
 /// factorisation of an `n × n` system (`n³/3` flops against a memory-bound read of `K` and
-/// `2n²s` flops per iteration; measured at n = 1797: a Cholesky costs 30 products of `K` with
-/// one vector), at least 10 and at most 100.
+/// `2n²s` flops per iteration; the calibration is in docs/mathematics.md §3.2), at least 10
+/// and at most 100.
 fn cg_budget(n: usize, s: usize) -> usize {
     let per_iteration = 1.0 + s as f64 / 8.0;
     ((n as f64 / 60.0) / per_iteration).clamp(10.0, 100.0) as usize

@@ -55,8 +55,7 @@ impl SingleKernel {
         match (self, k) {
             // The accuracy follows the outer gap as SMO's does (a relative decrease of the
             // objective here): exact solves of the first, far-from-optimal θ cost twice the
-            // Newton steps (digits, n = 1000, M = 50, logistic: 22 → 11 Cholesky solves per
-            // fit, same optimum).
+            // Newton steps (benches/peers/results/sparse_large.md).
             (SingleKernel::Newton(s), k) => s.solve(k, tol, interrupt),
             (SingleKernel::Smo { .. }, KernelOp::Factor(_)) => Err(
                 crate::error::MkError::Unsupported("SMO needs a dense kernel".into()),
