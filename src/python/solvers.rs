@@ -16,6 +16,7 @@ use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{fit_lp, fit_one_class, LpAlgorithm, LpConfig, OneClassConfig};
 use crate::solvers::mirror::{fit_group, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
+use crate::solvers::prox_newton::{fit_prox_newton, ProxNewtonConfig};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy_from, SpicyConfig, SpicyPenalty, SpicyStart};
 use crate::solvers::svrg::{fit_svrg, Features, SvrgConfig};
@@ -160,6 +161,8 @@ enum Settings {
     Lp(LpConfig),
     Spicy(SpicyConfig),
     Wrapper(WrapperConfig),
+    /// On explicit features (a stack of factors).
+    ProxNewton(ProxNewtonConfig),
     /// With the group id of every kernel (`None`: one group, `lp` with `p = 1`).
     Mirror(MirrorConfig, Option<Vec<usize>>),
     /// On explicit features, not a kernel stack.
@@ -285,7 +288,7 @@ impl<'py> Fields<'_, 'py> {
         Loss::parse(&name, epsilon).map_err(PyErr::from)
     }
 
-    /// The `l1` / `elasticnet` penalty of the sparse solvers (`spicy`, `wrapper`).
+    /// The `l1` / `elasticnet` penalty of the sparse solvers (`spicy`, `wrapper`, `prox_newton`).
     fn sparse_penalty(&mut self, solver: &str) -> PyResult<SpicyPenalty> {
         match self.text("penalty", "l1")?.as_str() {
             "l1" => Ok(SpicyPenalty::L1),
@@ -316,8 +319,9 @@ impl<'py> Fields<'_, 'py> {
 }
 
 impl Settings {
-    /// The settings of `solver` (`analytic`, `interleaved`, `spicy`, `wrapper`, `mirror`, `svrg` or
-    /// `one_class`): `dict` over the engine's defaults, validated by the engine.
+    /// The settings of `solver` (`analytic`, `interleaved`, `spicy`, `wrapper`, `prox_newton`,
+    /// `mirror`, `svrg` or `one_class`): `dict` over the engine's defaults, validated by the
+    /// engine.
     fn read(solver: &str, dict: &Bound<'_, PyDict>) -> PyResult<Self> {
         let mut f = Fields {
             dict,
@@ -368,6 +372,16 @@ impl Settings {
                     inner_tol: f.float("inner_tol", d.inner_tol)?,
                 })
             }
+            "prox_newton" => {
+                let d = ProxNewtonConfig::default();
+                Settings::ProxNewton(ProxNewtonConfig {
+                    penalty: f.sparse_penalty(solver)?,
+                    c: f.float("C", d.c)?,
+                    loss: f.loss(d.loss)?,
+                    tol: f.float("tol", d.tol)?,
+                    max_iter: f.count("max_iter", d.max_iter)?,
+                })
+            }
             "mirror" => {
                 let d = MirrorConfig::default();
                 let cfg = MirrorConfig {
@@ -407,7 +421,7 @@ impl Settings {
                     "solver",
                     format!(
                         "unknown solver {other:?}; valid: analytic, interleaved, spicy, wrapper, \
-                         mirror, svrg, one_class"
+                         prox_newton, mirror, svrg, one_class"
                     ),
                 )))
             }
@@ -424,6 +438,7 @@ impl Settings {
             Settings::Lp(c) => c.validate(),
             Settings::Spicy(c) => c.validate(),
             Settings::Wrapper(c) => c.validate(),
+            Settings::ProxNewton(c) => c.validate(),
             Settings::Mirror(c, groups) => {
                 if let Some(ids) = groups {
                     Groups::new(ids)?;
@@ -452,6 +467,7 @@ impl Settings {
             Settings::Lp(c) => fit_lp(s, y, c, i),
             Settings::Spicy(c) => fit_spicy_from(s, y, c, start, i),
             Settings::Wrapper(c) => fit_wrapper(s, y, c, i),
+            Settings::ProxNewton(c) => fit_prox_newton(s, y, c, i),
             Settings::Mirror(c, groups) => {
                 let groups = match groups {
                     Some(ids) => Groups::new(ids)?,
@@ -503,6 +519,13 @@ impl Settings {
                 d.set_item("tol", c.tol)?;
                 d.set_item("max_iter", c.max_iter)?;
                 d.set_item("inner_tol", c.inner_tol)?;
+            }
+            Settings::ProxNewton(c) => {
+                d.set_item("C", c.c)?;
+                d.set_item("loss", c.loss.name())?;
+                d.set_item("epsilon", c.loss.epsilon())?;
+                d.set_item("tol", c.tol)?;
+                d.set_item("max_iter", c.max_iter)?;
             }
             Settings::Svrg(c) => {
                 d.set_item("p", c.p)?;

@@ -4,6 +4,7 @@
 pub mod lp;
 pub mod mirror;
 pub mod path;
+pub mod prox_newton;
 pub mod smo;
 pub mod spicy;
 pub mod svrg;

@@ -5,7 +5,12 @@ use crate::losses::Loss;
 use crate::result::PsdWitness;
 use crate::solvers::witness::{PsdCheck, PsdScope};
 
+use rayon::prelude::*;
+
 use super::SpicyPenalty;
+
+/// Points per parallel chunk of a dual value.
+const CONJ_CHUNK: usize = 4096;
 
 /// A feasible dual point made from a candidate by [`project_duals`].
 pub struct Projected {
@@ -84,13 +89,22 @@ pub fn project_duals(
 /// (a linear kernel ×1e12 on breast cancer: gap 1.0 for 200 iterations); shrinking the point
 /// trades loss for penalty, and `d'(0) > 0` whenever the loss part can grow. Each evaluation
 /// costs O(n + M), no kernel read.
+///
+/// When `d(top) ≥ d(top(1 − 10⁻⁶))`, concavity makes `d` non-decreasing on `[0, top]` and
+/// `top` is returned after two evaluations (the usual case near an optimum). Otherwise the
+/// search narrows `[0, top]` to `10⁻⁹ top` (44 evaluations): near its maximum `d` is flat to
+/// second order, so the value is then exact to rounding.
 fn best_multiple(top: f64, d: impl Fn(f64) -> f64) -> f64 {
     const INV_PHI: f64 = 0.618_033_988_749_894_9;
+    let at_top = d(top);
+    if at_top >= d(top * (1.0 - 1e-6)) {
+        return top;
+    }
     let (mut lo, mut hi) = (0.0, top);
     let mut x1 = hi - INV_PHI * (hi - lo);
     let mut x2 = lo + INV_PHI * (hi - lo);
     let (mut d1, mut d2) = (d(x1), d(x2));
-    for _ in 0..80 {
+    while hi - lo > 1e-9 * top {
         if d1 < d2 {
             lo = x1;
             (x1, d1) = (x2, d2);
@@ -104,7 +118,7 @@ fn best_multiple(top: f64, d: impl Fn(f64) -> f64) -> f64 {
         }
     }
     let t = 0.5 * (lo + hi);
-    if d(t) > d(top) {
+    if d(t) > at_top {
         t
     } else {
         top
@@ -190,10 +204,18 @@ fn scaled_dual_value(
     loss: Loss,
     penalty: SpicyPenalty,
 ) -> f64 {
+    // Fixed chunks summed in order: the value does not depend on the number of threads.
     let conj: f64 = y
+        .par_chunks(CONJ_CHUNK)
+        .zip(rho.par_chunks(CONJ_CHUNK))
+        .map(|(yc, rc)| {
+            yc.iter()
+                .zip(rc)
+                .map(|(&yi, &ri)| loss.conjugate(yi, -t * ri / c))
+                .sum::<f64>()
+        })
+        .collect::<Vec<f64>>()
         .iter()
-        .zip(rho)
-        .map(|(&yi, &ri)| loss.conjugate(yi, -t * ri / c))
         .sum();
     let mut d = -c * conj;
     let (r1, r2) = penalty.weights();

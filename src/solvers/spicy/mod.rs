@@ -118,6 +118,19 @@ impl SpicyPenalty {
         }
     }
 
+    /// Checks `l1_ratio ∈ [0, 1]`.
+    pub fn validate(&self) -> Result<()> {
+        if let SpicyPenalty::ElasticNet { l1_ratio } = *self {
+            if !(0.0..=1.0).contains(&l1_ratio) {
+                return Err(MkError::config(
+                    "l1_ratio",
+                    format!("must be in [0, 1], got {l1_ratio}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// `Σ_m r_1 s_m + r_2 s_m²/2`.
     pub fn value(&self, norms: &[f64]) -> f64 {
         let (r1, r2) = self.weights();
@@ -204,14 +217,7 @@ impl Default for SpicyConfig {
 impl SpicyConfig {
     /// Checks every setting.
     pub fn validate(&self) -> Result<()> {
-        if let SpicyPenalty::ElasticNet { l1_ratio } = self.penalty {
-            if !(0.0..=1.0).contains(&l1_ratio) {
-                return Err(MkError::config(
-                    "l1_ratio",
-                    format!("must be in [0, 1], got {l1_ratio}"),
-                ));
-            }
-        }
+        self.penalty.validate()?;
         crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
         if self.working_set == Some(0) {
             return Err(MkError::config(

@@ -143,15 +143,7 @@ impl WrapperConfig {
         if !(self.inner_tol.is_finite() && self.inner_tol > 0.0) {
             return Err(MkError::config("inner_tol", "must be positive"));
         }
-        if let SpicyPenalty::ElasticNet { l1_ratio } = self.penalty {
-            if !(0.0..=1.0).contains(&l1_ratio) {
-                return Err(MkError::config(
-                    "l1_ratio",
-                    format!("must be in [0, 1], got {l1_ratio}"),
-                ));
-            }
-        }
-        Ok(())
+        self.penalty.validate()
     }
 }
 

@@ -1,0 +1,161 @@
+use super::*;
+use crate::interrupt::NoInterrupt;
+use crate::kernels::{DenseStack, LowRankStack};
+use crate::solvers::spicy::{fit_spicy, SpicyConfig};
+use crate::solvers::test_util::{factored, problem};
+
+const SMOOTH: [Loss; 3] = [Loss::Logistic, Loss::Squared, Loss::SquaredHinge];
+
+/// `P` of the returned feature weights, computed from the factors directly.
+fn primal_of(lr: &LowRankStack, y: &[f64], r: &FitResult, cfg: &ProxNewtonConfig) -> f64 {
+    let n = y.len();
+    let mut f = vec![r.intercept; n];
+    let mut norms = Vec::new();
+    let mut off = 0;
+    for m in 0..lr.m() {
+        let g = lr.factor(m);
+        let mut s = 0.0;
+        for col in g.chunks_exact(n) {
+            let wj = r.feature_weights[off];
+            off += 1;
+            s += wj * wj;
+            f.iter_mut().zip(col).for_each(|(a, x)| *a += wj * x);
+        }
+        norms.push(s.sqrt());
+    }
+    assert_eq!(off, r.feature_weights.len());
+    cfg.c * cfg.loss.total(y, &f, 0.0) + cfg.penalty.value(&norms)
+}
+
+/// Proximal Newton on the factors and SpicyMKL (an independent algorithm) on their dense
+/// products meet at the same optimum, each certified by its own gap, and the reported primal
+/// value is that of the returned feature weights.
+#[test]
+fn prox_newton_meets_spicy_on_the_products() {
+    let n = 50;
+    for loss in SMOOTH {
+        let (g, m, y) = problem(n, loss == Loss::Squared, 3);
+        let (lr, products) = factored(&g, m, n, 8);
+        let dense = DenseStack::new(&products, m, n).unwrap();
+        for penalty in [
+            SpicyPenalty::L1,
+            SpicyPenalty::ElasticNet { l1_ratio: 0.5 },
+            SpicyPenalty::ElasticNet { l1_ratio: 0.0 },
+        ] {
+            for c in [1.0, 10.0] {
+                let cfg = ProxNewtonConfig {
+                    penalty,
+                    c,
+                    loss,
+                    tol: 1e-8,
+                    ..ProxNewtonConfig::default()
+                };
+                let ours = fit_prox_newton(&lr, &y, &cfg, &NoInterrupt).unwrap();
+                let spicy = fit_spicy(
+                    &dense,
+                    &y,
+                    &SpicyConfig {
+                        penalty,
+                        c,
+                        loss,
+                        tol: 1e-9,
+                        ..SpicyConfig::default()
+                    },
+                    &NoInterrupt,
+                )
+                .unwrap();
+                let what = format!("{} {penalty:?} C={c}", loss.name());
+                assert_eq!(ours.status, SolveStatus::Converged, "{what}");
+                assert!(ours.gap <= 1e-8, "{what}: gap {}", ours.gap);
+                assert!(ours.dual <= ours.primal * (1.0 + 1e-12), "{what}");
+                let rel = (ours.primal - spicy.primal).abs() / spicy.primal;
+                assert!(rel < 2e-8, "{what}: {} vs {}", ours.primal, spicy.primal);
+                let p = primal_of(&lr, &y, &ours, &cfg);
+                assert!((p - ours.primal).abs() <= 1e-10 * p, "{what}: {p}");
+            }
+        }
+    }
+}
+
+/// More kernels than the first working set (45 differently scaled copies): kernels enter
+/// when they violate optimality, and the optimum is SpicyMKL's.
+#[test]
+fn kernels_enter_the_working_set_when_they_violate_optimality() {
+    let n = 40;
+    let (g, m, y) = problem(n, false, 11);
+    let copies = 9;
+    let mut big = Vec::with_capacity(copies * g.len());
+    for c in 0..copies {
+        let s = (0.5 + 0.25 * c as f64) / n as f64;
+        big.extend(g.iter().map(|v| s * v));
+    }
+    let (lr, products) = factored(&big, m * copies, n, 6);
+    let dense = DenseStack::new(&products, m * copies, n).unwrap();
+    let cfg = ProxNewtonConfig {
+        c: 30.0,
+        tol: 1e-8,
+        ..ProxNewtonConfig::default()
+    };
+    let ours = fit_prox_newton(&lr, &y, &cfg, &NoInterrupt).unwrap();
+    let spicy = fit_spicy(
+        &dense,
+        &y,
+        &SpicyConfig {
+            c: 30.0,
+            loss: Loss::Logistic,
+            tol: 1e-9,
+            ..SpicyConfig::default()
+        },
+        &NoInterrupt,
+    )
+    .unwrap();
+    assert!(ours.gap <= 1e-8, "gap {}", ours.gap);
+    let rel = (ours.primal - spicy.primal).abs() / spicy.primal;
+    assert!(rel < 2e-8, "{} vs {}", ours.primal, spicy.primal);
+    let active = ours.kernel_norms.iter().filter(|&&s| s > 0.0).count();
+    assert!(active < m * copies, "{active} kernels active");
+}
+
+/// At the optimum the representer form `A[m]` reproduces the feature weights:
+/// `G_mᵀ A[m] = w_m`.
+#[test]
+fn the_coefficients_reproduce_the_feature_weights() {
+    let n = 50;
+    let (g, m, y) = problem(n, false, 5);
+    let (lr, _) = factored(&g, m, n, 8);
+    let cfg = ProxNewtonConfig {
+        c: 10.0,
+        tol: 1e-10,
+        ..ProxNewtonConfig::default()
+    };
+    let r = fit_prox_newton(&lr, &y, &cfg, &NoInterrupt).unwrap();
+    let mut off = 0;
+    for k in 0..m {
+        let a = &r.coef[k * n..(k + 1) * n];
+        for col in lr.factor(k).chunks_exact(n) {
+            let got = dot(col, a);
+            let want = r.feature_weights[off];
+            assert!(
+                (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
+                "{got} vs {want}"
+            );
+            off += 1;
+        }
+    }
+}
+
+/// A dense stack and the hinge-type losses are refused with the reason.
+#[test]
+fn refuses_dense_stacks_and_hinge_losses() {
+    let n = 20;
+    let (g, m, y) = problem(n, false, 1);
+    let dense = DenseStack::new(&g, m, n).unwrap();
+    let err = fit_prox_newton(&dense, &y, &ProxNewtonConfig::default(), &NoInterrupt);
+    assert!(format!("{}", err.unwrap_err()).contains("explicit features"));
+    let cfg = ProxNewtonConfig {
+        loss: Loss::Hinge,
+        ..ProxNewtonConfig::default()
+    };
+    let err = cfg.validate().unwrap_err();
+    assert!(format!("{err}").contains("wrapper"), "{err}");
+}
