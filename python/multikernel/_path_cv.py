@@ -6,7 +6,7 @@ from __future__ import annotations
 import numbers
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,6 +39,11 @@ __all__ = ["MKLClassifierCV", "MKLRegressorCV"]
 _DELEGATED = tuple(
     name for name in _FITTED if name not in ("classes_", "n_features_in_", "feature_names_in_")
 )
+
+
+#: One fold: its paths with their target offset (``_BaseMKLCV._paths``), its held-out stack
+#: and its held-out targets.
+_FoldPath: TypeAlias = tuple[tuple[list[MKLPath], float], Stack, NDArray[Any]]
 
 
 class _AtC(BaseEstimator):  # type: ignore[misc]
@@ -187,6 +192,22 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         >>> reg.predict(G[:, :5]).shape
         (5,)
         """
+        is_count = self._check_Cs()
+        data, yv = self._resolve_input(X, y)
+        folds = list(check_cv(self.cv, yv, classifier=self._classifier).split(np.zeros(data.n), yv))
+        fold_paths = [self._fold_path(data, yv, tr, te) for tr, te in folds]
+        grid = self._candidates(fold_paths, is_count)
+        scores = self._scores(fold_paths, grid)
+        C = self._choose_C(scores, grid, [len(te) for _, te in folds])
+        self.Cs_ = grid
+        self.scores_ = scores
+        self.paths_ = [paths for (paths, _), _, _ in fold_paths]
+        self.C_ = C
+        self._refit(data, X, yv)
+        return self
+
+    def _check_Cs(self) -> bool:
+        """Validate ``Cs``; whether it is a number of candidates (else the candidates)."""
         Cs: Any = self.Cs
         is_count = isinstance(Cs, numbers.Integral) and not isinstance(Cs, bool)
         is_values = (
@@ -200,6 +221,10 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 f"Cs must be an integer ≥ 2 or a sequence of positive numbers, got {Cs!r}",
                 parameter="Cs",
             )
+        return is_count
+
+    def _resolve_input(self, X: Any, y: Any) -> tuple[Input, NDArray[Any]]:
+        """The training input and the targets; a classifier's ``classes_`` (at least two)."""
         check_psd(self.psd)
         data, yv = resolve(
             self.kernels, X, y, default_specs=default_kernels, normalize=self.normalize,
@@ -209,7 +234,6 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             ),
         )  # fmt: skip
         assert yv is not None
-        n = data.n
         if self._classifier:
             check_classification_targets(yv)
             self.classes_ = np.unique(yv)
@@ -217,25 +241,43 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 raise InvalidInputError(
                     f"needs samples of at least 2 classes, got one class: {self.classes_[0]!r}"
                 )
-        folds = list(check_cv(self.cv, yv, classifier=self._classifier).split(np.zeros(n), yv))
-        fold_paths = []
-        for tr, te in folds:
-            # A bank is fitted on the fold's training rows only (honest CV).
-            Xtr, Xte = data.fold(tr, te)
-            fold_paths.append((self._paths(Xtr, yv[tr]), Xte, yv[te]))
+        return data, yv
+
+    def _fold_path(
+        self, data: Input, yv: NDArray[Any], tr: NDArray[np.intp], te: NDArray[np.intp]
+    ) -> _FoldPath:
+        """One fold: its paths and target offset on the training rows, its held-out stack
+        and targets."""
+        # A bank is fitted on the fold's training rows only (honest CV).
+        Xtr, Xte = data.fold(tr, te)
+        return self._paths(Xtr, yv[tr]), Xte, yv[te]
+
+    def _candidates(self, fold_paths: list[_FoldPath], is_count: bool) -> NDArray[np.float64]:
+        """The candidate Cs: ``Cs`` of them log-spaced over the folds' paths, or ``Cs``
+        sorted."""
+        Cs: Any = self.Cs
         if is_count:
             lo = min(p.C0 for (ps, _), _, _ in fold_paths for p in ps)
             hi = max(p.Cs[-1] for (ps, _), _, _ in fold_paths for p in ps)
-            grid = np.geomspace(lo, hi, int(Cs))
-        else:
-            grid = np.sort(np.asarray(Cs, dtype=np.float64))
+            return np.geomspace(lo, hi, int(Cs))
+        return np.sort(np.asarray(Cs, dtype=np.float64))
+
+    def _scores(self, fold_paths: list[_FoldPath], grid: NDArray[np.float64]) -> Any:
+        """The held-out score of every fold (rows) at every candidate C (columns), read off
+        the fold's paths."""
         scorer = check_scoring(self, scoring=self.scoring)
         at = _AtCClassifier if self._classifier else _AtCRegressor
         classes = self.classes_ if self._classifier else None
-        scores = np.empty((len(folds), len(grid)))
+        scores = np.empty((len(fold_paths), len(grid)))
         for k, ((paths, offset), Xte, yte) in enumerate(fold_paths):
             for i, C in enumerate(grid):
                 scores[k, i] = scorer(at(paths, float(C), classes, offset), Xte, yte)
+        return scores
+
+    def _choose_C(
+        self, scores: NDArray[np.float64], grid: NDArray[np.float64], fold_sizes: list[int]
+    ) -> float:
+        """The candidate of the best mean held-out score."""
         # Folds with a NaN score at every candidate (the scoring undefined there, e.g. R² on
         # one held-out point) are left out; a candidate NaN on another fold is not chosen
         # (np.argmax would take NaN for the best).
@@ -249,19 +291,19 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             )
             default = "accuracy" if self._classifier else "R²"
             name = self.scoring if self.scoring is not None else default
-            smallest = min(len(te) for _, te in folds)
             raise InvalidParameterError(
                 f"{what}: the scoring ({name}) is undefined on these folds (R² needs at least "
-                f"two held-out points; the smallest of the {len(folds)} folds holds "
-                f"{smallest}); use fewer folds (cv) or another scoring, e.g. "
+                f"two held-out points; the smallest of the {len(fold_sizes)} folds holds "
+                f"{min(fold_sizes)}); use fewer folds (cv) or another scoring, e.g. "
                 "scoring='neg_mean_squared_error'",
                 parameter="scoring",
             )
         mean = defined[:, choosable].mean(axis=0)
-        self.Cs_ = grid
-        self.scores_ = scores
-        self.paths_ = [paths for (paths, _), _, _ in fold_paths]
-        self.C_ = float(grid[choosable[int(np.argmax(mean))]])
+        return float(grid[choosable[int(np.argmax(mean))]])
+
+    def _refit(self, data: Input, X: Any, yv: NDArray[Any]) -> None:
+        """Refit ``penalty="l1"`` at ``C_`` on all the data (``estimator_``) and copy its
+        fitted attributes."""
         refit_cls = MKLClassifier if self._classifier else MKLRegressor
         # On factors the refit reads them as feature blocks (no n×n matrix formed), and
         # predicts from their rows or from the dense cross kernels (resolve's factors).
@@ -284,7 +326,6 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         for name in _DELEGATED:
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))
-        return self
 
     def plot_scores(self, ax: Any = None) -> Any:
         """Plot the mean held-out score (± one standard deviation over folds) against ``C``.

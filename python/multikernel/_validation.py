@@ -111,11 +111,21 @@ def check_stack(
     return np.require(arr, requirements=("C", "A"))
 
 
+#: The fewest cores ``check_n_threads`` assumes. Tests raise it to 2 (by monkeypatch, the
+#: ``two_cores`` fixture) so that ``n_threads=2`` runs two worker threads on a one-core runner
+#: too, where clipping would turn a 1-against-2-thread identity test into a run against
+#: itself. It stays 1 outside the tests.
+_MIN_CORES = 1
+
+
 def _available_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the OS reports it)."""
+    """Cores this process may run on (its CPU affinity where the OS reports it), at least
+    ``_MIN_CORES``."""
     if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    return max(_MIN_CORES, cores)
 
 
 def check_n_threads(n_threads: Any) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any, Literal
 
@@ -21,6 +23,24 @@ from multikernel import _core
 from multikernel.kernels import Gaussian, KernelSpec, Linear, Polynomial
 
 FloatArray = NDArray[np.float64]
+
+
+@contextmanager
+def engine_threads() -> Iterator[list[int]]:
+    """The threads every engine fit and path call made inside the block runs on: each call's
+    ``n_threads`` as the engine resolves it (``_core.thread_count``), so that a
+    1-against-2-thread test can assert that its second run had two worker threads."""
+    used: list[int] = []
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("fit", "path"):
+            engine = getattr(_core, name)
+
+            def spy(*args: Any, _engine: Any = engine, **kwargs: Any) -> Any:
+                used.append(_core.thread_count(kwargs.get("n_threads", 0)))
+                return _engine(*args, **kwargs)
+
+            mp.setattr(_core, name, spy)
+        yield used
 
 
 @cache

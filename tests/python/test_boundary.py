@@ -210,6 +210,8 @@ def test_fit_returns_a_typed_result_with_a_status() -> None:
     r = fit_lp(G, y, p=2.0, C=1.0, loss="hinge", tol=1e-6, max_iter=200)
     assert isinstance(r, _core.FitResult)
     assert r.status == _core.Status.CONVERGED and r.converged
+    # The gap is the relative difference of the two reported objectives (its definition only:
+    # test_certificate.py checks P and D against an optimum computed without the engine).
     assert r.gap <= 1e-6 and r.gap == pytest.approx((r.primal - r.dual) / abs(r.primal))
     assert r.coef.shape == (G.shape[0], G.shape[1]) and r.history.shape == (r.n_iter, 5)
     # The history's last gap is the reported one (the tracker keeps the best P and D).

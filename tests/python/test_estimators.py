@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
+from problems import engine_threads
 from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -290,9 +291,12 @@ def test_n_threads_gives_identical_results(
     cancer: tuple[NDArray[np.float64], NDArray[np.int64]], two_cores: None
 ) -> None:
     X, y = cancer
-    a = mk.MKLClassifier(n_threads=1).fit(X, y)
-    b = mk.MKLClassifier(n_threads=2).fit(X, y)
-    assert mk._validation.check_n_threads(2) == 2  # two threads, whatever the runner
+    with engine_threads() as used:
+        a = mk.MKLClassifier(n_threads=1).fit(X, y)
+    assert used == [1]
+    with engine_threads() as used:
+        b = mk.MKLClassifier(n_threads=2).fit(X, y)
+    assert used == [2]  # two worker threads, whatever the runner
     np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=1e-12, atol=1e-14)
 
 

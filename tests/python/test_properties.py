@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
+from problems import engine_threads
 from sklearn.exceptions import ConvergenceWarning
 
 import multikernel as mk
@@ -94,7 +95,9 @@ def check_fit(est: Any, X: NDArray[np.float64], y: NDArray[np.float64] | None) -
         warnings.simplefilter("ignore", ConvergenceWarning)
         one = est.set_params(n_threads=1).fit(X, y)
         A1, P1 = one.dual_coef_.copy(), one.primal_objective_
-        two = est.set_params(n_threads=2).fit(X, y)
+        with engine_threads() as used:
+            two = est.set_params(n_threads=2).fit(X, y)
+    assert used and set(used) == {2}  # two worker threads, whatever the runner
     P, D, gap = two.primal_objective_, two.dual_objective_, two.duality_gap_
     assert np.isfinite(P) and np.isfinite(D)
     assert P >= D - 1e-9 * max(abs(P), 1e-12), (P, D)
@@ -159,7 +162,9 @@ def test_path(loss: str, prob: Problem) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         one = mk.mkl_path(prob.X, y, kernels=prob.specs, loss=loss, max_points=20, n_threads=1)
-        two = mk.mkl_path(prob.X, y, kernels=prob.specs, loss=loss, max_points=20, n_threads=2)
+        with engine_threads() as used:
+            two = mk.mkl_path(prob.X, y, kernels=prob.specs, loss=loss, max_points=20, n_threads=2)
+    assert used == [2]
     P, D = two.primal_objectives, two.dual_objectives
     assert np.all(np.isfinite(P)) and np.all(np.isfinite(D))
     assert np.all(P >= D - 1e-9 * np.maximum(np.abs(P), 1e-12))
