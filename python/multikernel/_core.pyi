@@ -35,7 +35,9 @@ __all__ = [
 _SpecTuple = tuple[str, float, float, float, list[int] | None]
 # A Python kernel function (A, B) -> (len(A), len(B)) and the columns it reads.
 _FuncEntry = tuple[Callable[[NDArray[np.float64], NDArray[np.float64]], Any], list[int] | None]
-_Solver = Literal["analytic", "interleaved", "spicy", "wrapper", "mirror", "svrg", "one_class"]
+_Solver = Literal[
+    "analytic", "interleaved", "spicy", "wrapper", "prox_newton", "mirror", "svrg", "one_class"
+]
 _Setting = float | int | str | list[int] | None
 
 @final
@@ -77,7 +79,7 @@ class FitResult:
     @property
     def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
     @property
-    def feature_weights(self) -> NDArray[np.float64]: ...  # (D,), svrg only
+    def feature_weights(self) -> NDArray[np.float64]: ...  # (D,), svrg and prox_newton only
     @property
     def psd_witness(self) -> tuple[int, float, float, float] | None: ...
 

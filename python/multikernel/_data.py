@@ -308,7 +308,7 @@ def resolve(
     targets: bool = True,
     block_lists: bool = True,
     stack_if_3d: bool = False,
-    blocks_only: bool = False,
+    blocks_only: str | None = None,
 ) -> tuple[Input, NDArray[Any] | None]:
     """Resolve ``kernels=`` and ``X`` (and ``y``) into the training input.
 
@@ -337,8 +337,9 @@ def resolve(
         stack (:func:`~multikernel.mkl_path`, which takes factors as ``LowRankFactors``).
     stack_if_3d : bool
         ``kernels=None`` reads a 3-D ``X`` as a precomputed stack (:func:`~multikernel.mkl_path`).
-    blocks_only : bool
-        A precomputed ``X`` must be feature blocks (``solver="svrg"``).
+    blocks_only : str or None
+        The solver that fits explicit features only (``"svrg"``, ``"prox_newton"``): a
+        precomputed ``X`` must then be feature blocks or factors.
 
     Returns
     -------
@@ -366,8 +367,8 @@ def resolve(
         is_list = isinstance(X, (list, tuple))
         if blocks_only and not is_list:
             raise InvalidInputError(
-                "solver='svrg' fits explicit features: with kernels='precomputed', X must "
-                "be a list of feature blocks (n, D_m), one per kernel, not a kernel stack"
+                f"solver={blocks_only!r} fits explicit features: with kernels='precomputed', X "
+                "must be a list of feature blocks (n, D_m), one per kernel, not a kernel stack"
             )
         if is_list and block_lists:
             data = Input(Blocks(check_feature_blocks(X)))

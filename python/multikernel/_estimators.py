@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
@@ -19,7 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core, _dask
-from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
+from ._config import SMOOTH_LOSSES, SOLVERS, Setting, SolverConfig, _NativeSolver
 from ._data import Blocks, Stack, TestSide, resolve
 from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
@@ -113,6 +114,21 @@ def _auto_solver(
     ):
         return "wrapper"
     return solvers[0]
+
+
+#: The solvers that fit explicit features only (feature blocks, low-rank factors).
+_FEATURE_SOLVERS = ("svrg", "prox_newton")
+
+
+def _prefers_features(G: Stack, loss: object) -> bool:
+    """Whether ``solver="auto"`` fits ``l1`` / ``elasticnet`` in feature space
+    (``prox_newton``) rather than by the ``wrapper``: the kernels are explicit features whose
+    total width is at most half the points, and the loss has a second derivative. Its Newton
+    systems are then ``R × R`` in the working set's width, where the wrapper's are ``n × n``
+    or go through an ``R × R`` capacitance matrix per single-kernel solve (docs/guide.md §4)."""
+    if not isinstance(G, Blocks) or loss not in SMOOTH_LOSSES:
+        return False
+    return 2 * sum(G.widths) <= G.n
 
 
 #: How a wrapper fit under ``solver="auto"`` ends when SpicyMKL takes over (not after a
@@ -413,12 +429,13 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             )
         check_n_threads(self.n_threads)
         check_psd(self.psd)
-        if solver == "svrg" and not (
+        if solver in _FEATURE_SOLVERS and not (
             isinstance(self.kernels, FeatureBank) or self.kernels == "precomputed"
         ):
             raise InvalidParameterError(
-                "solver='svrg' fits explicit features: pass kernels=FeatureBank(specs, ...), "
-                "or kernels='precomputed' and a list of feature blocks to fit",
+                f"solver={solver!r} fits explicit features: pass kernels=FeatureBank(specs, "
+                "...), or kernels='precomputed' and a list of feature blocks (or "
+                "kernels.low_rank factors) to fit",
                 parameter="solver",
             )
         rs = check_random_state(self.random_state)
@@ -479,7 +496,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         data, yv = resolve(
             self.kernels, X, None if one_class else y, points=points,
             default_specs=self._default_kernels, normalize=self.normalize, n_threads=threads,
-            check_input=check_input, targets=not one_class, blocks_only=solver == "svrg",
+            check_input=check_input, targets=not one_class,
+            blocks_only=solver if solver in _FEATURE_SOLVERS else None,
         )  # fmt: skip
         self.kernel_bank_ = data.bank
         self.n_kernels_ = data.M
@@ -525,8 +543,12 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 init_coef=np.ascontiguousarray(start[0], dtype=np.float64),
                 init_intercept=float(start[1]),
             )  # fmt: skip
-        r = _core.fit(solver, G.engine, yc, settings, n_threads=threads, on_iteration=log)
         auto = self.solver == "auto"
+        if auto and solver == "wrapper" and _prefers_features(G, settings["loss"]):
+            solver = "prox_newton"
+            own = {f.name for f in dataclasses.fields(SOLVERS["wrapper"].config)}
+            settings = {k: v for k, v in settings.items() if k not in own}
+        r = _core.fit(solver, G.engine, yc, settings, n_threads=threads, on_iteration=log)
         if auto and solver == "wrapper" and r.status in _FALLBACK and r.psd_witness is None:
             # The wrapper stopped above tol (seen at extreme kernel scales and C): SpicyMKL
             # takes over from its model; the better certificate is kept. Not after a witness
@@ -662,7 +684,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         if not isinstance(G, Blocks):
             return
         if all(len(w) for w in self._feature_weights):
-            # The solver's own weights (svrg), split into the kernels' blocks.
+            # The solver's own weights (svrg, prox_newton), split into the kernels' blocks.
             ends = np.cumsum(G.widths)[:-1]
             rows = [np.split(w, ends) for w in self._feature_weights]
             one = len(rows) == 1
@@ -770,8 +792,8 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
     epsilon : float, default 0.1
         Unused by classification losses (kept for a uniform parameter set; still checked to
         be in [0, inf), as ``p`` and ``l1_ratio`` are whatever the penalty).
-    solver : {"auto", "analytic", "interleaved", "spicy", "wrapper", "mirror"}, \
-default "auto"
+    solver : {"auto", "analytic", "interleaved", "spicy", "wrapper", "prox_newton", \
+"mirror", "svrg"}, default "auto"
         For ``"lp"``: ``"analytic"``, Kloft's Algorithm 1 (single-kernel solves — SMO for the
         hinge losses, Newton for logistic — between closed-form updates of θ), or
         ``"interleaved"``, Algorithm 2 (θ updated inside SMO; hinge only); ``"auto"`` picks
@@ -781,7 +803,11 @@ default "auto"
         augmented Lagrangian) or ``"wrapper"`` (Newton steps on the kernel weights around
         one warm-started single-kernel solve: SMO, or Newton for the smooth losses);
         ``"auto"`` picks ``"wrapper"`` unless ``warm_start`` or a ``SpicyConfig`` is
-        given. For ``"group"``: ``"mirror"`` (mirror
+        given. On explicit features (``kernels=FeatureBank(...)``, feature blocks or
+        low-rank factors) whose total width is at most half the points, with a smooth loss
+        (logistic, squared, squared_hinge), ``"auto"`` picks ``"prox_newton"`` instead:
+        proximal Newton in feature space (the group lasso over the kernels' weights), whose
+        systems are the size of the working set's features, not of ``n``. For ``"group"``: ``"mirror"`` (mirror
         descent over the kernel weights, Nath et al.), also ``"auto"``; it solves ``"lp"`` at
         ``p=1`` too (one group).
         ``"svrg"`` also solves ``"lp"`` (smooth losses: logistic, squared, squared_hinge) by
@@ -792,7 +818,7 @@ default "auto"
     max_iter : int, default 200
         Maximal number of outer iterations.
     solver_config : AnalyticConfig, InterleavedConfig, SpicyConfig, WrapperConfig, \
-MirrorConfig or SvrgConfig, optional
+ProxNewtonConfig, MirrorConfig or SvrgConfig, optional
         Solver-specific settings (defaults when None).
     normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"} or None, \
 default "mean_diag"

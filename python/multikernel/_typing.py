@@ -21,7 +21,7 @@ LossName: TypeAlias = Literal[
 
 #: Solvers (``solver=``); ``"auto"`` picks the fastest valid one for the penalty.
 SolverName: TypeAlias = Literal[
-    "auto", "analytic", "interleaved", "spicy", "wrapper", "mirror", "svrg"
+    "auto", "analytic", "interleaved", "spicy", "wrapper", "prox_newton", "mirror", "svrg"
 ]
 
 #: Scalings of the Gram matrices (``normalize=``); None means ``"none"``.

@@ -9,6 +9,7 @@ use numpy::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice};
+use rayon::prelude::*;
 
 use super::convert::{detached, input_error, run_detached};
 use crate::error::{MkError, Result as MkResult};
@@ -433,14 +434,20 @@ fn low_rank_stack<T: Element + numpy::Element>(
             "every factor must have the same number of rows n",
         ));
     }
-    let factors = list
-        .iter()
+    // One pass per block, the blocks in parallel: a (n, r) block of any strides becomes r
+    // contiguous f64 columns (the conversion runs before the fit can be interrupted).
+    let views: Vec<ndarray::ArrayView2<'_, T>> = list.iter().map(|a| a.as_array()).collect();
+    let factors = views
+        .par_iter()
         .map(|a| {
-            let t = a.as_array().t().mapv(|v| v.to_f64());
-            t.as_standard_layout()
-                .into_owned()
-                .into_raw_vec_and_offset()
-                .0
+            let r = a.ncols();
+            let mut out = vec![0.0; n * r];
+            for (i, row) in a.rows().into_iter().enumerate() {
+                for (j, v) in row.iter().enumerate() {
+                    out[j * n + i] = v.to_f64();
+                }
+            }
+            out
         })
         .collect();
     LowRankStack::from_factors(n, factors).map_err(PyErr::from)

@@ -151,10 +151,33 @@ impl<'a> Features<'a> {
         out
     }
 
-    /// `[G_W, 1]ᵀ diag(h) [G_W, 1]` (column-major, order `|cols| + 1`), by chunks of rows.
-    fn hessian(&self, cols: &[usize], h: &[f64]) -> Vec<f64> {
+    /// `[G_W, 1]ᵀ diag(h) [G_W, 1]` (column-major, order `|cols| + 1`), by chunks of rows;
+    /// the longest pass of a step, so `interrupt` is polled between batches of chunks.
+    fn hessian(&self, cols: &[usize], h: &[f64], interrupt: &dyn Interrupt) -> Result<Vec<f64>> {
+        const BATCH: usize = 16;
         let k = cols.len() + 1;
-        let partial: Vec<Vec<f64>> = (0..self.n.div_ceil(CHUNK))
+        let chunks = self.n.div_ceil(CHUNK);
+        let mut partial: Vec<Vec<f64>> = Vec::with_capacity(chunks);
+        for first in (0..chunks).step_by(BATCH) {
+            interrupt.check()?;
+            partial.extend(self.hessian_chunks(cols, h, first..chunks.min(first + BATCH)));
+        }
+        let mut hess = vec![0.0; k * k];
+        for p in &partial {
+            hess.iter_mut().zip(p).for_each(|(a, b)| *a += b);
+        }
+        Ok(hess)
+    }
+
+    /// Each chunk's part of [`Features::hessian`].
+    fn hessian_chunks(
+        &self,
+        cols: &[usize],
+        h: &[f64],
+        chunks: std::ops::Range<usize>,
+    ) -> Vec<Vec<f64>> {
+        let k = cols.len() + 1;
+        chunks
             .into_par_iter()
             .map(|c| {
                 let r0 = c * CHUNK;
@@ -179,12 +202,7 @@ impl<'a> Features<'a> {
                 clear_upper_simd_state();
                 (0..k * k).map(|i| out[(i % k, i / k)]).collect()
             })
-            .collect();
-        let mut hess = vec![0.0; k * k];
-        for p in &partial {
-            hess.iter_mut().zip(p).for_each(|(a, b)| *a += b);
-        }
-        hess
+            .collect()
     }
 }
 
@@ -483,6 +501,15 @@ fn inner(
     Ok(delta)
 }
 
+/// A step of the line search.
+struct Step {
+    t: f64,
+    /// `Σ_m G_m w_m` after it.
+    f: Vec<f64>,
+    /// The model's decrease was below what `P` resolves.
+    flat: bool,
+}
+
 /// The step `t ∈ {1, ½, ¼, …}` along `(δ, δ_b)` with sufficient decrease of `P` (Armijo on
 /// the model's decrease `gᵀδ + pen(w + δ) − pen(w)`), or `None` when none was found.
 #[allow(clippy::too_many_arguments)]
@@ -495,7 +522,7 @@ fn line_search(
     b: f64,
     pt: &Point,
     delta: &[f64],
-) -> Option<(f64, Vec<f64>)> {
+) -> Option<Step> {
     let pw = cfg.penalty.weights();
     let k = ws.cols.len();
     let xd = x.product(&ws.cols, &delta[..k]);
@@ -518,6 +545,12 @@ fn line_search(
         .sum::<f64>()
         + pt.d1.iter().sum::<f64>() * delta[k];
     let decrease = slope + pen(1.0) - pen0;
+    // A model that predicts no decrease beyond rounding: the point is as good as the
+    // arithmetic allows (a `tol` below it is out of reach).
+    // A decrease the values of `P` cannot resolve (rounding): the step is taken whole, as
+    // near the optimum Newton's is, and the certificate judges it (the dual point keeps
+    // improving with `w` after `P` has stopped changing visibly).
+    let flat = decrease >= -1e-12 * pt.primal.abs();
     let mut t = 1.0;
     let mut trial = vec![0.0; x.n];
     while t > 1e-10 {
@@ -529,8 +562,8 @@ fn line_search(
         let value = cfg.c * loss_total(cfg.loss, y, &trial, b + t * delta[k])
             + (pt.primal - pt.data - pen0)
             + pen(t);
-        if value <= pt.primal + 1e-4 * t * decrease.min(0.0) {
-            return Some((t, trial));
+        if flat || value <= pt.primal + 1e-4 * t * decrease {
+            return Some(Step { t, f: trial, flat });
         }
         t *= 0.5;
     }
@@ -579,7 +612,7 @@ pub fn fit_prox_newton(
                     .zip(&pt.f)
                     .map(|(&yi, &fi)| cfg.c * cfg.loss.deriv2(yi, fi + b))
                     .collect();
-                x.hessian(&ws.cols, &h2)
+                x.hessian(&ws.cols, &h2, interrupt)?
             }
         };
         let mut g: Vec<f64> = ws.cols.iter().map(|&j| pt.grad[j]).collect();
@@ -594,10 +627,11 @@ pub fn fit_prox_newton(
             .fold(g[ws.cols.len()].abs(), f64::max);
         let delta = inner(&ws, &hess, &g, &wl, pw, 1e-3 * worst, interrupt)?;
         steps += 1;
-        let Some((t, f)) = line_search(&x, y, cfg, &ws, &w, b, &pt, &delta) else {
+        let Some(Step { t, f, flat }) = line_search(&x, y, cfg, &ws, &w, b, &pt, &delta) else {
             status = SolveStatus::Stalled;
             break;
         };
+        let gap_before = pt.gap;
         for (&j, d) in ws.cols.iter().zip(&delta) {
             w[j] += t * d;
         }
@@ -606,6 +640,11 @@ pub fn fit_prox_newton(
             kept = Some((ws.cols, hess));
         }
         pt = certify(&x, y, cfg, &w, b, f, &mut tracker, &mut best);
+        if flat && pt.gap >= 0.5 * gap_before {
+            // Neither `P` nor the certificate moves any more: the arithmetic's limit.
+            status = SolveStatus::Stalled;
+            break;
+        }
     }
     if status == SolveStatus::MaxIterations && pt.gap <= cfg.tol {
         status = SolveStatus::Converged;

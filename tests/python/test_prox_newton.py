@@ -1,0 +1,217 @@
+"""The ``prox_newton`` solver (``l1`` / ``elasticnet`` MKL on explicit features by proximal
+Newton): its optimum is cvxpy + Clarabel's and that of the dense-stack solvers on the same
+features, its feature weights are the model it reports, ``solver="auto"`` picks it on narrow
+feature blocks with a smooth loss, and bad use is refused."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from reference import cvxpy_mkl, loss_value, primal_objective
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.exceptions import ConvergenceWarning
+
+import multikernel as mk
+from multikernel import _core
+from multikernel.exceptions import InvalidInputError, InvalidParameterError
+from multikernel.kernels import FeatureBank, Gaussian, Linear
+
+FloatArray = NDArray[np.float64]
+
+
+@cache
+def cancer() -> tuple[FloatArray, FloatArray]:
+    X, y = load_breast_cancer(return_X_y=True)
+    return (X - X.mean(0)) / X.std(0), np.where(y == 1, 1.0, -1.0)
+
+
+@cache
+def diabetes() -> tuple[FloatArray, FloatArray]:
+    X, t = load_diabetes(return_X_y=True)
+    return (X - X.mean(0)) / X.std(0), (t - t.mean()) / t.std()
+
+
+def linear_bank(n_features: int, groups: int) -> FeatureBank:
+    cols = np.array_split(np.arange(n_features), groups)
+    return FeatureBank([Linear(features=c.tolist()) for c in cols], normalize="none")
+
+
+def solvers_called(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records the solver of every engine fit."""
+    calls: list[str] = []
+    fit = _core.fit
+
+    def spy(solver: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(solver)
+        return fit(solver, *args, **kwargs)
+
+    monkeypatch.setattr(_core, "fit", spy)
+    return calls
+
+
+CASES = [
+    ("logistic", "l1", 1.0),
+    ("squared_hinge", "l1", 1.0),
+    ("logistic", "elasticnet", 0.5),
+    ("squared", "l1", 1.0),
+    ("squared", "elasticnet", 0.3),
+]
+
+
+@pytest.mark.parametrize(("loss", "penalty", "l1_ratio"), CASES)
+def test_meets_cvxpy(loss: str, penalty: str, l1_ratio: float) -> None:
+    """On 120 points the objective is cvxpy's optimum and the model that the estimator
+    predicts with has the reported objective (scored by the reference, not the engine)."""
+    regression = loss == "squared"
+    X, y = diabetes() if regression else cancer()
+    X, y = X[:120], y[:120]
+    bank = linear_bank(X.shape[1], 5)
+    est = mk.MKLRegressor if regression else mk.MKLClassifier
+    kw: dict[str, Any] = {"penalty": penalty, "l1_ratio": l1_ratio, "C": 0.5}
+    fit = est(kernels=bank, loss=loss, solver="prox_newton", tol=1e-9, **kw).fit(X, y)
+    F = bank.fit_transform(X)
+    G = np.stack([Fm @ Fm.T for Fm in F])
+    ref = cvxpy_mkl(G, y, loss=loss, **kw)
+    assert fit.duality_gap_ <= 1e-9
+    assert fit.primal_objective_ == pytest.approx(ref.objective, rel=1e-6)
+    # The model: f = Σ_m Φ_m w_m + b with the reported weights, scored independently.
+    f = sum(Fm @ wm for Fm, wm in zip(F, fit.coef_, strict=True)) + fit.intercept_
+    got = fit.predict(X) if regression else fit.decision_function(X)
+    np.testing.assert_allclose(got, f, rtol=1e-12, atol=1e-12)
+    norms = np.array([np.linalg.norm(w) for w in fit.coef_])
+    np.testing.assert_allclose(fit.kernel_norms_, norms, rtol=1e-12, atol=1e-14)
+    r1, r2 = (1.0, 0.0) if penalty == "l1" else (l1_ratio, 1.0 - l1_ratio)
+    P = 0.5 * np.sum(loss_value(loss, y, f)) + np.sum(r1 * norms + r2 / 2 * norms**2)
+    assert fit.primal_objective_ == pytest.approx(P, rel=1e-10)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_meets_the_dense_stack_fit(loss: str) -> None:
+    """Its optimum equals that of the wrapper and SpicyMKL on the dense Gram matrices of the
+    same features (each certified by its own gap), and its representer form ``dual_coef_``
+    predicts as its feature weights do."""
+    X, y = cancer()
+    bank = linear_bank(X.shape[1], 6)
+    ours = mk.MKLClassifier(kernels=bank, penalty="l1", loss=loss, C=2.0, tol=1e-9,
+                            solver="prox_newton").fit(X, y)  # fmt: skip
+    F = bank.fit_transform(X)
+    G = np.stack([Fm @ Fm.T for Fm in F])
+    for solver in ("wrapper", "spicy"):
+        dense = mk.MKLClassifier(kernels="precomputed", penalty="l1", loss=loss, C=2.0,
+                                 tol=1e-9, solver=solver).fit(G, y)  # fmt: skip
+        assert ours.primal_objective_ == pytest.approx(dense.primal_objective_, rel=1e-6)
+    f = np.einsum("mij,mj->i", G, ours.dual_coef_) + ours.intercept_
+    np.testing.assert_allclose(f, ours.decision_function(X), atol=1e-4)
+    P = primal_objective(G, ours.dual_coef_, ours.intercept_, y, C=2.0, loss=loss, penalty="l1")
+    assert P == pytest.approx(ours.primal_objective_, rel=1e-5)
+
+
+def test_auto_picks_it_on_narrow_feature_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``solver="auto"``: prox_newton for a smooth loss on blocks of total width ≤ n/2, the
+    wrapper for the hinge loss and for blocks wider than that; the same optimum either way."""
+    X, y = cancer()
+    calls = solvers_called(monkeypatch)
+    bank = linear_bank(X.shape[1], 5)
+    a = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic", tol=1e-8).fit(X, y)
+    mk.MKLClassifier(kernels=bank, penalty="l1", loss="hinge").fit(X, y)
+    assert calls == ["prox_newton", "wrapper"]
+    calls.clear()
+    # 30 features on 40 points: wider than half the points.
+    mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic").fit(X[:40], y[:40])
+    assert calls == ["wrapper"]
+    b = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic", tol=1e-8, solver="wrapper")
+    assert a.primal_objective_ == pytest.approx(b.fit(X, y).primal_objective_, rel=1e-7)
+
+
+def test_float32_blocks_and_factors() -> None:
+    """float32 feature blocks give the float64 fit to float32 accuracy, and low-rank factors
+    (``kernels.low_rank``) take the same solver."""
+    X, y = cancer()
+    bank = FeatureBank([Gaussian(sigma=4.0), Gaussian(sigma=8.0), Linear()], method="rff",
+                       n_components=40, random_state=0)  # fmt: skip
+    F = bank.fit_transform(X)
+    kw: dict[str, Any] = {"penalty": "l1", "loss": "logistic", "solver": "prox_newton",
+                          "tol": 1e-8, "kernels": "precomputed"}  # fmt: skip
+    a = mk.MKLClassifier(**kw).fit([Fm.astype(np.float64) for Fm in F], y)
+    b = mk.MKLClassifier(**kw).fit([Fm.astype(np.float32) for Fm in F], y)
+    assert b.primal_objective_ == pytest.approx(a.primal_objective_, rel=1e-5)
+    G = np.stack([Fm @ Fm.T for Fm in F])
+    factors = mk.kernels.low_rank(G, tol=1e-12)
+    c = mk.MKLClassifier(**kw).fit(factors, y)
+    assert c.primal_objective_ == pytest.approx(a.primal_objective_, rel=1e-6)
+
+
+def test_multiclass_one_vs_rest() -> None:
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    labels = np.digitize(X[:, 0], [-0.5, 0.5])  # three classes
+    bank = linear_bank(X.shape[1], 5)
+    clf = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic", solver="prox_newton",
+                           tol=1e-8).fit(X, labels)  # fmt: skip
+    for k in range(3):
+        yk = np.where(labels == k, 1.0, -1.0)
+        one = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic",
+                               solver="prox_newton", tol=1e-8).fit(X, yk)  # fmt: skip
+        assert clf.primal_objective_[k] == pytest.approx(one.primal_objective_, rel=1e-9)
+    assert clf.score(X, labels) > 0.9
+
+
+def test_max_iter_warns() -> None:
+    X, y = cancer()
+    bank = linear_bank(X.shape[1], 5)
+    clf = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic", solver="prox_newton",
+                           tol=1e-12, max_iter=1, C=10.0)  # fmt: skip
+    with pytest.warns(ConvergenceWarning, match="did not reach tol"):
+        clf.fit(X, y)
+    assert clf.n_iter_ == 1 and clf.duality_gap_ > 1e-12
+    assert clf.dual_objective_ <= clf.primal_objective_
+
+
+def test_bad_use_is_refused() -> None:
+    X, y = cancer()
+    bank = linear_bank(X.shape[1], 2)
+    with pytest.raises(InvalidParameterError, match="explicit features"):
+        mk.MKLClassifier(penalty="l1", solver="prox_newton", loss="logistic").fit(X[:50], y[:50])
+    with pytest.raises(InvalidParameterError, match="loss"):
+        mk.MKLClassifier(kernels=bank, penalty="l1", solver="prox_newton", loss="hinge").fit(
+            X[:50], y[:50]
+        )
+    with pytest.raises(InvalidParameterError, match="penalty"):
+        mk.MKLClassifier(kernels=bank, penalty="lp", solver="prox_newton", loss="logistic").fit(
+            X[:50], y[:50]
+        )
+    G = mk.kernels.gram(X[:50], [Linear(), Gaussian(sigma=4.0)])
+    pre = mk.MKLClassifier(kernels="precomputed", penalty="l1", solver="prox_newton",
+                           loss="logistic")  # fmt: skip
+    with pytest.raises(InvalidInputError, match="list of feature blocks"):
+        pre.fit(G, y[:50])
+    with pytest.raises(InvalidParameterError, match="explicit features"):
+        _core.fit("prox_newton", G, y[:50], {"loss": "logistic"})
+    blocks = [np.array(F) for F in bank.fit_transform(X[:50])]
+    blocks[1][3, 0] = np.nan
+    with pytest.raises(ValueError, match="finite|NaN"):
+        pre.fit(blocks, y[:50])
+
+
+def test_ctrl_c_stops_it_quickly() -> None:
+    rng = np.random.default_rng(0)
+    n = 100_000
+    F = [rng.normal(size=(n, 40)) for _ in range(10)]
+    y = np.sign(F[0][:, 0] + 0.5 * rng.normal(size=n))
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        _core.fit("prox_newton", F, y, {"loss": "logistic", "tol": 1e-14, "max_iter": 10_000,
+                                        "C": 1e4})  # fmt: skip
+    elapsed = time.perf_counter() - start
+    timer.join()
+    assert elapsed < 0.5 + 1.0, elapsed
