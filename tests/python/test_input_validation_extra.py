@@ -435,6 +435,25 @@ def test_unknown_kernels_string_names_the_parameter() -> None:
     assert "'precomputed'" in msg and "'bogus'" in msg
 
 
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda X: mk.kernels.gram(X, "bogus"),
+        lambda X: mk.kernels.KernelBank("bogus"),
+        lambda X: FeatureBank("bogus"),
+        lambda X: mk.MKLClassifierCV(kernels="bogus").fit(X, _data()[1]),
+        lambda X: mk.mkl_path(X, _data()[1], kernels="bogus"),
+    ],
+    ids=["gram", "KernelBank", "FeatureBank", "MKLClassifierCV", "mkl_path"],
+)
+def test_a_string_of_kernels_is_refused_whole(build: Callable[[Any], Any]) -> None:
+    """A string is not read as a sequence of one-letter kernels: the message names the
+    whole string ('bogus', not 'b'), and the error is the library's InvalidParameterError."""
+    X, _ = _data()
+    msg = _raises_parameter("kernels", build, X)
+    assert "'bogus'" in msg and "'b'" not in msg
+
+
 def test_an_unknown_kernel_kind_from_the_engine_is_an_internal_error() -> None:
     from multikernel.kernels import _from_tuple
 

@@ -485,6 +485,14 @@ def _from_tuple(t: _SpecTuple) -> Kernel:
 def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:
     if isinstance(specs, Kernel):
         specs = [specs]
+    if isinstance(specs, (str, bytes)):
+        # A string is a sequence too: without this, "bogus" would be read as five kernels
+        # and the error would name "b".
+        raise InvalidParameterError(
+            f"kernels must be a sequence of kernel specifications (Linear, Polynomial, "
+            f"Gaussian, Laplacian, Callable), got the string {specs!r}",
+            parameter="kernels",
+        )
     try:
         specs = list(specs)
     except TypeError:
