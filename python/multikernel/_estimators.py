@@ -822,8 +822,9 @@ default "mean_diag"
         ``predict_proba`` is available; one-vs-one pairs are coupled (Wu, Lin & Weng 2004).
         The logistic loss has probabilities of its own and ignores it.
     n_threads : int, default 0
-        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
-        cores are clipped to it.
+        Threads, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or ``OMP_NUM_THREADS`` when that
+        is set (joblib's workers set it to their share); ``-k`` all but ``k − 1``; ``k > 0`` that
+        many, clipped to the available cores.
     random_state : int, optional
         Seed of the stochastic solver ``"svrg"`` and of the folds of ``probability=True``,
         in [0, 2**64) (None: 0); the other solvers are deterministic and ignore it.

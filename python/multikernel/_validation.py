@@ -122,7 +122,8 @@ def check_n_threads(n_threads: Any) -> int:
     """Validate ``n_threads``: an integer; 0 or -1 = all cores, ``-k`` = all but ``k − 1``
     (scikit-learn's ``n_jobs``); values above the number of available cores are clipped to it
     (more threads never help the engine's memory-bound loops, and its results are
-    bit-identical for any thread count). Returns 0 for all cores."""
+    bit-identical for any thread count). Returns 0 for all cores, which the engine reads as
+    ``OMP_NUM_THREADS`` when that is set (the share a process manager gave this process)."""
     if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)):
         raise InvalidParameterError(
             f"n_threads must be an integer, got {n_threads!r}", parameter="n_threads"

@@ -80,6 +80,35 @@ def test_n_threads_above_the_cores_is_clipped() -> None:
     )
 
 
+def test_n_threads_minus_one_is_all_cores_everywhere() -> None:
+    """``n_threads=-1`` (scikit-learn's "all cores") is accepted by the estimators, the path,
+    the CV estimators and the banks, stays -1 in ``get_params`` (so ``clone`` keeps it), and
+    gives the bits of a one-thread fit; a Dask task reads it as one thread, as 0."""
+    from multikernel._dask import _task_threads
+
+    X, y = _data()
+    specs = [Linear(), Gaussian(sigma=1.0), Polynomial(degree=2)]
+    one = mk.MKLClassifier(kernels=specs, n_threads=1).fit(X, y)
+    every = mk.MKLClassifier(kernels=specs, n_threads=-1).fit(X, y)
+    assert every.get_params()["n_threads"] == -1
+    np.testing.assert_array_equal(every.dual_coef_, one.dual_coef_)
+    np.testing.assert_array_equal(every.kernel_weights_, one.kernel_weights_)
+    np.testing.assert_array_equal(
+        mk.kernels.gram(X, specs, n_threads=-1), mk.kernels.gram(X, specs, n_threads=1)
+    )
+    yr = X[:, 0] - X[:, 1]
+    p1 = mk.mkl_path(X, yr, kernels=specs, n_threads=1)
+    pa = mk.mkl_path(X, yr, kernels=specs, n_threads=-1)
+    np.testing.assert_array_equal(pa.Cs, p1.Cs)
+    np.testing.assert_array_equal(pa.kernel_weights, p1.kernel_weights)
+    cv = mk.MKLRegressorCV(kernels=specs, Cs=3, cv=2, n_threads=-1).fit(X, yr)
+    assert cv.C_ == mk.MKLRegressorCV(kernels=specs, Cs=3, cv=2, n_threads=1).fit(X, yr).C_
+    assert mk.kernels.KernelBank(specs, n_threads=-1).n_threads == 0
+    assert _task_threads(-1) == _task_threads(0) == 1
+    if _cores() > 2:
+        assert _task_threads(-2) == _cores() - 1
+
+
 # --- 2. random_state ------------------------------------------------------------------------
 
 

@@ -209,14 +209,16 @@ class KernelBank:
     dtype : float64 or float32
         Element type of the stacks produced.
     n_threads : int, default 0
-        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
-        cores are clipped to it.
+        Threads, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or ``OMP_NUM_THREADS`` when that
+        is set (joblib's workers set it to their share); ``-k`` all but ``k − 1``; ``k > 0`` that
+        many, clipped to the available cores.
 
     Raises
     ------
     ValueError
         Invalid specifications, an unknown ``normalize``, a ``dtype`` other than float64 and
-        float32, or a negative ``n_threads``.
+        float32, or an ``n_threads`` that is not an integer or leaves no thread (below
+        minus the number of cores).
 
     Attributes
     ----------

@@ -57,8 +57,9 @@ class FeatureBank:
         Type of the returned blocks: float32 halves their memory (computed in float64, then
         rounded); the solvers compute in float64 either way.
     n_threads : int, default 0
-        Threads of the engine (0 or -1: all cores, -k: all but k − 1; values above the
-        number of cores are clipped to it).
+        Threads of the engine, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or
+        ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
+        but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
 
     Raises
     ------
