@@ -746,7 +746,11 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         :class:`~multikernel.kernels.LowRankFactors` of
         :func:`~multikernel.kernels.low_rank` (``K_m = G_m G_mᵀ``, read at their rank);
         ``predict`` then takes the test points' rows of the blocks or factors (or, after
-        factors, the dense cross kernels).
+        factors, the dense cross kernels). With ``X`` a pandas DataFrame, the kernels'
+        ``features`` may name its columns (``Gaussian(features=["mean radius"])``,
+        :func:`~multikernel.kernels.view_bank`): ``fit`` resolves them to indices
+        (``kernel_bank_`` holds the resolved kernels, ``feature_names_in_`` the names) and
+        ``predict`` refuses a DataFrame whose columns differ.
     penalty : {"lp", "l1", "elasticnet", "group"}, default "lp"
         ``"lp"``: ``Ω = ½ (Σ_m ‖f_m‖^q)^{2/q}``, ``q = 2p/(p+1)``, i.e. Kloft et al.'s
         ℓp-norm MKL with ``‖θ‖_p ≤ 1``. ``"l1"``: ``Ω = Σ_m ‖f_m‖`` (sparse MKL, SpicyMKL);
@@ -879,7 +883,8 @@ default "mean_diag"
         dual norm, ``A[k] = θ_k β``), and the group sums ``Σ_{k∈G_j} ‖f_k‖`` are equal.
     kernel_bank_ : KernelBank, FeatureBank or None
         The fitted bank that computes the test kernels, or the test features for a
-        ``FeatureBank`` (None for precomputed kernels).
+        ``FeatureBank`` (None for precomputed kernels); its kernels read columns by index
+        (names resolved).
     coef_ : list of ndarray of shape (D_m,) or (n_problems, D_m)
         With ``kernels=FeatureBank``: per kernel, the weights ``w_m = Φ_mᵀ A[m]`` in its
         feature space, so that ``f_m(x) = φ_m(x)ᵀ w_m`` (not set otherwise).

@@ -264,7 +264,8 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         self.C_ = float(grid[choosable[int(np.argmax(mean))]])
         refit_cls = MKLClassifier if self._classifier else MKLRegressor
         # On factors the refit reads them as feature blocks (no n×n matrix formed), and
-        # predicts from their rows or from the dense cross kernels (resolve's factors).
+        # predicts from their rows or from the dense cross kernels (resolve's factors). It
+        # reads X itself, so that kernels reading a DataFrame's columns by name find them.
         raw = data.points is not None
         self.estimator_ = refit_cls(
             kernels=self.kernels if raw else "precomputed",
@@ -277,7 +278,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             max_iter=self.max_iter,
             n_threads=self.n_threads,
             verbose=self.verbose,
-        ).fit(data.points if raw else X, yv)
+        ).fit(X, yv)
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))

@@ -206,9 +206,11 @@ def test_epsilon_insensitive_on_one_sample_is_an_input_error(penalty: Penalty) -
 
 
 def test_feature_indices_must_be_integers() -> None:
-    for bad in ([1.5], [0.9], [True], np.array([1.0]), ["1"], "01", [[0, 1], [2]]):
+    for bad in ([1.5], [0.9], [True], np.array([1.0]), "01", [[0, 1], [2]], [None]):
         _raises_parameter("features", Linear, features=bad)
         _raises_parameter("features", Gaussian, sigma=1.0, features=bad)
+    # Strings in a sequence are column names (of a DataFrame X, resolved at fit).
+    assert Linear(features=["1", 2]).features == ("1", 2)
     assert Linear(features=np.array([0, 2])).features == (0, 2)  # type: ignore[arg-type]
     assert Linear(features=[np.int64(1), np.uint8(2)]).features == (1, 2)
     assert Laplacian(features=range(2)).features == (0, 1)

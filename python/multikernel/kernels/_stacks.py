@@ -55,7 +55,8 @@ def gram(
         Training points; a Dask array gives a Dask array of row blocks, computed on the
         workers (docs/dask.md).
     specs : sequence of Kernel
-        Kernel specifications.
+        Kernel specifications (columns named in their ``features`` are those of a
+        DataFrame ``X``).
     normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"}, optional
         Scaling of each Gram matrix: unit trace, unit mean diagonal, Kloft et al.'s
         multiplicative normalisation (eq. 25, unit variance in feature space) or spherical
