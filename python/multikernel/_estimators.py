@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
+import scipy.special
 from joblib import Parallel, delayed
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -37,6 +38,7 @@ from .exceptions import (
     InvalidParameterError,
     KernelNotPSDWarning,
     NonFiniteError,
+    NotFittedError,
 )
 from .kernels import (
     FeatureBank,
@@ -1196,8 +1198,10 @@ default "mean_diag"
         if self.loss == "logistic" or self.probability is True:
             return None
         return (
-            f"loss={self.loss or 'hinge'!r} gives no probabilities: use loss='logistic', or "
-            "probability=True for Platt scaling fitted by internal cross-validation (as SVC)"
+            f"loss={self.loss or 'hinge'!r} gives decision values, not probabilities: use "
+            "loss='logistic', or probability=True for Platt scaling fitted by internal "
+            "cross-validation (as SVC(probability=True)), or wrap the classifier in "
+            "scikit-learn's CalibratedClassifierCV"
         )
 
     @_available_unless(_proba_unavailable)
@@ -1205,7 +1209,8 @@ default "mean_diag"
         """Class probabilities: the logistic model's, or Platt's (``probability=True``).
 
         ``loss="logistic"``: ``σ(f)`` for two classes; the one-vs-rest ``σ(f_k)`` normalised
-        to sum to one for more. Hinge-type losses with ``probability=True``: Platt's
+        to sum to one for more, the one-vs-one pairs' ``σ(f_ab)`` coupled pairwise (Wu, Lin &
+        Weng 2004). Hinge-type losses with ``probability=True``: Platt's
         ``1/(1 + exp(A f + B))`` of each binary problem (``probA_``, ``probB_``), normalised
         over the classes for one-vs-rest, coupled pairwise (Wu, Lin & Weng 2004) for
         one-vs-one; as scikit-learn's ``SVC``, the most probable class need not be the one
@@ -1224,11 +1229,12 @@ default "mean_diag"
         Raises
         ------
         AttributeError
-            A hinge-type loss without ``probability=True`` (the method is then absent; the
-            message says which option to set), or the logistic loss one-vs-one with more
-            than two classes.
+            A hinge-type loss without ``probability=True``: the method is then absent
+            (``hasattr`` is False) and the message itself says what to do (``loss="logistic"``,
+            ``probability=True``, or scikit-learn's ``CalibratedClassifierCV``).
         sklearn.exceptions.NotFittedError
-            The estimator is not fitted, or was fitted without ``probability=True``.
+            The estimator is not fitted, or was fitted without ``probability=True``
+            (:class:`multikernel.exceptions.NotFittedError`, a subclass, in that case).
 
         Examples
         --------
@@ -1256,7 +1262,8 @@ default "mean_diag"
         f = self.decision_function(X)
         if self.loss == "logistic":
             if f.ndim == 2 and self.multi_class == "ovo":
-                raise AttributeError("predict_proba needs multi_class='ovr'")
+                # Each pair's logistic model is P(a | a or b) = σ(f_ab): coupled as Platt's.
+                return self._couple(scipy.special.expit(f))
             return _logistic_proba(f)
         problems = 1 if f.ndim == 1 else f.shape[1]
         if getattr(self, "probA_", np.empty(0)).shape != (problems,):
@@ -1273,8 +1280,12 @@ default "mean_diag"
         if self.multi_class == "ovr":
             out: NDArray[np.float64] = P / P.sum(axis=1, keepdims=True)
             return out
-        # P[:, k] is the probability of the pair's first class a against its second b.
-        r = np.zeros((f.shape[0], len(self.classes_), len(self.classes_)))
+        return self._couple(P)
+
+    def _couple(self, P: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Class probabilities from ``P[:, k]``, the probability of the pair ``k``'s first
+        class against its second (``pairs_``), by Wu, Lin & Weng's pairwise coupling."""
+        r = np.zeros((P.shape[0], len(self.classes_), len(self.classes_)))
         for k, (a, b) in enumerate(self.pairs_):
             r[:, a, b], r[:, b, a] = P[:, k], 1.0 - P[:, k]
         return pairwise_coupling(r)
