@@ -54,9 +54,7 @@ def test_a_classifier_reads_the_named_columns(frame: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(named.kernel_weights_, by_index.kernel_weights_)
     np.testing.assert_array_equal(named.dual_coef_, by_index.dual_coef_)
     X_new = X.iloc[100:]
-    np.testing.assert_array_equal(
-        named.decision_function(X_new), by_index.decision_function(X_new)
-    )
+    np.testing.assert_array_equal(named.decision_function(X_new), by_index.decision_function(X_new))
     # Resolved and stored: the fitted bank reads indices, the parameter keeps the names.
     assert named.kernel_bank_.specs == _specs(X, False)
     assert named.kernels == _specs(X, True)
