@@ -20,7 +20,8 @@ object cannot be a Dask array unless Dask is imported).
   array of the results.
 
 Threads: a task runs the engine with the bank's ``n_threads`` when it is set, and with one
-thread for ``n_threads=0`` ("all cores"): Dask fills the cores with one task per worker thread.
+thread for ``n_threads=0`` or ``-1`` ("all cores"): Dask fills the cores with one task per
+worker thread.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
-from ._validation import aligned, check_features
+from ._validation import aligned, check_features, check_n_threads
 from .exceptions import InvalidInputError
 
 __all__: list[str] = []
@@ -74,8 +75,10 @@ def is_dask_array(x: Any) -> bool:
 
 
 def _task_threads(n_threads: int) -> int:
-    """Threads of one Dask task: ``n_threads`` when set, else 1 (Dask's threads fill the cores)."""
-    return int(n_threads) if n_threads > 0 else 1
+    """Threads of one Dask task: ``n_threads`` when set (``-k`` counts as all cores but
+    ``k − 1``), else 1 for 0 and -1 (Dask's threads fill the cores)."""
+    threads = check_n_threads(n_threads)
+    return threads if threads > 0 else 1
 
 
 def _raw_stats(n_kernels: int, n: int) -> dict[str, Any]:

@@ -18,9 +18,10 @@ from typing import Any, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import aligned, check_feature_blocks, check_stack
+from ._validation import aligned, check_feature_blocks, check_stack, column_names
 from .exceptions import InvalidInputError, InvalidParameterError, MultikernelError
 from .kernels import FeatureBank, Kernel, KernelBank, LowRankFactors, shift_to_psd, validate_stack
+from .kernels._specs import _resolve_columns
 
 #: Validates raw training points and their targets (the estimators' ``validate_data``).
 FitPoints: TypeAlias = Callable[[Any, Any], tuple[NDArray[np.float64], Any]]
@@ -379,8 +380,23 @@ def resolve(
     else:
         Xv, y = _wrapped(points, isinstance(kernels, FeatureBank), X, y)
         spec = default_specs(Xv.shape[1]) if kernels is None else kernels
-        data = _fit_bank(spec, Xv, normalize, n_threads)
+        data = _fit_bank(_with_columns(spec, column_names(X)), Xv, normalize, n_threads)
     return data, check_targets(y, data.n) if targets else None
+
+
+def _with_columns(spec: Any, names: list[str] | None) -> Any:
+    """``kernels=`` with its column names resolved against ``names``, the columns of the
+    raw ``X`` (None when it has none): the bank is then fitted on the validated array, the
+    folds of a CV refit on its rows, and the fitted bank maps arrays by index (the estimators
+    check the names of new points with ``feature_names_in_``). Anything that is not kernels
+    is returned as it is, for the bank to refuse."""
+    if isinstance(spec, FeatureBank):
+        return spec._with_columns(names)
+    if isinstance(spec, Kernel):
+        spec = [spec]
+    if isinstance(spec, (list, tuple)):
+        return _resolve_columns(spec, names)
+    return spec
 
 
 def _fit_bank(

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
+import scipy.special
 from joblib import Parallel, delayed
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -38,6 +39,7 @@ from .exceptions import (
     InvalidParameterError,
     KernelNotPSDWarning,
     NonFiniteError,
+    NotFittedError,
 )
 from .kernels import (
     FeatureBank,
@@ -768,7 +770,11 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         :class:`~multikernel.kernels.LowRankFactors` of
         :func:`~multikernel.kernels.low_rank` (``K_m = G_m G_mᵀ``, read at their rank);
         ``predict`` then takes the test points' rows of the blocks or factors (or, after
-        factors, the dense cross kernels).
+        factors, the dense cross kernels). With ``X`` a pandas DataFrame, the kernels'
+        ``features`` may name its columns (``Gaussian(features=["mean radius"])``,
+        :func:`~multikernel.kernels.view_bank`): ``fit`` resolves them to indices
+        (``kernel_bank_`` holds the resolved kernels, ``feature_names_in_`` the names) and
+        ``predict`` refuses a DataFrame whose columns differ.
     penalty : {"lp", "l1", "elasticnet", "group"}, default "lp"
         ``"lp"``: ``Ω = ½ (Σ_m ‖f_m‖^q)^{2/q}``, ``q = 2p/(p+1)``, i.e. Kloft et al.'s
         ℓp-norm MKL with ``‖θ‖_p ≤ 1``. ``"l1"``: ``Ω = Σ_m ‖f_m‖`` (sparse MKL, SpicyMKL);
@@ -848,8 +854,9 @@ default "mean_diag"
         ``predict_proba`` is available; one-vs-one pairs are coupled (Wu, Lin & Weng 2004).
         The logistic loss has probabilities of its own and ignores it.
     n_threads : int, default 0
-        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
-        cores are clipped to it.
+        Threads, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or ``OMP_NUM_THREADS`` when that
+        is set (joblib's workers set it to their share); ``-k`` all but ``k − 1``; ``k > 0`` that
+        many, clipped to the available cores.
     random_state : int, optional
         Seed of the stochastic solver ``"svrg"`` and of the folds of ``probability=True``,
         in [0, 2**64) (None: 0); the other solvers are deterministic and ignore it.
@@ -904,7 +911,8 @@ default "mean_diag"
         dual norm, ``A[k] = θ_k β``), and the group sums ``Σ_{k∈G_j} ‖f_k‖`` are equal.
     kernel_bank_ : KernelBank, FeatureBank or None
         The fitted bank that computes the test kernels, or the test features for a
-        ``FeatureBank`` (None for precomputed kernels).
+        ``FeatureBank`` (None for precomputed kernels); its kernels read columns by index
+        (names resolved).
     coef_ : list of ndarray of shape (D_m,) or (n_problems, D_m)
         With ``kernels=FeatureBank``: per kernel, the weights ``w_m = Φ_mᵀ A[m]`` in its
         feature space, so that ``f_m(x) = φ_m(x)ᵀ w_m`` (not set otherwise).
@@ -1216,8 +1224,10 @@ default "mean_diag"
         if self.loss == "logistic" or self.probability is True:
             return None
         return (
-            f"loss={self.loss or 'hinge'!r} gives no probabilities: use loss='logistic', or "
-            "probability=True for Platt scaling fitted by internal cross-validation (as SVC)"
+            f"loss={self.loss or 'hinge'!r} gives decision values, not probabilities: use "
+            "loss='logistic', or probability=True for Platt scaling fitted by internal "
+            "cross-validation (as SVC(probability=True)), or wrap the classifier in "
+            "scikit-learn's CalibratedClassifierCV"
         )
 
     @_available_unless(_proba_unavailable)
@@ -1225,7 +1235,8 @@ default "mean_diag"
         """Class probabilities: the logistic model's, or Platt's (``probability=True``).
 
         ``loss="logistic"``: ``σ(f)`` for two classes; the one-vs-rest ``σ(f_k)`` normalised
-        to sum to one for more. Hinge-type losses with ``probability=True``: Platt's
+        to sum to one for more, the one-vs-one pairs' ``σ(f_ab)`` coupled pairwise (Wu, Lin &
+        Weng 2004). Hinge-type losses with ``probability=True``: Platt's
         ``1/(1 + exp(A f + B))`` of each binary problem (``probA_``, ``probB_``), normalised
         over the classes for one-vs-rest, coupled pairwise (Wu, Lin & Weng 2004) for
         one-vs-one; as scikit-learn's ``SVC``, the most probable class need not be the one
@@ -1244,11 +1255,12 @@ default "mean_diag"
         Raises
         ------
         AttributeError
-            A hinge-type loss without ``probability=True`` (the method is then absent; the
-            message says which option to set), or the logistic loss one-vs-one with more
-            than two classes.
+            A hinge-type loss without ``probability=True``: the method is then absent
+            (``hasattr`` is False) and the message itself says what to do (``loss="logistic"``,
+            ``probability=True``, or scikit-learn's ``CalibratedClassifierCV``).
         sklearn.exceptions.NotFittedError
-            The estimator is not fitted, or was fitted without ``probability=True``.
+            The estimator is not fitted, or was fitted without ``probability=True``
+            (:class:`multikernel.exceptions.NotFittedError`, a subclass, in that case).
 
         Examples
         --------
@@ -1276,7 +1288,8 @@ default "mean_diag"
         f = self.decision_function(X)
         if self.loss == "logistic":
             if f.ndim == 2 and self.multi_class == "ovo":
-                raise AttributeError("predict_proba needs multi_class='ovr'")
+                # Each pair's logistic model is P(a | a or b) = σ(f_ab): coupled as Platt's.
+                return self._couple(scipy.special.expit(f))
             return _logistic_proba(f)
         problems = 1 if f.ndim == 1 else f.shape[1]
         if getattr(self, "probA_", np.empty(0)).shape != (problems,):
@@ -1293,8 +1306,12 @@ default "mean_diag"
         if self.multi_class == "ovr":
             out: NDArray[np.float64] = P / P.sum(axis=1, keepdims=True)
             return out
-        # P[:, k] is the probability of the pair's first class a against its second b.
-        r = np.zeros((f.shape[0], len(self.classes_), len(self.classes_)))
+        return self._couple(P)
+
+    def _couple(self, P: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Class probabilities from ``P[:, k]``, the probability of the pair ``k``'s first
+        class against its second (``pairs_``), by Wu, Lin & Weng's pairwise coupling."""
+        r = np.zeros((P.shape[0], len(self.classes_), len(self.classes_)))
         for k, (a, b) in enumerate(self.pairs_):
             r[:, a, b], r[:, b, a] = P[:, k], 1.0 - P[:, k]
         return pairwise_coupling(r)

@@ -65,8 +65,9 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
         ``"clip"`` shifts the training kernels to positive semi-definite ones before the fit
         (``K_m + s_m I``, recorded in ``psd_shifts_``), as for :class:`MKLClassifier`.
     n_threads : int, default 0
-        Threads of the engine (0 or -1: all cores, -k: all but k − 1; values above the
-        number of cores are clipped to it).
+        Threads of the engine, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or
+        ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
+        but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
     verbose : int, default 0
         ``1`` or more: one INFO record per outer iteration on the ``multikernel`` logger.
 

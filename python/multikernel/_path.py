@@ -267,20 +267,31 @@ class MKLPath:
         out: NDArray[Any] = self.classes[(f > 0).astype(int)]
         return out
 
-    def plot(self, ax: Any = None) -> Any:
+    def plot(self, ax: Any = None, *, top: int = 10) -> Any:
         """Plot the kernel weights ``η`` against ``C`` (log scale), kinks marked.
 
-        Needs matplotlib (``pip install multikernel[plot]``).
+        The ``top`` kernels of largest weight at the end of the path are coloured and named
+        in the legend by their specification (``"kernel j"`` for a precomputed stack); the
+        others are drawn in grey, their number in the legend. Needs matplotlib
+        (``pip install multikernel[plot]``).
 
         Parameters
         ----------
         ax : matplotlib Axes or None, default None
-            Where to draw; None: a new figure's axes.
+            Where to draw; None: the axes of a new figure with a constrained layout, so that
+            the labels and the legend survive a default ``savefig``.
+        top : int, default 10
+            How many kernels to name in the legend.
 
         Returns
         -------
         matplotlib Axes
             The axes drawn on.
+
+        Raises
+        ------
+        InvalidParameterError
+            ``top`` is not a non-negative integer.
 
         Examples
         --------
@@ -293,24 +304,46 @@ class MKLPath:
         >>> path = mk.mkl_path(X, y, kernels=[mk.kernels.Gaussian(sigma=1.0, features=[j])
         ...                                   for j in range(3)])
         >>> ax = path.plot()
-        >>> len(ax.get_lines()) >= 3
-        True
+        >>> [t.get_text() for t in ax.get_legend().get_texts()][0]
+        'Gaussian(sigma=1.0, features=(0,))'
         """
         import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
 
+        if isinstance(top, bool) or not isinstance(top, numbers.Integral) or top < 0:
+            raise InvalidParameterError(
+                f"top must be a non-negative integer, got {top!r}", parameter="top"
+            )
         if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
-        for j in range(self.kernel_weights.shape[1]):
-            ax.plot(self.Cs, self.kernel_weights[:, j], label=f"kernel {j}")
+            _, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+        W = self.kernel_weights
+        M = W.shape[1]
+        specs = getattr(self.kernel_bank, "specs", None)
+        # Largest final weight first; ties (e.g. kernels at 0 at the end) by the path's peak.
+        order = np.lexsort((-W.max(axis=0), -W[-1]))
+        named = order[: min(int(top), M)]
+        rest = np.setdiff1d(np.arange(M), named)
+        for j in rest:  # under the named ones
+            ax.plot(self.Cs, W[:, j], color="0.75", linewidth=0.6, zorder=1)
+        handles = []
+        for j in named:
+            label = repr(specs[j]) if specs is not None else f"kernel {j}"
+            handles += ax.plot(self.Cs, W[:, j], linewidth=1.4, zorder=2, label=label)
+        if len(rest):
+            other = f"{len(rest)} other kernels"
+            handles.append(Line2D([], [], color="0.75", linewidth=0.6, label=other))
         for k in self.kinks:
-            ax.axvline(self.Cs[k], color="0.7", linestyle=":", linewidth=0.8)
-        ax.axvline(self.C0, color="0.4", linestyle="--", linewidth=0.8)
+            ax.axvline(self.Cs[k], color="0.7", linestyle=":", linewidth=0.8, zorder=0)
+        ax.axvline(self.C0, color="0.4", linestyle="--", linewidth=0.8, zorder=0)
         ax.set_xscale("log")
         ax.set_xlabel("C (dashed: C0, below which f = 0; dotted: kinks)")
         ax.set_ylabel("kernel weight η")
-        ax.set_title(f"mkl_path, {self.loss} loss")
-        if self.kernel_weights.shape[1] <= 10:
-            ax.legend(fontsize="small")
+        ax.set_title(f"mkl_path, {self.loss} loss, {M} kernels")
+        if handles:
+            some = len(rest) and len(named)
+            title = f"largest {len(named)} at C = {self.Cs[-1]:.3g}" if some else None
+            ax.legend(handles=handles, fontsize="small", loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0), title=title, title_fontsize="small")  # fmt: skip
         return ax
 
 
@@ -413,8 +446,9 @@ def mkl_path(
         ``"check"`` uses the kernels as they are (the path refuses a kernel with a negative
         ``βᵀK_jβ`` at its start only).
     n_threads : int, default 0
-        Threads of the engine (0 or -1: all cores, -k: all but k − 1; values above the
-        number of cores are clipped to it).
+        Threads of the engine, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or
+        ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
+        but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
     verbose : int, default 0
         1 logs one line per point on the ``multikernel`` logger.
 

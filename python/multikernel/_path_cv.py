@@ -306,7 +306,8 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         fitted attributes."""
         refit_cls = MKLClassifier if self._classifier else MKLRegressor
         # On factors the refit reads them as feature blocks (no n×n matrix formed), and
-        # predicts from their rows or from the dense cross kernels (resolve's factors).
+        # predicts from their rows or from the dense cross kernels (resolve's factors). It
+        # reads X itself, so that kernels reading a DataFrame's columns by name find them.
         raw = data.points is not None
         self.estimator_ = refit_cls(
             kernels=self.kernels if raw else "precomputed",
@@ -319,7 +320,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             max_iter=self.max_iter,
             n_threads=self.n_threads,
             verbose=self.verbose,
-        ).fit(data.points if raw else X, yv)
+        ).fit(X, yv)
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))
@@ -335,12 +336,14 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         Parameters
         ----------
         ax : matplotlib Axes or None, default None
-            Where to draw; None: a new figure's axes.
+            Where to draw; None: the axes of a new figure with a constrained layout, so that
+            the labels survive a default ``savefig``.
 
         Returns
         -------
         matplotlib Axes
-            The axes drawn on.
+            The axes drawn on; the y label names the scoring (``scoring``, or accuracy / R²
+            by default).
 
         Examples
         --------
@@ -352,19 +355,30 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         >>> reg = mk.MKLRegressorCV(kernels=[mk.kernels.Gaussian(sigma=0.1, features=[j])
         ...                                  for j in range(3)], Cs=6, cv=3).fit(X[:90], y[:90])
         >>> ax = reg.plot_scores()
+        >>> print(ax.get_ylabel())
+        held-out R²
+        (mean ± std over 3 folds)
         """
         import matplotlib.pyplot as plt
 
         check_is_fitted(self, "scores_")
         if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
+            _, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+        if self.scoring is None:
+            metric = "accuracy" if self._classifier else "R²"
+        elif isinstance(self.scoring, str):
+            metric = self.scoring
+        else:  # a callable scorer: the name of its score function when it has one
+            fn = getattr(self.scoring, "_score_func", self.scoring)
+            metric = getattr(fn, "__name__", "score")
         mean, std = self.scores_.mean(axis=0), self.scores_.std(axis=0)
         ax.plot(self.Cs_, mean, marker="o", markersize=3)
         ax.fill_between(self.Cs_, mean - std, mean + std, alpha=0.2)
         ax.axvline(self.C_, color="0.4", linestyle="--", linewidth=0.8)
         ax.set_xscale("log")
-        ax.set_xlabel("C (dashed: the chosen C_)")
-        ax.set_ylabel("held-out score (mean ± std over folds)")
+        ax.set_xlabel(f"C (dashed: the chosen C_ = {self.C_:.3g})")
+        # Two lines: a long scoring name on one would run off a 4-inch-high figure.
+        ax.set_ylabel(f"held-out {metric}\n(mean ± std over {self.scores_.shape[0]} folds)")
         return ax
 
     def __sklearn_tags__(self) -> Any:
@@ -412,8 +426,9 @@ _PARAMS_DOC = """
     max_iter : int, default 1000
         Iteration budget of the refit.
     n_threads : int, default 0
-        Threads of the engine (0 or -1: all cores, -k: all but k − 1; values above the
-        number of cores are clipped to it).
+        Threads of the engine, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or
+        ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
+        but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
     verbose : int, default 0
         1 logs the refit's iterations on the ``multikernel`` logger.
 """

@@ -40,6 +40,21 @@ def check_features(X: Any, name: str = "X", *, row_offset: int = 0) -> NDArray[n
     return np.require(arr, requirements=("C", "A"))  # aligned too: see ``aligned``
 
 
+def column_names(X: Any) -> list[str] | None:
+    """The column names of a DataFrame ``X`` (pandas, or any frame with ``columns``) when they
+    are all strings, else None: the names scikit-learn keeps in ``feature_names_in_``."""
+    if isinstance(X, np.ndarray):
+        return None
+    columns = getattr(X, "columns", None)
+    if columns is None:
+        return None
+    try:
+        names = list(columns)
+    except TypeError:
+        return None
+    return names if names and all(isinstance(c, str) for c in names) else None
+
+
 def check_feature_blocks(blocks: Any, name: str = "the feature blocks") -> list[NDArray[Any]]:
     """Return precomputed feature blocks ``Φ_m`` (a list of ``(n, D_m)`` arrays, ``K_m =
     Φ_m Φ_mᵀ``) as float64 or float32 arrays, not copied when they already are (memmaps stay
@@ -132,7 +147,8 @@ def check_n_threads(n_threads: Any) -> int:
     """Validate ``n_threads``: an integer; 0 or -1 = all cores, ``-k`` = all but ``k − 1``
     (scikit-learn's ``n_jobs``); values above the number of available cores are clipped to it
     (more threads never help the engine's memory-bound loops, and its results are
-    bit-identical for any thread count). Returns 0 for all cores."""
+    bit-identical for any thread count). Returns 0 for all cores, which the engine reads as
+    ``OMP_NUM_THREADS`` when that is set (the share a process manager gave this process)."""
     if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)):
         raise InvalidParameterError(
             f"n_threads must be an integer, got {n_threads!r}", parameter="n_threads"

@@ -80,6 +80,35 @@ def test_n_threads_above_the_cores_is_clipped() -> None:
     )
 
 
+def test_n_threads_minus_one_is_all_cores_everywhere() -> None:
+    """``n_threads=-1`` (scikit-learn's "all cores") is accepted by the estimators, the path,
+    the CV estimators and the banks, stays -1 in ``get_params`` (so ``clone`` keeps it), and
+    gives the bits of a one-thread fit; a Dask task reads it as one thread, as 0."""
+    from multikernel._dask import _task_threads
+
+    X, y = _data()
+    specs = [Linear(), Gaussian(sigma=1.0), Polynomial(degree=2)]
+    one = mk.MKLClassifier(kernels=specs, n_threads=1).fit(X, y)
+    every = mk.MKLClassifier(kernels=specs, n_threads=-1).fit(X, y)
+    assert every.get_params()["n_threads"] == -1
+    np.testing.assert_array_equal(every.dual_coef_, one.dual_coef_)
+    np.testing.assert_array_equal(every.kernel_weights_, one.kernel_weights_)
+    np.testing.assert_array_equal(
+        mk.kernels.gram(X, specs, n_threads=-1), mk.kernels.gram(X, specs, n_threads=1)
+    )
+    yr = X[:, 0] - X[:, 1]
+    p1 = mk.mkl_path(X, yr, kernels=specs, n_threads=1)
+    pa = mk.mkl_path(X, yr, kernels=specs, n_threads=-1)
+    np.testing.assert_array_equal(pa.Cs, p1.Cs)
+    np.testing.assert_array_equal(pa.kernel_weights, p1.kernel_weights)
+    cv = mk.MKLRegressorCV(kernels=specs, Cs=3, cv=2, n_threads=-1).fit(X, yr)
+    assert cv.C_ == mk.MKLRegressorCV(kernels=specs, Cs=3, cv=2, n_threads=1).fit(X, yr).C_
+    assert mk.kernels.KernelBank(specs, n_threads=-1).n_threads == 0
+    assert _task_threads(-1) == _task_threads(0) == 1
+    if _cores() > 2:
+        assert _task_threads(-2) == _cores() - 1
+
+
 # --- 2. random_state ------------------------------------------------------------------------
 
 
@@ -177,9 +206,11 @@ def test_epsilon_insensitive_on_one_sample_is_an_input_error(penalty: Penalty) -
 
 
 def test_feature_indices_must_be_integers() -> None:
-    for bad in ([1.5], [0.9], [True], np.array([1.0]), ["1"], "01", [[0, 1], [2]]):
+    for bad in ([1.5], [0.9], [True], np.array([1.0]), "01", [[0, 1], [2]], [None]):
         _raises_parameter("features", Linear, features=bad)
         _raises_parameter("features", Gaussian, sigma=1.0, features=bad)
+    # Strings in a sequence are column names (of a DataFrame X, resolved at fit).
+    assert Linear(features=["1", 2]).features == ("1", 2)
     assert Linear(features=np.array([0, 2])).features == (0, 2)  # type: ignore[arg-type]
     assert Linear(features=[np.int64(1), np.uint8(2)]).features == (1, 2)
     assert Laplacian(features=range(2)).features == (0, 1)
@@ -433,6 +464,25 @@ def test_unknown_kernels_string_names_the_parameter() -> None:
     X, y = _data()
     msg = _raises_parameter("kernels", mk.MKLClassifier(kernels="bogus").fit, X, y)
     assert "'precomputed'" in msg and "'bogus'" in msg
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda X: mk.kernels.gram(X, "bogus"),
+        lambda X: mk.kernels.KernelBank("bogus"),
+        lambda X: FeatureBank("bogus"),
+        lambda X: mk.MKLClassifierCV(kernels="bogus").fit(X, _data()[1]),
+        lambda X: mk.mkl_path(X, _data()[1], kernels="bogus"),
+    ],
+    ids=["gram", "KernelBank", "FeatureBank", "MKLClassifierCV", "mkl_path"],
+)
+def test_a_string_of_kernels_is_refused_whole(build: Callable[[Any], Any]) -> None:
+    """A string is not read as a sequence of one-letter kernels: the message names the
+    whole string ('bogus', not 'b'), and the error is the library's InvalidParameterError."""
+    X, _ = _data()
+    msg = _raises_parameter("kernels", build, X)
+    assert "'bogus'" in msg and "'b'" not in msg
 
 
 def test_an_unknown_kernel_kind_from_the_engine_is_an_internal_error() -> None:

@@ -112,16 +112,49 @@ def test_multiclass_probabilities(multi_class: str) -> None:
     assert np.mean(P.argmax(axis=1) == y) > 0.95
 
 
+def test_logistic_one_vs_one_couples_the_pairs() -> None:
+    """The logistic loss one-vs-one has probabilities too (it raised AttributeError while
+    ``hasattr`` said True): each pair's ``σ(f_ab)`` is ``P(a | a or b)``, coupled as Platt's.
+    A flipped sign would put the mass on the wrong class of every pair."""
+    X, y = load_iris(return_X_y=True)
+    clf = mk.MKLClassifier(loss="logistic", multi_class="ovo", C=10.0).fit(X, y)
+    assert hasattr(clf, "predict_proba")
+    P = clf.predict_proba(X)
+    f = clf.decision_function(X)
+    r = np.zeros((len(X), 3, 3))
+    for k, (a, b) in enumerate(clf.pairs_):
+        r[:, a, b] = 1.0 / (1.0 + np.exp(-f[:, k]))
+        r[:, b, a] = 1.0 - r[:, a, b]
+    np.testing.assert_allclose(P, pairwise_coupling(r), rtol=1e-12)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
+    assert np.mean(P.argmax(axis=1) == y) > 0.95
+    # Two classes: one pair, σ(f) itself, whatever the scheme.
+    two = mk.MKLClassifier(loss="logistic", multi_class="ovo").fit(X[50:], y[50:])
+    p1 = 1.0 / (1.0 + np.exp(-two.decision_function(X[50:])))
+    np.testing.assert_allclose(two.predict_proba(X[50:])[:, 1], p1, rtol=1e-12)
+
+
 def test_errors_name_the_option() -> None:
     X, y = load_iris(return_X_y=True)
     clf = mk.MKLClassifier(C=10.0)
     assert not hasattr(clf, "predict_proba")
     with pytest.raises(AttributeError, match=r"probability=True") as err:
         clf.predict_proba  # noqa: B018
-    assert "loss='logistic'" in str(err.value)
+    # The reason and the ways out are in the message itself, not only in a chained cause.
+    msg = str(err.value)
+    assert err.value.__cause__ is None
+    assert "loss='hinge' gives decision values, not probabilities" in msg
+    assert "loss='logistic'" in msg and "CalibratedClassifierCV" in msg
+    # The calibration it names works on the hinge classifier.
+    from sklearn.calibration import CalibratedClassifierCV
+
+    cal = CalibratedClassifierCV(mk.MKLClassifier(C=10.0), cv=3).fit(X, y)
+    np.testing.assert_allclose(cal.predict_proba(X).sum(axis=1), 1.0, rtol=1e-12)
+    assert np.mean(cal.predict(X) == y) > 0.9
     clf.fit(X, y).set_params(probability=True)
-    with pytest.raises(NotFittedError, match="refit it with probability=True"):
+    with pytest.raises(NotFittedError, match="refit it with probability=True") as nf:
         clf.predict_proba(X)
+    assert isinstance(nf.value, mk.exceptions.NotFittedError)  # the library's own, too
     with pytest.raises(InvalidInputError, match="two points of each"):
         mk.MKLClassifier(probability=True).fit(X[:51], y[:51])
     with pytest.raises(mk.exceptions.InvalidParameterError, match="probability"):

@@ -14,7 +14,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from .. import _core, _dask
 from .._typing import Normalization
-from .._validation import aligned, check_features, check_n_threads
+from .._validation import aligned, check_features, check_n_threads, column_names
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 from ._specs import (
     Gaussian,
@@ -22,9 +22,11 @@ from ._specs import (
     Linear,
     Polynomial,
     _check_specs,
+    _Entry,
     _features,
     _from_tuple,
     _positive,
+    _resolve_columns,
 )
 
 __all__ = ["SIMPLEMKL_WIDTHS", "KernelBank", "simplemkl_bank", "view_bank"]
@@ -126,9 +128,10 @@ def view_bank(
 
     Parameters
     ----------
-    views : mapping of str to sequence of int
+    views : mapping of str to sequence of int or str
         Each view's columns of ``X``, in the order the groups are numbered (e.g.
-        ``{"gene": range(0, 120), "lipid": range(120, 141)}``).
+        ``{"gene": range(0, 120), "lipid": range(120, 141)}``), by index or by the name of
+        a DataFrame's column (resolved at fit, as the kernels' ``features``).
     widths : sequence of float, default (0.5, 1, 2, 5, 10)
         Gaussian widths sigma, one kernel each per view. Distances grow with the number of
         columns: for standardised columns, widths near ``sqrt(len(columns))`` are the
@@ -149,9 +152,9 @@ def view_bank(
     Raises
     ------
     ValueError
-        ``views`` is not a mapping, no view, a view without columns or with a non-integer or
-        negative column, a width that is not positive, a degree that is not a positive
-        integer, or no kernel per view.
+        ``views`` is not a mapping, no view, a view without columns or with a negative
+        index or a column neither an integer nor a string, a width that is not positive, a
+        degree that is not a positive integer, or no kernel per view.
 
     Examples
     --------
@@ -161,6 +164,8 @@ def view_bank(
     [0, 0, 0, 1, 1, 1]
     >>> specs[2], specs[3]
     (Linear(features=(0, 1)), Gaussian(sigma=1.0, features=(2,)))
+    >>> view_bank({"size": ["mean radius", "mean area"]}, widths=[1.0])[0]
+    [Gaussian(sigma=1.0, features=('mean radius', 'mean area'))]
     """
     if not isinstance(views, Mapping):
         raise InvalidParameterError(
@@ -201,7 +206,8 @@ class KernelBank:
     Parameters
     ----------
     specs : sequence of Kernel
-        Kernel specifications.
+        Kernel specifications; columns named in their ``features`` are looked up in the
+        columns of the DataFrame ``X`` at each fit.
     normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"}, optional
         See :func:`gram`.
     center : bool, default False
@@ -209,14 +215,16 @@ class KernelBank:
     dtype : float64 or float32
         Element type of the stacks produced.
     n_threads : int, default 0
-        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
-        cores are clipped to it.
+        Threads, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or ``OMP_NUM_THREADS`` when that
+        is set (joblib's workers set it to their share); ``-k`` all but ``k − 1``; ``k > 0`` that
+        many, clipped to the available cores.
 
     Raises
     ------
     ValueError
         Invalid specifications, an unknown ``normalize``, a ``dtype`` other than float64 and
-        float32, or a negative ``n_threads``.
+        float32, or an ``n_threads`` that is not an integer or leaves no thread (below
+        minus the number of cores).
 
     Attributes
     ----------
@@ -228,6 +236,9 @@ class KernelBank:
         Normalisation statistics of the training kernels (numpy arrays).
     degenerate_ : list of int
         Kernels that were zero after centring and so were left unscaled (zero).
+    feature_names_in_ : ndarray of str
+        The column names of a training DataFrame (absent otherwise); ``transform`` refuses
+        a DataFrame whose columns differ.
 
     Examples
     --------
@@ -250,7 +261,6 @@ class KernelBank:
         n_threads: int = 0,
     ) -> None:
         self.specs: list[Kernel] = _check_specs(specs)
-        self._tuples = [s._entry() for s in self.specs]
         self.normalize: str = _check_normalize(normalize)
         self.center = bool(center)
         self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
@@ -279,7 +289,8 @@ class KernelBank:
         Raises
         ------
         ValueError
-            ``X`` is not a finite 2-D array, or a feature index is out of range.
+            ``X`` is not a finite 2-D array, a feature index is out of range, or a kernel
+            names a column that ``X`` (a DataFrame, else no names) does not have.
         StackTooLargeError
             The training stack would not fit in the available memory.
 
@@ -324,20 +335,24 @@ class KernelBank:
         >>> G.shape, G.dtype, np.trace(G, axis1=1, axis2=2).round(6)
         ((2, 4, 4), dtype('float32'), array([1., 1.], dtype=float32))
         """
+        # Column names resolve against this X's columns, so a refit on other columns reads
+        # the right ones.
+        names = column_names(X)
+        entries = [s._entry() for s in _resolve_columns(self.specs, names)]
         if _dask.is_dask_array(X):  # statistics and blocks on the workers (docs/dask.md)
-            X_train, train_stats, stack = _dask.bank_fit_transform(self._dask_job(), X)
-            self._keep_fit(X_train, train_stats)
+            X_train, train_stats, stack = _dask.bank_fit_transform(self._dask_job(entries), X)
+            self._keep_fit(X_train, train_stats, entries, names)
             return stack  # type: ignore[no-any-return]
         Xc = check_features(X)
         G, stats = _core.gram_fit(
             Xc,
-            self._tuples,
+            entries,
             self.normalize,
             self.center,
             self.dtype == np.float32,
             self.n_threads,
         )
-        self._keep_fit(Xc.copy(), stats)
+        self._keep_fit(Xc.copy(), stats, entries, names)
         return G
 
     def transform(self, X: Any) -> NDArray[Any]:
@@ -358,8 +373,9 @@ class KernelBank:
         Raises
         ------
         ValueError
-            The bank is not fitted, or ``X`` is not a finite 2-D array with as many columns as
-            the training points.
+            The bank is not fitted, ``X`` is not a finite 2-D array with as many columns as
+            the training points, or it is a DataFrame whose columns differ from the training
+            ones.
 
         Examples
         --------
@@ -373,6 +389,7 @@ class KernelBank:
         """
         if not hasattr(self, "stats_"):
             raise NotFittedError("this KernelBank is not fitted yet: call fit(X_train) first")
+        _check_same_columns(X, getattr(self, "feature_names_in_", None))
         if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
             return _dask.bank_transform(  # type: ignore[no-any-return]
                 self._dask_job(), X, self.X_train_, self.stats_
@@ -414,13 +431,45 @@ class KernelBank:
         cols = n_samples if n_train is None else n_train
         return len(self.specs) * n_samples * cols * self.dtype.itemsize
 
-    def _keep_fit(self, X_train: NDArray[np.float64], stats: dict[str, Any]) -> None:
-        """Keep the fitted state: the training points and their statistics."""
+    def _keep_fit(
+        self,
+        X_train: NDArray[np.float64],
+        stats: dict[str, Any],
+        entries: list[_Entry],
+        names: list[str] | None,
+    ) -> None:
+        """Keep the fitted state: the training points, their statistics, the engine's
+        kernels (column names resolved) and the names of the training columns."""
         self.X_train_ = X_train
         self.stats_: dict[str, Any] = stats
         self.degenerate_: list[int] = list(stats["degenerate"])
+        self._tuples = entries
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
 
-    def _dask_job(self) -> _dask.BankJob:
-        """The hook of the Dask path: what its tasks need of this bank. ``_dask`` computes
-        and returns; the bank keeps the results (:meth:`_keep_fit`)."""
-        return _dask.BankJob(self._tuples, self.normalize, self.center, self.dtype, self.n_threads)
+    def _dask_job(self, entries: list[_Entry] | None = None) -> _dask.BankJob:
+        """The hook of the Dask path: what its tasks need of this bank (``entries``: the
+        engine's kernels of a fit, else the fitted ones). ``_dask`` computes and returns; the
+        bank keeps the results (:meth:`_keep_fit`)."""
+        kernels = self._tuples if entries is None else entries
+        return _dask.BankJob(kernels, self.normalize, self.center, self.dtype, self.n_threads)
+
+
+def _check_same_columns(X: Any, fitted: NDArray[Any] | None) -> None:
+    """New points named differently from the training columns are refused (as scikit-learn's
+    estimators refuse them): a kernel would silently read another column."""
+    names = column_names(X)
+    if fitted is None or names is None or names == list(fitted):
+        return
+    train = list(fitted)
+    if len(names) != len(train):
+        raise InvalidInputError(
+            f"X has {len(names)} columns but the bank was fitted on {len(train)}"
+        )
+    j = next(j for j, (a, b) in enumerate(zip(names, train, strict=True)) if a != b)
+    raise InvalidInputError(
+        f"X's columns differ from those the bank was fitted on: column {j} is {names[j]!r}, "
+        f"at fit {train[j]!r} (pass the training columns in their order)"
+    )

@@ -4,6 +4,7 @@ inner products approximate the kernels, so that a kernel is the low-rank factor
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from collections.abc import Sequence
@@ -13,10 +14,25 @@ import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from .. import _core
-from .._validation import aligned, check_features, check_n_threads, check_random_state
+from .._validation import (
+    aligned,
+    check_features,
+    check_n_threads,
+    check_random_state,
+    column_names,
+)
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
-from ._banks import _is_float32
-from ._specs import Callable, Gaussian, Kernel, Laplacian, Linear, _check_specs
+from ._banks import _check_same_columns, _is_float32
+from ._specs import (
+    Callable,
+    Gaussian,
+    Kernel,
+    Laplacian,
+    Linear,
+    _check_specs,
+    _named,
+    _resolve_columns,
+)
 
 __all__ = ["FeatureBank", "FeatureMethod"]
 
@@ -57,8 +73,9 @@ class FeatureBank:
         Type of the returned blocks: float32 halves their memory (computed in float64, then
         rounded); the solvers compute in float64 either way.
     n_threads : int, default 0
-        Threads of the engine (0 or -1: all cores, -k: all but k − 1; values above the
-        number of cores are clipped to it).
+        Threads of the engine, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or
+        ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
+        but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
 
     Raises
     ------
@@ -78,6 +95,10 @@ class FeatureBank:
         Features per kernel, ``D_m`` (their sum is the width of ``transform``'s ``out``).
     n_features_in_ : int
         Columns of the training ``X``.
+    feature_names_in_ : ndarray of str
+        The column names of a training DataFrame (absent otherwise): the kernels' column
+        names are resolved against them, and ``transform`` refuses a DataFrame whose
+        columns differ.
 
     Examples
     --------
@@ -111,7 +132,8 @@ class FeatureBank:
                     "kernels=[...] (exact Gram matrices) instead",
                     parameter="specs",
                 )
-        self._tuples = [s._to_tuple() for s in self.specs]
+        # Column names resolve at fit, against the columns of X (:meth:`_resolve`).
+        self._tuples = [] if _named(self.specs) else [s._to_tuple() for s in self.specs]
         self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
         if method not in ("nystroem", "rff"):
             raise InvalidParameterError(
@@ -182,6 +204,7 @@ class FeatureBank:
         >>> bank.fit(np.zeros((4, 2))).scales_.shape
         (1,)
         """
+        self._resolve(X)
         rows = _feature_rows(X)
         self._fit_maps(rows)
         sq: list[NDArray[np.float64]] = []
@@ -220,6 +243,7 @@ class FeatureBank:
         >>> F.shape[1]  # a degree-2 polynomial kernel on 2 features has rank 6
         6
         """
+        self._resolve(X)
         rows = _feature_rows(X)
         self._fit_maps(rows)
         n, width = rows.shape[0], int(self.n_components_.sum())
@@ -275,6 +299,7 @@ class FeatureBank:
         """
         if not hasattr(self, "params_"):
             raise NotFittedError("this FeatureBank is not fitted yet: call fit(X_train) first")
+        _check_same_columns(X, getattr(self, "feature_names_in_", None))
         rows = _feature_rows(X)
         if rows.shape[1] != self.n_features_in_:
             raise InvalidInputError(
@@ -300,6 +325,24 @@ class FeatureBank:
         for batch in _batches(n, width):
             out[batch] = self._raw_rows(rows, batch) * scales
         return self._split(out)
+
+    def _with_columns(self, names: list[str] | None) -> FeatureBank:
+        """A copy whose kernels read columns by index, their names resolved against
+        ``names`` (the columns of the estimators' ``X``, which the copy is fitted without)."""
+        bank = copy.deepcopy(self)
+        bank.specs = _resolve_columns(self.specs, names)
+        bank._tuples = [s._to_tuple() for s in bank.specs]
+        return bank
+
+    def _resolve(self, X: Any) -> None:
+        """The engine's kernels with their column names resolved against ``X``'s columns,
+        and those names (``feature_names_in_``)."""
+        names = column_names(X)
+        self._tuples = [s._to_tuple() for s in _resolve_columns(self.specs, names)]
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
 
     def _fit_maps(self, X: NDArray[Any]) -> None:
         """The maps' parameters (``params_``, ``n_components_``, ``n_features_in_``)."""

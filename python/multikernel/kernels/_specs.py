@@ -6,6 +6,7 @@ them."""
 from __future__ import annotations
 
 import abc
+import dataclasses
 import functools
 import math
 import numbers
@@ -39,34 +40,44 @@ _KernelFunction: TypeAlias = _Function[[NDArray[np.float64], NDArray[np.float64]
 _Entry: TypeAlias = "_SpecTuple | tuple[_KernelFunction, list[int] | None]"
 
 
-def _features(value: Sequence[int] | None) -> tuple[int, ...] | None:
+#: The columns a kernel reads: integer indices, or names of a DataFrame's columns (resolved
+#: against the columns of ``X`` at fit, :func:`_resolve_columns`).
+Features: TypeAlias = Sequence[int | str]
+
+
+def _features(value: Features | None) -> tuple[int | str, ...] | None:
     if value is None:
         return None
     if isinstance(value, (str, bytes)):
         raise InvalidParameterError(
-            f"features must be a sequence of column indices, got {value!r}", parameter="features"
+            f"features must be a sequence of column indices or names, got {value!r} (a "
+            f"single column is [{value!r}])",
+            parameter="features",
         )
     try:
         items = np.asarray(value, dtype=object).ravel().tolist()
     except (TypeError, ValueError):
         raise InvalidParameterError(
-            f"features must be a sequence of column indices, got {value!r}", parameter="features"
+            f"features must be a sequence of column indices or names, got {value!r}",
+            parameter="features",
         ) from None
     bad = [
-        j for j in items if isinstance(j, (bool, np.bool_)) or not isinstance(j, numbers.Integral)
+        j
+        for j in items
+        if isinstance(j, (bool, np.bool_)) or not isinstance(j, (numbers.Integral, str))
     ]
     if bad:
         raise InvalidParameterError(
-            f"features must be integer column indices (ints, not floats or bools), got "
-            f"{bad[0]!r} in {value!r}",
+            f"features must be integer column indices or column names (str), not floats or "
+            f"bools; got {bad[0]!r} in {value!r}",
             parameter="features",
         )
-    feats = tuple(int(j) for j in items)
+    feats = tuple(j if isinstance(j, str) else int(j) for j in items)
     if len(feats) == 0:
         raise InvalidParameterError(
             "features must not be empty (use None for all columns)", parameter="features"
         )
-    if min(feats) < 0:
+    if any(isinstance(j, int) and j < 0 for j in feats):
         raise InvalidParameterError(
             f"features must be non-negative column indices, got {list(feats)}",
             parameter="features",
@@ -114,6 +125,12 @@ class Kernel(abc.ABC):
         """The kernel as the engine's Gram functions take it."""
         return self._to_tuple()
 
+    def _with_features(self, features: tuple[int, ...]) -> Kernel:
+        """This kernel reading the columns ``features`` (its names resolved)."""
+        # Every concrete kernel has the field (the abstract base declares none).
+        changes: dict[str, Any] = {"features": features}
+        return dataclasses.replace(self, **changes)
+
 
 @dataclass(frozen=True)
 class Linear(Kernel):
@@ -121,13 +138,16 @@ class Linear(Kernel):
 
     Parameters
     ----------
-    features : sequence of int, optional
-        Columns of ``X`` the kernel reads; all columns when None.
+    features : sequence of int or str, optional
+        Columns of ``X`` the kernel reads; all columns when None. Names (str) are the
+        columns of a pandas DataFrame ``X``, resolved to indices at fit (the estimators keep
+        them in ``feature_names_in_``); indices and names may be mixed.
 
     Raises
     ------
     ValueError
-        ``features`` is empty or holds negative or non-integer indices.
+        ``features`` is empty or holds negative indices, or items neither integers nor
+        strings.
 
     Examples
     --------
@@ -138,7 +158,7 @@ class Linear(Kernel):
     array([11.,  8.])
     """
 
-    features: Sequence[int] | None = None
+    features: Features | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", _features(self.features))
@@ -159,8 +179,10 @@ class Polynomial(Kernel):
         Additive constant.
     scale : float, default 1.0
         Factor of the inner product (scikit-learn's ``gamma``).
-    features : sequence of int, optional
-        Columns of ``X`` the kernel reads; all columns when None.
+    features : sequence of int or str, optional
+        Columns of ``X`` the kernel reads; all columns when None. Names (str) are the
+        columns of a pandas DataFrame ``X``, resolved to indices at fit (the estimators keep
+        them in ``feature_names_in_``); indices and names may be mixed.
 
     Raises
     ------
@@ -182,7 +204,7 @@ class Polynomial(Kernel):
     degree: int = 2
     coef0: float = 1.0
     scale: float = 1.0
-    features: Sequence[int] | None = None
+    features: Features | None = None
 
     def __post_init__(self) -> None:
         d = self.degree
@@ -213,8 +235,10 @@ class Gaussian(Kernel):
     sigma : float, default 1.0
         Positive width. Use :meth:`from_gamma` for scikit-learn's parameterisation
         ``exp(-gamma ||x - x'||²)``.
-    features : sequence of int, optional
-        Columns of ``X`` the kernel reads; all columns when None.
+    features : sequence of int or str, optional
+        Columns of ``X`` the kernel reads; all columns when None. Names (str) are the
+        columns of a pandas DataFrame ``X``, resolved to indices at fit (the estimators keep
+        them in ``feature_names_in_``); indices and names may be mixed.
 
     Raises
     ------
@@ -235,7 +259,7 @@ class Gaussian(Kernel):
     """
 
     sigma: float = 1.0
-    features: Sequence[int] | None = None
+    features: Features | None = None
 
     def __post_init__(self) -> None:
         sigma = _positive("sigma", self.sigma)
@@ -250,15 +274,15 @@ class Gaussian(Kernel):
         object.__setattr__(self, "features", _features(self.features))
 
     @classmethod
-    def from_gamma(cls, gamma: float, features: Sequence[int] | None = None) -> Gaussian:
+    def from_gamma(cls, gamma: float, features: Features | None = None) -> Gaussian:
         """The kernel ``exp(-gamma ||x - x'||²)``, i.e. ``sigma = 1 / sqrt(2 gamma)``.
 
         Parameters
         ----------
         gamma : float
             Positive scale of the squared distance (scikit-learn's ``gamma``).
-        features : sequence of int, optional
-            Columns of ``X`` the kernel reads; all columns when None.
+        features : sequence of int or str, optional
+            Columns of ``X`` the kernel reads, by index or by name; all columns when None.
 
         Returns
         -------
@@ -306,8 +330,10 @@ class Laplacian(Kernel):
     ----------
     sigma : float, default 1.0
         Positive width (scikit-learn's ``laplacian_kernel`` uses ``gamma = 1 / sigma``).
-    features : sequence of int, optional
-        Columns of ``X`` the kernel reads; all columns when None.
+    features : sequence of int or str, optional
+        Columns of ``X`` the kernel reads; all columns when None. Names (str) are the
+        columns of a pandas DataFrame ``X``, resolved to indices at fit (the estimators keep
+        them in ``feature_names_in_``); indices and names may be mixed.
 
     Raises
     ------
@@ -325,7 +351,7 @@ class Laplacian(Kernel):
     """
 
     sigma: float = 1.0
-    features: Sequence[int] | None = None
+    features: Features | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", _positive("sigma", self.sigma))
@@ -362,8 +388,10 @@ class Callable(Kernel):
         metric: ``"chi2"`` (``exp(-gamma Σ (a - b)² / (a + b))``, histograms, non-negative
         features), ``"additive_chi2"``, ``"cosine"``, ``"sigmoid"``, and the others of
         ``sklearn.metrics.pairwise.PAIRWISE_KERNEL_FUNCTIONS``.
-    features : sequence of int, optional
-        Columns of ``X`` the kernel reads; all columns when None.
+    features : sequence of int or str, optional
+        Columns of ``X`` the kernel reads; all columns when None. Names (str) are the
+        columns of a pandas DataFrame ``X``, resolved to indices at fit (the estimators keep
+        them in ``feature_names_in_``); indices and names may be mixed.
 
     Other Parameters
     ----------------
@@ -406,14 +434,14 @@ class Callable(Kernel):
     """
 
     fn: str | _KernelFunction
-    features: Sequence[int] | None
+    features: Features | None
     #: The keyword arguments of ``fn``, sorted by name (a tuple, so the spec stays hashable).
     params: tuple[tuple[str, Any], ...]
 
     def __init__(
         self,
         fn: str | _KernelFunction,
-        features: Sequence[int] | None = None,
+        features: Features | None = None,
         **params: Any,
     ) -> None:
         if isinstance(fn, str):
@@ -460,13 +488,84 @@ class Callable(Kernel):
     def _entry(self) -> _Entry:
         return (self.function, _flist(self.features))
 
+    def _with_features(self, features: tuple[int, ...]) -> Kernel:
+        return Callable(self.fn, features, **dict(self.params))
+
 
 #: Alias of :class:`Kernel`, kept for compatibility (it was the union of the four kernels).
 KernelSpec: TypeAlias = Kernel
 
 
-def _flist(features: Sequence[int] | None) -> list[int] | None:
-    return None if features is None else list(features)
+def _flist(features: Features | None) -> list[int] | None:
+    """The engine's columns: indices only, so names must have been resolved before."""
+    if features is None:
+        return None
+    names = [j for j in features if isinstance(j, str)]
+    if names:
+        raise InvalidParameterError(
+            f"a kernel reads the columns {names} by name, but X has no column names: pass X "
+            f"as a pandas DataFrame with these columns, or use integer column indices",
+            parameter="features",
+        )
+    return [int(j) for j in features]
+
+
+def _named(specs: Sequence[Kernel]) -> bool:
+    """Whether some kernel reads columns by name."""
+    return any(any(isinstance(j, str) for j in getattr(s, "features", None) or ()) for s in specs)
+
+
+def _resolve_columns(specs: Sequence[Kernel], names: Sequence[str] | None) -> list[Kernel]:
+    """``specs`` with their column names replaced by the indices of those names in
+    ``names`` (the columns of ``X``, None when ``X`` has no names); kernels without names are
+    returned as they are.
+
+    Raises
+    ------
+    InvalidParameterError
+        A kernel names columns and ``X`` has no names, names a column ``X`` does not have,
+        or one ``X`` has twice.
+    """
+    if not _named(specs):
+        return list(specs)
+    index: dict[str, int] = {}
+    twice: set[str] = set()
+    for j, name in enumerate(names or ()):
+        if name in index:
+            twice.add(name)
+        index.setdefault(name, j)
+    out: list[Kernel] = []
+    for m, s in enumerate(specs):
+        feats = getattr(s, "features", None)
+        if feats is None or not any(isinstance(j, str) for j in feats):
+            out.append(s)
+            continue
+        wanted = [j for j in feats if isinstance(j, str)]
+        if names is None:
+            raise InvalidParameterError(
+                f"kernel {m}, {s!r}, reads the columns {wanted} by name, but X has no column "
+                f"names: pass X as a pandas DataFrame with these columns, or use integer "
+                f"column indices",
+                parameter="features",
+            )
+        missing = [j for j in wanted if j not in index]
+        if missing:
+            shown = ", ".join(repr(n) for n in list(names)[:10])
+            more = f", ... ({len(names)} columns)" if len(names) > 10 else ""
+            raise InvalidParameterError(
+                f"kernel {m}, {s!r}, reads the columns {missing}, which X does not have; "
+                f"X's columns: {shown}{more}",
+                parameter="features",
+            )
+        ambiguous = [j for j in wanted if j in twice]
+        if ambiguous:
+            raise InvalidParameterError(
+                f"kernel {m}, {s!r}, reads the columns {ambiguous}, which X has more than "
+                f"once: rename them or use integer column indices",
+                parameter="features",
+            )
+        out.append(s._with_features(tuple(index[j] if isinstance(j, str) else j for j in feats)))
+    return out
 
 
 def _from_tuple(t: _SpecTuple) -> Kernel:
@@ -485,6 +584,14 @@ def _from_tuple(t: _SpecTuple) -> Kernel:
 def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:
     if isinstance(specs, Kernel):
         specs = [specs]
+    if isinstance(specs, (str, bytes)):
+        # A string is a sequence too: without this, "bogus" would be read as five kernels
+        # and the error would name "b".
+        raise InvalidParameterError(
+            f"kernels must be a sequence of kernel specifications (Linear, Polynomial, "
+            f"Gaussian, Laplacian, Callable), got the string {specs!r}",
+            parameter="kernels",
+        )
     try:
         specs = list(specs)
     except TypeError:

@@ -55,7 +55,8 @@ def gram(
         Training points; a Dask array gives a Dask array of row blocks, computed on the
         workers (docs/dask.md).
     specs : sequence of Kernel
-        Kernel specifications.
+        Kernel specifications (columns named in their ``features`` are those of a
+        DataFrame ``X``).
     normalize : {"none", "trace", "mean_diag", "multiplicative", "spherical"}, optional
         Scaling of each Gram matrix: unit trace, unit mean diagonal, Kloft et al.'s
         multiplicative normalisation (eq. 25, unit variance in feature space) or spherical
@@ -65,8 +66,9 @@ def gram(
     dtype : float64 or float32
         Element type of the stack (float32 halves its memory).
     n_threads : int, default 0
-        Threads for the computation, 0 or -1 = all cores (-k: all but k − 1); values above
-        the number of cores are clipped to it.
+        Threads of the computation, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or
+        ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
+        but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
 
     Returns
     -------
@@ -114,8 +116,9 @@ def validate_stack(G: Any, *, rtol: float = 1e-8, n_threads: int = 0) -> NDArray
         Tolerated asymmetry ``|K_m[i, j] - K_m[j, i]|``, relative to ``max|K_m|``; finite
         and ≥ 0.
     n_threads : int, default 0
-        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
-        cores are clipped to it.
+        Threads, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or ``OMP_NUM_THREADS`` when that
+        is set (joblib's workers set it to their share); ``-k`` all but ``k − 1``; ``k > 0`` that
+        many, clipped to the available cores.
 
     Returns
     -------
@@ -202,8 +205,9 @@ def shift_to_psd(
         construction (a sigmoid "kernel", an edit-distance similarity), and shifting it is a
         modelling decision: raise ``max_shift`` to take it.
     n_threads : int, default 0
-        Threads of the stack's validation (:func:`validate_stack`), 0 or -1 = all cores
-        (-k: all but k − 1); values above the number of cores are clipped to it.
+        Threads of the stack's validation (:func:`validate_stack`), as scikit-learn's ``n_jobs``: -1
+        (or 0) all cores, or ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their
+        share); ``-k`` all but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
 
     Returns
     -------
@@ -313,8 +317,9 @@ def quad_forms(G: Any, v: Any, *, n_threads: int = 0) -> NDArray[np.float64]:
     v : array-like of shape (n,)
         Vector.
     n_threads : int, default 0
-        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
-        cores are clipped to it.
+        Threads, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or ``OMP_NUM_THREADS`` when that
+        is set (joblib's workers set it to their share); ``-k`` all but ``k − 1``; ``k > 0`` that
+        many, clipped to the available cores.
 
     Returns
     -------
@@ -391,8 +396,9 @@ def low_rank(
     max_rank : int, optional
         Cap on the rank, an integer ≥ 1 (default n; larger values mean n).
     n_threads : int, default 0
-        Threads, 0 or -1 = all cores (-k: all but k − 1); values above the number of
-        cores are clipped to it.
+        Threads, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or ``OMP_NUM_THREADS`` when that
+        is set (joblib's workers set it to their share); ``-k`` all but ``k − 1``; ``k > 0`` that
+        many, clipped to the available cores.
 
     Returns
     -------
