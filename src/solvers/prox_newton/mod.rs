@@ -245,45 +245,83 @@ fn violation((r1, r2): (f64, f64), g: &[f64], w: &[f64]) -> f64 {
     }
 }
 
-/// `argmin_v L/2 ‖v − z‖² + r_1 ‖v‖ + r_2/2 ‖v‖²`, in place.
-fn prox_block((r1, r2): (f64, f64), z: &mut [f64], l: f64) {
-    let nz = norm(z);
-    let shrink = if nz > 0.0 {
-        (1.0 - r1 / (l * nz)).max(0.0) / (1.0 + r2 / l)
-    } else {
-        0.0
-    };
-    z.iter_mut().for_each(|v| *v *= shrink);
+/// The exact minimiser of one block of the Newton model, `½ vᵀH v + cᵀv + r_1 ‖v‖ + r_2/2 ‖v‖²`
+/// over `v` (docs/mathematics.md §2.13): with `H = Q Λ Qᵀ` and `ĉ = Qᵀc`, `v = 0` when
+/// `‖c‖ ≤ r_1`, else `v = −Q (Λ + r_2 + μ)⁻¹ ĉ` with `μ = r_1/‖v‖` the root of
+/// `Σ_i ĉ_i² μ²/(λ_i + r_2 + μ)² = r_1²` (increasing in `μ`). Exact block steps make block
+/// coordinate descent indifferent to correlated features within a kernel, where a gradient
+/// step of length `1/λ_max` crawls.
+struct BlockSolver {
+    k: usize,
+    /// Eigenvalues, floored at `10⁻¹⁰ max(λ_max, 1)` (a block flat in some direction, e.g.
+    /// the squared hinge's inactive points, still has a bounded step).
+    lam: Vec<f64>,
+    /// Eigenvectors, column-major `k × k`.
+    q: Vec<f64>,
 }
 
-/// An upper bound on the largest eigenvalue of the symmetric block `a` (order `k`): power
-/// iteration's estimate with a margin, capped by the Gershgorin bound (which always holds).
-fn block_lipschitz(a: &[f64], k: usize) -> f64 {
-    let gersh = (0..k)
-        .map(|i| (0..k).map(|j| a[i + j * k].abs()).sum::<f64>())
-        .fold(0.0f64, f64::max);
-    if k == 1 {
-        return a[0].max(0.0);
+impl BlockSolver {
+    fn new(a: &[f64], k: usize) -> Self {
+        let m = faer::Mat::from_fn(k, k, |i, j| a[i + j * k]);
+        let e = m
+            .self_adjoint_eigen(faer::Side::Lower)
+            .expect("eigendecomposition of a symmetric block");
+        clear_upper_simd_state();
+        let raw: Vec<f64> = (0..k).map(|i| e.S().column_vector()[i]).collect();
+        let floor = 1e-10 * raw.iter().fold(1.0f64, |a, &v| a.max(v));
+        let lam = raw.iter().map(|&v| v.max(floor)).collect();
+        let q = (0..k * k).map(|i| e.U()[(i % k, i / k)]).collect();
+        BlockSolver { k, lam, q }
     }
-    let mut v = vec![1.0; k];
-    let mut est = 0.0;
-    for _ in 0..50 {
-        let av: Vec<f64> = (0..k)
-            .map(|i| (0..k).map(|j| a[i + j * k] * v[j]).sum())
+
+    fn minimise(&self, c: &[f64], (r1, r2): (f64, f64)) -> Vec<f64> {
+        let k = self.k;
+        if norm(c) <= r1 {
+            return vec![0.0; k];
+        }
+        let ch: Vec<f64> = (0..k)
+            .map(|i| dot(&self.q[i * k..(i + 1) * k], c))
             .collect();
-        let nv = norm(&av);
-        if nv == 0.0 {
-            return 0.0;
+        let mu = if r1 == 0.0 {
+            0.0
+        } else {
+            let h = |mu: f64| -> f64 {
+                ch.iter()
+                    .zip(&self.lam)
+                    .map(|(c, l)| (c * mu / (l + r2 + mu)).powi(2))
+                    .sum()
+            };
+            let rho = r1 / norm(&ch);
+            let top = self.lam.iter().fold(0.0f64, |a, &v| a.max(v)) + r2;
+            let (mut lo, mut hi) = (0.0, (top * rho / (1.0 - rho).max(1e-300)).max(1e-300));
+            while h(hi) < r1 * r1 && hi < f64::MAX / 4.0 {
+                hi *= 2.0;
+            }
+            for _ in 0..200 {
+                let mid = 0.5 * (lo + hi);
+                if mid <= lo || mid >= hi {
+                    break;
+                }
+                if h(mid) < r1 * r1 {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            0.5 * (lo + hi)
+        };
+        let coef: Vec<f64> = ch
+            .iter()
+            .zip(&self.lam)
+            .map(|(c, l)| -c / (l + r2 + mu))
+            .collect();
+        let mut v = vec![0.0; k];
+        for (i, &a) in coef.iter().enumerate() {
+            let col = &self.q[i * k..(i + 1) * k];
+            v.iter_mut().zip(col).for_each(|(o, x)| *o += a * x);
         }
-        let next = nv / norm(&v);
-        v = av.iter().map(|x| x / nv).collect();
-        if (next - est).abs() <= 1e-6 * next {
-            est = next;
-            break;
-        }
-        est = next;
+        v
     }
-    (1.02 * est).min(gersh)
 }
 
 /// A working set: its kernels and their columns in order.
@@ -424,8 +462,8 @@ fn certify(
 }
 
 /// Minimises the model `gᵀδ + ½ δᵀHδ + Σ_{m∈W} pen(w_m + δ_m)` (the last coordinate, the
-/// intercept, unpenalised) by cyclic block proximal-gradient steps with step `1/L_m`,
-/// `L_m ≥ λ_max(H_mm)`, until every block's violation is at most `tol_in`. Returns `δ`.
+/// intercept, unpenalised) by cyclic exact block minimisation ([`BlockSolver`]) until every
+/// block's violation is at most `tol_in`. Returns `δ`.
 fn inner(
     ws: &WorkingSet,
     hess: &[f64],
@@ -439,14 +477,15 @@ fn inner(
     let k = ws.cols.len() + 1;
     let nb = ws.kernels.len();
     let range = |t: usize| ws.local[t]..ws.local[t + 1];
-    let lips: Vec<f64> = (0..nb)
+    let blocks: Vec<(Vec<f64>, BlockSolver)> = (0..nb)
         .map(|t| {
             let r = range(t);
             let kb = r.len();
             let block: Vec<f64> = (0..kb * kb)
                 .map(|i| hess[(r.start + i % kb) + (r.start + i / kb) * k])
                 .collect();
-            block_lipschitz(&block, kb)
+            let solver = BlockSolver::new(&block, kb);
+            (block, solver)
         })
         .collect();
     let hbb = hess[k * k - 1];
@@ -458,19 +497,22 @@ fn inner(
         if epoch % 64 == 63 {
             interrupt.check()?;
         }
-        for t in 0..nb {
+        for (t, (block, solver)) in blocks.iter().enumerate() {
             let r = range(t);
-            if lips[t] <= 0.0 {
-                continue;
-            }
+            let kb = r.len();
             cur.clear();
             cur.extend(r.clone().map(|j| w[j] + delta[j]));
-            let mut z: Vec<f64> = r
+            // The block's linear term with its own current value taken out:
+            // `c = (g + Hδ)_m − H_mm (w_m + δ_m)`.
+            let c: Vec<f64> = r
                 .clone()
-                .zip(&cur)
-                .map(|(j, c)| c - (g[j] + hd[j]) / lips[t])
+                .enumerate()
+                .map(|(a, j)| {
+                    let hc: f64 = (0..kb).map(|b2| block[a + b2 * kb] * cur[b2]).sum();
+                    g[j] + hd[j] - hc
+                })
                 .collect();
-            prox_block(pw, &mut z, lips[t]);
+            let z = solver.minimise(&c, pw);
             for ((j, znew), c) in r.clone().zip(&z).zip(&cur) {
                 let ch = znew - c;
                 if ch != 0.0 {
