@@ -10,7 +10,6 @@ precomputed kernels), and a :class:`TestSide` how a fitted model reads new point
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -407,7 +406,7 @@ def _fit_bank(
     bank: KernelBank | FeatureBank
     stack: Stack
     if isinstance(spec, FeatureBank):
-        bank = copy.deepcopy(spec)
+        bank = spec._shallow_copy()
         stack = Blocks(bank.fit_transform(Xv))
     else:
         bank = KernelBank(spec, normalize=normalize, n_threads=threads)

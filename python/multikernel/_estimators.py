@@ -813,9 +813,9 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         low-rank factors) whose total width is at most half the points, with a smooth loss
         (logistic, squared, squared_hinge), ``"auto"`` picks ``"prox_newton"`` instead:
         proximal Newton in feature space (the group lasso over the kernels' weights), whose
-        systems are the size of the working set's features, not of ``n``. For ``"group"``: ``"mirror"`` (mirror
-        descent over the kernel weights, Nath et al.), also ``"auto"``; it solves ``"lp"`` at
-        ``p=1`` too (one group).
+        systems are the size of the working set's features, not of ``n``. For ``"group"``:
+        ``"mirror"`` (mirror descent over the kernel weights, Nath et al.), also ``"auto"``; it
+        solves ``"lp"`` at ``p=1`` too (one group).
         ``"svrg"`` also solves ``"lp"`` (smooth losses: logistic, squared, squared_hinge) by
         multi-epoch stochastic variance-reduced gradient on explicit features, for large n:
         it needs ``kernels=FeatureBank(...)`` and is seeded by ``random_state``.

@@ -129,7 +129,7 @@ def test_smooth_losses_on_few_features_equal_the_dense_stack(loss: str, penalty:
     G = np.stack([f @ f.T for f in F])
     est = mk.MKLRegressor if loss == "squared" else mk.MKLClassifier
     fits = [
-        est(kernels="precomputed", penalty=penalty, loss=loss, C=10.0, tol=1e-8).fit(K, y)
+        est(kernels="precomputed", penalty=penalty, loss=loss, C=10.0, tol=1e-10).fit(K, y)
         for K in (list(F), G)
     ]
     low, dense = fits

@@ -349,8 +349,10 @@ def test_classifier_cv_on_factors_is_cv_on_the_dense_stack() -> None:
     tr = [np.ascontiguousarray(f[:n]) for f in low.factors]
     te = [np.ascontiguousarray(f[n:]) for f in low.factors]
     folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X[:n], y[:n]))
+    # tol 1e-9: the refits on factors (prox_newton, in feature space) and on the dense stack
+    # (the wrapper) are different algorithms, which agree on f to what their gaps allow.
     kw: dict[str, Any] = {
-        "Cs": 5, "cv": folds, "scoring": "neg_log_loss", "mu": 1e-3, "tol": 1e-6,
+        "Cs": 5, "cv": folds, "scoring": "neg_log_loss", "mu": 1e-3, "tol": 1e-9,
     }  # fmt: skip
     on_factors = mk.MKLClassifierCV(kernels="precomputed", **kw).fit(
         LowRankFactors(tr, low.ranks, low.errors), y[:n]

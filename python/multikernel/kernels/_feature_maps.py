@@ -4,7 +4,6 @@ inner products approximate the kernels, so that a kernel is the low-rank factor
 
 from __future__ import annotations
 
-import copy
 import math
 import numbers
 from collections.abc import Sequence
@@ -182,6 +181,13 @@ class FeatureBank:
     def __len__(self) -> int:
         return len(self.specs)
 
+    def _shallow_copy(self) -> FeatureBank:
+        """A copy sharing every attribute (without ``__setstate__``'s alignment pass): the
+        specs are frozen and fitting assigns new attributes, never mutates them."""
+        bank = object.__new__(FeatureBank)
+        bank.__dict__.update(self.__dict__)
+        return bank
+
     def fit(self, X: Any) -> FeatureBank:
         """Fit the maps (and the normalisation) on the training points ``X``.
 
@@ -248,6 +254,12 @@ class FeatureBank:
         self._fit_maps(rows)
         n, width = rows.shape[0], int(self.n_components_.sum())
         out = np.empty((n, width), dtype=self.dtype)
+        if self.normalize == "none":
+            # No statistics and no scaling pass: the features go straight into place.
+            for batch in _batches(n, width):
+                self._raw_rows(rows, batch, into=out[batch])
+            self._set_scales([], n)
+            return self._split(out)
         sq: list[NDArray[np.float64]] = []
         for batch in _batches(n, width):
             raw = self._raw_rows(rows, batch)
@@ -328,8 +340,9 @@ class FeatureBank:
 
     def _with_columns(self, names: list[str] | None) -> FeatureBank:
         """A copy whose kernels read columns by index, their names resolved against
-        ``names`` (the columns of the estimators' ``X``, which the copy is fitted without)."""
-        bank = copy.deepcopy(self)
+        ``names`` (the columns of the estimators' ``X``, which the copy is fitted without).
+        Shallow: the specs are frozen and fitting assigns new attributes, never mutates."""
+        bank = self._shallow_copy()
         bank.specs = _resolve_columns(self.specs, names)
         bank._tuples = [s._to_tuple() for s in bank.specs]
         return bank
@@ -392,6 +405,16 @@ class FeatureBank:
         per = sq / n if self.normalize == "mean_diag" else sq
         self.scales_ = np.where(per > 0, 1.0 / np.sqrt(np.where(per > 0, per, 1.0)), 0.0)
 
+    def _linear_runs(self) -> list[tuple[slice, slice]]:
+        """The linear kernels' columns of ``X`` and of the features, as slice runs."""
+        src: list[int] = []
+        dst: list[int] = []
+        for p, c in zip(self.params_, self._columns(), strict=True):
+            if p["kind"] == "linear":
+                src += [int(v) for v in p["cols"]]
+                dst += range(c.start, c.stop)
+        return _runs(src, dst)
+
     def _columns(self) -> list[slice]:
         ends = np.cumsum(self.n_components_)
         return [slice(int(e - w), int(e)) for e, w in zip(ends, self.n_components_, strict=True)]
@@ -402,21 +425,40 @@ class FeatureBank:
     def _split(self, F: NDArray[Any]) -> list[NDArray[Any]]:
         return [F[:, c] for c in self._columns()]
 
-    def _raw_rows(self, X: NDArray[Any], batch: slice) -> NDArray[np.float64]:
-        """The unscaled features ``(rows, n_components_.sum())`` of the rows ``batch``."""
+    def _raw_rows(
+        self, X: NDArray[Any], batch: slice, into: NDArray[Any] | None = None
+    ) -> NDArray[Any]:
+        """The unscaled features ``(rows, n_components_.sum())`` of the rows ``batch``, in
+        ``into`` when given (cast to its dtype), else in a new float64 array."""
         Xb = check_features(X[batch], row_offset=batch.start or 0)
-        out = np.empty((Xb.shape[0], int(self.n_components_.sum())))
+        out = np.empty((Xb.shape[0], int(self.n_components_.sum()))) if into is None else into
+        for src, dst in self._linear_runs():
+            out[:, dst] = Xb[:, src]
         for m, (p, c) in enumerate(zip(self.params_, self._columns(), strict=True)):
             t = self._tuples[m]
             if p["kind"] == "linear":
-                out[:, c] = Xb[:, p["cols"]]
-            elif p["kind"] == "rff":
+                continue
+            if p["kind"] == "rff":
                 out[:, c] = _core.fourier_features(Xb, t, p["W"], p["b"], self.n_threads)
             else:
                 out[:, c] = _core.nystroem_features(
                     Xb, p["landmarks"], t, p["R"], self.n_threads
                 )  # fmt: skip
         return out
+
+
+def _runs(src: list[int], dst: list[int]) -> list[tuple[slice, slice]]:
+    """``src → dst`` column copies as maximal runs where both advance by one: a slice copy
+    each (a linear bank on consecutive groups is one), no fancy-indexing temporary."""
+    runs: list[tuple[slice, slice]] = []
+    k = 0
+    while k < len(src):
+        j = k + 1
+        while j < len(src) and src[j] == src[j - 1] + 1 and dst[j] == dst[j - 1] + 1:
+            j += 1
+        runs.append((slice(src[k], src[j - 1] + 1), slice(dst[k], dst[j - 1] + 1)))
+        k = j
+    return runs
 
 
 def _map_width(p: dict[str, Any]) -> int:
