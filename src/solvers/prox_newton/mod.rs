@@ -58,7 +58,7 @@ impl Default for ProxNewtonConfig {
             c: 1.0,
             loss: Loss::Logistic,
             tol: 1e-3,
-            max_iter: 100,
+            max_iter: 200,
         }
     }
 }
@@ -157,14 +157,12 @@ impl<'a> Features<'a> {
         const BATCH: usize = 16;
         let k = cols.len() + 1;
         let chunks = self.n.div_ceil(CHUNK);
-        let mut partial: Vec<Vec<f64>> = Vec::with_capacity(chunks);
+        let mut hess = vec![0.0; k * k];
         for first in (0..chunks).step_by(BATCH) {
             interrupt.check()?;
-            partial.extend(self.hessian_chunks(cols, h, first..chunks.min(first + BATCH)));
-        }
-        let mut hess = vec![0.0; k * k];
-        for p in &partial {
-            hess.iter_mut().zip(p).for_each(|(a, b)| *a += b);
+            for p in self.hessian_chunks(cols, h, first..chunks.min(first + BATCH)) {
+                hess.iter_mut().zip(&p).for_each(|(a, b)| *a += b);
+            }
         }
         Ok(hess)
     }
@@ -191,16 +189,29 @@ impl<'a> Features<'a> {
                 z.extend_from_slice(&sq);
                 let zm = faer::MatRef::from_column_major_slice(&z, rows, k);
                 let mut out = faer::Mat::<f64>::zeros(k, k);
-                faer::linalg::matmul::matmul(
+                // The lower triangle only (half the products of a full `ZᵀZ`).
+                faer::linalg::matmul::triangular::matmul(
                     out.as_mut(),
+                    faer::linalg::matmul::triangular::BlockStructure::TriangularLower,
                     faer::Accum::Replace,
                     zm.transpose(),
+                    faer::linalg::matmul::triangular::BlockStructure::Rectangular,
                     zm,
+                    faer::linalg::matmul::triangular::BlockStructure::Rectangular,
                     1.0,
                     faer::Par::Seq,
                 );
                 clear_upper_simd_state();
-                (0..k * k).map(|i| out[(i % k, i / k)]).collect()
+                (0..k * k)
+                    .map(|i| {
+                        let (r, c) = (i % k, i / k);
+                        if r >= c {
+                            out[(r, c)]
+                        } else {
+                            out[(c, r)]
+                        }
+                    })
+                    .collect()
             })
             .collect()
     }
