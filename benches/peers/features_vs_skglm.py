@@ -19,12 +19,17 @@ target and logistic loss on its sign; ``C`` at a tenth of the largest useful pen
 Both solutions are scored with the same objective; ratios are ours / skglm, medians of
 ``--repeats`` (each fit in turn within every repeat).
 
+``--widths`` adds the measurement behind ``solver="auto"``'s width rule: ``prox_newton``
+against the ``wrapper`` (both on the blocks, l1, C = 1, tol 1e-3) on digits odd/even
+(n = 1797, X/16) with 20 Gaussian kernels (widths log-spaced in [1, 20]) of 10–90 Nyström
+features each, total width R from 0.1 n to n.
+
 ``--nystroem`` adds the issue's large case: 20 Gaussian kernels (widths log-spaced) on random
 feature subsets of 20-dimensional two-ring data, 100 Nyström features each, n = 10⁵, ``l1``
 logistic (C = 1, tol 1e-3): feature time and fit time, and the certificate.
 
     .peers-venv/bin/python benches/peers/features_vs_skglm.py [--sizes 1000,10000,100000]
-        [--repeats 3] [--nystroem] [--out FILE]
+        [--repeats 3] [--widths] [--nystroem] [--out FILE]
 """
 
 from __future__ import annotations
@@ -139,6 +144,39 @@ def skglm_case(sizes: list[int], repeats: int) -> list[str]:
     return rows
 
 
+def widths_case(repeats: int) -> list[str]:
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X / 16.0, np.where(y % 2 == 0, 1.0, -1.0)
+    rows = [
+        "| loss | n | R | R/n | prox_newton | wrapper | prox_newton / wrapper | gaps |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for loss in ("logistic", "squared"):
+        for per in (10, 25, 50, 75, 90):
+            specs = [Gaussian(sigma=float(s)) for s in np.geomspace(1.0, 20.0, 20)]
+            bank = FeatureBank(specs, method="nystroem", n_components=per, random_state=0)
+            F = bank.fit_transform(X)
+            R = sum(f.shape[1] for f in F)
+            est: Any = mk.MKLRegressor if loss == "squared" else mk.MKLClassifier
+            fits = [
+                lambda s=s, e=est, lo=loss, F=F: e(
+                    kernels="precomputed", penalty="l1", loss=lo, C=1.0, tol=1e-3, solver=s
+                ).fit(F, y)
+                for s in ("prox_newton", "wrapper")
+            ]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                (ta, a), (tb, b) = paired_median_times(fits, repeats)
+            rows.append(
+                f"| {loss} | {len(y)} | {R} | {R / len(y):.2f} | {ta:.3f} s | {tb:.3f} s | "
+                f"**{ta / tb:.2f}×** | {a.duality_gap_:.0e}, {b.duality_gap_:.0e} |"
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
 def nystroem_case() -> list[str]:
     rng = np.random.default_rng(0)
     n, d = 100_000, 20
@@ -172,6 +210,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--widths", action="store_true")
     ap.add_argument("--nystroem", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -182,12 +221,15 @@ def main() -> None:
         "# Sparse MKL on explicit features against skglm's group lasso",
         "",
         f"`python benches/peers/features_vs_skglm.py --sizes {args.sizes} --repeats "
-        f"{args.repeats}{' --nystroem' if args.nystroem else ''}` (multikernel {mk.__version__}, "
+        f"{args.repeats}{' --widths' if args.widths else ''}"
+        f"{' --nystroem' if args.nystroem else ''}` (multikernel {mk.__version__}, "
         f"skglm {skglm.__version__}, numpy {np.__version__}, Python "
         f"{platform.python_version()}, 2 cores).",
         "",
         *skglm_case(sizes, args.repeats),
     ]
+    if args.widths:
+        lines += ["", *widths_case(args.repeats)]
     if args.nystroem:
         lines += ["", *nystroem_case()]
     text = "\n".join(lines) + "\n"
