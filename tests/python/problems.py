@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from typing import Any, Literal
@@ -23,6 +27,19 @@ from multikernel import _core
 from multikernel.kernels import Gaussian, KernelSpec, Linear, Polynomial
 
 FloatArray = NDArray[np.float64]
+
+
+def seconds_to_interrupt(delay: float, run: Callable[[], Any]) -> float:
+    """Sends this process Ctrl-C (SIGINT) ``delay`` seconds into ``run()``, checks that it
+    raised ``KeyboardInterrupt`` and returns the seconds from the start to the raise."""
+    timer = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    elapsed = time.perf_counter() - start
+    timer.join()
+    return elapsed
 
 
 @contextmanager

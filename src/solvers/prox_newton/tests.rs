@@ -27,6 +27,18 @@ fn primal_of(lr: &LowRankStack, y: &[f64], r: &FitResult, cfg: &ProxNewtonConfig
     cfg.c * cfg.loss.total(y, &f, 0.0) + cfg.penalty.value(&norms)
 }
 
+/// SpicyMKL's fit of the same problem on a dense stack, to 1e-9: the independent reference.
+fn spicy_on(dense: &DenseStack<'_, f64>, y: &[f64], cfg: &ProxNewtonConfig) -> FitResult {
+    let spicy = SpicyConfig {
+        penalty: cfg.penalty,
+        c: cfg.c,
+        loss: cfg.loss,
+        tol: 1e-9,
+        ..SpicyConfig::default()
+    };
+    fit_spicy(dense, y, &spicy, &NoInterrupt).unwrap()
+}
+
 /// Proximal Newton on the factors and SpicyMKL (an independent algorithm) on their dense
 /// products meet at the same optimum, each certified by its own gap, and the reported primal
 /// value is that of the returned feature weights.
@@ -51,19 +63,7 @@ fn prox_newton_meets_spicy_on_the_products() {
                     ..ProxNewtonConfig::default()
                 };
                 let ours = fit_prox_newton(&lr, &y, &cfg, &NoInterrupt).unwrap();
-                let spicy = fit_spicy(
-                    &dense,
-                    &y,
-                    &SpicyConfig {
-                        penalty,
-                        c,
-                        loss,
-                        tol: 1e-9,
-                        ..SpicyConfig::default()
-                    },
-                    &NoInterrupt,
-                )
-                .unwrap();
+                let spicy = spicy_on(&dense, &y, &cfg);
                 let what = format!("{} {penalty:?} C={c}", loss.name());
                 assert_eq!(ours.status, SolveStatus::Converged, "{what}");
                 assert!(ours.gap <= 1e-8, "{what}: gap {}", ours.gap);
@@ -97,18 +97,7 @@ fn kernels_enter_the_working_set_when_they_violate_optimality() {
         ..ProxNewtonConfig::default()
     };
     let ours = fit_prox_newton(&lr, &y, &cfg, &NoInterrupt).unwrap();
-    let spicy = fit_spicy(
-        &dense,
-        &y,
-        &SpicyConfig {
-            c: 30.0,
-            loss: Loss::Logistic,
-            tol: 1e-9,
-            ..SpicyConfig::default()
-        },
-        &NoInterrupt,
-    )
-    .unwrap();
+    let spicy = spicy_on(&dense, &y, &cfg);
     assert!(ours.gap <= 1e-8, "gap {}", ours.gap);
     let rel = (ours.primal - spicy.primal).abs() / spicy.primal;
     assert!(rel < 2e-8, "{} vs {}", ours.primal, spicy.primal);
