@@ -121,6 +121,73 @@ def _auto_solver(
 #: The solvers that fit explicit features only (feature blocks, low-rank factors).
 _FEATURE_SOLVERS = ("svrg", "prox_newton")
 
+#: The solvers that take ``sample_weight`` (a weight per sample on the loss).
+_WEIGHTED_SOLVERS = ("analytic", "interleaved", "wrapper", "prox_newton", "mirror")
+
+
+def _check_sample_weight(sample_weight: Any, n: int) -> NDArray[np.float64] | None:
+    """``sample_weight`` as ``n`` finite weights ≥ 0 with a positive sum, or None."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"sample_weight must be an array of numbers: {e}") from None
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,):
+        raise InvalidInputError(
+            f"sample_weight must have shape ({n},) (one weight per sample), got {w.shape}"
+        )
+    if not np.isfinite(w).all():
+        raise NonFiniteError("sample_weight contains NaN or infinity")
+    if (w < 0).any():
+        raise InvalidInputError(f"sample_weight must be non-negative, got min {w.min():.3g}")
+    if not w.sum() > 0:
+        raise InvalidInputError("sample_weight is zero for every sample: nothing to fit")
+    return w
+
+
+def _class_weights(
+    class_weight: Any, classes: NDArray[Any], yi: NDArray[np.intp], w: NDArray[np.float64] | None
+) -> NDArray[np.float64] | None:
+    """The per-sample weights ``w`` (None: ones) times ``class_weight``'s weight of each
+    sample's class, as scikit-learn's ``SVC`` defines it: ``"balanced"`` gives class ``k``
+    ``n / (K · n_k)``; a dict maps labels to weights (missing labels: 1). None when both are
+    None."""
+    if class_weight is None:
+        return w
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise InvalidParameterError(
+                f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}",
+                parameter="class_weight",
+            )
+        # scikit-learn's "balanced" counts samples, not weights.
+        counts = np.bincount(yi, minlength=len(classes)).astype(np.float64)
+        per_class = len(yi) / (len(classes) * counts)
+    elif isinstance(class_weight, dict):
+        unknown = [k for k in class_weight if k not in set(classes.tolist())]
+        if unknown:
+            raise InvalidParameterError(
+                f"class_weight names labels {unknown!r} that are not among the classes "
+                f"{classes.tolist()!r}",
+                parameter="class_weight",
+            )
+        per_class = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
+        if not (np.isfinite(per_class).all() and (per_class > 0).all()):
+            raise InvalidParameterError(
+                f"class_weight values must be finite and > 0, got {class_weight!r}",
+                parameter="class_weight",
+            )
+    else:
+        raise InvalidParameterError(
+            f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}",
+            parameter="class_weight",
+        )
+    cw = per_class[yi]
+    return cw if w is None else w * cw
+
 
 def _prefers_features(G: Stack, loss: object) -> bool:
     """Whether ``solver="auto"`` fits ``l1`` / ``elasticnet`` in feature space
@@ -200,6 +267,11 @@ def _warn_not_psd(name: str, witness: tuple[int, float, float, float], which: st
 
 #: A starting point of one binary problem: the coefficients ``A`` (M, n) and the intercept.
 _Start: TypeAlias = "tuple[NDArray[np.float64], float]"
+#: One binary problem of a multiclass fit: its stack, ±1 targets, log label, warm start and
+#: sample weights.
+_Problem: TypeAlias = (
+    "tuple[Stack, NDArray[np.float64], str, _Start | None, NDArray[np.float64] | None]"
+)
 
 
 def _solve_record(
@@ -210,9 +282,11 @@ def _solve_record(
     settings: dict[str, Setting],
     label: str,
     start: _Start | None = None,
+    weight: NDArray[np.float64] | None = None,
 ) -> _FitRecord:
     """One binary problem of a multiclass fit (a joblib task, maybe in another process)."""
-    return _FitRecord.of(est._solve(solver, G.aligned(), y, settings, label, start))
+    r = est._solve(solver, G.aligned(), y, settings, label, start, weight)
+    return r if isinstance(r, _FitRecord) else _FitRecord.of(r)
 
 
 _FITTED = (
@@ -533,12 +607,15 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         settings: dict[str, Setting],
         label: str = "",
         start: _Start | None = None,
-    ) -> _core.FitResult:
+        weight: NDArray[np.float64] | None = None,
+    ) -> _core.FitResult | _FitRecord:
         log = _iteration_logger(f"{type(self).__name__}{label}") if self.verbose else None
         yc = np.ascontiguousarray(y, dtype=np.float64)
         threads = check_n_threads(self.n_threads)
         if self.penalty == "group":
             settings = {**settings, "groups": group_ids(self.groups, G.M)[0]}
+        if weight is not None:
+            return self._solve_weighted(solver, G, yc, settings, weight, threads, log)
         if start is not None:
             return _core.fit(
                 solver, G.engine, yc, settings, n_threads=threads, on_iteration=log,
@@ -564,6 +641,61 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             if r2.converged or r2.gap < r.gap:
                 return r2
         return r
+
+    def _solve_weighted(
+        self,
+        solver: _NativeSolver,
+        G: Stack,
+        y: NDArray[np.float64],
+        settings: dict[str, Setting],
+        weight: NDArray[np.float64],
+        threads: int,
+        log: Callable[[float, float, float, int, float], None] | None,
+    ) -> _core.FitResult | _FitRecord:
+        """A fit with a weight per sample on the loss. Samples of weight 0 have no loss and
+        are left out of the fit (as libsvm does), their coefficients 0."""
+        if solver == "wrapper" and self.solver == "auto" and _prefers_features(G, settings["loss"]):
+            solver = "prox_newton"
+            own = {f.name for f in dataclasses.fields(SOLVERS["wrapper"].config)}
+            settings = {k: v for k, v in settings.items() if k not in own}
+        keep = np.flatnonzero(weight > 0)
+        if len(keep) == len(weight):
+            return _core.fit(
+                solver, G.engine, y, settings, n_threads=threads, on_iteration=log,
+                sample_weight=np.ascontiguousarray(weight),
+            )  # fmt: skip
+        r = _FitRecord.of(
+            _core.fit(
+                solver,
+                G.subset(keep).engine,
+                np.ascontiguousarray(y[keep]),
+                settings,
+                n_threads=threads,
+                on_iteration=log,
+                sample_weight=np.ascontiguousarray(weight[keep]),
+            )  # fmt: skip
+        )
+        coef = np.zeros((G.M, G.n))
+        coef[:, keep] = r.coef
+        return dataclasses.replace(r, coef=coef)
+
+    def _weighted_solver(
+        self, solver: _NativeSolver, settings: dict[str, Setting]
+    ) -> tuple[_NativeSolver, dict[str, Setting]]:
+        """The solver and settings of a fit with sample weights: ``solver="auto"`` moves to
+        one that takes them (``spicy`` → ``wrapper``, with the wrapper's default settings);
+        an explicit solver that takes none is refused."""
+        if solver in _WEIGHTED_SOLVERS:
+            return solver, settings
+        if self.solver == "auto" and solver == "spicy":
+            own = {f.name for f in dataclasses.fields(SOLVERS["spicy"].config)}
+            kept = {k: v for k, v in settings.items() if k not in own}
+            return "wrapper", {**kept, **SOLVERS["wrapper"].config()._native()}
+        raise InvalidParameterError(
+            f"sample_weight and class_weight are taken by solvers {', '.join(_WEIGHTED_SOLVERS)}; "
+            f"solver={solver!r} takes none yet",
+            parameter="solver",
+        )
 
     def _previous_fit(self) -> tuple[tuple[Any, ...], NDArray[Any], NDArray[Any]] | None:
         """With ``warm_start``, the last SpicyMKL fit (its key, ``dual_coef_`` and
@@ -605,7 +737,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     def _solve_many(
         self,
         solver: _NativeSolver,
-        problems: Iterable[tuple[Stack, NDArray[np.float64], str, _Start | None]],
+        problems: Iterable[_Problem],
         settings: dict[str, Setting],
     ) -> list[_FitRecord]:
         """The binary problems ``(G, y, label)`` of a multiclass fit, through joblib: one after
@@ -613,8 +745,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         ("dask")`` runs them on a Dask cluster). Each fit is deterministic: the same bits
         wherever it runs."""
         jobs = (
-            delayed(_solve_record)(self, solver, G, y, settings, lb, st)
-            for G, y, lb, st in problems
+            delayed(_solve_record)(self, solver, G, y, settings, lb, st, w)
+            for G, y, lb, st, w in problems
         )
         out: list[_FitRecord] = Parallel()(jobs)
         return out
@@ -853,6 +985,11 @@ default "mean_diag"
         scikit-learn's ``SVC(probability=True)``: five more fits per problem), so that
         ``predict_proba`` is available; one-vs-one pairs are coupled (Wu, Lin & Weng 2004).
         The logistic loss has probabilities of its own and ignores it.
+    class_weight : dict, "balanced" or None, default None
+        A weight per class on the loss of its samples, as scikit-learn's ``SVC``: a dict maps
+        labels to weights (missing labels: 1); ``"balanced"`` weights class ``k`` by
+        ``n_samples / (n_classes · n_k)``. Multiplies ``fit``'s ``sample_weight``; taken by
+        the same solvers.
     n_threads : int, default 0
         Threads, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or ``OMP_NUM_THREADS`` when that
         is set (joblib's workers set it to their share); ``-k`` all but ``k − 1``; ``k > 0`` that
@@ -966,6 +1103,7 @@ default "mean_diag"
         psd: PsdRepair = "check",
         multi_class: MultiClass = "ovr",
         probability: bool = False,
+        class_weight: dict[Any, float] | Literal["balanced"] | None = None,
         n_threads: int = 0,
         random_state: int | None = None,
         verbose: int = 0,
@@ -993,8 +1131,11 @@ default "mean_diag"
         )
         self.multi_class = multi_class
         self.probability = probability
+        self.class_weight = class_weight
 
-    def fit(self, X: Any, y: Any, check_input: bool = True) -> MKLClassifier:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, check_input: bool = True
+    ) -> MKLClassifier:
         """Fit the model.
 
         Parameters
@@ -1003,6 +1144,13 @@ default "mean_diag"
             Training points, or the training kernel stack for ``kernels="precomputed"``.
         y : array-like of shape (n_samples,)
             Class labels (any hashable type: strings are fine), two classes at least.
+        sample_weight : array-like of shape (n_samples,), default None
+            A weight ``w_i ≥ 0`` per sample on its loss: the data term becomes
+            ``C Σ_i w_i ℓ(y_i, f(x_i))`` (SMO's boxes ``0 ≤ α_i ≤ C w_i``, as SVC's), so an
+            integer weight equals that many copies of the sample; samples of weight 0 are left
+            out. Multiplied by ``class_weight``. Taken by the solvers ``analytic``,
+            ``interleaved``, ``wrapper``, ``prox_newton`` and ``mirror`` (``solver="auto"``
+            picks one of them). The kernels' normalisation statistics are not weighted.
         check_input : bool, default True
             False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
             precomputed stack (shape and dtype are still checked), for a stack known to be
@@ -1053,28 +1201,39 @@ default "mean_diag"
             raise InvalidInputError(
                 f"the training data must contain at least two classes, got {len(classes)} class"
             )
+        sw = _check_sample_weight(sample_weight, G.n)
+        sw = _class_weights(self.class_weight, classes, yi, sw)
+        if sw is not None:
+            solver, settings = self._weighted_solver(solver, settings)
+            for k in range(len(classes)):
+                if not (sw[yi == k] > 0).any():
+                    raise InvalidInputError(
+                        f"every sample of class {classes[k]!r} has weight 0: nothing to learn "
+                        "it from"
+                    )
         results: Sequence[_core.FitResult | _FitRecord] = []
         coefs: list[NDArray[Any]] | None = None
         problems: list[tuple[int, int]] = []
         scheme = self.multi_class if len(classes) > 2 else None
         key = self._warm_key_of(solver, settings, G, tuple(classes.tolist()), scheme)
-        binary: list[tuple[Stack, NDArray[np.float64]]] = []  # each problem, for Platt
+        # Each problem and its weights, for Platt.
+        binary: list[tuple[Stack, NDArray[np.float64], NDArray[np.float64] | None]] = []
         if len(classes) == 2:
             st = self._warm_starts(previous, key)
             yb = np.where(yi == 1, 1.0, -1.0)
-            binary = [(G, yb)]
-            results = [self._solve(solver, G, yb, settings, start=st[0] if st else None)]
+            binary = [(G, yb, sw)]
+            results = [self._solve(solver, G, yb, settings, start=st[0] if st else None, weight=sw)]
         elif self.multi_class == "ovr":
             starts = self._warm_starts(previous, key) or [None] * len(classes)
 
             # One problem per class, through joblib (fanned out under a parallel backend).
-            def ovr() -> Iterator[tuple[Stack, NDArray[np.float64], str, _Start | None]]:
+            def ovr() -> Iterator[_Problem]:
                 for k in range(len(classes)):
                     label = f" (class {classes[k]!r} vs rest)"
-                    yield G, np.where(yi == k, 1.0, -1.0), label, starts[k]
+                    yield G, np.where(yi == k, 1.0, -1.0), label, starts[k], sw
 
             results = self._solve_many(solver, ovr(), settings)
-            binary = [(G, np.where(yi == k, 1.0, -1.0)) for k in range(len(classes))]
+            binary = [(G, np.where(yi == k, 1.0, -1.0), sw) for k in range(len(classes))]
         else:
             # One-vs-one: each pair on its own points; coefficients scattered back to all n.
             n = G.n
@@ -1082,15 +1241,20 @@ default "mean_diag"
             index = [np.flatnonzero((yi == a) | (yi == b)) for a, b in problems]
             pair_starts = self._warm_starts(previous, key, index) or [None] * len(problems)
 
-            def ovo() -> Iterator[tuple[Stack, NDArray[np.float64], str, _Start | None]]:
+            def ovo() -> Iterator[_Problem]:
                 for (a, b), idx, st in zip(problems, index, pair_starts, strict=True):
                     label = f" (class {classes[a]!r} vs {classes[b]!r})"
-                    yield G.subset(idx), np.where(yi[idx] == a, 1.0, -1.0), label, st
+                    w = None if sw is None else sw[idx]
+                    yield G.subset(idx), np.where(yi[idx] == a, 1.0, -1.0), label, st, w
 
             results = self._solve_many(solver, ovo(), settings)
             if platt:
                 binary = [
-                    (G.subset(idx), np.where(yi[idx] == a, 1.0, -1.0))
+                    (
+                        G.subset(idx),
+                        np.where(yi[idx] == a, 1.0, -1.0),
+                        None if sw is None else sw[idx],
+                    )
                     for (a, _), idx in zip(problems, index, strict=True)
                 ]
             coefs = []
@@ -1103,16 +1267,22 @@ default "mean_diag"
         self.pairs_ = np.asarray(problems, dtype=np.int64).reshape(-1, 2)
         self.n_train_ = G.n
         self._feature_coefs(G)
-        ab = [self._platt(solver, settings, Gp, yb) for Gp, yb in binary] if platt else []
+        ab = [self._platt(solver, settings, Gp, yb, wb) for Gp, yb, wb in binary] if platt else []
         self.probA_ = np.array([a for a, _ in ab], dtype=np.float64)
         self.probB_ = np.array([b for _, b in ab], dtype=np.float64)
         return self
 
     def _platt(
-        self, solver: _NativeSolver, settings: dict[str, Setting], G: Stack, y: NDArray[np.float64]
+        self,
+        solver: _NativeSolver,
+        settings: dict[str, Setting],
+        G: Stack,
+        y: NDArray[np.float64],
+        w: NDArray[np.float64] | None,
     ) -> tuple[float, float]:
         """Platt's ``(A, B)`` of one binary problem from out-of-fold decision values (5
-        stratified folds, fewer when a class has fewer points)."""
+        stratified folds, fewer when a class has fewer points; each fold's fit weighted by
+        ``w``, the sigmoid's fit unweighted, as libsvm's)."""
         smallest = int(min((y > 0).sum(), (y < 0).sum()))
         if smallest < 2:
             raise InvalidInputError(
@@ -1123,7 +1293,8 @@ default "mean_diag"
         def decision(tr: NDArray[np.intp], te: NDArray[np.intp]) -> NDArray[np.float64]:
             # A fit on the points tr, evaluated on the points te of the same stack.
             sub = G.subset(tr)
-            r = self._solve(solver, sub, y[tr], settings, " (probability fold)")
+            wt = None if w is None else w[tr]
+            r = self._solve(solver, sub, y[tr], settings, " (probability fold)", weight=wt)
             A = np.asarray(r.coef)
             return G.cross(te, tr).decision(A, float(r.intercept), sub.weights(A))
 
@@ -1369,7 +1540,9 @@ warm_start
     _losses = ("squared", "epsilon_insensitive")
     _y_numeric = True
 
-    def fit(self, X: Any, y: Any, check_input: bool = True) -> MKLRegressor:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, check_input: bool = True
+    ) -> MKLRegressor:
         """Fit the model.
 
         Parameters
@@ -1378,6 +1551,12 @@ warm_start
             Training points, or the training kernel stack for ``kernels="precomputed"``.
         y : array-like of shape (n_samples,)
             Real targets.
+        sample_weight : array-like of shape (n_samples,), default None
+            A weight ``w_i ≥ 0`` per sample on its loss: the data term becomes
+            ``C Σ_i w_i ℓ(y_i, f(x_i))``, so an integer weight equals that many copies of the
+            sample; samples of weight 0 are left out. Taken by the solvers ``analytic``,
+            ``wrapper``, ``prox_newton`` and ``mirror`` (``solver="auto"`` picks one of
+            them). The kernels' normalisation statistics are not weighted.
         check_input : bool, default True
             False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
             precomputed stack (shape and dtype are still checked), for a stack known to be
@@ -1423,9 +1602,13 @@ warm_start
                 f"loss='epsilon_insensitive' needs at least 2 samples; got n_samples = "
                 f"{yf.shape[0]}"
             )
+        sw = _check_sample_weight(sample_weight, G.n)
+        if sw is not None:
+            solver, settings = self._weighted_solver(solver, settings)
         st = self._warm_starts(previous, self._warm_key_of(solver, settings, G))
         self._set_results(
-            [self._solve(solver, G, yf, settings, start=st[0] if st else None)], multi=False
+            [self._solve(solver, G, yf, settings, start=st[0] if st else None, weight=sw)],
+            multi=False,
         )
         self.n_train_ = G.n
         self._feature_coefs(G)

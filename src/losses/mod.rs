@@ -340,28 +340,43 @@ impl Loss {
             .sum()
     }
 
-    /// The natural dual point `ρ̃ = −C ℓ'(y, f + b)` of a model (docs/mathematics.md §1.2), before
-    /// [`Loss::centre_dual`] makes it feasible (a subgradient for the non-smooth losses).
-    pub fn natural_dual(&self, y: &[f64], f: &[f64], b: f64, c: f64) -> Vec<f64> {
+    /// `Σ_i c_i ℓ(y_i, f_i + b)`, the data term with the per-sample loss weights `c` of
+    /// [`costs`].
+    pub fn weighted_total(&self, y: &[f64], f: &[f64], b: f64, c: &[f64]) -> f64 {
         y.iter()
             .zip(f)
-            .map(|(&yi, &fi)| -c * self.deriv(yi, fi + b))
+            .zip(c)
+            .map(|((&yi, &fi), &ci)| ci * self.value(yi, fi + b))
+            .sum()
+    }
+
+    /// The natural dual point `ρ̃_i = −c_i ℓ'(y_i, f_i + b)` of a model (docs/mathematics.md
+    /// §1.2), before [`Loss::centre_dual`] makes it feasible (a subgradient for the non-smooth
+    /// losses); `c` holds the per-sample loss weights ([`costs`]).
+    pub fn natural_dual(&self, y: &[f64], f: &[f64], b: f64, c: &[f64]) -> Vec<f64> {
+        y.iter()
+            .zip(f)
+            .zip(c)
+            .map(|((&yi, &fi), &ci)| -ci * self.deriv(yi, fi + b))
             .collect()
     }
 
     /// The clipped shift of a dual candidate `ρ̃` to `Σ ρ̃ = 0` inside the conjugate's domain
     /// (docs/mathematics.md §1.4, steps 1–2): `ρ̃_i ← clip(ρ̃_i − τ, lo_i, hi_i)`, where
-    /// `[lo_i, hi_i] = [−C·hi_u, −C·lo_u]` is the domain of `ρ̃_i ↦ ℓ*(y_i, −ρ̃_i/C)`; `τ` by
-    /// bisection (`Σ clip(ρ̃ − τ)` is non-increasing in `τ`), or the mean when that stays inside.
-    /// Shared by every solver that makes a dual point from a model (SpicyMKL, ℓp, SVRG).
-    pub fn centre_dual(&self, y: &[f64], rho: &[f64], c: f64) -> Vec<f64> {
+    /// `[lo_i, hi_i] = [−c_i·hi_u, −c_i·lo_u]` is the domain of `ρ̃_i ↦ ℓ*(y_i, −ρ̃_i/c_i)`; `τ`
+    /// by bisection (`Σ clip(ρ̃ − τ)` is non-increasing in `τ`), or the mean when that stays
+    /// inside. Shared by every solver that makes a dual point from a model (SpicyMKL, ℓp,
+    /// SVRG); `c` holds the per-sample loss weights ([`costs`]).
+    pub fn centre_dual(&self, y: &[f64], rho: &[f64], c: &[f64]) -> Vec<f64> {
         let bounds: Vec<(f64, f64)> = y
             .iter()
-            .map(|&yi| {
+            .zip(c)
+            .map(|(&yi, &ci)| {
                 let (lo_u, hi_u) = self.conjugate_domain(yi);
-                (-c * hi_u, -c * lo_u)
+                (-ci * hi_u, -ci * lo_u)
             })
             .collect();
+        let c_max = c.iter().fold(0.0f64, |a, &v| a.max(v));
         let clip = |r: f64, (lo, hi): (f64, f64)| r.max(lo).min(hi);
         let mut r: Vec<f64> = rho.iter().zip(&bounds).map(|(&v, &b)| clip(v, b)).collect();
         let n = r.len() as f64;
@@ -375,7 +390,7 @@ impl Loss {
             return r;
         }
         let total = |t: f64| -> f64 { r.iter().zip(&bounds).map(|(&v, &b)| clip(v - t, b)).sum() };
-        let span = r.iter().fold(0.0f64, |a, v| a.max(v.abs())) + c + 1.0;
+        let span = r.iter().fold(0.0f64, |a, v| a.max(v.abs())) + c_max + 1.0;
         let (mut lo, mut hi) = (-span, span);
         for _ in 0..200 {
             let mid = 0.5 * (lo + hi);
@@ -407,20 +422,22 @@ impl Loss {
         r
     }
 
-    /// The intercept minimising `Σ_i ℓ(y_i, f_i + b)` for fixed `f`, by bisection on the
-    /// monotone (sub)derivative `Σ_i ℓ'(y_i, f_i + b)`, starting from `start`.
+    /// The intercept minimising `Σ_i c_i ℓ(y_i, f_i + b)` for fixed `f`, by bisection on the
+    /// monotone (sub)derivative `Σ_i c_i ℓ'(y_i, f_i + b)`, starting from `start` (`c`: the
+    /// per-sample loss weights of [`costs`]; only their ratios matter).
     ///
     /// Every `b` gives a valid primal value; the best one makes the reported primal tight even
     /// when the inner solver's intercept rule is not primal-optimal (libsvm's average over free
     /// support vectors, or the midpoint when none is free).
-    pub fn best_intercept(&self, y: &[f64], f: &[f64], start: f64) -> f64 {
+    pub fn best_intercept(&self, y: &[f64], f: &[f64], c: &[f64], start: f64) -> f64 {
         let slope = |b: f64| -> f64 {
             y.iter()
                 .zip(f)
-                .map(|(&yi, &fi)| self.deriv(yi, fi + b))
+                .zip(c)
+                .map(|((&yi, &fi), &ci)| ci * self.deriv(yi, fi + b))
                 .sum()
         };
-        let total = |b: f64| self.total(y, f, b);
+        let total = |b: f64| self.weighted_total(y, f, b, c);
         let s0 = slope(start);
         if s0 == 0.0 || !start.is_finite() {
             return start;
@@ -490,7 +507,7 @@ impl Loss {
         y: &[f64],
         f: &[f64],
         b: f64,
-        c: f64,
+        c: &[f64],
         penalty: f64,
         primal: f64,
     ) -> Option<(f64, f64, f64)> {
@@ -504,7 +521,7 @@ impl Loss {
         y: &[f64],
         f: &[f64],
         b: f64,
-        c: f64,
+        c: &[f64],
         penalty_at: impl Fn(f64) -> f64,
         primal: f64,
     ) -> Option<(f64, f64, f64)> {
@@ -523,14 +540,33 @@ impl Loss {
         // A few ulps more, so that rounding leaves the lifted points on the right side.
         let t = (1.0 + 4.0 * f64::EPSILON) / (1.0 - v_max);
         let bt = t * b;
-        let data: f64 = y
-            .iter()
-            .zip(f)
-            .map(|(&yi, &fi)| self.value(yi, t * fi + bt))
-            .sum();
-        let lifted = c * data + penalty_at(t);
+        let scaled: Vec<f64> = f.iter().map(|fi| t * fi).collect();
+        let lifted = self.weighted_total(y, &scaled, bt, c) + penalty_at(t);
         (lifted < primal).then_some((t, bt, lifted))
     }
+}
+
+/// The per-sample loss weights `c_i = C·w_i` of the data term `Σ_i c_i ℓ(y_i, z_i)`
+/// (docs/mathematics.md §0): `C` alone when `sample_weight` is `None`. Weights must be finite
+/// and > 0 (the estimators drop the samples of weight 0, as libsvm does: such a sample has
+/// no loss, and `1/c_i` would be infinite in the squared losses' systems).
+pub fn costs(c: f64, sample_weight: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
+    let Some(w) = sample_weight else {
+        return Ok(vec![c; n]);
+    };
+    if w.len() != n {
+        return Err(MkError::Shape(format!(
+            "sample_weight has {} values for {n} samples",
+            w.len()
+        )));
+    }
+    if let Some(bad) = w.iter().find(|&&v| !(v.is_finite() && v > 0.0)) {
+        return Err(MkError::config(
+            "sample_weight",
+            format!("must be finite and > 0, got {bad}"),
+        ));
+    }
+    Ok(w.iter().map(|v| c * v).collect())
 }
 
 /// `log(1 + e^x)` without overflow.

@@ -13,14 +13,14 @@ use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::{fit_lp, fit_one_class, LpAlgorithm, LpConfig, OneClassConfig};
-use crate::solvers::mirror::{fit_group, Groups, MirrorConfig, StepRule};
+use crate::solvers::lp::{fit_lp_weighted, fit_one_class, LpAlgorithm, LpConfig, OneClassConfig};
+use crate::solvers::mirror::{fit_group_weighted, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
-use crate::solvers::prox_newton::{fit_prox_newton, ProxNewtonConfig};
+use crate::solvers::prox_newton::{fit_prox_newton_weighted, ProxNewtonConfig};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy_from, SpicyConfig, SpicyPenalty, SpicyStart};
 use crate::solvers::svrg::{fit_svrg, Features, SvrgConfig};
-use crate::solvers::wrapper::{fit_wrapper, WrapperConfig};
+use crate::solvers::wrapper::{fit_wrapper_weighted, WrapperConfig};
 use crate::Result;
 
 /// How a fit ended.
@@ -454,6 +454,7 @@ impl Settings {
         &self,
         s: &dyn KernelStack,
         y: &[f64],
+        w: Option<&[f64]>,
         start: Option<&SpicyStart>,
         i: &dyn Interrupt,
     ) -> Result<FitResult> {
@@ -463,17 +464,24 @@ impl Settings {
                 "a starting point is taken by solver spicy only",
             ));
         }
+        if w.is_some() && matches!(self, Settings::Spicy(_) | Settings::OneClass(_)) {
+            return Err(MkError::config(
+                "sample_weight",
+                "is taken by solvers analytic, interleaved, wrapper, prox_newton and mirror; \
+                 not yet by spicy, svrg, one_class or the path",
+            ));
+        }
         match self {
-            Settings::Lp(c) => fit_lp(s, y, c, i),
+            Settings::Lp(c) => fit_lp_weighted(s, y, w, c, i),
             Settings::Spicy(c) => fit_spicy_from(s, y, c, start, i),
-            Settings::Wrapper(c) => fit_wrapper(s, y, c, i),
-            Settings::ProxNewton(c) => fit_prox_newton(s, y, c, i),
+            Settings::Wrapper(c) => fit_wrapper_weighted(s, y, w, c, i),
+            Settings::ProxNewton(c) => fit_prox_newton_weighted(s, y, w, c, i),
             Settings::Mirror(c, groups) => {
                 let groups = match groups {
                     Some(ids) => Groups::new(ids)?,
                     None => Groups::single(s.m()),
                 };
-                fit_group(s, y, &groups, c, i)
+                fit_group_weighted(s, y, w, &groups, c, i)
             }
             Settings::Svrg(_) => Err(MkError::config(
                 "solver",
@@ -575,10 +583,11 @@ fn check_settings(solver: &str, settings: &Bound<'_, PyDict>) -> PyResult<()> {
 /// active, seconds)` is called on the calling thread for every outer iteration. `spicy` starts
 /// from `init_coef` `(M, n)`, `init_intercept` and `init_dual` `(n,)` (the dual in the
 /// solver's scale, `ρ̃/C`; None: from the start's predictions) when `init_coef` is given.
+/// `sample_weight` `(n,)`, finite and > 0, weights each sample's loss (`C w_i`).
 #[pyfunction]
 #[pyo3(signature = (
     solver, g, y, settings, *, n_threads=0, on_iteration=None, init_coef=None,
-    init_intercept=0.0, init_dual=None
+    init_intercept=0.0, init_dual=None, sample_weight=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fit<'py>(
@@ -592,9 +601,11 @@ fn fit<'py>(
     init_coef: Option<PyReadonlyArray2<'py, f64>>,
     init_intercept: f64,
     init_dual: Option<PyReadonlyArray1<'py, f64>>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<PyFitResult> {
     let settings = Settings::read(solver, settings)?;
     let y = y.as_array().to_vec();
+    let weights = sample_weight.map(|w| w.as_array().to_vec());
     let n = y.len();
     let start = match init_coef {
         Some(a) if a.as_array().ncols() != n => {
@@ -618,6 +629,12 @@ fn fit<'py>(
         None => None,
     };
     let r = if let Settings::Svrg(cfg) = &settings {
+        if weights.is_some() {
+            return Err(PyErr::from(MkError::config(
+                "sample_weight",
+                "is not taken by solver svrg yet",
+            )));
+        }
         if start.is_some() {
             return Err(PyErr::from(MkError::config(
                 "init_coef",
@@ -649,7 +666,7 @@ fn fit<'py>(
     } else {
         with_dense(g, |s| {
             run_detached(py, n_threads, on_iteration, |i| {
-                settings.fit(s, &y, start.as_ref(), i)
+                settings.fit(s, &y, weights.as_deref(), start.as_ref(), i)
             })
         })?
     };

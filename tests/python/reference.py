@@ -547,18 +547,18 @@ def _factor(K: FloatArray, rel_tol: float = 1e-10) -> tuple[FloatArray, FloatArr
     return U * np.sqrt(lam), U / np.sqrt(lam)
 
 
-def _cvx_loss(loss: str, y: FloatArray, z: Any, epsilon: float) -> Any:
-    """Sum of the losses as a DCP cvxpy expression."""
+def _cvx_loss(loss: str, y: FloatArray, z: Any, epsilon: float, w: FloatArray) -> Any:
+    """The sum of the losses weighted by ``w``, as a DCP cvxpy expression."""
     _check_loss(loss)
     if loss == "hinge":
-        return cp.sum(cp.pos(1 - cp.multiply(y, z)))
+        return w @ cp.pos(1 - cp.multiply(y, z))
     if loss == "squared_hinge":
-        return cp.sum(cp.square(cp.pos(1 - cp.multiply(y, z)))) / 2
+        return w @ cp.square(cp.pos(1 - cp.multiply(y, z))) / 2
     if loss == "logistic":
-        return cp.sum(cp.logistic(-cp.multiply(y, z)))
+        return w @ cp.logistic(-cp.multiply(y, z))
     if loss == "squared":
-        return cp.sum(cp.square(y - z)) / 2
-    return cp.sum(cp.pos(cp.abs(y - z) - epsilon))
+        return w @ cp.square(y - z) / 2
+    return w @ cp.pos(cp.abs(y - z) - epsilon)
 
 
 def _solve(prob: cp.Problem) -> None:
@@ -588,6 +588,7 @@ def cvxpy_mkl(
     intercept: bool = True,
     groups: ArrayLike | None = None,
     nu: float | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> RefSolution:
     """Solve the MKL primal of §0 with cvxpy and Clarabel.
 
@@ -619,6 +620,8 @@ def cvxpy_mkl(
     nu : float, optional
         ``ν`` of ``loss="one_class"``: the primal is then
         ``Ω + Σ_i max(0, ρ − f(x_i)) − νnρ`` with ``ρ = −b`` (``C`` and ``y`` unused).
+    sample_weight : array_like of shape (n,), optional
+        A weight per sample on its loss: the data term ``C Σ_i w_i ℓ(y_i, f(x_i))``.
 
     Returns
     -------
@@ -674,7 +677,8 @@ def cvxpy_mkl(
             raise ValueError("one_class needs nu and an intercept")
         data = cp.sum(cp.pos(-z)) + nu * n * b
     else:
-        data = C * _cvx_loss(loss, yy, z, epsilon)
+        w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        data = C * _cvx_loss(loss, yy, z, epsilon, w)
     prob = cp.Problem(cp.Minimize(data + omega), cons)
     _solve(prob)
     uval = np.asarray(u.value, dtype=np.float64).reshape(-1)

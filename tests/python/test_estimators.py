@@ -24,6 +24,19 @@ import multikernel as mk
 from multikernel.kernels import Gaussian, Kernel, KernelBank, Linear
 
 
+def _expected_failures(estimator: Any) -> dict[str, str]:
+    """scikit-learn's checks that these estimators fail by design, with the reason."""
+    return {
+        # Weights equal duplicated rows only when the kernels' normalisation statistics are
+        # the same for both (they are unweighted: the default mean_diag of a linear kernel
+        # differs) and both fits are solved well below the default tol = 1e-3; the identity
+        # itself is tested in test_sample_weight.py.
+        "check_sample_weight_equivalence_on_dense_data": (
+            "normalisation statistics are unweighted; tol=1e-3"
+        ),
+    }
+
+
 @parametrize_with_checks(  # type: ignore[untyped-decorator]
     [
         mk.MKLClassifier(),
@@ -31,7 +44,8 @@ from multikernel.kernels import Gaussian, Kernel, KernelBank, Linear
         mk.MKLClassifier(penalty="l1", loss="logistic"),
         mk.MKLRegressor(penalty="elasticnet", loss="epsilon_insensitive"),
         mk.MKLClassifier(probability=True),
-    ]
+    ],
+    expected_failed_checks=_expected_failures,
 )
 def test_sklearn_estimator_checks(estimator: Any, check: Any) -> None:
     check(estimator)

@@ -183,6 +183,7 @@ impl Step {
         v: &[f64],
         cfg: &LpConfig,
         y: &[f64],
+        c: &[f64],
         theta: &[f64],
         beta: &[f64],
         b: f64,
@@ -190,7 +191,7 @@ impl Step {
     ) -> Step {
         let m = stack.m();
         let all: Vec<usize> = (0..m).collect();
-        let natural = natural_dual(cfg.loss, cfg.c, y, f, b);
+        let natural = natural_dual(cfg.loss, c, y, f, b);
         let hat = natural.as_ref().map(|n| n.1.as_slice());
         // Newton's losses never use a working set: with `hat`, `v` is the whole `β`.
         debug_assert!(hat.map_or(true, |h| h.len() == v.len()));
@@ -200,7 +201,7 @@ impl Step {
             Some((b, h)) => (*b, h.as_slice(), h.as_slice(), &hat_quad),
             None => (b, beta, v, &quad),
         };
-        let cert = certificate(cfg, y, theta, b, &quad, f, (point, forms));
+        let cert = certificate(cfg, y, c, theta, b, &quad, f, (point, forms));
         let witness = psd.all().scan(scanned, m, |k| forms[k]);
         Step {
             quad,
@@ -231,12 +232,13 @@ impl Step {
 pub(super) fn fit_analytic(
     stack: &dyn KernelStack,
     y: &[f64],
+    c: &[f64],
     cfg: &LpConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     let (m, n) = (stack.m(), stack.n());
     let mut theta = theta_update(&vec![1.0; m], cfg.p);
-    let mut whole = SingleKernel::new(cfg.loss, cfg.c, y)?;
+    let mut whole = SingleKernel::new(cfg.loss, c, y)?;
     // For p = 1 θ turns sparse and each step is cheap relative to its slow convergence.
     let use_ws = cfg.p > 1.0 && whole.is_sparse();
     let mut ws: Option<PointSet> = None;
@@ -257,6 +259,7 @@ pub(super) fn fit_analytic(
             let (f, b) = set.solver.solve_combined(
                 set.stack.stack(),
                 &set.y,
+                &set.c,
                 &theta,
                 gaps.inner_tol(),
                 &mut k_theta,
@@ -269,6 +272,7 @@ pub(super) fn fit_analytic(
                 beta,
                 cfg,
                 &set.y,
+                &set.c,
                 &theta,
                 beta,
                 b,
@@ -283,8 +287,8 @@ pub(super) fn fit_analytic(
                 let beta = scatter_points(set.solver.beta(), set.idx(), n);
                 let mut f = vec![0.0; n];
                 stack.combined_matvec(&theta, &beta, &mut f);
-                let b = cfg.loss.best_intercept(y, &f, st.b);
-                let cert = certificate(cfg, y, &theta, b, &st.quad, &f, (&beta, &st.quad));
+                let b = cfg.loss.best_intercept(y, &f, c, st.b);
+                let cert = certificate(cfg, y, c, &theta, b, &st.quad, &f, (&beta, &st.quad));
                 let gap = cert.record(&mut tracker, st.witness, &theta, &beta);
                 if gap <= cfg.tol {
                     status = SolveStatus::Converged;
@@ -296,7 +300,7 @@ pub(super) fn fit_analytic(
                 if !more.is_empty() {
                     new_problem = true;
                     checks.restart();
-                    if !set.grow(stack, y, cfg, &more, &alpha)? {
+                    if !set.grow(stack, y, c, cfg, &more, &alpha)? {
                         ws = None;
                         whole.set_warm_start(alpha);
                     }
@@ -317,6 +321,7 @@ pub(super) fn fit_analytic(
             let (f, b) = whole.solve_combined(
                 stack,
                 y,
+                c,
                 &theta,
                 gaps.inner_tol(),
                 &mut k_theta,
@@ -326,16 +331,16 @@ pub(super) fn fit_analytic(
                 let alpha = whole.alpha().unwrap_or(&[]).to_vec();
                 let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
                 let idx = new_points(cfg.loss, y, &z, &alpha, &[]);
-                ws = PointSet::new(stack, y, cfg, &idx, &alpha)?;
+                ws = PointSet::new(stack, y, c, cfg, &idx, &alpha)?;
             }
             let beta = whole.beta();
             // With a working set, its sub-stack holds every non-zero of β: a cheaper pass.
             let st = match &ws {
                 Some(set) => {
                     let v = gather_points(beta, n, set.idx());
-                    Step::certify(set.stack.stack(), &psd, &v, cfg, y, &theta, beta, b, &f)
+                    Step::certify(set.stack.stack(), &psd, &v, cfg, y, c, &theta, beta, b, &f)
                 }
-                None => Step::certify(stack, &psd, beta, cfg, y, &theta, beta, b, &f),
+                None => Step::certify(stack, &psd, beta, cfg, y, c, &theta, beta, b, &f),
             };
             let scaled: Vec<f64> = beta.iter().map(|v| st.scale * v).collect();
             let dual = (st.dual, st.witness);

@@ -23,6 +23,7 @@ use crate::solvers::witness::PsdCheck;
 pub(super) fn fit_interleaved(
     stack: &dyn KernelStack,
     y: &[f64],
+    c: &[f64],
     cfg: &LpConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
@@ -31,7 +32,7 @@ pub(super) fn fit_interleaved(
     let mut k_theta = vec![0.0; n * n];
     stack.combine(&theta, &mut k_theta);
     let minus_one = vec![-1.0; n];
-    let upper = vec![cfg.c; n];
+    let upper = c.to_vec();
     let spec = QpSpec {
         p: &minus_one,
         y,
@@ -99,8 +100,8 @@ pub(super) fn fit_interleaved(
         }
         let witness = psd.all().scan(&beta, m, |k| quad[k]);
         dense_matvec(&k_theta, &beta, &mut f);
-        let b = cfg.loss.best_intercept(y, &f, -state.rho());
-        let cert = certificate(cfg, y, &theta, b, &quad, &f, (&beta, &quad));
+        let b = cfg.loss.best_intercept(y, &f, c, -state.rho());
+        let cert = certificate(cfg, y, c, &theta, b, &quad, &f, (&beta, &quad));
         let norms = cert.norms.clone();
         let gap = cert.record(&mut tracker, witness, &theta, &beta);
         if gap <= cfg.tol {

@@ -27,7 +27,7 @@ mod working_set;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
-use crate::losses::Loss;
+use crate::losses::{costs, Loss};
 use crate::result::{FitResult, PsdWitness};
 pub(crate) use crate::solvers::tracker::Tracker;
 
@@ -147,19 +147,22 @@ pub fn theta_update(wnorms: &[f64], p: f64) -> Vec<f64> {
     t.iter().map(|x| x / norm).collect()
 }
 
-/// `D(β) = −C Σ ℓ*(y_i, −β_i/C) − ½ ‖(βᵀK_mβ)_m‖_{p*}` (docs/mathematics.md §1).
-pub fn lp_dual(loss: Loss, c: f64, y: &[f64], beta: &[f64], quad: &[f64], p: f64) -> f64 {
+/// `D(β) = −Σ c_i ℓ*(y_i, −β_i/c_i) − ½ ‖(βᵀK_mβ)_m‖_{p*}` (docs/mathematics.md §1), `c` the
+/// per-sample loss weights ([`costs`](crate::losses::costs)).
+pub fn lp_dual(loss: Loss, c: &[f64], y: &[f64], beta: &[f64], quad: &[f64], p: f64) -> f64 {
     loss_dual(loss, c, y, beta) - 0.5 * dual_norm(quad, p)
 }
 
-/// The loss part `−C Σ_i ℓ*(y_i, −β_i/C)` of every SVM-type dual (docs/mathematics.md §1.2).
-pub(crate) fn loss_dual(loss: Loss, c: f64, y: &[f64], beta: &[f64]) -> f64 {
+/// The loss part `−Σ_i c_i ℓ*(y_i, −β_i/c_i)` of every SVM-type dual (docs/mathematics.md
+/// §1.2).
+pub(crate) fn loss_dual(loss: Loss, c: &[f64], y: &[f64], beta: &[f64]) -> f64 {
     let conj: f64 = y
         .iter()
         .zip(beta)
-        .map(|(&yi, &bi)| loss.conjugate(yi, -bi / c))
+        .zip(c)
+        .map(|((&yi, &bi), &ci)| ci * loss.conjugate(yi, -bi / ci))
         .sum();
-    -c * conj
+    -conj
 }
 
 /// The natural dual point of the model `f` (without intercept) for the logistic loss
@@ -176,7 +179,7 @@ pub(crate) fn loss_dual(loss: Loss, c: f64, y: &[f64], beta: &[f64]) -> f64 {
 /// is in the box by construction.
 pub(crate) fn natural_dual(
     loss: Loss,
-    c: f64,
+    c: &[f64],
     y: &[f64],
     f: &[f64],
     b: f64,
@@ -184,7 +187,7 @@ pub(crate) fn natural_dual(
     if loss != Loss::Logistic {
         return None;
     }
-    let b = loss.best_intercept(y, f, b);
+    let b = loss.best_intercept(y, f, c, b);
     Some((b, loss.centre_dual(y, &loss.natural_dual(y, f, b, c), c)))
 }
 
@@ -263,6 +266,7 @@ impl Certificate {
 pub(crate) fn certificate(
     cfg: &LpConfig,
     y: &[f64],
+    c: &[f64],
     theta: &[f64],
     b: f64,
     quad: &[f64],
@@ -275,14 +279,14 @@ pub(crate) fn certificate(
         .map(|(t, q)| t * q.max(0.0).sqrt())
         .collect();
     let penalty = lp_penalty(&norms, cfg.p);
-    let primal = cfg.c * cfg.loss.total(y, f, b) + penalty;
+    let primal = cfg.loss.weighted_total(y, f, b, c) + penalty;
     let (scale, b, primal) = cfg
         .loss
-        .lift_to_margin(y, f, b, cfg.c, penalty, primal)
+        .lift_to_margin(y, f, b, c, penalty, primal)
         .unwrap_or((1.0, b, primal));
     Certificate {
         primal,
-        dual: lp_dual(cfg.loss, cfg.c, y, dual.0, dual.1, cfg.p),
+        dual: lp_dual(cfg.loss, c, y, dual.0, dual.1, cfg.p),
         norms: norms.iter().map(|s| scale * s).collect(),
         scale,
         b,
@@ -296,10 +300,23 @@ pub fn fit_lp(
     cfg: &LpConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    fit_lp_weighted(stack, y, None, cfg, interrupt)
+}
+
+/// [`fit_lp`] with a weight per sample on the loss: the data term `C Σ_i w_i ℓ(y_i, f(x_i))`
+/// (SMO's boxes `0 ≤ α_i ≤ C w_i`; docs/mathematics.md §0).
+pub fn fit_lp_weighted(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &LpConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(stack.n(), y)?;
+    let c = &costs(cfg.c, sample_weight, y.len())?;
     match cfg.algorithm {
-        LpAlgorithm::Analytic => analytic::fit_analytic(stack, y, cfg, interrupt),
+        LpAlgorithm::Analytic => analytic::fit_analytic(stack, y, c, cfg, interrupt),
         LpAlgorithm::Interleaved => {
             if cfg.loss != Loss::Hinge {
                 return Err(MkError::config(
@@ -307,7 +324,7 @@ pub fn fit_lp(
                     "'interleaved' supports the hinge loss only; use 'analytic'",
                 ));
             }
-            interleaved::fit_interleaved(stack, y, cfg, interrupt)
+            interleaved::fit_interleaved(stack, y, c, cfg, interrupt)
         }
     }
 }

@@ -301,15 +301,10 @@ pub(crate) fn dense_matvec(k: &[f64], v: &[f64], out: &mut [f64]) {
     dense_matvecs(k, v.len(), v, out);
 }
 
-/// `C Σ ℓ(y_i, f_i) + ½ βᵀ K β` with `f = Kβ + b`, given `Kβ`.
-fn objective(loss: Loss, c: f64, y: &[f64], kb: &[f64], beta: &[f64], b: f64) -> f64 {
-    let data: f64 = y
-        .iter()
-        .zip(kb)
-        .map(|(&yi, &f)| loss.value(yi, f + b))
-        .sum();
+/// `Σ c_i ℓ(y_i, f_i) + ½ βᵀ K β` with `f = Kβ + b`, given `Kβ`.
+fn objective(loss: Loss, c: &[f64], y: &[f64], kb: &[f64], beta: &[f64], b: f64) -> f64 {
     let reg: f64 = beta.iter().zip(kb).map(|(x, k)| x * k).sum();
-    c * data + 0.5 * reg
+    loss.weighted_total(y, kb, b, c) + 0.5 * reg
 }
 
 /// The floor on the curvature `w = ℓ''` of the Newton systems, for a kernel of mean diagonal
@@ -319,7 +314,7 @@ fn objective(loss: Loss, c: f64, y: &[f64], kb: &[f64], beta: &[f64], b: f64) ->
 /// below the kernel's scale, so well-classified points with `Cw ≈ 1e-2` were treated as tight
 /// and Newton's steps were wrong for them (linear convergence, 83 outer iterations to 1e-6 on
 /// one kernel). Capping `1/(Cw)` at 1e12 times the kernel's mean diagonal decouples only what
-/// is negligible.
+/// is negligible. With per-sample weights `c` is the largest of them (the tightest cap).
 fn curvature_floor(c: f64, kscale: f64) -> f64 {
     if kscale > 0.0 && kscale.is_finite() {
         1e-10f64.min(1e-12 / (c * kscale))
@@ -332,7 +327,10 @@ fn curvature_floor(c: f64, kscale: f64) -> f64 {
 /// [`SingleKernel`](super::SingleKernel) holds one: this module is private.)
 pub struct NewtonSolver {
     loss: Loss,
-    c: f64,
+    /// The per-sample loss weights.
+    c: Vec<f64>,
+    /// Their largest value.
+    c_max: f64,
     y: Vec<f64>,
     pub(super) beta: Vec<f64>,
     pub(super) b: f64,
@@ -353,7 +351,7 @@ impl NewtonSolver {
         self.loss
     }
 
-    pub(super) fn new(loss: Loss, c: f64, y: &[f64]) -> Result<Self> {
+    pub(super) fn new(loss: Loss, c: &[f64], y: &[f64]) -> Result<Self> {
         if !matches!(loss, Loss::Squared | Loss::Logistic) {
             return Err(MkError::config(
                 "loss",
@@ -362,7 +360,8 @@ impl NewtonSolver {
         }
         Ok(NewtonSolver {
             loss,
-            c,
+            c: c.to_vec(),
+            c_max: c.iter().fold(0.0f64, |a, &v| a.max(v)),
             y: y.to_vec(),
             beta: vec![0.0; y.len()],
             b: 0.0,
@@ -405,11 +404,12 @@ impl NewtonSolver {
     /// The diagonal `1/(C ℓ''(y_i, f_i))` of the Newton system on the kernel `k` at the model
     /// values `f` (intercept included), the curvature floored as in [`NewtonSolver::solve`].
     pub(super) fn system_diagonal(&self, k: KernelOp<'_>, f: &[f64]) -> Vec<f64> {
-        let w_min = curvature_floor(self.c, k.mean_diag(f.len()));
+        let w_min = curvature_floor(self.c_max, k.mean_diag(f.len()));
         self.y
             .iter()
             .zip(f)
-            .map(|(&yi, &fi)| 1.0 / (self.c * self.loss.deriv2(yi, fi).max(w_min)))
+            .zip(&self.c)
+            .map(|((&yi, &fi), &ci)| 1.0 / (ci * self.loss.deriv2(yi, fi).max(w_min)))
             .collect()
     }
 
@@ -450,9 +450,9 @@ impl NewtonSolver {
         interrupt: &dyn Interrupt,
     ) -> Result<()> {
         let n = self.y.len();
-        let c = self.c;
+        let c = self.c.as_slice();
         if self.loss == Loss::Squared {
-            let d = vec![1.0 / c; n];
+            let d: Vec<f64> = c.iter().map(|ci| 1.0 / ci).collect();
             let (beta, b, how) =
                 Self::bordered(k, precond, &d, &self.y, &self.beta, None, 0.0, 1e-10)?;
             if let Solved::Factored(factor) = how {
@@ -469,10 +469,10 @@ impl NewtonSolver {
         // The warm start's intercept belongs to the last kernel: re-fitted to this one
         // (1-D, O(n) per step), since a stale `b` can leave points misclassified by hundreds
         // when the kernel's scale is large, where Newton's quadratic model is useless.
-        self.b = self.loss.best_intercept(&self.y, &kb, self.b);
+        self.b = self.loss.best_intercept(&self.y, &kb, c, self.b);
         let mut obj = objective(self.loss, c, &self.y, &kb, &self.beta, self.b);
         let mut kb_new = vec![0.0; n];
-        let w_min = curvature_floor(c, k.mean_diag(n));
+        let w_min = curvature_floor(self.c_max, k.mean_diag(n));
         self.iterations = 0;
         // Conjugate gradients give inexact Newton steps (forcing term 1e-2); a step that
         // decreases nothing is retried with the factorisation before Newton stops.
@@ -487,7 +487,7 @@ impl NewtonSolver {
                 let w = self.loss.deriv2(self.y[i], f).max(w_min);
                 let g = self.loss.deriv(self.y[i], f);
                 z[i] = f - g / w;
-                d[i] = 1.0 / (c * w);
+                d[i] = 1.0 / (c[i] * w);
             }
             let (beta_full, b_full, how) =
                 Self::bordered(k, inexact, &d, &z, &self.beta, Some(&kb), 1e-2, 1e-12)?;
@@ -596,9 +596,9 @@ mod tests {
         let mut k = vec![0.0; n * n];
         stack.combine(&[0.5, 1.0, 0.0, 2.0, 0.3], &mut k);
         for (loss, y) in [(Loss::Squared, &yr), (Loss::Logistic, &yc)] {
-            let mut direct = NewtonSolver::new(loss, 4.0, y).unwrap();
+            let mut direct = NewtonSolver::new(loss, &vec![4.0; y.len()], y).unwrap();
             direct.pcg_min = usize::MAX;
-            let mut cg = NewtonSolver::new(loss, 4.0, y).unwrap();
+            let mut cg = NewtonSolver::new(loss, &vec![4.0; y.len()], y).unwrap();
             cg.pcg_min = 0;
             assert!(cg.preconditioner(KernelOp::Dense(&k)).is_some());
             for _ in 0..2 {

@@ -14,7 +14,9 @@ use crate::solvers::smo::{l2svm, svc, svr, DenseKernel, SmoOptions, SvmSolution}
 pub enum SingleKernel {
     Smo {
         loss: Loss,
-        c: f64,
+        /// The per-sample loss weights: SMO's boxes (hinge, ε-insensitive) or diagonal shifts
+        /// (squared hinge).
+        c: Vec<f64>,
         y: Vec<f64>,
         last: Option<SvmSolution>,
         /// The warm start of the next solve when it is not the last solution.
@@ -25,13 +27,14 @@ pub enum SingleKernel {
 }
 
 impl SingleKernel {
-    /// A solver for `loss` with loss weight `c` and targets `y`.
-    pub fn new(loss: Loss, c: f64, y: &[f64]) -> Result<Self> {
+    /// A solver for `loss` with per-sample loss weights `c` ([`costs`](crate::losses::costs))
+    /// and targets `y`.
+    pub fn new(loss: Loss, c: &[f64], y: &[f64]) -> Result<Self> {
         Ok(match loss {
             Loss::Squared | Loss::Logistic => SingleKernel::Newton(NewtonSolver::new(loss, c, y)?),
             _ => SingleKernel::Smo {
                 loss,
-                c,
+                c: c.to_vec(),
                 y: y.to_vec(),
                 last: None,
                 warm: None,
@@ -80,12 +83,12 @@ impl SingleKernel {
                     Some(s) => Some(s.alpha.as_slice()),
                     None => warm.as_deref(),
                 };
-                let cs = [*c];
+                let cs = c.as_slice();
                 let sol = match *loss {
-                    Loss::Hinge => svc(&kernel, y, &cs, &opts, warm, interrupt)?,
-                    Loss::SquaredHinge => l2svm(&kernel, y, &cs, &opts, warm, interrupt)?,
+                    Loss::Hinge => svc(&kernel, y, cs, &opts, warm, interrupt)?,
+                    Loss::SquaredHinge => l2svm(&kernel, y, cs, &opts, warm, interrupt)?,
                     Loss::EpsilonInsensitive { epsilon } => {
-                        svr(&kernel, y, &cs, epsilon, &opts, warm, interrupt)?
+                        svr(&kernel, y, cs, epsilon, &opts, warm, interrupt)?
                     }
                     Loss::Squared | Loss::Logistic => unreachable!("Newton losses"),
                 };
@@ -103,6 +106,7 @@ impl SingleKernel {
         &mut self,
         stack: &dyn KernelStack,
         y: &[f64],
+        c: &[f64],
         theta: &[f64],
         tol: f64,
         k_theta: &mut Vec<f64>,
@@ -115,7 +119,7 @@ impl SingleKernel {
                 s.solve(op, tol, interrupt)?;
                 let mut f = vec![0.0; n];
                 op.matvec(&s.beta, &mut f);
-                let b = s.loss().best_intercept(y, &f, s.b);
+                let b = s.loss().best_intercept(y, &f, c, s.b);
                 return Ok((f, b));
             }
         }
@@ -124,7 +128,7 @@ impl SingleKernel {
         self.solve(k_theta, tol, interrupt)?;
         let mut f = vec![0.0; n];
         dense_matvec(k_theta, self.beta(), &mut f);
-        let b = self.loss().best_intercept(y, &f, self.intercept());
+        let b = self.loss().best_intercept(y, &f, c, self.intercept());
         Ok((f, b))
     }
 

@@ -64,6 +64,8 @@ pub(super) struct PointSet {
     /// The kernels on the set; its indices are the set's points in local order.
     pub(super) stack: PointSubset,
     pub(super) y: Vec<f64>,
+    /// The loss weights of the set's points.
+    pub(super) c: Vec<f64>,
     pub(super) solver: SingleKernel,
 }
 
@@ -79,6 +81,7 @@ impl PointSet {
     pub(super) fn new(
         stack: &dyn KernelStack,
         y: &[f64],
+        c: &[f64],
         cfg: &LpConfig,
         idx: &[usize],
         alpha: &[f64],
@@ -92,11 +95,13 @@ impl PointSet {
         {
             return Ok(None);
         }
-        let mut solver = SingleKernel::new(cfg.loss, cfg.c, &yw)?;
+        let cw: Vec<f64> = idx.iter().map(|&i| c[i]).collect();
+        let mut solver = SingleKernel::new(cfg.loss, &cw, &yw)?;
         solver.set_warm_start(gather_points(alpha, n, idx));
         Ok(Some(PointSet {
             stack: point_subset(stack, idx, Self::max_points(n)),
             y: yw,
+            c: cw,
             solver,
         }))
     }
@@ -107,6 +112,7 @@ impl PointSet {
         &mut self,
         stack: &dyn KernelStack,
         y: &[f64],
+        c: &[f64],
         cfg: &LpConfig,
         more: &[usize],
         alpha: &[f64],
@@ -117,7 +123,8 @@ impl PointSet {
         }
         self.stack.extend(stack, more);
         self.y.extend(more.iter().map(|&i| y[i]));
-        self.solver = SingleKernel::new(cfg.loss, cfg.c, &self.y)?;
+        self.c.extend(more.iter().map(|&i| c[i]));
+        self.solver = SingleKernel::new(cfg.loss, &self.c, &self.y)?;
         self.solver
             .set_warm_start(gather_points(alpha, n, self.stack.indices()));
         Ok(true)

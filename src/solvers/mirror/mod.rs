@@ -29,7 +29,7 @@
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
-use crate::losses::Loss;
+use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{
     loss_dual, natural_dual, read_forms, CheckSchedule, GapSchedule, SingleKernel,
@@ -540,7 +540,7 @@ fn per_group(n_j: usize) -> usize {
 /// makes the schedule tighten its floor: at extreme scales (a kernel ×1e12, squared hinge)
 /// the fixed `inner_tol` held the gap at 5e-6 for 200 iterations with nothing changing.
 fn inner_tol(gaps: &GapSchedule, cfg: &MirrorConfig) -> f64 {
-    if cfg.step == StepRule::Newton && newton::dual_box(cfg.loss, cfg.c).is_some() {
+    if cfg.step == StepRule::Newton && newton::dual_box(cfg.loss, &[cfg.c]).is_some() {
         cfg.inner_tol.min(gaps.inner_tol())
     } else {
         gaps.inner_tol()
@@ -563,8 +563,21 @@ pub fn fit_group(
     cfg: &MirrorConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    fit_group_weighted(stack, y, None, groups, cfg, interrupt)
+}
+
+/// [`fit_group`] with a weight per sample on the loss (the data term `C Σ_i w_i ℓ(y_i, f_i)`).
+pub fn fit_group_weighted(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    groups: &Groups,
+    cfg: &MirrorConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(stack.n(), y)?;
+    let c = &costs(cfg.c, sample_weight, y.len())?;
     let m = stack.m();
     if groups.ids.len() != m {
         return Err(MkError::config(
@@ -573,7 +586,7 @@ pub fn fit_group(
         ));
     }
     let mut state = State::new(groups);
-    let mut solver = SingleKernel::new(cfg.loss, cfg.c, y)?;
+    let mut solver = SingleKernel::new(cfg.loss, c, y)?;
     let mut k_eff = Vec::new();
     let mut quad = vec![0.0; m];
     // The forms at the natural dual point (logistic loss only).
@@ -604,6 +617,7 @@ pub fn fit_group(
         let (f, b) = solver.solve_combined(
             stack,
             y,
+            c,
             &theta,
             inner_tol(&gaps, cfg),
             &mut k_eff,
@@ -614,12 +628,12 @@ pub fn fit_group(
         let whole = set.len() == m;
         // The second-order step needs every `K_jk β` on the set, from the same one pass.
         let second = cfg.step == StepRule::Newton
-            && newton::dual_box(cfg.loss, cfg.c).is_some()
+            && newton::dual_box(cfg.loss, c).is_some()
             && set.len() <= NEWTON_MAX
             && solver.alpha().is_some();
         // The logistic dual is evaluated at the model's natural point, feasible at any scale
         // (docs/mathematics.md §1.3); `b` becomes the best intercept, the primal's too.
-        let natural = natural_dual(cfg.loss, cfg.c, y, &f, b);
+        let natural = natural_dual(cfg.loss, c, y, &f, b);
         let b = natural.as_ref().map_or(b, |n| n.0);
         let hat = natural.as_ref().map(|n| n.1.as_slice());
         let mut products = if second {
@@ -638,14 +652,14 @@ pub fn fit_group(
             .map(|(t, q)| t * q.max(0.0).sqrt())
             .collect();
         let penalty = group_penalty(&norms, groups);
-        let primal = cfg.c * cfg.loss.total(y, &f, b) + penalty;
+        let primal = cfg.loss.weighted_total(y, &f, b, c) + penalty;
         // The model `scale·A` with intercept `b` (the margin lift of the hinge loss).
         let (scale, b, primal) = cfg
             .loss
-            .lift_to_margin(y, &f, b, cfg.c, penalty, primal)
+            .lift_to_margin(y, &f, b, c, penalty, primal)
             .unwrap_or((1.0, b, primal));
         let dual_point = hat.unwrap_or(beta);
-        let dual_loss = loss_dual(cfg.loss, cfg.c, y, dual_point);
+        let dual_loss = loss_dual(cfg.loss, c, y, dual_point);
         let model = || {
             let n = beta.len();
             let mut coef = vec![0.0; m * n];
@@ -751,12 +765,12 @@ pub fn fit_group(
             }
             checks.force();
         }
-        let (upper, ridge) = newton::dual_box(cfg.loss, cfg.c).unwrap_or((0.0, 0.0));
+        let (upper, ridge) = newton::dual_box(cfg.loss, c).unwrap_or_default();
         let iterate = second.then(|| newton::Iterate {
             y,
             alpha: solver.alpha().unwrap_or_default(),
-            upper,
-            ridge,
+            upper: &upper,
+            ridge: &ridge,
             k_eff: &k_eff,
             f: &f,
             products: &products,

@@ -32,9 +32,10 @@ pub(super) struct Iterate<'a> {
     pub y: &'a [f64],
     /// The SVM's `α ∈ [0, upper]ⁿ`.
     pub alpha: &'a [f64],
-    /// The box of `α` (`C`; `∞` for the squared hinge) and the ridge `1/C_sq` of its dual.
-    pub upper: f64,
-    pub ridge: f64,
+    /// The box of `α` (`c_i`; `∞` for the squared hinge) and the ridge `1/c_i` of the squared
+    /// hinge's dual, per sample.
+    pub upper: &'a [f64],
+    pub ridge: &'a [f64],
     /// `K_eff` (row-major `n×n`) and `K_eff β`.
     pub k_eff: &'a [f64],
     pub f: &'a [f64],
@@ -60,12 +61,15 @@ pub(super) struct Model {
     pub dgamma: Mat<f64>,
 }
 
-/// The box and ridge of the SVM dual of `loss` at loss weight `c`, for the losses that take
-/// the second-order step (the hinge-type classifiers).
-pub(super) fn dual_box(loss: Loss, c: f64) -> Option<(f64, f64)> {
+/// The box and ridge of the SVM dual of `loss` at the per-sample loss weights `c`, for the
+/// losses that take the second-order step (the hinge-type classifiers).
+pub(super) fn dual_box(loss: Loss, c: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
     match loss {
-        Loss::Hinge => Some((c, 0.0)),
-        Loss::SquaredHinge => Some((f64::INFINITY, 1.0 / c)),
+        Loss::Hinge => Some((c.to_vec(), vec![0.0; c.len()])),
+        Loss::SquaredHinge => Some((
+            vec![f64::INFINITY; c.len()],
+            c.iter().map(|ci| 1.0 / ci).collect(),
+        )),
         _ => None,
     }
 }
@@ -102,7 +106,7 @@ pub(super) fn model(
         return None;
     }
     let free: Vec<usize> = (0..n)
-        .filter(|&i| it.alpha[i] > 0.0 && it.alpha[i] < it.upper * (1.0 - 1e-12))
+        .filter(|&i| it.alpha[i] > 0.0 && it.alpha[i] < it.upper[i] * (1.0 - 1e-12))
         .collect();
     let nf = free.len();
     // The y-constraint row only when some α is free (else it is a zero row).
@@ -122,7 +126,7 @@ pub(super) fn model(
         for b in 0..nf {
             kkt[(a, b)] = -it.y[free[a]] * it.y[free[b]] * it.k_eff[free[a] * n + free[b]];
         }
-        kkt[(a, a)] -= it.ridge;
+        kkt[(a, a)] -= it.ridge[free[a]];
     }
     for r in 0..s {
         let scale = lambda[vars[r]] / (g_of(r) * g_of(r));
@@ -160,7 +164,7 @@ pub(super) fn model(
     }
     for a in 0..nf {
         let i = free[a];
-        rhs[(a, s)] = -(1.0 - it.y[i] * it.f[i] - it.ridge * it.alpha[i]);
+        rhs[(a, s)] = -(1.0 - it.y[i] * it.f[i] - it.ridge[i] * it.alpha[i]);
     }
     for (l, &j) in live.iter().enumerate() {
         rhs[(nf + l, s)] = -0.5 * w[l] / (gamma[j] * gamma[j]);

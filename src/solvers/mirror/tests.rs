@@ -219,15 +219,17 @@ fn saddle(
     fixed: bool,
 ) -> (SingleKernel, Vec<f64>, Vec<f64>, f64, Vec<f64>, Vec<f64>) {
     let m = lambda.len();
-    let mut solver = SingleKernel::new(loss, 1.0, y).unwrap();
-    let (_, ridge) = newton::dual_box(loss, 1.0).unwrap();
+    let ones = vec![1.0; y.len()];
+    let mut solver = SingleKernel::new(loss, &ones, y).unwrap();
+    let (_, ridge) = newton::dual_box(loss, &ones).unwrap();
+    let ridge = ridge[0];
     let mut gamma = gamma.to_vec();
     let mut k_eff = Vec::new();
     let mut quad = vec![0.0; m];
     for _ in 0..200 {
         let theta: Vec<f64> = (0..m).map(|k| lambda[k] / gamma[groups.ids[k]]).collect();
         let (f, _) = solver
-            .solve_combined(stack, y, &theta, 1e-13, &mut k_eff, &NoInterrupt)
+            .solve_combined(stack, y, &ones, &theta, 1e-13, &mut k_eff, &NoInterrupt)
             .unwrap();
         stack.quad_forms(solver.beta(), &mut quad);
         let mut w = vec![0.0; gamma.len()];
@@ -264,7 +266,7 @@ fn newton_model_matches_finite_differences() {
 
 fn model_matches_finite_differences(loss: Loss) {
     let (g, m, y, ids) = problem(30, 2, false);
-    let (upper, ridge) = newton::dual_box(loss, 1.0).unwrap();
+    let (upper, ridge) = newton::dual_box(loss, &vec![1.0; y.len()]).unwrap();
     let stack = DenseStack::new(&g, m, y.len()).unwrap();
     let groups = Groups::new(&ids).unwrap();
     let lambda: Vec<f64> = (0..m).map(|k| if k % 2 == 0 { 0.3 } else { 0.7 }).collect();
@@ -278,8 +280,8 @@ fn model_matches_finite_differences(loss: Loss) {
         let it = newton::Iterate {
             y: &y,
             alpha: solver.alpha().unwrap(),
-            upper,
-            ridge,
+            upper: &upper,
+            ridge: &ridge,
             k_eff: &k_eff,
             f: &f,
             products: &products,
@@ -294,7 +296,9 @@ fn model_matches_finite_differences(loss: Loss) {
         let (solver, ..) = saddle(loss, &stack, &y, &groups, &lambda, &gamma, true);
         let a = solver.alpha().unwrap();
         (
-            a.iter().filter(|&&v| v > 1e-9 && v < upper - 1e-9).count(),
+            a.iter()
+                .filter(|&&v| v > 1e-9 && v < upper[0] - 1e-9)
+                .count(),
             a.len(),
         )
     };

@@ -27,7 +27,7 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{stack_dot as dot, KernelStack};
 use crate::linalg::clear_upper_simd_state;
-use crate::losses::Loss;
+use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::spicy::dual::best_dual;
 use crate::solvers::spicy::{kernel_weights, SpicyPenalty};
@@ -217,17 +217,14 @@ impl<'a> Features<'a> {
     }
 }
 
-/// `Σ_i ℓ(y_i, f_i + b)`, summed by fixed chunks.
-fn loss_total(loss: Loss, y: &[f64], f: &[f64], b: f64) -> f64 {
+/// [`Loss::weighted_total`] `Σ_i c_i ℓ(y_i, f_i + b)` in parallel, summed by fixed chunks (the
+/// same bits on any number of threads).
+fn data_term(loss: Loss, y: &[f64], f: &[f64], b: f64, c: &[f64]) -> f64 {
     let parts: Vec<f64> = y
         .par_chunks(CHUNK)
         .zip(f.par_chunks(CHUNK))
-        .map(|(yc, fc)| {
-            yc.iter()
-                .zip(fc)
-                .map(|(&yi, &fi)| loss.value(yi, fi + b))
-                .sum()
-        })
+        .zip(c.par_chunks(CHUNK))
+        .map(|((yc, fc), cc)| loss.weighted_total(yc, fc, b, cc))
         .collect();
     parts.iter().sum()
 }
@@ -411,12 +408,13 @@ struct Point {
 }
 
 /// `P`, the gradient and the certificate at `(w, b)` (one pass over the features): the dual
-/// point is the natural one, `ρ̃ = −Cℓ'(f + b)` centred into the dual's domain and scaled
+/// point is the natural one, `ρ̃_i = −c_i ℓ'(f_i + b)` centred into the dual's domain and scaled
 /// ([`best_dual`], docs/mathematics.md §1.4); it is optimal at the solution.
 #[allow(clippy::too_many_arguments)]
 fn certify(
     x: &Features<'_>,
     y: &[f64],
+    c: &[f64],
     cfg: &ProxNewtonConfig,
     w: &[f64],
     b: f64,
@@ -424,15 +422,16 @@ fn certify(
     tracker: &mut Tracker<'_>,
     best: &mut Best,
 ) -> Point {
-    let (c, loss) = (cfg.c, cfg.loss);
+    let loss = cfg.loss;
     let pw = cfg.penalty.weights();
     let norms: Vec<f64> = (0..x.m()).map(|m| norm(&w[x.block(m)])).collect();
-    let data = c * loss_total(loss, y, &f, b);
+    let data = data_term(loss, y, &f, b, c);
     let primal = data + cfg.penalty.value(&norms);
     let d1: Vec<f64> = y
         .iter()
         .zip(&f)
-        .map(|(&yi, &fi)| c * loss.deriv(yi, fi + b))
+        .zip(c)
+        .map(|((&yi, &fi), &ci)| ci * loss.deriv(yi, fi + b))
         .collect();
     let raw: Vec<f64> = d1.iter().map(|v| -v).collect();
     let centred = loss.centre_dual(y, &raw, c);
@@ -666,6 +665,7 @@ struct Step {
 fn line_search(
     x: &Features<'_>,
     y: &[f64],
+    c: &[f64],
     cfg: &ProxNewtonConfig,
     ws: &WorkingSet,
     w: &[f64],
@@ -709,7 +709,7 @@ fn line_search(
             .zip(&pt.f)
             .zip(&xd)
             .for_each(|((o, f), d)| *o = f + t * d);
-        let value = cfg.c * loss_total(cfg.loss, y, &trial, b + t * delta[k])
+        let value = data_term(cfg.loss, y, &trial, b + t * delta[k], c)
             + (pt.primal - pt.data - pen0)
             + pen(t);
         if flat || value <= pt.primal + 1e-4 * t * decrease {
@@ -729,20 +729,42 @@ pub fn fit_prox_newton(
     cfg: &ProxNewtonConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    fit_prox_newton_weighted(stack, y, None, cfg, interrupt)
+}
+
+/// [`fit_prox_newton`] with a weight per sample on the loss (`C Σ_i w_i ℓ(y_i, f_i)`).
+pub fn fit_prox_newton_weighted(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &ProxNewtonConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(stack.n(), y)?;
+    let c = &costs(cfg.c, sample_weight, y.len())?;
     let x = Features::of(stack)?;
     let pw = cfg.penalty.weights();
     let width = x.cols.len();
     let mut w = vec![0.0; width];
-    let mut b = cfg.loss.best_intercept(y, &vec![0.0; x.n], 0.0);
+    let mut b = cfg.loss.best_intercept(y, &vec![0.0; x.n], c, 0.0);
     let mut tracker = Tracker::new(interrupt);
     let mut best = Best {
         w: w.clone(),
         rho: Vec::new(),
         scale: vec![0.0; x.m()],
     };
-    let mut pt = certify(&x, y, cfg, &w, b, vec![0.0; x.n], &mut tracker, &mut best);
+    let mut pt = certify(
+        &x,
+        y,
+        c,
+        cfg,
+        &w,
+        b,
+        vec![0.0; x.n],
+        &mut tracker,
+        &mut best,
+    );
     let mut status = SolveStatus::MaxIterations;
     let mut steps = 0;
     // The squared loss's Hessian does not depend on the point: kept while the set is.
@@ -760,7 +782,8 @@ pub fn fit_prox_newton(
                 let h2: Vec<f64> = y
                     .iter()
                     .zip(&pt.f)
-                    .map(|(&yi, &fi)| cfg.c * cfg.loss.deriv2(yi, fi + b))
+                    .zip(c)
+                    .map(|((&yi, &fi), &ci)| ci * cfg.loss.deriv2(yi, fi + b))
                     .collect();
                 x.hessian(&ws.cols, &h2, interrupt)?
             }
@@ -777,7 +800,7 @@ pub fn fit_prox_newton(
             .fold(g[ws.cols.len()].abs(), f64::max);
         let delta = inner(&ws, &hess, &g, &wl, pw, 1e-3 * worst, interrupt)?;
         steps += 1;
-        let Some(Step { t, f, flat }) = line_search(&x, y, cfg, &ws, &w, b, &pt, &delta) else {
+        let Some(Step { t, f, flat }) = line_search(&x, y, c, cfg, &ws, &w, b, &pt, &delta) else {
             status = SolveStatus::Stalled;
             break;
         };
@@ -789,7 +812,7 @@ pub fn fit_prox_newton(
         if cfg.loss == Loss::Squared {
             kept = Some((ws.cols, hess));
         }
-        pt = certify(&x, y, cfg, &w, b, f, &mut tracker, &mut best);
+        pt = certify(&x, y, c, cfg, &w, b, f, &mut tracker, &mut best);
         if flat && pt.gap >= 0.5 * gap_before {
             // Neither `P` nor the certificate moves any more: the arithmetic's limit.
             status = SolveStatus::Stalled;

@@ -30,7 +30,7 @@ pub struct Projected {
 /// kernels for all of them.
 ///
 /// Centring is a clipped shift, `ρ̃_i ← clip(ρ̃_i − τ, lo_i, hi_i)` with `τ` such that
-/// `Σ ρ̃ = 0`, where `[lo_i, hi_i]` is the domain of `ρ̃_i ↦ ℓ*(y_i, −ρ̃_i/C)`: plain mean
+/// `Σ ρ̃ = 0`, where `[lo_i, hi_i]` is the domain of `ρ̃_i ↦ ℓ*(y_i, −ρ̃_i/c_i)`: plain mean
 /// subtraction can leave a bounded domain (hinge, logistic, …); `Σ clip(ρ̃ − τ)` is
 /// non-increasing in `τ`, so `τ` is found by bisection. For `l1` the point is then divided by
 /// `max(1, max_m ‖ρ̃‖_{K_m})`, which keeps the sum and the domain (it contains 0).
@@ -40,7 +40,7 @@ pub fn project_duals(
     stack: &dyn KernelStack,
     y: &[f64],
     candidates: &[&[f64]],
-    c: f64,
+    c: &[f64],
     loss: Loss,
     penalty: SpicyPenalty,
     psd: PsdScope<'_, '_>,
@@ -130,7 +130,7 @@ pub fn project_dual(
     stack: &dyn KernelStack,
     y: &[f64],
     rho: &[f64],
-    c: f64,
+    c: &[f64],
     loss: Loss,
     penalty: SpicyPenalty,
 ) -> (Vec<f64>, Vec<f64>) {
@@ -141,14 +141,14 @@ pub fn project_dual(
     (p.rho, p.norms)
 }
 
-/// `D(ρ̃) = −C Σ_i ℓ*(y_i, −ρ̃_i/C)`, minus `Σ_m max(0, ‖ρ̃‖_{K_m} − r_1)²/(2 r_2)` for the
+/// `D(ρ̃) = −Σ_i c_i ℓ*(y_i, −ρ̃_i/c_i)` (`c`: the per-sample loss weights), minus `Σ_m max(0, ‖ρ̃‖_{K_m} − r_1)²/(2 r_2)` for the
 /// elastic net; `−∞` if `ρ̃` violates the `l1` norm constraint (beyond rounding).
 /// `norms` are the block norms `‖ρ̃‖_{K_m}` of all kernels.
 pub fn dual_value(
     norms: &[f64],
     y: &[f64],
     rho: &[f64],
-    c: f64,
+    c: &[f64],
     loss: Loss,
     penalty: SpicyPenalty,
 ) -> f64 {
@@ -164,7 +164,7 @@ pub(crate) fn best_dual(
     norms: &[f64],
     y: &[f64],
     rho: &[f64],
-    c: f64,
+    c: &[f64],
     loss: Loss,
     penalty: SpicyPenalty,
 ) -> f64 {
@@ -178,7 +178,7 @@ fn best_scale(
     norms: &[f64],
     y: &[f64],
     rho: &[f64],
-    c: f64,
+    c: &[f64],
     loss: Loss,
     penalty: SpicyPenalty,
 ) -> f64 {
@@ -200,7 +200,7 @@ fn scaled_dual_value(
     norms: &[f64],
     y: &[f64],
     rho: &[f64],
-    c: f64,
+    c: &[f64],
     loss: Loss,
     penalty: SpicyPenalty,
 ) -> f64 {
@@ -208,16 +208,18 @@ fn scaled_dual_value(
     let conj: f64 = y
         .par_chunks(CONJ_CHUNK)
         .zip(rho.par_chunks(CONJ_CHUNK))
-        .map(|(yc, rc)| {
+        .zip(c.par_chunks(CONJ_CHUNK))
+        .map(|((yc, rc), cc)| {
             yc.iter()
                 .zip(rc)
-                .map(|(&yi, &ri)| loss.conjugate(yi, -t * ri / c))
+                .zip(cc)
+                .map(|((&yi, &ri), &ci)| ci * loss.conjugate(yi, -t * ri / ci))
                 .sum::<f64>()
         })
         .collect::<Vec<f64>>()
         .iter()
         .sum();
-    let mut d = -c * conj;
+    let mut d = -conj;
     let (r1, r2) = penalty.weights();
     for s in norms.iter().map(|s| t * s) {
         if r2 == 0.0 {

@@ -470,6 +470,8 @@ fn fit_from(
     // not), as computed: a witness that a kernel is not PSD voids it as a certificate, which
     // the tracker notes (`note`, `certified`; then the fit stops where it would have converged).
     let mut full_dual = f64::NEG_INFINITY;
+    // SpicyMKL takes no sample weights: the loss weight C of every point.
+    let cu = vec![cfg.c; n];
     let size = cfg.working_set.unwrap_or(AUTO_WORKING_SET);
     let use_ws =
         r1 > 0.0 && size < m_all && (cfg.working_set.is_some() || 2 * AUTO_WORKING_SET < m_all);
@@ -477,22 +479,22 @@ fn fit_from(
     // fit ends here. Its better dual candidate ranks the kernels for the working set.
     let mut ranking = None;
     if let Some(w) = &warm {
-        let b0 = cfg.loss.best_intercept(y, &w.f, w.start.intercept);
-        let natural = cfg.loss.natural_dual(y, &w.f, b0, cfg.c);
+        let b0 = cfg.loss.best_intercept(y, &w.f, &cu, w.start.intercept);
+        let natural = cfg.loss.natural_dual(y, &w.f, b0, &cu);
         let scaled: Vec<f64> = w.rho.iter().map(|r| cfg.c * r).collect();
         let parallel = w.parallel_dual(cfg.penalty);
         let mut candidates = project_duals(
             stack,
             y,
             &[&natural, &scaled, &parallel],
-            cfg.c,
+            &cu,
             cfg.loss,
             cfg.penalty,
             psd.all(),
         );
         let values: Vec<f64> = candidates
             .iter()
-            .map(|p| dual_value(&p.norms, y, &p.rho, cfg.c, cfg.loss, cfg.penalty))
+            .map(|p| dual_value(&p.norms, y, &p.rho, &cu, cfg.loss, cfg.penalty))
             .collect();
         let j = (0..values.len())
             .max_by(|&a, &b| values[a].total_cmp(&values[b]))
@@ -526,12 +528,12 @@ fn fit_from(
         // The natural dual point at A = 0 ranks the kernels (its block norms are the first
         // activity test) and is already a certificate for the whole problem.
         let f0 = vec![0.0; n];
-        let b0 = cfg.loss.best_intercept(y, &f0, 0.0);
-        let start = cfg.loss.natural_dual(y, &f0, b0, cfg.c);
-        let p = project_duals(stack, y, &[&start], cfg.c, cfg.loss, cfg.penalty, psd.all())
+        let b0 = cfg.loss.best_intercept(y, &f0, &cu, 0.0);
+        let start = cfg.loss.natural_dual(y, &f0, b0, &cu);
+        let p = project_duals(stack, y, &[&start], &cu, cfg.loss, cfg.penalty, psd.all())
             .pop()
             .expect("one candidate");
-        let d = dual_value(&p.norms, y, &p.rho, cfg.c, cfg.loss, cfg.penalty);
+        let d = dual_value(&p.norms, y, &p.rho, &cu, cfg.loss, cfg.penalty);
         tracker.note(p.witness);
         full_dual = d;
         largest(&p.centred, (0..m_all).collect(), size)
@@ -630,7 +632,8 @@ fn fit_from(
         // working sets, so P is the primal of the whole problem.
         let mut f = vec![0.0; nw];
         state.predictions(&mut f);
-        let b = cfg.loss.best_intercept(&yw, &f, state.b);
+        let cw = &cu[..nw];
+        let b = cfg.loss.best_intercept(&yw, &f, cw, state.b);
         let norms = state.norms();
         let data = |y: &[f64], f: &[f64], b: f64| cfg.loss.total(y, f, b);
         let penalty = cfg.penalty.value(&norms);
@@ -649,7 +652,7 @@ fn fit_from(
                     fa.iter_mut().zip(&tmp).for_each(|(o, t)| *o += t);
                 }
             }
-            let bw = cfg.loss.best_intercept(y, &fa, b);
+            let bw = cfg.loss.best_intercept(y, &fa, &cu, b);
             (fa, bw)
         });
         let primal = match &whole {
@@ -658,15 +661,15 @@ fn fit_from(
         };
         // Dual candidates on the iterated points; zero on the other points, they are dual
         // points of the whole problem (ℓ*(y, 0) = 0, and the block norms are the same).
-        let natural = cfg.loss.natural_dual(&yw, &f, b, cfg.c);
+        let natural = cfg.loss.natural_dual(&yw, &f, b, cw);
         let scaled: Vec<f64> = state.rho.iter().map(|r| cfg.c * r).collect();
         let candidates: [&[f64]; 2] = [&natural, &scaled];
-        let value = |p: &Projected| dual_value(&p.norms, &yw, &p.rho, cfg.c, cfg.loss, cfg.penalty);
+        let value = |p: &Projected| dual_value(&p.norms, &yw, &p.rho, cw, cfg.loss, cfg.penalty);
         let local = project_duals(
             &sub,
             &yw,
             &candidates,
-            cfg.c,
+            cw,
             cfg.loss,
             cfg.penalty,
             psd.of(sub.indices()),
@@ -690,7 +693,7 @@ fn fit_from(
                 base,
                 &yw,
                 &[candidates[j]],
-                cfg.c,
+                cw,
                 cfg.loss,
                 cfg.penalty,
                 psd.all(),
@@ -811,9 +814,10 @@ fn first_points(
     for &m in kernels {
         theta[m] = 1.0 / kernels.len() as f64;
     }
-    let mut solver = SingleKernel::new(cfg.loss, cfg.c, y)?;
+    let cu = vec![cfg.c; n];
+    let mut solver = SingleKernel::new(cfg.loss, &cu, y)?;
     let mut buf = Vec::new();
-    let (mut f, mut b) = solver.solve_combined(stack, y, &theta, 1e-3, &mut buf, interrupt)?;
+    let (mut f, mut b) = solver.solve_combined(stack, y, &cu, &theta, 1e-3, &mut buf, interrupt)?;
     // The scale of the kernel matters (it acts as C does): at the l1 optimum the active
     // kernels' `A[m] = η_m β` have `βᵀK_mβ = 1` (‖ρ̃‖_{K_m} = 1), while a mean of
     // trace-normalised kernels is far smaller. One fixed-point step `θ ← θ √(βᵀK_θβ)` of
@@ -822,7 +826,7 @@ fn first_points(
     let q: f64 = solver.beta().iter().zip(&f).map(|(bi, fi)| bi * fi).sum();
     if q > 0.0 && q.is_finite() && !(0.25..=4.0).contains(&q) {
         theta.iter_mut().for_each(|t| *t *= q.sqrt());
-        (f, b) = solver.solve_combined(stack, y, &theta, 1e-3, &mut buf, interrupt)?;
+        (f, b) = solver.solve_combined(stack, y, &cu, &theta, 1e-3, &mut buf, interrupt)?;
     }
     let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
     let idx = new_points(cfg.loss, y, &z, solver.alpha().unwrap_or(&[]), &[]);

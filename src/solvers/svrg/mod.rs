@@ -176,6 +176,8 @@ pub fn fit_svrg<T: Element>(
     }
     let (n, m, width) = (x.n, x.m(), x.width);
     let lam = 1.0 / (cfg.c * n as f64);
+    // SVRG takes no sample weights: the loss weight C of every point.
+    let cu = vec![cfg.c; n];
     let curvature = if cfg.loss == Loss::Logistic {
         0.25
     } else {
@@ -225,7 +227,7 @@ pub fn fit_svrg<T: Element>(
             *g = cfg.loss.deriv(yi, zi + b);
         }
         let raw: Vec<f64> = g0.iter().map(|g| -cfg.c * g).collect();
-        let beta = cfg.loss.centre_dual(y, &raw, cfg.c);
+        let beta = cfg.loss.centre_dual(y, &raw, &cu);
         // ‖Φ_kᵀβ‖² and the full gradient G = Φᵀℓ′/n in one more pass.
         let mut u = vec![0.0; width];
         let mut grad = vec![0.0; width];
@@ -241,7 +243,7 @@ pub fn fit_svrg<T: Element>(
         let quad: Vec<f64> = (0..m)
             .map(|k| u[block(k)].iter().map(|v| v * v).sum())
             .collect();
-        let dual = lp_dual(cfg.loss, cfg.c, y, &beta, &quad, cfg.p);
+        let dual = lp_dual(cfg.loss, &cu, y, &beta, &quad, cfg.p);
         if primal < best_primal {
             best_primal = primal;
             best_w.clone_from(&w);

@@ -60,7 +60,7 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{stack_dot as dot, weighted_factors, KernelStack};
 use crate::linalg::Cholesky;
-use crate::losses::Loss;
+use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{KernelOp, SingleKernel};
 use crate::solvers::spicy::dual::best_dual;
@@ -238,12 +238,14 @@ impl NewtonModel {
     }
 }
 
-/// The free support vectors of an SVM solution `β`: `0 < |β_i| < upper` (the dual's box;
-/// `∞` for the squared hinge).
-fn free_points(beta: &[f64], upper: f64) -> Vec<usize> {
-    let floor = 1e-12 * if upper.is_finite() { upper } else { 1.0 };
+/// The free support vectors of an SVM solution `β`: `0 < |β_i| < upper_i` (the dual's box,
+/// per sample; `∞` for the squared hinge).
+fn free_points(beta: &[f64], upper: &[f64]) -> Vec<usize> {
     (0..beta.len())
-        .filter(|&i| beta[i].abs() > floor && beta[i].abs() < upper * (1.0 - 1e-12))
+        .filter(|&i| {
+            let floor = 1e-12 * if upper[i].is_finite() { upper[i] } else { 1.0 };
+            beta[i].abs() > floor && beta[i].abs() < upper[i] * (1.0 - 1e-12)
+        })
         .collect()
 }
 
@@ -253,7 +255,7 @@ fn svm_hessian(
     k_w: &[f64],
     n: usize,
     free: &[usize],
-    ridge: f64,
+    ridge: &[f64],
     prod: &[f64],
     vars: &[usize],
 ) -> Result<Mat<f64>> {
@@ -266,7 +268,7 @@ fn svm_hessian(
         for (c, &j) in free.iter().enumerate() {
             a[r * nf + c] = k_w[i * n + j];
         }
-        a[r * nf + r] += ridge;
+        a[r * nf + r] += ridge[i];
     }
     let chol = Cholesky::new(&a, nf)?;
     let g = |col: usize, r: usize| prod[vars[col] * n + free[r]];
@@ -365,7 +367,7 @@ fn solve_point(
     solver: &mut SingleKernel,
     kw: &Combined,
     y: &[f64],
-    c: f64,
+    c: &[f64],
     tol: f64,
     interrupt: &dyn Interrupt,
 ) -> Result<Point> {
@@ -373,7 +375,7 @@ fn solve_point(
     solver.solve_op(kw.op(), tol, interrupt)?;
     let mut f = vec![0.0; y.len()];
     kw.op().matvec(solver.beta(), &mut f);
-    let b = loss.best_intercept(y, &f, solver.intercept());
+    let b = loss.best_intercept(y, &f, c, solver.intercept());
     if solver.is_sparse() {
         return Ok(Point {
             beta: solver.beta().to_vec(),
@@ -387,8 +389,8 @@ fn solve_point(
     // product with `K_w`), where `q_m`, `P` and `D` all belong to one `β`.
     let beta = loss.centre_dual(y, &loss.natural_dual(y, &f, b, c), c);
     kw.op().matvec(&beta, &mut f);
-    let b = loss.best_intercept(y, &f, b);
-    let value = c * loss.total(y, &f, b) + 0.5 * dot(&beta, &f);
+    let b = loss.best_intercept(y, &f, c, b);
+    let value = loss.weighted_total(y, &f, b, c) + 0.5 * dot(&beta, &f);
     solver.set_newton_point(&beta, b);
     Ok(Point { beta, f, b, value })
 }
@@ -512,6 +514,7 @@ fn certify(
     psd: &PsdCheck,
     cfg: &WrapperConfig,
     y: &[f64],
+    c: &[f64],
     w: &[f64],
     q: &[f64],
     point: &Point,
@@ -529,17 +532,17 @@ fn certify(
             .map(|s| r1 * t * s + 0.5 * r2 * (t * s).powi(2))
             .sum()
     };
-    let primal = cfg.c * cfg.loss.total(y, &point.f, point.b) + penalty_at(1.0);
+    let primal = cfg.loss.weighted_total(y, &point.f, point.b, c) + penalty_at(1.0);
     // Points a hair inside the margin (SMO's tolerance) cost `C` each: at large `C` the model
     // scaled onto the margin is the better primal point (lp's certificate does the same).
     let (scale, b, primal) = cfg
         .loss
-        .lift_to_margin_with(y, &point.f, point.b, cfg.c, penalty_at, primal)
+        .lift_to_margin_with(y, &point.f, point.b, c, penalty_at, primal)
         .unwrap_or((1.0, point.b, primal));
     let norms: Vec<f64> = norms.iter().map(|s| scale * s).collect();
     let roots: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
     let beta = &point.beta;
-    let dual = best_dual(&roots, y, beta, cfg.c, cfg.loss, cfg.penalty);
+    let dual = best_dual(&roots, y, beta, c, cfg.loss, cfg.penalty);
     let witness = psd.all().scan(beta, m, |kk| q[kk]);
     let active = w.iter().filter(|&&v| v > 0.0).count();
     tracker.record_with(primal, (dual, witness), active, || Model {
@@ -579,6 +582,7 @@ fn s_hessian(
     kw: &Combined,
     point: &Point,
     prod: &[f64],
+    c: &[f64],
     cfg: &WrapperConfig,
 ) -> Result<Mat<f64>> {
     let n = point.f.len();
@@ -601,14 +605,17 @@ fn s_hessian(
     let Combined::Dense(k) = kw else {
         unreachable!("SMO runs on a dense kernel");
     };
-    let (upper, ridge) = match cfg.loss {
-        Loss::SquaredHinge => (f64::INFINITY, 1.0 / cfg.c),
-        _ => (cfg.c, 0.0),
-    };
-    let free = free_points(&point.beta, upper);
     let mean_diag = kw.trace(n) / n as f64;
+    let (upper, ridge): (Vec<f64>, Vec<f64>) = match cfg.loss {
+        Loss::SquaredHinge => (
+            vec![f64::INFINITY; n],
+            c.iter().map(|ci| 1.0 / ci + 1e-10 * mean_diag).collect(),
+        ),
+        _ => (c.to_vec(), vec![1e-10 * mean_diag; n]),
+    };
+    let free = free_points(&point.beta, &upper);
     let local: Vec<usize> = (0..s).collect();
-    svm_hessian(k, n, &free, ridge + 1e-10 * mean_diag, prod, &local)
+    svm_hessian(k, n, &free, &ridge, prod, &local)
 }
 
 /// Fits `l1` or elastic-net MKL with the SVM wrapper.
@@ -618,12 +625,25 @@ pub fn fit_wrapper(
     cfg: &WrapperConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    fit_wrapper_weighted(stack, y, None, cfg, interrupt)
+}
+
+/// [`fit_wrapper`] with a weight per sample on the loss (`C Σ_i w_i ℓ(y_i, f_i)`; SMO's boxes
+/// `0 ≤ α_i ≤ C w_i`).
+pub fn fit_wrapper_weighted(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &WrapperConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(stack.n(), y)?;
+    let c = &costs(cfg.c, sample_weight, y.len())?;
     let (m, n) = (stack.m(), stack.n());
     let (r1, r2) = cfg.penalty.weights();
     let pen = Penalty { r1, r2 };
-    let mut solver = SingleKernel::new(cfg.loss, cfg.c, y)?;
+    let mut solver = SingleKernel::new(cfg.loss, c, y)?;
     // The smooth losses' `β` is dense; Newton then works on factors where the stack has them.
     let smooth = !solver.is_sparse();
     let mut kw = Combined::Dense(Vec::new());
@@ -653,7 +673,7 @@ pub fn fit_wrapper(
             kw.set(stack, &w, smooth);
         }
         kw_is_w = false;
-        let point = solve_point(&mut solver, &kw, y, cfg.c, inner_tol, interrupt)?;
+        let point = solve_point(&mut solver, &kw, y, c, inner_tol, interrupt)?;
         let j = point.value + w.iter().map(|&v| pen.value(v)).sum::<f64>();
         if let Some((prev, pred)) = &mut model {
             let rose = j.is_nan() || j > prev.j + 1e-12 * prev.j.abs();
@@ -686,7 +706,7 @@ pub fn fit_wrapper(
             }
         }
         let all_prod = forms(stack, &point.beta, smooth, &mut q);
-        let gap = certify(&mut tracker, &psd, cfg, y, &w, &q, &point);
+        let gap = certify(&mut tracker, &psd, cfg, y, c, &w, &q, &point);
         if gap <= cfg.tol {
             status = SolveStatus::Converged;
             break;
@@ -726,7 +746,7 @@ pub fn fit_wrapper(
                 prod
             }
         };
-        let mut hess = s_hessian(&solver, &kw, &point, &prod, cfg)?;
+        let mut hess = s_hessian(&solver, &kw, &point, &prod, c, cfg)?;
         let s = vars.len();
         for (a, &kk) in vars.iter().enumerate() {
             hess[(a, a)] += pen.d2(w[kk]);

@@ -93,11 +93,12 @@ fn smooth_hessian_matches_finite_differences() {
             c: 3.0,
             ..WrapperConfig::default()
         };
+        let cs = vec![cfg.c; n];
         let at = |w: &[f64]| -> (SingleKernel, Combined, Point, Vec<f64>) {
-            let mut s = SingleKernel::new(loss, cfg.c, &y).unwrap();
+            let mut s = SingleKernel::new(loss, &cs, &y).unwrap();
             let mut kw = Combined::Dense(Vec::new());
             kw.set(&stack, w, false);
-            let point = solve_point(&mut s, &kw, &y, cfg.c, 1e-15, &NoInterrupt).unwrap();
+            let point = solve_point(&mut s, &kw, &y, &cs, 1e-15, &NoInterrupt).unwrap();
             let mut prod = vec![0.0; m * n];
             stack.matvecs(&point.beta, &mut prod);
             (s, kw, point, prod)
@@ -109,7 +110,7 @@ fn smooth_hessian_matches_finite_differences() {
                 .collect()
         };
         let (s, kw, point, prod) = at(&w);
-        let h = s_hessian(&s, &kw, &point, &prod, &cfg).unwrap();
+        let h = s_hessian(&s, &kw, &point, &prod, &cs, &cfg).unwrap();
         // The same systems by block conjugate gradients, preconditioned by a rank-3 factor.
         let Combined::Dense(k) = &kw else {
             unreachable!()
@@ -161,7 +162,7 @@ fn hessian_matches_finite_differences() {
     for loss in [Loss::Hinge, Loss::SquaredHinge] {
         let c = 3.0;
         let grad_at = |w: &[f64]| -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
-            let mut s = SingleKernel::new(loss, c, &y).unwrap();
+            let mut s = SingleKernel::new(loss, &[c; 30], &y).unwrap();
             let mut k = vec![0.0; n * n];
             stack.combine(w, &mut k);
             s.solve(&k, 1e-13, &NoInterrupt).unwrap();
@@ -181,7 +182,7 @@ fn hessian_matches_finite_differences() {
             Loss::SquaredHinge => (f64::INFINITY, 1.0 / c),
             _ => (c, 0.0),
         };
-        let free = free_points(&beta, upper);
+        let free = free_points(&beta, &vec![upper; n]);
         assert!(
             free.len() >= 2,
             "{}: {} free points",
@@ -189,7 +190,7 @@ fn hessian_matches_finite_differences() {
             free.len()
         );
         let vars: Vec<usize> = (0..m).collect();
-        let h = svm_hessian(&k, n, &free, ridge, &prod, &vars).unwrap();
+        let h = svm_hessian(&k, n, &free, &vec![ridge; n], &prod, &vars).unwrap();
         for j in 0..m {
             let eps = 1e-6 * w[j];
             let mut wp = w.to_vec();

@@ -1,0 +1,230 @@
+"""``sample_weight`` and ``class_weight``: integer weights equal duplicated rows (every solver
+that takes weights), one kernel equals scikit-learn's SVC / SVR with the same weights, and the
+weighted optimum equals cvxpy's (Clarabel)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from reference import cvxpy_mkl
+from sklearn.svm import SVC, SVR
+
+import multikernel as mk
+from multikernel.exceptions import InvalidInputError, InvalidParameterError
+from multikernel.kernels import FeatureBank, Gaussian, Linear
+
+FloatArray = NDArray[np.float64]
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """60 training points of three classes with a stack of 5 kernels (mean diagonal 1), its
+    cross kernels on 20 test points, and integer weights 1–3."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 > 0.4).astype(float) + (X[:, 2] > 0.8)
+    specs = [Linear(), Gaussian(sigma=1.0), Gaussian(sigma=3.0), Linear(features=[0]),
+             Gaussian(sigma=1.0, features=[1, 2])]  # fmt: skip
+    bank = mk.kernels.KernelBank(specs, normalize="mean_diag")
+    G = bank.fit_transform(X[:60])
+    T = bank.transform(X[60:])
+    w = rng.integers(1, 4, size=60).astype(float)
+    return G, T, y[:60], w
+
+
+def _duplicated(G: FloatArray, y: FloatArray, w: FloatArray) -> tuple[FloatArray, FloatArray]:
+    rep = np.repeat(np.arange(len(y)), w.astype(int))
+    return np.ascontiguousarray(G[:, rep][:, :, rep]), y[rep]
+
+
+CLASSIFIER_CASES: list[dict[str, Any]] = [
+    {"penalty": "lp", "p": 2.0, "solver": "analytic"},
+    {"penalty": "lp", "p": 1.5, "solver": "interleaved"},
+    {"penalty": "lp", "p": 2.0, "loss": "logistic"},
+    {"penalty": "lp", "p": 4 / 3, "loss": "squared_hinge"},
+    {"penalty": "l1", "solver": "wrapper"},
+    {"penalty": "elasticnet", "l1_ratio": 0.5, "loss": "logistic"},
+    {"penalty": "group", "groups": [0, 0, 1, 1, 1], "loss": "squared_hinge"},
+]
+
+
+@pytest.mark.parametrize("params", CLASSIFIER_CASES, ids=lambda d: "-".join(map(str, d.values())))
+def test_integer_weights_equal_duplicated_rows(
+    data: tuple[FloatArray, FloatArray, FloatArray, FloatArray], params: dict[str, Any]
+) -> None:
+    G, T, y, w = data
+    yb = np.where(y == 1, 1.0, -1.0)  # two classes
+    Gd, yd = _duplicated(G, yb, w)
+    kw = {"kernels": "precomputed", "C": 2.0, "tol": 1e-8, "max_iter": 2000, **params}
+    a = mk.MKLClassifier(**kw).fit(G, yb, sample_weight=w)
+    b = mk.MKLClassifier(**kw).fit(Gd, yd)
+    assert a.converged_ is True and b.converged_ is True
+    np.testing.assert_allclose(a.primal_objective_, b.primal_objective_, rtol=1e-6)
+    np.testing.assert_allclose(a.kernel_weights_, b.kernel_weights_, atol=1e-4)
+    rep = np.repeat(np.arange(len(y)), w.astype(int))
+    np.testing.assert_allclose(
+        a.decision_function(T), b.decision_function(np.ascontiguousarray(T[:, :, rep])),
+        atol=1e-4,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"penalty": "lp", "loss": "squared"}, {"penalty": "l1", "loss": "epsilon_insensitive"}],
+    ids=["lp-squared", "l1-epsilon"],
+)
+def test_regressor_weights_equal_duplicated_rows(
+    data: tuple[FloatArray, FloatArray, FloatArray, FloatArray], params: dict[str, Any]
+) -> None:
+    G, T, _, w = data
+    rng = np.random.default_rng(5)
+    t = rng.normal(size=len(w))
+    Gd, td = _duplicated(G, t, w)
+    kw = {"kernels": "precomputed", "C": 2.0, "tol": 1e-8, "max_iter": 2000, **params}
+    a = mk.MKLRegressor(**kw).fit(G, t, sample_weight=w)
+    b = mk.MKLRegressor(**kw).fit(Gd, td)
+    np.testing.assert_allclose(a.primal_objective_, b.primal_objective_, rtol=1e-6)
+    rep = np.repeat(np.arange(len(t)), w.astype(int))
+    np.testing.assert_allclose(
+        a.predict(T), b.predict(np.ascontiguousarray(T[:, :, rep])), atol=1e-4
+    )
+
+
+def test_prox_newton_weights_equal_duplicated_rows() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(120, 6))
+    y = np.where(X[:, 0] - X[:, 3] + 0.3 * rng.normal(size=120) > 0, 1.0, -1.0)
+    w = rng.integers(1, 4, size=120).astype(float)
+    rep = np.repeat(np.arange(120), w.astype(int))
+    bank = FeatureBank([Linear(features=[j, j + 1]) for j in range(0, 6, 2)], normalize="none")
+    kw = {"kernels": bank, "penalty": "l1", "loss": "logistic", "solver": "prox_newton",
+          "C": 1.0, "tol": 1e-9}  # fmt: skip
+    a = mk.MKLClassifier(**kw).fit(X, y, sample_weight=w)
+    b = mk.MKLClassifier(**kw).fit(X[rep], y[rep])
+    np.testing.assert_allclose(a.primal_objective_, b.primal_objective_, rtol=1e-7)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-5)
+
+
+def test_one_kernel_equals_svc_and_svr_with_weights(
+    data: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+) -> None:
+    G, T, y, _ = data
+    w = np.random.default_rng(2).uniform(0.2, 3.0, size=len(y))
+    K = np.ascontiguousarray(G[1:2])
+    yb = np.where(y == 1, 1, -1)
+    ours = mk.MKLClassifier(kernels="precomputed", C=3.0, tol=1e-9).fit(K, yb, sample_weight=w)
+    svc = SVC(kernel="precomputed", C=3.0, tol=1e-10).fit(K[0], yb, sample_weight=w)
+    np.testing.assert_allclose(
+        ours.decision_function(T[1:2]), svc.decision_function(T[1]), atol=1e-5
+    )
+    t = np.sin(3 * G[1][:, 0])
+    reg = mk.MKLRegressor(kernels="precomputed", loss="epsilon_insensitive", C=3.0, tol=1e-9)
+    reg.fit(K, t, sample_weight=w)
+    svr = SVR(kernel="precomputed", C=3.0, epsilon=0.1, tol=1e-10).fit(K[0], t, sample_weight=w)
+    np.testing.assert_allclose(reg.predict(T[1:2]), svr.predict(T[1]), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("penalty", "loss", "extra"),
+    [
+        ("l1", "hinge", {}),
+        ("lp", "logistic", {"p": 1.5}),
+        ("elasticnet", "squared", {"l1_ratio": 0.3}),
+    ],
+)
+def test_weighted_optimum_equals_cvxpy(
+    data: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+    penalty: str,
+    loss: str,
+    extra: dict[str, Any],
+) -> None:
+    G, _, y, _ = data
+    w = np.random.default_rng(4).uniform(0.1, 4.0, size=len(y))
+    target = np.where(y == 1, 1.0, -1.0) if loss != "squared" else np.cos(G[2][:, 3])
+    Est = mk.MKLRegressor if loss == "squared" else mk.MKLClassifier
+    est = Est(kernels="precomputed", penalty=penalty, loss=loss, C=2.0, tol=1e-8, **extra)
+    est.fit(G, target, sample_weight=w)
+    ref = cvxpy_mkl(G, target, C=2.0, loss=loss, penalty=penalty, sample_weight=w, **extra)
+    np.testing.assert_allclose(est.primal_objective_, ref.objective, rtol=1e-5)
+    assert est.duality_gap_ <= 1e-8
+
+
+def test_zero_weights_drop_the_samples(
+    data: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+) -> None:
+    G, T, y, w = data
+    yb = np.where(y == 1, 1.0, -1.0)
+    w0 = w.copy()
+    w0[::4] = 0.0
+    keep = np.flatnonzero(w0 > 0)
+    kw = {"kernels": "precomputed", "C": 1.0, "tol": 1e-9}
+    a = mk.MKLClassifier(**kw).fit(G, yb, sample_weight=w0)
+    b = mk.MKLClassifier(**kw).fit(np.ascontiguousarray(G[:, keep][:, :, keep]), yb[keep],
+                                   sample_weight=w0[keep])  # fmt: skip
+    assert np.all(a.dual_coef_[:, ::4] == 0.0)
+    np.testing.assert_allclose(
+        a.decision_function(T), b.decision_function(np.ascontiguousarray(T[:, :, keep])),
+        atol=1e-6,
+    )  # fmt: skip
+
+
+def test_class_weight_balanced_is_sklearn_s(
+    data: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+) -> None:
+    """``"balanced"`` equals the explicit per-sample weights n / (K n_k), here with three
+    classes (one-vs-rest and one-vs-one), and one kernel matches SVC(class_weight=...)."""
+    G, T, y, _ = data
+    classes, counts = np.unique(y, return_counts=True)
+    per = len(y) / (len(classes) * counts)
+    w = per[np.searchsorted(classes, y)]
+    for scheme in ("ovr", "ovo"):
+        kw = {"kernels": "precomputed", "C": 1.0, "tol": 1e-9, "multi_class": scheme}
+        a = mk.MKLClassifier(class_weight="balanced", **kw).fit(G, y)
+        b = mk.MKLClassifier(**kw).fit(G, y, sample_weight=w)
+        np.testing.assert_allclose(a.decision_function(T), b.decision_function(T), atol=1e-9)
+    K = np.ascontiguousarray(G[2:3])
+    cw = {0.0: 3.0, 1.0: 0.5}
+    two = y < 2
+    ours = mk.MKLClassifier(kernels="precomputed", C=2.0, tol=1e-9, class_weight=cw)
+    ours.fit(np.ascontiguousarray(K[:, two][:, :, two]), y[two])
+    svc = SVC(kernel="precomputed", C=2.0, tol=1e-10, class_weight=cw)
+    svc.fit(K[0][two][:, two], y[two])
+    np.testing.assert_allclose(
+        ours.decision_function(np.ascontiguousarray(T[2:3][:, :, two])),
+        svc.decision_function(T[2][:, two]),
+        atol=1e-5,
+    )
+
+
+def test_refusals(data: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -> None:
+    G, _, y, w = data
+    yb = np.where(y == 1, 1.0, -1.0)
+    est = mk.MKLClassifier(kernels="precomputed")
+    with pytest.raises(InvalidInputError, match=r"shape \(60,\)"):
+        est.fit(G, yb, sample_weight=w[:10])
+    with pytest.raises(InvalidInputError, match="non-negative"):
+        est.fit(G, yb, sample_weight=-w)
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(G, yb, sample_weight=np.full(60, np.nan))
+    with pytest.raises(InvalidParameterError, match="takes none yet"):
+        mk.MKLClassifier(kernels="precomputed", penalty="l1", solver="spicy").fit(
+            G, yb, sample_weight=w
+        )
+    with pytest.raises(InvalidParameterError, match="class_weight"):
+        mk.MKLClassifier(kernels="precomputed", class_weight="even").fit(G, yb)
+    with pytest.raises(InvalidParameterError, match="not among the classes"):
+        mk.MKLClassifier(kernels="precomputed", class_weight={7: 2.0}).fit(G, yb)
+    zero_class = np.where(yb > 0, 0.0, 1.0)
+    with pytest.raises(InvalidInputError, match="weight 0"):
+        est.fit(G, yb, sample_weight=zero_class)
+    # auto moves from SpicyMKL (warm starts) to the wrapper, which takes weights.
+    auto = mk.MKLClassifier(kernels="precomputed", penalty="l1", warm_start=True, tol=1e-8)
+    ref = mk.MKLClassifier(kernels="precomputed", penalty="l1", solver="wrapper", tol=1e-8)
+    np.testing.assert_allclose(
+        auto.fit(G, yb, sample_weight=w).primal_objective_,
+        ref.fit(G, yb, sample_weight=w).primal_objective_,
+        rtol=1e-7,
+    )
