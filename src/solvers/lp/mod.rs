@@ -263,6 +263,7 @@ impl Certificate {
 /// `quad[m] = βᵀK_mβ` and `f = K_θ β` (without the intercept `b`); `P` at the model lifted
 /// onto the margin when that is lower ([`Loss::lift_to_margin`]). `D` at the dual point
 /// `dual = (point, its forms)`: `(β, quad)`, or the natural point of [`natural_dual`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn certificate(
     cfg: &LpConfig,
     y: &[f64],

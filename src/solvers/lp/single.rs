@@ -102,6 +102,7 @@ impl SingleKernel {
     /// reused buffer) to accuracy `tol`; returns `f = K_θ β` and the intercept that minimises
     /// the loss for it (the primal is evaluated there, docs/mathematics.md §1.1). Newton on a
     /// stack of factors of total rank `R < n` works on `K_θ = UUᵀ` and forms nothing `n × n`.
+    #[allow(clippy::too_many_arguments)]
     pub fn solve_combined(
         &mut self,
         stack: &dyn KernelStack,

@@ -509,6 +509,7 @@ fn forms(stack: &dyn KernelStack, beta: &[f64], dense: bool, q: &mut [f64]) -> O
 /// Records the whole problem's certificate at an iterate and returns its relative gap: `P` at
 /// `A[m] = w_m β` (lifted onto the margin for the hinge), `D` at the best feasible multiple
 /// of `β` (module docs).
+#[allow(clippy::too_many_arguments)]
 fn certify(
     tracker: &mut Tracker,
     psd: &PsdCheck,
