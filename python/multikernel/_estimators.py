@@ -1040,7 +1040,7 @@ default "mean_diag"
         one).
     converged_ : bool, or ndarray of shape (n_problems,)
         Whether the duality gap reached ``tol``.
-    history_ : structured ndarray of shape (n_iter_,), or a list of them for multiclass
+    history_ : structured ndarray of shape ``(n_iter_,)``, or a list of them for multiclass
         Per outer iteration: primal, dual, gap, active kernels, seconds.
     group_weights_ : ndarray of shape (n_groups,) or (n_problems, n_groups)
         ``penalty="group"`` only: the group weights γ on the simplex (in the order of
@@ -1521,7 +1521,7 @@ warm_start
         Outer iterations run (a warm start's certificate counts as one).
     converged_ : bool
         Whether the duality gap reached ``tol``.
-    history_ : structured ndarray of shape (n_iter_,)
+    history_ : structured ndarray of shape ``(n_iter_,)``
         Per outer iteration: primal, dual, gap, active kernels, seconds.
     kernel_bank_, n_features_in_, n_kernels_, n_train_, psd_shifts_
         As for :class:`MKLClassifier`.

@@ -282,7 +282,7 @@ class FeatureBank:
         ----------
         X : array-like of shape (n_samples, n_features)
             New points (a ``numpy.memmap`` is read batch by batch).
-        out : ndarray of shape (n_samples, n_components_.sum()), optional
+        out : ndarray of shape ``(n_samples, n_components_.sum())``, optional
             C-ordered array of the bank's ``dtype`` to write the features into (e.g. a
             ``numpy.memmap``); by default a new array.
 

@@ -233,7 +233,7 @@ class Gaussian(Kernel):
     Parameters
     ----------
     sigma : float, default 1.0
-        Positive width. Use :meth:`from_gamma` for scikit-learn's parameterisation
+        Positive width. Use :meth:`Gaussian.from_gamma` for scikit-learn's parameterisation
         ``exp(-gamma ||x - x'||²)``.
     features : sequence of int or str, optional
         Columns of ``X`` the kernel reads; all columns when None. Names (str) are the
