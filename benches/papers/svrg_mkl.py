@@ -175,9 +175,12 @@ def figure(
         # The paper's bound: total work ∝ F^(1/q) at a fixed number of epochs.
         axes[1].loglog(F, ts[0] * (F / F[0]) ** (1 / q_of(p)), ":", color=c)
     axes[0].set(xlabel="number of kernels F", ylabel="epochs to a 1e-3 gap",
-                title="epochs (paper: log(1/ε), independent of F)")  # fmt: skip
+                title="epochs (the paper: log(1/ε) whatever F)")  # fmt: skip
     axes[1].set(xlabel="number of kernels F", ylabel="time (s)",
-                title="time; dotted: the paper's F^(1/q) from the first point")  # fmt: skip
+                title="time (dotted: F^(1/q) from the first point)")  # fmt: skip
+    for ax in axes:
+        ax.set_xticks(Fs, [str(f) for f in Fs])
+        ax.minorticks_off()
     axes[0].legend(fontsize=7)
     fig.savefig(path, dpi=100)
     plt.close(fig)
