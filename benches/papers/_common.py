@@ -10,7 +10,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -66,7 +66,7 @@ class Report:
 
 
 def timed_in_turn(
-    fs: list[Callable[[], Any]], repeats: int, slow: float
+    fs: Sequence[Callable[[], Any]], repeats: int, slow: float
 ) -> list[tuple[float, int, Any]]:
     """Median time, number of runs and last result of each of ``fs``, called in turn within
     each repeat; one whose first run took more than ``slow`` seconds is not run again."""
@@ -83,6 +83,6 @@ def timed_in_turn(
     return [(statistics.median(ts), len(ts), o) for ts, o in zip(times, outs, strict=True)]
 
 
-def loglog_slope(x: list[float], y: list[float]) -> float:
+def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     """Least-squares slope of log y against log x."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])

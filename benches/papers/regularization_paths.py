@@ -116,7 +116,11 @@ def part_a(out: Path, c_max_factor: float) -> None:
     fig, axes = plt.subplots(
         2, 2, figsize=(10, 5.6), layout="constrained", sharex="col", height_ratios=[3, 1]
     )
-    for col, (loss, y) in enumerate((("squared", yr), ("logistic", yc))):
+    cases: tuple[tuple[mk.PathLoss, NDArray[np.float64]], ...] = (
+        ("squared", yr),
+        ("logistic", yc),
+    )
+    for col, (loss, y) in enumerate(cases):
         path = mk.mkl_path(
             X, y, kernels=TOY_KERNELS, loss=loss, mu=1e-3, C_max=None, max_points=500
         )
