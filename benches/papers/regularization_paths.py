@@ -73,8 +73,9 @@ PAPER = """
   is O(m), thus the total empirical complexity is O(mn³ + m²n²)", each step
   O(n³ + mn²), and for m ≤ n the path is "a constant times the complexity of obtaining only
   one point in the path using an interior point method". No timings, step counts or kink
-  counts are printed; its simulations used μ = 1e-3. Its §4 (the large kernel bank of
-  linear, polynomial and Gaussian kernels) is missing from our copy of the text.
+  counts are printed; its simulations used μ = 1e-3. Most of its §4 (simulation experiments
+  with a large set of linear, polynomial and Gaussian basis kernels) is missing from our copy
+  of the text; only its paragraph on the small-λ behaviour survives.
 """
 
 
