@@ -81,7 +81,7 @@ PAPER = """
   against L1-MKL solved by SimpleMKL; the y axes end at 600 s and 900 s. The curves carry no
   numbers; the text states "The speed-up was as high as 12 times in some cases", and that
   SimpleMKL spent most of each iteration "in computing the projection onto the feasible set".
-  libsvm solves the SVMs of both.
+  libsvm solves its mirror-descent SVMs.
 - **Sparsity**: "the average sparsity (% of kernels with zero weightages) with the methods
   MixNorm-MKL, L1-MKL and L2-MKL is 57%, 96% and 0% respectively", and "L1-MKL almost always
   selected kernels from one or two components (feature descriptors) only".
