@@ -1,5 +1,5 @@
-//! ℓp-norm MKL in explicit features by multi-epoch SVRG (Alioscha-Perez et al., "SVRG-MKL: a
-//! fast and scalable multiple kernel learning solution"), docs/mathematics.md §6.
+//! ℓp-norm MKL in explicit features by multi-epoch SVRG (Alioscha-Perez et al., "Multiple Kernel
+//! Learning via Multi-Epochs SVRG", NIPS 2016 workshop), docs/mathematics.md §6.
 //!
 //! With features `φ_k(x) ∈ ℝ^{D_k}` and `λ = 1/(Cn)`, each epoch minimises
 //! `g(w, b) = ½ Σ_k (λ/d_k)‖w_k‖² + (1/n) Σ_t ℓ(y_t, Σ_k⟨w_k, φ_k(x_t)⟩ + b)` over `(w, b)` for
