@@ -238,6 +238,9 @@ SHORT_EXAMPLES = {
 }
 
 
+# Slow: 10-21 s each as a script on two cores, and the documentation build (a step of
+# .ci/run, warnings as errors) runs every one of them already.
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHORT_EXAMPLES))
 def test_short_example_runs_as_a_script_from_elsewhere(tmp_path: Path, name: str) -> None:
     """Each gallery example runs from another folder without warnings, reads no data outside
