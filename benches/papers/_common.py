@@ -86,3 +86,16 @@ def timed_in_turn(
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     """Least-squares slope of log y against log x."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+ANALYSIS_HEADING = "## What agrees, what differs"
+
+
+def kept_analysis(path: Path) -> str:
+    """The hand-written paragraph under ``ANALYSIS_HEADING`` of an earlier page, kept on a rerun
+    (its numbers may then need a look); a placeholder on the first run."""
+    if path.exists():
+        old = path.read_text()
+        if ANALYSIS_HEADING in old:
+            return old.split(ANALYSIS_HEADING, 1)[1].strip()
+    return "(to be written from the tables above)"

@@ -68,6 +68,7 @@ from sklearn.svm import SVC  # noqa: E402
 import multikernel as mk  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "peers"))
+from _common import ANALYSIS_HEADING, kept_analysis  # noqa: E402
 from _timing import paired_median_times  # noqa: E402
 
 FloatArray = NDArray[np.float64]
@@ -398,18 +399,6 @@ def time_figure(
 
 
 # ---------------------------------------------------------------- driver
-
-ANALYSIS_HEADING = "## What agrees, what differs"
-
-
-def kept_analysis(path: Path) -> str:
-    """The hand-written paragraph under ``ANALYSIS_HEADING`` of an earlier page, kept on a rerun
-    (its numbers may then need a look); a placeholder on the first run."""
-    if path.exists():
-        old = path.read_text()
-        if ANALYSIS_HEADING in old:
-            return old.split(ANALYSIS_HEADING, 1)[1].strip()
-    return "(to be written from the tables above)"
 
 
 def main() -> None:

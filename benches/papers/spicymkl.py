@@ -60,6 +60,9 @@ import multikernel as mk  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 from reference import load_dataset  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ANALYSIS_HEADING, kept_analysis  # noqa: E402
+
 FloatArray = NDArray[np.float64]
 
 THEIR_C = (0.005, 0.05, 0.5)
@@ -347,18 +350,6 @@ def scaling_figure(
 
 
 # ---------------------------------------------------------------- driver
-
-ANALYSIS_HEADING = "## What agrees, what differs"
-
-
-def kept_analysis(path: Path) -> str:
-    """The hand-written paragraph under ``ANALYSIS_HEADING`` of an earlier page, kept on a rerun
-    (its numbers may then need a look); a placeholder on the first run."""
-    if path.exists():
-        old = path.read_text()
-        if ANALYSIS_HEADING in old:
-            return old.split(ANALYSIS_HEADING, 1)[1].strip()
-    return "(to be written from the tables above)"
 
 
 def main() -> None:

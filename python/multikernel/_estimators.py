@@ -623,10 +623,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 init_intercept=float(start[1]),
             )  # fmt: skip
         auto = self.solver == "auto"
-        if auto and solver == "wrapper" and _prefers_features(G, settings["loss"]):
-            solver = "prox_newton"
-            own = {f.name for f in dataclasses.fields(SOLVERS["wrapper"].config)}
-            settings = {k: v for k, v in settings.items() if k not in own}
+        solver, settings = self._feature_space(solver, G, settings)
         r = _core.fit(solver, G.engine, yc, settings, n_threads=threads, on_iteration=log)
         if auto and solver == "wrapper" and r.status in _FALLBACK and r.psd_witness is None:
             # The wrapper stopped above tol (seen at extreme kernel scales and C): SpicyMKL
@@ -642,6 +639,17 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 return r2
         return r
 
+    def _feature_space(
+        self, solver: _NativeSolver, G: Stack, settings: dict[str, Setting]
+    ) -> tuple[_NativeSolver, dict[str, Setting]]:
+        """``solver="auto"``'s move from the wrapper to ``prox_newton`` on narrow explicit
+        features (:func:`_prefers_features`), without the wrapper's own settings."""
+        auto = self.solver == "auto" and solver == "wrapper"
+        if not (auto and _prefers_features(G, settings["loss"])):
+            return solver, settings
+        own = {f.name for f in dataclasses.fields(SOLVERS["wrapper"].config)}
+        return "prox_newton", {k: v for k, v in settings.items() if k not in own}
+
     def _solve_weighted(
         self,
         solver: _NativeSolver,
@@ -654,10 +662,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
     ) -> _core.FitResult | _FitRecord:
         """A fit with a weight per sample on the loss. Samples of weight 0 have no loss and
         are left out of the fit (as libsvm does), their coefficients 0."""
-        if solver == "wrapper" and self.solver == "auto" and _prefers_features(G, settings["loss"]):
-            solver = "prox_newton"
-            own = {f.name for f in dataclasses.fields(SOLVERS["wrapper"].config)}
-            settings = {k: v for k, v in settings.items() if k not in own}
+        solver, settings = self._feature_space(solver, G, settings)
         keep = np.flatnonzero(weight > 0)
         if len(keep) == len(weight):
             return _core.fit(
