@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from problems import engine_threads, seconds_to_interrupt
+from problems import engine_threads, expected_failures, seconds_to_interrupt
 from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -24,19 +24,6 @@ import multikernel as mk
 from multikernel.kernels import Gaussian, Kernel, KernelBank, Linear
 
 
-def _expected_failures(estimator: Any) -> dict[str, str]:
-    """scikit-learn's checks that these estimators fail by design, with the reason."""
-    return {
-        # Weights equal duplicated rows only when the kernels' normalisation statistics are
-        # the same for both (they are unweighted: the default mean_diag of a linear kernel
-        # differs) and both fits are solved well below the default tol = 1e-3; the identity
-        # itself is tested in test_sample_weight.py.
-        "check_sample_weight_equivalence_on_dense_data": (
-            "normalisation statistics are unweighted; tol=1e-3"
-        ),
-    }
-
-
 @parametrize_with_checks(  # type: ignore[untyped-decorator]
     [
         mk.MKLClassifier(),
@@ -45,7 +32,7 @@ def _expected_failures(estimator: Any) -> dict[str, str]:
         mk.MKLRegressor(penalty="elasticnet", loss="epsilon_insensitive"),
         mk.MKLClassifier(probability=True),
     ],
-    expected_failed_checks=_expected_failures,
+    expected_failed_checks=expected_failures,
 )
 def test_sklearn_estimator_checks(estimator: Any, check: Any) -> None:
     check(estimator)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from problems import WITNESS_CASES, indefinite_stack
+from problems import WITNESS_CASES, expected_failures, indefinite_stack
 from reference import cvxpy_mkl, primal_objective
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -263,6 +263,8 @@ def test_the_path_and_cv_of_the_shifted_kernels() -> None:
         assert np.all(fold.psd_shifts <= s + 16 * (G.shape[1] + 2) * EPS)
 
 
-@parametrize_with_checks([mk.MKLRegressor(psd="clip")])  # type: ignore[untyped-decorator]
+@parametrize_with_checks(  # type: ignore[untyped-decorator]
+    [mk.MKLRegressor(psd="clip")], expected_failed_checks=expected_failures
+)
 def test_sklearn_estimator_checks_with_clip(estimator: Any, check: Any) -> None:
     check(estimator)
