@@ -99,3 +99,11 @@ def kept_analysis(path: Path) -> str:
         if ANALYSIS_HEADING in old:
             return old.split(ANALYSIS_HEADING, 1)[1].strip()
     return "(to be written from the tables above)"
+
+
+def write_page(path: Path, page: list[str]) -> None:
+    """Writes ``page`` to ``path`` followed by the analysis kept from its earlier version
+    (:func:`kept_analysis`), and prints it."""
+    text = "\n".join([*page, ANALYSIS_HEADING, "", kept_analysis(path), ""])
+    path.write_text(text)
+    print(text)

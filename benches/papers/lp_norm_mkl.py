@@ -68,7 +68,7 @@ from sklearn.svm import SVC  # noqa: E402
 import multikernel as mk  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "peers"))
-from _common import ANALYSIS_HEADING, kept_analysis  # noqa: E402
+from _common import write_page  # noqa: E402
 from _timing import paired_median_times  # noqa: E402
 
 FloatArray = NDArray[np.float64]
@@ -503,14 +503,8 @@ def main() -> None:
         f"- the paper's machine: {PAPER_MACHINE}",
         "",
         *sections,
-        ANALYSIS_HEADING,
-        "",
-        kept_analysis(args.out / f"{stem}.md"),
-        "",
     ]
-    text = "\n".join(page)
-    (args.out / f"{stem}.md").write_text(text)
-    print(text)
+    write_page(args.out / f"{stem}.md", page)
 
 
 if __name__ == "__main__":

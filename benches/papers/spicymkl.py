@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python")
 from reference import load_dataset  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ANALYSIS_HEADING, kept_analysis  # noqa: E402
+from _common import write_page  # noqa: E402
 
 FloatArray = NDArray[np.float64]
 
@@ -451,14 +451,8 @@ def main() -> None:
         "M = 20 kernels, n growing:",
         "",
         *scaling_table(by_n, "n"),
-        ANALYSIS_HEADING,
-        "",
-        kept_analysis(args.out / f"{stem}.md"),
-        "",
     ]
-    text = "\n".join(page)
-    (args.out / f"{stem}.md").write_text(text)
-    print(text)
+    write_page(args.out / f"{stem}.md", page)
 
 
 if __name__ == "__main__":
