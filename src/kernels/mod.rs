@@ -6,6 +6,7 @@ pub mod features;
 mod gram;
 mod lowrank;
 mod normalize;
+mod on_demand;
 mod packed;
 pub(crate) mod simd;
 mod spec;
@@ -20,10 +21,11 @@ pub use gram::{
 pub(crate) use lowrank::factor_matvec;
 pub use lowrank::{pivoted_cholesky, weighted_factors, LowRankStack};
 pub use normalize::{NormStats, Normalization};
+pub use on_demand::OnDemandStack;
 pub use packed::{point_subset, PackedStack, PointSubset};
 pub use spec::{simplemkl_bank, validate_features, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
-pub(crate) use stack::nonzeros;
 pub use stack::{dense_matvecs, dot as stack_dot, DenseStack, KernelStack};
+pub(crate) use stack::{nonzeros, weighted};
 pub use subset::SubStack;
 
 /// A floating-point element a dense stack may hold: f64, or f32 for half the bytes per pass.

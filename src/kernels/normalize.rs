@@ -104,6 +104,12 @@ impl NormStats {
         Self::from_sums(normalization, center, n, &row_sums, &diag, total)
     }
 
+    /// Statistics of one raw training kernel without centring from its diagonal alone (the
+    /// normalisations other than the multiplicative one).
+    pub(crate) fn of_diagonal(normalization: Normalization, n: usize, diag: &[f64]) -> KernelStats {
+        Self::from_sums(normalization, false, n, &[], diag, 0.0)
+    }
+
     /// Statistics of one raw training kernel from its row sums (read only with `center`),
     /// its diagonal and the sum of all its entries (read only by the multiplicative
     /// normalisation without centring): what a pass over row blocks can gather, e.g. on the

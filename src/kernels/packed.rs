@@ -230,8 +230,17 @@ impl<T: Element> KernelStack for PackedStack<T> {
 }
 
 /// The stack restricted to the points `idx` of `source`, in the source's precision, with
-/// room for `cap` points: the working set of [`crate::solvers::lp`]'s analytic solver.
+/// room for `cap` points: the working set of [`crate::solvers::lp`]'s analytic solver. A
+/// source computed on demand is packed while the packed kernels fit in its cache budget, and
+/// read on demand past it.
 pub fn point_subset(source: &dyn KernelStack, idx: &[usize], cap: usize) -> PointSubset {
+    if let Some(od) = source.on_demand() {
+        let fits = packed_fit(source.m(), od.cache_bytes());
+        if idx.len() > fits {
+            return PointSubset::OnDemand(od.subset(idx), idx.to_vec());
+        }
+        return PointSubset::F64(PackedStack::new(source, idx, cap.min(fits)));
+    }
     if source.single_precision() {
         PointSubset::F32(PackedStack::new(source, idx, cap))
     } else {
@@ -239,10 +248,19 @@ pub fn point_subset(source: &dyn KernelStack, idx: &[usize], cap: usize) -> Poin
     }
 }
 
-/// A [`PackedStack`] of either precision.
+/// The most points whose `m` packed f64 kernels fit in `bytes`.
+fn packed_fit(m: usize, bytes: usize) -> usize {
+    let per_kernel = bytes as f64 / (8.0 * m.max(1) as f64);
+    // tri(w) = w(w+1)/2 ≤ per_kernel.
+    ((2.0 * per_kernel + 0.25).sqrt() - 0.5).floor().max(0.0) as usize
+}
+
+/// A [`PackedStack`] of either precision, or a view of an on-demand stack with the source's
+/// indices of its points.
 pub enum PointSubset {
     F64(PackedStack<f64>),
     F32(PackedStack<f32>),
+    OnDemand(crate::kernels::OnDemandStack, Vec<usize>),
 }
 
 impl PointSubset {
@@ -251,6 +269,7 @@ impl PointSubset {
         match self {
             PointSubset::F64(s) => s,
             PointSubset::F32(s) => s,
+            PointSubset::OnDemand(s, _) => s,
         }
     }
 
@@ -259,14 +278,31 @@ impl PointSubset {
         match self {
             PointSubset::F64(s) => s.indices(),
             PointSubset::F32(s) => s.indices(),
+            PointSubset::OnDemand(_, idx) => idx,
         }
     }
 
-    /// See [`PackedStack::extend`].
+    /// See [`PackedStack::extend`]; a packed subset of an on-demand source that would outgrow
+    /// the source's cache budget becomes an on-demand view.
     pub fn extend(&mut self, source: &dyn KernelStack, more: &[usize]) {
+        if let (PointSubset::F64(s), Some(od)) = (&*self, source.on_demand()) {
+            if s.indices().len() + more.len() > packed_fit(source.m(), od.cache_bytes()) {
+                let mut idx = s.indices().to_vec();
+                idx.extend_from_slice(more);
+                *self = PointSubset::OnDemand(od.subset(&idx), idx);
+                return;
+            }
+        }
         match self {
             PointSubset::F64(s) => s.extend(source, more),
             PointSubset::F32(s) => s.extend(source, more),
+            PointSubset::OnDemand(s, idx) => {
+                let od = source
+                    .on_demand()
+                    .expect("an on-demand view has an on-demand source");
+                s.extend(od, more);
+                idx.extend_from_slice(more);
+            }
         }
     }
 }

@@ -114,6 +114,12 @@ pub trait KernelStack: Sync {
     fn low_rank_factor(&self, _m: usize) -> Option<&[f64]> {
         None
     }
+
+    /// The stack itself when its entries are computed from the points on demand: a solver
+    /// then reads columns of `K_θ` through a row cache instead of forming it.
+    fn on_demand(&self) -> Option<&crate::kernels::OnDemandStack> {
+        None
+    }
 }
 
 /// `Σ_k a_k b_k` with eight independent accumulators, so that the loop vectorises.

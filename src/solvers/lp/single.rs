@@ -6,9 +6,11 @@
 use super::newton::{bordered_many, dense_matvec, KernelOp, NewtonSolver};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
-use crate::kernels::{weighted_factors, KernelStack};
+use crate::kernels::{weighted, weighted_factors, KernelStack};
 use crate::losses::Loss;
-use crate::solvers::smo::{l2svm, svc, svr, DenseKernel, SmoOptions, SvmSolution};
+use crate::solvers::smo::{
+    l2svm, svc, svr, CachedColumns, DenseKernel, KernelColumns, SmoOptions, SvmSolution,
+};
 
 /// A warm-started single-kernel solver.
 pub enum SingleKernel {
@@ -63,39 +65,50 @@ impl SingleKernel {
             (SingleKernel::Smo { .. }, KernelOp::Factor(_)) => Err(
                 crate::error::MkError::Unsupported("SMO needs a dense kernel".into()),
             ),
-            (
-                SingleKernel::Smo {
-                    loss,
-                    c,
-                    y,
-                    last,
-                    warm,
-                    ..
-                },
-                KernelOp::Dense(k),
-            ) => {
-                let kernel = DenseKernel::new(k, y.len())?;
-                let opts = SmoOptions {
-                    eps: tol,
-                    ..SmoOptions::default()
-                };
-                let warm = match last {
-                    Some(s) => Some(s.alpha.as_slice()),
-                    None => warm.as_deref(),
-                };
-                let cs = c.as_slice();
-                let sol = match *loss {
-                    Loss::Hinge => svc(&kernel, y, cs, &opts, warm, interrupt)?,
-                    Loss::SquaredHinge => l2svm(&kernel, y, cs, &opts, warm, interrupt)?,
-                    Loss::EpsilonInsensitive { epsilon } => {
-                        svr(&kernel, y, cs, epsilon, &opts, warm, interrupt)?
-                    }
-                    Loss::Squared | Loss::Logistic => unreachable!("Newton losses"),
-                };
-                *last = Some(sol);
-                Ok(())
+            (s @ SingleKernel::Smo { .. }, KernelOp::Dense(k)) => {
+                let n = k.len().isqrt();
+                s.solve_smo(&DenseKernel::new(k, n)?, tol, interrupt)
             }
         }
+    }
+
+    /// The SMO solve on the kernel `kernel`, warm-started at the last solution.
+    fn solve_smo<K: KernelColumns + ?Sized>(
+        &mut self,
+        kernel: &K,
+        tol: f64,
+        interrupt: &dyn Interrupt,
+    ) -> Result<()> {
+        let SingleKernel::Smo {
+            loss,
+            c,
+            y,
+            last,
+            warm,
+            ..
+        } = self
+        else {
+            unreachable!("SMO losses only")
+        };
+        let opts = SmoOptions {
+            eps: tol,
+            ..SmoOptions::default()
+        };
+        let warm = match last {
+            Some(s) => Some(s.alpha.as_slice()),
+            None => warm.as_deref(),
+        };
+        let cs = c.as_slice();
+        let sol = match *loss {
+            Loss::Hinge => svc(kernel, y, cs, &opts, warm, interrupt)?,
+            Loss::SquaredHinge => l2svm(kernel, y, cs, &opts, warm, interrupt)?,
+            Loss::EpsilonInsensitive { epsilon } => {
+                svr(kernel, y, cs, epsilon, &opts, warm, interrupt)?
+            }
+            Loss::Squared | Loss::Logistic => unreachable!("Newton losses"),
+        };
+        *last = Some(sol);
+        Ok(())
     }
 
     /// Solves on the combined kernel `K_θ = Σ_m θ_m K_m` of `stack` (formed in `k_theta`, a
@@ -123,6 +136,19 @@ impl SingleKernel {
                 let b = s.loss().best_intercept(y, &f, c, s.b);
                 return Ok((f, b));
             }
+        }
+        if let (SingleKernel::Smo { .. }, Some(od)) = (&*self, stack.on_demand()) {
+            // Columns of K_θ computed as SMO reads them, through a row cache: nothing n × n.
+            let w = weighted(theta);
+            let mut diag = vec![0.0; n];
+            od.combined_diag(&w, &mut diag);
+            let compute = |i: usize, out: &mut [f64]| od.combined_column(&w, i, out);
+            let kernel = CachedColumns::new(diag, compute, od.cache_bytes());
+            self.solve_smo(&kernel, tol, interrupt)?;
+            let mut f = vec![0.0; n];
+            stack.combined_matvec(theta, self.beta(), &mut f);
+            let b = self.loss().best_intercept(y, &f, c, self.intercept());
+            return Ok((f, b));
         }
         k_theta.resize(n * n, 0.0);
         stack.combine(theta, k_theta);

@@ -57,6 +57,7 @@
 //! assert!((sol.dual_value() - 0.5).abs() < 1e-9); // 1ᵀα − ½αᵀQα
 //! ```
 
+mod cache;
 mod formulations;
 mod scan;
 mod solver;
@@ -64,6 +65,7 @@ mod solver;
 #[cfg(test)]
 mod tests;
 
+pub use cache::CachedColumns;
 pub use formulations::{l2svm, one_class, svc, svr, SvmSolution};
 pub use solver::{QpSpec, SmoState, SolveInfo, Step, StepOutcome};
 

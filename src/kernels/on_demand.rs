@@ -1,0 +1,553 @@
+//! Kernels computed from the points when a solver reads them: exact MKL on `n` points without
+//! the `M` stored `n×n` matrices (`docs/performance.md`, "Beyond memory").
+//!
+//! An [`OnDemandStack`] holds the training points (one contiguous copy per distinct feature
+//! subset), the kernel functions and the normalisation statistics, and evaluates entries
+//! `K_m(x_i, x_j)` as the [`KernelStack`] methods ask for them. Every read is priced in kernel
+//! evaluations: `vᵀK_m v` costs `|S|²/2` of them for the `|S|` non-zeros of `v` (the support
+//! vectors of an SVM step), `K_m v` costs `n·|S|`, and one column of `K_θ = Σ θ_m K_m` (what an
+//! SMO step reads, through the row cache of [`crate::solvers::smo::CachedColumns`]) costs `n`
+//! per active kernel.
+//!
+//! Normalisations whose statistics come from the diagonal alone (`none`, `trace`,
+//! `mean_diag`, `spherical`) are computed in one pass over the points; centring and the
+//! multiplicative normalisation need every entry (row and total means) and are refused.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::error::{MkError, Result};
+use crate::kernels::normalize::KernelStats;
+use crate::kernels::stack::{nonzeros, weighted};
+use crate::kernels::{KernelFn, KernelSpec, KernelStack, NormStats, Normalization};
+
+/// The points' columns read by one or more kernels, row-major `(N, d)`.
+struct Block {
+    x: Vec<f64>,
+    d: usize,
+}
+
+/// One kernel: its function, the block of columns it reads and its normalisation.
+struct OnKernel {
+    func: KernelFn,
+    block: usize,
+    /// Factor after evaluation (1 for `none` and `spherical`).
+    scale: f64,
+}
+
+/// What every view of one training set shares.
+struct Shared {
+    blocks: Vec<Block>,
+    kernels: Vec<OnKernel>,
+    /// `(M, N)`: `1/sqrt(k_m(x_i, x_i))` for the spherical normalisation (0 for a point at
+    /// the origin of feature space, whose row is 0), empty otherwise.
+    inv_sqrt_diag: Vec<f64>,
+    /// `(M, N)`: the normalised diagonals.
+    diag: Vec<f64>,
+    stats: NormStats,
+    n_total: usize,
+}
+
+/// `M` kernels on `n` points, evaluated when read (see the module docs). A view of a subset
+/// of the points ([`OnDemandStack::subset`]) shares the data and the statistics.
+pub struct OnDemandStack {
+    shared: Arc<Shared>,
+    /// The training indices of this view's points, in local order.
+    rows: Arc<Vec<usize>>,
+    /// The bytes a solver may spend on cached kernel values for this stack.
+    cache_bytes: usize,
+}
+
+/// Rows computed per parallel task: enough evaluations to outweigh a task's overhead.
+const CHUNK: usize = 2048;
+
+impl OnDemandStack {
+    /// The kernels `specs` on the rows of `x` (row-major, `n × p`), normalised by
+    /// `normalization` with statistics of these points, with `cache_bytes` for the solvers'
+    /// row caches.
+    ///
+    /// # Errors
+    /// A non-finite `x`, a bad specification, a normalisation that needs every entry, or a
+    /// kernel whose diagonal is not finite.
+    pub fn new(
+        x: &[f64],
+        n: usize,
+        p: usize,
+        specs: &[KernelSpec],
+        normalization: Normalization,
+        cache_bytes: usize,
+    ) -> Result<Self> {
+        if x.len() != n * p || n == 0 || specs.is_empty() {
+            return Err(MkError::Shape(format!(
+                "on-demand kernels need n ≥ 1 points of {p} features and at least one kernel; \
+                 got {} values for n = {n} and {} kernels",
+                x.len(),
+                specs.len()
+            )));
+        }
+        if matches!(normalization, Normalization::Multiplicative) {
+            return Err(MkError::config(
+                "normalize",
+                "'multiplicative' needs the mean of every kernel entry, which kernels computed \
+                 on demand do not have; use 'mean_diag', 'trace', 'spherical' or 'none'",
+            ));
+        }
+        if let Some(at) = x.iter().position(|v| !v.is_finite()) {
+            return Err(MkError::NonFinite {
+                what: "X".into(),
+                kernel: None,
+                entry: Some((at / p, at % p)),
+            });
+        }
+        let mut blocks: Vec<(Option<Vec<usize>>, Block)> = Vec::new();
+        let mut kernels = Vec::with_capacity(specs.len());
+        for spec in specs {
+            spec.validate(p)?;
+            let block = match blocks.iter().position(|(f, _)| *f == spec.features) {
+                Some(b) => b,
+                None => {
+                    let cols: Vec<usize> = spec.features.clone().unwrap_or((0..p).collect());
+                    let d = cols.len();
+                    let data = (0..n)
+                        .flat_map(|i| cols.iter().map(move |&j| x[i * p + j]))
+                        .collect();
+                    blocks.push((spec.features.clone(), Block { x: data, d }));
+                    blocks.len() - 1
+                }
+            };
+            kernels.push(OnKernel {
+                func: spec.func,
+                block,
+                scale: 1.0,
+            });
+        }
+        let mut shared = Shared {
+            blocks: blocks.into_iter().map(|(_, b)| b).collect(),
+            kernels,
+            inv_sqrt_diag: Vec::new(),
+            diag: Vec::new(),
+            stats: NormStats {
+                normalization,
+                center: false,
+                n,
+                row_means: Vec::new(),
+                total_means: vec![0.0; specs.len()],
+                diag: Vec::new(),
+                scales: Vec::new(),
+            },
+            n_total: n,
+        };
+        // One pass over the points: the raw diagonals give every statistic.
+        let mut per_kernel: Vec<KernelStats> = Vec::with_capacity(specs.len());
+        for (m, k) in shared.kernels.iter().enumerate() {
+            let raw: Vec<f64> = (0..n).map(|i| shared.raw(k, i, i)).collect();
+            if let Some(i) = raw.iter().position(|v| !v.is_finite()) {
+                return Err(MkError::NonFinite {
+                    what: format!("kernel {m}"),
+                    kernel: Some(m),
+                    entry: Some((i, i)),
+                });
+            }
+            per_kernel.push(NormStats::of_diagonal(normalization, n, &raw));
+        }
+        shared.stats = NormStats::collect(normalization, false, n, per_kernel);
+        let spherical = normalization == Normalization::Spherical;
+        for (m, k) in shared.kernels.iter_mut().enumerate() {
+            k.scale = shared.stats.scales[m];
+        }
+        if spherical {
+            shared.inv_sqrt_diag = shared
+                .stats
+                .diag
+                .iter()
+                .map(|&d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 })
+                .collect();
+            shared.diag = shared
+                .stats
+                .diag
+                .iter()
+                .map(|&d| if d > 0.0 { 1.0 } else { 0.0 })
+                .collect();
+        } else {
+            let sh = &shared;
+            let diag = sh
+                .kernels
+                .iter()
+                .flat_map(|k| (0..n).map(move |i| k.scale * sh.raw(k, i, i)))
+                .collect();
+            shared.diag = diag;
+        }
+        Ok(OnDemandStack {
+            shared: Arc::new(shared),
+            rows: Arc::new((0..n).collect()),
+            cache_bytes,
+        })
+    }
+
+    /// The normalisation statistics of the training points, for the cross kernels of new
+    /// points.
+    pub fn stats(&self) -> &NormStats {
+        &self.shared.stats
+    }
+
+    /// The bytes a solver may spend on cached kernel values.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_bytes
+    }
+
+    /// The training indices of this view's points.
+    pub fn indices(&self) -> &[usize] {
+        &self.rows
+    }
+
+    /// A view of the points `idx` (local indices of this view), sharing the data.
+    pub fn subset(&self, idx: &[usize]) -> OnDemandStack {
+        OnDemandStack {
+            shared: Arc::clone(&self.shared),
+            rows: Arc::new(idx.iter().map(|&i| self.rows[i]).collect()),
+            cache_bytes: self.cache_bytes,
+        }
+    }
+
+    /// This view grown by the points `more` (local indices of `source`, the view this one
+    /// was taken from).
+    pub fn extend(&mut self, source: &OnDemandStack, more: &[usize]) {
+        let mut rows = self.rows.as_ref().clone();
+        rows.extend(more.iter().map(|&i| source.rows[i]));
+        self.rows = Arc::new(rows);
+    }
+
+    /// `out[k] = K_m(x_i, x_{cols[k]})` (local indices).
+    fn values(&self, m: usize, i: usize, cols: &[usize], out: &mut [f64]) {
+        let gcols: Vec<usize> = cols.iter().map(|&j| self.rows[j]).collect();
+        self.shared.values(m, self.rows[i], &gcols, out);
+    }
+
+    /// `out[k] = Σ_{(m, w) ∈ weights} w K_m(x_i, x_k)` for every local point `k`: column `i`
+    /// of a combined kernel, in parallel over blocks of rows.
+    pub fn combined_column(&self, weights: &[(usize, f64)], i: usize, out: &mut [f64]) {
+        let gi = self.rows[i];
+        let rows = &self.rows;
+        out.par_chunks_mut(CHUNK)
+            .zip(rows.par_chunks(CHUNK))
+            .for_each(|(o, r)| {
+                o.fill(0.0);
+                let mut tmp = vec![0.0; o.len()];
+                for &(m, w) in weights {
+                    self.shared.values(m, gi, r, &mut tmp);
+                    for (a, t) in o.iter_mut().zip(&tmp) {
+                        *a += w * t;
+                    }
+                }
+            });
+    }
+
+    /// The diagonal of the combined kernel `Σ w K_m`.
+    pub fn combined_diag(&self, weights: &[(usize, f64)], out: &mut [f64]) {
+        out.fill(0.0);
+        let nt = self.shared.n_total;
+        for &(m, w) in weights {
+            let d = &self.shared.diag[m * nt..(m + 1) * nt];
+            for (o, &g) in out.iter_mut().zip(self.rows.iter()) {
+                *o += w * d[g];
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// The raw `k(x_i, x_j)` of kernel `k` (training indices).
+    #[inline]
+    fn raw(&self, k: &OnKernel, i: usize, j: usize) -> f64 {
+        let b = &self.blocks[k.block];
+        let (xi, xj) = (&b.x[i * b.d..(i + 1) * b.d], &b.x[j * b.d..(j + 1) * b.d]);
+        match k.func {
+            KernelFn::Linear | KernelFn::Polynomial { .. } => k.func.eval(dot(xi, xj), 0.0, 0.0),
+            KernelFn::Gaussian { .. } => k.func.eval(0.0, sqdist(xi, xj), 0.0),
+            KernelFn::Laplacian { .. } => k.func.eval(
+                0.0,
+                0.0,
+                xi.iter().zip(xj).map(|(a, c)| (a - c).abs()).sum(),
+            ),
+        }
+    }
+
+    /// `out[k] = K_m(x_i, x_{js[k]})`, normalised (training indices). The kernel's function
+    /// is matched once per call, so that the loop over `js` is a plain one.
+    fn values(&self, m: usize, i: usize, js: &[usize], out: &mut [f64]) {
+        let k = &self.kernels[m];
+        let b = &self.blocks[k.block];
+        let d = b.d;
+        let xi = &b.x[i * d..(i + 1) * d];
+        let row = |j: usize| &b.x[j * d..(j + 1) * d];
+        let pairs = out.iter_mut().zip(js);
+        match k.func {
+            KernelFn::Gaussian { sigma } => {
+                let g = -1.0 / (2.0 * sigma * sigma);
+                for (o, &j) in pairs {
+                    *o = (g * sqdist(xi, row(j))).exp();
+                }
+            }
+            KernelFn::Linear => {
+                for (o, &j) in pairs {
+                    *o = dot(xi, row(j));
+                }
+            }
+            f @ KernelFn::Polynomial { .. } => {
+                for (o, &j) in pairs {
+                    *o = f.eval(dot(xi, row(j)), 0.0, 0.0);
+                }
+            }
+            f @ KernelFn::Laplacian { .. } => {
+                for (o, &j) in pairs {
+                    let l1 = xi.iter().zip(row(j)).map(|(a, c)| (a - c).abs()).sum();
+                    *o = f.eval(0.0, 0.0, l1);
+                }
+            }
+        }
+        if self.inv_sqrt_diag.is_empty() {
+            if k.scale != 1.0 {
+                out.iter_mut().for_each(|o| *o *= k.scale);
+            }
+        } else {
+            // The spherical normalisation: k(x, x') / sqrt(k(x, x) k(x', x')).
+            let nt = self.n_total;
+            let inv = &self.inv_sqrt_diag[m * nt..(m + 1) * nt];
+            for (o, &j) in out.iter_mut().zip(js) {
+                *o *= inv[i] * inv[j];
+            }
+        }
+    }
+}
+
+/// `⟨a, b⟩`.
+#[inline(always)]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `‖a − b‖²`.
+#[inline(always)]
+fn sqdist(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+impl KernelStack for OnDemandStack {
+    fn n(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn m(&self) -> usize {
+        self.shared.kernels.len()
+    }
+
+    fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.quad_forms_batch_subset(v, idx, out);
+    }
+
+    /// `vᵀK_mv = Σ_a v_a (K_aa v_a + 2 Σ_{c<a} K_ac v_c)` over the points where some vector
+    /// is non-zero: `|S|(|S|+1)/2` evaluations per kernel, shared by the vectors.
+    fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
+        let n = self.n();
+        let b = vs.len() / n.max(1);
+        let support: Vec<usize> = (0..n)
+            .filter(|&i| (0..b).any(|l| vs[l * n + i] != 0.0))
+            .collect();
+        let g: Vec<usize> = support.iter().map(|&i| self.rows[i]).collect();
+        let s = support.len();
+        // `vsup[l·s + c] = v_l[support[c]]`.
+        let vsup: Vec<f64> = (0..b)
+            .flat_map(|l| support.iter().map(move |&i| vs[l * n + i]))
+            .collect();
+        let nk = idx.len();
+        let acc = (0..s)
+            .into_par_iter()
+            .fold(
+                || (vec![0.0; nk * b], vec![0.0; s]),
+                |(mut acc, mut tmp), a| {
+                    for (k, &m) in idx.iter().enumerate() {
+                        let t = &mut tmp[..=a];
+                        self.shared.values(m, g[a], &g[..=a], t);
+                        for l in 0..b {
+                            let v = &vsup[l * s..(l + 1) * s];
+                            let off: f64 = t[..a].iter().zip(&v[..a]).map(|(x, y)| x * y).sum();
+                            acc[k * b + l] += v[a] * (2.0 * off + t[a] * v[a]);
+                        }
+                    }
+                    (acc, tmp)
+                },
+            )
+            .map(|(acc, _)| acc)
+            .reduce(
+                || vec![0.0; nk * b],
+                |mut x, y| {
+                    x.iter_mut().zip(&y).for_each(|(a, c)| *a += c);
+                    x
+                },
+            );
+        out[..nk * b].copy_from_slice(&acc);
+    }
+
+    fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {
+        self.combined_matvec_of(&[(m, 1.0)], v, out);
+    }
+
+    fn combine(&self, theta: &[f64], out: &mut [f64]) {
+        let n = self.n();
+        let w = weighted(theta);
+        out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+            row.fill(0.0);
+            let mut tmp = vec![0.0; n];
+            for &(m, t) in &w {
+                self.shared.values(m, self.rows[i], &self.rows, &mut tmp);
+                row.iter_mut().zip(&tmp).for_each(|(o, x)| *o += t * x);
+            }
+        });
+    }
+
+    fn column(&self, m: usize, i: usize, out: &mut [f64]) {
+        self.combined_column(&[(m, 1.0)], i, out);
+    }
+
+    fn diag(&self, m: usize, out: &mut [f64]) {
+        self.combined_diag(&[(m, 1.0)], out);
+    }
+
+    fn combined_matvec(&self, theta: &[f64], v: &[f64], out: &mut [f64]) {
+        self.combined_matvec_of(&weighted(theta), v, out);
+    }
+
+    fn column_at(&self, m: usize, i: usize, rows: &[usize], out: &mut [f64]) {
+        self.values(m, i, rows, out);
+    }
+
+    fn on_demand(&self) -> Option<&OnDemandStack> {
+        Some(self)
+    }
+}
+
+impl OnDemandStack {
+    /// `out = Σ_{(m, w)} w K_m v`, reading only the columns of the non-zeros of `v`:
+    /// `n·|S|` evaluations per kernel, in parallel over the points.
+    fn combined_matvec_of(&self, weights: &[(usize, f64)], v: &[f64], out: &mut [f64]) {
+        let support = nonzeros(v);
+        let g: Vec<usize> = support.iter().map(|&i| self.rows[i]).collect();
+        let vs: Vec<f64> = support.iter().map(|&i| v[i]).collect();
+        out.par_iter_mut().zip(self.rows.par_iter()).for_each_init(
+            || vec![0.0; g.len()],
+            |tmp, (o, &gi)| {
+                *o = 0.0;
+                for &(m, w) in weights {
+                    self.shared.values(m, gi, &g, tmp);
+                    *o += w * tmp.iter().zip(&vs).map(|(x, y)| x * y).sum::<f64>();
+                }
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{gram, DenseStack, GramOptions};
+    use crate::NoInterrupt;
+
+    fn points(n: usize, p: usize) -> Vec<f64> {
+        (0..n * p)
+            .map(|k| ((k * 7919 % 113) as f64 / 37.0 - 1.5) * (1.0 + (k % 3) as f64))
+            .collect()
+    }
+
+    fn specs() -> Vec<KernelSpec> {
+        vec![
+            KernelSpec::on(KernelFn::Gaussian { sigma: 1.3 }, vec![0, 2]),
+            KernelSpec::on(KernelFn::Gaussian { sigma: 0.7 }, vec![0, 2]),
+            KernelSpec::new(KernelFn::Linear),
+            KernelSpec::on(
+                KernelFn::Polynomial {
+                    degree: 2,
+                    coef0: 1.0,
+                    scale: 0.5,
+                },
+                vec![1],
+            ),
+            KernelSpec::on(KernelFn::Laplacian { sigma: 2.0 }, vec![2, 1]),
+        ]
+    }
+
+    /// Every read of the on-demand stack equals the stored Gram stack's, under every
+    /// normalisation it takes, on the whole set and on a subset view.
+    #[test]
+    fn on_demand_reads_equal_the_stored_stack() {
+        let (n, p) = (37, 3);
+        let x = points(n, p);
+        let xa = ndarray::ArrayView2::from_shape((n, p), &x).unwrap();
+        for norm in [
+            Normalization::None,
+            Normalization::Trace,
+            Normalization::MeanDiag,
+            Normalization::Spherical,
+        ] {
+            let opts = GramOptions {
+                normalization: norm,
+                ..GramOptions::default()
+            };
+            let (g, st) = gram::<f64>(xa, &specs(), &opts, &NoInterrupt).unwrap();
+            let dense = DenseStack::new(g.as_slice().unwrap(), 5, n).unwrap();
+            let od = OnDemandStack::new(&x, n, p, &specs(), norm, 1 << 20).unwrap();
+            for (a, b) in od.stats().scales.iter().zip(&st.scales) {
+                assert!((a - b).abs() <= 1e-12 * b.abs(), "{norm:?}: {a} vs {b}");
+            }
+            let mut v = vec![0.0; 2 * n];
+            for i in (0..n).step_by(3) {
+                v[i] = (i as f64 * 0.37).sin();
+                v[n + (i + 6) % n] = 0.5 - (i % 4) as f64;
+            }
+            let theta = [0.3, 0.0, 1.2, 0.5, 0.25];
+            let all: Vec<usize> = (0..5).collect();
+            let close = |a: &[f64], b: &[f64], what: &str| {
+                let s = b.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+                for (x, y) in a.iter().zip(b) {
+                    assert!((x - y).abs() <= 1e-11 * s, "{norm:?} {what}: {x} vs {y}");
+                }
+            };
+            let (mut qa, mut qb) = (vec![0.0; 10], vec![0.0; 10]);
+            od.quad_forms_batch_subset(&v, &all, &mut qa);
+            dense.quad_forms_batch_subset(&v, &all, &mut qb);
+            close(&qa, &qb, "quad forms");
+            let (mut fa, mut fb) = (vec![0.0; n], vec![0.0; n]);
+            od.combined_matvec(&theta, &v[..n], &mut fa);
+            dense.combined_matvec(&theta, &v[..n], &mut fb);
+            close(&fa, &fb, "combined matvec");
+            let (mut ka, mut kb) = (vec![0.0; n * n], vec![0.0; n * n]);
+            od.combine(&theta, &mut ka);
+            dense.combine(&theta, &mut kb);
+            close(&ka, &kb, "combine");
+            for m in 0..5 {
+                od.column(m, 4, &mut fa);
+                dense.column(m, 4, &mut fb);
+                close(&fa, &fb, "column");
+                od.diag(m, &mut fa);
+                dense.diag(m, &mut fb);
+                close(&fa, &fb, "diag");
+            }
+            // A view of some points reads the same entries as the whole stack there.
+            let idx = [5, 30, 2, 11];
+            let mut sub = od.subset(&idx[..2]);
+            sub.extend(&od, &idx[2..]);
+            assert_eq!(sub.indices(), &idx);
+            let mut col = vec![0.0; 4];
+            sub.column_at(2, 1, &[0, 1, 2, 3], &mut col);
+            let want: Vec<f64> = idx.iter().map(|&j| dense.kernel(2)[30 * n + j]).collect();
+            close(&col, &want, "subset column");
+        }
+    }
+
+    #[test]
+    fn normalisations_that_need_every_entry_are_refused() {
+        let x = points(5, 3);
+        let err = OnDemandStack::new(&x, 5, 3, &specs(), Normalization::Multiplicative, 0);
+        assert!(matches!(err, Err(MkError::InvalidConfig { .. })));
+    }
+}
