@@ -875,8 +875,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 seconds=None if multi else seconds,
             )
         if multi:
-            _progress.ensure_handler()
-            _progress._logger.info(
+            _progress.info(
                 "%s: %d binary problems, %d converged, largest gap %.3e, %.2f s",
                 name, len(labels), int(np.count_nonzero(self.converged_)),
                 float(np.max(self.duality_gap_)), seconds,

@@ -624,13 +624,11 @@ def _log_path(path: MKLPath, seconds: float) -> None:
     """``verbose``'s records of a path, after it: one line per point with its ``C`` (the
     engine's per-point callback has none, so the lines are written from the result, a
     table once the path is done rather than lines without C during it), then a summary."""
-    _progress.ensure_handler()
-    log = _progress._logger
     n, M = path.Cs.shape[0], path.d.shape[0]
     active = np.count_nonzero(path.kernel_weights > 0, axis=1)
     width = len(str(n))
     for i in range(n):
-        log.info(
+        _progress.info(
             "mkl_path point %*d/%d: C %.6e, %*d of %d kernels active, %s",
             width, i + 1, n, path.Cs[i], len(str(M)), active[i], M,
             _progress.certificate(
@@ -646,7 +644,7 @@ def _log_path(path: MKLPath, seconds: float) -> None:
         else f"fixed mu {path.mu:g}"
     )
     how = "complete" if path.end == "complete" else f"stopped early ({path.end})"
-    log.info(
+    _progress.info(
         "mkl_path: %s, %d points from C %.4e to %.4e (C0 %.4e), %.2f s, %d factorizations: "
         "%s, largest gap %.3e; %d of %d kernels active at the last point",
         how, n, path.Cs[0], path.Cs[-1], path.C0, seconds, path.n_factorizations, within,

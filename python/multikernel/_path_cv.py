@@ -232,8 +232,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         )
         gap = float(np.max(est.duality_gap_))
         active = int(np.count_nonzero(np.atleast_2d(est.kernel_weights_).max(axis=0) > 0))
-        _progress.ensure_handler()
-        _progress._logger.info(
+        _progress.info(
             "%s: C_ %.6e, candidate %d of %d, mean held-out score %.4g over %d folds "
             "(%d path points); refit %s, largest gap %.3e %s tol %g, %d of %d kernels "
             "active, %.2f s",

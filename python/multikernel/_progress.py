@@ -78,6 +78,12 @@ def ensure_handler() -> None:
         _logger.setLevel(logging.INFO)
 
 
+def info(msg: str, *args: Any) -> None:
+    """One INFO record on the ``multikernel`` logger, made visible (:func:`ensure_handler`)."""
+    ensure_handler()
+    _logger.info(msg, *args)
+
+
 @contextmanager
 def bar(verbose: int, total: int | None, desc: str, unit: str, leave: bool = True) -> Iterator[Bar]:
     """A tqdm bar when ``verbose ≥ 2`` and tqdm is installed, else one that draws nothing;
