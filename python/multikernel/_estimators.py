@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import logging
 import math
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _core, _dask
+from . import _core, _dask, _progress
 from ._config import SMOOTH_LOSSES, SOLVERS, Setting, SolverConfig, _NativeSolver
 from ._data import Blocks, Stack, TestSide, resolve
 from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
@@ -54,7 +53,6 @@ from .kernels import (
 __all__ = ["MKLClassifier", "MKLRegressor"]
 
 _PENALTIES = tuple(dict.fromkeys(p for row in SOLVERS.values() for p in row.penalties))
-_logger = logging.getLogger("multikernel")
 
 
 class _available_unless:  # noqa: N801 (a decorator, named as scikit-learn's available_if)
@@ -609,7 +607,23 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         start: _Start | None = None,
         weight: NDArray[np.float64] | None = None,
     ) -> _core.FitResult | _FitRecord:
-        log = _iteration_logger(f"{type(self).__name__}{label}") if self.verbose else None
+        # SVRG records one iteration per epoch: its bar counts epochs.
+        unit = "epoch" if solver == "svrg" else "it"
+        name = f"{type(self).__name__}{label}"
+        with _progress.iteration_log(name, self.verbose, int(self.max_iter), unit) as log:
+            return self._solve_logged(solver, G, y, settings, start, weight, log)
+
+    def _solve_logged(
+        self,
+        solver: _NativeSolver,
+        G: Stack,
+        y: NDArray[np.float64],
+        settings: dict[str, Setting],
+        start: _Start | None,
+        weight: NDArray[np.float64] | None,
+        log: _progress.IterationLog | None,
+    ) -> _core.FitResult | _FitRecord:
+        """:meth:`_solve` with its iteration callback."""
         yc = np.ascontiguousarray(y, dtype=np.float64)
         threads = check_n_threads(self.n_threads)
         if self.penalty == "group":
@@ -631,6 +645,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             # that a kernel is not PSD: nothing can certify that fit.
             spicy = {k: v for k, v in settings.items() if k != "inner_tol"}
             spicy.update(SOLVERS["spicy"].config()._native())
+            if log is not None:
+                log.restart(f"{log.label} (SpicyMKL continuing the wrapper)")
             r2 = _core.fit(
                 "spicy", G.engine, yc, spicy, n_threads=threads, on_iteration=log,
                 init_coef=np.ascontiguousarray(r.coef), init_intercept=float(r.intercept),
@@ -658,7 +674,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         settings: dict[str, Setting],
         weight: NDArray[np.float64],
         threads: int,
-        log: Callable[[float, float, float, int, float], None] | None,
+        log: _progress.IterationLog | None,
     ) -> _core.FitResult | _FitRecord:
         """A fit with a weight per sample on the loss. Samples of weight 0 have no loss and
         are left out of the fit (as libsvm does), their coefficients 0."""
@@ -749,11 +765,21 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         the other by default, fanned out under a parallel backend (``joblib.parallel_backend
         ("dask")`` runs them on a Dask cluster). Each fit is deterministic: the same bits
         wherever it runs."""
+        todo = list(problems)
         jobs = (
             delayed(_solve_record)(self, solver, G, y, settings, lb, st, w)
-            for G, y, lb, st, w in problems
+            for G, y, lb, st, w in todo
         )
-        out: list[_FitRecord] = Parallel()(jobs)
+        if not _progress.bars_on(self.verbose):
+            out: list[_FitRecord] = Parallel()(jobs)
+            return out
+        # A bar over the problems, ticked as each result arrives (in order).
+        name = f"{type(self).__name__}: binary problems"
+        with _progress.bar(self.verbose, len(todo), name, "problem") as b:
+            out = []
+            for r in Parallel(return_as="generator")(jobs):
+                out.append(r)
+                b.update()
         return out
 
     def _set_results(
@@ -785,6 +811,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             )
         hist = [_history(r.history) for r in results]
         self.history_ = hist if multi else hist[0]
+        # How each problem ended, for the summary line (plain strings: the fit pickles).
+        self._statuses = [str(r.status) for r in results]
         tol = float(self.tol)
         for k, r in enumerate(results):
             if r.psd_witness is not None:
@@ -816,6 +844,43 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                     stacklevel=3,
                 )
 
+    def _problem_labels(self) -> list[str]:
+        """The log label of each binary problem of a multiclass fit (as the iteration
+        lines')."""
+        return [""]
+
+    def _log_summary(self, started: float) -> None:
+        """With ``verbose``, one summary record at the end of the fit (``started``: its
+        ``time.perf_counter()``): how it ended, its certificate and its active kernels;
+        for a multiclass fit one record per binary problem, then one for the whole fit."""
+        if not self.verbose:
+            return
+        seconds = time.perf_counter() - started
+        name = type(self).__name__
+        multi = np.ndim(self.primal_objective_) > 0
+        labels = self._problem_labels() if multi else [""]
+        weights = np.atleast_2d(self.kernel_weights_)
+        for k, label in enumerate(labels):
+            _progress.summary(
+                f"{name}{label}",
+                primal=float(np.atleast_1d(self.primal_objective_)[k]),
+                dual=float(np.atleast_1d(self.dual_objective_)[k]),
+                gap=float(np.atleast_1d(self.duality_gap_)[k]),
+                tol=float(self.tol),
+                n_iter=int(np.atleast_1d(self.n_iter_)[k]),
+                converged=bool(np.atleast_1d(self.converged_)[k]),
+                status=self._statuses[k],
+                active=int(np.count_nonzero(weights[k] > 0)),
+                n_kernels=self.n_kernels_,
+                seconds=None if multi else seconds,
+            )
+        if multi:
+            _progress.info(
+                "%s: %d binary problems, %d converged, largest gap %.3e, %.2f s",
+                name, len(labels), int(np.count_nonzero(self.converged_)),
+                float(np.max(self.duality_gap_)), seconds,
+            )  # fmt: skip
+
     def _feature_coefs(self, G: Stack) -> None:
         """With feature blocks: ``coef_``, per kernel the weights ``w_m = Φ_mᵀ A[m]`` in
         feature space (a row per problem for more than one), so prediction needs no
@@ -844,6 +909,11 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         return tags
 
 
+def _name(label: Any) -> str:
+    """A class label as a log line names it: ``'a'`` or ``3``, not ``np.int64(3)``."""
+    return repr(label.item() if isinstance(label, np.generic) else label)
+
+
 def _group_weights(
     weights: NDArray[np.float64], ids: list[int], n_groups: int
 ) -> NDArray[np.float64]:
@@ -861,26 +931,6 @@ def _history(rows: NDArray[np.float64]) -> NDArray[Any]:
     for name, column in zip(_HISTORY_DTYPE.names or (), rows.T, strict=True):
         out[name] = column
     return out
-
-
-def _iteration_logger(label: str) -> Callable[[float, float, float, int, float], None]:
-    """The ``on_iteration`` callback of ``verbose=1``: one INFO record per outer iteration on
-    the ``multikernel`` logger (given a stderr handler if logging is not configured)."""
-    if not _logger.hasHandlers():
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-        _logger.addHandler(handler)
-    if _logger.getEffectiveLevel() > logging.INFO:
-        _logger.setLevel(logging.INFO)
-    counter = itertools.count(1)
-
-    def log(primal: float, dual: float, gap: float, active: int, seconds: float) -> None:
-        _logger.info(
-            "%s iteration %d: gap %.3e (primal %.6e, dual %.6e), %d active kernels, %.3f s",
-            label, next(counter), gap, primal, dual, active, seconds,
-        )  # fmt: skip
-
-    return log
 
 
 class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
@@ -1003,9 +1053,16 @@ default "mean_diag"
         Seed of the stochastic solver ``"svrg"`` and of the folds of ``probability=True``,
         in [0, 2**64) (None: 0); the other solvers are deterministic and ignore it.
     verbose : int, default 0
-        ``1`` or more: one INFO record per outer iteration (gap, primal and dual values,
-        active kernels, seconds) on the ``multikernel`` logger (a stderr handler is added
-        when logging is not configured).
+        ``0``: silent. ``1``: INFO records on the ``multikernel`` logger (a stderr handler is
+        added when logging is not configured): one per outer iteration, its certificate
+        (primal, dual and the relative gap they give; an iterate that is not the best so far,
+        or a restricted working-set step without a whole-problem primal, is told apart from
+        the certificate), active kernels and seconds; and one summary line at the end of the
+        fit (how it ended, iterations, seconds, certificate, active kernels). A multiclass
+        fit logs one summary line per binary problem, then one for the whole fit. ``2`` or
+        more: progress bars instead of the iteration lines (over the iterations, SVRG's
+        epochs, the binary problems and the probability folds), the summary lines kept;
+        they need tqdm (the ``progress`` extra), without which ``2`` logs as ``1``.
     warm_start : bool, default False
         ``penalty="l1"`` and ``"elasticnet"`` (SpicyMKL): when True, ``fit`` starts from the
         previous fit's solution (``dual_coef_``, ``intercept_``), as scikit-learn's
@@ -1190,6 +1247,7 @@ default "mean_diag"
         >>> bool(abs(pre.primal_objective_ - clf.primal_objective_).max() < 1e-8)
         True
         """
+        started = time.perf_counter()
         previous = self._previous_fit()
         self._clear()
         solver, settings = self._check_params()
@@ -1234,7 +1292,7 @@ default "mean_diag"
             # One problem per class, through joblib (fanned out under a parallel backend).
             def ovr() -> Iterator[_Problem]:
                 for k in range(len(classes)):
-                    label = f" (class {classes[k]!r} vs rest)"
+                    label = f" (class {_name(classes[k])} vs rest)"
                     yield G, np.where(yi == k, 1.0, -1.0), label, starts[k], sw
 
             results = self._solve_many(solver, ovr(), settings)
@@ -1248,7 +1306,7 @@ default "mean_diag"
 
             def ovo() -> Iterator[_Problem]:
                 for (a, b), idx, st in zip(problems, index, pair_starts, strict=True):
-                    label = f" (class {classes[a]!r} vs {classes[b]!r})"
+                    label = f" (class {_name(classes[a])} vs {_name(classes[b])})"
                     w = None if sw is None else sw[idx]
                     yield G.subset(idx), np.where(yi[idx] == a, 1.0, -1.0), label, st, w
 
@@ -1275,7 +1333,14 @@ default "mean_diag"
         ab = [self._platt(solver, settings, Gp, yb, wb) for Gp, yb, wb in binary] if platt else []
         self.probA_ = np.array([a for a, _ in ab], dtype=np.float64)
         self.probB_ = np.array([b for _, b in ab], dtype=np.float64)
+        self._log_summary(started)
         return self
+
+    def _problem_labels(self) -> list[str]:
+        if self.multi_class == "ovo":
+            c = self.classes_
+            return [f" (class {_name(c[a])} vs {_name(c[b])})" for a, b in self.pairs_]
+        return [f" (class {_name(c)} vs rest)" for c in self.classes_]
 
     def _platt(
         self,
@@ -1295,16 +1360,21 @@ default "mean_diag"
                 f"points of each of its classes; one has {smallest}"
             )
 
-        def decision(tr: NDArray[np.intp], te: NDArray[np.intp]) -> NDArray[np.float64]:
-            # A fit on the points tr, evaluated on the points te of the same stack.
-            sub = G.subset(tr)
-            wt = None if w is None else w[tr]
-            r = self._solve(solver, sub, y[tr], settings, " (probability fold)", weight=wt)
-            A = np.asarray(r.coef)
-            return G.cross(te, tr).decision(A, float(r.intercept), sub.weights(A))
+        n_splits = min(5, smallest)
+        desc = f"{type(self).__name__}: probability folds"
+        with _progress.bar(self.verbose, n_splits, desc, "fold", leave=False) as b:
 
-        seed = (check_random_state(self.random_state) or 0) % 2**32
-        return platt_fit(out_of_fold(decision, y, min(5, smallest), seed), y)
+            def decision(tr: NDArray[np.intp], te: NDArray[np.intp]) -> NDArray[np.float64]:
+                # A fit on the points tr, evaluated on the points te of the same stack.
+                sub = G.subset(tr)
+                wt = None if w is None else w[tr]
+                r = self._solve(solver, sub, y[tr], settings, " (probability fold)", weight=wt)
+                A = np.asarray(r.coef)
+                b.update()
+                return G.cross(te, tr).decision(A, float(r.intercept), sub.weights(A))
+
+            seed = (check_random_state(self.random_state) or 0) % 2**32
+            return platt_fit(out_of_fold(decision, y, n_splits, seed), y)
 
     def decision_function(self, X: Any) -> NDArray[np.float64]:
         """Decision values ``f(x) = Σ_m f_m(x) + b``.
@@ -1595,6 +1665,7 @@ warm_start
         >>> reg.kernel_weights_.round(2)  # the RBF kernel on the informative column
         array([0., 1., 0.])
         """
+        started = time.perf_counter()
         previous = self._previous_fit()
         self._clear()
         solver, settings = self._check_params()
@@ -1617,6 +1688,7 @@ warm_start
         )
         self.n_train_ = G.n
         self._feature_coefs(G)
+        self._log_summary(started)
         return self
 
     def predict(self, X: Any) -> NDArray[np.float64]:

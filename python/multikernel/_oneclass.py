@@ -3,6 +3,7 @@ conventions) on the ℓp-norm penalty."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -69,7 +70,10 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
         ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
         but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
     verbose : int, default 0
-        ``1`` or more: one INFO record per outer iteration on the ``multikernel`` logger.
+        ``0``: silent. ``1``: one INFO record per outer iteration (its certificate, active
+        kernels, seconds) and a summary line at the end of the fit on the ``multikernel``
+        logger. ``2`` or more: a progress bar over the iterations instead of their lines
+        (tqdm, the ``progress`` extra; without it, as ``1``).
 
     Attributes
     ----------
@@ -189,6 +193,7 @@ psd_shifts_
         >>> det.kernel_weights_.shape, bool(det.duality_gap_ <= det.tol)
         ((3,), True)
         """
+        started = time.perf_counter()
         self._clear()
         settings = self._settings()
         G, ones = self._training_stack(X, None, "one_class", check_bool(check_input, "check_input"))
@@ -201,6 +206,7 @@ psd_shifts_
         self.offset_ = -float(self.intercept_)
         self.n_train_ = int(ones.shape[0])
         self._feature_coefs(G)
+        self._log_summary(started)
         return self
 
     def score_samples(self, X: Any) -> NDArray[np.float64]:

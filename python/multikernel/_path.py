@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numbers
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,9 +15,9 @@ from numpy.typing import NDArray
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_array
 
-from . import _core
+from . import _core, _progress
 from ._data import Blocks, Input, Stack, TestSide, check_targets, resolve
-from ._estimators import _iteration_logger, default_kernels
+from ._estimators import default_kernels
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
@@ -450,7 +451,11 @@ def mkl_path(
         ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
         but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
     verbose : int, default 0
-        1 logs one line per point on the ``multikernel`` logger.
+        ``0``: silent. ``1``: INFO records on the ``multikernel`` logger once the path is
+        done, one per point (its ``C``, active kernels and certificate) and a summary line
+        (the engine reports a point without its ``C``, so the lines are written from the
+        result). ``2`` or more: also a progress bar over the points while the path runs
+        (tqdm, the ``progress`` extra; without it, as ``1``).
 
     Returns
     -------
@@ -551,8 +556,13 @@ def mkl_path(
         "max_points": max_points,
         "d": weights,
     }
-    log = _iteration_logger("mkl_path") if verbose else None
-    r = _core.path(stack.engine, target, settings, n_threads=threads, on_iteration=log)
+    started = time.perf_counter()
+    # The engine's record of a point carries no C: the points are logged with their C from
+    # the result (_log_path); during the path only a bar (verbose ≥ 2) follows the points.
+    with _progress.iteration_log("mkl_path", 2 if verbose >= 2 else 0, None, "point") as log:
+        if log is not None and log.bar is None:
+            log = None  # no tqdm: the table after the path says it all
+        r = _core.path(stack.engine, target, settings, n_threads=threads, on_iteration=log)
     path = MKLPath(
         Cs=np.asarray(r.cs),
         alphas=np.asarray(r.alphas),
@@ -605,4 +615,38 @@ def mkl_path(
             ConvergenceWarning,
             stacklevel=2,
         )
+    if verbose:
+        _log_path(path, time.perf_counter() - started)
     return path
+
+
+def _log_path(path: MKLPath, seconds: float) -> None:
+    """``verbose``'s records of a path, after it: one line per point with its ``C`` (the
+    engine's per-point callback has none, so the lines are written from the result, a
+    table once the path is done rather than lines without C during it), then a summary."""
+    n, M = path.Cs.shape[0], path.d.shape[0]
+    active = np.count_nonzero(path.kernel_weights > 0, axis=1)
+    width = len(str(n))
+    for i in range(n):
+        _progress.info(
+            "mkl_path point %*d/%d: C %.6e, %*d of %d kernels active, %s",
+            width, i + 1, n, path.Cs[i], len(str(M)), active[i], M,
+            _progress.certificate(
+                path.primal_objectives[i], path.dual_objectives[i], path.duality_gaps[i]
+            ),
+        )  # fmt: skip
+    worst = float(path.duality_gaps.max())
+    within = (
+        f"every point within tol {path.tol:g}"
+        if path.mu is None and worst <= path.tol
+        else f"{int(np.count_nonzero(path.duality_gaps > path.tol))} points above tol {path.tol:g}"
+        if path.mu is None
+        else f"fixed mu {path.mu:g}"
+    )
+    how = "complete" if path.end == "complete" else f"stopped early ({path.end})"
+    _progress.info(
+        "mkl_path: %s, %d points from C %.4e to %.4e (C0 %.4e), %.2f s, %d factorizations: "
+        "%s, largest gap %.3e; %d of %d kernels active at the last point",
+        how, n, path.Cs[0], path.Cs[-1], path.C0, seconds, path.n_factorizations, within,
+        worst, active[-1], M,
+    )  # fmt: skip

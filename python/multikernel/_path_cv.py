@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numbers
+import time
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias
@@ -17,6 +18,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import _progress
 from ._data import Input, Stack, resolve
 from ._estimators import (
     _FITTED,
@@ -192,10 +194,16 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         >>> reg.predict(G[:, :5]).shape
         (5,)
         """
+        started = time.perf_counter()
         is_count = self._check_Cs()
         data, yv = self._resolve_input(X, y)
         folds = list(check_cv(self.cv, yv, classifier=self._classifier).split(np.zeros(data.n), yv))
-        fold_paths = [self._fold_path(data, yv, tr, te) for tr, te in folds]
+        name = type(self).__name__
+        with _progress.bar(self.verbose, len(folds), f"{name}: fold paths", "fold") as b:
+            fold_paths = []
+            for tr, te in folds:
+                fold_paths.append(self._fold_path(data, yv, tr, te))
+                b.update()
         grid = self._candidates(fold_paths, is_count)
         scores = self._scores(fold_paths, grid)
         C = self._choose_C(scores, grid, [len(te) for _, te in folds])
@@ -204,7 +212,34 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         self.paths_ = [paths for (paths, _), _, _ in fold_paths]
         self.C_ = C
         self._refit(data, X, yv)
+        if self.verbose:
+            self._log_summary(time.perf_counter() - started)
         return self
+
+    def _log_summary(self, seconds: float) -> None:
+        """The summary record of the CV fit: the chosen C and its mean held-out score, the
+        folds' paths, and how the refit ended (its own summary line precedes this one)."""
+        est = self.estimator_
+        chosen = int(np.flatnonzero(self.Cs_ == self.C_)[0])
+        column = self.scores_[:, chosen]
+        mean = float(np.mean(column[~np.isnan(column)]))
+        points = sum(p.Cs.shape[0] for paths in self.paths_ for p in paths)
+        converged = np.atleast_1d(est.converged_)
+        refit = (
+            "converged"
+            if converged.all()
+            else f"did not converge ({int((~converged).sum())} of {converged.size} problems)"
+        )
+        gap = float(np.max(est.duality_gap_))
+        active = int(np.count_nonzero(np.atleast_2d(est.kernel_weights_).max(axis=0) > 0))
+        _progress.info(
+            "%s: C_ %.6e, candidate %d of %d, mean held-out score %.4g over %d folds "
+            "(%d path points); refit %s, largest gap %.3e %s tol %g, %d of %d kernels "
+            "active, %.2f s",
+            type(self).__name__, self.C_, chosen + 1, len(self.Cs_), mean,
+            self.scores_.shape[0], points, refit, gap, "≤" if gap <= self.tol else ">",
+            self.tol, active, est.n_kernels_, seconds,
+        )  # fmt: skip
 
     def _check_Cs(self) -> bool:
         """Validate ``Cs``; whether it is a number of candidates (else the candidates)."""
@@ -269,9 +304,13 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         at = _AtCClassifier if self._classifier else _AtCRegressor
         classes = self.classes_ if self._classifier else None
         scores = np.empty((len(fold_paths), len(grid)))
-        for k, ((paths, offset), Xte, yte) in enumerate(fold_paths):
-            for i, C in enumerate(grid):
-                scores[k, i] = scorer(at(paths, float(C), classes, offset), Xte, yte)
+        total = len(fold_paths) * len(grid)
+        name = f"{type(self).__name__}: held-out scores"
+        with _progress.bar(self.verbose, total, name, "score", leave=False) as b:
+            for k, ((paths, offset), Xte, yte) in enumerate(fold_paths):
+                for i, C in enumerate(grid):
+                    scores[k, i] = scorer(at(paths, float(C), classes, offset), Xte, yte)
+                    b.update()
         return scores
 
     def _choose_C(
@@ -430,7 +469,12 @@ _PARAMS_DOC = """
         ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
         but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
     verbose : int, default 0
-        1 logs the refit's iterations on the ``multikernel`` logger.
+        ``0``: silent. ``1``: the refit's iteration and summary lines, then one summary line
+        of the CV fit (chosen ``C``, its mean held-out score, how the refit ended) on the
+        ``multikernel`` logger; the folds' paths log nothing. ``2`` or more: also progress
+        bars over the folds' paths and the held-out scores (folds × candidates), and the
+        refit's iterations as a bar instead of lines (tqdm, the ``progress`` extra; without
+        it, as ``1``).
 """
 
 _INPUTS_DOC = """

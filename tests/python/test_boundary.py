@@ -243,7 +243,9 @@ def test_verbose_logs_one_record_per_outer_iteration(caplog: pytest.LogCaptureFi
         assert not caplog.records
         loud = mk.MKLClassifier(kernels="precomputed", penalty="l1", tol=1e-6, verbose=1)
         loud.fit(G, y)
+    # One record per iteration, then the fit's summary line.
     records = [r for r in caplog.records if r.name == "multikernel"]
+    assert "converged in" in records.pop().getMessage()
     assert len(records) == len(loud.history_) == loud.n_iter_
     for rec, row in zip(records, loud.history_, strict=True):
         assert f"gap {row['gap']:.3e}" in rec.getMessage()

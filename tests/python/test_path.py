@@ -240,7 +240,7 @@ def test_verbose_logs_one_line_per_point(caplog: pytest.LogCaptureFixture) -> No
     G, y = problem("squared")
     with caplog.at_level(logging.INFO, logger="multikernel"):
         path = mk.mkl_path(G, y, C_max=20.0, verbose=1)
-    lines = [r for r in caplog.records if "mkl_path" in r.getMessage()]
+    lines = [r for r in caplog.records if "mkl_path point" in r.getMessage()]
     assert len(lines) == len(path.Cs)
 
 
