@@ -127,6 +127,25 @@ def gram_fit(
     n_threads: int,
     max_bytes: int | None = None,
 ) -> tuple[NDArray[Any], dict[str, Any]]: ...
+
+@final
+class OnDemandKernels:
+    def __new__(
+        cls,
+        x: NDArray[np.float64],
+        specs: list[_SpecTuple | _FuncEntry],
+        normalize: str,
+        cache_bytes: int,
+    ) -> OnDemandKernels: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def m(self) -> int: ...
+    @property
+    def cache_bytes(self) -> int: ...
+    def stats(self) -> dict[str, Any]: ...
+    def subset(self, idx: list[int]) -> OnDemandKernels: ...
+
 def gram_cross(
     x_new: NDArray[np.float64],
     x_train: NDArray[np.float64],
@@ -185,7 +204,7 @@ def default_settings(solver: _Solver) -> dict[str, _Setting]: ...
 def check_settings(solver: _Solver, settings: Mapping[str, _Setting]) -> None: ...
 def fit(
     solver: _Solver,
-    g: NDArray[Any] | list[NDArray[np.float64]],
+    g: NDArray[Any] | list[NDArray[np.float64]] | OnDemandKernels,
     y: NDArray[np.float64],
     settings: Mapping[str, _Setting],
     *,

@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from . import _core
 from ._validation import aligned, check_feature_blocks, check_stack, column_names
 from .exceptions import InvalidInputError, InvalidParameterError, MultikernelError
 from .kernels import FeatureBank, Kernel, KernelBank, LowRankFactors, shift_to_psd, validate_stack
@@ -161,8 +162,140 @@ class Blocks:
         return out
 
 
-#: A training or test stack.
-Stack: TypeAlias = Dense | Blocks
+@dataclass(frozen=True, eq=False)
+class OnDemand:
+    """Training kernels computed from the points when the engine reads them: no ``n × n``
+    matrix is stored (docs/performance.md, "Beyond memory").
+
+    Parameters
+    ----------
+    K : multikernel._core.OnDemandKernels
+        The engine's kernels.
+    """
+
+    K: _core.OnDemandKernels
+
+    @property
+    def n(self) -> int:
+        """Number of training points."""
+        return int(self.K.n)
+
+    @property
+    def M(self) -> int:  # noqa: N802 (the number of kernels, M throughout the docs)
+        """Number of kernels."""
+        return int(self.K.m)
+
+    @property
+    def engine(self) -> _core.OnDemandKernels:
+        """What the engine's ``fit`` reads."""
+        return self.K
+
+    def aligned(self) -> OnDemand:
+        """This stack (it holds no array)."""
+        return self
+
+    def subset(self, rows: NDArray[np.intp]) -> OnDemand:
+        """The kernels of the points ``rows`` (a view: the points are shared)."""
+        return OnDemand(self.K.subset([int(r) for r in rows]))
+
+    def repair(self, psd: str, n_threads: int) -> tuple[OnDemand, NDArray[np.float64]]:
+        """Nothing to repair: the built-in kernels are PSD; ``psd="clip"`` is refused, as
+        it needs the stored kernels."""
+        if psd == "clip":
+            raise InvalidParameterError(
+                "psd='clip' repairs stored kernels; kernels computed on demand (cache_size=, "
+                "or a stack above the on-demand threshold) are built-in kernels, PSD already: "
+                "use psd='check'",
+                parameter="psd",
+            )
+        return self, np.zeros(self.M)
+
+    def cross(self, rows: NDArray[np.intp], cols: NDArray[np.intp]) -> Dense:
+        """Refused: held-out kernels between training points (Platt's internal folds) are
+        a stored stack's slices."""
+        raise InvalidParameterError(
+            "probability=True fits Platt scaling on held-out kernels of a stored stack; "
+            "kernels computed on demand (cache_size=) do not take it",
+            parameter="probability",
+        )
+
+    def weights(self, A: NDArray[Any]) -> None:
+        """Nothing: the engine reads the dual coefficients themselves."""
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class CrossOnDemand:
+    """The test kernels of raw points against the training points of an on-demand fit,
+    computed by :meth:`decision` against the support points only, in blocks of rows.
+
+    Parameters
+    ----------
+    bank : KernelBank
+        The fitted bank.
+    X : ndarray of shape (n_test, n_features)
+        Validated test points.
+    """
+
+    bank: KernelBank
+    X: NDArray[np.float64]
+
+    #: Bytes of one block of cross kernels.
+    BLOCK_BYTES = 1 << 27
+
+    @property
+    def n(self) -> int:
+        """Number of test points."""
+        return int(self.X.shape[0])
+
+    @property
+    def M(self) -> int:  # noqa: N802 (the number of kernels, M throughout the docs)
+        """Number of kernels."""
+        return len(self.bank.specs)
+
+    def decision(
+        self, A: NDArray[Any], b: Any, W: Sequence[NDArray[Any]] | None = None
+    ) -> NDArray[np.float64]:
+        """``f = Σ_m K_m A[m] + b`` (see :meth:`Dense.decision`), reading the training
+        points where some coefficient is non-zero."""
+        A = np.asarray(A)
+        cols = np.flatnonzero(np.any(A.reshape(-1, A.shape[-1]) != 0, axis=0))
+        rows = max(1, self.BLOCK_BYTES // (8 * self.M * max(1, len(cols))))
+        parts = []
+        for start in range(0, self.n, rows):
+            G = self.bank.transform(self.X[start : start + rows], columns=cols)
+            parts.append(Dense(G).decision(A[..., cols], b))
+        return np.concatenate(parts, axis=0)
+
+
+#: A training stack.
+Stack: TypeAlias = Dense | Blocks | OnDemand
+#: A test stack: test kernels against the training points, or how to compute them.
+TestStack: TypeAlias = Dense | Blocks | CrossOnDemand
+
+#: The dense stack above which kernels of a solver that can are computed on demand.
+ON_DEMAND_ABOVE = 2 << 30
+
+
+@dataclass(frozen=True)
+class OnDemandRule:
+    """When the kernels of specifications are computed on demand.
+
+    Parameters
+    ----------
+    cache_bytes : int
+        The solvers' cache budget.
+    forced : bool
+        Always (``cache_size=`` given); else only when the dense float64 stack would take
+        more than :data:`ON_DEMAND_ABOVE` bytes.
+    """
+
+    cache_bytes: int
+    forced: bool
+
+    def applies(self, M: int, n: int) -> bool:  # noqa: N803 (M kernels)
+        """Whether ``M`` kernels on ``n`` points are computed on demand."""
+        return self.forced or 8 * M * n * n > ON_DEMAND_ABOVE
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,6 +313,9 @@ class TestSide:
     factors : bool
         The blocks were low-rank factors: new points may also come as the dense cross
         kernels ``(M, n_test, n)`` (exact, or ``G_m(x) G_mᵀ``), and lists are their rows.
+    on_demand : bool
+        The model was fitted on kernels computed on demand: the test kernels are computed
+        against its support points only (:class:`CrossOnDemand`).
     """
 
     __test__ = False  # not a pytest class, whatever its name
@@ -189,13 +325,16 @@ class TestSide:
     bank: KernelBank | FeatureBank | None = None
     widths: list[int] | None = None
     factors: bool = False
+    on_demand: bool = False
 
-    def stack(self, X: Any, points: TestPoints) -> Stack:
+    def stack(self, X: Any, points: TestPoints) -> TestStack:
         """The test stack of ``X``, checked against the training input (``points``
         validates raw points for a bank)."""
         if self.bank is not None:
             bank = self.bank
             Xv = _raw_points(X, points, isinstance(bank, FeatureBank))
+            if self.on_demand and isinstance(bank, KernelBank):
+                return CrossOnDemand(bank, Xv)
             out = bank.transform(Xv)
             return Blocks(out) if isinstance(out, list) else Dense(out)
         rows = "the test points' factor rows" if self.factors else "the test feature blocks"
@@ -241,6 +380,8 @@ class Input:
         Checked threads.
     factors : bool
         The stack holds low-rank factors (:class:`~multikernel.kernels.LowRankFactors`).
+    on_demand : OnDemandRule or None
+        When a bank's kernels are computed on demand (refits of a :meth:`subset` follow it).
     """
 
     stack: Stack
@@ -250,6 +391,7 @@ class Input:
     normalize: Any = None
     n_threads: int = 0
     factors: bool = False
+    on_demand: OnDemandRule | None = None
 
     @property
     def n(self) -> int:
@@ -267,14 +409,18 @@ class Input:
         if self.points is None:
             return Input(self.stack.subset(rows), factors=self.factors)
         assert self.spec is not None
-        return _fit_bank(self.spec, self.points[rows], self.normalize, self.n_threads)
+        points = self.points[rows]
+        return _fit_bank(self.spec, points, self.normalize, self.n_threads, self.on_demand)
 
-    def fold(self, train: NDArray[np.intp], test: NDArray[np.intp]) -> tuple[Input, Stack]:
+    def fold(self, train: NDArray[np.intp], test: NDArray[np.intp]) -> tuple[Input, TestStack]:
         """The input of the points ``train`` and the test stack of the points ``test``
         against them (computed once, read by every model of the fold)."""
         sub = self.subset(train)
         if self.points is None:
             return sub, self.stack.cross(test, train)
+        if isinstance(sub.stack, OnDemand):
+            assert isinstance(sub.bank, KernelBank)
+            return sub, CrossOnDemand(sub.bank, self.points[test])
         assert sub.bank is not None
         out = sub.bank.transform(self.points[test])
         return sub, Blocks(out) if isinstance(out, list) else Dense(out)
@@ -282,7 +428,8 @@ class Input:
     def test_side(self) -> TestSide:
         """How a model fitted on this input reads new points."""
         widths = self.stack.widths if isinstance(self.stack, Blocks) else None
-        return TestSide(self.M, self.n, self.bank, widths, self.factors)
+        on_demand = isinstance(self.stack, OnDemand)
+        return TestSide(self.M, self.n, self.bank, widths, self.factors, on_demand)
 
 
 def check_targets(y: Any, n: int) -> NDArray[Any]:
@@ -309,6 +456,7 @@ def resolve(
     block_lists: bool = True,
     stack_if_3d: bool = False,
     blocks_only: str | None = None,
+    on_demand: OnDemandRule | None = None,
 ) -> tuple[Input, NDArray[Any] | None]:
     """Resolve ``kernels=`` and ``X`` (and ``y``) into the training input.
 
@@ -340,6 +488,8 @@ def resolve(
     blocks_only : str or None
         The solver that fits explicit features only (``"svrg"``, ``"prox_newton"``): a
         precomputed ``X`` must then be feature blocks or factors.
+    on_demand : OnDemandRule or None
+        When kernel specifications are computed on demand (None: never).
 
     Returns
     -------
@@ -379,7 +529,8 @@ def resolve(
     else:
         Xv, y = _wrapped(points, isinstance(kernels, FeatureBank), X, y)
         spec = default_specs(Xv.shape[1]) if kernels is None else kernels
-        data = _fit_bank(_with_columns(spec, column_names(X)), Xv, normalize, n_threads)
+        spec = _with_columns(spec, column_names(X))
+        data = _fit_bank(spec, Xv, normalize, n_threads, on_demand)
     return data, check_targets(y, data.n) if targets else None
 
 
@@ -399,10 +550,15 @@ def _with_columns(spec: Any, names: list[str] | None) -> Any:
 
 
 def _fit_bank(
-    spec: Sequence[Kernel] | FeatureBank, Xv: NDArray[np.float64], normalize: Any, threads: int
+    spec: Sequence[Kernel] | FeatureBank,
+    Xv: NDArray[np.float64],
+    normalize: Any,
+    threads: int,
+    on_demand: OnDemandRule | None = None,
 ) -> Input:
     """The input computed by a bank fitted on the raw points ``Xv``: a copy of a FeatureBank
-    (the parameter stays as the user gave it), or a KernelBank of the specifications."""
+    (the parameter stays as the user gave it), or a KernelBank of the specifications, its
+    kernels computed on demand when ``on_demand`` applies."""
     bank: KernelBank | FeatureBank
     stack: Stack
     if isinstance(spec, FeatureBank):
@@ -410,8 +566,18 @@ def _fit_bank(
         stack = Blocks(bank.fit_transform(Xv))
     else:
         bank = KernelBank(spec, normalize=normalize, n_threads=threads)
-        stack = Dense(bank.fit_transform(Xv))
-    return Input(stack, bank, Xv, spec, normalize, threads)
+        stack = Dense(np.empty((0, 0, 0)))
+        if on_demand is not None and on_demand.applies(len(bank.specs), Xv.shape[0]):
+            try:
+                stack = OnDemand(bank.fit_on_demand(Xv, on_demand.cache_bytes))
+            except (InvalidParameterError, InvalidInputError):
+                # Kernels that need every entry (centring, the multiplicative
+                # normalisation, Python functions): the stored stack, unless asked for.
+                if on_demand.forced:
+                    raise
+        if isinstance(stack, Dense):
+            stack = Dense(bank.fit_transform(Xv))
+    return Input(stack, bank, Xv, spec, normalize, threads, on_demand=on_demand)
 
 
 def _wrapped(f: Callable[..., Any], is_bank: bool, *args: Any) -> Any:

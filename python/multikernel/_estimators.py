@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core, _dask, _progress
 from ._config import SMOOTH_LOSSES, SOLVERS, Setting, SolverConfig, _NativeSolver
-from ._data import Blocks, Stack, TestSide, resolve
+from ._data import Blocks, OnDemandRule, Stack, TestSide, TestStack, resolve
 from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
@@ -115,6 +115,12 @@ def _auto_solver(
         return "wrapper"
     return solvers[0]
 
+
+#: The losses whose fits read kernels computed on demand (SMO's: no n × n matrix).
+_ON_DEMAND_LOSSES = ("hinge", "squared_hinge", "epsilon_insensitive")
+
+#: The row cache of kernels computed on demand when ``cache_size`` is not given (MB).
+_DEFAULT_CACHE_MB = 1024.0
 
 #: The solvers that fit explicit features only (feature blocks, low-rank factors).
 _FEATURE_SOLVERS = ("svrg", "prox_newton")
@@ -422,6 +428,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         random_state: int | None = None,
         verbose: int = 0,
         warm_start: bool = False,
+        cache_size: float | None = None,
     ) -> None:
         self.kernels = kernels
         self.penalty = penalty
@@ -441,6 +448,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+        self.cache_size = cache_size
 
     # --- validation ---------------------------------------------------------------------
 
@@ -572,20 +580,46 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             default_specs=self._default_kernels, normalize=self.normalize, n_threads=threads,
             check_input=check_input, targets=not one_class,
             blocks_only=solver if solver in _FEATURE_SOLVERS else None,
+            on_demand=None if one_class else self._on_demand_rule(solver),
         )  # fmt: skip
         self.kernel_bank_ = data.bank
         self.n_kernels_ = data.M
         # Plain data, not the TestSide itself: the fitted state pickles as plain values.
         side = data.test_side()
         self._feature_widths, self._factors = side.widths, side.factors
+        self._on_demand = side.on_demand
         G, self.psd_shifts_ = data.stack.repair(self.psd, threads)
         return G, np.ones(data.n) if yv is None else yv
 
-    def _test_stack(self, X: Any) -> Stack:
+    def _on_demand_rule(self, solver: str) -> OnDemandRule | None:
+        """When this fit computes its kernels on demand: always with ``cache_size=``, or
+        when the dense stack would exceed the threshold, for the solver and losses that fit
+        without an ``n × n`` matrix (docs/performance.md, "Beyond memory")."""
+        cache_size = getattr(self, "cache_size", None)  # (absent from older pickles)
+        forced = cache_size is not None
+        if forced:
+            check_real(cache_size, "cache_size", "in (0, inf) MB", lambda v: 0 < v < math.inf)
+        loss = self._losses[0] if self.loss is None else self.loss
+        specs = not isinstance(self.kernels, (FeatureBank, str))
+        if not (solver == "analytic" and loss in _ON_DEMAND_LOSSES and specs):
+            if forced:
+                raise InvalidParameterError(
+                    "cache_size= computes the kernels on demand, which solver='analytic' "
+                    "(penalty='lp'; 'auto' picks it for p > 1) fits from kernel specifications "
+                    f"with the {', '.join(_ON_DEMAND_LOSSES)} losses; got solver={solver!r}, "
+                    f"loss={loss!r}, kernels={type(self.kernels).__name__}",
+                    parameter="cache_size",
+                )
+            return None
+        mb = _DEFAULT_CACHE_MB if cache_size is None else float(cache_size)
+        return OnDemandRule(int(mb * 2**20), forced)
+
+    def _test_stack(self, X: Any) -> TestStack:
         check_is_fitted(self, "dual_coef_")
         side = TestSide(
             self.n_kernels_, self.n_train_, self.kernel_bank_, self._feature_widths,
             getattr(self, "_factors", False),  # (absent from fits pickled before it)
+            getattr(self, "_on_demand", False),
         )  # fmt: skip
         return side.stack(X, lambda Xr: validate_data(self, Xr, dtype=np.float64, reset=False))
 
@@ -896,7 +930,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             return
         self.coef_ = G.weights(np.asarray(self.dual_coef_))
 
-    def _decision(self, G_test: Stack) -> NDArray[np.float64]:
+    def _decision(self, G_test: TestStack) -> NDArray[np.float64]:
         """Decision values on a test stack: dense kernels read ``dual_coef_``, feature blocks
         ``coef_``."""
         b = np.asarray(self.intercept_)
@@ -1074,6 +1108,14 @@ default "mean_diag"
         ``multi_class``) is ignored: the fit starts cold, silently. The other solvers always
         start cold, so with ``warm_start=True`` ``solver="auto"`` picks ``"spicy"`` for
         ``"l1"`` and ``"elasticnet"`` (``"wrapper"`` otherwise).
+    cache_size : float or None, default None
+        Megabytes of kernel values the solver may cache when the kernels are computed on
+        demand. Given, the kernels of specifications are always computed on demand: entries
+        are evaluated from ``X`` when the solver reads them and no ``(M, n, n)`` stack is
+        stored (solver ``analytic`` with the hinge, squared hinge or ε-insensitive loss;
+        normalisations ``none``, ``trace``, ``mean_diag``, ``spherical``). None: on demand
+        only when the float64 stack would exceed 2 GiB and the fit allows it, with a
+        1024 MB cache (docs/performance.md, "Beyond memory").
 
     Attributes
     ----------
@@ -1170,6 +1212,7 @@ default "mean_diag"
         random_state: int | None = None,
         verbose: int = 0,
         warm_start: bool = False,
+        cache_size: float | None = None,
     ) -> None:
         super().__init__(
             kernels=kernels,
@@ -1190,6 +1233,7 @@ default "mean_diag"
             random_state=random_state,
             verbose=verbose,
             warm_start=warm_start,
+            cache_size=cache_size,
         )
         self.multi_class = multi_class
         self.probability = probability
@@ -1579,7 +1623,7 @@ class MKLRegressor(RegressorMixin, _BaseMKL):  # type: ignore[misc]
     epsilon : float, default 0.1
         Width of the insensitive tube of ``"epsilon_insensitive"``.
     solver, tol, max_iter, solver_config, normalize, psd, n_threads, random_state, verbose, \
-warm_start
+warm_start, cache_size
         As for :class:`MKLClassifier`.
 
     Attributes

@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_array
 
 from . import _core, _progress
-from ._data import Blocks, Input, Stack, TestSide, check_targets, resolve
+from ._data import Blocks, Input, TestSide, TestStack, check_targets, resolve
 from ._estimators import default_kernels
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_verbose
@@ -185,7 +185,7 @@ class MKLPath:
         out: NDArray[np.float64] = (1.0 - w) * values[k - 1] + w * values[k]
         return out
 
-    def _decision(self, G: Stack, C: float) -> NDArray[np.float64]:
+    def _decision(self, G: TestStack, C: float) -> NDArray[np.float64]:
         """``f`` at ``C`` on a test stack: dense kernels read ``coef_at(C)``, feature blocks
         (or factor rows) the feature weights at ``C``."""
         W = None if self.feature_coefs is None else [self._at(V, C) for V in self.feature_coefs]

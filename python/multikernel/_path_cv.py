@@ -19,7 +19,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _progress
-from ._data import Input, Stack, resolve
+from ._data import Input, TestStack, resolve
 from ._estimators import (
     _FITTED,
     MKLClassifier,
@@ -45,7 +45,7 @@ _DELEGATED = tuple(
 
 #: One fold: its paths with their target offset (``_BaseMKLCV._paths``), its held-out stack
 #: and its held-out targets.
-_FoldPath: TypeAlias = tuple[tuple[list[MKLPath], float], Stack, NDArray[Any]]
+_FoldPath: TypeAlias = tuple[tuple[list[MKLPath], float], TestStack, NDArray[Any]]
 
 
 class _AtC(BaseEstimator):  # type: ignore[misc]
@@ -60,13 +60,13 @@ class _AtC(BaseEstimator):  # type: ignore[misc]
         self.classes = classes
         self.offset = offset
 
-    def decision_function(self, X: Stack) -> NDArray[np.float64]:
+    def decision_function(self, X: TestStack) -> NDArray[np.float64]:
         # X: the fold's held-out test stack, computed once for every path and C.
         f = np.column_stack([p._decision(X, self.C) for p in self.paths])
         out: NDArray[np.float64] = f[:, 0] + self.offset if f.shape[1] == 1 else f
         return out
 
-    def predict(self, X: Stack) -> NDArray[Any]:
+    def predict(self, X: TestStack) -> NDArray[Any]:
         f = self.decision_function(X)
         if self.classes is None:
             return f
@@ -78,7 +78,7 @@ class _AtCClassifier(ClassifierMixin, _AtC):  # type: ignore[misc]
     def classes_(self) -> NDArray[Any] | None:
         return self.classes
 
-    def predict_proba(self, X: Stack) -> NDArray[np.float64]:
+    def predict_proba(self, X: TestStack) -> NDArray[np.float64]:
         return _logistic_proba(self.decision_function(X))
 
 

@@ -17,7 +17,7 @@ use crate::kernels::features;
 use crate::kernels::{
     cross_gram_bank, gram_bank, of_kernel, simplemkl_bank, validate_features, BankKernel,
     BlockKernel, DenseStack, Element, GramOptions, KernelFn, KernelSpec, KernelStack, LowRankStack,
-    NormStats, Normalization,
+    NormStats, Normalization, OnDemandStack,
 };
 
 /// A kernel specification as it crosses the binding: `(kind, a, b, c, features)`;
@@ -458,6 +458,9 @@ pub(crate) fn with_dense<R>(
     g: &Bound<'_, PyAny>,
     f: impl FnOnce(&dyn KernelStack) -> PyResult<R>,
 ) -> PyResult<R> {
+    if let Ok(od) = g.cast::<PyOnDemand>() {
+        return f(&od.get().stack);
+    }
     fn view<'a, T: Element + numpy::Element>(
         a: &'a PyReadonlyArray3<'_, T>,
     ) -> PyResult<DenseStack<'a, T>> {
@@ -486,6 +489,86 @@ pub(crate) fn with_dense<R>(
             "a kernel stack must be a float64 or float32 array of shape (M, n, n), or a list \
              of float64 factors of shape (n, r_m)",
         ))
+    }
+}
+
+/// Kernels computed from the training points when a solver reads them: no `(M, n, n)` stack
+/// is stored ([`OnDemandStack`]). Built-in kernel specifications only, and the
+/// normalisations whose statistics come from the diagonal (`none`, `trace`, `mean_diag`,
+/// `spherical`).
+#[pyclass(frozen, name = "OnDemandKernels", module = "multikernel._core")]
+pub(crate) struct PyOnDemand {
+    stack: OnDemandStack,
+}
+
+#[pymethods]
+impl PyOnDemand {
+    #[new]
+    #[pyo3(signature = (x, specs, normalize, cache_bytes))]
+    fn new(
+        x: PyReadonlyArray2<'_, f64>,
+        specs: Vec<Bound<'_, PyAny>>,
+        normalize: &str,
+        cache_bytes: usize,
+    ) -> PyResult<Self> {
+        let specs = specs
+            .iter()
+            .map(|s| {
+                let t: SpecTuple = s.extract().map_err(|_| {
+                    input_error(
+                        "kernels computed on demand take the built-in kernel specifications \
+                         only (Linear, Polynomial, Gaussian, Laplacian), not Python functions",
+                    )
+                })?;
+                spec_from(&t)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let xa = x.as_array();
+        let (n, p) = xa.dim();
+        let data: Vec<f64> = xa.iter().copied().collect();
+        let stack = OnDemandStack::new(
+            &data,
+            n,
+            p,
+            &specs,
+            Normalization::parse(normalize)?,
+            cache_bytes,
+        )?;
+        Ok(PyOnDemand { stack })
+    }
+
+    /// Number of points.
+    #[getter]
+    fn n(&self) -> usize {
+        self.stack.n()
+    }
+
+    /// Number of kernels.
+    #[getter]
+    fn m(&self) -> usize {
+        self.stack.m()
+    }
+
+    /// The bytes the solvers may spend on cached kernel values.
+    #[getter]
+    fn cache_bytes(&self) -> usize {
+        self.stack.cache_bytes()
+    }
+
+    /// The normalisation statistics of the training points (for cross kernels).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_to_dict(py, self.stack.stats().clone())
+    }
+
+    /// The kernels on the points `idx` (a view sharing the points and the statistics).
+    fn subset(&self, idx: Vec<usize>) -> PyResult<Self> {
+        let n = self.stack.n();
+        if let Some(&bad) = idx.iter().find(|&&i| i >= n) {
+            return Err(input_error(format!("index {bad} is out of range for {n} points")));
+        }
+        Ok(PyOnDemand {
+            stack: self.stack.subset(&idx),
+        })
     }
 }
 
@@ -782,5 +865,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(nystroem_landmarks, m)?)?;
     m.add_function(wrap_pyfunction!(nystroem_factor, m)?)?;
     m.add_function(wrap_pyfunction!(nystroem_features, m)?)?;
+    m.add_class::<PyOnDemand>()?;
     Ok(())
 }

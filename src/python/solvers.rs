@@ -664,6 +664,9 @@ fn fit<'py>(
             )));
         }
     } else {
+        if g.cast::<super::kernels::PyOnDemand>().is_ok() {
+            on_demand_supported(&settings)?;
+        }
         with_dense(g, |s| {
             run_detached(py, n_threads, on_iteration, |i| {
                 settings.fit(s, &y, weights.as_deref(), start.as_ref(), i)
@@ -671,6 +674,25 @@ fn fit<'py>(
         })?
     };
     PyFitResult::new(py, r, n)
+}
+
+/// Kernels computed on demand are fitted without an `n×n` matrix by the analytic ℓp solver
+/// with an SMO loss only; every other solver or loss would form one.
+fn on_demand_supported(settings: &Settings) -> PyResult<()> {
+    match settings {
+        Settings::Lp(c)
+            if c.algorithm == LpAlgorithm::Analytic
+                && !matches!(c.loss, Loss::Squared | Loss::Logistic) =>
+        {
+            Ok(())
+        }
+        _ => Err(PyErr::from(MkError::config(
+            "solver",
+            "kernels computed on demand are fitted by solver 'analytic' (penalty 'lp') with \
+             the hinge, squared hinge or epsilon-insensitive loss; other solvers and losses \
+             form n×n matrices",
+        ))),
+    }
 }
 
 /// A regularization path ([`crate::solvers::path`]) as arrays, one row per point.

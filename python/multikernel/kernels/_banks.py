@@ -355,7 +355,52 @@ class KernelBank:
         self._keep_fit(Xc.copy(), stats, entries, names)
         return G
 
-    def transform(self, X: Any) -> NDArray[Any]:
+    def fit_on_demand(self, X: Any, cache_bytes: int) -> _core.OnDemandKernels:
+        """Keep the statistics of ``X`` and return its kernels computed on demand: the
+        engine evaluates entries when a solver reads them, and no ``(M, n, n)`` stack is
+        stored (docs/performance.md, "Beyond memory").
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points.
+        cache_bytes : int
+            Bytes the solvers may spend on cached kernel columns.
+
+        Returns
+        -------
+        multikernel._core.OnDemandKernels
+            The training kernels, for the engine's ``fit``.
+
+        Raises
+        ------
+        InvalidParameterError
+            ``center=True`` or ``normalize="multiplicative"`` (their statistics need every
+            kernel entry), or a kernel given as a Python function.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from multikernel.kernels import Gaussian, KernelBank
+        >>> K = KernelBank([Gaussian(sigma=1.0)], normalize="trace").fit_on_demand(
+        ...     np.eye(3), cache_bytes=1 << 20)
+        >>> K.n, K.m
+        (3, 1)
+        """
+        if self.center:
+            raise InvalidParameterError(
+                "kernels computed on demand cannot be centred (centring needs the mean of "
+                "every kernel row); use center=False",
+                parameter="center",
+            )
+        names = column_names(X)
+        entries = [s._entry() for s in _resolve_columns(self.specs, names)]
+        Xc = check_features(X)
+        K = _core.OnDemandKernels(Xc, entries, self.normalize, int(cache_bytes))
+        self._keep_fit(Xc.copy(), K.stats(), entries, names)
+        return K
+
+    def transform(self, X: Any, columns: Any = None) -> NDArray[Any]:
         """Cross kernels between ``X`` and the training points, with the training
         normalisation.
 
@@ -364,6 +409,10 @@ class KernelBank:
         X : array-like of shape (n_new, n_features)
             New points; a Dask array gives a Dask array, chunked along ``n_new``, one
             task per row block (docs/dask.md).
+        columns : array-like of int, optional
+            Only these training points (e.g. the support vectors of a model): the result
+            has ``len(columns)`` columns. Not with ``center=True``, whose cross kernels
+            read every training point.
 
         Returns
         -------
@@ -399,8 +448,22 @@ class KernelBank:
             raise InvalidInputError(
                 f"X has {Xc.shape[1]} features but the bank was fitted on {self.X_train_.shape[1]}"
             )
+        X_train, stats = self.X_train_, self.stats_
+        if columns is not None:
+            if self.center:
+                raise InvalidParameterError(
+                    "columns= needs an uncentred bank: centred cross kernels read every "
+                    "training point",
+                    parameter="columns",
+                )
+            cols = np.asarray(columns, dtype=np.intp)
+            X_train = X_train[cols]
+            # The statistics per training point (the spherical diagonal) follow the columns.
+            diag = stats["diag"]
+            stats = {**stats, "n": len(cols), "diag": np.ascontiguousarray(diag[:, cols])
+                     if diag.shape[1] else diag}  # fmt: skip
         return _core.gram_cross(
-            Xc, self.X_train_, self._tuples, self.stats_, self.dtype == np.float32, self.n_threads
+            Xc, X_train, self._tuples, stats, self.dtype == np.float32, self.n_threads
         )
 
     def nbytes(self, n_samples: int, n_train: int | None = None) -> int:
