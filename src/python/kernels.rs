@@ -564,7 +564,9 @@ impl PyOnDemand {
     fn subset(&self, idx: Vec<usize>) -> PyResult<Self> {
         let n = self.stack.n();
         if let Some(&bad) = idx.iter().find(|&&i| i >= n) {
-            return Err(input_error(format!("index {bad} is out of range for {n} points")));
+            return Err(input_error(format!(
+                "index {bad} is out of range for {n} points"
+            )));
         }
         Ok(PyOnDemand {
             stack: self.stack.subset(&idx),

@@ -145,8 +145,11 @@ impl SingleKernel {
             let compute = |i: usize, out: &mut [f64]| od.combined_column(&w, i, out);
             let kernel = CachedColumns::new(diag, compute, od.cache_bytes());
             self.solve_smo(&kernel, tol, interrupt)?;
-            let mut f = vec![0.0; n];
-            stack.combined_matvec(theta, self.beta(), &mut f);
+            // f = K_θ β from SMO's gradient: a product would compute n·|S| entries per kernel.
+            let f = match self {
+                SingleKernel::Smo { last: Some(s), .. } => s.values.clone(),
+                _ => unreachable!("solved by SMO"),
+            };
             let b = self.loss().best_intercept(y, &f, c, self.intercept());
             return Ok((f, b));
         }

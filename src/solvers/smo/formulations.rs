@@ -29,6 +29,10 @@ pub struct SvmSolution {
     pub converged: bool,
     /// Final maximal KKT violation `m(α) − M(α)`.
     pub violation: f64,
+    /// The model without intercept at every kernel row, `f = K̃ coef`, read from the final
+    /// gradient (`f_{k(t)} = y_t (G_t − p_t − d_t α_t)`, as `Q_st = y_s y_t K̃ + [s = t] d_t`):
+    /// no product with the kernel, whose columns may be costly to compute.
+    pub values: Vec<f64>,
 }
 
 impl SvmSolution {
@@ -172,7 +176,16 @@ fn run<K: KernelColumns + ?Sized>(
     let mut state = SmoState::new(kernel, spec, alpha0, options)?;
     let info = state.solve(kernel, interrupt)?;
     let alpha = state.alpha();
+    let g = state.gradient();
+    // Variables t < n read kernel row t (the identity, or t mod n for ε-SVR).
+    let values = (0..kernel.n())
+        .map(|t| {
+            let d = spec.diag_shift.map_or(0.0, |d| d[t]);
+            spec.y[t] * (g[t] - spec.p[t] - d * alpha[t])
+        })
+        .collect();
     Ok(SvmSolution {
+        values,
         coef: coef(&alpha),
         alpha,
         intercept: -info.rho,

@@ -966,3 +966,37 @@ fn a_tolerance_below_rounding_stops_at_the_rounding_floor() {
         assert!(close(s.objective, reference.objective, 1e-12));
     }
 }
+
+/// The model values read from the final gradient equal `K coef` for every formulation, and
+/// the byte-sized column cache gives the same solution as the dense kernel.
+#[test]
+fn values_from_the_gradient_equal_the_kernel_product_and_cached_columns_agree() {
+    let (x, y, t) = data(60, 7);
+    let k = gaussian(&x, 0.4);
+    let kernel = DenseKernel::new(&k, 60).unwrap();
+    let product = |coef: &[f64]| -> Vec<f64> {
+        (0..60)
+            .map(|i| (0..60).map(|j| k[i * 60 + j] * coef[j]).sum())
+            .collect()
+    };
+    let o = tight();
+    let sols = [
+        svc(&kernel, &y, &[2.0], &o, None, &NoInterrupt).unwrap(),
+        l2svm(&kernel, &y, &[2.0], &o, None, &NoInterrupt).unwrap(),
+        svr(&kernel, &t, &[2.0], 0.1, &o, None, &NoInterrupt).unwrap(),
+    ];
+    for s in &sols {
+        for (a, b) in s.values.iter().zip(product(&s.coef)) {
+            assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+    }
+    let mut diag = vec![0.0; 60];
+    kernel.diag(&mut diag);
+    // Room for 3 columns: every step evicts.
+    let cached = CachedColumns::new(diag, |i, out| kernel.column(i, out), 3 * 8 * 60);
+    assert_eq!(cached.capacity(), 3);
+    let c = svc(&cached, &y, &[2.0], &o, None, &NoInterrupt).unwrap();
+    for (a, b) in c.alpha.iter().zip(&sols[0].alpha) {
+        assert!((a - b).abs() <= 1e-12, "{a} vs {b}");
+    }
+}
