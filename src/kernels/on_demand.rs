@@ -19,12 +19,16 @@ use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
 use crate::kernels::normalize::KernelStats;
+use crate::kernels::simd::avx2_dispatch;
 use crate::kernels::stack::{nonzeros, weighted};
-use crate::kernels::{KernelFn, KernelSpec, KernelStack, NormStats, Normalization};
+use crate::kernels::{Element, KernelFn, KernelSpec, KernelStack, NormStats, Normalization};
 
 /// The points' columns read by one or more kernels, row-major `(N, d)`.
 struct Block {
     x: Vec<f64>,
+    /// The same values column-major `(d, N)`: a run of consecutive points then reads each
+    /// feature contiguously, and the loop over the points vectorises.
+    xt: Vec<f64>,
     d: usize,
 }
 
@@ -57,6 +61,8 @@ pub struct OnDemandStack {
     rows: Arc<Vec<usize>>,
     /// The bytes a solver may spend on cached kernel values for this stack.
     cache_bytes: usize,
+    /// Whether `rows` is `0..N` in order (the training stack itself).
+    identity: bool,
 }
 
 /// Rows computed per parallel task: enough evaluations to outweigh a task's overhead.
@@ -109,10 +115,14 @@ impl OnDemandStack {
                 None => {
                     let cols: Vec<usize> = spec.features.clone().unwrap_or((0..p).collect());
                     let d = cols.len();
-                    let data = (0..n)
+                    let data: Vec<f64> = (0..n)
                         .flat_map(|i| cols.iter().map(move |&j| x[i * p + j]))
                         .collect();
-                    blocks.push((spec.features.clone(), Block { x: data, d }));
+                    let xt = (0..d)
+                        .flat_map(|k| (0..n).map(move |i| (i, k)))
+                        .map(|(i, k)| data[i * d + k])
+                        .collect();
+                    blocks.push((spec.features.clone(), Block { x: data, xt, d }));
                     blocks.len() - 1
                 }
             };
@@ -182,6 +192,7 @@ impl OnDemandStack {
             shared: Arc::new(shared),
             rows: Arc::new((0..n).collect()),
             cache_bytes,
+            identity: true,
         })
     }
 
@@ -207,6 +218,7 @@ impl OnDemandStack {
             shared: Arc::clone(&self.shared),
             rows: Arc::new(idx.iter().map(|&i| self.rows[i]).collect()),
             cache_bytes: self.cache_bytes,
+            identity: false,
         }
     }
 
@@ -229,13 +241,19 @@ impl OnDemandStack {
     pub fn combined_column(&self, weights: &[(usize, f64)], i: usize, out: &mut [f64]) {
         let gi = self.rows[i];
         let rows = &self.rows;
+        // The training stack's points are 0..N in order: its columns read runs of points.
+        let identity = self.identity;
         out.par_chunks_mut(CHUNK)
             .zip(rows.par_chunks(CHUNK))
             .for_each(|(o, r)| {
                 o.fill(0.0);
                 let mut tmp = vec![0.0; o.len()];
                 for &(m, w) in weights {
-                    self.shared.values(m, gi, r, &mut tmp);
+                    if identity {
+                        self.shared.values_run(m, gi, r[0], &mut tmp);
+                    } else {
+                        self.shared.values(m, gi, r, &mut tmp);
+                    }
                     for (a, t) in o.iter_mut().zip(&tmp) {
                         *a += w * t;
                     }
@@ -273,6 +291,57 @@ impl Shared {
         }
     }
 
+    /// `out[k] = K_m(x_i, x_{start+k})`: [`values`](Self::values) on a run of consecutive
+    /// points, reading the column-major copy feature by feature.
+    fn values_run(&self, m: usize, i: usize, start: usize, out: &mut [f64]) {
+        let k = &self.kernels[m];
+        let b = &self.blocks[k.block];
+        let (d, nt, len) = (b.d, self.n_total, out.len());
+        let xi = &b.x[i * d..(i + 1) * d];
+        let col = |f: usize| &b.xt[f * nt + start..f * nt + start + len];
+        out.fill(0.0);
+        match k.func {
+            KernelFn::Gaussian { sigma } => {
+                for (f, &a) in xi.iter().enumerate() {
+                    accumulate::<f64>(out, col(f), a, 0);
+                }
+                exp_all::<f64>(out, -1.0 / (2.0 * sigma * sigma));
+            }
+            KernelFn::Laplacian { sigma } => {
+                for (f, &a) in xi.iter().enumerate() {
+                    accumulate::<f64>(out, col(f), a, 1);
+                }
+                exp_all::<f64>(out, -1.0 / sigma);
+            }
+            func => {
+                for (f, &a) in xi.iter().enumerate() {
+                    accumulate::<f64>(out, col(f), a, 2);
+                }
+                if let KernelFn::Polynomial { .. } = func {
+                    out.iter_mut().for_each(|o| *o = func.eval(*o, 0.0, 0.0));
+                }
+            }
+        }
+        self.normalise(m, i, out, |t| start + t);
+    }
+
+    /// Scales `out[t] = K_m(x_i, x_{j(t)})` by the normalisation of kernel `m`.
+    fn normalise(&self, m: usize, i: usize, out: &mut [f64], j: impl Fn(usize) -> usize) {
+        let k = &self.kernels[m];
+        if self.inv_sqrt_diag.is_empty() {
+            if k.scale != 1.0 {
+                out.iter_mut().for_each(|o| *o *= k.scale);
+            }
+        } else {
+            // The spherical normalisation: k(x, x') / sqrt(k(x, x) k(x', x')).
+            let nt = self.n_total;
+            let inv = &self.inv_sqrt_diag[m * nt..(m + 1) * nt];
+            for (t, o) in out.iter_mut().enumerate() {
+                *o *= inv[i] * inv[j(t)];
+            }
+        }
+    }
+
     /// `out[k] = K_m(x_i, x_{js[k]})`, normalised (training indices). The kernel's function
     /// is matched once per call, so that the loop over `js` is a plain one.
     fn values(&self, m: usize, i: usize, js: &[usize], out: &mut [f64]) {
@@ -284,10 +353,10 @@ impl Shared {
         let pairs = out.iter_mut().zip(js);
         match k.func {
             KernelFn::Gaussian { sigma } => {
-                let g = -1.0 / (2.0 * sigma * sigma);
                 for (o, &j) in pairs {
-                    *o = (g * sqdist(xi, row(j))).exp();
+                    *o = sqdist(xi, row(j));
                 }
+                exp_all::<f64>(out, -1.0 / (2.0 * sigma * sigma));
             }
             KernelFn::Linear => {
                 for (o, &j) in pairs {
@@ -299,26 +368,87 @@ impl Shared {
                     *o = f.eval(dot(xi, row(j)), 0.0, 0.0);
                 }
             }
-            f @ KernelFn::Laplacian { .. } => {
+            KernelFn::Laplacian { sigma } => {
                 for (o, &j) in pairs {
-                    let l1 = xi.iter().zip(row(j)).map(|(a, c)| (a - c).abs()).sum();
-                    *o = f.eval(0.0, 0.0, l1);
+                    *o = xi.iter().zip(row(j)).map(|(a, c)| (a - c).abs()).sum();
                 }
+                exp_all::<f64>(out, -1.0 / sigma);
             }
         }
-        if self.inv_sqrt_diag.is_empty() {
-            if k.scale != 1.0 {
-                out.iter_mut().for_each(|o| *o *= k.scale);
-            }
-        } else {
-            // The spherical normalisation: k(x, x') / sqrt(k(x, x) k(x', x')).
-            let nt = self.n_total;
-            let inv = &self.inv_sqrt_diag[m * nt..(m + 1) * nt];
-            for (o, &j) in out.iter_mut().zip(js) {
-                *o *= inv[i] * inv[j];
-            }
-        }
+        self.normalise(m, i, out, |t| js[t]);
     }
+}
+
+/// `e^x`, branch-free so that a loop over it vectorises (libm's `exp` is a call per entry,
+/// and the kernel evaluations of an on-demand fit are mostly exponentials): `x = k ln 2 + r`
+/// with `|r| ≤ ln 2 / 2` (Cody–Waite, `ln 2` in two parts), `e^r` by its Taylor polynomial of
+/// degree 13 (truncation `r¹⁴/14! < 5e-18`), and `2^k` built in the exponent bits. Within 2
+/// ulp of the exact value on `[−708, 709]`; below `−708` it returns `e^{−708} ≈ 3e-308` where
+/// the exact value is subnormal or 0, a kernel value below any rounding of the others.
+#[inline(always)]
+fn exp_fast(x: f64) -> f64 {
+    const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5·2⁵²: adding it rounds to an integer
+                                                // fdlibm's split of ln 2: LN2_HI has 32 bits, so k·LN2_HI is exact for |k| < 2²⁰.
+    let ln2_hi = f64::from_bits(0x3fe6_2e42_fee0_0000);
+    let ln2_lo = f64::from_bits(0x3dea_39ef_3579_3c76);
+    let x = x.clamp(-708.0, 709.0);
+    let t = x * std::f64::consts::LOG2_E + SHIFT;
+    let k = t - SHIFT;
+    let r = (x - k * ln2_hi) - k * ln2_lo;
+    let mut p: f64 = 1.0 / 6_227_020_800.0; // 1/13!
+    for d in [
+        479_001_600.0,
+        39_916_800.0,
+        3_628_800.0,
+        362_880.0,
+        40_320.0,
+        5_040.0,
+        720.0,
+        120.0,
+        24.0,
+        6.0,
+        2.0,
+        1.0,
+        1.0,
+    ] {
+        // Not `mul_add`: without FMA hardware (the baseline build) it is a libm call.
+        p = p * r + 1.0 / d;
+    }
+    // The low bits of `t` hold k (two's complement within the mantissa): add the exponent
+    // bias and shift them into the exponent field.
+    p * f64::from_bits(t.to_bits().wrapping_add(1023) << 52)
+}
+
+/// `v ← e^{g·v}` for every entry (see [`exp_fast`]).
+#[inline(always)]
+fn exp_all_body<T: Element>(v: &mut [f64], g: T) {
+    let g = g.to_f64();
+    for x in v.iter_mut() {
+        *x = exp_fast(g * *x);
+    }
+}
+
+avx2_dispatch! {
+    fn exp_all<T>(v: &mut [f64], g: T) = exp_all_body;
+}
+
+/// `out[t] += (a − c[t])²` (`kind` 0), `|a − c[t]|` (1) or `a·c[t]` (2): one feature's
+/// contribution to the squared distances, ℓ1 distances or inner products of a run of points.
+#[inline(always)]
+fn accumulate_body<T: Element>(out: &mut [f64], c: &[T], a: f64, kind: u8) {
+    let pairs = out.iter_mut().zip(c);
+    match kind {
+        0 => pairs.for_each(|(o, &x)| {
+            let t = a - x.to_f64();
+            *o += t * t;
+        }),
+        1 => pairs.for_each(|(o, &x)| *o += (a - x.to_f64()).abs()),
+        _ => pairs.for_each(|(o, &x)| *o += a * x.to_f64()),
+    }
+}
+
+avx2_dispatch! {
+    fn accumulate<T>(out: &mut [f64], c: &[T], a: f64, kind: u8) = accumulate_body;
 }
 
 /// `⟨a, b⟩`.
@@ -542,6 +672,28 @@ mod tests {
             let want: Vec<f64> = idx.iter().map(|&j| dense.kernel(2)[30 * n + j]).collect();
             close(&col, &want, "subset column");
         }
+    }
+
+    /// The branch-free exponential is within 2 ulp of libm's on the whole range kernels use,
+    /// at the ends and at the points where `k` changes.
+    #[test]
+    fn fast_exponential_is_within_two_ulp() {
+        let mut worst = 0.0f64;
+        let mut x: f64 = -708.0;
+        while x <= 709.0 {
+            for dx in [0.0, 1e-9, 0.173_286_795_139_986_3, 0.346_573_590_279_972_6] {
+                let y = (x + dx).min(709.0);
+                let (a, b) = (exp_fast(y), y.exp());
+                worst = worst.max((a - b).abs() / b);
+            }
+            x += 0.0137;
+        }
+        assert!(
+            worst <= 2.0 * f64::EPSILON,
+            "worst relative error {worst:e}"
+        );
+        assert_eq!(exp_fast(0.0), 1.0);
+        assert!(exp_fast(-1e6) >= 0.0 && exp_fast(-1e6) < 1e-300);
     }
 
     #[test]

@@ -66,7 +66,10 @@ impl SingleKernel {
                 crate::error::MkError::Unsupported("SMO needs a dense kernel".into()),
             ),
             (s @ SingleKernel::Smo { .. }, KernelOp::Dense(k)) => {
-                let n = k.len().isqrt();
+                let n = match s {
+                    SingleKernel::Smo { y, .. } => y.len(),
+                    SingleKernel::Newton(_) => unreachable!("an SMO loss"),
+                };
                 s.solve_smo(&DenseKernel::new(k, n)?, tol, interrupt)
             }
         }
