@@ -1076,9 +1076,18 @@ default "mean_diag"
         the problem of ``K_m + s_m I``, and test-time cross kernels are unchanged. A kernel
         that needs more than 1 % of its largest diagonal entry is no rounding case and is
         refused (``KernelNotPSDError``). Costs an ``O(n³)`` factorisation per kernel.
-    multi_class : {"ovr", "ovo"}, default "ovr"
-        How more than two classes are handled: one-vs-rest (one problem per class) or
-        one-vs-one (one problem per pair of classes, on their points only).
+    multi_class : {"ovr", "ovo", "shared"}, default "ovr"
+        How more than two classes are handled: one-vs-rest (one problem per class),
+        one-vs-one (one problem per pair of classes, on their points only), or ``"shared"``:
+        the one-vs-rest problems coupled through one set of kernel weights, minimising
+        ``C Σ_c Σ_i ℓ(y_i^c, f^c(x_i)) + ½ (Σ_m s_m^q)^{2/q}`` with
+        ``s_m = sqrt(Σ_c ‖f_m^c‖²)`` (docs/mathematics.md §3.8). ``"shared"`` fits
+        ``penalty="lp"`` from kernel specifications or a precomputed ``(M, n, n)`` stack;
+        ``kernel_weights_`` and ``kernel_norms_`` are then of shape (M,) and the certificate
+        attributes are the whole problem's scalars. It refuses a ``FeatureBank``, feature
+        blocks or factors, ``cache_size``, ``sample_weight``, ``class_weight`` and
+        ``probability=True`` with a hinge-type loss. With two classes every choice is the
+        binary fit.
     probability : bool, default False
         For the hinge-type losses, fit Platt's sigmoid ``1/(1 + exp(A f + B))`` to decision
         values from an internal 5-fold cross-validation of every binary problem (as
