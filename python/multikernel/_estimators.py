@@ -20,9 +20,17 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core, _dask, _progress
-from ._config import SMOOTH_LOSSES, SOLVERS, Setting, SolverConfig, _NativeSolver
-from ._data import Blocks, OnDemandRule, Stack, TestSide, TestStack, resolve
+from ._config import (
+    SMOOTH_LOSSES,
+    SOLVERS,
+    AnalyticConfig,
+    Setting,
+    SolverConfig,
+    _NativeSolver,
+)
+from ._data import Blocks, Dense, OnDemandRule, Stack, TestSide, TestStack, resolve
 from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
+from ._shared import SharedFit, fit_shared
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
     check_bool,
@@ -847,36 +855,39 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.history_ = hist if multi else hist[0]
         # How each problem ended, for the summary line (plain strings: the fit pickles).
         self._statuses = [str(r.status) for r in results]
-        tol = float(self.tol)
         for k, r in enumerate(results):
+            which = f" (problem {k})" if multi else ""
             if r.psd_witness is not None:
-                _warn_not_psd(
-                    type(self).__name__, r.psd_witness, f" (problem {k})" if multi else ""
+                _warn_not_psd(type(self).__name__, r.psd_witness, which)
+            self._warn_unconverged(r, which)
+
+    def _warn_unconverged(self, r: _core.FitResult | _FitRecord | SharedFit, which: str) -> None:
+        """Warn about a fit that did not reach ``tol`` (``which``: the problem of a multiclass
+        fit, or empty)."""
+        tol = float(self.tol)
+        if not r.converged:
+            advice = {
+                _core.Status.STALLED: "the gap stopped shrinking at the inner solver's "
+                "finest accuracy; increase tol, or normalize kernels of very different "
+                "scales",
+                _core.Status.UNCERTIFIED: "no dual value certifies the fit, see the "
+                "KernelNotPSDWarning",
+            }.get(r.status, "increase max_iter or tol")
+            if self.solver == "svrg" and r.status == _core.Status.MAX_ITER:
+                # First order: its epochs grow with the condition number, ~C·n times the
+                # features' squared scale (breast cancer, n = 200, C = 1000: gap 1.8 after
+                # 200 epochs, where 'analytic' needs 5 iterations).
+                advice += (
+                    "; svrg is a first-order method whose epochs grow with C·n_samples and "
+                    "the features' scale: at large C use solver='analytic' on the kernels"
                 )
-            if not r.converged:
-                which = f" (problem {k})" if multi else ""
-                advice = {
-                    _core.Status.STALLED: "the gap stopped shrinking at the inner solver's "
-                    "finest accuracy; increase tol, or normalize kernels of very different "
-                    "scales",
-                    _core.Status.UNCERTIFIED: "no dual value certifies the fit, see the "
-                    "KernelNotPSDWarning",
-                }.get(r.status, "increase max_iter or tol")
-                if self.solver == "svrg" and r.status == _core.Status.MAX_ITER:
-                    # First order: its epochs grow with the condition number, ~C·n times the
-                    # features' squared scale (breast cancer, n = 200, C = 1000: gap 1.8 after
-                    # 200 epochs, where 'analytic' needs 5 iterations).
-                    advice += (
-                        "; svrg is a first-order method whose epochs grow with C·n_samples and "
-                        "the features' scale: at large C use solver='analytic' on the kernels"
-                    )
-                warnings.warn(
-                    f"{type(self).__name__} did not reach tol{which}: relative duality gap "
-                    f"{r.gap:.3e} > tol {tol:.3e} after {r.n_iter} iterations "
-                    f"({r.status}); {advice}",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
+            warnings.warn(
+                f"{type(self).__name__} did not reach tol{which}: relative duality gap "
+                f"{r.gap:.3e} > tol {tol:.3e} after {r.n_iter} iterations "
+                f"({r.status}); {advice}",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
 
     def _problem_labels(self) -> list[str]:
         """The log label of each binary problem of a multiclass fit (as the iteration
@@ -1065,9 +1076,18 @@ default "mean_diag"
         the problem of ``K_m + s_m I``, and test-time cross kernels are unchanged. A kernel
         that needs more than 1 % of its largest diagonal entry is no rounding case and is
         refused (``KernelNotPSDError``). Costs an ``O(n³)`` factorisation per kernel.
-    multi_class : {"ovr", "ovo"}, default "ovr"
-        How more than two classes are handled: one-vs-rest (one problem per class) or
-        one-vs-one (one problem per pair of classes, on their points only).
+    multi_class : {"ovr", "ovo", "shared"}, default "ovr"
+        How more than two classes are handled: one-vs-rest (one problem per class),
+        one-vs-one (one problem per pair of classes, on their points only), or ``"shared"``:
+        the one-vs-rest problems coupled through one set of kernel weights, minimising
+        ``C Σ_c Σ_i ℓ(y_i^c, f^c(x_i)) + ½ (Σ_m s_m^q)^{2/q}`` with
+        ``s_m = sqrt(Σ_c ‖f_m^c‖²)`` (docs/mathematics.md §3.8). ``"shared"`` fits
+        ``penalty="lp"`` from kernel specifications or a precomputed ``(M, n, n)`` stack;
+        ``kernel_weights_`` and ``kernel_norms_`` are then of shape (M,) and the certificate
+        attributes are the whole problem's scalars. It refuses a ``FeatureBank``, feature
+        blocks or factors, ``cache_size``, ``sample_weight``, ``class_weight`` and
+        ``probability=True`` with a hinge-type loss. With two classes every choice is the
+        binary fit.
     probability : bool, default False
         For the hinge-type losses, fit Platt's sigmoid ``1/(1 + exp(A f + B))`` to decision
         values from an internal 5-fold cross-validation of every binary problem (as
@@ -1295,13 +1315,26 @@ default "mean_diag"
         previous = self._previous_fit()
         self._clear()
         solver, settings = self._check_params()
-        if self.multi_class not in ("ovr", "ovo"):
+        if self.multi_class not in ("ovr", "ovo", "shared"):
             raise InvalidParameterError(
-                f"multi_class must be 'ovr' or 'ovo', got {self.multi_class!r}",
+                f"multi_class must be 'ovr', 'ovo' or 'shared', got {self.multi_class!r}",
                 parameter="multi_class",
             )
         platt = check_bool(self.probability, "probability") and settings["loss"] != "logistic"
-        G, yv = self._training_stack(X, y, solver, check_bool(check_input, "check_input"))
+        shared = self.multi_class == "shared"
+        if shared:
+            self._check_shared(platt, sample_weight)
+        # A shared fit reads a dense stack: never kernels computed on demand.
+        G, yv = self._training_stack(
+            X, y, "shared" if shared else solver, check_bool(check_input, "check_input")
+        )
+        if shared and not isinstance(G, Dense):
+            raise InvalidParameterError(
+                "multi_class='shared' fits a dense kernel stack (kernels=specifications, or "
+                "kernels='precomputed' with an (M, n, n) stack); got feature blocks or "
+                "low-rank factors: use multi_class='ovr' for them",
+                parameter="multi_class",
+            )
         check_classification_targets(yv)
         classes, yi = np.unique(yv, return_inverse=True)
         if len(classes) < 2:
@@ -1330,6 +1363,9 @@ default "mean_diag"
             yb = np.where(yi == 1, 1.0, -1.0)
             binary = [(G, yb, sw)]
             results = [self._solve(solver, G, yb, settings, start=st[0] if st else None, weight=sw)]
+        elif shared:
+            assert isinstance(G, Dense)  # checked above
+            self._set_shared(G, yi, len(classes), settings)
         elif self.multi_class == "ovr":
             starts = self._warm_starts(previous, key) or [None] * len(classes)
 
@@ -1369,7 +1405,8 @@ default "mean_diag"
                 full = np.zeros((G.M, n))
                 full[:, idx] = r.coef
                 coefs.append(full)
-        self._set_results(results, multi=len(classes) > 2, coefs=coefs)
+        if results:
+            self._set_results(results, multi=len(classes) > 2, coefs=coefs)
         self.classes_ = classes
         self.pairs_ = np.asarray(problems, dtype=np.int64).reshape(-1, 2)
         self.n_train_ = G.n
@@ -1379,6 +1416,66 @@ default "mean_diag"
         self.probB_ = np.array([b for _, b in ab], dtype=np.float64)
         self._log_summary(started)
         return self
+
+    def _check_shared(self, platt: bool, sample_weight: Any) -> None:
+        """Refuse, before any kernel is computed, what ``multi_class="shared"`` does not fit."""
+        what: tuple[str, str] | None = None
+        if self.penalty != "lp":
+            what = "penalty", f"penalty={self.penalty!r}; it fits penalty='lp' (p in [1, inf])"
+        elif self.solver not in ("auto", "analytic"):
+            what = "solver", f"solver={self.solver!r}; its solver is 'analytic' (or 'auto')"
+        elif self.solver_config is not None and not isinstance(self.solver_config, AnalyticConfig):
+            what = "solver_config", "a solver_config other than AnalyticConfig"
+        elif isinstance(self.kernels, FeatureBank):
+            what = "kernels", "a FeatureBank; it fits kernel specifications or 'precomputed'"
+        elif self.cache_size is not None:
+            what = "cache_size", "cache_size= (kernels computed on demand); it reads a stack"
+        elif sample_weight is not None or self.class_weight is not None:
+            what = "sample_weight", "sample_weight or class_weight; use multi_class='ovr'"
+        elif platt:
+            what = (
+                "probability",
+                (
+                    "probability=True with a hinge-type loss; use loss='logistic' for "
+                    "probabilities, or multi_class='ovr'"
+                ),
+            )
+        if what is not None:
+            raise InvalidParameterError(
+                f"multi_class='shared' does not take {what[1]}", parameter=what[0]
+            )
+
+    def _set_shared(
+        self, G: Dense, yi: NDArray[np.intp], n_classes: int, settings: dict[str, Setting]
+    ) -> None:
+        """Fit the one-vs-rest problems coupled through one θ (docs/mathematics.md §3.8)
+        and store the whole problem's model and certificate."""
+        Y = np.stack([np.where(yi == k, 1.0, -1.0) for k in range(n_classes)])
+        cfg = self.solver_config if isinstance(self.solver_config, AnalyticConfig) else None
+        inner = {key: settings[key] for key in ("C", "loss", "epsilon", "tol", "max_iter")} | (
+            cfg or AnalyticConfig()
+        )._native()
+        name = f"{type(self).__name__} (shared)"
+        with _progress.iteration_log(name, self.verbose, int(self.max_iter), "it") as log:
+            r = fit_shared(
+                G.G, Y, inner, p=float(self.p), n_threads=check_n_threads(self.n_threads),
+                on_iteration=log,
+            )  # fmt: skip
+        self.dual_coef_ = r.coef
+        self.intercept_ = r.intercept
+        self.kernel_weights_ = r.kernel_weights
+        self.kernel_norms_ = r.kernel_norms
+        self.primal_objective_ = r.primal
+        self.dual_objective_ = r.dual
+        self.duality_gap_ = r.gap
+        self.n_iter_ = r.n_iter
+        self.converged_ = r.converged
+        self.history_ = _history(r.history)
+        self._feature_weights = [np.empty(0)]
+        self._statuses = [str(r.status)]
+        if r.psd_witness is not None:
+            _warn_not_psd(type(self).__name__, r.psd_witness, " (shared)")
+        self._warn_unconverged(r, " (shared)")
 
     def _problem_labels(self) -> list[str]:
         if self.multi_class == "ovo":

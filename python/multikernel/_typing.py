@@ -28,7 +28,7 @@ SolverName: TypeAlias = Literal[
 Normalization: TypeAlias = Literal["none", "trace", "mean_diag", "multiplicative", "spherical"]
 
 #: Reductions of a multiclass problem to binary ones (``multi_class=`` of the classifier).
-MultiClass: TypeAlias = Literal["ovr", "ovo"]
+MultiClass: TypeAlias = Literal["ovr", "ovo", "shared"]
 
 #: What a fit does about a training kernel that is not positive semi-definite (``psd=``):
 #: ``"check"`` detects it, ``"clip"`` shifts it by its smallest eigenvalue first.

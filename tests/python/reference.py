@@ -38,6 +38,7 @@ __all__ = [
     "block_norms",
     "cvxpy_hinge_dual",
     "cvxpy_mkl",
+    "cvxpy_shared_mkl",
     "decision_values",
     "dual_objective_group_hinge",
     "dual_objective_l1",
@@ -1165,3 +1166,80 @@ def dual_objective_l1(
         r1, r2 = l1_ratio, 1.0 - l1_ratio
         value -= float(np.sum(np.maximum(0.0, norms - r1) ** 2) / (2.0 * r2))
     return value
+
+
+def cvxpy_shared_mkl(
+    G: ArrayLike,
+    y: ArrayLike,
+    *,
+    C: float,
+    loss: str,
+    p: float,
+) -> RefSolution:
+    """Solve the shared multiclass ``lp`` problem of docs/mathematics.md §3.8 with cvxpy.
+
+    One-vs-rest targets ``y^c = ±1`` of each class ``c`` of ``y``, functions
+    ``f^c = Σ_m f_m^c + b_c``, and the penalty of ``lp`` on the block norms over the classes
+    ``s_m = ‖(‖f_m^1‖, …, ‖f_m^K‖)‖₂``:
+    ``C Σ_c Σ_i ℓ(y_i^c, f^c(x_i)) + ½ (Σ_m s_m^q)^{2/q}``. Variables ``u_m^c = L_mᵀ a_m^c``
+    as in :func:`cvxpy_mkl`.
+
+    Parameters
+    ----------
+    G : array_like of shape (M, n, n)
+        Gram matrices.
+    y : array_like of shape (n,)
+        Class labels (three or more classes).
+    C : float
+        Loss weight.
+    loss : {"hinge", "squared_hinge", "logistic"}
+        Loss name.
+    p : float
+        ``lp`` parameter (``p ≥ 1``, ``numpy.inf`` allowed).
+
+    Returns
+    -------
+    RefSolution
+        Optimal value, ``A`` of shape (K, M, n), ``b`` 0 (the intercepts are not returned),
+        and the block norms ``s_m`` over the classes.
+    """
+    GG = np.asarray(G, dtype=np.float64)
+    labels = np.asarray(y)
+    classes = np.unique(labels)
+    M, n, _ = GG.shape
+    factors = [_factor(GG[m]) for m in range(M)]
+    ranks = [L.shape[1] for L, _ in factors]
+    offsets = np.concatenate([[0], np.cumsum(ranks)]).astype(int)
+    Lall = np.hstack([L for L, _ in factors])
+    us = [cp.Variable(int(offsets[-1])) for _ in classes]
+    bs = cp.Variable(len(classes))
+    t = cp.Variable(M, nonneg=True)
+    cons: list[Any] = []
+    for m in range(M):
+        lo, hi = int(offsets[m]), int(offsets[m + 1])
+        if hi > lo:
+            cons.append(cp.norm(cp.hstack([u[lo:hi] for u in us]), 2) <= t[m])
+        else:
+            cons.append(t[m] == 0)
+    data = 0
+    for c, label in enumerate(classes):
+        yc = np.where(labels == label, 1.0, -1.0)
+        data = data + _cvx_loss(loss, yc, Lall @ us[c] + bs[c], 0.1, np.ones(n))
+    q = lp_exponent(p)
+    if q == 2.0:
+        omega = sum(cp.sum_squares(u) for u in us) / 2
+    elif q == 1.0:
+        omega = cp.square(cp.sum(t)) / 2
+    else:
+        omega = cp.square(cp.pnorm(t, q)) / 2
+    prob = cp.Problem(cp.Minimize(C * data + omega), cons)
+    _solve(prob)
+    A = np.zeros((len(classes), M, n))
+    norms = np.zeros(M)
+    for m, (_, back) in enumerate(factors):
+        lo, hi = int(offsets[m]), int(offsets[m + 1])
+        blocks = [np.asarray(u.value, dtype=np.float64).reshape(-1)[lo:hi] for u in us]
+        for c, um in enumerate(blocks):
+            A[c, m] = back @ um
+        norms[m] = float(np.sqrt(sum(float(um @ um) for um in blocks)))
+    return RefSolution(objective=float(prob.value), A=A, b=0.0, norms=norms)
