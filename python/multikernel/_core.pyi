@@ -126,6 +126,7 @@ def gram_fit(
     float32: bool,
     n_threads: int,
     max_bytes: int | None = None,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[Any], dict[str, Any]]: ...
 
 @final
@@ -136,6 +137,7 @@ class OnDemandKernels:
         specs: list[_SpecTuple | _FuncEntry],
         normalize: str,
         cache_bytes: int,
+        sample_weight: NDArray[np.float64] | None = None,
     ) -> OnDemandKernels: ...
     @property
     def n(self) -> int: ...

@@ -18,7 +18,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
-from ._validation import aligned, check_feature_blocks, check_stack, column_names
+from ._validation import (
+    aligned,
+    check_feature_blocks,
+    check_sample_weight,
+    check_stack,
+    column_names,
+)
 from .exceptions import InvalidInputError, InvalidParameterError, MultikernelError
 from .kernels import FeatureBank, Kernel, KernelBank, LowRankFactors, shift_to_psd, validate_stack
 from .kernels._specs import _resolve_columns
@@ -382,6 +388,9 @@ class Input:
         The stack holds low-rank factors (:class:`~multikernel.kernels.LowRankFactors`).
     on_demand : OnDemandRule or None
         When a bank's kernels are computed on demand (refits of a :meth:`subset` follow it).
+    sample_weight : ndarray of shape (n,) or None
+        The weights of a bank's normalisation statistics (refits of a :meth:`subset` take
+        their rows).
     """
 
     stack: Stack
@@ -392,6 +401,7 @@ class Input:
     n_threads: int = 0
     factors: bool = False
     on_demand: OnDemandRule | None = None
+    sample_weight: NDArray[np.float64] | None = None
 
     @property
     def n(self) -> int:
@@ -409,8 +419,9 @@ class Input:
         if self.points is None:
             return Input(self.stack.subset(rows), factors=self.factors)
         assert self.spec is not None
+        w = None if self.sample_weight is None else self.sample_weight[rows]
         points = self.points[rows]
-        return _fit_bank(self.spec, points, self.normalize, self.n_threads, self.on_demand)
+        return _fit_bank(self.spec, points, self.normalize, self.n_threads, self.on_demand, w)
 
     def fold(self, train: NDArray[np.intp], test: NDArray[np.intp]) -> tuple[Input, TestStack]:
         """The input of the points ``train`` and the test stack of the points ``test``
@@ -457,6 +468,7 @@ def resolve(
     stack_if_3d: bool = False,
     blocks_only: str | None = None,
     on_demand: OnDemandRule | None = None,
+    sample_weight: Any = None,
 ) -> tuple[Input, NDArray[Any] | None]:
     """Resolve ``kernels=`` and ``X`` (and ``y``) into the training input.
 
@@ -490,6 +502,9 @@ def resolve(
         precomputed ``X`` must then be feature blocks or factors.
     on_demand : OnDemandRule or None
         When kernel specifications are computed on demand (None: never).
+    sample_weight : array-like of shape (n_samples,) or None
+        Weights of the points in the normalisation statistics of kernels computed from
+        specifications (checked here: finite, ≥ 0, not all 0).
 
     Returns
     -------
@@ -530,7 +545,8 @@ def resolve(
         Xv, y = _wrapped(points, isinstance(kernels, FeatureBank), X, y)
         spec = default_specs(Xv.shape[1]) if kernels is None else kernels
         spec = _with_columns(spec, column_names(X))
-        data = _fit_bank(spec, Xv, normalize, n_threads, on_demand)
+        w = check_sample_weight(sample_weight, Xv.shape[0])
+        data = _fit_bank(spec, Xv, normalize, n_threads, on_demand, w)
     return data, check_targets(y, data.n) if targets else None
 
 
@@ -555,10 +571,12 @@ def _fit_bank(
     normalize: Any,
     threads: int,
     on_demand: OnDemandRule | None = None,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> Input:
     """The input computed by a bank fitted on the raw points ``Xv``: a copy of a FeatureBank
     (the parameter stays as the user gave it), or a KernelBank of the specifications, its
-    kernels computed on demand when ``on_demand`` applies."""
+    kernels computed on demand when ``on_demand`` applies, with statistics weighted by
+    ``sample_weight`` (a FeatureBank's maps take none)."""
     bank: KernelBank | FeatureBank
     stack: Stack
     if isinstance(spec, FeatureBank):
@@ -569,15 +587,18 @@ def _fit_bank(
         stack = Dense(np.empty((0, 0, 0)))
         if on_demand is not None and on_demand.applies(len(bank.specs), Xv.shape[0]):
             try:
-                stack = OnDemand(bank.fit_on_demand(Xv, on_demand.cache_bytes))
+                cache = on_demand.cache_bytes
+                stack = OnDemand(bank.fit_on_demand(Xv, cache, sample_weight=sample_weight))
             except (InvalidParameterError, InvalidInputError):
                 # Kernels that need every entry (centring, the multiplicative
                 # normalisation, Python functions): the stored stack, unless asked for.
                 if on_demand.forced:
                     raise
         if isinstance(stack, Dense):
-            stack = Dense(bank.fit_transform(Xv))
-    return Input(stack, bank, Xv, spec, normalize, threads, on_demand=on_demand)
+            stack = Dense(bank.fit_transform(Xv, sample_weight=sample_weight))
+    return Input(
+        stack, bank, Xv, spec, normalize, threads, on_demand=on_demand, sample_weight=sample_weight
+    )
 
 
 def _wrapped(f: Callable[..., Any], is_bank: bool, *args: Any) -> Any:

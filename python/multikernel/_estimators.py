@@ -38,6 +38,7 @@ from ._validation import (
     check_psd,
     check_random_state,
     check_real,
+    check_sample_weight,
     check_verbose,
     group_ids,
 )
@@ -135,29 +136,6 @@ _FEATURE_SOLVERS = ("svrg", "prox_newton")
 
 #: The solvers that take ``sample_weight`` (a weight per sample on the loss).
 _WEIGHTED_SOLVERS = ("analytic", "interleaved", "wrapper", "prox_newton", "mirror")
-
-
-def _check_sample_weight(sample_weight: Any, n: int) -> NDArray[np.float64] | None:
-    """``sample_weight`` as ``n`` finite weights ≥ 0 with a positive sum, or None."""
-    if sample_weight is None:
-        return None
-    try:
-        w = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise InvalidInputError(f"sample_weight must be an array of numbers: {e}") from None
-    if w.ndim == 0:
-        w = np.full(n, float(w))
-    if w.shape != (n,):
-        raise InvalidInputError(
-            f"sample_weight must have shape ({n},) (one weight per sample), got {w.shape}"
-        )
-    if not np.isfinite(w).all():
-        raise NonFiniteError("sample_weight contains NaN or infinity")
-    if (w < 0).any():
-        raise InvalidInputError(f"sample_weight must be non-negative, got min {w.min():.3g}")
-    if not w.sum() > 0:
-        raise InvalidInputError("sample_weight is zero for every sample: nothing to fit")
-    return w
 
 
 def _class_weights(
@@ -567,11 +545,12 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         return default_kernels(n_features)
 
     def _training_stack(
-        self, X: Any, y: Any, solver: str, check_input: bool = True
+        self, X: Any, y: Any, solver: str, check_input: bool = True, sample_weight: Any = None
     ) -> tuple[Stack, NDArray[Any]]:
         """Validate ``X``/``y``; return the training stack, repaired by ``psd="clip"``
         (``psd_shifts_``), and the targets (ones for a one-class fit, which takes none;
-        ``check_input``: see ``fit``)."""
+        ``check_input``: see ``fit``). Kernels computed from ``X`` have their normalisation
+        statistics weighted by ``sample_weight``."""
         one_class = solver == "one_class"
         threads = check_n_threads(self.n_threads)
 
@@ -589,6 +568,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             check_input=check_input, targets=not one_class,
             blocks_only=solver if solver in _FEATURE_SOLVERS else None,
             on_demand=None if one_class else self._on_demand_rule(solver),
+            sample_weight=sample_weight,
         )  # fmt: skip
         self.kernel_bank_ = data.bank
         self.n_kernels_ = data.M
@@ -1276,7 +1256,8 @@ default "mean_diag"
             integer weight equals that many copies of the sample; samples of weight 0 are left
             out. Multiplied by ``class_weight``. Taken by the solvers ``analytic``,
             ``interleaved``, ``wrapper``, ``prox_newton`` and ``mirror`` (``solver="auto"``
-            picks one of them). The kernels' normalisation statistics are not weighted.
+            picks one of them). The kernels' normalisation statistics are weighted by it too
+            (integer weights give the kernels of duplicated rows).
         check_input : bool, default True
             False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
             precomputed stack (shape and dtype are still checked), for a stack known to be
@@ -1326,8 +1307,9 @@ default "mean_diag"
             self._check_shared(platt, sample_weight)
         # A shared fit reads a dense stack: never kernels computed on demand.
         G, yv = self._training_stack(
-            X, y, "shared" if shared else solver, check_bool(check_input, "check_input")
-        )
+            X, y, "shared" if shared else solver, check_bool(check_input, "check_input"),
+            sample_weight,
+        )  # fmt: skip
         if shared and not isinstance(G, Dense):
             raise InvalidParameterError(
                 "multi_class='shared' fits a dense kernel stack (kernels=specifications, or "
@@ -1341,7 +1323,7 @@ default "mean_diag"
             raise InvalidInputError(
                 f"the training data must contain at least two classes, got {len(classes)} class"
             )
-        sw = _check_sample_weight(sample_weight, G.n)
+        sw = check_sample_weight(sample_weight, G.n)
         sw = _class_weights(self.class_weight, classes, yi, sw)
         if sw is not None:
             solver, settings = self._weighted_solver(solver, settings)
@@ -1772,7 +1754,8 @@ warm_start, cache_size
             ``C Σ_i w_i ℓ(y_i, f(x_i))``, so an integer weight equals that many copies of the
             sample; samples of weight 0 are left out. Taken by the solvers ``analytic``,
             ``wrapper``, ``prox_newton`` and ``mirror`` (``solver="auto"`` picks one of
-            them). The kernels' normalisation statistics are not weighted.
+            them). The kernels' normalisation statistics are weighted by it too (integer weights
+            give the kernels of duplicated rows).
         check_input : bool, default True
             False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
             precomputed stack (shape and dtype are still checked), for a stack known to be
@@ -1810,7 +1793,9 @@ warm_start, cache_size
         previous = self._previous_fit()
         self._clear()
         solver, settings = self._check_params()
-        G, yv = self._training_stack(X, y, solver, check_bool(check_input, "check_input"))
+        G, yv = self._training_stack(
+            X, y, solver, check_bool(check_input, "check_input"), sample_weight
+        )
         yf = np.asarray(yv, dtype=np.float64)
         if not np.isfinite(yf).all():
             raise NonFiniteError("y contains NaN or infinity")
@@ -1819,7 +1804,7 @@ warm_start, cache_size
                 f"loss='epsilon_insensitive' needs at least 2 samples; got n_samples = "
                 f"{yf.shape[0]}"
             )
-        sw = _check_sample_weight(sample_weight, G.n)
+        sw = check_sample_weight(sample_weight, G.n)
         if sw is not None:
             solver, settings = self._weighted_solver(solver, settings)
         st = self._warm_starts(previous, self._warm_key_of(solver, settings, G))

@@ -300,3 +300,26 @@ def aligned(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(aligned(v) for v in value)
     return value
+
+
+def check_sample_weight(sample_weight: Any, n: int) -> NDArray[np.float64] | None:
+    """``sample_weight`` as ``n`` finite weights ≥ 0 with a positive sum, or None."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"sample_weight must be an array of numbers: {e}") from None
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,):
+        raise InvalidInputError(
+            f"sample_weight must have shape ({n},) (one weight per sample), got {w.shape}"
+        )
+    if not np.isfinite(w).all():
+        raise NonFiniteError("sample_weight contains NaN or infinity")
+    if (w < 0).any():
+        raise InvalidInputError(f"sample_weight must be non-negative, got min {w.min():.3g}")
+    if not w.sum() > 0:
+        raise InvalidInputError("sample_weight is zero for every sample: nothing to fit")
+    return w

@@ -143,6 +143,7 @@ fn raw_block(a: ArrayView2<f64>, b: ArrayView2<f64>, spec: &KernelSpec) -> Resul
         total_means: vec![0.0],
         diag: Vec::new(),
         scales: vec![1.0],
+        weights: Vec::new(),
     };
     let block = cross_gram::<f64>(a, b, specs, &stats, &opts, &NoInterrupt)?;
     Ok(block.into_raw_vec_and_offset().0)

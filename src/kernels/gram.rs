@@ -449,7 +449,22 @@ pub fn gram_bank<T: Element>(
     opts: &GramOptions,
     interrupt: &dyn Interrupt,
 ) -> Result<(Array3<T>, NormStats)> {
+    gram_bank_weighted(x, kernels, opts, None, interrupt)
+}
+
+/// [`gram_bank`] with the normalisation statistics weighted by `weights` (one per row of `x`,
+/// finite, ≥ 0, not all 0): integer weights give the statistics of duplicated rows.
+pub fn gram_bank_weighted<T: Element>(
+    x: ArrayView2<f64>,
+    kernels: &[BankKernel<'_>],
+    opts: &GramOptions,
+    weights: Option<&[f64]>,
+    interrupt: &dyn Interrupt,
+) -> Result<(Array3<T>, NormStats)> {
     validate_inputs(&x, kernels, "X")?;
+    if let Some(w) = weights {
+        check_weights(w, x.nrows())?;
+    }
     let (m, n) = (kernels.len(), x.nrows());
     check_memory::<T>(m, n, n, opts)?;
     with_pool(opts.n_threads, || {
@@ -459,9 +474,9 @@ pub fn gram_bank<T: Element>(
         interrupt.check()?;
         let per: Vec<KernelStats> = out
             .par_chunks(n * n)
-            .map(|k| NormStats::of_kernel(opts.normalization, opts.center, k, n))
+            .map(|k| NormStats::of_kernel(opts.normalization, opts.center, k, n, weights))
             .collect();
-        let stats = NormStats::collect(opts.normalization, opts.center, n, per);
+        let stats = NormStats::collect(opts.normalization, opts.center, n, per, weights);
         out.par_chunks_mut(n * n)
             .zip(selfv.par_chunks(n))
             .enumerate()
@@ -498,6 +513,23 @@ pub fn gram_bank<T: Element>(
             Array3::from_shape_vec((m, n, n), out).map_err(|e| MkError::Shape(e.to_string()))?;
         Ok((arr, stats))
     })?
+}
+
+/// Checks the weights of the statistics: one per point, finite, ≥ 0, some positive.
+pub(crate) fn check_weights(w: &[f64], n: usize) -> Result<()> {
+    if w.len() != n {
+        return Err(MkError::Shape(format!(
+            "sample_weight has {} entries for {n} points",
+            w.len()
+        )));
+    }
+    if !w.iter().all(|v| v.is_finite() && *v >= 0.0) || !w.iter().any(|v| *v > 0.0) {
+        return Err(MkError::config(
+            "sample_weight",
+            "must be finite and ≥ 0, with some weight > 0",
+        ));
+    }
+    Ok(())
 }
 
 /// The cross kernels `(M, n_new, n)` between the rows of `x_new` and the training rows

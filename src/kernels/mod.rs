@@ -16,7 +16,8 @@ mod subset;
 #[cfg(feature = "python")]
 pub(crate) use gram::of_kernel;
 pub use gram::{
-    cross_gram, cross_gram_bank, gram, gram_bank, stack_bytes, BankKernel, BlockKernel, GramOptions,
+    cross_gram, cross_gram_bank, gram, gram_bank, gram_bank_weighted, stack_bytes, BankKernel,
+    BlockKernel, GramOptions,
 };
 pub(crate) use lowrank::factor_matvec;
 pub use lowrank::{pivoted_cholesky, weighted_factors, LowRankStack};

@@ -62,6 +62,10 @@ pub struct NormStats {
     /// `(M,)` factor applied after centring (1 for none and spherical; 0 for a kernel that is
     /// zero after centring, which stays zero).
     pub scales: Vec<f64>,
+    /// `(n,)` the training points' weights in every mean and trace (a sample's weight counts
+    /// it that many times: integer weights give the statistics of duplicated rows); empty for
+    /// uniform weights.
+    pub weights: Vec<f64>,
 }
 
 /// Relative size below which a kernel counts as zero (e.g. a constant kernel after centring).
@@ -80,40 +84,52 @@ impl NormStats {
             .collect()
     }
 
-    /// Statistics of one raw training kernel `k` (n×n, row-major) and its diagonal.
+    /// Statistics of one raw training kernel `k` (n×n, row-major) and its diagonal, with the
+    /// points weighted by `w` (`None`: uniformly).
     pub(crate) fn of_kernel<T: Element>(
         normalization: Normalization,
         center: bool,
         k: &[T],
         n: usize,
+        w: Option<&[f64]>,
     ) -> KernelStats {
+        let wsum = |row: &[T]| -> f64 {
+            match w {
+                Some(w) => row.iter().zip(w).map(|(v, w)| w * v.to_f64()).sum(),
+                None => row.iter().map(|v| v.to_f64()).sum(),
+            }
+        };
         let row_sums: Vec<f64> = if center {
-            k.chunks_exact(n)
-                .map(|row| row.iter().map(|v| v.to_f64()).sum::<f64>())
-                .collect()
+            k.chunks_exact(n).map(wsum).collect()
         } else {
             Vec::new()
         };
         let diag: Vec<f64> = (0..n).map(|i| k[i * n + i].to_f64()).collect();
         // Only the multiplicative normalisation without centring reads the total.
-        let total = if normalization == Normalization::Multiplicative && !center {
-            k.iter().map(|v| v.to_f64()).sum::<f64>()
-        } else {
-            0.0
+        let total = match w {
+            _ if normalization != Normalization::Multiplicative || center => 0.0,
+            None => k.iter().map(|v| v.to_f64()).sum::<f64>(),
+            Some(w) => k.chunks_exact(n).zip(w).map(|(row, wi)| wi * wsum(row)).sum(),
         };
-        Self::from_sums(normalization, center, n, &row_sums, &diag, total)
+        Self::from_sums(normalization, center, n, &row_sums, &diag, total, w)
     }
 
     /// Statistics of one raw training kernel without centring from its diagonal alone (the
     /// normalisations other than the multiplicative one).
-    pub(crate) fn of_diagonal(normalization: Normalization, n: usize, diag: &[f64]) -> KernelStats {
-        Self::from_sums(normalization, false, n, &[], diag, 0.0)
+    pub(crate) fn of_diagonal(
+        normalization: Normalization,
+        n: usize,
+        diag: &[f64],
+        w: Option<&[f64]>,
+    ) -> KernelStats {
+        Self::from_sums(normalization, false, n, &[], diag, 0.0, w)
     }
 
     /// Statistics of one raw training kernel from its row sums (read only with `center`),
     /// its diagonal and the sum of all its entries (read only by the multiplicative
     /// normalisation without centring): what a pass over row blocks can gather, e.g. on the
-    /// workers of a cluster.
+    /// workers of a cluster. With weights `w`, the row sums are `Σ_j w_j k_ij` and the total
+    /// `Σ_ij w_i w_j k_ij`, and every mean and trace below weighs point `i` by `w_i`.
     pub(crate) fn from_sums(
         normalization: Normalization,
         center: bool,
@@ -121,12 +137,15 @@ impl NormStats {
         row_sums: &[f64],
         diag: &[f64],
         total_sum: f64,
+        w: Option<&[f64]>,
     ) -> KernelStats {
+        // The total weight: n for uniform weights.
+        let weight = w.map_or(n as f64, |w| w.iter().sum());
         let mut row_means = Vec::new();
         let mut total = 0.0;
         if center {
-            row_means = row_sums.iter().map(|s| s / n as f64).collect();
-            total = row_means.iter().sum::<f64>() / n as f64;
+            row_means = row_sums.iter().map(|s| s / weight).collect();
+            total = weighted_sum(&row_means, w) / weight;
         }
         // The centred diagonal: k_ii − 2 r_i + t.
         let cdiag: Vec<f64> = diag
@@ -140,27 +159,24 @@ impl NormStats {
                 }
             })
             .collect();
-        let raw_scale = diag
-            .iter()
-            .map(|d| d.abs())
-            .sum::<f64>()
-            .max(f64::MIN_POSITIVE);
-        let trace: f64 = cdiag.iter().sum();
+        let abs_diag: Vec<f64> = diag.iter().map(|d| d.abs()).collect();
+        let raw_scale = weighted_sum(&abs_diag, w).max(f64::MIN_POSITIVE);
+        let trace = weighted_sum(&cdiag, w);
         let zero = trace <= DEGENERATE * raw_scale;
         let scale = match normalization {
             Normalization::None | Normalization::Spherical => 1.0,
             _ if zero => 0.0,
             Normalization::Trace => 1.0 / trace,
-            Normalization::MeanDiag => n as f64 / trace,
+            Normalization::MeanDiag => weight / trace,
             Normalization::Multiplicative => {
                 // With centring the mean of all entries is 0 already.
                 let mean_all = if center {
                     0.0
                 } else {
-                    total_sum / (n * n) as f64
+                    total_sum / (weight * weight)
                 };
-                let var = trace / n as f64 - mean_all;
-                if var <= DEGENERATE * raw_scale / n as f64 {
+                let var = trace / weight - mean_all;
+                if var <= DEGENERATE * raw_scale / weight {
                     0.0
                 } else {
                     1.0 / var
@@ -179,12 +195,14 @@ impl NormStats {
         }
     }
 
-    /// Assembles per-kernel statistics into the stack's statistics.
+    /// Assembles per-kernel statistics into the stack's statistics (`w`: the weights they
+    /// were computed with).
     pub(crate) fn collect(
         normalization: Normalization,
         center: bool,
         n: usize,
         per_kernel: Vec<KernelStats>,
+        w: Option<&[f64]>,
     ) -> Self {
         let mut s = NormStats {
             normalization,
@@ -194,6 +212,7 @@ impl NormStats {
             total_means: Vec::with_capacity(per_kernel.len()),
             diag: Vec::new(),
             scales: Vec::with_capacity(per_kernel.len()),
+            weights: w.map_or_else(Vec::new, <[f64]>::to_vec),
         };
         for k in per_kernel {
             s.row_means.extend(k.row_means);
@@ -210,7 +229,8 @@ impl NormStats {
             && self.total_means.len() == m
             && self.n == n
             && (!self.center || self.row_means.len() == m * n)
-            && (self.normalization != Normalization::Spherical || self.diag.len() == m * n);
+            && (self.normalization != Normalization::Spherical || self.diag.len() == m * n)
+            && (self.weights.is_empty() || self.weights.len() == n);
         if ok {
             Ok(())
         } else {
@@ -236,10 +256,13 @@ impl NormStats {
         } else {
             &[][..]
         };
+        let w = (!self.weights.is_empty()).then_some(self.weights.as_slice());
+        let weight = w.map_or(n as f64, |w| w.iter().sum());
         for (row, &kaa) in k.chunks_exact_mut(n).zip(self_values) {
             let mut self_c = kaa;
             if let (true, Some(r)) = (self.center, rows) {
-                let mean_a = row.iter().map(|v| v.to_f64()).sum::<f64>() / n as f64;
+                let vals: Vec<f64> = row.iter().map(|v| v.to_f64()).collect();
+                let mean_a = weighted_sum(&vals, w) / weight;
                 for (v, &ri) in row.iter_mut().zip(r) {
                     *v = T::from_f64(v.to_f64() - mean_a - ri + t);
                 }
@@ -262,6 +285,14 @@ impl NormStats {
                 }
             }
         }
+    }
+}
+
+/// `Σ_i w_i v_i` (`Σ_i v_i` without weights).
+fn weighted_sum(v: &[f64], w: Option<&[f64]>) -> f64 {
+    match w {
+        Some(w) => v.iter().zip(w).map(|(a, b)| a * b).sum(),
+        None => v.iter().sum(),
     }
 }
 

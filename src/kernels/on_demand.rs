@@ -70,8 +70,8 @@ const CHUNK: usize = 2048;
 
 impl OnDemandStack {
     /// The kernels `specs` on the rows of `x` (row-major, `n × p`), normalised by
-    /// `normalization` with statistics of these points, with `cache_bytes` for the solvers'
-    /// row caches.
+    /// `normalization` with statistics of these points (weighted by `weights`, see
+    /// [`NormStats::weights`]), with `cache_bytes` for the solvers' row caches.
     ///
     /// # Errors
     /// A non-finite `x`, a bad specification, a normalisation that needs every entry, or a
@@ -82,6 +82,7 @@ impl OnDemandStack {
         p: usize,
         specs: &[KernelSpec],
         normalization: Normalization,
+        weights: Option<&[f64]>,
         cache_bytes: usize,
     ) -> Result<Self> {
         if x.len() != n * p || n == 0 || specs.is_empty() {
@@ -98,6 +99,9 @@ impl OnDemandStack {
                 "'multiplicative' needs the mean of every kernel entry, which kernels computed \
                  on demand do not have; use 'mean_diag', 'trace', 'spherical' or 'none'",
             ));
+        }
+        if let Some(w) = weights {
+            crate::kernels::gram::check_weights(w, n)?;
         }
         if let Some(at) = x.iter().position(|v| !v.is_finite()) {
             return Err(MkError::NonFinite {
@@ -145,6 +149,7 @@ impl OnDemandStack {
                 total_means: vec![0.0; specs.len()],
                 diag: Vec::new(),
                 scales: Vec::new(),
+                weights: Vec::new(),
             },
             n_total: n,
         };
@@ -159,9 +164,9 @@ impl OnDemandStack {
                     entry: Some((i, i)),
                 });
             }
-            per_kernel.push(NormStats::of_diagonal(normalization, n, &raw));
+            per_kernel.push(NormStats::of_diagonal(normalization, n, &raw, weights));
         }
-        shared.stats = NormStats::collect(normalization, false, n, per_kernel);
+        shared.stats = NormStats::collect(normalization, false, n, per_kernel, weights);
         let spherical = normalization == Normalization::Spherical;
         for (m, k) in shared.kernels.iter_mut().enumerate() {
             k.scale = shared.stats.scales[m];
@@ -625,7 +630,7 @@ mod tests {
             };
             let (g, st) = gram::<f64>(xa, &specs(), &opts, &NoInterrupt).unwrap();
             let dense = DenseStack::new(g.as_slice().unwrap(), 5, n).unwrap();
-            let od = OnDemandStack::new(&x, n, p, &specs(), norm, 1 << 20).unwrap();
+            let od = OnDemandStack::new(&x, n, p, &specs(), norm, None, 1 << 20).unwrap();
             for (a, b) in od.stats().scales.iter().zip(&st.scales) {
                 assert!((a - b).abs() <= 1e-12 * b.abs(), "{norm:?}: {a} vs {b}");
             }
@@ -699,7 +704,7 @@ mod tests {
     #[test]
     fn normalisations_that_need_every_entry_are_refused() {
         let x = points(5, 3);
-        let err = OnDemandStack::new(&x, 5, 3, &specs(), Normalization::Multiplicative, 0);
+        let err = OnDemandStack::new(&x, 5, 3, &specs(), Normalization::Multiplicative, None, 0);
         assert!(matches!(err, Err(MkError::InvalidConfig { .. })));
     }
 }

@@ -15,7 +15,7 @@ use super::convert::{detached, input_error, run_detached};
 use crate::error::{MkError, Result as MkResult};
 use crate::kernels::features;
 use crate::kernels::{
-    cross_gram_bank, gram_bank, of_kernel, simplemkl_bank, validate_features, BankKernel,
+    cross_gram_bank, gram_bank_weighted, of_kernel, simplemkl_bank, validate_features, BankKernel,
     BlockKernel, DenseStack, Element, GramOptions, KernelFn, KernelSpec, KernelStack, LowRankStack,
     NormStats, Normalization, OnDemandStack,
 };
@@ -106,6 +106,7 @@ fn stats_to_dict<'py>(py: Python<'py>, s: NormStats) -> PyResult<Bound<'py, PyDi
             .into_pyarray(py),
     )?;
     d.set_item("scales", s.scales.into_pyarray(py))?;
+    d.set_item("weights", s.weights.into_pyarray(py))?;
     Ok(d)
 }
 
@@ -123,7 +124,13 @@ fn stats_from_dict(d: &Bound<'_, PyDict>) -> PyResult<NormStats> {
         Ok(a.as_array().to_vec())
     };
     let name: String = get("normalize")?.extract()?;
+    // Statistics kept before weights existed have none: uniform.
+    let weights = match d.get_item("weights")? {
+        Some(w) => w.extract::<PyReadonlyArray1<f64>>()?.as_array().to_vec(),
+        None => Vec::new(),
+    };
     Ok(NormStats {
+        weights,
         normalization: Normalization::parse(&name)?,
         center: get("center")?.extract()?,
         n: get("n")?.extract()?,
@@ -353,9 +360,11 @@ fn reraise(funcs: &[PyBlockKernel], err: PyErr) -> PyErr {
         .unwrap_or(err)
 }
 
-/// Training Gram stack and normalisation statistics.
+/// Training Gram stack and normalisation statistics (weighted by `sample_weight`).
 #[pyfunction]
-#[pyo3(signature = (x, specs, normalize, center, float32, n_threads, max_bytes=None))]
+#[pyo3(signature = (
+    x, specs, normalize, center, float32, n_threads, max_bytes=None, sample_weight=None
+))]
 #[allow(clippy::too_many_arguments)]
 fn gram_fit<'py>(
     py: Python<'py>,
@@ -366,7 +375,9 @@ fn gram_fit<'py>(
     float32: bool,
     n_threads: usize,
     max_bytes: Option<u64>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+    let w = sample_weight.map(|w| w.as_array().to_vec());
     let entries = entries_from(&specs)?;
     let opts = options(normalize, center, n_threads, max_bytes)?;
     let funcs = py_kernels(py, &entries, &x, None)?;
@@ -374,13 +385,13 @@ fn gram_fit<'py>(
     let xv = x.as_array();
     let (g, s) = if float32 {
         let (g, s) = run_detached(py, n_threads, None, |i| {
-            gram_bank::<f32>(xv, &kernels, &opts, i)
+            gram_bank_weighted::<f32>(xv, &kernels, &opts, w.as_deref(), i)
         })
         .map_err(|e| reraise(&funcs, e))?;
         (g.into_pyarray(py).into_any(), s)
     } else {
         let (g, s) = run_detached(py, n_threads, None, |i| {
-            gram_bank::<f64>(xv, &kernels, &opts, i)
+            gram_bank_weighted::<f64>(xv, &kernels, &opts, w.as_deref(), i)
         })
         .map_err(|e| reraise(&funcs, e))?;
         (g.into_pyarray(py).into_any(), s)
@@ -504,13 +515,15 @@ pub(crate) struct PyOnDemand {
 #[pymethods]
 impl PyOnDemand {
     #[new]
-    #[pyo3(signature = (x, specs, normalize, cache_bytes))]
+    #[pyo3(signature = (x, specs, normalize, cache_bytes, sample_weight=None))]
     fn new(
         x: PyReadonlyArray2<'_, f64>,
         specs: Vec<Bound<'_, PyAny>>,
         normalize: &str,
         cache_bytes: usize,
+        sample_weight: Option<PyReadonlyArray1<'_, f64>>,
     ) -> PyResult<Self> {
+        let w = sample_weight.map(|w| w.as_array().to_vec());
         let specs = specs
             .iter()
             .map(|s| {
@@ -532,6 +545,7 @@ impl PyOnDemand {
             p,
             &specs,
             Normalization::parse(normalize)?,
+            w.as_deref(),
             cache_bytes,
         )?;
         Ok(PyOnDemand { stack })
@@ -826,10 +840,10 @@ fn norm_stats<'py>(
             } else {
                 Vec::new()
             };
-            NormStats::from_sums(normalization, center, n, &rs, &d.row(k).to_vec(), t[k])
+            NormStats::from_sums(normalization, center, n, &rs, &d.row(k).to_vec(), t[k], None)
         })
         .collect();
-    stats_to_dict(py, NormStats::collect(normalization, center, n, per))
+    stats_to_dict(py, NormStats::collect(normalization, center, n, per, None))
 }
 
 /// The threads a call with `n_threads` uses (0: `OMP_NUM_THREADS` when set, else all cores).

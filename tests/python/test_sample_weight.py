@@ -228,3 +228,50 @@ def test_refusals(data: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -
         ref.fit(G, yb, sample_weight=w).primal_objective_,
         rtol=1e-7,
     )
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("normalize", ["none", "trace", "mean_diag", "multiplicative", "spherical"])
+def test_weighted_statistics_equal_duplicated_rows(normalize: Any, center: bool) -> None:
+    """A bank fitted with integer weights normalises its kernels (training and cross) as the
+    bank fitted on the duplicated rows; a weight of 0 is a row left out of the statistics."""
+    rng = np.random.default_rng(8)
+    X, Xt = rng.normal(size=(30, 3)) + 0.5, rng.normal(size=(7, 3))
+    w = rng.integers(0, 4, size=30).astype(float)
+    w[0] = 2.0
+    rep = np.repeat(np.arange(30), w.astype(int))
+    specs = [Linear(), Gaussian(sigma=1.5), mk.kernels.Polynomial(degree=2, features=[0, 2])]
+    kw: dict[str, Any] = dict(normalize=normalize, center=center)
+    weighted, duplicated = mk.kernels.KernelBank(specs, **kw), mk.kernels.KernelBank(specs, **kw)
+    G = weighted.fit_transform(X, sample_weight=w)
+    D = duplicated.fit_transform(X[rep])
+    np.testing.assert_allclose(G[:, rep][:, :, rep], D, rtol=1e-10, atol=1e-12)
+    T, U = weighted.transform(Xt), duplicated.transform(Xt)
+    # The duplicated bank has one column per copy of a training point.
+    np.testing.assert_allclose(T[:, :, rep], U, rtol=1e-10, atol=1e-12)
+    if not center:
+        K = mk.kernels.KernelBank(specs, **kw)
+        if normalize == "multiplicative":
+            with pytest.raises(InvalidParameterError, match="mean of every kernel entry"):
+                K.fit_on_demand(X, cache_bytes=1 << 20, sample_weight=w)
+        else:
+            K.fit_on_demand(X, cache_bytes=1 << 20, sample_weight=w)
+            np.testing.assert_allclose(K.stats_["scales"], weighted.stats_["scales"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("normalize", ["trace", "multiplicative"])
+def test_estimator_weights_equal_duplicated_rows_with_kernels_from_specs(normalize: Any) -> None:
+    """The identity through the estimator's own kernels: with ``kernels=specs`` the weighted
+    statistics make the kernels of the weighted fit those of the duplicated one."""
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] + X[:, 1] ** 2 > 0.6).astype(float)
+    w = rng.integers(1, 4, size=40).astype(float)
+    rep = np.repeat(np.arange(40), w.astype(int))
+    specs = [Linear(), Gaussian(sigma=1.0), Gaussian(sigma=2.0, features=[1, 2])]
+    kw: dict[str, Any] = dict(kernels=specs, normalize=normalize, tol=1e-9, C=2.0)
+    a = mk.MKLClassifier(**kw).fit(X, y, sample_weight=w)
+    b = mk.MKLClassifier(**kw).fit(X[rep], y[rep])
+    assert a.primal_objective_ == pytest.approx(b.primal_objective_, rel=1e-6)
+    Xt = rng.normal(size=(15, 3))
+    np.testing.assert_allclose(a.decision_function(Xt), b.decision_function(Xt), atol=1e-4)

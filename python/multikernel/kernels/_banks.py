@@ -14,7 +14,13 @@ from numpy.typing import DTypeLike, NDArray
 
 from .. import _core, _dask
 from .._typing import Normalization
-from .._validation import aligned, check_features, check_n_threads, column_names
+from .._validation import (
+    aligned,
+    check_features,
+    check_n_threads,
+    check_sample_weight,
+    column_names,
+)
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 from ._specs import (
     Gaussian,
@@ -305,7 +311,7 @@ class KernelBank:
         self.fit_transform(X)
         return self
 
-    def fit_transform(self, X: Any) -> NDArray[Any]:
+    def fit_transform(self, X: Any, sample_weight: Any = None) -> NDArray[Any]:
         """Compute the training Gram stack of ``X`` and keep its statistics.
 
         Parameters
@@ -313,6 +319,10 @@ class KernelBank:
         X : array-like of shape (n_samples, n_features)
             Training points; for a Dask array the points are gathered, the statistics
             computed block by block on the workers, and a Dask array returned (docs/dask.md).
+        sample_weight : array-like of shape (n_samples,), optional
+            Weights of the points in the normalisation statistics (trace, mean diagonal,
+            centring, the multiplicative variance): a point of weight 2 counts as two copies,
+            so integer weights give the statistics of duplicated rows. Not with Dask arrays.
 
         Returns
         -------
@@ -340,6 +350,12 @@ class KernelBank:
         names = column_names(X)
         entries = [s._entry() for s in _resolve_columns(self.specs, names)]
         if _dask.is_dask_array(X):  # statistics and blocks on the workers (docs/dask.md)
+            if sample_weight is not None:
+                raise InvalidParameterError(
+                    "sample_weight in the statistics of a Dask array is not supported; "
+                    "compute the weighted bank on a NumPy array",
+                    parameter="sample_weight",
+                )
             X_train, train_stats, stack = _dask.bank_fit_transform(self._dask_job(entries), X)
             self._keep_fit(X_train, train_stats, entries, names)
             return stack  # type: ignore[no-any-return]
@@ -351,11 +367,14 @@ class KernelBank:
             self.center,
             self.dtype == np.float32,
             self.n_threads,
+            sample_weight=check_sample_weight(sample_weight, Xc.shape[0]),
         )
         self._keep_fit(Xc.copy(), stats, entries, names)
         return G
 
-    def fit_on_demand(self, X: Any, cache_bytes: int) -> _core.OnDemandKernels:
+    def fit_on_demand(
+        self, X: Any, cache_bytes: int, sample_weight: Any = None
+    ) -> _core.OnDemandKernels:
         """Keep the statistics of ``X`` and return its kernels computed on demand: the
         engine evaluates entries when a solver reads them, and no ``(M, n, n)`` stack is
         stored (docs/performance.md, "Beyond memory").
@@ -366,6 +385,9 @@ class KernelBank:
             Training points.
         cache_bytes : int
             Bytes the solvers may spend on cached kernel columns.
+        sample_weight : array-like of shape (n_samples,), optional
+            Weights of the points in the normalisation statistics (see
+            :meth:`fit_transform`).
 
         Returns
         -------
@@ -396,7 +418,8 @@ class KernelBank:
         names = column_names(X)
         entries = [s._entry() for s in _resolve_columns(self.specs, names)]
         Xc = check_features(X)
-        K = _core.OnDemandKernels(Xc, entries, self.normalize, int(cache_bytes))
+        w = check_sample_weight(sample_weight, Xc.shape[0])
+        K = _core.OnDemandKernels(Xc, entries, self.normalize, int(cache_bytes), w)
         self._keep_fit(Xc.copy(), K.stats(), entries, names)
         return K
 
@@ -459,9 +482,10 @@ class KernelBank:
             cols = np.asarray(columns, dtype=np.intp)
             X_train = X_train[cols]
             # The statistics per training point (the spherical diagonal) follow the columns.
-            diag = stats["diag"]
-            stats = {**stats, "n": len(cols), "diag": np.ascontiguousarray(diag[:, cols])
-                     if diag.shape[1] else diag}  # fmt: skip
+            diag, w = stats["diag"], stats.get("weights", np.empty(0))
+            stats = {**stats, "n": len(cols),
+                     "diag": np.ascontiguousarray(diag[:, cols]) if diag.shape[1] else diag,
+                     "weights": np.ascontiguousarray(w[cols]) if len(w) else w}  # fmt: skip
         return _core.gram_cross(
             Xc, X_train, self._tuples, stats, self.dtype == np.float32, self.n_threads
         )

@@ -417,7 +417,7 @@ mod tests {
         ];
         // A cache of a few columns (and an on-demand working set), and one that holds all.
         for cache in [3 * 8 * n, 1 << 24] {
-            let od = OnDemandStack::new(&x, n, p, &specs, norm, cache).unwrap();
+            let od = OnDemandStack::new(&x, n, p, &specs, norm, None, cache).unwrap();
             for &(loss, y, pn) in &cases {
                 let cfg = LpConfig {
                     p: pn,
