@@ -8,6 +8,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "FitResult",
+    "OnDemandKernels",
     "PathResult",
     "Status",
     "_panic_for_tests",

@@ -109,7 +109,11 @@ impl NormStats {
         let total = match w {
             _ if normalization != Normalization::Multiplicative || center => 0.0,
             None => k.iter().map(|v| v.to_f64()).sum::<f64>(),
-            Some(w) => k.chunks_exact(n).zip(w).map(|(row, wi)| wi * wsum(row)).sum(),
+            Some(w) => k
+                .chunks_exact(n)
+                .zip(w)
+                .map(|(row, wi)| wi * wsum(row))
+                .sum(),
         };
         Self::from_sums(normalization, center, n, &row_sums, &diag, total, w)
     }

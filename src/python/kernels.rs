@@ -840,7 +840,15 @@ fn norm_stats<'py>(
             } else {
                 Vec::new()
             };
-            NormStats::from_sums(normalization, center, n, &rs, &d.row(k).to_vec(), t[k], None)
+            NormStats::from_sums(
+                normalization,
+                center,
+                n,
+                &rs,
+                &d.row(k).to_vec(),
+                t[k],
+                None,
+            )
         })
         .collect();
     stats_to_dict(py, NormStats::collect(normalization, center, n, per, None))
