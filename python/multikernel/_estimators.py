@@ -1109,8 +1109,9 @@ default "mean_diag"
         start cold, so with ``warm_start=True`` ``solver="auto"`` picks ``"spicy"`` for
         ``"l1"`` and ``"elasticnet"`` (``"wrapper"`` otherwise).
     cache_size : float or None, default None
-        Megabytes of kernel values the solver may cache when the kernels are computed on
-        demand. Given, the kernels of specifications are always computed on demand: entries
+        Megabytes of kernel values the solver may hold when the kernels are computed on
+        demand (half for columns of the combined kernel, half for a packed working set of
+        points). Given, the kernels of specifications are always computed on demand: entries
         are evaluated from ``X`` when the solver reads them and no ``(M, n, n)`` stack is
         stored (solver ``analytic`` with the hinge, squared hinge or ε-insensitive loss;
         normalisations ``none``, ``trace``, ``mean_diag``, ``spherical``). None: on demand

@@ -212,6 +212,18 @@ impl OnDemandStack {
         self.cache_bytes
     }
 
+    /// The share of [`cache_bytes`](Self::cache_bytes) for columns of `K_θ`: half, the other
+    /// half holding a packed working set of points, so that both together stay within it.
+    pub fn column_cache_bytes(&self) -> usize {
+        self.cache_bytes / 2
+    }
+
+    /// The share of [`cache_bytes`](Self::cache_bytes) for a packed working set (see
+    /// [`column_cache_bytes`](Self::column_cache_bytes)).
+    pub fn packed_bytes(&self) -> usize {
+        self.cache_bytes - self.column_cache_bytes()
+    }
+
     /// The training indices of this view's points.
     pub fn indices(&self) -> &[usize] {
         &self.rows

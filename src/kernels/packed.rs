@@ -231,11 +231,12 @@ impl<T: Element> KernelStack for PackedStack<T> {
 
 /// The stack restricted to the points `idx` of `source`, in the source's precision, with
 /// room for `cap` points: the working set of [`crate::solvers::lp`]'s analytic solver. A
-/// source computed on demand is packed while the packed kernels fit in its cache budget, and
+/// source computed on demand is packed while the packed kernels fit in its share of the cache
+/// budget ([`OnDemandStack::packed_bytes`](crate::kernels::OnDemandStack::packed_bytes)), and
 /// read on demand past it.
 pub fn point_subset(source: &dyn KernelStack, idx: &[usize], cap: usize) -> PointSubset {
     if let Some(od) = source.on_demand() {
-        let fits = packed_fit(source.m(), od.cache_bytes());
+        let fits = packed_fit(source.m(), od.packed_bytes());
         if idx.len() > fits {
             return PointSubset::OnDemand(od.subset(idx), idx.to_vec());
         }
@@ -283,10 +284,10 @@ impl PointSubset {
     }
 
     /// See [`PackedStack::extend`]; a packed subset of an on-demand source that would outgrow
-    /// the source's cache budget becomes an on-demand view.
+    /// its share of the source's cache budget becomes an on-demand view.
     pub fn extend(&mut self, source: &dyn KernelStack, more: &[usize]) {
         if let (PointSubset::F64(s), Some(od)) = (&*self, source.on_demand()) {
-            if s.indices().len() + more.len() > packed_fit(source.m(), od.cache_bytes()) {
+            if s.indices().len() + more.len() > packed_fit(source.m(), od.packed_bytes()) {
                 let mut idx = s.indices().to_vec();
                 idx.extend_from_slice(more);
                 *self = PointSubset::OnDemand(od.subset(&idx), idx);

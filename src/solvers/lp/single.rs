@@ -146,7 +146,7 @@ impl SingleKernel {
             let mut diag = vec![0.0; n];
             od.combined_diag(&w, &mut diag);
             let compute = |i: usize, out: &mut [f64]| od.combined_column(&w, i, out);
-            let kernel = CachedColumns::new(diag, compute, od.cache_bytes());
+            let kernel = CachedColumns::new(diag, compute, od.column_cache_bytes());
             self.solve_smo(&kernel, tol, interrupt)?;
             // f = K_θ β from SMO's gradient: a product would compute n·|S| entries per kernel.
             let f = match self {
