@@ -154,9 +154,17 @@ impl OnDemandStack {
             n_total: n,
         };
         // One pass over the points: the raw diagonals give every statistic.
+        // Before the scales are set, `values` reads raw entries.
         let mut per_kernel: Vec<KernelStats> = Vec::with_capacity(specs.len());
-        for (m, k) in shared.kernels.iter().enumerate() {
-            let raw: Vec<f64> = (0..n).map(|i| shared.raw(k, i, i)).collect();
+        let mut raw_diag = Vec::with_capacity(specs.len() * n);
+        for m in 0..specs.len() {
+            let mut one = [0.0];
+            let raw: Vec<f64> = (0..n)
+                .map(|i| {
+                    shared.values(m, i, &[i], &mut one);
+                    one[0]
+                })
+                .collect();
             if let Some(i) = raw.iter().position(|v| !v.is_finite()) {
                 return Err(MkError::NonFinite {
                     what: format!("kernel {m}"),
@@ -165,6 +173,7 @@ impl OnDemandStack {
                 });
             }
             per_kernel.push(NormStats::of_diagonal(normalization, n, &raw, weights));
+            raw_diag.extend(raw);
         }
         shared.stats = NormStats::collect(normalization, false, n, per_kernel, weights);
         let spherical = normalization == Normalization::Spherical;
@@ -185,13 +194,11 @@ impl OnDemandStack {
                 .map(|&d| if d > 0.0 { 1.0 } else { 0.0 })
                 .collect();
         } else {
-            let sh = &shared;
-            let diag = sh
-                .kernels
-                .iter()
-                .flat_map(|k| (0..n).map(move |i| k.scale * sh.raw(k, i, i)))
+            shared.diag = raw_diag
+                .chunks_exact(n)
+                .zip(&shared.kernels)
+                .flat_map(|(d, k)| d.iter().map(move |v| k.scale * v))
                 .collect();
-            shared.diag = diag;
         }
         Ok(OnDemandStack {
             shared: Arc::new(shared),
@@ -292,22 +299,6 @@ impl OnDemandStack {
 }
 
 impl Shared {
-    /// The raw `k(x_i, x_j)` of kernel `k` (training indices).
-    #[inline]
-    fn raw(&self, k: &OnKernel, i: usize, j: usize) -> f64 {
-        let b = &self.blocks[k.block];
-        let (xi, xj) = (&b.x[i * b.d..(i + 1) * b.d], &b.x[j * b.d..(j + 1) * b.d]);
-        match k.func {
-            KernelFn::Linear | KernelFn::Polynomial { .. } => k.func.eval(dot(xi, xj), 0.0, 0.0),
-            KernelFn::Gaussian { .. } => k.func.eval(0.0, sqdist(xi, xj), 0.0),
-            KernelFn::Laplacian { .. } => k.func.eval(
-                0.0,
-                0.0,
-                xi.iter().zip(xj).map(|(a, c)| (a - c).abs()).sum(),
-            ),
-        }
-    }
-
     /// `out[k] = K_m(x_i, x_{start+k})`: [`values`](Self::values) on a run of consecutive
     /// points, reading the column-major copy feature by feature.
     fn values_run(&self, m: usize, i: usize, start: usize, out: &mut [f64]) {
