@@ -14,7 +14,12 @@ column of ``K_θ`` anew (SMO's gradient ``Σ_s α_s y_s K_θ[:, s]``, or the mod
 at a working set's check), ``n·|S|·M`` kernel evaluations that no cache smaller than the
 kernels' ``M·n·|S|`` values can avoid; the floor column is one such pass.
 
+``--penalties l1 group`` times the sparse penalties on the same kernels as well: ``l1`` by the
+SVM wrapper, ``group`` (the kernels grouped by width) by mirror descent, both with SMO on
+the kernels computed on demand.
+
     python benches/peers/beyond_memory.py --sizes 7400 20000 --p 2 1.3333
+    python benches/peers/beyond_memory.py --sizes 7400 20000 --penalties l1 group
 """
 
 from __future__ import annotations
@@ -69,13 +74,26 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def child_ours(n: int, p: float, cache_mb: float) -> dict[str, Any]:
+def penalty_of(setting: str) -> dict[str, Any]:
+    """The estimator's penalty settings of a row: a number is ``lp`` at that p; ``group``
+    groups the kernels by width."""
+    if setting == "l1":
+        return {"penalty": "l1"}
+    if setting == "group":
+        widths = sorted({s for s, _ in bank()})
+        return {"penalty": "group", "groups": [widths.index(s) for s, _ in bank()]}
+    return {"penalty": "lp", "p": float(setting)}
+
+
+def child_ours(n: int, setting: str, cache_mb: float) -> dict[str, Any]:
     import multikernel as mk
     from multikernel.kernels import Gaussian
 
     X, y = ringnorm(n)
     specs = [Gaussian(sigma=s, features=f) for s, f in bank()]
-    est = mk.MKLClassifier(kernels=specs, p=p, C=1.0, tol=1e-3, cache_size=cache_mb)
+    est = mk.MKLClassifier(
+        kernels=specs, C=1.0, tol=1e-3, cache_size=cache_mb, **penalty_of(setting)
+    )
     t = time.perf_counter()
     est.fit(X, y)
     seconds = time.perf_counter() - t
@@ -138,6 +156,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[7400, 20000])
     ap.add_argument("--p", type=float, nargs="+", default=[2.0, 4.0 / 3.0])
+    ap.add_argument(
+        "--penalties", nargs="+", default=["lp"], choices=["lp", "l1", "group"],
+        help="lp (at each --p), l1 (the wrapper), group (mirror; kernels grouped by width)",
+    )  # fmt: skip
     ap.add_argument("--cache-mb", type=float, default=1024.0)
     ap.add_argument("--svc-up-to", type=int, default=20000, help="largest n of the SVC alternative")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "beyond_memory.md")
@@ -148,7 +170,7 @@ def main() -> None:
     if a.child:
         kind = a.child[0]
         if kind == "ours":
-            r = child_ours(int(a.child[1]), float(a.child[2]), float(a.child[3]))
+            r = child_ours(int(a.child[1]), a.child[2], float(a.child[3]))
         elif kind == "svc":
             r = child_svc(int(a.child[1]))
         else:
@@ -165,38 +187,57 @@ def main() -> None:
                 r = json.loads(line) if line.startswith("{") else {}
                 rate = r.get("rate", rate)
                 if "ours" in r and "error" not in r["ours"]:
-                    rows.append((r["n"], r["p"], r["ours"], r["svc"], rate))
+                    setting = r.get("setting") or label(str(r["p"]))
+                    rows.append((r["n"], setting, r["ours"], r["svc"], rate))
     else:
         rate = run(["rate"])["rate"]
         print(json.dumps({"rate": rate}), flush=True)
         for n in a.sizes:
             svc = run(["svc", str(n)]) if n <= a.svc_up_to else {}
-            for p in a.p:
-                ours = run(["ours", str(n), str(p), str(a.cache_mb)])
-                rows.append((n, p, ours, svc, rate))
-                print(json.dumps({"n": n, "p": p, "ours": ours, "svc": svc}), flush=True)
+            settings = [
+                str(p) if pen == "lp" else pen
+                for pen in a.penalties
+                for p in (a.p if pen == "lp" else [None])
+            ]
+            for setting in settings:
+                ours = run(["ours", str(n), setting, str(a.cache_mb)])
+                rows.append((n, label(setting), ours, svc, rate))
+                record = {"n": n, "setting": label(setting), "ours": ours, "svc": svc}
+                print(json.dumps(record), flush=True)
     write_page(rows, a)
 
 
-#: One fit: n, p, ours, the SVC alternative of its run, and its run's evaluation rate.
-Row = tuple[int, float, dict[str, Any], dict[str, Any], float]
+#: One fit: n, its penalty, ours, the SVC alternative of its run, and its run's evaluation
+#: rate.
+Row = tuple[int, str, dict[str, Any], dict[str, Any], float]
+
+
+def label(setting: str) -> str:
+    """A row's penalty as the page prints it: ``p = 2``, ``l1``, ``group``."""
+    try:
+        return f"lp, p = {float(setting):.3g}"
+    except ValueError:
+        return setting
 
 
 def write_page(rows: list[Row], a: argparse.Namespace) -> None:
-    """The results page: one row per (n, p), the floor and the ratio to the SVC alternative
+    """The results page: one row per (n, penalty), the floor and the ratio to the SVC alternative
     (both from the same run)."""
     sizes = " ".join(str(n) for n in dict.fromkeys(r[0] for r in rows))
+    kinds = list(dict.fromkeys("lp" if r[1].startswith("lp") else r[1] for r in rows))
+    pens = "" if kinds == ["lp"] else " --penalties " + " ".join(kinds)
     rates = ", ".join(f"{r:.2e}" for r in dict.fromkeys(r[4] for r in rows))
     several = len(set(r[4] for r in rows)) > 1
     runs = "one run per rate; ratios within a run" if several else "one run"
     lines = [
         "# Exact MKL beyond memory: kernels on demand against the dense SVC alternative",
         "",
-        f"Generated by `python benches/peers/beyond_memory.py --sizes {sizes} "
+        f"Generated by `python benches/peers/beyond_memory.py --sizes {sizes}{pens} "
         f"--cache-mb {a.cache_mb:g}` ({runs}; 2 cores).",
         "",
         f"M = {M} Gaussian kernels on random subsets of {SUBSET} of ringnorm's 20 features;",
-        "ℓp-MKL, hinge loss, C = 1, tol 1e-3, `kernels=specs, cache_size=` (MB). The",
+        "hinge loss, C = 1, tol 1e-3, `kernels=specs, cache_size=` (MB); ℓp-MKL, and `l1`",
+        "(the SVM wrapper) and `group` (kernels grouped by width; mirror descent). The",
         "alternative sums the 50 kernels into one dense float64 matrix (kernel by kernel) and",
         '`SVC(kernel="precomputed")` on it. Peak memory is the process\'s resident peak',
         "(interpreter, data and libraries included). The floor is one pass over the support",
@@ -205,13 +246,13 @@ def write_page(rows: list[Row], a: argparse.Namespace) -> None:
         "costs at least (SMO's gradient Σ_s α_s y_s K_θ[:, s], or the model on every point at",
         "a working set's check); restricted iterations on a working set W cost |W|·|S|·M.",
         "",
-        "| n | p | ours (s) | ours peak (MB) | gap | outer it. | support | floor (s) "
+        "| n | penalty | ours (s) | ours peak (MB) | gap | outer it. | support | floor (s) "
         "| SVC: sum + fit (s) | SVC peak (MB) | ours / SVC |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n, p, ours, svc, rate in rows:
         if "error" in ours:
-            lines.append(f"| {n} | {p:.3g} | {ours['error']} | | | | | | | | |")
+            lines.append(f"| {n} | {p} | {ours['error']} | | | | | | | | |")
             continue
         floor = n * M * ours["support"] / rate
         s = (
@@ -222,7 +263,7 @@ def write_page(rows: list[Row], a: argparse.Namespace) -> None:
         ratio = f"{ours['seconds'] / svc['seconds']:.2f}" if "seconds" in svc else "–"
         peak = f"{svc['peak_mb']:.0f}" if "peak_mb" in svc else "–"
         lines.append(
-            f"| {n} | {p:.3g} | {ours['seconds']:.1f} | {ours['peak_mb']:.0f} | "
+            f"| {n} | {p} | {ours['seconds']:.1f} | {ours['peak_mb']:.0f} | "
             f"{ours['gap']:.1e} | {ours['iterations']} | {ours['support']} | {floor:.1f} | "
             f"{s} | {peak} | {ratio} |"
         )

@@ -28,7 +28,7 @@ from ._config import (
     SolverConfig,
     _NativeSolver,
 )
-from ._data import Blocks, Dense, OnDemandRule, Stack, TestSide, TestStack, resolve
+from ._data import Blocks, Dense, OnDemand, OnDemandRule, Stack, TestSide, TestStack, resolve
 from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
 from ._shared import SharedFit, fit_shared
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
@@ -127,6 +127,9 @@ def _auto_solver(
 
 #: The losses whose fits read kernels computed on demand (SMO's: no n × n matrix).
 _ON_DEMAND_LOSSES = ("hinge", "squared_hinge", "epsilon_insensitive")
+
+#: The solvers that fit kernels computed on demand (with SMO inside, for those losses).
+_ON_DEMAND_SOLVERS = ("analytic", "wrapper", "mirror")
 
 #: The row cache of kernels computed on demand when ``cache_size`` is not given (MB).
 _DEFAULT_CACHE_MB = 1024.0
@@ -589,13 +592,14 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             check_real(cache_size, "cache_size", "in (0, inf) MB", lambda v: 0 < v < math.inf)
         loss = self._losses[0] if self.loss is None else self.loss
         specs = not isinstance(self.kernels, (FeatureBank, str))
-        if not (solver == "analytic" and loss in _ON_DEMAND_LOSSES and specs):
+        if not (solver in _ON_DEMAND_SOLVERS and loss in _ON_DEMAND_LOSSES and specs):
             if forced:
                 raise InvalidParameterError(
-                    "cache_size= computes the kernels on demand, which solver='analytic' "
-                    "(penalty='lp'; 'auto' picks it for p > 1) fits from kernel specifications "
-                    f"with the {', '.join(_ON_DEMAND_LOSSES)} losses; got solver={solver!r}, "
-                    f"loss={loss!r}, kernels={type(self.kernels).__name__}",
+                    "cache_size= computes the kernels on demand, which solvers "
+                    f"{', '.join(map(repr, _ON_DEMAND_SOLVERS))} fit from kernel "
+                    f"specifications with the {', '.join(_ON_DEMAND_LOSSES)} losses ('auto' "
+                    "picks one of them for every penalty unless warm_start=True); got "
+                    f"solver={solver!r}, loss={loss!r}, kernels={type(self.kernels).__name__}",
                     parameter="cache_size",
                 )
             return None
@@ -661,10 +665,17 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         auto = self.solver == "auto"
         solver, settings = self._feature_space(solver, G, settings)
         r = _core.fit(solver, G.engine, yc, settings, n_threads=threads, on_iteration=log)
-        if auto and solver == "wrapper" and r.status in _FALLBACK and r.psd_witness is None:
+        if (
+            auto
+            and solver == "wrapper"
+            and r.status in _FALLBACK
+            and r.psd_witness is None
+            and not isinstance(G, OnDemand)
+        ):
             # The wrapper stopped above tol (seen at extreme kernel scales and C): SpicyMKL
             # takes over from its model; the better certificate is kept. Not after a witness
-            # that a kernel is not PSD: nothing can certify that fit.
+            # that a kernel is not PSD: nothing can certify that fit. Not on kernels computed
+            # on demand: SpicyMKL's systems are n × n.
             spicy = {k: v for k, v in settings.items() if k != "inner_tol"}
             spicy.update(SOLVERS["spicy"].config()._native())
             if log is not None:

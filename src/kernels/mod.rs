@@ -22,7 +22,8 @@ pub use gram::{
 pub(crate) use lowrank::factor_matvec;
 pub use lowrank::{pivoted_cholesky, weighted_factors, LowRankStack};
 pub use normalize::{NormStats, Normalization};
-pub use on_demand::OnDemandStack;
+pub(crate) use on_demand::support_products;
+pub use on_demand::{CombinedKernel, OnDemandStack};
 pub use packed::{point_subset, PackedStack, PointSubset};
 pub use spec::{simplemkl_bank, validate_features, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
 pub use stack::{dense_matvecs, dot as stack_dot, DenseStack, KernelStack};

@@ -471,6 +471,60 @@ fn sqdist(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
 
+/// A combined kernel `K_θ = Σ_m θ_m K_m` as a solver holds it: stored (row-major `n × n`), or
+/// the weights `θ` of a stack computed on demand.
+#[derive(Clone, Copy)]
+pub enum CombinedKernel<'a> {
+    Stored(&'a [f64], usize),
+    OnDemand(&'a OnDemandStack, &'a [f64]),
+}
+
+impl CombinedKernel<'_> {
+    /// `K_θ[idx, idx]`, row-major (an SVM's free points: small where `K_θ` is not).
+    pub fn block(&self, idx: &[usize]) -> Vec<f64> {
+        match *self {
+            CombinedKernel::Stored(k, n) => idx
+                .iter()
+                .flat_map(|&i| idx.iter().map(move |&j| k[i * n + j]))
+                .collect(),
+            CombinedKernel::OnDemand(od, theta) => {
+                let mut a = vec![0.0; idx.len() * idx.len()];
+                if !idx.is_empty() {
+                    od.subset(idx).combine(theta, &mut a);
+                }
+                a
+            }
+        }
+    }
+}
+
+/// `K_k v` for the kernels `set`, `n` values each, one after another, exact on the rows of
+/// the non-zeros of `v` (the support vectors, the only rows an SVM's Hessian and forms read).
+/// A stack computed on demand gives those rows only (zeros elsewhere), from the view of the
+/// support vectors: `|S|²` evaluations per kernel, where every row costs `n·|S|`.
+pub(crate) fn support_products(stack: &dyn KernelStack, v: &[f64], set: &[usize]) -> Vec<f64> {
+    let n = stack.n();
+    let mut prod = vec![0.0; set.len() * n];
+    let Some(od) = stack.on_demand() else {
+        stack.matvecs_subset(v, set, &mut prod);
+        return prod;
+    };
+    let sv = nonzeros(v);
+    let ns = sv.len();
+    if ns == 0 {
+        return prod;
+    }
+    let v_s: Vec<f64> = sv.iter().map(|&i| v[i]).collect();
+    let mut local = vec![0.0; set.len() * ns];
+    od.subset(&sv).matvecs_subset(&v_s, set, &mut local);
+    for (out, part) in prod.chunks_exact_mut(n).zip(local.chunks_exact(ns.max(1))) {
+        for (&i, &x) in sv.iter().zip(part) {
+            out[i] = x;
+        }
+    }
+    prod
+}
+
 impl KernelStack for OnDemandStack {
     fn n(&self) -> usize {
         self.rows.len()

@@ -676,21 +676,21 @@ fn fit<'py>(
     PyFitResult::new(py, r, n)
 }
 
-/// Kernels computed on demand are fitted without an `n×n` matrix by the analytic ℓp solver
-/// with an SMO loss only; every other solver or loss would form one.
+/// Kernels computed on demand are fitted without an `n×n` matrix by SMO (the hinge-type
+/// losses) inside the analytic ℓp solver, the l1 / elastic-net wrapper and group MKL (mirror);
+/// every other solver or loss would form one.
 fn on_demand_supported(settings: &Settings) -> PyResult<()> {
+    let smo = |loss: Loss| !matches!(loss, Loss::Squared | Loss::Logistic);
     match settings {
-        Settings::Lp(c)
-            if c.algorithm == LpAlgorithm::Analytic
-                && !matches!(c.loss, Loss::Squared | Loss::Logistic) =>
-        {
-            Ok(())
-        }
+        Settings::Lp(c) if c.algorithm == LpAlgorithm::Analytic && smo(c.loss) => Ok(()),
+        Settings::Wrapper(c) if smo(c.loss) => Ok(()),
+        Settings::Mirror(c, _) if smo(c.loss) => Ok(()),
         _ => Err(PyErr::from(MkError::config(
             "solver",
-            "kernels computed on demand are fitted by solver 'analytic' (penalty 'lp') with \
-             the hinge, squared hinge or epsilon-insensitive loss; other solvers and losses \
-             form n×n matrices",
+            "kernels computed on demand are fitted by solvers 'analytic' (penalty 'lp'), \
+             'wrapper' (l1, elasticnet) and 'mirror' (group, lp with p = 1) with the hinge, \
+             squared hinge or epsilon-insensitive loss; other solvers and losses form n×n \
+             matrices",
         ))),
     }
 }

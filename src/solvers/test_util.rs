@@ -79,3 +79,87 @@ pub(crate) fn factored(
     }
     (lr, products)
 }
+
+/// Points, kernels and targets for fits on kernels computed on demand against the same
+/// kernels stored: 90 points in 4-D, six Gaussians on feature pairs and a linear kernel
+/// (mean-diagonal normalised).
+pub(crate) struct OnDemandProblem {
+    pub x: Vec<f64>,
+    pub n: usize,
+    pub p: usize,
+    pub specs: Vec<crate::kernels::KernelSpec>,
+    pub norm: crate::kernels::Normalization,
+    /// The stored stack, `M·n·n` values.
+    pub gram: Vec<f64>,
+    /// ±1 labels and real targets.
+    pub labels: Vec<f64>,
+    pub targets: Vec<f64>,
+}
+
+impl OnDemandProblem {
+    pub fn new() -> Self {
+        use crate::interrupt::NoInterrupt;
+        use crate::kernels::{gram, GramOptions, KernelFn, KernelSpec, Normalization};
+        let (n, p) = (90, 4);
+        let x: Vec<f64> = (0..n * p)
+            .map(|k| ((k * 2654435761usize) % 1000) as f64 / 250.0 - 2.0)
+            .collect();
+        let labels = (0..n)
+            .map(|i| {
+                if x[i * p] * x[i * p + 1] + 0.3 * x[i * p + 2] > 0.0 {
+                    1.0
+                } else {
+                    -1.0
+                }
+            })
+            .collect();
+        let targets = (0..n).map(|i| (x[i * p] + x[i * p + 3]).sin()).collect();
+        let specs: Vec<KernelSpec> = (0..6)
+            .map(|m| {
+                KernelSpec::on(
+                    KernelFn::Gaussian {
+                        sigma: 0.5 + 0.4 * m as f64,
+                    },
+                    vec![m % p, (m + 1) % p],
+                )
+            })
+            .chain([KernelSpec::new(KernelFn::Linear)])
+            .collect();
+        let xa = ndarray::ArrayView2::from_shape((n, p), &x).unwrap();
+        let norm = Normalization::MeanDiag;
+        let opts = GramOptions {
+            normalization: norm,
+            ..GramOptions::default()
+        };
+        let (g, _) = gram::<f64>(xa, &specs, &opts, &NoInterrupt).unwrap();
+        OnDemandProblem {
+            gram: g.as_slice().unwrap().to_vec(),
+            x,
+            n,
+            p,
+            specs,
+            norm,
+            labels,
+            targets,
+        }
+    }
+
+    /// The kernels computed on demand with a cache of `cache` bytes.
+    pub fn on_demand(&self, cache: usize) -> crate::kernels::OnDemandStack {
+        crate::kernels::OnDemandStack::new(
+            &self.x,
+            self.n,
+            self.p,
+            &self.specs,
+            self.norm,
+            None,
+            cache,
+        )
+        .unwrap()
+    }
+
+    /// The same kernels stored.
+    pub fn stored(&self) -> crate::kernels::DenseStack<'_, f64> {
+        crate::kernels::DenseStack::new(&self.gram, self.specs.len(), self.n).unwrap()
+    }
+}

@@ -197,3 +197,16 @@ def expected_failures(estimator: Any) -> dict[str, str]:
             "the default tol=1e-3 stops weighted and duplicated fits at different iterates"
         ),
     }
+
+
+def solvers_called(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records the solver of every engine fit."""
+    calls: list[str] = []
+    fit = _core.fit
+
+    def spy(solver: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(solver)
+        return fit(solver, *args, **kwargs)
+
+    monkeypatch.setattr(_core, "fit", spy)
+    return calls

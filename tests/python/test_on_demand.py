@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
+from problems import solvers_called
 from reference import cvxpy_mkl
 
 import multikernel as mk
@@ -103,6 +104,52 @@ def test_on_demand_fit_is_the_cvxpy_optimum(
     assert est.duality_gap_ <= 1e-9
 
 
+@pytest.mark.parametrize(
+    ("params", "tol", "rtol"),
+    [
+        (dict(penalty="l1", loss="hinge"), 1e-10, 1e-8),
+        (dict(penalty="elasticnet", l1_ratio=0.5, loss="squared_hinge"), 1e-10, 1e-8),
+        (dict(penalty="group", groups=[0, 1, 0, 1, 0, 1]), 1e-9, 1e-8),
+        (dict(penalty="lp", p=1.0), 1e-9, 1e-8),
+    ],
+)
+def test_sparse_penalties_on_demand_equal_the_stored_stack(
+    points: tuple[FloatArray, FloatArray, FloatArray],
+    params: Any,
+    tol: float,
+    rtol: float,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The l1 / elastic-net wrapper and group MKL (mirror; also lp at p = 1) on kernels
+    computed on demand reach the stored stack's fit, by the same solver."""
+    X, y, Xt = points
+    yb = (y[:90] > 0).astype(float)
+    kw: dict[str, Any] = dict(kernels=SPECS, C=2.0, tol=tol, **params)
+    calls = solvers_called(monkeypatch)
+    a = mk.MKLClassifier(**kw).fit(X[:90], yb)
+    stored = list(calls)
+    b = mk.MKLClassifier(cache_size=0.02, **kw).fit(X[:90], yb)
+    assert b.converged_ and isinstance(b._test_stack(Xt), _data.CrossOnDemand)
+    assert calls[len(stored) :] == stored and stored[0] in ("wrapper", "mirror"), calls
+    _close(b.primal_objective_, a.primal_objective_, rtol, "primal")
+    _close(b.kernel_weights_, a.kernel_weights_, 1e-5, "kernel weights")
+    _close(b.decision_function(Xt), a.decision_function(Xt), 1e-5, "decisions")
+
+
+def test_l1_on_demand_is_the_cvxpy_optimum(
+    points: tuple[FloatArray, FloatArray, FloatArray],
+) -> None:
+    """An independent reference for the wrapper on demand: Clarabel on the stored kernels."""
+    X, y, _ = points
+    yb = np.where(y[:60] > 0, 1.0, -1.0)
+    G = KernelBank(SPECS, normalize="mean_diag").fit_transform(X[:60])
+    ref = cvxpy_mkl(G, yb, C=1.0, loss="hinge", penalty="l1")
+    est = mk.MKLClassifier(kernels=SPECS, penalty="l1", C=1.0, tol=1e-9, cache_size=0.01)
+    est.fit(X[:60], yb)
+    _close(est.primal_objective_, ref.objective, 1e-6, "primal against cvxpy")
+    assert est.duality_gap_ <= 1e-9
+
+
 def test_multiclass_weights_and_regression_on_demand(
     points: tuple[FloatArray, FloatArray, FloatArray],
 ) -> None:
@@ -146,9 +193,10 @@ def test_the_rule_switches_above_the_threshold(
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        (dict(loss="logistic"), "solver='analytic'"),
-        (dict(penalty="l1"), "solver='analytic'"),
-        (dict(p=1.0), "solver='analytic'"),
+        (dict(loss="logistic"), "solvers 'analytic', 'wrapper', 'mirror'"),
+        (dict(penalty="l1", loss="logistic"), "solvers 'analytic', 'wrapper', 'mirror'"),
+        (dict(penalty="l1", warm_start=True), "got solver='spicy'"),
+        (dict(solver="interleaved"), "got solver='interleaved'"),
         (dict(kernels="precomputed"), "kernel specifications"),
         (dict(normalize="multiplicative"), "mean of every kernel entry"),
         (dict(psd="clip"), "psd='check'"),

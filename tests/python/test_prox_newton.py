@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from problems import seconds_to_interrupt
+from problems import seconds_to_interrupt, solvers_called
 from reference import cvxpy_mkl, loss_value, primal_objective
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.exceptions import ConvergenceWarning
@@ -39,19 +39,6 @@ def diabetes() -> tuple[FloatArray, FloatArray]:
 def linear_bank(n_features: int, groups: int) -> FeatureBank:
     cols = np.array_split(np.arange(n_features), groups)
     return FeatureBank([Linear(features=c.tolist()) for c in cols], normalize="none")
-
-
-def solvers_called(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Records the solver of every engine fit."""
-    calls: list[str] = []
-    fit = _core.fit
-
-    def spy(solver: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(solver)
-        return fit(solver, *args, **kwargs)
-
-    monkeypatch.setattr(_core, "fit", spy)
-    return calls
 
 
 CASES = [

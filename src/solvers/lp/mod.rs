@@ -374,50 +374,18 @@ mod tests {
     /// dense: same θ and objective to 1e-8 relative.
     #[test]
     fn on_demand_kernels_fit_like_the_stored_stack() {
-        use crate::kernels::OnDemandStack;
-        use crate::kernels::{gram, GramOptions, KernelFn, KernelSpec, Normalization};
-        let (n, p) = (90, 4);
-        let x: Vec<f64> = (0..n * p)
-            .map(|k| ((k * 2654435761usize) % 1000) as f64 / 250.0 - 2.0)
-            .collect();
-        let yc: Vec<f64> = (0..n)
-            .map(|i| {
-                if x[i * p] * x[i * p + 1] + 0.3 * x[i * p + 2] > 0.0 {
-                    1.0
-                } else {
-                    -1.0
-                }
-            })
-            .collect();
-        let yr: Vec<f64> = (0..n).map(|i| (x[i * p] + x[i * p + 3]).sin()).collect();
-        let specs: Vec<KernelSpec> = (0..6)
-            .map(|m| {
-                KernelSpec::on(
-                    KernelFn::Gaussian {
-                        sigma: 0.5 + 0.4 * m as f64,
-                    },
-                    vec![m % p, (m + 1) % p],
-                )
-            })
-            .chain([KernelSpec::new(KernelFn::Linear)])
-            .collect();
-        let xa = ndarray::ArrayView2::from_shape((n, p), &x).unwrap();
-        let norm = Normalization::MeanDiag;
-        let opts = GramOptions {
-            normalization: norm,
-            ..GramOptions::default()
-        };
-        let (g, _) = gram::<f64>(xa, &specs, &opts, &NoInterrupt).unwrap();
-        let dense = DenseStack::new(g.as_slice().unwrap(), specs.len(), n).unwrap();
+        let pb = crate::solvers::test_util::OnDemandProblem::new();
+        let (n, yc, yr) = (pb.n, &pb.labels, &pb.targets);
+        let dense = pb.stored();
         let cases = [
-            (Loss::Hinge, &yc, 2.0),
-            (Loss::Hinge, &yc, 4.0),
-            (Loss::SquaredHinge, &yc, 4.0 / 3.0),
-            (Loss::EpsilonInsensitive { epsilon: 0.1 }, &yr, 2.0),
+            (Loss::Hinge, yc, 2.0),
+            (Loss::Hinge, yc, 4.0),
+            (Loss::SquaredHinge, yc, 4.0 / 3.0),
+            (Loss::EpsilonInsensitive { epsilon: 0.1 }, yr, 2.0),
         ];
         // A cache of a few columns (and an on-demand working set), and one that holds all.
         for cache in [3 * 8 * n, 1 << 24] {
-            let od = OnDemandStack::new(&x, n, p, &specs, norm, None, cache).unwrap();
+            let od = pb.on_demand(cache);
             for &(loss, y, pn) in &cases {
                 let cfg = LpConfig {
                     p: pn,

@@ -6,7 +6,7 @@
 use super::newton::{bordered_many, dense_matvec, KernelOp, NewtonSolver};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
-use crate::kernels::{weighted, weighted_factors, KernelStack};
+use crate::kernels::{weighted, weighted_factors, KernelStack, OnDemandStack};
 use crate::losses::Loss;
 use crate::solvers::smo::{
     l2svm, svc, svr, CachedColumns, DenseKernel, KernelColumns, SmoOptions, SvmSolution,
@@ -141,18 +141,7 @@ impl SingleKernel {
             }
         }
         if let (SingleKernel::Smo { .. }, Some(od)) = (&*self, stack.on_demand()) {
-            // Columns of K_θ computed as SMO reads them, through a row cache: nothing n × n.
-            let w = weighted(theta);
-            let mut diag = vec![0.0; n];
-            od.combined_diag(&w, &mut diag);
-            let compute = |i: usize, out: &mut [f64]| od.combined_column(&w, i, out);
-            let kernel = CachedColumns::new(diag, compute, od.column_cache_bytes());
-            self.solve_smo(&kernel, tol, interrupt)?;
-            // f = K_θ β from SMO's gradient: a product would compute n·|S| entries per kernel.
-            let f = match self {
-                SingleKernel::Smo { last: Some(s), .. } => s.values.clone(),
-                _ => unreachable!("solved by SMO"),
-            };
+            let f = self.solve_on_demand(od, theta, tol, interrupt)?;
             let b = self.loss().best_intercept(y, &f, c, self.intercept());
             return Ok((f, b));
         }
@@ -163,6 +152,34 @@ impl SingleKernel {
         dense_matvec(k_theta, self.beta(), &mut f);
         let b = self.loss().best_intercept(y, &f, c, self.intercept());
         Ok((f, b))
+    }
+
+    /// Solves by SMO on `K_θ = Σ_m θ_m K_m` of a stack computed on demand, whose columns are
+    /// computed as SMO reads them through a row cache (nothing `n × n`); returns
+    /// `f = K_θ β`, from SMO's final gradient (a product would compute `n·|S|` entries per
+    /// kernel).
+    pub(crate) fn solve_on_demand(
+        &mut self,
+        od: &OnDemandStack,
+        theta: &[f64],
+        tol: f64,
+        interrupt: &dyn Interrupt,
+    ) -> Result<Vec<f64>> {
+        if !self.is_sparse() {
+            return Err(crate::error::MkError::Unsupported(
+                "kernels computed on demand are solved by SMO only (the hinge-type losses)".into(),
+            ));
+        }
+        let w = weighted(theta);
+        let mut diag = vec![0.0; od.n()];
+        od.combined_diag(&w, &mut diag);
+        let compute = |i: usize, out: &mut [f64]| od.combined_column(&w, i, out);
+        let kernel = CachedColumns::new(diag, compute, od.column_cache_bytes());
+        self.solve_smo(&kernel, tol, interrupt)?;
+        match self {
+            SingleKernel::Smo { last: Some(s), .. } => Ok(s.values.clone()),
+            _ => unreachable!("solved by SMO"),
+        }
     }
 
     /// Solves the bordered systems `(K + diag(d)) x_j + b_j 1 = r_j`, `1ᵀx_j = 0` on the

@@ -28,7 +28,7 @@
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::KernelStack;
+use crate::kernels::{support_products, CombinedKernel, KernelStack};
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{
@@ -547,14 +547,6 @@ fn inner_tol(gaps: &GapSchedule, cfg: &MirrorConfig) -> f64 {
     }
 }
 
-/// `K_k v` for the kernels `set`, one after another: one pass over them, like
-/// `quad_forms_subset`.
-fn kernel_products(stack: &dyn KernelStack, v: &[f64], set: &[usize]) -> Vec<f64> {
-    let mut out = vec![0.0; set.len() * stack.n()];
-    stack.matvecs_subset(v, set, &mut out);
-    out
-}
-
 /// Fits group MKL on a kernel stack with the group id of every kernel.
 pub fn fit_group(
     stack: &dyn KernelStack,
@@ -637,7 +629,7 @@ pub fn fit_group_weighted(
         let b = natural.as_ref().map_or(b, |n| n.0);
         let hat = natural.as_ref().map(|n| n.1.as_slice());
         let mut products = if second {
-            let p = kernel_products(stack, beta, &set);
+            let p = support_products(stack, beta, &set);
             for (&k, row) in set.iter().zip(p.chunks_exact(beta.len().max(1))) {
                 quad[k] = row.iter().zip(beta).map(|(a, b)| a * b).sum();
             }
@@ -712,7 +704,7 @@ pub fn fit_group_weighted(
                 // products K_jk β for the second-order step on the grown set).
                 let all_products = if second {
                     let all: Vec<usize> = (0..m).collect();
-                    let p = kernel_products(stack, beta, &all);
+                    let p = support_products(stack, beta, &all);
                     for (q, row) in quad.iter_mut().zip(p.chunks_exact(beta.len().max(1))) {
                         *q = row.iter().zip(beta).map(|(a, b)| a * b).sum();
                     }
@@ -771,7 +763,10 @@ pub fn fit_group_weighted(
             alpha: solver.alpha().unwrap_or_default(),
             upper: &upper,
             ridge: &ridge,
-            k_eff: &k_eff,
+            k_eff: match stack.on_demand() {
+                Some(od) => CombinedKernel::OnDemand(od, &theta),
+                None => CombinedKernel::Stored(&k_eff, stack.n()),
+            },
             f: &f,
             products: &products,
             set: &set,

@@ -24,6 +24,7 @@
 use faer::linalg::solvers::Solve;
 use faer::Mat;
 
+use crate::kernels::CombinedKernel;
 use crate::linalg::clear_upper_simd_state;
 use crate::losses::Loss;
 
@@ -36,8 +37,8 @@ pub(super) struct Iterate<'a> {
     /// hinge's dual, per sample.
     pub upper: &'a [f64],
     pub ridge: &'a [f64],
-    /// `K_eff` (row-major `n×n`) and `K_eff β`.
-    pub k_eff: &'a [f64],
+    /// `K_eff` (stored, or computed on demand) and `K_eff β`.
+    pub k_eff: CombinedKernel<'a>,
     pub f: &'a [f64],
     /// `K_k β` for the kernels of `set`, one after another.
     pub products: &'a [f64],
@@ -109,6 +110,7 @@ pub(super) fn model(
         .filter(|&i| it.alpha[i] > 0.0 && it.alpha[i] < it.upper[i] * (1.0 - 1e-12))
         .collect();
     let nf = free.len();
+    let k_ff = it.k_eff.block(&free);
     // The y-constraint row only when some α is free (else it is a zero row).
     let rows = nf + jl + 1 + usize::from(nf > 0);
     let g_of = |r: usize| gamma[live[group[r]]];
@@ -124,7 +126,7 @@ pub(super) fn model(
     let mut kkt = Mat::<f64>::zeros(rows, rows);
     for a in 0..nf {
         for b in 0..nf {
-            kkt[(a, b)] = -it.y[free[a]] * it.y[free[b]] * it.k_eff[free[a] * n + free[b]];
+            kkt[(a, b)] = -it.y[free[a]] * it.y[free[b]] * k_ff[a * nf + b];
         }
         kkt[(a, a)] -= it.ridge[free[a]];
     }

@@ -58,7 +58,9 @@ use faer::Mat;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{stack_dot as dot, weighted_factors, KernelStack};
+use crate::kernels::{
+    stack_dot as dot, support_products, weighted_factors, CombinedKernel, KernelStack,
+};
 use crate::linalg::Cholesky;
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
@@ -250,9 +252,10 @@ fn free_points(beta: &[f64], upper: &[f64]) -> Vec<usize> {
 }
 
 /// `H_S = Gᵀ Z G` (module docs) for the kernels `vars`, `prod` holding `K_kβ` for the kernels
-/// `0, 1, …` of its numbering, one after another.
+/// `0, 1, …` of its numbering, one after another (`n` values each, of which the free points'
+/// are read), and `a` the block `K_w[F, F]` of the free points `free`.
 fn svm_hessian(
-    k_w: &[f64],
+    mut a: Vec<f64>,
     n: usize,
     free: &[usize],
     ridge: &[f64],
@@ -263,11 +266,7 @@ fn svm_hessian(
     if nf == 0 {
         return Ok(Mat::zeros(s, s));
     }
-    let mut a = vec![0.0; nf * nf];
     for (r, &i) in free.iter().enumerate() {
-        for (c, &j) in free.iter().enumerate() {
-            a[r * nf + c] = k_w[i * n + j];
-        }
         a[r * nf + r] += ridge[i];
     }
     let chol = Cholesky::new(&a, nf)?;
@@ -290,16 +289,22 @@ fn svm_hessian(
 
 /// The combined kernel `K_w` of an iterate: dense, or `K_w = UUᵀ` (`U` column-major `n × R`)
 /// for the smooth losses on a stack of factors, where Newton and the Hessian's systems form
-/// nothing `n × n` (docs/mathematics.md §3.2).
+/// nothing `n × n` (docs/mathematics.md §3.2), or on a stack computed on demand its weights
+/// `w` only (SMO computes the columns it reads, through a row cache).
 enum Combined {
     Dense(Vec<f64>),
     Factor(Vec<f64>),
+    OnDemand(Vec<f64>),
 }
 
 impl Combined {
     /// `K_w` of `stack`: its factors when `factors` and the stack stores them, else dense (in
     /// the buffer `self` already holds).
     fn set(&mut self, stack: &dyn KernelStack, w: &[f64], factors: bool) {
+        if stack.on_demand().is_some() {
+            *self = Combined::OnDemand(w.to_vec());
+            return;
+        }
         if let Some(u) = factors.then(|| weighted_factors(stack, w)).flatten() {
             *self = Combined::Factor(u);
             return;
@@ -307,27 +312,34 @@ impl Combined {
         let n = stack.n();
         let mut k = match std::mem::replace(self, Combined::Dense(Vec::new())) {
             Combined::Dense(k) => k,
-            Combined::Factor(_) => Vec::new(),
+            Combined::Factor(_) | Combined::OnDemand(_) => Vec::new(),
         };
         k.resize(n * n, 0.0);
         stack.combine(w, &mut k);
         *self = Combined::Dense(k);
     }
 
+    /// The stored kernel (`fit_wrapper_weighted` refuses the losses that would need one on a
+    /// stack computed on demand, and SMO reads that stack's columns itself).
     fn op(&self) -> KernelOp<'_> {
         match self {
             Combined::Dense(k) => KernelOp::Dense(k),
             Combined::Factor(u) => KernelOp::Factor(u),
+            Combined::OnDemand(_) => unreachable!("SMO solves on demand without an operator"),
         }
     }
 
     /// `out = t K` (the factor scaled by `√t`).
     fn scaled_into(&self, t: f64, out: &mut Combined) {
         let mut buf = match std::mem::replace(out, Combined::Dense(Vec::new())) {
-            Combined::Dense(b) | Combined::Factor(b) => b,
+            Combined::Dense(b) | Combined::Factor(b) | Combined::OnDemand(b) => b,
         };
         buf.clear();
         *out = match self {
+            Combined::OnDemand(w) => {
+                buf.extend(w.iter().map(|v| t * v));
+                Combined::OnDemand(buf)
+            }
             Combined::Dense(k) => {
                 buf.extend(k.iter().map(|v| t * v));
                 Combined::Dense(buf)
@@ -341,11 +353,52 @@ impl Combined {
     }
 
     /// `tr K`.
-    fn trace(&self, n: usize) -> f64 {
+    fn trace(&self, stack: &dyn KernelStack) -> f64 {
+        let n = stack.n();
         match self {
             Combined::Dense(k) => (0..n).map(|i| k[i * n + i]).sum(),
             Combined::Factor(u) => u.iter().map(|x| x * x).sum(),
+            Combined::OnDemand(w) => {
+                let mut d = vec![0.0; n];
+                let mut total = 0.0;
+                for (m, &wm) in w.iter().enumerate().filter(|(_, &v)| v != 0.0) {
+                    stack.diag(m, &mut d);
+                    total += wm * d.iter().sum::<f64>();
+                }
+                total
+            }
         }
+    }
+
+    /// Solves the single-kernel problem on this kernel (of `stack`) by `solver`, warm-started,
+    /// to accuracy `tol`; returns `f = Kβ` (on demand from SMO's final gradient).
+    fn solve(
+        &self,
+        solver: &mut SingleKernel,
+        stack: &dyn KernelStack,
+        tol: f64,
+        interrupt: &dyn Interrupt,
+    ) -> Result<Vec<f64>> {
+        if let Combined::OnDemand(w) = self {
+            let od = stack.on_demand().ok_or_else(|| {
+                MkError::Unsupported("weights on demand of a stored stack".into())
+            })?;
+            return solver.solve_on_demand(od, w, tol, interrupt);
+        }
+        solver.solve_op(self.op(), tol, interrupt)?;
+        let mut f = vec![0.0; stack.n()];
+        self.op().matvec(solver.beta(), &mut f);
+        Ok(f)
+    }
+
+    /// `K[F, F]` of the points `free`, row-major.
+    fn block(&self, stack: &dyn KernelStack, free: &[usize]) -> Vec<f64> {
+        let kernel = match (self, stack.on_demand()) {
+            (Combined::OnDemand(w), Some(od)) => CombinedKernel::OnDemand(od, w),
+            (Combined::Dense(k), _) => CombinedKernel::Stored(k, stack.n()),
+            _ => unreachable!("SMO runs on a dense kernel or on demand"),
+        };
+        kernel.block(free)
     }
 }
 
@@ -362,9 +415,10 @@ struct Point {
     value: f64,
 }
 
-/// Solves the single-kernel problem on `kw` to accuracy `tol` (warm-started).
+/// Solves the single-kernel problem on `kw` (of `stack`) to accuracy `tol` (warm-started).
 fn solve_point(
     solver: &mut SingleKernel,
+    stack: &dyn KernelStack,
     kw: &Combined,
     y: &[f64],
     c: &[f64],
@@ -372,9 +426,7 @@ fn solve_point(
     interrupt: &dyn Interrupt,
 ) -> Result<Point> {
     let loss = solver.loss();
-    solver.solve_op(kw.op(), tol, interrupt)?;
-    let mut f = vec![0.0; y.len()];
-    kw.op().matvec(solver.beta(), &mut f);
+    let mut f = kw.solve(solver, stack, tol, interrupt)?;
     let b = loss.best_intercept(y, &f, c, solver.intercept());
     if solver.is_sparse() {
         return Ok(Point {
@@ -400,14 +452,14 @@ fn solve_point(
 /// and `solver` ends warm at it.
 fn scale_search(
     solver: &mut SingleKernel,
+    stack: &dyn KernelStack,
     k_lambda: &Combined,
     kw: &mut Combined,
     pen: &Penalty,
-    m: usize,
-    n: usize,
     interrupt: &dyn Interrupt,
 ) -> Result<f64> {
-    let trace = k_lambda.trace(n);
+    let (m, n) = (stack.m(), stack.n());
+    let trace = k_lambda.trace(stack);
     // Unit mean diagonal to start with.
     let mut t = if trace > 0.0 && trace.is_finite() {
         n as f64 / trace
@@ -417,14 +469,12 @@ fn scale_search(
     let cap = pen.cap() * m as f64;
     t = t.min(0.5 * cap);
     let (mut lo, mut hi) = (0.0f64, f64::INFINITY);
-    let mut kb = vec![0.0; n];
     for _ in 0..40 {
         interrupt.check()?;
         k_lambda.scaled_into(t, kw);
-        solver.solve_op(kw.op(), SCALE_TOL, interrupt)?;
-        let beta = solver.beta();
-        k_lambda.op().matvec(beta, &mut kb);
-        let v = dot(&kb, beta);
+        // `βᵀK_λβ` from `f = tK_λβ`.
+        let f = kw.solve(solver, stack, SCALE_TOL, interrupt)?;
+        let v = dot(&f, solver.beta()) / t;
         let target = 2.0 * pen.d1(t / m as f64);
         let ratio = v / target;
         if !(ratio.is_finite() && ratio > 0.0) || (ratio.ln()).abs() < 1.2f64.ln() {
@@ -458,7 +508,7 @@ fn start(
     factors: bool,
     interrupt: &dyn Interrupt,
 ) -> Result<Vec<f64>> {
-    let (m, n) = (stack.m(), stack.n());
+    let m = stack.m();
     let mut k_lambda = Combined::Dense(Vec::new());
     k_lambda.set(stack, &vec![1.0 / m as f64; m], factors);
     if pen.r1 == 0.0 {
@@ -466,7 +516,7 @@ fn start(
         k_lambda.scaled_into(m as f64 * pen.cap(), kw);
         return Ok(vec![pen.cap(); m]);
     }
-    let t = scale_search(solver, &k_lambda, kw, pen, m, n, interrupt)?;
+    let t = scale_search(solver, stack, &k_lambda, kw, pen, interrupt)?;
     if m <= 2 * START_KERNELS {
         return Ok(vec![t / m as f64; m]);
     }
@@ -580,6 +630,7 @@ fn model_kernels(w: &[f64], grad: &[f64], cap: usize) -> Vec<usize> {
 /// gradients, or one factorisation; the smooth losses).
 fn s_hessian(
     solver: &SingleKernel,
+    stack: &dyn KernelStack,
     kw: &Combined,
     point: &Point,
     prod: &[f64],
@@ -589,7 +640,10 @@ fn s_hessian(
     let n = point.f.len();
     let s = prod.len() / n.max(1);
     let fb: Vec<f64> = point.f.iter().map(|v| v + point.b).collect();
-    if let Some(d) = solver.system_diagonal(kw.op(), &fb) {
+    let newton = (!solver.is_sparse())
+        .then(|| solver.system_diagonal(kw.op(), &fb))
+        .flatten();
+    if let Some(d) = newton {
         let x = solver.newton_systems(kw.op(), &d, prod, HESSIAN_RTOL)?;
         let col = |a: usize| &prod[a * n..(a + 1) * n];
         let xc = |a: usize| &x[a * n..(a + 1) * n];
@@ -603,10 +657,7 @@ fn s_hessian(
         }
         return Ok(h);
     }
-    let Combined::Dense(k) = kw else {
-        unreachable!("SMO runs on a dense kernel");
-    };
-    let mean_diag = kw.trace(n) / n as f64;
+    let mean_diag = kw.trace(stack) / n as f64;
     let (upper, ridge): (Vec<f64>, Vec<f64>) = match cfg.loss {
         Loss::SquaredHinge => (
             vec![f64::INFINITY; n],
@@ -616,7 +667,7 @@ fn s_hessian(
     };
     let free = free_points(&point.beta, &upper);
     let local: Vec<usize> = (0..s).collect();
-    svm_hessian(k, n, &free, &ridge, prod, &local)
+    svm_hessian(kw.block(stack, &free), n, &free, &ridge, prod, &local)
 }
 
 /// Fits `l1` or elastic-net MKL with the SVM wrapper.
@@ -647,6 +698,13 @@ pub fn fit_wrapper_weighted(
     let mut solver = SingleKernel::new(cfg.loss, c, y)?;
     // The smooth losses' `β` is dense; Newton then works on factors where the stack has them.
     let smooth = !solver.is_sparse();
+    if smooth && stack.on_demand().is_some() {
+        return Err(MkError::Unsupported(
+            "the wrapper fits kernels computed on demand with the hinge-type losses only \
+             (Newton's systems of the smooth losses are n × n)"
+                .into(),
+        ));
+    }
     let mut kw = Combined::Dense(Vec::new());
     let mut w = start(stack, &mut solver, &mut kw, &pen, smooth, interrupt)?;
     let mut tracker = Tracker::new(interrupt);
@@ -674,7 +732,7 @@ pub fn fit_wrapper_weighted(
             kw.set(stack, &w, smooth);
         }
         kw_is_w = false;
-        let point = solve_point(&mut solver, &kw, y, c, inner_tol, interrupt)?;
+        let point = solve_point(&mut solver, stack, &kw, y, c, inner_tol, interrupt)?;
         let j = point.value + w.iter().map(|&v| pen.value(v)).sum::<f64>();
         if let Some((prev, pred)) = &mut model {
             let rose = j.is_nan() || j > prev.j + 1e-12 * prev.j.abs();
@@ -741,13 +799,9 @@ pub fn fit_wrapper_weighted(
                 .iter()
                 .flat_map(|&kk| all[kk * n..(kk + 1) * n].iter().copied())
                 .collect(),
-            None => {
-                let mut prod = vec![0.0; vars.len() * n];
-                stack.matvecs_subset(&point.beta, &vars, &mut prod);
-                prod
-            }
+            None => support_products(stack, &point.beta, &vars),
         };
-        let mut hess = s_hessian(&solver, &kw, &point, &prod, c, cfg)?;
+        let mut hess = s_hessian(&solver, stack, &kw, &point, &prod, c, cfg)?;
         let s = vars.len();
         for (a, &kk) in vars.iter().enumerate() {
             hess[(a, a)] += pen.d2(w[kk]);
