@@ -71,6 +71,8 @@ for ax, (name, clf) in zip(axes, models.items(), strict=True):
     ax.barh(np.arange(len(names)), w, color=colors)
     ax.set_title(f"{name}\naccuracy {clf.score(X_test, y_test):.3f}")
     ax.set_xlabel("share of the kernel weights")
+    # Four ticks: the panels' edge labels (0.14 | 0.00) touched with matplotlib's default.
+    ax.xaxis.set_major_locator(plt.MaxNLocator(4))
 axes[0].set_yticks(np.arange(len(names)), names, fontsize=7)
 axes[0].invert_yaxis()
 handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:blue", "tab:orange", "tab:green")]

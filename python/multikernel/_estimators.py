@@ -1124,8 +1124,9 @@ default "mean_diag"
         demand (half for columns of the combined kernel, half for a packed working set of
         points). Given, the kernels of specifications are always computed on demand: entries
         are evaluated from ``X`` when the solver reads them and no ``(M, n, n)`` stack is
-        stored (solver ``analytic`` with the hinge, squared hinge or ε-insensitive loss;
-        normalisations ``none``, ``trace``, ``mean_diag``, ``spherical``). None: on demand
+        stored (solvers ``analytic``, ``wrapper`` and ``mirror`` with the hinge, squared
+        hinge or ε-insensitive loss; normalisations ``none``, ``trace``, ``mean_diag``,
+        ``spherical``). None: on demand
         only when the float64 stack would exceed 2 GiB and the fit allows it, with a
         1024 MB cache (docs/performance.md, "Beyond memory").
 

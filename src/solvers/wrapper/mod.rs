@@ -51,6 +51,10 @@
 //! one combine of the active kernels, one warm-started solve, the forms `q_m` of every
 //! kernel (SMO: the rows of the support vectors only) and `K_mβ` for the model's kernels
 //! (the smooth losses' dense `β`: every `K_mβ` in the same one pass as the forms).
+//!
+//! On kernels computed on demand (hinge-type losses) nothing `n × n` is formed: SMO reads the
+//! columns of `K_w` through its row cache, and the Hessian needs `K_w[F, F]` and `K_kβ` on the
+//! support vectors only (`|S|²` evaluations per kernel, from views of those points).
 
 mod qp;
 
