@@ -15,6 +15,11 @@ pub trait Interrupt: Sync {
     /// solver's thread inside the loop, so it must be cheap: the default does nothing.
     fn progress(&self, _record: &IterRecord) {}
 
+    /// Told that `count` more kernels of a Gram stack are computed (a progress bar over the
+    /// kernels). Called from rayon's workers as each finishes, so it must be cheap: the
+    /// default does nothing.
+    fn kernels_done(&self, _count: usize) {}
+
     /// `Err(Interrupted)` when a stop was requested.
     fn check(&self) -> Result<()> {
         if self.requested() {

@@ -128,6 +128,7 @@ def gram_fit(
     n_threads: int,
     max_bytes: int | None = None,
     sample_weight: NDArray[np.float64] | None = None,
+    on_kernels: Callable[[int], object] | None = None,
 ) -> tuple[NDArray[Any], dict[str, Any]]: ...
 
 @final

@@ -469,6 +469,7 @@ def resolve(
     blocks_only: str | None = None,
     on_demand: OnDemandRule | None = None,
     sample_weight: Any = None,
+    verbose: int = 0,
 ) -> tuple[Input, NDArray[Any] | None]:
     """Resolve ``kernels=`` and ``X`` (and ``y``) into the training input.
 
@@ -505,6 +506,9 @@ def resolve(
     sample_weight : array-like of shape (n_samples,) or None
         Weights of the points in the normalisation statistics of kernels computed from
         specifications (checked here: finite, ≥ 0, not all 0).
+    verbose : int
+        ``2`` or more: a progress bar over the kernels of a stack computed from
+        specifications (the refits of :meth:`Input.subset` draw none).
 
     Returns
     -------
@@ -546,7 +550,7 @@ def resolve(
         spec = default_specs(Xv.shape[1]) if kernels is None else kernels
         spec = _with_columns(spec, column_names(X))
         w = check_sample_weight(sample_weight, Xv.shape[0])
-        data = _fit_bank(spec, Xv, normalize, n_threads, on_demand, w)
+        data = _fit_bank(spec, Xv, normalize, n_threads, on_demand, w, verbose)
     return data, check_targets(y, data.n) if targets else None
 
 
@@ -572,6 +576,7 @@ def _fit_bank(
     threads: int,
     on_demand: OnDemandRule | None = None,
     sample_weight: NDArray[np.float64] | None = None,
+    verbose: int = 0,
 ) -> Input:
     """The input computed by a bank fitted on the raw points ``Xv``: a copy of a FeatureBank
     (the parameter stays as the user gave it), or a KernelBank of the specifications, its
@@ -583,7 +588,7 @@ def _fit_bank(
         bank = spec._shallow_copy()
         stack = Blocks(bank.fit_transform(Xv))
     else:
-        bank = KernelBank(spec, normalize=normalize, n_threads=threads)
+        bank = KernelBank(spec, normalize=normalize, n_threads=threads, verbose=verbose)
         stack = Dense(np.empty((0, 0, 0)))
         if on_demand is not None and on_demand.applies(len(bank.specs), Xv.shape[0]):
             try:

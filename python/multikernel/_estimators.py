@@ -571,7 +571,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             check_input=check_input, targets=not one_class,
             blocks_only=solver if solver in _FEATURE_SOLVERS else None,
             on_demand=None if one_class else self._on_demand_rule(solver),
-            sample_weight=sample_weight,
+            sample_weight=sample_weight, verbose=int(self.verbose),
         )  # fmt: skip
         self.kernel_bank_ = data.bank
         self.n_kernels_ = data.M

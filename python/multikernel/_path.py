@@ -520,6 +520,7 @@ def mkl_path(
         else resolve(
             kernels, X, y, points=lambda Xr, yr: (_raw(Xr), yr), default_specs=default_kernels,
             normalize=normalize, n_threads=threads, block_lists=False, stack_if_3d=True,
+            verbose=verbose,
         )
     )  # fmt: skip
     stack, shifts = data.stack.repair(psd, threads)

@@ -264,7 +264,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         data, yv = resolve(
             self.kernels, X, y, default_specs=default_kernels, normalize=self.normalize,
             n_threads=check_n_threads(self.n_threads), block_lists=False,
-            points=lambda Xr, yr: validate_data(
+            verbose=int(self.verbose), points=lambda Xr, yr: validate_data(
                 self, Xr, yr, dtype=np.float64, y_numeric=not self._classifier
             ),
         )  # fmt: skip

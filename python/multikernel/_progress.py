@@ -8,8 +8,9 @@ The levels, the same for every estimator and :func:`multikernel.mkl_path`:
   at the end of every fit.
 - ``2`` or more: progress bars (`tqdm <https://tqdm.github.io>`_, the optional ``progress``
   extra) instead of the iteration lines: over the iterations (SVRG: epochs) of a fit, the
-  points of a path, the binary problems of a multiclass fit, the probability folds and the
-  folds and candidates of the CV estimators; the summary lines stay. Without tqdm, level 2
+  points of a path, the binary problems of a multiclass fit, the probability folds, the
+  folds and candidates of the CV estimators, and the kernels of a Gram stack; the summary
+  lines stay. Without tqdm, level 2
   logs as level 1.
 
 Every record states a certificate whose relative gap ``(P − D)/max(|P|, 1e-12)``
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -99,6 +100,18 @@ def bar(verbose: int, total: int | None, desc: str, unit: str, leave: bool = Tru
         yield b
     finally:
         b.close()
+
+
+def counter(b: Bar) -> Callable[[int], None]:
+    """A callback that moves ``b`` to a running count (the engine reports totals so far)."""
+    shown = 0
+
+    def update(done: int) -> None:
+        nonlocal shown
+        b.update(done - shown)
+        shown = done
+
+    return update
 
 
 def relative_gap(primal: float, dual: float) -> float:

@@ -232,9 +232,16 @@ fn raw_kernels<T: Element>(
     let par = if groups == 1 { Par::rayon(0) } else { Par::Seq };
     work.into_par_iter().try_for_each(|w| match w {
         Work::Group(features, kernels) => {
-            group_kernels(xa, xb, symmetric, features, kernels, par, interrupt)
+            let count = kernels.len();
+            group_kernels(xa, xb, symmetric, features, kernels, par, interrupt)?;
+            interrupt.kernels_done(count);
+            Ok(())
         }
-        Work::Blocks(m, b, k, sv) => block_kernel(m, b, symmetric, need_self, k, sv, interrupt),
+        Work::Blocks(m, b, k, sv) => {
+            block_kernel(m, b, symmetric, need_self, k, sv, interrupt)?;
+            interrupt.kernels_done(1);
+            Ok(())
+        }
     })
 }
 

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -118,6 +118,8 @@ pub(crate) fn no_panic<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
 struct Bridge<'a> {
     cancel: &'a AtomicBool,
     progress: Option<mpsc::Sender<IterRecord>>,
+    /// The kernels of a Gram stack computed so far.
+    kernels: AtomicUsize,
 }
 
 impl Interrupt for Bridge<'_> {
@@ -131,6 +133,19 @@ impl Interrupt for Bridge<'_> {
             let _ = tx.send(*record);
         }
     }
+
+    fn kernels_done(&self, count: usize) {
+        self.kernels.fetch_add(count, Ordering::Relaxed);
+    }
+}
+
+/// What the main thread hands to Python while a computation runs: a solver's iteration
+/// records (`(primal, dual, gap, active, seconds)` per call), or the number of kernels of a
+/// Gram stack computed so far (one `int` per call, when it grew).
+#[derive(Clone, Copy)]
+pub(crate) enum Report<'a, 'py> {
+    Iterations(&'a Bound<'py, PyAny>),
+    Kernels(&'a Bound<'py, PyAny>),
 }
 
 /// Runs `f` with the GIL released on a worker thread inside the pool of `n_threads`, while the
@@ -145,13 +160,29 @@ pub(crate) fn run_detached<R: Send>(
     on_iteration: Option<&Bound<'_, PyAny>>,
     f: impl FnOnce(&dyn Interrupt) -> Result<R> + Send,
 ) -> PyResult<R> {
+    run_reporting(py, n_threads, on_iteration.map(Report::Iterations), f)
+}
+
+/// [`run_detached`] with either kind of [`Report`].
+pub(crate) fn run_reporting<R: Send>(
+    py: Python<'_>,
+    n_threads: usize,
+    report: Option<Report<'_, '_>>,
+    f: impl FnOnce(&dyn Interrupt) -> Result<R> + Send,
+) -> PyResult<R> {
     let cancel = AtomicBool::new(false);
     let (rec_tx, rec_rx) = mpsc::channel::<IterRecord>();
+    let (on_iteration, on_kernels) = match report {
+        Some(Report::Iterations(c)) => (Some(c.clone().unbind()), None),
+        Some(Report::Kernels(c)) => (None, Some(c.clone().unbind())),
+        None => (None, None),
+    };
     let bridge = Bridge {
         cancel: &cancel,
-        progress: on_iteration.map(|_| rec_tx),
+        progress: on_iteration.as_ref().map(|_| rec_tx),
+        kernels: AtomicUsize::new(0),
     };
-    let on_iteration = on_iteration.map(|c| c.clone().unbind());
+    let reported = AtomicUsize::new(0);
     let mut callback_error: Option<PyErr> = None;
     // The KeyboardInterrupt that `check_signals` raised: re-raised even when the solver finished
     // before its next check, or a Ctrl-C that lands in a fit's last 50 ms is lost.
@@ -159,6 +190,14 @@ pub(crate) fn run_detached<R: Send>(
     // Behind a mutex only to be `Sync`, as what `detach` captures must be; never contended.
     let rec_rx = std::sync::Mutex::new(rec_rx);
     let deliver = |callback_error: &mut Option<PyErr>| {
+        if let Some(cb) = &on_kernels {
+            let done = bridge.kernels.load(Ordering::Relaxed);
+            if done != reported.swap(done, Ordering::Relaxed) {
+                if let Err(e) = Python::attach(|py| cb.call1(py, (done,))) {
+                    callback_error.get_or_insert(e);
+                }
+            }
+        }
         if let Some(cb) = &on_iteration {
             let records = rec_rx.lock().unwrap_or_else(|e| e.into_inner());
             Python::attach(|py| {

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice};
 use rayon::prelude::*;
 
-use super::convert::{detached, input_error, run_detached};
+use super::convert::{detached, input_error, run_detached, run_reporting, Report};
 use crate::error::{MkError, Result as MkResult};
 use crate::kernels::features;
 use crate::kernels::{
@@ -361,9 +361,13 @@ fn reraise(funcs: &[PyBlockKernel], err: PyErr) -> PyErr {
 }
 
 /// Training Gram stack and normalisation statistics (weighted by `sample_weight`).
+///
+/// `on_kernels(done)`, when given, is called on this thread with the number of kernels
+/// computed so far, every 50 ms while it grows (a progress bar).
 #[pyfunction]
 #[pyo3(signature = (
-    x, specs, normalize, center, float32, n_threads, max_bytes=None, sample_weight=None
+    x, specs, normalize, center, float32, n_threads, max_bytes=None, sample_weight=None,
+    on_kernels=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn gram_fit<'py>(
@@ -376,7 +380,9 @@ fn gram_fit<'py>(
     n_threads: usize,
     max_bytes: Option<u64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    on_kernels: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+    let report = on_kernels.as_ref().map(Report::Kernels);
     let w = sample_weight.map(|w| w.as_array().to_vec());
     let entries = entries_from(&specs)?;
     let opts = options(normalize, center, n_threads, max_bytes)?;
@@ -384,13 +390,13 @@ fn gram_fit<'py>(
     let kernels = bank(&entries, &funcs);
     let xv = x.as_array();
     let (g, s) = if float32 {
-        let (g, s) = run_detached(py, n_threads, None, |i| {
+        let (g, s) = run_reporting(py, n_threads, report, |i| {
             gram_bank_weighted::<f32>(xv, &kernels, &opts, w.as_deref(), i)
         })
         .map_err(|e| reraise(&funcs, e))?;
         (g.into_pyarray(py).into_any(), s)
     } else {
-        let (g, s) = run_detached(py, n_threads, None, |i| {
+        let (g, s) = run_reporting(py, n_threads, report, |i| {
             gram_bank_weighted::<f64>(xv, &kernels, &opts, w.as_deref(), i)
         })
         .map_err(|e| reraise(&funcs, e))?;

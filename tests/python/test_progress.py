@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 import multikernel as mk
 from multikernel import _progress
 from multikernel._typing import MultiClass, Penalty
-from multikernel.kernels import FeatureBank, Gaussian, Linear
+from multikernel.kernels import FeatureBank, Gaussian, KernelBank, Linear
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)"
 #: A certificate as the records print it.
@@ -312,6 +312,23 @@ def test_bars_follow_svrg_epochs_path_points_and_cv_folds(
     assert [b.n for b in fake_tqdm if b.unit == "fold"] == [3]
     assert [b.n for b in fake_tqdm if b.unit == "score"] == [12]
     assert "MKLRegressorCV: fold paths: 3/3 fold" in capsys.readouterr().err
+
+
+def test_a_bar_counts_the_kernels_of_a_gram_stack(fake_tqdm: list[_FakeBar]) -> None:
+    """The engine reports the kernels it has computed (groups of kernels on the same
+    features and single ones); the bar ends at M, and the stack is the quiet one's."""
+    X, y = _cancer(300)
+    specs = [Gaussian(sigma=s) for s in (1.0, 2.0, 4.0)]
+    specs += [Gaussian(sigma=2.0, features=[0, 1]), Linear(features=[2, 3, 4])]
+    quiet = KernelBank(specs).fit_transform(X)
+    loud = KernelBank(specs, verbose=2).fit_transform(X)
+    np.testing.assert_array_equal(quiet, loud)
+    bars = [b for b in fake_tqdm if b.unit == "kernel"]
+    assert [(b.total, b.n, b.closed) for b in bars] == [(5, 5, True)]
+    mk.MKLClassifier(kernels=specs, verbose=2).fit(X, y)
+    assert [b.n for b in fake_tqdm if b.unit == "kernel"] == [5, 5]
+    KernelBank(specs, verbose=1).fit_transform(X)
+    assert len([b for b in fake_tqdm if b.unit == "kernel"]) == 2
 
 
 def test_a_real_tqdm_bar_is_drawn(capsys: pytest.CaptureFixture[str]) -> None:

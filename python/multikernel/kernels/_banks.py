@@ -12,13 +12,14 @@ from typing import Any, get_args
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
-from .. import _core, _dask
+from .. import _core, _dask, _progress
 from .._typing import Normalization
 from .._validation import (
     aligned,
     check_features,
     check_n_threads,
     check_sample_weight,
+    check_verbose,
     column_names,
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
@@ -224,6 +225,9 @@ class KernelBank:
         Threads, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or ``OMP_NUM_THREADS`` when that
         is set (joblib's workers set it to their share); ``-k`` all but ``k − 1``; ``k > 0`` that
         many, clipped to the available cores.
+    verbose : int, default 0
+        ``2`` or more: a progress bar over the kernels while :meth:`fit_transform` computes
+        the training stack (tqdm, the optional ``progress`` extra; nothing without it).
 
     Raises
     ------
@@ -265,12 +269,14 @@ class KernelBank:
         center: bool = False,
         dtype: DTypeLike = np.float64,
         n_threads: int = 0,
+        verbose: int = 0,
     ) -> None:
         self.specs: list[Kernel] = _check_specs(specs)
         self.normalize: str = _check_normalize(normalize)
         self.center = bool(center)
         self.dtype = np.dtype(np.float32 if _is_float32(dtype) else np.float64)
         self.n_threads = check_n_threads(n_threads)
+        self.verbose = check_verbose(verbose)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # Unpickled (e.g. on a Dask worker): the engine needs aligned arrays.
@@ -360,15 +366,18 @@ class KernelBank:
             self._keep_fit(X_train, train_stats, entries, names)
             return stack  # type: ignore[no-any-return]
         Xc = check_features(X)
-        G, stats = _core.gram_fit(
-            Xc,
-            entries,
-            self.normalize,
-            self.center,
-            self.dtype == np.float32,
-            self.n_threads,
-            sample_weight=check_sample_weight(sample_weight, Xc.shape[0]),
-        )
+        verbose = getattr(self, "verbose", 0)  # (absent from banks pickled before it)
+        with _progress.bar(verbose, len(entries), "Gram stack", "kernel") as bar:
+            G, stats = _core.gram_fit(
+                Xc,
+                entries,
+                self.normalize,
+                self.center,
+                self.dtype == np.float32,
+                self.n_threads,
+                sample_weight=check_sample_weight(sample_weight, Xc.shape[0]),
+                on_kernels=_progress.counter(bar) if _progress.bars_on(verbose) else None,
+            )
         self._keep_fit(Xc.copy(), stats, entries, names)
         return G
 

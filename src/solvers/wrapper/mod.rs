@@ -473,12 +473,19 @@ fn scale_search(
     let cap = pen.cap() * m as f64;
     t = t.min(0.5 * cap);
     let (mut lo, mut hi) = (0.0f64, f64::INFINITY);
+    let mut kb = vec![0.0; n];
     for _ in 0..40 {
         interrupt.check()?;
         k_lambda.scaled_into(t, kw);
-        // `βᵀK_λβ` from `f = tK_λβ`.
-        let f = kw.solve(solver, stack, SCALE_TOL, interrupt)?;
-        let v = dot(&f, solver.beta()) / t;
+        let v = if let Combined::OnDemand(_) = kw {
+            // `βᵀK_λβ` from SMO's `f = tK_λβ`: no product on demand.
+            let f = kw.solve(solver, stack, SCALE_TOL, interrupt)?;
+            dot(&f, solver.beta()) / t
+        } else {
+            solver.solve_op(kw.op(), SCALE_TOL, interrupt)?;
+            k_lambda.op().matvec(solver.beta(), &mut kb);
+            dot(&kb, solver.beta())
+        };
         let target = 2.0 * pen.d1(t / m as f64);
         let ratio = v / target;
         if !(ratio.is_finite() && ratio > 0.0) || (ratio.ln()).abs() < 1.2f64.ln() {
