@@ -163,3 +163,29 @@ impl OnDemandProblem {
         crate::kernels::DenseStack::new(&self.gram, self.specs.len(), self.n).unwrap()
     }
 }
+
+/// The fit `a` on demand converged to the stored stack's `b`: primal to `rtol` relative, and
+/// kernel weights to `wtol` relative (above 1e-3).
+pub(crate) fn assert_same_fit(
+    a: &crate::result::FitResult,
+    b: &crate::result::FitResult,
+    rtol: f64,
+    wtol: f64,
+    what: &str,
+) {
+    assert_eq!(
+        a.status,
+        crate::result::SolveStatus::Converged,
+        "{what}: gap {}",
+        a.gap
+    );
+    assert!(
+        (a.primal - b.primal).abs() <= rtol * b.primal,
+        "{what}: {} vs {}",
+        a.primal,
+        b.primal
+    );
+    for (s, t) in a.kernel_weights.iter().zip(&b.kernel_weights) {
+        assert!((s - t).abs() <= wtol * (1e-3 + t), "{what}: θ {s} vs {t}");
+    }
+}

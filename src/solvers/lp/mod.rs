@@ -397,16 +397,7 @@ mod tests {
                 let a = fit_lp(&od, y, &cfg, &NoInterrupt).unwrap();
                 let b = fit_lp(&dense, y, &cfg, &NoInterrupt).unwrap();
                 let what = format!("{loss:?} p = {pn}, cache {cache}");
-                assert_eq!(a.status, SolveStatus::Converged, "{what}");
-                assert!(
-                    (a.primal - b.primal).abs() <= 1e-8 * b.primal,
-                    "{what}: {} vs {}",
-                    a.primal,
-                    b.primal
-                );
-                for (s, t) in a.kernel_weights.iter().zip(&b.kernel_weights) {
-                    assert!((s - t).abs() <= 1e-4 * (1e-3 + t), "{what}: θ {s} vs {t}");
-                }
+                crate::solvers::test_util::assert_same_fit(&a, &b, 1e-8, 1e-4, &what);
             }
         }
     }

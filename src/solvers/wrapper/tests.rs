@@ -360,16 +360,7 @@ fn on_demand_kernels_fit_like_the_stored_stack() {
                 let a = fit_wrapper(&od, y, &cfg, &NoInterrupt).unwrap();
                 let b = fit_wrapper(&dense, y, &cfg, &NoInterrupt).unwrap();
                 let what = format!("{} {penalty:?}, cache {cache}", loss.name());
-                assert_eq!(a.status, SolveStatus::Converged, "{what}");
-                assert!(
-                    (a.primal - b.primal).abs() <= 1e-8 * b.primal,
-                    "{what}: {} vs {}",
-                    a.primal,
-                    b.primal
-                );
-                for (s, t) in a.kernel_weights.iter().zip(&b.kernel_weights) {
-                    assert!((s - t).abs() <= 1e-4 * (1e-3 + t), "{what}: θ {s} vs {t}");
-                }
+                crate::solvers::test_util::assert_same_fit(&a, &b, 1e-8, 1e-4, &what);
             }
         }
         let cfg = WrapperConfig {
