@@ -138,7 +138,7 @@ _DEFAULT_CACHE_MB = 1024.0
 _FEATURE_SOLVERS = ("svrg", "prox_newton")
 
 #: The solvers that take ``sample_weight`` (a weight per sample on the loss).
-_WEIGHTED_SOLVERS = ("analytic", "interleaved", "wrapper", "prox_newton", "mirror")
+_WEIGHTED_SOLVERS = ("analytic", "interleaved", "wrapper", "prox_newton", "mirror", "one_class")
 
 
 def _class_weights(

@@ -15,7 +15,7 @@ from . import _core
 from ._config import Setting
 from ._estimators import _BaseMKL, default_kernels
 from ._typing import Normalization, PsdRepair
-from ._validation import check_bool, check_psd, check_verbose
+from ._validation import check_bool, check_psd, check_sample_weight, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Gaussian, Kernel
 
@@ -36,7 +36,8 @@ class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
 
     over ``f = Σ_m f_m`` and the offset ρ (docs/mathematics.md §3.7); its dual
     ``D(α) = −½ ‖(αᵀK_mα)_m‖_{p*}`` over ``0 ≤ α ≤ 1``, ``Σα = νn`` certifies every fit. With
-    one kernel it is ``OneClassSVM(kernel="precomputed", nu=nu)``. Only ``penalty="lp"``: the
+    one kernel it is ``OneClassSVM(kernel="precomputed", nu=nu)``, with or without
+    ``sample_weight``. Only ``penalty="lp"``: the
     SpicyMKL solver of ``l1`` handles losses of ``(y, f(x))``, and the one-class objective is
     not one (its ``−νnρ`` term couples the offset to ν).
 
@@ -155,7 +156,9 @@ psd_shifts_
         _core.check_settings("one_class", settings)
         return settings
 
-    def fit(self, X: Any, y: Any = None, check_input: bool = True) -> MKLOneClass:
+    def fit(
+        self, X: Any, y: Any = None, sample_weight: Any = None, check_input: bool = True
+    ) -> MKLOneClass:
         """Fit the model.
 
         Parameters
@@ -164,6 +167,12 @@ psd_shifts_
             Training points, or the training kernel stack for ``kernels="precomputed"``.
         y : None
             Ignored (present for the scikit-learn API).
+        sample_weight : array-like of shape (n_samples,), optional
+            A weight per sample, as ``OneClassSVM.fit`` takes it: the loss becomes
+            ``Σ_i w_i max(0, ρ − f(x_i)) − ν W ρ`` with ``W = Σ_i w_i`` (the dual's box
+            ``0 ≤ α_i ≤ w_i``, ``Σ α = νW``), so integer weights equal duplicated rows;
+            kernels computed from ``X`` weigh their normalisation statistics by it. Samples
+            of weight 0 are left out (coefficient 0).
         check_input : bool, default True
             False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
             precomputed stack (shape and dtype are still checked), for a stack known to be
@@ -196,12 +205,15 @@ psd_shifts_
         started = time.perf_counter()
         self._clear()
         settings = self._settings()
-        G, ones = self._training_stack(X, None, "one_class", check_bool(check_input, "check_input"))
+        G, ones = self._training_stack(
+            X, None, "one_class", check_bool(check_input, "check_input"), sample_weight
+        )
         if ones.shape[0] < 2:
             raise InvalidInputError(
                 f"one-class MKL needs at least 2 samples; got n_samples = {ones.shape[0]}"
             )
-        result = self._solve("one_class", G, ones, settings)
+        sw = check_sample_weight(sample_weight, G.n)
+        result = self._solve("one_class", G, ones, settings, weight=sw)
         self._set_results([result], multi=False)
         self.offset_ = -float(self.intercept_)
         self.n_train_ = int(ones.shape[0])

@@ -13,7 +13,9 @@ use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::{fit_lp_weighted, fit_one_class, LpAlgorithm, LpConfig, OneClassConfig};
+use crate::solvers::lp::{
+    fit_lp_weighted, fit_one_class_weighted, LpAlgorithm, LpConfig, OneClassConfig,
+};
 use crate::solvers::mirror::{fit_group_weighted, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
 use crate::solvers::prox_newton::{fit_prox_newton_weighted, ProxNewtonConfig};
@@ -464,11 +466,11 @@ impl Settings {
                 "a starting point is taken by solver spicy only",
             ));
         }
-        if w.is_some() && matches!(self, Settings::Spicy(_) | Settings::OneClass(_)) {
+        if w.is_some() && matches!(self, Settings::Spicy(_)) {
             return Err(MkError::config(
                 "sample_weight",
-                "is taken by solvers analytic, interleaved, wrapper, prox_newton and mirror; \
-                 not yet by spicy, svrg, one_class or the path",
+                "is taken by solvers analytic, interleaved, wrapper, prox_newton, mirror and \
+                 one_class; not yet by spicy, svrg or the path",
             ));
         }
         match self {
@@ -489,7 +491,7 @@ impl Settings {
             )),
             Settings::OneClass(c) => {
                 crate::solvers::validate_targets(s.n(), y)?;
-                fit_one_class(s, c, i)
+                fit_one_class_weighted(s, w, c, i)
             }
         }
     }
@@ -934,7 +936,7 @@ fn svm<'py>(
         "svc" => svc(&kernel, &y, &[C], &opts, None, interrupt),
         "l2svm" => l2svm(&kernel, &y, &[C], &opts, None, interrupt),
         "svr" => svr(&kernel, &y, &[C], epsilon, &opts, None, interrupt),
-        "one_class" => one_class(&kernel, nu, &opts, None, interrupt),
+        "one_class" => one_class(&kernel, nu, &[1.0], &opts, None, interrupt),
         other => Err(MkError::config(
             "kind",
             format!("unknown SVM {other:?}; valid: svc, l2svm, svr, one_class"),

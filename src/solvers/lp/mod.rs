@@ -35,7 +35,7 @@ pub(crate) use analytic::GapSchedule;
 #[cfg(test)]
 pub(crate) use newton::bordered_many;
 pub(crate) use newton::KernelOp;
-pub use one_class::{fit_one_class, OneClassConfig};
+pub use one_class::{fit_one_class, fit_one_class_weighted, OneClassConfig};
 pub use single::SingleKernel;
 pub(crate) use working_set::{new_points, scatter_points, CheckSchedule, MAX_FRACTION};
 

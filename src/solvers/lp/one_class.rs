@@ -9,12 +9,18 @@
 //! Every SMO solution `α` is dual feasible, and `A[m] = θ_m α` is a primal point whose best
 //! offset `ρ` is the `⌈νn⌉`-th smallest `f(x_i)` (the primal is piecewise linear in `ρ` with
 //! slope `#{f_i < ρ} − νn`), so every step is certified.
+//!
+//! With a weight `w_i` per sample (scikit-learn's `sample_weight` of `OneClassSVM`) the loss
+//! is `Σ_i w_i max(0, ρ − f(x_i)) − νWρ`, `W = Σ_i w_i`, the dual box `0 ≤ α_i ≤ w_i` with
+//! `Σ α_i = νW`, and the best `ρ` the smallest `f_i` whose cumulated weight reaches `νW`:
+//! integer weights are duplicated rows.
 
 use super::newton::dense_matvec;
 use super::{dual_norm, lp_penalty, theta_update, GapSchedule, Tracker};
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
+use crate::losses::costs;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::smo::{one_class, DenseKernel, SmoOptions};
 use crate::solvers::witness::PsdCheck;
@@ -67,14 +73,27 @@ impl OneClassConfig {
     }
 }
 
-/// The offset `ρ` minimising `Σ_i max(0, ρ − f_i) − νnρ`, and that minimum.
-fn best_offset(f: &[f64], nu: f64) -> (f64, f64) {
-    let total = nu * f.len() as f64;
-    let mut sorted = f.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let k = (total.ceil() as usize).clamp(1, sorted.len());
-    let rho = sorted[k - 1];
-    let below: f64 = sorted[..k].iter().map(|fi| rho - fi).sum();
+/// The offset `ρ` minimising `Σ_i w_i max(0, ρ − f_i) − νWρ` (module docs), and that
+/// minimum: the slope `Σ_{f_i < ρ} w_i − νW` changes sign at the first sorted `f_i` whose
+/// cumulated weight reaches `νW`.
+fn best_offset(f: &[f64], w: &[f64], nu: f64) -> (f64, f64) {
+    let total = nu * w.iter().sum::<f64>();
+    let mut order: Vec<usize> = (0..f.len()).collect();
+    order.sort_by(|&a, &b| f[a].total_cmp(&f[b]));
+    // The tolerance keeps an exact integer νW (ν·n with unit weights) from missing its point
+    // by rounding.
+    let target = total * (1.0 - 1e-12);
+    let mut cum = 0.0;
+    let mut k = order.len();
+    for (r, &i) in order.iter().enumerate() {
+        cum += w[i];
+        if cum >= target {
+            k = r + 1;
+            break;
+        }
+    }
+    let rho = f[order[k - 1]];
+    let below: f64 = order[..k].iter().map(|&i| w[i] * (rho - f[i])).sum();
     (rho, below - total * rho)
 }
 
@@ -86,8 +105,20 @@ pub fn fit_one_class(
     cfg: &OneClassConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    fit_one_class_weighted(stack, None, cfg, interrupt)
+}
+
+/// [`fit_one_class`] with a weight per sample (module docs; `None`: ones).
+pub fn fit_one_class_weighted(
+    stack: &dyn KernelStack,
+    sample_weight: Option<&[f64]>,
+    cfg: &OneClassConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     cfg.validate()?;
     let (m, n) = (stack.m(), stack.n());
+    // Weights are checked as loss weights are (finite, > 0; `costs` at C = 1).
+    let w = &costs(1.0, sample_weight, n)?;
     let mut theta = theta_update(&vec![1.0; m], cfg.p);
     let mut k_theta = vec![0.0; n * n];
     let mut warm: Option<Vec<f64>> = None;
@@ -107,6 +138,7 @@ pub fn fit_one_class(
         let sol = one_class(
             &DenseKernel::new(&k_theta, n)?,
             cfg.nu,
+            w,
             &opts,
             warm.as_deref(),
             interrupt,
@@ -121,7 +153,7 @@ pub fn fit_one_class(
             .collect();
         let mut f = vec![0.0; n];
         dense_matvec(&k_theta, alpha, &mut f);
-        let (rho, offset_part) = best_offset(&f, cfg.nu);
+        let (rho, offset_part) = best_offset(&f, w, cfg.nu);
         let primal = lp_penalty(&norms, cfg.p) + offset_part;
         let witness = psd.all().scan(alpha, m, |k| quad[k]);
         let dual = (-0.5 * dual_norm(&quad, cfg.p), witness);
@@ -144,14 +176,64 @@ pub fn fit_one_class(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interrupt::NoInterrupt;
+    use crate::kernels::DenseStack;
+
+    /// Integer weights fit as duplicated rows: the same primal, θ and offset.
+    #[test]
+    fn integer_weights_equal_duplicated_rows() {
+        let (n, reps) = (30, [1usize, 2, 3]);
+        let (g, m, _) = crate::solvers::test_util::problem(n, false, 5);
+        let w: Vec<f64> = (0..n).map(|i| reps[i % 3] as f64).collect();
+        let rows: Vec<usize> = (0..n).flat_map(|i| vec![i; reps[i % 3]]).collect();
+        let nd = rows.len();
+        let dup: Vec<f64> = (0..m)
+            .flat_map(|k| {
+                let g = &g;
+                let rows = &rows;
+                rows.iter()
+                    .flat_map(move |&i| rows.iter().map(move |&j| g[k * n * n + i * n + j]))
+            })
+            .collect();
+        let stored = DenseStack::new(&g, m, n).unwrap();
+        let copies = DenseStack::new(&dup, m, nd).unwrap();
+        for nu in [0.2, 0.5] {
+            let cfg = OneClassConfig {
+                nu,
+                tol: 1e-10,
+                ..OneClassConfig::default()
+            };
+            let a = fit_one_class_weighted(&stored, Some(&w), &cfg, &NoInterrupt).unwrap();
+            let b = fit_one_class(&copies, &cfg, &NoInterrupt).unwrap();
+            assert_eq!(a.status, SolveStatus::Converged, "ν {nu}");
+            assert!(
+                (a.primal - b.primal).abs() <= 1e-8 * b.primal.abs(),
+                "ν {nu}: {} vs {}",
+                a.primal,
+                b.primal
+            );
+            for (s, t) in a.kernel_weights.iter().zip(&b.kernel_weights) {
+                assert!((s - t).abs() <= 1e-5 * (1e-3 + t), "ν {nu}: θ {s} vs {t}");
+            }
+            assert!((a.intercept - b.intercept).abs() <= 1e-6, "ν {nu}: offsets");
+        }
+    }
 
     #[test]
     fn the_offset_is_the_minimiser_of_the_piecewise_linear_term() {
         let f = [0.3, -1.0, 2.0, 0.7, 0.1];
-        for nu in [0.1, 0.2, 0.5, 0.9, 1.0] {
-            let (rho, value) = best_offset(&f, nu);
+        for (w, nu) in [[1.0; 5], [0.5, 2.0, 1.0, 3.0, 0.25]]
+            .iter()
+            .flat_map(|w| [0.1, 0.2, 0.5, 0.9, 1.0].map(|nu| (w, nu)))
+        {
+            let (rho, value) = best_offset(&f, w, nu);
+            let total = nu * w.iter().sum::<f64>();
             let h = |r: f64| {
-                f.iter().map(|fi| (r - fi).max(0.0)).sum::<f64>() - nu * f.len() as f64 * r
+                f.iter()
+                    .zip(w)
+                    .map(|(fi, wi)| wi * (r - fi).max(0.0))
+                    .sum::<f64>()
+                    - total * r
             };
             assert!((h(rho) - value).abs() < 1e-12);
             for r in (-300..300).map(|k| k as f64 / 100.0) {

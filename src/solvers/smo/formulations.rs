@@ -326,17 +326,19 @@ pub fn svr<K: KernelColumns + ?Sized>(
 }
 
 /// One-class SVM (Schölkopf et al. 2001), libsvm's `solve_one_class`, scaled as libsvm and
-/// scikit-learn's `OneClassSVM`:
+/// scikit-learn's `OneClassSVM`, with a weight `w_i` per sample as scikit-learn's libsvm
+/// takes `sample_weight` (`w` of length 1: the same weight for all):
 ///
 /// ```text
-/// dual  min_α  ½ αᵀKα   s.t.  1ᵀα = ν n,  0 ≤ α_i ≤ 1
+/// dual  min_α  ½ αᵀKα   s.t.  1ᵀα = ν Σ_i w_i,  0 ≤ α_i ≤ w_i
 /// ```
 ///
 /// Decision function `f(x) = Σ_i α_i K(x, x_i) − ρ` (`coef = α`, `intercept = −ρ`). The cold
-/// start is libsvm's: the first `⌊νn⌋` variables at 1, the next one at `νn − ⌊νn⌋`.
+/// start is libsvm's: the variables in order at their bound until the sum is reached.
 pub fn one_class<K: KernelColumns + ?Sized>(
     kernel: &K,
     nu: f64,
+    w: &[f64],
     options: &SmoOptions,
     warm: Option<&[f64]>,
     interrupt: &dyn Interrupt,
@@ -351,22 +353,25 @@ pub fn one_class<K: KernelColumns + ?Sized>(
             format!("must be in (0, 1], got {nu}"),
         ));
     }
+    let upper = expand_c(w, n)?;
     let ones = vec![1.0; n];
-    let total = nu * n as f64;
-    let alpha0 = initial_alpha(warm, &ones, &ones, total, || {
-        let full = (total as usize).min(n);
-        let mut a = vec![0.0; n];
-        a[..full].iter_mut().for_each(|a| *a = 1.0);
-        if full < n {
-            a[full] = total - full as f64;
-        }
-        a
+    let total = nu * upper.iter().sum::<f64>();
+    let alpha0 = initial_alpha(warm, &ones, &upper, total, || {
+        let mut left = total;
+        upper
+            .iter()
+            .map(|&u| {
+                let a = u.min(left).max(0.0);
+                left -= a;
+                a
+            })
+            .collect()
     })?;
     let p = vec![0.0; n];
     let spec = QpSpec {
         p: &p,
         y: &ones,
-        upper: &ones,
+        upper: &upper,
         diag_shift: None,
         kernel_index: None,
     };

@@ -334,7 +334,7 @@ fn one_class_two_points_closed_form() {
     // K = I, ν = 0.5: Σα = 1, min ½‖α‖² ⇒ α = (½, ½), ρ = 0.5, F = 0.25.
     let k = [1.0, 0.0, 0.0, 1.0];
     let kern = DenseKernel::new(&k, 2).unwrap();
-    let s = one_class(&kern, 0.5, &tight(), None, &NoInterrupt).unwrap();
+    let s = one_class(&kern, 0.5, &[1.0], &tight(), None, &NoInterrupt).unwrap();
     assert!(s.converged);
     assert!((s.alpha[0] - 0.5).abs() < 1e-12 && (s.alpha[1] - 0.5).abs() < 1e-12);
     assert!((s.rho - 0.5).abs() < 1e-12 && (s.intercept + 0.5).abs() < 1e-12);
@@ -433,7 +433,7 @@ fn one_class_matches_reference_qp() {
         let kern = DenseKernel::new(&k, 8).unwrap();
         let qp = DenseQp::one_class(&k, 8, nu);
         let (_, f_ref) = qp.reference(20_000);
-        let s = one_class(&kern, nu, &tight(), None, &NoInterrupt).unwrap();
+        let s = one_class(&kern, nu, &[1.0], &tight(), None, &NoInterrupt).unwrap();
         qp.check_kkt(&s.alpha, 1e-8);
         assert!(
             close(s.objective, f_ref, 1e-9),
@@ -488,7 +488,7 @@ fn kkt_and_intercept_on_larger_problems() {
         }
     }
 
-    let s = one_class(&kern, 0.3, &tight(), None, &NoInterrupt).unwrap();
+    let s = one_class(&kern, 0.3, &[1.0], &tight(), None, &NoInterrupt).unwrap();
     DenseQp::one_class(&k, n, 0.3).check_kkt(&s.alpha, 1e-8);
     for i in 0..n {
         if s.alpha[i] > 1e-8 && s.alpha[i] < 1.0 - 1e-8 {
@@ -599,8 +599,8 @@ fn shrinking_does_not_change_the_objective() {
             svr(&kern, &t, &[1.0], 0.1, &off, None, &NoInterrupt).unwrap(),
         ),
         (
-            one_class(&kern, 0.2, &on, None, &NoInterrupt).unwrap(),
-            one_class(&kern, 0.2, &off, None, &NoInterrupt).unwrap(),
+            one_class(&kern, 0.2, &[1.0], &on, None, &NoInterrupt).unwrap(),
+            one_class(&kern, 0.2, &[1.0], &off, None, &NoInterrupt).unwrap(),
         ),
     ];
     for (a, b) in &pairs {
@@ -904,8 +904,8 @@ fn invalid_inputs_are_rejected() {
         ni
     )));
     assert!(is_config(l2svm(&kern, &[1.0, -1.0], &[-1.0], &o, None, ni)));
-    assert!(is_config(one_class(&kern, 0.0, &o, None, ni)));
-    assert!(is_config(one_class(&kern, 1.5, &o, None, ni)));
+    assert!(is_config(one_class(&kern, 0.0, &[1.0], &o, None, ni)));
+    assert!(is_config(one_class(&kern, 1.5, &[1.0], &o, None, ni)));
     let bad_eps = SmoOptions {
         eps: 0.0,
         ..SmoOptions::default()
@@ -951,8 +951,8 @@ fn a_tolerance_below_rounding_stops_at_the_rounding_floor() {
             DenseQp::svr(&k, &t, 10.0, 0.1),
         ),
         (
-            one_class(&kern, 0.3, &tiny, None, &NoInterrupt).unwrap(),
-            one_class(&kern, 0.3, &tight(), None, &NoInterrupt).unwrap(),
+            one_class(&kern, 0.3, &[1.0], &tiny, None, &NoInterrupt).unwrap(),
+            one_class(&kern, 0.3, &[1.0], &tight(), None, &NoInterrupt).unwrap(),
             DenseQp::one_class(&k, 20, 0.3),
         ),
     ];
