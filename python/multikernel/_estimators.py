@@ -138,7 +138,9 @@ _DEFAULT_CACHE_MB = 1024.0
 _FEATURE_SOLVERS = ("svrg", "prox_newton")
 
 #: The solvers that take ``sample_weight`` (a weight per sample on the loss).
-_WEIGHTED_SOLVERS = ("analytic", "interleaved", "wrapper", "prox_newton", "mirror", "one_class")
+_WEIGHTED_SOLVERS = (
+    "analytic", "interleaved", "wrapper", "prox_newton", "mirror", "one_class", "svrg",
+)  # fmt: skip
 
 
 def _class_weights(

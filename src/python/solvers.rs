@@ -21,7 +21,7 @@ use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
 use crate::solvers::prox_newton::{fit_prox_newton_weighted, ProxNewtonConfig};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy_from, SpicyConfig, SpicyPenalty, SpicyStart};
-use crate::solvers::svrg::{fit_svrg, Features, SvrgConfig};
+use crate::solvers::svrg::{fit_svrg_weighted, Features, SvrgConfig};
 use crate::solvers::wrapper::{fit_wrapper_weighted, WrapperConfig};
 use crate::Result;
 
@@ -469,8 +469,8 @@ impl Settings {
         if w.is_some() && matches!(self, Settings::Spicy(_)) {
             return Err(MkError::config(
                 "sample_weight",
-                "is taken by solvers analytic, interleaved, wrapper, prox_newton, mirror and \
-                 one_class; not yet by spicy, svrg or the path",
+                "is taken by solvers analytic, interleaved, wrapper, prox_newton, mirror, \
+                 one_class and svrg; not yet by spicy or the path",
             ));
         }
         match self {
@@ -631,12 +631,6 @@ fn fit<'py>(
         None => None,
     };
     let r = if let Settings::Svrg(cfg) = &settings {
-        if weights.is_some() {
-            return Err(PyErr::from(MkError::config(
-                "sample_weight",
-                "is not taken by solver svrg yet",
-            )));
-        }
         if start.is_some() {
             return Err(PyErr::from(MkError::config(
                 "init_coef",
@@ -655,9 +649,25 @@ fn fit<'py>(
             )));
         }
         if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
-            svrg_on_blocks(py, &blocks, &y, cfg, n_threads, on_iteration)?
+            svrg_on_blocks(
+                py,
+                &blocks,
+                &y,
+                weights.as_deref(),
+                cfg,
+                n_threads,
+                on_iteration,
+            )?
         } else if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f32>>>() {
-            svrg_on_blocks(py, &blocks, &y, cfg, n_threads, on_iteration)?
+            svrg_on_blocks(
+                py,
+                &blocks,
+                &y,
+                weights.as_deref(),
+                cfg,
+                n_threads,
+                on_iteration,
+            )?
         } else {
             return Err(PyErr::from(MkError::config(
                 "solver",
@@ -847,6 +857,7 @@ fn svrg_on_blocks<T: crate::kernels::Element + numpy::Element>(
     py: Python<'_>,
     blocks: &[PyReadonlyArray2<'_, T>],
     y: &[f64],
+    weights: Option<&[f64]>,
     cfg: &SvrgConfig,
     n_threads: usize,
     on_iteration: Option<&Bound<'_, PyAny>>,
@@ -870,7 +881,9 @@ fn svrg_on_blocks<T: crate::kernels::Element + numpy::Element>(
         }
     };
     let feats = Features::new(data, n, &dims)?;
-    run_detached(py, n_threads, on_iteration, |i| fit_svrg(&feats, y, cfg, i))
+    run_detached(py, n_threads, on_iteration, |i| {
+        fit_svrg_weighted(&feats, y, weights, cfg, i)
+    })
 }
 
 /// The `(n, Σ D_k)` row-major matrix whose consecutive column ranges the blocks are, if they

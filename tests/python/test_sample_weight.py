@@ -108,6 +108,26 @@ def test_prox_newton_weights_equal_duplicated_rows() -> None:
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-5)
 
 
+def test_svrg_weights_meet_the_weighted_analytic_solver() -> None:
+    """SVRG (stochastic: not the duplicated rows' path) reaches the weighted optimum that the
+    analytic solver finds on the linear kernels of the same feature blocks, and the
+    certificates bracket each other."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(150, 6))
+    y = np.where(X[:, 0] - X[:, 3] + 0.3 * rng.normal(size=150) > 0, 1.0, -1.0)
+    w = rng.choice([0.5, 1.0, 3.0], size=150)
+    blocks = [np.ascontiguousarray(X[:, j : j + 2]) for j in range(0, 6, 2)]
+    G = np.stack([b @ b.T for b in blocks])
+    kw: dict[str, Any] = {"loss": "logistic", "C": 1.0}
+    a = mk.MKLClassifier(kernels="precomputed", solver="svrg", tol=1e-6, max_iter=500, **kw)
+    a.fit(blocks, y, sample_weight=w)
+    b = mk.MKLClassifier(kernels="precomputed", tol=1e-9, **kw).fit(G, y, sample_weight=w)
+    assert a.converged_
+    np.testing.assert_allclose(a.primal_objective_, b.primal_objective_, rtol=1e-5)
+    assert a.dual_objective_ <= b.primal_objective_ * (1 + 1e-8)
+    assert b.dual_objective_ <= a.primal_objective_ * (1 + 1e-8)
+
+
 def test_one_kernel_equals_svc_and_svr_with_weights(
     data: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
 ) -> None:

@@ -17,6 +17,10 @@
 //! epoch is `n` steps and the last iterate is kept; the paper's Proposition 1 steps and inner
 //! lengths were 12–40× slower, and its cap `λ̃ ← min(λ/d, L/2)` diverges as `d_k → 0`. The
 //! intercept is an SVRG coordinate and is also re-fitted exactly at every snapshot.
+//!
+//! With a weight `w_t` per sample the data term is `(1/n) Σ_t w_t ℓ(…)` (so `Cn·g` has the loss
+//! weights `c_t = C w_t`): sample `t`'s stochastic gradient carries `w_t`, and `L` takes
+//! `max_t w_t (‖φ(x_t)‖² + 1)`.
 
 #[cfg(test)]
 mod tests;
@@ -25,7 +29,7 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::features::SplitMix;
 use crate::kernels::Element;
-use crate::losses::Loss;
+use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{lp_dual, lp_penalty};
 use crate::solvers::tracker::{Model, Tracker};
@@ -128,12 +132,14 @@ fn dot<T: Element>(x: &[T], w: &[f64]) -> f64 {
     x.iter().zip(w).map(|(a, b)| a.to_f64() * b).sum()
 }
 
-/// The intercept minimising `Σ_t ℓ(y_t, z_t + b)`: bisection on the non-decreasing derivative.
-fn refit_intercept(loss: Loss, y: &[f64], z: &[f64], start: f64) -> f64 {
+/// The intercept minimising `Σ_t w_t ℓ(y_t, z_t + b)`: bisection on the non-decreasing
+/// derivative.
+fn refit_intercept(loss: Loss, y: &[f64], z: &[f64], w: &[f64], start: f64) -> f64 {
     let g = |b: f64| -> f64 {
         y.iter()
             .zip(z)
-            .map(|(&yi, &zi)| loss.deriv(yi, zi + b))
+            .zip(w)
+            .map(|((&yi, &zi), wi)| wi * loss.deriv(yi, zi + b))
             .sum()
     };
     let (mut lo, mut hi) = (start - 1.0, start + 1.0);
@@ -169,6 +175,17 @@ pub fn fit_svrg<T: Element>(
     cfg: &SvrgConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    fit_svrg_weighted(x, y, None, cfg, interrupt)
+}
+
+/// [`fit_svrg`] with a weight per sample on the loss (module docs).
+pub fn fit_svrg_weighted<T: Element>(
+    x: &Features<'_, T>,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &SvrgConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(x.n, y)?;
     if x.data.iter().any(|v| !v.to_f64().is_finite()) {
@@ -176,8 +193,9 @@ pub fn fit_svrg<T: Element>(
     }
     let (n, m, width) = (x.n, x.m(), x.width);
     let lam = 1.0 / (cfg.c * n as f64);
-    // SVRG takes no sample weights: the loss weight C of every point.
-    let cu = vec![cfg.c; n];
+    // The loss weights `c_t = C w_t`, and the weights `w_t` themselves.
+    let cu = costs(cfg.c, sample_weight, n)?;
+    let sw: Vec<f64> = cu.iter().map(|c| c / cfg.c).collect();
     let curvature = if cfg.loss == Loss::Logistic {
         0.25
     } else {
@@ -185,7 +203,7 @@ pub fn fit_svrg<T: Element>(
     };
     let big_l = curvature
         * (0..n)
-            .map(|t| x.row(t).iter().map(|v| v.to_f64().powi(2)).sum::<f64>() + 1.0)
+            .map(|t| sw[t] * (x.row(t).iter().map(|v| v.to_f64().powi(2)).sum::<f64>() + 1.0))
             .fold(0.0f64, f64::max);
     let block = |k: usize| x.offsets[k]..x.offsets[k + 1];
     let mut w = vec![0.0; width];
@@ -213,18 +231,14 @@ pub fn fit_svrg<T: Element>(
         for (t, zt) in z.iter_mut().enumerate() {
             *zt = dot(x.row(t), &w);
         }
-        b = refit_intercept(cfg.loss, y, &z, b);
+        b = refit_intercept(cfg.loss, y, &z, &sw, b);
         let norms: Vec<f64> = (0..m)
             .map(|k| w[block(k)].iter().map(|v| v * v).sum::<f64>().sqrt())
             .collect();
-        let data: f64 = y
-            .iter()
-            .zip(&z)
-            .map(|(&yi, &zi)| cfg.loss.value(yi, zi + b))
-            .sum();
-        let primal = cfg.c * data + lp_penalty(&norms, cfg.p);
-        for (g, (&yi, &zi)) in g0.iter_mut().zip(y.iter().zip(&z)) {
-            *g = cfg.loss.deriv(yi, zi + b);
+        let primal = cfg.loss.weighted_total(y, &z, b, &cu) + lp_penalty(&norms, cfg.p);
+        // Each sample's gradient factor `w_t ℓ′` (the weight rides along in every step).
+        for (t, g) in g0.iter_mut().enumerate() {
+            *g = sw[t] * cfg.loss.deriv(y[t], z[t] + b);
         }
         let raw: Vec<f64> = g0.iter().map(|g| -cfg.c * g).collect();
         let beta = cfg.loss.centre_dual(y, &raw, &cu);
@@ -290,7 +304,7 @@ pub fn fit_svrg<T: Element>(
             }
             let t = (rng.next_u64() % n as u64) as usize;
             let row = x.row(t);
-            let delta = cfg.loss.deriv(y[t], dot(row, &w) + b) - g0[t];
+            let delta = sw[t] * cfg.loss.deriv(y[t], dot(row, &w) + b) - g0[t];
             for k in 0..m {
                 let (h, l) = (steps[k], lam_k[k]);
                 for j in block(k) {
