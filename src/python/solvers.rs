@@ -648,26 +648,11 @@ fn fit<'py>(
                  one per kernel, not a kernel stack (kernels=FeatureBank(...) in the estimators)",
             )));
         }
+        let w = weights.as_deref();
         if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
-            svrg_on_blocks(
-                py,
-                &blocks,
-                &y,
-                weights.as_deref(),
-                cfg,
-                n_threads,
-                on_iteration,
-            )?
+            svrg_on_blocks(py, &blocks, &y, w, cfg, n_threads, on_iteration)?
         } else if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f32>>>() {
-            svrg_on_blocks(
-                py,
-                &blocks,
-                &y,
-                weights.as_deref(),
-                cfg,
-                n_threads,
-                on_iteration,
-            )?
+            svrg_on_blocks(py, &blocks, &y, w, cfg, n_threads, on_iteration)?
         } else {
             return Err(PyErr::from(MkError::config(
                 "solver",
