@@ -10,8 +10,7 @@ The levels, the same for every estimator and :func:`multikernel.mkl_path`:
   extra) instead of the iteration lines: over the iterations (SVRG: epochs) of a fit, the
   points of a path, the binary problems of a multiclass fit, the probability folds, the
   folds and candidates of the CV estimators, and the kernels of a Gram stack; the summary
-  lines stay. Without tqdm, level 2
-  logs as level 1.
+  lines stay. Without tqdm, level 2 logs as level 1.
 
 Every record states a certificate whose relative gap ``(P − D)/max(|P|, 1e-12)``
 (``src/result.rs``) follows from the primal ``P`` and dual ``D`` printed beside it: the
