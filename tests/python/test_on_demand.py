@@ -90,7 +90,7 @@ def test_classifier_on_demand_equals_the_stored_stack(
 def _same_fit(b: Any, a: Any, Xt: FloatArray, rtol: float, wtol: float) -> None:
     """``b``, fitted on demand, converged to the stored fit ``a``: primal to ``rtol``, kernel
     weights and test decisions to ``wtol``."""
-    assert b.converged_ and isinstance(b._test_stack(Xt), _data.CrossOnDemand)
+    assert b.converged_ is True and isinstance(b._test_stack(Xt), _data.CrossOnDemand)
     _close(b.primal_objective_, a.primal_objective_, rtol, "primal")
     _close(b.kernel_weights_, a.kernel_weights_, wtol, "kernel weights")
     _close(b.decision_function(Xt), a.decision_function(Xt), wtol, "decisions")

@@ -122,7 +122,7 @@ def test_svrg_weights_meet_the_weighted_analytic_solver() -> None:
     a = mk.MKLClassifier(kernels="precomputed", solver="svrg", tol=1e-6, max_iter=500, **kw)
     a.fit(blocks, y, sample_weight=w)
     b = mk.MKLClassifier(kernels="precomputed", tol=1e-9, **kw).fit(G, y, sample_weight=w)
-    assert a.converged_
+    assert a.converged_ is True and a.duality_gap_ <= a.tol, a.duality_gap_
     np.testing.assert_allclose(a.primal_objective_, b.primal_objective_, rtol=1e-5)
     assert a.dual_objective_ <= b.primal_objective_ * (1 + 1e-8)
     assert b.dual_objective_ <= a.primal_objective_ * (1 + 1e-8)

@@ -193,9 +193,9 @@ pub fn fit_svrg_weighted<T: Element>(
     }
     let (n, m, width) = (x.n, x.m(), x.width);
     let lam = 1.0 / (cfg.c * n as f64);
-    // The loss weights `c_t = C w_t`, and the weights `w_t` themselves.
-    let cu = costs(cfg.c, sample_weight, n)?;
-    let sw: Vec<f64> = cu.iter().map(|c| c / cfg.c).collect();
+    // The weights `w_t` (checked as loss weights are) and the loss weights `c_t = C w_t`.
+    let sw = costs(1.0, sample_weight, n)?;
+    let cu: Vec<f64> = sw.iter().map(|w| cfg.c * w).collect();
     let curvature = if cfg.loss == Loss::Logistic {
         0.25
     } else {
