@@ -226,6 +226,7 @@ def path(
     *,
     n_threads: int = 0,
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> PathResult: ...
 def svm(
     k: NDArray[np.float64],

@@ -16,10 +16,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_array
 
 from . import _core, _progress
-from ._data import Blocks, Input, TestSide, TestStack, check_targets, resolve
+from ._data import Blocks, Dense, Input, TestSide, TestStack, check_targets, resolve
 from ._estimators import default_kernels
 from ._typing import Normalization, PsdRepair
-from ._validation import check_n_threads, check_psd, check_verbose
+from ._validation import check_n_threads, check_psd, check_sample_weight, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank
 
@@ -354,6 +354,33 @@ def _raw(X: Any) -> NDArray[np.float64]:
     return out
 
 
+def _run_path(
+    stack: Dense | Blocks,
+    target: NDArray[np.float64],
+    settings: dict[str, Any],
+    sw: NDArray[np.float64] | None,
+    threads: int,
+    log: _progress.IterationLog | None,
+) -> tuple[_core.PathResult, NDArray[np.float64]]:
+    """The engine's path and its ``alphas`` over all training points: samples of weight 0
+    have no loss and are left out of the path (as libsvm leaves them out of a fit), with
+    ``α = 0``."""
+    if sw is None or bool(np.all(sw > 0)):
+        r = _core.path(
+            stack.engine, target, settings, n_threads=threads, on_iteration=log, sample_weight=sw
+        )
+        return r, np.asarray(r.alphas)
+    keep = np.flatnonzero(sw > 0)
+    r = _core.path(
+        stack.subset(keep).engine, np.ascontiguousarray(target[keep]), settings,
+        n_threads=threads, on_iteration=log, sample_weight=np.ascontiguousarray(sw[keep]),
+    )  # fmt: skip
+    part = np.asarray(r.alphas)
+    alphas = np.zeros((part.shape[0], len(sw)))
+    alphas[:, keep] = part
+    return r, alphas
+
+
 def _feature_coefs(
     alphas: NDArray[np.float64], eta: NDArray[np.float64], blocks: Sequence[NDArray[Any]]
 ) -> tuple[NDArray[np.float64], ...]:
@@ -379,6 +406,7 @@ def mkl_path(
     psd: PsdRepair = "check",
     n_threads: int = 0,
     verbose: int = 0,
+    sample_weight: Any = None,
 ) -> MKLPath:
     """Follow the regularization path of block-ℓ1 MKL by predictor–corrector steps.
 
@@ -456,6 +484,13 @@ def mkl_path(
         (the engine reports a point without its ``C``, so the lines are written from the
         result). ``2`` or more: also a progress bar over the points while the path runs
         (tqdm, the ``progress`` extra; without it, as ``1``).
+    sample_weight : array-like of shape (n_samples,) or None, default None
+        A weight ``w_i ≥ 0`` on each sample's loss: the objective becomes
+        ``C Σ_i w_i ℓ(y_i, f(x_i)) + Σ_j d_j ‖f_j‖`` (docs/mathematics.md §5, "Sample
+        weights"). Integer weights give the path of the duplicated rows: the default ``d_j``
+        is the weighted mean ``sqrt(Σ_i w_i K_j[i,i] / Σ_i w_i)``, and kernels computed from
+        specifications weigh their normalisation statistics by ``w``. Samples of weight 0 are
+        left out (their ``alphas`` are 0). None: every weight 1.
 
     Returns
     -------
@@ -520,9 +555,10 @@ def mkl_path(
         else resolve(
             kernels, X, y, points=lambda Xr, yr: (_raw(Xr), yr), default_specs=default_kernels,
             normalize=normalize, n_threads=threads, block_lists=False, stack_if_3d=True,
-            verbose=verbose,
+            verbose=verbose, sample_weight=sample_weight,
         )
     )  # fmt: skip
+    sw = check_sample_weight(sample_weight, data.n)
     stack, shifts = data.stack.repair(psd, threads)
     M = stack.M
     classes: NDArray[Any] | None = None
@@ -563,10 +599,10 @@ def mkl_path(
     with _progress.iteration_log("mkl_path", 2 if verbose >= 2 else 0, None, "point") as log:
         if log is not None and log.bar is None:
             log = None  # no tqdm: the table after the path says it all
-        r = _core.path(stack.engine, target, settings, n_threads=threads, on_iteration=log)
+        r, alphas = _run_path(stack, target, settings, sw, threads, log)
     path = MKLPath(
         Cs=np.asarray(r.cs),
-        alphas=np.asarray(r.alphas),
+        alphas=alphas,
         kernel_weights=np.asarray(r.eta),
         kernel_norms=np.asarray(r.kernel_norms),
         d=np.asarray(r.weights),
@@ -586,7 +622,7 @@ def mkl_path(
         kernel_bank=data.bank,
         psd_shifts=shifts,
         feature_coefs=(
-            _feature_coefs(np.asarray(r.alphas), np.asarray(r.eta), stack.F)
+            _feature_coefs(alphas, np.asarray(r.eta), stack.F)
             if isinstance(stack, Blocks)
             else None
         ),

@@ -30,7 +30,7 @@ from ._estimators import (
 )
 from ._path import MKLPath, mkl_path
 from ._typing import Normalization, PsdRepair
-from ._validation import check_n_threads, check_psd
+from ._validation import check_n_threads, check_psd, check_sample_weight
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel
 
@@ -45,7 +45,10 @@ _DELEGATED = tuple(
 
 #: One fold: its paths with their target offset (``_BaseMKLCV._paths``), its held-out stack
 #: and its held-out targets.
-_FoldPath: TypeAlias = tuple[tuple[list[MKLPath], float], TestStack, NDArray[Any]]
+#: A fold's paths and target offset, its held-out stack, targets and sample weights.
+_FoldPath: TypeAlias = tuple[
+    tuple[list[MKLPath], float], TestStack, NDArray[Any], NDArray[np.float64] | None
+]
 
 
 class _AtC(BaseEstimator):  # type: ignore[misc]
@@ -119,20 +122,24 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         self.n_threads = n_threads
         self.verbose = verbose
 
-    def _paths(self, Xtr: Input, ytr: NDArray[Any]) -> tuple[list[MKLPath], float]:
-        """The fold's paths (one per class for more than two classes) and the target offset."""
+    def _paths(
+        self, Xtr: Input, ytr: NDArray[Any], wtr: NDArray[np.float64] | None
+    ) -> tuple[list[MKLPath], float]:
+        """The fold's paths (one per class for more than two classes) and the target offset
+        (the weighted mean of the targets), with the training rows' sample weights ``wtr``."""
         common: dict[str, Any] = {
             "mu": self.mu,
             "tol": self.tol,
             "normalize": self.normalize,
             "psd": self.psd,
             "n_threads": self.n_threads,
+            "sample_weight": wtr,
         }
         M = Xtr.M
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if not self._classifier:
-                offset = float(np.mean(ytr))
+                offset = float(np.average(ytr, weights=wtr))
                 return [mkl_path(Xtr, ytr - offset, loss="squared", d=np.ones(M), **common)], offset
             if len(self.classes_) == 2:
                 yb = np.where(ytr == self.classes_[1], 1.0, -1.0)
@@ -143,7 +150,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 paths.append(mkl_path(Xtr, yb, loss="logistic", d=np.ones(M), **common))
             return paths, 0.0
 
-    def fit(self, X: Any, y: Any) -> Any:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Any:
         """Fit a path per fold, choose ``C`` on the held-out scores, refit at ``C_``.
 
         Parameters
@@ -157,6 +164,12 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             and the refit reads the factors as feature blocks.
         y : array-like of shape (n_samples,)
             Targets or labels.
+        sample_weight : array-like of shape (n_samples,) or None, default None
+            A weight ``w_i ≥ 0`` on each sample's loss, in every fold's path
+            (:func:`multikernel.mkl_path`), in the held-out scores (passed to the scorer)
+            and in the refit; kernels computed from specifications weigh their normalisation
+            statistics by it, and a regressor's target offset is the weighted mean. None:
+            every weight 1.
 
         Returns
         -------
@@ -196,22 +209,23 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         """
         started = time.perf_counter()
         is_count = self._check_Cs()
-        data, yv = self._resolve_input(X, y)
+        data, yv = self._resolve_input(X, y, sample_weight)
+        sw = check_sample_weight(sample_weight, data.n)
         folds = list(check_cv(self.cv, yv, classifier=self._classifier).split(np.zeros(data.n), yv))
         name = type(self).__name__
         with _progress.bar(self.verbose, len(folds), f"{name}: fold paths", "fold") as b:
             fold_paths = []
             for tr, te in folds:
-                fold_paths.append(self._fold_path(data, yv, tr, te))
+                fold_paths.append(self._fold_path(data, yv, sw, tr, te))
                 b.update()
         grid = self._candidates(fold_paths, is_count)
         scores = self._scores(fold_paths, grid)
         C = self._choose_C(scores, grid, [len(te) for _, te in folds])
         self.Cs_ = grid
         self.scores_ = scores
-        self.paths_ = [paths for (paths, _), _, _ in fold_paths]
+        self.paths_ = [paths for (paths, _), _, _, _ in fold_paths]
         self.C_ = C
-        self._refit(data, X, yv)
+        self._refit(data, X, yv, sample_weight)
         if self.verbose:
             self._log_summary(time.perf_counter() - started)
         return self
@@ -258,13 +272,15 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             )
         return is_count
 
-    def _resolve_input(self, X: Any, y: Any) -> tuple[Input, NDArray[Any]]:
-        """The training input and the targets; a classifier's ``classes_`` (at least two)."""
+    def _resolve_input(self, X: Any, y: Any, sample_weight: Any) -> tuple[Input, NDArray[Any]]:
+        """The training input (kernels from specifications with statistics weighted by
+        ``sample_weight``) and the targets; a classifier's ``classes_`` (at least two)."""
         check_psd(self.psd)
         data, yv = resolve(
             self.kernels, X, y, default_specs=default_kernels, normalize=self.normalize,
             n_threads=check_n_threads(self.n_threads), block_lists=False,
-            verbose=int(self.verbose), points=lambda Xr, yr: validate_data(
+            verbose=int(self.verbose), sample_weight=sample_weight,
+            points=lambda Xr, yr: validate_data(
                 self, Xr, yr, dtype=np.float64, y_numeric=not self._classifier
             ),
         )  # fmt: skip
@@ -279,21 +295,27 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         return data, yv
 
     def _fold_path(
-        self, data: Input, yv: NDArray[Any], tr: NDArray[np.intp], te: NDArray[np.intp]
+        self,
+        data: Input,
+        yv: NDArray[Any],
+        sw: NDArray[np.float64] | None,
+        tr: NDArray[np.intp],
+        te: NDArray[np.intp],
     ) -> _FoldPath:
-        """One fold: its paths and target offset on the training rows, its held-out stack
-        and targets."""
+        """One fold: its paths and target offset on the training rows, its held-out stack,
+        targets and sample weights."""
         # A bank is fitted on the fold's training rows only (honest CV).
         Xtr, Xte = data.fold(tr, te)
-        return self._paths(Xtr, yv[tr]), Xte, yv[te]
+        wtr, wte = (None, None) if sw is None else (sw[tr], sw[te])
+        return self._paths(Xtr, yv[tr], wtr), Xte, yv[te], wte
 
     def _candidates(self, fold_paths: list[_FoldPath], is_count: bool) -> NDArray[np.float64]:
         """The candidate Cs: ``Cs`` of them log-spaced over the folds' paths, or ``Cs``
         sorted."""
         Cs: Any = self.Cs
         if is_count:
-            lo = min(p.C0 for (ps, _), _, _ in fold_paths for p in ps)
-            hi = max(p.Cs[-1] for (ps, _), _, _ in fold_paths for p in ps)
+            lo = min(p.C0 for (ps, _), _, _, _ in fold_paths for p in ps)
+            hi = max(p.Cs[-1] for (ps, _), _, _, _ in fold_paths for p in ps)
             return np.geomspace(lo, hi, int(Cs))
         return np.sort(np.asarray(Cs, dtype=np.float64))
 
@@ -307,9 +329,11 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         total = len(fold_paths) * len(grid)
         name = f"{type(self).__name__}: held-out scores"
         with _progress.bar(self.verbose, total, name, "score", leave=False) as b:
-            for k, ((paths, offset), Xte, yte) in enumerate(fold_paths):
+            for k, ((paths, offset), Xte, yte, wte) in enumerate(fold_paths):
+                # A scorer takes sample_weight only when it is given (scikit-learn's rule).
+                kw = {} if wte is None else {"sample_weight": wte}
                 for i, C in enumerate(grid):
-                    scores[k, i] = scorer(at(paths, float(C), classes, offset), Xte, yte)
+                    scores[k, i] = scorer(at(paths, float(C), classes, offset), Xte, yte, **kw)
                     b.update()
         return scores
 
@@ -340,9 +364,9 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         mean = defined[:, choosable].mean(axis=0)
         return float(grid[choosable[int(np.argmax(mean))]])
 
-    def _refit(self, data: Input, X: Any, yv: NDArray[Any]) -> None:
-        """Refit ``penalty="l1"`` at ``C_`` on all the data (``estimator_``) and copy its
-        fitted attributes."""
+    def _refit(self, data: Input, X: Any, yv: NDArray[Any], sample_weight: Any) -> None:
+        """Refit ``penalty="l1"`` at ``C_`` on all the data (``estimator_``, with the same
+        ``sample_weight``) and copy its fitted attributes."""
         refit_cls = MKLClassifier if self._classifier else MKLRegressor
         # On factors the refit reads them as feature blocks (no n×n matrix formed), and
         # predicts from their rows or from the dense cross kernels (resolve's factors). It
@@ -359,7 +383,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             max_iter=self.max_iter,
             n_threads=self.n_threads,
             verbose=self.verbose,
-        ).fit(X, yv)
+        ).fit(X, yv, sample_weight=sample_weight)
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))

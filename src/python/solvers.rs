@@ -17,7 +17,7 @@ use crate::solvers::lp::{
     fit_lp_weighted, fit_one_class_weighted, LpAlgorithm, LpConfig, OneClassConfig,
 };
 use crate::solvers::mirror::{fit_group_weighted, Groups, MirrorConfig, StepRule};
-use crate::solvers::path::{fit_path, PathConfig, PathEnd, PathResult};
+use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
 use crate::solvers::prox_newton::{fit_prox_newton_weighted, ProxNewtonConfig};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy_from, SpicyConfig, SpicyPenalty, SpicyStart};
@@ -813,9 +813,10 @@ fn path_settings(dict: &Bound<'_, PyDict>) -> PyResult<PathConfig> {
 }
 
 /// Follows the regularization path of block-ℓ1 MKL (no intercept) on a dense stack;
-/// `on_iteration(primal, dual, gap, active, seconds)` is called for every point.
+/// `on_iteration(primal, dual, gap, active, seconds)` is called for every point;
+/// `sample_weight` `(n,)`, finite and > 0, weights each sample's loss.
 #[pyfunction]
-#[pyo3(signature = (g, y, settings, *, n_threads=0, on_iteration=None))]
+#[pyo3(signature = (g, y, settings, *, n_threads=0, on_iteration=None, sample_weight=None))]
 fn path<'py>(
     py: Python<'py>,
     g: &Bound<'py, PyAny>,
@@ -823,13 +824,18 @@ fn path<'py>(
     settings: &Bound<'py, PyDict>,
     n_threads: usize,
     on_iteration: Option<&Bound<'py, PyAny>>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<PyPathResult> {
     let cfg = path_settings(settings)?;
     let y = y.as_array().to_vec();
+    let w = sample_weight.map(|w| w.as_array().to_vec());
     let n = y.len();
     let (r, m) = with_dense(g, |s| {
         let m = s.m();
-        run_detached(py, n_threads, on_iteration, |i| fit_path(s, &y, &cfg, i)).map(|r| (r, m))
+        run_detached(py, n_threads, on_iteration, |i| {
+            fit_path_weighted(s, &y, w.as_deref(), &cfg, i)
+        })
+        .map(|r| (r, m))
     })?;
     PyPathResult::new(py, r, n, m)
 }

@@ -295,3 +295,67 @@ def test_estimator_weights_equal_duplicated_rows_with_kernels_from_specs(normali
     assert a.primal_objective_ == pytest.approx(b.primal_objective_, rel=1e-6)
     Xt = rng.normal(size=(15, 3))
     np.testing.assert_allclose(a.decision_function(Xt), b.decision_function(Xt), atol=1e-4)
+
+
+def _stack_cases() -> list[tuple[str, FloatArray, FloatArray]]:
+    """The path's two losses on 40 points of the ``data`` problem's kind: real targets and ±1
+    labels, a stack of 4 kernels whose diagonals vary (the default ``d_j`` is a weighted
+    mean)."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(40, 3))
+    specs = [Linear(), Gaussian(sigma=1.0), mk.kernels.Polynomial(degree=2, features=[0, 1]),
+             Linear(features=[2])]  # fmt: skip
+    G = mk.kernels.KernelBank(specs, normalize="none").fit_transform(X)
+    t = X[:, 0] - 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=40)
+    return [("squared", G, t - t.mean()), ("logistic", G, np.where(t > 0, 1.0, -1.0))]
+
+
+@pytest.mark.parametrize("case", _stack_cases(), ids=lambda c: c[0])
+def test_weighted_path_points_equal_cvxpy(case: tuple[str, FloatArray, FloatArray]) -> None:
+    """``mkl_path(sample_weight=)``: the default ``d_j`` is the weighted mean of the diagonal
+    (closed form), and points along the path bracket cvxpy's weighted optimum within their
+    certified gaps."""
+    loss, G, y = case
+    w = np.random.default_rng(12).uniform(0.3, 3.0, size=len(y))
+    path = mk.mkl_path(G, y, loss=loss, sample_weight=w, tol=1e-6)  # type: ignore[arg-type]
+    diag = np.einsum("mii->mi", G)
+    np.testing.assert_allclose(path.d, np.sqrt(diag @ w / w.sum()), rtol=1e-12)
+    Gw = G / (path.d**2)[:, None, None]
+    for k in np.linspace(0, len(path.Cs) - 1, 4).astype(int)[1:]:
+        C = float(path.Cs[k])
+        ref = cvxpy_mkl(Gw, y, C=C, loss=loss, penalty="l1", intercept=False, sample_weight=w)
+        P, D = path.primal_objectives[k], path.dual_objectives[k]
+        assert D <= ref.objective * (1 + 1e-7) + 1e-9
+        assert P >= ref.objective * (1 - 1e-7) - 1e-9
+        assert path.duality_gaps[k] <= 1e-6
+    unweighted = mk.mkl_path(G, y, loss=loss)  # type: ignore[arg-type]
+    assert abs(unweighted.C0 / path.C0 - 1.0) > 1e-2
+
+
+def test_weighted_path_equals_duplicated_rows_and_drops_zero_weights() -> None:
+    """Kernels from specifications with weighted statistics (``normalize="trace"``): integer
+    weights give the path of the duplicated rows (the same ``C0``, ``d`` and predictions at
+    the end), and a weight of 0 is the sample left out (its ``alphas`` are 0)."""
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(40, 3))
+    y = X[:, 0] - 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=40)
+    y -= y.mean()
+    specs = [Linear(), Gaussian(sigma=1.0), Gaussian(sigma=2.0, features=[1, 2])]
+    w = rng.integers(0, 4, size=40).astype(float)
+    w[:2] = (0.0, 2.0)
+    rep = np.repeat(np.arange(40), w.astype(int))
+    kw: dict[str, Any] = dict(kernels=specs, normalize="trace", tol=1e-6, C_max=5.0)
+    a = mk.mkl_path(X, y, sample_weight=w, **kw)
+    b = mk.mkl_path(X[rep], y[rep], **kw)
+    assert a.C0 == pytest.approx(b.C0, rel=1e-10)
+    np.testing.assert_allclose(a.d, b.d, rtol=1e-10)
+    assert a.Cs[-1] == pytest.approx(b.Cs[-1], rel=1e-12)
+    gaps = a.duality_gaps[-1] + b.duality_gaps[-1]
+    assert a.primal_objectives[-1] == pytest.approx(b.primal_objectives[-1], rel=gaps + 1e-10)
+    Xt = rng.normal(size=(10, 3))
+    np.testing.assert_allclose(a.predict(Xt, C=5.0), b.predict(Xt, C=5.0), atol=1e-3)
+    assert np.all(a.alphas[:, w == 0] == 0.0)
+    keep = w > 0
+    c = mk.mkl_path(X[keep], y[keep], sample_weight=w[keep], **kw)
+    assert a.C0 == pytest.approx(c.C0, rel=1e-12)
+    np.testing.assert_allclose(a.alphas[-1][keep], c.alphas[-1], rtol=1e-9, atol=1e-12)

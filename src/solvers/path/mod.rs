@@ -202,6 +202,9 @@ struct Barrier<'a> {
     /// The kernels in the barrier (the working set), numbered `0..m` in every vector below.
     stack: SubStack<'a>,
     y: &'a [f64],
+    /// The per-sample loss weights `w_i` (ones without `sample_weight`): point `i`'s dual term
+    /// is `w_i ψ_i(λα_i/w_i)`, the conjugate of `w_i ℓ(y_i, ·)`.
+    w: &'a [f64],
     loss: Loss,
     d: Vec<f64>,
     d2: Vec<f64>,
@@ -312,15 +315,17 @@ fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
 }
 
 impl<'a> Barrier<'a> {
-    /// The barrier problem on the kernels `set` of `full` with their weights `d`.
+    /// The barrier problem on the kernels `set` of `full` with their weights `d`, the
+    /// samples' loss weights `w`, and a fixed barrier weight `mu` (`None`: μ follows the primal
+    /// value, from 1e-3).
     fn new(
         full: &'a dyn KernelStack,
         set: Vec<usize>,
         d: &[f64],
         y: &'a [f64],
+        w: &'a [f64],
         loss: Loss,
-        mu: f64,
-        adaptive: bool,
+        mu: Option<f64>,
     ) -> Self {
         let d: Vec<f64> = set.iter().map(|&j| d[j]).collect();
         Barrier {
@@ -328,11 +333,12 @@ impl<'a> Barrier<'a> {
             m: set.len(),
             stack: SubStack::new(full, set),
             y,
+            w,
             loss,
             d2: d.iter().map(|v| v * v).collect(),
             d,
-            mu,
-            adaptive,
+            mu: mu.unwrap_or(1e-3),
+            adaptive: mu.is_none(),
             n: full.n(),
             factorizations: 0,
         }
@@ -403,17 +409,36 @@ impl<'a> Barrier<'a> {
             .collect()
     }
 
+    /// The first three derivatives of `v ↦ w_i ψ_i(v/w_i)`:
+    /// `ψ′(v/w)`, `ψ″(v/w)/w`, `ψ‴(v/w)/w²`.
     fn derivs(&self, i: usize, v: f64) -> [f64; 3] {
+        let w = self.w[i];
         self.loss
-            .conjugate_derivatives(self.y[i], v)
-            .unwrap_or([f64::NAN; 3])
+            .conjugate_derivatives(self.y[i], v / w)
+            .map_or([f64::NAN; 3], |[d1, d2, d3]| [d1, d2 / w, d3 / (w * w)])
+    }
+
+    /// The open interval of `v = λα_i` where point `i`'s dual term is finite: the
+    /// conjugate's domain times `w_i`.
+    fn domain(&self, i: usize) -> (f64, f64) {
+        let (lo, hi) = self.loss.conjugate_domain(self.y[i]);
+        (self.w[i] * lo, self.w[i] * hi)
+    }
+
+    /// `Σ_i w_i ψ_i(v_i/w_i)` at `v = λα/scale`.
+    fn conjugate_sum(&self, a: &[f64], lam: f64, scale: f64) -> f64 {
+        a.iter()
+            .zip(self.y)
+            .zip(self.w)
+            .map(|((&a, &y), &w)| w * self.loss.conjugate(y, lam * a / scale / w))
+            .sum()
     }
 
     /// Strictly inside the ellipsoids and the conjugate's domain at `λα`.
     fn feasible(&self, it: &Iterate, lam: f64) -> bool {
         it.r2.iter().zip(&self.d2).all(|(r, d)| r < d)
-            && it.a.iter().zip(self.y).all(|(&a, &y)| {
-                let (lo, hi) = self.loss.conjugate_domain(y);
+            && it.a.iter().enumerate().all(|(i, &a)| {
+                let (lo, hi) = self.domain(i);
                 let v = lam * a;
                 v > lo && v < hi
             })
@@ -433,11 +458,7 @@ impl<'a> Barrier<'a> {
         if !self.feasible(it, lam) {
             return f64::INFINITY;
         }
-        let psi: f64 =
-            it.a.iter()
-                .zip(self.y)
-                .map(|(&a, &y)| self.loss.conjugate(y, lam * a))
-                .sum();
+        let psi = self.conjugate_sum(&it.a, lam, 1.0);
         let logs: f64 = it.r2.iter().zip(&self.d2).map(|(r, d)| (d - r).ln()).sum();
         psi / lam - 0.5 * self.mu * logs
     }
@@ -498,8 +519,8 @@ impl<'a> Barrier<'a> {
     fn max_step(&self, it: &Iterate, lam: f64, da: &[f64], kda: &[f64]) -> f64 {
         let n = self.n;
         let mut t = f64::INFINITY;
-        for (i, (&a, &y)) in it.a.iter().zip(self.y).enumerate() {
-            let (lo, hi) = self.loss.conjugate_domain(y);
+        for (i, &a) in it.a.iter().enumerate() {
+            let (lo, hi) = self.domain(i);
             let (v, dv) = (lam * a, lam * da[i]);
             if dv > 0.0 && hi.is_finite() {
                 t = t.min((hi - v) / dv);
@@ -654,7 +675,7 @@ impl<'a> Barrier<'a> {
         // at large C the second term wins for most idle kernels, but not for all.
         let f = self.model(it, &full);
         let curv: Vec<f64> = (0..self.n)
-            .map(|i| 0.5 * c * self.loss.deriv2(self.y[i], f[i]))
+            .map(|i| 0.5 * c * self.w[i] * self.loss.deriv2(self.y[i], f[i]))
             .collect();
         let worth: Vec<bool> = (0..self.m)
             .map(|j| {
@@ -689,11 +710,7 @@ impl<'a> Barrier<'a> {
             .zip(&self.d)
             .map(|(r, d)| r.max(0.0).sqrt() / d)
             .fold(1.0f64, f64::max);
-        let psi: f64 =
-            it.a.iter()
-                .zip(self.y)
-                .map(|(&a, &y)| self.loss.conjugate(y, lam * a / scale))
-                .sum();
+        let psi = self.conjugate_sum(&it.a, lam, scale);
         Certificate {
             primal,
             dual: -c * psi,
@@ -722,7 +739,8 @@ impl<'a> Barrier<'a> {
         let data: f64 = f
             .iter()
             .zip(self.y)
-            .map(|(&fi, &y)| self.loss.value(y, fi))
+            .zip(self.w)
+            .map(|((&fi, &y), &w)| w * self.loss.value(y, fi))
             .sum();
         (c * data + dot(&self.d, &norms), eta, norms)
     }
@@ -795,17 +813,18 @@ fn settle(pb: &Barrier<'_>, it: Iterate, tangent: Option<Tangent>) -> (Iterate, 
     }
 }
 
-/// The default weights `d_j = sqrt(tr K_j / n)` (1 for a zero kernel, which any weight leaves
-/// out of the model).
-pub fn default_weights(stack: &dyn KernelStack) -> Vec<f64> {
-    let n = stack.n();
-    let mut diag = vec![0.0; n];
+/// The default weights `d_j = sqrt(Σ_i w_i K_j[i,i] / Σ_i w_i)`, `sqrt(tr K_j / n)` for unit
+/// sample weights `w` (1 for a zero kernel, which any weight leaves out of the model): the
+/// weighted mean keeps integer weights equal to duplicated rows.
+fn default_weights(stack: &dyn KernelStack, w: &[f64]) -> Vec<f64> {
+    let mut diag = vec![0.0; stack.n()];
+    let total: f64 = w.iter().sum();
     (0..stack.m())
         .map(|j| {
             stack.diag(j, &mut diag);
-            let tr: f64 = diag.iter().sum();
+            let tr: f64 = diag.iter().zip(w).map(|(k, w)| w * k).sum();
             if tr > 0.0 && tr.is_finite() {
-                (tr / n as f64).sqrt()
+                (tr / total).sqrt()
             } else {
                 1.0
             }
@@ -820,8 +839,21 @@ pub fn fit_path(
     cfg: &PathConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<PathResult> {
+    fit_path_weighted(stack, y, None, cfg, interrupt)
+}
+
+/// [`fit_path`] with a weight `w_i > 0` on each sample's loss, `C Σ_i w_i ℓ(y_i, f_i)`
+/// (docs/mathematics.md §5, "Sample weights"); `None`: every weight 1.
+pub fn fit_path_weighted(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &PathConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<PathResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(stack.n(), y)?;
+    let w = crate::losses::costs(1.0, sample_weight, stack.n())?;
     let (n, m) = (stack.n(), stack.m());
     if n == 0 || m == 0 {
         return Err(MkError::Shape(
@@ -839,14 +871,15 @@ pub fn fit_path(
             ))
         }
         Some(d) => d.clone(),
-        None => default_weights(stack),
+        None => default_weights(stack, &w),
     };
     let started = Instant::now();
-    // β with ψ′(β) = 0 (f = 0): −y for squared, −y/2 for logistic.
+    // β with ψ′(β/w) = 0 (f = 0): −wy for squared, −wy/2 for logistic.
     let beta: Vec<f64> = y
         .iter()
-        .map(|&v| {
-            if cfg.loss == Loss::Logistic {
+        .zip(&w)
+        .map(|(&v, &wi)| {
+            wi * if cfg.loss == Loss::Logistic {
                 -0.5 * v
             } else {
                 -v
@@ -883,15 +916,7 @@ pub fn fit_path(
     let set: Vec<usize> = (0..m)
         .filter(|&j| cfg.working_set.map_or(true, |a| ratio0[j] >= a * lam0))
         .collect();
-    let mut pb = Barrier::new(
-        stack,
-        set,
-        &d,
-        y,
-        cfg.loss,
-        cfg.mu.unwrap_or(1e-3),
-        cfg.mu.is_none(),
-    );
+    let mut pb = Barrier::new(stack, set, &d, y, &w, cfg.loss, cfg.mu);
     let c0 = 1.0 / lam0;
     let c_max = cfg.c_max.unwrap_or(1e3 * c0);
     // At C₀ itself α = β/λ₀ lies on an ellipsoid: start strictly inside, at C₀/2.
@@ -906,8 +931,12 @@ pub fn fit_path(
     let start: Vec<f64> = beta.iter().map(|b| b / lam).collect();
     let start = pb.products(&start);
     if pb.adaptive {
-        // At the start f ≈ 0, so P ≈ C Σ_i ℓ(y_i, 0).
-        let p0 = c * y.iter().map(|&v| cfg.loss.value(v, 0.0)).sum::<f64>();
+        // At the start f ≈ 0, so P ≈ C Σ_i w_i ℓ(y_i, 0).
+        let p0 = c * y
+            .iter()
+            .zip(&w)
+            .map(|(&v, &wi)| wi * cfg.loss.value(v, 0.0))
+            .sum::<f64>();
         pb.mu = MU_SHARE * cfg.tol * p0 / pb.gap_factor(&start.r2).max(1e-300);
     }
     let first = pb.centre(start, lam, NEWTON_TOL, 100, None, interrupt)?;

@@ -452,15 +452,16 @@ fn low_rank_hessians_solve_like_dense_ones() {
     let (n, m) = (lr.n(), lr.m());
     let ds = DenseStack::new(&dense, m, n).unwrap();
     let ones = vec![1.0; m];
+    let unit = vec![1.0; n];
     let barrier = |stack| {
         Barrier::new(
             stack,
             (0..m).collect(),
             &ones,
             &y,
+            &unit,
             Loss::Squared,
-            0.3,
-            false,
+            Some(0.3),
         )
     };
     let (mut a, mut b) = (barrier(&lr), barrier(&ds));
@@ -494,5 +495,78 @@ fn a_low_rank_path_follows_the_dense_one() {
     assert_eq!(low.points.len(), full.points.len());
     for (p, q) in low.points.iter().zip(&full.points) {
         assert!((p.c / q.c - 1.0).abs() < 1e-6, "{} vs {}", p.c, q.c);
+    }
+}
+
+/// Integer sample weights equal duplicated rows: the same default `d_j` and `C₀`, and at the
+/// same ends of the path (`C_max` = 3, 30 and 1000 `C₀`) primal values within the two certificates and the same
+/// block norms; the unweighted path differs, which shows the weights are read.
+#[test]
+fn integer_weights_follow_the_path_of_duplicated_rows() {
+    for classify in [false, true] {
+        let (mut g, m, y) = problem(30, classify);
+        let n = y.len();
+        // A varying diagonal on kernel 0 (D K D): the default d_j is a weighted mean.
+        let s: Vec<f64> = (0..n).map(|i| 1.0 + 0.5 * (i as f64).sin()).collect();
+        for i in 0..n {
+            for j in 0..n {
+                g[i * n + j] *= s[i] * s[j];
+            }
+        }
+        let w: Vec<f64> = (0..n).map(|i| (1 + i % 3) as f64).collect();
+        let rows: Vec<usize> = (0..n).flat_map(|i| vec![i; w[i] as usize]).collect();
+        let nd = rows.len();
+        let mut gd = vec![0.0; m * nd * nd];
+        for k in 0..m {
+            for (a, &i) in rows.iter().enumerate() {
+                for (b, &j) in rows.iter().enumerate() {
+                    gd[k * nd * nd + a * nd + b] = g[k * n * n + i * n + j];
+                }
+            }
+        }
+        let yd: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+        let stack = DenseStack::new(&g, m, n).unwrap();
+        let base = PathConfig {
+            loss: loss_of(classify),
+            tol: 1e-6,
+            ..PathConfig::default()
+        };
+        let c0 = fit_path_weighted(&stack, &y, Some(&w), &base, &NoInterrupt)
+            .unwrap()
+            .c0;
+        let unweighted = fit_path(&stack, &y, &base, &NoInterrupt).unwrap().c0;
+        assert!((unweighted / c0 - 1.0).abs() > 1e-3, "{unweighted} vs {c0}");
+        for end in [3.0, 30.0, 1000.0] {
+            let cfg = PathConfig {
+                c_max: Some(end * c0),
+                ..base.clone()
+            };
+            let a = fit_path_weighted(&stack, &y, Some(&w), &cfg, &NoInterrupt).unwrap();
+            let b = path(&gd, m, &yd, &cfg);
+            assert!((a.c0 / b.c0 - 1.0).abs() < 1e-12, "{} vs {}", a.c0, b.c0);
+            for (p, q) in a.weights.iter().zip(&b.weights) {
+                assert!((p / q - 1.0).abs() < 1e-12, "d {p} vs {q}");
+            }
+            let (p, q) = (a.points.last().unwrap(), b.points.last().unwrap());
+            assert!(
+                (p.c / q.c - 1.0).abs() < 1e-9,
+                "C = {end} C₀: ends {} and {} at {:?} and {:?}",
+                p.c,
+                q.c,
+                a.end,
+                b.end
+            );
+            let slack = (p.primal - p.dual) + (q.primal - q.dual) + 1e-12 * q.primal;
+            assert!(
+                (p.primal - q.primal).abs() <= slack,
+                "C = {end} C₀: {} vs {} (gaps allow {slack:e})",
+                p.primal,
+                q.primal
+            );
+            // Points within a relative gap of 1e-6 pin the norms to about its square root.
+            for (s, t) in p.norms.iter().zip(&q.norms) {
+                assert!((s - t).abs() <= 1e-3 * (1.0 + t), "norms {s} vs {t}");
+            }
+        }
     }
 }
