@@ -1040,13 +1040,15 @@ default "mean_diag"
         ``w`` the samples' weights (``sample_weight`` times ``class_weight``; 1 without)
         (docs/mathematics.md §3.8). ``"shared"`` fits ``penalty="lp"``
         (``Ω = ½ (Σ_m s_m^q)^{2/q}``, ``solver`` ``"auto"`` or ``"analytic"``) and
-        ``penalty="l1"`` (``Ω = Σ_m s_m``, ``solver="auto"``, ``kernel_weights_ = s / Σ s``)
-        from kernel specifications or a precomputed ``(M, n, n)`` stack;
-        ``kernel_weights_`` and ``kernel_norms_`` are then of shape (M,) and the certificate
-        attributes are the whole problem's scalars. It refuses ``"elasticnet"`` and
+        ``penalty="l1"`` (``Ω = Σ_m s_m``, ``kernel_weights_ = s / Σ s``) and
+        ``penalty="elasticnet"`` (``Ω = r Σ_m s_m + (1 − r)/2 Σ_m s_m²``, ``r = l1_ratio``),
+        both with ``solver="auto"``, from kernel specifications or a precomputed
+        ``(M, n, n)`` stack; ``kernel_weights_`` and ``kernel_norms_`` are then of shape (M,)
+        and the certificate attributes are the whole problem's scalars. It refuses
         ``"group"`` (no certified shared solver), a ``FeatureBank``, feature blocks or
-        factors, ``cache_size``, a ``solver_config`` with ``"l1"`` and ``probability=True``
-        with a hinge-type loss. With two classes every choice is the binary fit.
+        factors, ``cache_size``, a ``solver_config`` with ``"l1"`` / ``"elasticnet"`` and
+        ``probability=True`` with a hinge-type loss. With two classes every choice is the
+        binary fit.
     probability : bool, default False
         For the hinge-type losses, fit Platt's sigmoid ``1/(1 + exp(A f + B))`` to decision
         values from an internal 5-fold cross-validation of every binary problem (as
@@ -1391,12 +1393,12 @@ default "mean_diag"
         if self.penalty not in SHARED_PENALTIES:
             what = (
                 "penalty",
-                f"penalty={self.penalty!r}; it fits penalty='lp' (p in [1, inf]) and "
-                "penalty='l1' (no certified shared solver for 'elasticnet' or 'group' yet; "
-                "use multi_class='ovr' for them)",
+                f"penalty={self.penalty!r}; it fits penalty='lp' (p in [1, inf]), "
+                "penalty='l1' and penalty='elasticnet' (no certified shared solver for "
+                "'group' yet; use multi_class='ovr' for it)",
             )
         elif self.solver not in ("auto", "analytic") or (
-            self.penalty == "l1" and self.solver != "auto"
+            self.penalty != "lp" and self.solver != "auto"
         ):
             what = (
                 "solver",
@@ -1405,9 +1407,12 @@ default "mean_diag"
             )
         elif self.solver_config is not None and not isinstance(self.solver_config, AnalyticConfig):
             what = "solver_config", "a solver_config other than AnalyticConfig"
-        elif self.solver_config is not None and self.penalty == "l1":
+        elif self.solver_config is not None and self.penalty != "lp":
             # solver='auto' reads the config as the l1 solvers' (wrapper, spicy).
-            what = "solver_config", "a solver_config with penalty='l1' (its solves take defaults)"
+            what = (
+                "solver_config",
+                f"a solver_config with penalty={self.penalty!r} (its solves take defaults)",
+            )
         elif isinstance(self.kernels, FeatureBank):
             what = "kernels", "a FeatureBank; it fits kernel specifications or 'precomputed'"
         elif self.cache_size is not None:
@@ -1467,7 +1472,8 @@ default "mean_diag"
         with _progress.iteration_log(name, self.verbose, int(self.max_iter), "it") as log:
             return fit_shared(
                 G.G, Y, inner, penalty=str(self.penalty), p=float(self.p),
-                n_threads=check_n_threads(self.n_threads), sample_weight=weight,
+                l1_ratio=float(self.l1_ratio), n_threads=check_n_threads(self.n_threads),
+                sample_weight=weight,
                 on_iteration=log,
             )  # fmt: skip
 

@@ -23,7 +23,7 @@ from ._record import FitRecord
 SHARED_LOSSES = ("hinge", "squared_hinge", "logistic")
 
 #: The penalties a shared fit solves with a certificate (docs/mathematics.md §3.8).
-SHARED_PENALTIES = ("lp", "l1")
+SHARED_PENALTIES = ("lp", "l1", "elasticnet")
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -150,21 +150,32 @@ def conjugate_term(loss: str, y: NDArray[np.float64], beta: NDArray[np.float64],
     return float(-np.sum(c * (xs + xr)))
 
 
-def l1_dual(
-    loss: str, Y: NDArray[np.float64], B: NDArray[np.float64], c: Costs, t_max: float
+def sparse_dual(
+    loss: str,
+    Y: NDArray[np.float64],
+    B: NDArray[np.float64],
+    c: Costs,
+    t: NDArray[np.float64],
+    r1: float,
+    r2: float,
 ) -> float:
-    """The ``l1`` dual at the best multiple ``τ (β_1, …, β_K)``, ``τ ∈ [0, T]``,
-    ``T = 1/max(1, max_m t_m)`` (§1.4 step 3 on the norms over the classes of §3.8): the
-    feasible ``β_c`` kept in their domains (an interval holding 0) and scaled into the norm
-    constraint ``t_m ≤ 1``. ``τ ↦ D(τβ)`` is concave: golden-section search, ``T`` kept
-    unless it found better (the hinge's ``D`` is linear in τ, so ``T`` is its maximum)."""
-    top = 1.0 / max(1.0, t_max)
+    """The ``l1`` (``r2 = 0``) or ``elasticnet`` dual at the best multiple
+    ``τ (β_1, …, β_K)``, ``τ ∈ [0, T]`` (§1.4 step 3 on the norms ``t_m`` over the classes of
+    §3.8): the feasible ``β_c`` stay in their domains (intervals holding 0); for ``l1``
+    ``T = 1/max(1, max_m t_m)`` meets the norm constraint ``t_m ≤ 1``, for ``elasticnet``
+    ``T = 1`` and ``D`` pays ``Σ_m max(0, τ t_m − r1)² / (2 r2)``. ``τ ↦ D(τβ)`` is concave:
+    golden-section search, ``T`` kept unless it found better (the ``l1`` hinge's ``D`` is
+    linear in τ, so ``T`` is its maximum)."""
+    top = 1.0 / max(1.0, float(t.max(initial=0.0))) if r2 == 0.0 else 1.0
 
     def value(tau: float) -> float:
-        return sum(conjugate_term(loss, Y[k], tau * B[k], c) for k in range(len(Y)))
+        v = sum(conjugate_term(loss, Y[k], tau * B[k], c) for k in range(len(Y)))
+        if r2 > 0.0:
+            v -= float(np.sum(np.maximum(0.0, tau * t - r1) ** 2)) / (2.0 * r2)
+        return v
 
     best = value(top)
-    if loss == "hinge":
+    if loss == "hinge" and r2 == 0.0:
         return best
     inv = 0.5 * (math.sqrt(5.0) - 1.0)
     lo, hi = 0.0, top
@@ -235,25 +246,32 @@ def fit_shared(
     *,
     penalty: str = "lp",
     p: float,
+    l1_ratio: float = 1.0,
     n_threads: int,
     sample_weight: NDArray[np.float64] | None = None,
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
 ) -> FitRecord:
-    """The shared ``lp`` or ``l1`` problem of ``G`` (M, n, n) and the one-vs-rest targets
-    ``Y`` (K, n) by Kloft's Algorithm 1 (docs/mathematics.md §3.8). ``settings``: the engine's
-    ``analytic`` settings (C, loss, tol, max_iter, inner_tol); each class's problem on
-    ``K_θ`` is one single-kernel engine fit, accurate to a tolerance that follows the outer
-    gap. ``sample_weight``: ``w_i > 0`` on every sample's loss in every class (§0.2).
+    """The shared ``lp``, ``l1`` or ``elasticnet`` problem of ``G`` (M, n, n) and the
+    one-vs-rest targets ``Y`` (K, n) by Kloft's Algorithm 1 (docs/mathematics.md §3.8).
+    ``settings``: the engine's ``analytic`` settings (C, loss, tol, max_iter, inner_tol);
+    each class's problem on ``K_θ`` is one single-kernel engine fit, accurate to a tolerance
+    that follows the outer gap. ``sample_weight``: ``w_i > 0`` on every sample's loss in
+    every class (§0.2).
 
     ``penalty="l1"`` (``Σ_m s_m``, unsquared) alternates the same solves with ``θ_m = s_m``,
-    the minimiser of ``½ Σ_m (s_m²/θ_m + θ_m)``, whose minimum over θ is ``Σ_m s_m``; its
-    dual is §1.4's, the forms summed over the classes. ``p`` is then unused.
+    the minimiser of ``½ Σ_m (s_m²/θ_m + θ_m)``, whose minimum over θ is ``Σ_m s_m``;
+    ``"elasticnet"`` (``r1 Σ s + r2/2 Σ s²``, ``r1 = l1_ratio``, ``r2 = 1 − r1``) the same on
+    ``K_θ̃``, ``θ̃_m = θ_m / (r1 + r2 θ_m)``. Their duals are §1.4's, the forms summed over the
+    classes. ``p`` is then unused.
 
     Returns one record with a leading class axis: ``coef`` (K, M, n) with
-    ``coef[c, m] = θ_m β_c``, ``intercept`` (K,); ``kernel_weights`` is θ (``lp``, unit
-    p-norm) or ``s / Σ s`` (``l1``, on the simplex, as the other ``l1`` solvers report)."""
+    ``coef[c, m] = θ̃_m β_c`` (``θ̃ = θ`` for ``lp``), ``intercept`` (K,); ``kernel_weights`` is
+    θ (``lp``, unit p-norm) or ``d / Σ d``, ``d_m = s_m / (r1 + r2 s_m)`` (on the simplex, as
+    the other ``l1`` / ``elasticnet`` solvers report, §2.9)."""
     started = time.perf_counter()
-    l1 = penalty == "l1"
+    sparse = penalty in ("l1", "elasticnet")
+    r1 = 1.0 if penalty == "l1" else float(l1_ratio)
+    r2 = 1.0 - r1
     M, n = int(G.shape[0]), int(G.shape[1])
     K = int(Y.shape[0])
     C = float(settings["C"])  # type: ignore[arg-type]
@@ -263,8 +281,8 @@ def fit_shared(
     floor = min(float(settings["inner_tol"]), 0.1 * tol)  # type: ignore[arg-type]
     w = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
     costs: Costs = C if w is None else C * w
-    if l1 or math.isinf(p):
-        # l1: any θ > 0 starts the alternation; its scale is s's from the first step on.
+    if sparse or math.isinf(p):
+        # l1 / elasticnet: any θ > 0 starts the alternation; its scale is s's from then on.
         theta = np.ones(M)
     else:
         theta = np.full(M, float(M) ** (-1.0 / p))
@@ -282,7 +300,12 @@ def fit_shared(
     stalled = 0
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (n_iter is the last value)
-        Kt = _combine(G, theta)[None]
+        # The kernel weights of the solves: θ̃ = θ / (r1 + r2 θ) (θ for lp and l1; 1/r2 at
+        # r1 = 0, the sum kernel, whatever θ).
+        kt = theta / (r1 + r2 * theta) if sparse and r1 > 0.0 else theta
+        if sparse and r1 == 0.0:
+            kt = np.full(M, 1.0 / r2)
+        Kt = _combine(G, kt)[None]
         inner["tol"] = tol_in
         B = np.empty((K, n))
         b0 = np.empty(K)
@@ -309,27 +332,30 @@ def fit_shared(
                     break
         q = np.maximum(q, 0.0)
         # Primal: A[c, m] = θ_m β_c, so f_c = K_θ β_c and s_m = θ_m sqrt(Σ_c β_cᵀK_mβ_c).
-        F = np.tensordot(theta, H, axes=1)  # (n, K)
+        F = np.tensordot(kt, H, axes=1)  # (n, K)
         b = np.array([best_intercept(loss, Y[c], F[:, c], float(b0[c]), w) for c in range(K)])
         data = C * sum(_weighted_sum(_loss(loss, Y[c], F[:, c] + b[c]), w) for c in range(K))
-        s = theta * np.sqrt(q)
-        if l1:
-            primal = data + float(s.sum())
-            dual = l1_dual(loss, Y, B, costs, math.sqrt(float(q.max(initial=0.0))))
+        s = kt * np.sqrt(q)
+        if sparse:
+            primal = data + r1 * float(s.sum()) + 0.5 * r2 * float(np.sum(s * s))
+            dual = sparse_dual(loss, Y, B, costs, np.sqrt(q), r1, r2)
         else:
             primal = data + lp_penalty(s, p)
             dual = sum(conjugate_term(loss, Y[c], B[c], costs) for c in range(K)) - dual_norm(q, p)
         if primal < best_p:
             best_p = primal
-            total = float(s.sum())
-            reported = s / total if l1 and total > 0.0 else theta.copy()
-            best = (theta[:, None, None] * B[None], b, reported, s)
+            reported = theta.copy()
+            if sparse:
+                d = s / (r1 + r2 * s)
+                total = float(d.sum())
+                reported = d / total if total > 0.0 else np.full(M, 1.0 / M)
+            best = (kt[:, None, None] * B[None], b, reported, s)
         # After a witness no dual value counts (§1.8); the gap as if every kernel were PSD
         # still tells the loop where it would have converged.
         told_d = max(told_d, dual)
         best_d = -math.inf if witness is not None else told_d
         gap = (best_p - told_d) / max(abs(best_p), 1e-12)
-        active = int(np.count_nonzero(theta > 0))
+        active = int(np.count_nonzero(kt > 0))
         seconds = time.perf_counter() - started
         shown = -math.inf if witness is not None else dual
         rows.append((primal, shown, (best_p - best_d) / max(abs(best_p), 1e-12), active, seconds))
@@ -349,7 +375,7 @@ def fit_shared(
             status = _core.Status.UNCERTIFIED if witness is not None else _core.Status.STALLED
             break
         if float(s.max(initial=0.0)) > 0.0:
-            if l1:
+            if sparse:
                 theta = s.copy()  # the minimiser of ½ Σ (s²/θ + θ)
             elif not math.isinf(p):
                 # Kloft's eq. 17 on the block norms over the classes.
