@@ -7,7 +7,6 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
@@ -30,7 +29,8 @@ from ._config import (
 )
 from ._data import Blocks, Dense, OnDemand, OnDemandRule, Stack, TestSide, TestStack, resolve
 from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
-from ._shared import SharedFit, fit_shared
+from ._record import FitRecord
+from ._shared import SHARED_PENALTIES, fit_shared
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
     check_bool,
@@ -200,45 +200,6 @@ def _prefers_features(G: Stack, loss: object) -> bool:
 _FALLBACK = (_core.Status.MAX_ITER, _core.Status.STALLED)
 
 
-@dataclass(frozen=True)
-class _FitRecord:
-    """A :class:`_core.FitResult` as plain Python values: the engine's result does not pickle,
-    and one-vs-rest / one-vs-one problems may be solved in other processes (joblib)."""
-
-    coef: NDArray[np.float64]
-    intercept: float
-    kernel_weights: NDArray[np.float64]
-    kernel_norms: NDArray[np.float64]
-    primal: float
-    dual: float
-    gap: float
-    n_iter: int
-    status_code: int
-    converged: bool
-    history: NDArray[np.float64]
-    feature_weights: NDArray[np.float64]
-    psd_witness: tuple[int, float, float, float] | None
-
-    @classmethod
-    def of(cls, r: _core.FitResult) -> _FitRecord:
-        return cls(
-            r.coef, r.intercept, r.kernel_weights, r.kernel_norms, r.primal, r.dual, r.gap,
-            r.n_iter, int(r.status), r.converged, r.history, r.feature_weights, r.psd_witness,
-        )  # fmt: skip
-
-    @property
-    def status(self) -> _core.Status:
-        return next(s for s in _STATUSES if int(s) == self.status_code)
-
-
-_STATUSES = (
-    _core.Status.CONVERGED,
-    _core.Status.MAX_ITER,
-    _core.Status.STALLED,
-    _core.Status.UNCERTIFIED,
-)
-
-
 def _warn_not_psd(name: str, witness: tuple[int, float, float, float], which: str) -> None:
     """Warn that a fit found a kernel that is not PSD (``FitResult.psd_witness``)."""
     kernel, quad, bound, entry = witness
@@ -278,10 +239,10 @@ def _solve_record(
     label: str,
     start: _Start | None = None,
     weight: NDArray[np.float64] | None = None,
-) -> _FitRecord:
+) -> FitRecord:
     """One binary problem of a multiclass fit (a joblib task, maybe in another process)."""
     r = est._solve(solver, G.aligned(), y, settings, label, start, weight)
-    return r if isinstance(r, _FitRecord) else _FitRecord.of(r)
+    return r if isinstance(r, FitRecord) else FitRecord.of(r)
 
 
 _FITTED = (
@@ -634,7 +595,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         label: str = "",
         start: _Start | None = None,
         weight: NDArray[np.float64] | None = None,
-    ) -> _core.FitResult | _FitRecord:
+    ) -> _core.FitResult | FitRecord:
         # SVRG records one iteration per epoch: its bar counts epochs.
         unit = "epoch" if solver == "svrg" else "it"
         name = f"{type(self).__name__}{label}"
@@ -650,7 +611,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         start: _Start | None,
         weight: NDArray[np.float64] | None,
         log: _progress.IterationLog | None,
-    ) -> _core.FitResult | _FitRecord:
+    ) -> _core.FitResult | FitRecord:
         """:meth:`_solve` with its iteration callback."""
         yc = np.ascontiguousarray(y, dtype=np.float64)
         threads = check_n_threads(self.n_threads)
@@ -710,7 +671,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         weight: NDArray[np.float64],
         threads: int,
         log: _progress.IterationLog | None,
-    ) -> _core.FitResult | _FitRecord:
+    ) -> _core.FitResult | FitRecord:
         """A fit with a weight per sample on the loss. Samples of weight 0 have no loss and
         are left out of the fit (as libsvm does), their coefficients 0."""
         solver, settings = self._feature_space(solver, G, settings)
@@ -720,7 +681,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 solver, G.engine, y, settings, n_threads=threads, on_iteration=log,
                 sample_weight=np.ascontiguousarray(weight),
             )  # fmt: skip
-        r = _FitRecord.of(
+        r = FitRecord.of(
             _core.fit(
                 solver,
                 G.subset(keep).engine,
@@ -795,7 +756,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         solver: _NativeSolver,
         problems: Iterable[_Problem],
         settings: dict[str, Setting],
-    ) -> list[_FitRecord]:
+    ) -> list[FitRecord]:
         """The binary problems ``(G, y, label)`` of a multiclass fit, through joblib: one after
         the other by default, fanned out under a parallel backend (``joblib.parallel_backend
         ("dask")`` runs them on a Dask cluster). Each fit is deterministic: the same bits
@@ -806,7 +767,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             for G, y, lb, st, w in todo
         )
         if not _progress.bars_on(self.verbose):
-            out: list[_FitRecord] = Parallel()(jobs)
+            out: list[FitRecord] = Parallel()(jobs)
             return out
         # A bar over the problems, ticked as each result arrives (in order).
         name = f"{type(self).__name__}: binary problems"
@@ -819,12 +780,14 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     def _set_results(
         self,
-        results: Sequence[_core.FitResult | _FitRecord],
+        results: Sequence[_core.FitResult | FitRecord],
         multi: bool,
         coefs: list[NDArray[Any]] | None = None,
+        label: str = "",
     ) -> None:
         """Store the fits as numpy attributes (``coefs`` replaces the results' coefficients,
-        e.g. scattered back to all points for one-vs-one)."""
+        e.g. scattered back to all points for one-vs-one; ``label`` names a single fit in the
+        warnings, e.g. `` (shared)``)."""
 
         def stack(values: list[Any]) -> Any:
             return np.asarray(values) if multi else values[0]
@@ -849,12 +812,12 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         # How each problem ended, for the summary line (plain strings: the fit pickles).
         self._statuses = [str(r.status) for r in results]
         for k, r in enumerate(results):
-            which = f" (problem {k})" if multi else ""
+            which = f" (problem {k})" if multi else label
             if r.psd_witness is not None:
                 _warn_not_psd(type(self).__name__, r.psd_witness, which)
             self._warn_unconverged(r, which)
 
-    def _warn_unconverged(self, r: _core.FitResult | _FitRecord | SharedFit, which: str) -> None:
+    def _warn_unconverged(self, r: _core.FitResult | FitRecord, which: str) -> None:
         """Warn about a fit that did not reach ``tol`` (``which``: the problem of a multiclass
         fit, or empty)."""
         tol = float(self.tol)
@@ -1073,12 +1036,17 @@ default "mean_diag"
         How more than two classes are handled: one-vs-rest (one problem per class),
         one-vs-one (one problem per pair of classes, on their points only), or ``"shared"``:
         the one-vs-rest problems coupled through one set of kernel weights, minimising
-        ``C Σ_c Σ_i ℓ(y_i^c, f^c(x_i)) + ½ (Σ_m s_m^q)^{2/q}`` with
-        ``s_m = sqrt(Σ_c ‖f_m^c‖²)`` (docs/mathematics.md §3.8). ``"shared"`` fits
-        ``penalty="lp"`` from kernel specifications or a precomputed ``(M, n, n)`` stack;
-        ``kernel_weights_`` and ``kernel_norms_`` are then of shape (M,) and the certificate
-        attributes are the whole problem's scalars. It refuses a ``FeatureBank``, feature
-        blocks or factors, ``cache_size``, ``sample_weight``, ``class_weight`` and
+        ``C Σ_c Σ_i w_i ℓ(y_i^c, f^c(x_i)) + Ω(s)`` with ``s_m = sqrt(Σ_c ‖f_m^c‖²)`` and
+        ``w`` the samples' weights (``sample_weight`` times ``class_weight``; 1 without)
+        (docs/mathematics.md §3.8). ``"shared"`` fits ``penalty="lp"``
+        (``Ω = ½ (Σ_m s_m^q)^{2/q}``, ``solver`` ``"auto"`` or ``"analytic"``) and
+        ``penalty="l1"`` (``Ω = Σ_m s_m``, ``kernel_weights_ = s / Σ s``) and
+        ``penalty="elasticnet"`` (``Ω = r Σ_m s_m + (1 − r)/2 Σ_m s_m²``, ``r = l1_ratio``),
+        both with ``solver="auto"``, from kernel specifications or a precomputed
+        ``(M, n, n)`` stack; ``kernel_weights_`` and ``kernel_norms_`` are then of shape (M,)
+        and the certificate attributes are the whole problem's scalars. It refuses
+        ``"group"`` (no certified shared solver), a ``FeatureBank``, feature blocks or
+        factors, ``cache_size``, a ``solver_config`` with ``"l1"`` / ``"elasticnet"`` and
         ``probability=True`` with a hinge-type loss. With two classes every choice is the
         binary fit.
     probability : bool, default False
@@ -1271,8 +1239,10 @@ default "mean_diag"
             integer weight equals that many copies of the sample; samples of weight 0 are left
             out. Multiplied by ``class_weight``. Taken by the solvers ``analytic``,
             ``interleaved``, ``wrapper``, ``prox_newton`` and ``mirror`` (``solver="auto"``
-            picks one of them). The kernels' normalisation statistics are weighted by it too
-            (integer weights give the kernels of duplicated rows).
+            picks one of them), and by ``multi_class="shared"`` (every class's loss of sample
+            ``i`` weighted by ``w_i``, docs/mathematics.md §3.8). The kernels' normalisation
+            statistics are weighted by it too (integer weights give the kernels of duplicated
+            rows).
         check_input : bool, default True
             False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
             precomputed stack (shape and dtype are still checked), for a stack known to be
@@ -1310,6 +1280,9 @@ default "mean_diag"
         started = time.perf_counter()
         previous = self._previous_fit()
         self._clear()
+        shared = self.multi_class == "shared"
+        if shared:
+            self._check_shared()
         solver, settings = self._check_params()
         if self.multi_class not in ("ovr", "ovo", "shared"):
             raise InvalidParameterError(
@@ -1317,9 +1290,6 @@ default "mean_diag"
                 parameter="multi_class",
             )
         platt = check_bool(self.probability, "probability") and settings["loss"] != "logistic"
-        shared = self.multi_class == "shared"
-        if shared:
-            self._check_shared(platt, sample_weight)
         # A shared fit reads a dense stack: never kernels computed on demand.
         G, yv = self._training_stack(
             X, y, "shared" if shared else solver, check_bool(check_input, "check_input"),
@@ -1348,7 +1318,7 @@ default "mean_diag"
                         f"every sample of class {classes[k]!r} has weight 0: nothing to learn "
                         "it from"
                     )
-        results: Sequence[_core.FitResult | _FitRecord] = []
+        results: Sequence[_core.FitResult | FitRecord] = []
         coefs: list[NDArray[Any]] | None = None
         problems: list[tuple[int, int]] = []
         scheme = self.multi_class if len(classes) > 2 else None
@@ -1362,7 +1332,7 @@ default "mean_diag"
             results = [self._solve(solver, G, yb, settings, start=st[0] if st else None, weight=sw)]
         elif shared:
             assert isinstance(G, Dense)  # checked above
-            self._set_shared(G, yi, len(classes), settings)
+            self._set_shared(G, yi, len(classes), settings, sw)
         elif self.multi_class == "ovr":
             starts = self._warm_starts(previous, key) or [None] * len(classes)
 
@@ -1414,21 +1384,39 @@ default "mean_diag"
         self._log_summary(started)
         return self
 
-    def _check_shared(self, platt: bool, sample_weight: Any) -> None:
-        """Refuse, before any kernel is computed, what ``multi_class="shared"`` does not fit."""
+    def _check_shared(self) -> None:
+        """Refuse, before any kernel is computed and before the solver is chosen (which
+        would name the ``l1`` solvers'), what ``multi_class="shared"`` does not fit."""
         what: tuple[str, str] | None = None
-        if self.penalty != "lp":
-            what = "penalty", f"penalty={self.penalty!r}; it fits penalty='lp' (p in [1, inf])"
-        elif self.solver not in ("auto", "analytic"):
-            what = "solver", f"solver={self.solver!r}; its solver is 'analytic' (or 'auto')"
+        loss = self._losses[0] if self.loss is None else self.loss
+        platt = check_bool(self.probability, "probability") and loss != "logistic"
+        if self.penalty not in SHARED_PENALTIES:
+            what = (
+                "penalty",
+                f"penalty={self.penalty!r}; it fits penalty='lp' (p in [1, inf]), "
+                "penalty='l1' and penalty='elasticnet' (no certified shared solver for "
+                "'group' yet; use multi_class='ovr' for it)",
+            )
+        elif self.solver not in ("auto", "analytic") or (
+            self.penalty != "lp" and self.solver != "auto"
+        ):
+            what = (
+                "solver",
+                f"solver={self.solver!r}; its solver is 'auto' (Kloft's alternation on the "
+                "engine's single-kernel solves; 'analytic' names it for penalty='lp')",
+            )
         elif self.solver_config is not None and not isinstance(self.solver_config, AnalyticConfig):
             what = "solver_config", "a solver_config other than AnalyticConfig"
+        elif self.solver_config is not None and self.penalty != "lp":
+            # solver='auto' reads the config as the l1 solvers' (wrapper, spicy).
+            what = (
+                "solver_config",
+                f"a solver_config with penalty={self.penalty!r} (its solves take defaults)",
+            )
         elif isinstance(self.kernels, FeatureBank):
             what = "kernels", "a FeatureBank; it fits kernel specifications or 'precomputed'"
         elif self.cache_size is not None:
             what = "cache_size", "cache_size= (kernels computed on demand); it reads a stack"
-        elif sample_weight is not None or self.class_weight is not None:
-            what = "sample_weight", "sample_weight or class_weight; use multi_class='ovr'"
         elif platt:
             what = (
                 "probability",
@@ -1443,10 +1431,38 @@ default "mean_diag"
             )
 
     def _set_shared(
-        self, G: Dense, yi: NDArray[np.intp], n_classes: int, settings: dict[str, Setting]
+        self,
+        G: Dense,
+        yi: NDArray[np.intp],
+        n_classes: int,
+        settings: dict[str, Setting],
+        weight: NDArray[np.float64] | None,
     ) -> None:
         """Fit the one-vs-rest problems coupled through one θ (docs/mathematics.md §3.8)
-        and store the whole problem's model and certificate."""
+        and store the whole problem's model and certificate. ``weight``: the samples'
+        weights (``class_weight`` included); samples of weight 0 have no loss in any class
+        and are left out of the fit (as :meth:`_solve_weighted`), their coefficients 0."""
+        keep = None if weight is None else np.flatnonzero(weight > 0)
+        if keep is not None and len(keep) < len(yi):
+            assert weight is not None
+            r = self._fit_shared(G.subset(keep), yi[keep], n_classes, settings, weight[keep])
+            coef = np.zeros(r.coef.shape[:2] + (G.n,))
+            coef[:, :, keep] = r.coef
+            r = dataclasses.replace(r, coef=coef)
+        else:
+            r = self._fit_shared(G, yi, n_classes, settings, weight)
+        # One record with a leading class axis: the single-fit path of _set_results.
+        self._set_results([r], multi=False, label=" (shared)")
+
+    def _fit_shared(
+        self,
+        G: Dense,
+        yi: NDArray[np.intp],
+        n_classes: int,
+        settings: dict[str, Setting],
+        weight: NDArray[np.float64] | None,
+    ) -> FitRecord:
+        """One shared fit on the samples of positive weight."""
         Y = np.stack([np.where(yi == k, 1.0, -1.0) for k in range(n_classes)])
         cfg = self.solver_config if isinstance(self.solver_config, AnalyticConfig) else None
         inner = {key: settings[key] for key in ("C", "loss", "epsilon", "tol", "max_iter")} | (
@@ -1454,25 +1470,12 @@ default "mean_diag"
         )._native()
         name = f"{type(self).__name__} (shared)"
         with _progress.iteration_log(name, self.verbose, int(self.max_iter), "it") as log:
-            r = fit_shared(
-                G.G, Y, inner, p=float(self.p), n_threads=check_n_threads(self.n_threads),
+            return fit_shared(
+                G.G, Y, inner, penalty=str(self.penalty), p=float(self.p),
+                l1_ratio=float(self.l1_ratio), n_threads=check_n_threads(self.n_threads),
+                sample_weight=weight,
                 on_iteration=log,
             )  # fmt: skip
-        self.dual_coef_ = r.coef
-        self.intercept_ = r.intercept
-        self.kernel_weights_ = r.kernel_weights
-        self.kernel_norms_ = r.kernel_norms
-        self.primal_objective_ = r.primal
-        self.dual_objective_ = r.dual
-        self.duality_gap_ = r.gap
-        self.n_iter_ = r.n_iter
-        self.converged_ = r.converged
-        self.history_ = _history(r.history)
-        self._feature_weights = [np.empty(0)]
-        self._statuses = [str(r.status)]
-        if r.psd_witness is not None:
-            _warn_not_psd(type(self).__name__, r.psd_witness, " (shared)")
-        self._warn_unconverged(r, " (shared)")
 
     def _problem_labels(self) -> list[str]:
         if self.multi_class == "ovo":

@@ -1,8 +1,8 @@
 """One set of kernel weights shared by all classes (``multi_class="shared"``).
 
 The one-vs-rest problems coupled through one θ (docs/mathematics.md §3.8): Kloft's
-Algorithm 1 in Python around the engine's single-kernel solves, with the whole problem's
-certificate computed here.
+Algorithm 1 in Python around the engine's single-kernel solves (for ``l1``, the same
+alternation with θ = s), with the whole problem's certificate computed here.
 """
 
 from __future__ import annotations
@@ -10,37 +10,25 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
 from ._config import Setting
+from ._record import FitRecord
 
 #: The losses of a shared fit (the classifier's).
 SHARED_LOSSES = ("hinge", "squared_hinge", "logistic")
 
+#: The penalties a shared fit solves with a certificate (docs/mathematics.md §3.8).
+SHARED_PENALTIES = ("lp", "l1", "elasticnet")
+
 _EPS = float(np.finfo(np.float64).eps)
 
-
-@dataclass(frozen=True)
-class SharedFit:
-    """The shared fit: ``coef`` (K, M, n) with ``coef[c, m] = θ_m β_c``, one intercept per
-    class, the one θ, the block norms over the classes and the whole problem's certificate."""
-
-    coef: NDArray[np.float64]
-    intercept: NDArray[np.float64]
-    kernel_weights: NDArray[np.float64]
-    kernel_norms: NDArray[np.float64]
-    primal: float
-    dual: float
-    gap: float
-    n_iter: int
-    status: _core.Status
-    converged: bool
-    history: NDArray[np.float64]
-    psd_witness: tuple[int, float, float, float] | None
+#: Per-sample costs ``c_i = C w_i``, or the scalar ``C`` of an unweighted fit.
+Costs: TypeAlias = "float | NDArray[np.float64]"
 
 
 def _loss(loss: str, y: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -56,29 +44,43 @@ def _loss(loss: str, y: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[
     return out
 
 
-def _derivative(loss: str, y: NDArray[np.float64], z: NDArray[np.float64]) -> float:
-    """``Σ_i ∂_z ℓ(y_i, z_i)`` (a subgradient for the hinge), non-decreasing in a shift of z."""
+def _weighted_sum(v: NDArray[np.float64], w: NDArray[np.float64] | None) -> float:
+    """``Σ_i w_i v_i`` (``Σ_i v_i`` without weights)."""
+    return float(np.sum(v) if w is None else w @ v)
+
+
+def _derivative(
+    loss: str, y: NDArray[np.float64], z: NDArray[np.float64], w: NDArray[np.float64] | None
+) -> float:
+    """``Σ_i w_i ∂_z ℓ(y_i, z_i)`` (a subgradient for the hinge), non-decreasing in a shift
+    of z."""
     m = y * z
     if loss == "hinge":
-        return float(np.sum(np.where(m < 1.0, -y, 0.0)))
+        return _weighted_sum(np.where(m < 1.0, -y, 0.0), w)
     if loss == "squared_hinge":
-        return float(np.sum(-y * np.maximum(0.0, 1.0 - m)))
-    return float(np.sum(-y / (1.0 + np.exp(np.clip(m, -700.0, 700.0)))))
+        return _weighted_sum(-y * np.maximum(0.0, 1.0 - m), w)
+    return _weighted_sum(-y / (1.0 + np.exp(np.clip(m, -700.0, 700.0))), w)
 
 
-def best_intercept(loss: str, y: NDArray[np.float64], f: NDArray[np.float64], b0: float) -> float:
-    """The ``b`` minimising ``Σ_i ℓ(y_i, f_i + b)`` (§1.1): bisection on the monotone
-    derivative, bracketed from ``b0``; ``b0`` is kept if it is no worse (the hinge's minimum is
-    a kink, which bisection reaches only to its width)."""
+def best_intercept(
+    loss: str,
+    y: NDArray[np.float64],
+    f: NDArray[np.float64],
+    b0: float,
+    w: NDArray[np.float64] | None = None,
+) -> float:
+    """The ``b`` minimising ``Σ_i w_i ℓ(y_i, f_i + b)`` (§1.1, §0.2's sample weights):
+    bisection on the monotone derivative, bracketed from ``b0``; ``b0`` is kept if it is no
+    worse (the hinge's minimum is a kink, which bisection reaches only to its width)."""
     lo, hi, step = b0, b0, 1.0
     for _ in range(200):
-        if _derivative(loss, y, f + lo) <= 0.0:
+        if _derivative(loss, y, f + lo, w) <= 0.0:
             break
         lo -= step
         step *= 2.0
     step = 1.0
     for _ in range(200):
-        if _derivative(loss, y, f + hi) >= 0.0:
+        if _derivative(loss, y, f + hi, w) >= 0.0:
             break
         hi += step
         step *= 2.0
@@ -86,26 +88,27 @@ def best_intercept(loss: str, y: NDArray[np.float64], f: NDArray[np.float64], b0
         mid = 0.5 * (lo + hi)
         if not lo < mid < hi:
             break
-        if _derivative(loss, y, f + mid) < 0.0:
+        if _derivative(loss, y, f + mid, w) < 0.0:
             lo = mid
         else:
             hi = mid
     best = b0
-    value = float(np.sum(_loss(loss, y, f + b0)))
+    value = _weighted_sum(_loss(loss, y, f + b0), w)
     for b in (lo, hi):
-        v = float(np.sum(_loss(loss, y, f + b)))
+        v = _weighted_sum(_loss(loss, y, f + b), w)
         if v < value:
             best, value = b, v
     return best
 
 
 def feasible_dual(
-    loss: str, y: NDArray[np.float64], beta: NDArray[np.float64], C: float
+    loss: str, y: NDArray[np.float64], beta: NDArray[np.float64], c: Costs
 ) -> NDArray[np.float64]:
-    """``β`` made a feasible point of the dual (§1.4 steps 1–2): ``yβ`` clipped to the
-    conjugate's domain (``[0, C]``; ``[0, ∞)`` for the squared hinge), then centred inside it so
-    that ``Σβ = 0``. A solver's ``β`` is feasible up to rounding, so this moves it by rounding."""
-    top = math.inf if loss == "squared_hinge" else C
+    """``β`` made a feasible point of the dual (§1.4 steps 1–2): ``yβ_i`` clipped to the
+    conjugate's domain (``[0, c_i]``, ``c_i = C w_i``; ``[0, ∞)`` for the squared hinge), then
+    centred inside it so that ``Σβ = 0``. A solver's ``β`` is feasible up to rounding, so this
+    moves it by rounding."""
+    top = math.inf if loss == "squared_hinge" else c
     lo = np.where(y > 0, 0.0, -top)
     hi = np.where(y > 0, top, 0.0)
     b = np.clip(beta, lo, hi)
@@ -132,18 +135,62 @@ def feasible_dual(
     return b
 
 
-def conjugate_term(loss: str, y: NDArray[np.float64], beta: NDArray[np.float64], C: float) -> float:
-    """``−C Σ_i ℓ*(y_i, −β_i/C)`` at a feasible ``β`` (§0.3, ``s = yβ/C``)."""
+def conjugate_term(loss: str, y: NDArray[np.float64], beta: NDArray[np.float64], c: Costs) -> float:
+    """``−Σ_i c_i ℓ*(y_i, −β_i/c_i)`` at a feasible ``β`` (§0.3, ``s = yβ/c``; ``c_i = C w_i``,
+    §0.2's sample weights)."""
     a = y * beta
     if loss == "hinge":
         return float(a.sum())
     if loss == "squared_hinge":
-        return float(np.sum(a - a * a / (2.0 * C)))
-    s = np.clip(a / C, 0.0, 1.0)
+        return float(np.sum(a - a * a / (2.0 * c)))
+    s = np.clip(a / c, 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         xs = np.where(s > 0.0, s * np.log(np.where(s > 0.0, s, 1.0)), 0.0)
         xr = np.where(s < 1.0, (1.0 - s) * np.log1p(-np.where(s < 1.0, s, 0.0)), 0.0)
-    return float(-C * np.sum(xs + xr))
+    return float(-np.sum(c * (xs + xr)))
+
+
+def sparse_dual(
+    loss: str,
+    Y: NDArray[np.float64],
+    B: NDArray[np.float64],
+    c: Costs,
+    t: NDArray[np.float64],
+    r1: float,
+    r2: float,
+) -> float:
+    """The ``l1`` (``r2 = 0``) or ``elasticnet`` dual at the best multiple
+    ``τ (β_1, …, β_K)``, ``τ ∈ [0, T]`` (§1.4 step 3 on the norms ``t_m`` over the classes of
+    §3.8): the feasible ``β_c`` stay in their domains (intervals holding 0); for ``l1``
+    ``T = 1/max(1, max_m t_m)`` meets the norm constraint ``t_m ≤ 1``, for ``elasticnet``
+    ``T = 1`` and ``D`` pays ``Σ_m max(0, τ t_m − r1)² / (2 r2)``. ``τ ↦ D(τβ)`` is concave:
+    golden-section search, ``T`` kept unless it found better (the ``l1`` hinge's ``D`` is
+    linear in τ, so ``T`` is its maximum)."""
+    top = 1.0 / max(1.0, float(t.max(initial=0.0))) if r2 == 0.0 else 1.0
+
+    def value(tau: float) -> float:
+        v = sum(conjugate_term(loss, Y[k], tau * B[k], c) for k in range(len(Y)))
+        if r2 > 0.0:
+            v -= float(np.sum(np.maximum(0.0, tau * t - r1) ** 2)) / (2.0 * r2)
+        return v
+
+    best = value(top)
+    if loss == "hinge" and r2 == 0.0:
+        return best
+    inv = 0.5 * (math.sqrt(5.0) - 1.0)
+    lo, hi = 0.0, top
+    x1, x2 = hi - inv * (hi - lo), lo + inv * (hi - lo)
+    v1, v2 = value(x1), value(x2)
+    for _ in range(80):
+        if v1 < v2:
+            lo, x1, v1 = x1, x2, v2
+            x2 = lo + inv * (hi - lo)
+            v2 = value(x2)
+        else:
+            hi, x2, v2 = x2, x1, v1
+            x1 = hi - inv * (hi - lo)
+            v1 = value(x1)
+    return max(best, v1, v2)
 
 
 def lp_penalty(s: NDArray[np.float64], p: float) -> float:
@@ -197,15 +244,34 @@ def fit_shared(
     Y: NDArray[np.float64],
     settings: dict[str, Setting],
     *,
+    penalty: str = "lp",
     p: float,
+    l1_ratio: float = 1.0,
     n_threads: int,
+    sample_weight: NDArray[np.float64] | None = None,
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
-) -> SharedFit:
-    """The shared ℓp-MKL problem of ``G`` (M, n, n) and the one-vs-rest targets ``Y`` (K, n)
-    by Kloft's Algorithm 1 (docs/mathematics.md §3.8). ``settings``: the engine's ``analytic``
-    settings (C, loss, tol, max_iter, inner_tol); each class's problem on ``K_θ`` is one
-    single-kernel engine fit, accurate to a tolerance that follows the outer gap."""
+) -> FitRecord:
+    """The shared ``lp``, ``l1`` or ``elasticnet`` problem of ``G`` (M, n, n) and the
+    one-vs-rest targets ``Y`` (K, n) by Kloft's Algorithm 1 (docs/mathematics.md §3.8).
+    ``settings``: the engine's ``analytic`` settings (C, loss, tol, max_iter, inner_tol);
+    each class's problem on ``K_θ`` is one single-kernel engine fit, accurate to a tolerance
+    that follows the outer gap. ``sample_weight``: ``w_i > 0`` on every sample's loss in
+    every class (§0.2).
+
+    ``penalty="l1"`` (``Σ_m s_m``, unsquared) alternates the same solves with ``θ_m = s_m``,
+    the minimiser of ``½ Σ_m (s_m²/θ_m + θ_m)``, whose minimum over θ is ``Σ_m s_m``;
+    ``"elasticnet"`` (``r1 Σ s + r2/2 Σ s²``, ``r1 = l1_ratio``, ``r2 = 1 − r1``) the same on
+    ``K_θ̃``, ``θ̃_m = θ_m / (r1 + r2 θ_m)``. Their duals are §1.4's, the forms summed over the
+    classes. ``p`` is then unused.
+
+    Returns one record with a leading class axis: ``coef`` (K, M, n) with
+    ``coef[c, m] = θ̃_m β_c`` (``θ̃ = θ`` for ``lp``), ``intercept`` (K,); ``kernel_weights`` is
+    θ (``lp``, unit p-norm) or ``d / Σ d``, ``d_m = s_m / (r1 + r2 s_m)`` (on the simplex, as
+    the other ``l1`` / ``elasticnet`` solvers report, §2.9)."""
     started = time.perf_counter()
+    sparse = penalty in ("l1", "elasticnet")
+    r1 = 1.0 if penalty == "l1" else float(l1_ratio)
+    r2 = 1.0 - r1
     M, n = int(G.shape[0]), int(G.shape[1])
     K = int(Y.shape[0])
     C = float(settings["C"])  # type: ignore[arg-type]
@@ -213,7 +279,13 @@ def fit_shared(
     tol = float(settings["tol"])  # type: ignore[arg-type]
     max_iter = int(settings["max_iter"])  # type: ignore[arg-type]
     floor = min(float(settings["inner_tol"]), 0.1 * tol)  # type: ignore[arg-type]
-    theta = np.ones(M) if math.isinf(p) else np.full(M, float(M) ** (-1.0 / p))
+    w = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
+    costs: Costs = C if w is None else C * w
+    if sparse or math.isinf(p):
+        # l1 / elasticnet: any θ > 0 starts the alternation; its scale is s's from then on.
+        theta = np.ones(M)
+    else:
+        theta = np.full(M, float(M) ** (-1.0 / p))
     inner = dict(settings)
     inner["p"] = math.inf  # one kernel: one solve, θ = 1
     tol_in = max(1e-3, floor)
@@ -228,13 +300,21 @@ def fit_shared(
     stalled = 0
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (n_iter is the last value)
-        Kt = _combine(G, theta)[None]
+        # The kernel weights of the solves: θ̃ = θ / (r1 + r2 θ) (θ for lp and l1; 1/r2 at
+        # r1 = 0, the sum kernel, whatever θ).
+        kt = theta / (r1 + r2 * theta) if sparse and r1 > 0.0 else theta
+        if sparse and r1 == 0.0:
+            kt = np.full(M, 1.0 / r2)
+        Kt = _combine(G, kt)[None]
         inner["tol"] = tol_in
         B = np.empty((K, n))
         b0 = np.empty(K)
         for c in range(K):
-            r = _core.fit("analytic", Kt, Y[c], inner, n_threads=n_threads)
-            B[c] = feasible_dual(loss, Y[c], r.coef[0], C)
+            if w is None:
+                r = _core.fit("analytic", Kt, Y[c], inner, n_threads=n_threads)
+            else:
+                r = _core.fit("analytic", Kt, Y[c], inner, n_threads=n_threads, sample_weight=w)
+            B[c] = feasible_dual(loss, Y[c], r.coef[0], costs)
             b0[c] = r.intercept
         H = _products(G, B)  # K_m β_c
         forms = np.einsum("mik,ki->mk", H, B)  # β_cᵀ K_m β_c
@@ -242,31 +322,40 @@ def fit_shared(
         neg = np.flatnonzero(q < 0.0)
         if len(neg) and witness is None:
             # §1.8: a form below its rounding bound proves a kernel indefinite.
-            l1 = float(np.sum(np.abs(B).sum(axis=1) ** 2))
+            mass = float(np.sum(np.abs(B).sum(axis=1) ** 2))
             ent = float(np.finfo(G.dtype).eps)
             for m in neg:
                 top = float(np.max(np.diagonal(G[m])))
-                bound = 4.0 * (n + 2) * _EPS * top * l1
+                bound = 4.0 * (n + 2) * _EPS * top * mass
                 if q[m] < -bound:
-                    witness = (int(m), float(q[m]), bound, ent * top * l1)
+                    witness = (int(m), float(q[m]), bound, ent * top * mass)
                     break
         q = np.maximum(q, 0.0)
         # Primal: A[c, m] = θ_m β_c, so f_c = K_θ β_c and s_m = θ_m sqrt(Σ_c β_cᵀK_mβ_c).
-        F = np.tensordot(theta, H, axes=1)  # (n, K)
-        b = np.array([best_intercept(loss, Y[c], F[:, c], float(b0[c])) for c in range(K)])
-        data = C * sum(float(np.sum(_loss(loss, Y[c], F[:, c] + b[c]))) for c in range(K))
-        s = theta * np.sqrt(q)
-        primal = data + lp_penalty(s, p)
-        dual = sum(conjugate_term(loss, Y[c], B[c], C) for c in range(K)) - dual_norm(q, p)
+        F = np.tensordot(kt, H, axes=1)  # (n, K)
+        b = np.array([best_intercept(loss, Y[c], F[:, c], float(b0[c]), w) for c in range(K)])
+        data = C * sum(_weighted_sum(_loss(loss, Y[c], F[:, c] + b[c]), w) for c in range(K))
+        s = kt * np.sqrt(q)
+        if sparse:
+            primal = data + r1 * float(s.sum()) + 0.5 * r2 * float(np.sum(s * s))
+            dual = sparse_dual(loss, Y, B, costs, np.sqrt(q), r1, r2)
+        else:
+            primal = data + lp_penalty(s, p)
+            dual = sum(conjugate_term(loss, Y[c], B[c], costs) for c in range(K)) - dual_norm(q, p)
         if primal < best_p:
             best_p = primal
-            best = (theta[:, None, None] * B[None], b, theta.copy(), s)
+            reported = theta.copy()
+            if sparse:
+                d = s / (r1 + r2 * s)
+                total = float(d.sum())
+                reported = d / total if total > 0.0 else np.full(M, 1.0 / M)
+            best = (kt[:, None, None] * B[None], b, reported, s)
         # After a witness no dual value counts (§1.8); the gap as if every kernel were PSD
         # still tells the loop where it would have converged.
         told_d = max(told_d, dual)
         best_d = -math.inf if witness is not None else told_d
         gap = (best_p - told_d) / max(abs(best_p), 1e-12)
-        active = int(np.count_nonzero(theta > 0))
+        active = int(np.count_nonzero(kt > 0))
         seconds = time.perf_counter() - started
         shown = -math.inf if witness is not None else dual
         rows.append((primal, shown, (best_p - best_d) / max(abs(best_p), 1e-12), active, seconds))
@@ -285,17 +374,20 @@ def fit_shared(
         if stalled >= 10:
             status = _core.Status.UNCERTIFIED if witness is not None else _core.Status.STALLED
             break
-        # Kloft's eq. 17 on the block norms over the classes.
-        if not math.isinf(p) and float(s.max(initial=0.0)) > 0.0:
-            w = s ** (2.0 / (p + 1.0))
-            theta = w / float(np.sum(w**p)) ** (1.0 / p)
+        if float(s.max(initial=0.0)) > 0.0:
+            if sparse:
+                theta = s.copy()  # the minimiser of ½ Σ (s²/θ + θ)
+            elif not math.isinf(p):
+                # Kloft's eq. 17 on the block norms over the classes.
+                v = s ** (2.0 / (p + 1.0))
+                theta = v / float(np.sum(v**p)) ** (1.0 / p)
     assert best is not None  # at least one iteration (max_iter ≥ 1)
     if witness is not None:
         status = _core.Status.UNCERTIFIED
     coef, intercept, theta_b, norms = best
     # Permute (M, K, n) → (K, M, n): a row of kernels per class, as one-vs-rest's.
     coef_k = np.ascontiguousarray(np.transpose(coef, (1, 0, 2)))
-    return SharedFit(
+    return FitRecord(
         coef=coef_k,
         intercept=intercept,
         kernel_weights=theta_b,
@@ -304,8 +396,9 @@ def fit_shared(
         dual=best_d,
         gap=(best_p - best_d) / max(abs(best_p), 1e-12),
         n_iter=it,
-        status=status,
+        status_code=int(status),
         converged=status == _core.Status.CONVERGED,
         history=np.asarray(rows, dtype=np.float64).reshape(-1, 5),
+        feature_weights=np.empty(0),
         psd_witness=witness,
     )

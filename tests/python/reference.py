@@ -653,6 +653,8 @@ def cvxpy_mkl(
     if penalty == "l1":
         omega = cp.sum(t)
     elif penalty == "elasticnet":
+        omega = l1_ratio * cp.sum(t) + (1 - l1_ratio) / 2 * cp.sum_squares(t)
+    elif penalty == "elasticnet":
         if l1_ratio is None or not 0.0 <= l1_ratio <= 1.0:
             raise ValueError("elasticnet needs l1_ratio in [0, 1]")
         omega = l1_ratio * cp.sum(t) + (1.0 - l1_ratio) / 2 * cp.sum_squares(u)
@@ -1174,15 +1176,20 @@ def cvxpy_shared_mkl(
     *,
     C: float,
     loss: str,
-    p: float,
+    p: float = 1.0,
+    penalty: str = "lp",
+    sample_weight: ArrayLike | None = None,
+    l1_ratio: float = 1.0,
 ) -> RefSolution:
-    """Solve the shared multiclass ``lp`` problem of docs/mathematics.md §3.8 with cvxpy.
+    """Solve the shared multiclass ``lp``, ``l1`` or ``elasticnet`` problem of
+    docs/mathematics.md §3.8 with cvxpy.
 
     One-vs-rest targets ``y^c = ±1`` of each class ``c`` of ``y``, functions
-    ``f^c = Σ_m f_m^c + b_c``, and the penalty of ``lp`` on the block norms over the classes
+    ``f^c = Σ_m f_m^c + b_c``, and the penalty on the block norms over the classes
     ``s_m = ‖(‖f_m^1‖, …, ‖f_m^K‖)‖₂``:
-    ``C Σ_c Σ_i ℓ(y_i^c, f^c(x_i)) + ½ (Σ_m s_m^q)^{2/q}``. Variables ``u_m^c = L_mᵀ a_m^c``
-    as in :func:`cvxpy_mkl`.
+    ``C Σ_c Σ_i w_i ℓ(y_i^c, f^c(x_i)) + Ω(s)``, ``Ω = ½ (Σ_m s_m^q)^{2/q}`` (``lp``) or
+    ``Σ_m s_m`` (``l1``) or ``r Σ_m s_m + (1 − r)/2 Σ_m s_m²`` (``elasticnet``,
+    ``r = l1_ratio``). Variables ``u_m^c = L_mᵀ a_m^c`` as in :func:`cvxpy_mkl`.
 
     Parameters
     ----------
@@ -1194,8 +1201,14 @@ def cvxpy_shared_mkl(
         Loss weight.
     loss : {"hinge", "squared_hinge", "logistic"}
         Loss name.
-    p : float
-        ``lp`` parameter (``p ≥ 1``, ``numpy.inf`` allowed).
+    p : float, default 1.0
+        ``lp`` parameter (``p ≥ 1``, ``numpy.inf`` allowed); unused for ``l1``.
+    penalty : {"lp", "l1", "elasticnet"}, default "lp"
+        The penalty of the block norms.
+    sample_weight : array_like of shape (n,), optional
+        Weights ``w_i ≥ 0`` on every class's loss of sample ``i`` (1 when None).
+    l1_ratio : float, default 1.0
+        The elastic net's ``r``.
 
     Returns
     -------
@@ -1207,6 +1220,7 @@ def cvxpy_shared_mkl(
     labels = np.asarray(y)
     classes = np.unique(labels)
     M, n, _ = GG.shape
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     factors = [_factor(GG[m]) for m in range(M)]
     ranks = [L.shape[1] for L, _ in factors]
     offsets = np.concatenate([[0], np.cumsum(ranks)]).astype(int)
@@ -1224,9 +1238,13 @@ def cvxpy_shared_mkl(
     data = 0
     for c, label in enumerate(classes):
         yc = np.where(labels == label, 1.0, -1.0)
-        data = data + _cvx_loss(loss, yc, Lall @ us[c] + bs[c], 0.1, np.ones(n))
+        data = data + _cvx_loss(loss, yc, Lall @ us[c] + bs[c], 0.1, w)
     q = lp_exponent(p)
-    if q == 2.0:
+    if penalty == "l1":
+        omega = cp.sum(t)
+    elif penalty == "elasticnet":
+        omega = l1_ratio * cp.sum(t) + (1 - l1_ratio) / 2 * cp.sum_squares(t)
+    elif q == 2.0:
         omega = sum(cp.sum_squares(u) for u in us) / 2
     elif q == 1.0:
         omega = cp.square(cp.sum(t)) / 2

@@ -286,6 +286,11 @@ def test_guide_blocks_leave_what_the_prose_says() -> None:
     # §7: both solvers certified.
     for est in (ns["low"], ns["fast"]):
         assert 0.0 <= est.duality_gap_ <= est.tol
+    # §8: the shared l1 fit reports s / Σ s, one θ for the three classes.
+    l1s = ns["l1s"]
+    s = l1s.kernel_norms_
+    assert l1s.kernel_weights_.shape == (l1s.n_kernels_,) and l1s.dual_coef_.shape[0] == 3
+    np.testing.assert_allclose(l1s.kernel_weights_, s / s.sum(), rtol=1e-9, atol=1e-15)
     # §9: the certificate, and the gap its definition gives.
     assert clf.primal_objective_ >= clf.dual_objective_ and clf.duality_gap_ <= clf.tol
     gap = (clf.primal_objective_ - clf.dual_objective_) / abs(clf.primal_objective_)
