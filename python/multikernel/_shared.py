@@ -310,10 +310,7 @@ def fit_shared(
         B = np.empty((K, n))
         b0 = np.empty(K)
         for c in range(K):
-            if w is None:
-                r = _core.fit("analytic", Kt, Y[c], inner, n_threads=n_threads)
-            else:
-                r = _core.fit("analytic", Kt, Y[c], inner, n_threads=n_threads, sample_weight=w)
+            r = _core.fit("analytic", Kt, Y[c], inner, n_threads=n_threads, sample_weight=w)
             B[c] = feasible_dual(loss, Y[c], r.coef[0], costs)
             b0[c] = r.intercept
         H = _products(G, B)  # K_m β_c
