@@ -20,7 +20,7 @@ use crate::solvers::mirror::{fit_group_weighted, Groups, MirrorConfig, StepRule}
 use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
 use crate::solvers::prox_newton::{fit_prox_newton_weighted, ProxNewtonConfig};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
-use crate::solvers::spicy::{fit_spicy_from, SpicyConfig, SpicyPenalty, SpicyStart};
+use crate::solvers::spicy::{fit_spicy_weighted, SpicyConfig, SpicyPenalty, SpicyStart};
 use crate::solvers::svrg::{fit_svrg_weighted, Features, SvrgConfig};
 use crate::solvers::wrapper::{fit_wrapper_weighted, WrapperConfig};
 use crate::Result;
@@ -466,16 +466,9 @@ impl Settings {
                 "a starting point is taken by solver spicy only",
             ));
         }
-        if w.is_some() && matches!(self, Settings::Spicy(_)) {
-            return Err(MkError::config(
-                "sample_weight",
-                "is taken by solvers analytic, interleaved, wrapper, prox_newton, mirror, \
-                 one_class and svrg; not yet by spicy or the path",
-            ));
-        }
         match self {
             Settings::Lp(c) => fit_lp_weighted(s, y, w, c, i),
-            Settings::Spicy(c) => fit_spicy_from(s, y, c, start, i),
+            Settings::Spicy(c) => fit_spicy_weighted(s, y, w, c, start, i),
             Settings::Wrapper(c) => fit_wrapper_weighted(s, y, w, c, i),
             Settings::ProxNewton(c) => fit_prox_newton_weighted(s, y, w, c, i),
             Settings::Mirror(c, groups) => {

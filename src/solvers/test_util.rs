@@ -189,3 +189,17 @@ pub(crate) fn assert_same_fit(
         assert!((s - t).abs() <= wtol * (1e-3 + t), "{what}: θ {s} vs {t}");
     }
 }
+
+/// The stack `g` (`m × n × n`) with row and column `i` repeated `reps[i]` times, and the
+/// source of each copy: the fit of integer sample weights against that of duplicated rows.
+pub(crate) fn duplicated(g: &[f64], m: usize, n: usize, reps: &[usize]) -> (Vec<f64>, Vec<usize>) {
+    let rows: Vec<usize> = (0..n).flat_map(|i| vec![i; reps[i]]).collect();
+    let dup = (0..m)
+        .flat_map(|k| {
+            let rows = &rows;
+            rows.iter()
+                .flat_map(move |&i| rows.iter().map(move |&j| g[k * n * n + i * n + j]))
+        })
+        .collect();
+    (dup, rows)
+}

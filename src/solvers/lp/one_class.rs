@@ -185,16 +185,9 @@ mod tests {
         let (n, reps) = (30, [1usize, 2, 3]);
         let (g, m, _) = crate::solvers::test_util::problem(n, false, 5);
         let w: Vec<f64> = (0..n).map(|i| reps[i % 3] as f64).collect();
-        let rows: Vec<usize> = (0..n).flat_map(|i| vec![i; reps[i % 3]]).collect();
+        let counts: Vec<usize> = (0..n).map(|i| reps[i % 3]).collect();
+        let (dup, rows) = crate::solvers::test_util::duplicated(&g, m, n, &counts);
         let nd = rows.len();
-        let dup: Vec<f64> = (0..m)
-            .flat_map(|k| {
-                let g = &g;
-                let rows = &rows;
-                rows.iter()
-                    .flat_map(move |&i| rows.iter().map(move |&j| g[k * n * n + i * n + j]))
-            })
-            .collect();
         let stored = DenseStack::new(&g, m, n).unwrap();
         let copies = DenseStack::new(&dup, m, nd).unwrap();
         for nu in [0.2, 0.5] {

@@ -29,9 +29,13 @@ pub(super) struct Outer {
 }
 
 impl Outer {
-    pub fn new(m: usize, n: usize, loss: Loss, y: &[f64]) -> Self {
-        // ρ = −ℓ'(y, 0): strictly inside the logistic domain (yρ = ½).
-        let rho = y.iter().map(|&yi| -loss.deriv(yi, 0.0)).collect();
+    pub fn new(m: usize, n: usize, loss: Loss, y: &[f64], w: &[f64]) -> Self {
+        // ρ = −wℓ'(y, 0): strictly inside the logistic domain (yρ/w = ½).
+        let rho = y
+            .iter()
+            .zip(w)
+            .map(|(&yi, &wi)| -wi * loss.deriv(yi, 0.0))
+            .collect();
         Outer {
             m,
             n,
@@ -145,6 +149,9 @@ impl Outer {
 pub(super) struct Inner<'a> {
     pub stack: &'a dyn KernelStack,
     pub y: &'a [f64],
+    /// The points' loss weights `w_i` (ones without `sample_weight`): point `i`'s loss is
+    /// `w_i ℓ`, its conjugate term `w_i ℓ*(y_i, −ρ_i/w_i)` (docs/mathematics.md §2.11).
+    pub w: &'a [f64],
     pub loss: Loss,
     /// Hinge-type loss handled through the slack `z`.
     pub slack: bool,
@@ -179,24 +186,27 @@ impl Line {
 }
 
 impl Inner<'_> {
-    /// `L(ρ)` (see the module documentation), `+∞` outside the conjugate's domain.
+    /// `L(ρ)` (see the module documentation), `+∞` outside the conjugate's domain. Point
+    /// `i`'s loss `w_iℓ` has the proximal map of `ℓ` at `w_iγ_z` and the conjugate
+    /// `w_iℓ*(y, u/w_i)`.
     fn loss_value(&self, st: &Outer, rho: &[f64], gz: f64) -> f64 {
         let mut total = 0.0;
         for (i, (&yi, &ri)) in self.y.iter().zip(rho).enumerate() {
+            let wi = self.w[i];
             total += if self.slack {
-                let (z, _) = self.loss.prox(yi, st.z[i] - gz * ri, gz);
+                let (z, _) = self.loss.prox(yi, st.z[i] - gz * ri, gz * wi);
                 let d = z - st.z[i];
-                -(self.loss.value(yi, z) + ri * z + d * d / (2.0 * gz))
+                -(wi * self.loss.value(yi, z) + ri * z + d * d / (2.0 * gz))
             } else {
                 match self.loss {
                     Loss::Logistic => {
-                        let s = yi * ri;
+                        let s = yi * ri / wi;
                         if !(s > 0.0 && s < 1.0) {
                             return f64::INFINITY;
                         }
-                        s * s.ln() + (1.0 - s) * (1.0 - s).ln()
+                        wi * (s * s.ln() + (1.0 - s) * (1.0 - s).ln())
                     }
-                    _ => self.loss.conjugate(yi, -ri),
+                    _ => wi * self.loss.conjugate(yi, -ri / wi),
                 }
             };
         }
@@ -206,14 +216,14 @@ impl Inner<'_> {
     /// `∇L` and the diagonal `∇²L` at `ρ`.
     fn loss_derivs(&self, st: &Outer, rho: &[f64], gz: f64, g: &mut [f64], h: &mut [f64]) {
         for i in 0..rho.len() {
-            let (yi, ri) = (self.y[i], rho[i]);
+            let (yi, ri, wi) = (self.y[i], rho[i], self.w[i]);
             if self.slack {
-                let (z, dz) = self.loss.prox(yi, st.z[i] - gz * ri, gz);
+                let (z, dz) = self.loss.prox(yi, st.z[i] - gz * ri, gz * wi);
                 g[i] = -z;
                 h[i] = gz * dz;
             } else {
-                g[i] = -self.loss.conjugate_grad(yi, -ri);
-                h[i] = self.loss.conjugate_hess(yi, -ri);
+                g[i] = -self.loss.conjugate_grad(yi, -ri / wi);
+                h[i] = self.loss.conjugate_hess(yi, -ri / wi) / wi;
             }
         }
     }
@@ -334,7 +344,7 @@ impl Inner<'_> {
             // pointing outwards) is held fixed for the step and left out of the stopping test.
             let frozen: Vec<bool> = (0..n)
                 .map(|i| {
-                    let s = self.y[i] * rho[i];
+                    let s = self.y[i] * rho[i] / self.w[i];
                     let ds = -self.y[i] * grad[i];
                     hdiag[i] > MAX_CURVATURE && (if s < 0.5 { ds < 0.0 } else { ds > 0.0 })
                 })
@@ -484,8 +494,8 @@ impl Inner<'_> {
         st.b += gamma * rho.iter().sum::<f64>();
         if self.slack {
             let gz = slack_gamma(gamma);
-            for ((z, &yi), &ri) in st.z.iter_mut().zip(self.y).zip(&rho) {
-                *z = self.loss.prox(yi, *z - gz * ri, gz).0;
+            for (((z, &yi), &ri), &wi) in st.z.iter_mut().zip(self.y).zip(&rho).zip(self.w) {
+                *z = self.loss.prox(yi, *z - gz * ri, gz * wi).0;
             }
         }
         st.a = a;

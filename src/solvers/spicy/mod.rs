@@ -352,7 +352,20 @@ pub fn fit_spicy_from(
     start: Option<&SpicyStart>,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
-    fit_from(stack, y, cfg, start, MIN_POINTS, interrupt)
+    fit_from(stack, y, None, cfg, start, MIN_POINTS, interrupt)
+}
+
+/// [`fit_spicy_from`] with a weight `w_i > 0` on each sample's loss,
+/// `C Σ_i w_i ℓ(y_i, f_i + b)` (docs/mathematics.md §2.11); `None`: every weight 1.
+pub fn fit_spicy_weighted(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &SpicyConfig,
+    start: Option<&SpicyStart>,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
+    fit_from(stack, y, sample_weight, cfg, start, MIN_POINTS, interrupt)
 }
 
 /// [`fit_spicy`] with a working set of points from `min_points` points on.
@@ -364,7 +377,7 @@ fn fit(
     min_points: usize,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
-    fit_from(stack, y, cfg, None, min_points, interrupt)
+    fit_from(stack, y, None, cfg, None, min_points, interrupt)
 }
 
 /// The warm start seen from the whole problem: its predictions `f = Σ_m K_m A[m]` (without
@@ -378,7 +391,13 @@ struct Warm<'a> {
 }
 
 impl<'a> Warm<'a> {
-    fn new(stack: &dyn KernelStack, y: &[f64], cfg: &SpicyConfig, start: &'a SpicyStart) -> Self {
+    fn new(
+        stack: &dyn KernelStack,
+        y: &[f64],
+        wt: &[f64],
+        cfg: &SpicyConfig,
+        start: &'a SpicyStart,
+    ) -> Self {
         let n = stack.n();
         let loss = cfg.loss;
         let mut f = vec![0.0; n];
@@ -404,13 +423,14 @@ impl<'a> Warm<'a> {
             None => y
                 .iter()
                 .zip(&warm.f)
-                .map(|(&yi, &fi)| -loss.deriv(yi, fi + b))
+                .zip(wt)
+                .map(|((&yi, &fi), &wi)| -wi * loss.deriv(yi, fi + b))
                 .collect(),
         };
         if loss == Loss::Logistic {
-            // Newton needs a point strictly inside the conjugate's domain, 0 < yρ < 1.
-            for (r, &yi) in warm.rho.iter_mut().zip(y) {
-                *r = yi * (yi * *r).clamp(1e-12, 1.0 - 1e-12);
+            // Newton needs a point strictly inside the conjugate's domain, 0 < yρ/w < 1.
+            for ((r, &yi), &wi) in warm.rho.iter_mut().zip(y).zip(wt) {
+                *r = wi * yi * (yi * *r / wi).clamp(1e-12, 1.0 - 1e-12);
             }
         }
         warm
@@ -440,10 +460,11 @@ impl<'a> Warm<'a> {
     }
 }
 
-/// [`fit_spicy_from`] with a working set of points from `min_points` points on.
+/// [`fit_spicy_weighted`] with a working set of points from `min_points` points on.
 fn fit_from(
     stack: &dyn KernelStack,
     y: &[f64],
+    sample_weight: Option<&[f64]>,
     cfg: &SpicyConfig,
     start: Option<&SpicyStart>,
     min_points: usize,
@@ -463,15 +484,16 @@ fn fit_from(
     if let Some(s) = start {
         s.validate(m_all, n)?;
     }
-    let warm = start.map(|s| Warm::new(stack, y, cfg, s));
+    // The loss weights: w_i in the solver's scale (loss weight 1), c_i = C w_i in ours.
+    let wt = crate::losses::costs(1.0, sample_weight, n)?;
+    let cu = crate::losses::costs(cfg.c, sample_weight, n)?;
+    let warm = start.map(|s| Warm::new(stack, y, &wt, cfg, s));
     let mut tracker = Tracker::new(interrupt);
     let psd = PsdCheck::new(stack);
     // The best dual value that is valid for all kernels (the restricted problems' duals are
     // not), as computed: a witness that a kernel is not PSD voids it as a certificate, which
     // the tracker notes (`note`, `certified`; then the fit stops where it would have converged).
     let mut full_dual = f64::NEG_INFINITY;
-    // SpicyMKL takes no sample weights: the loss weight C of every point.
-    let cu = vec![cfg.c; n];
     let size = cfg.working_set.unwrap_or(AUTO_WORKING_SET);
     let use_ws =
         r1 > 0.0 && size < m_all && (cfg.working_set.is_some() || 2 * AUTO_WORKING_SET < m_all);
@@ -503,7 +525,8 @@ fn fit_from(
             tracker.note(p.witness);
         }
         full_dual = values[j];
-        let primal = cfg.c * cfg.loss.total(y, &w.f, b0) + cfg.penalty.value(&w.norms);
+        let primal =
+            cfg.c * cfg.loss.weighted_total(y, &w.f, b0, &wt) + cfg.penalty.value(&w.norms);
         let active = w.norms.iter().filter(|&&s| s > 0.0).count();
         let gap = tracker.record_with(primal, (full_dual, None), active, || Model {
             coef: w.start.coef.clone(),
@@ -549,15 +572,20 @@ fn fit_from(
     } else if let Some(w) = &warm {
         warm_points(stack, y, cfg, w)
     } else {
-        first_points(stack, y, cfg, &kernels, interrupt)?
+        first_points(stack, y, &cu, cfg, &kernels, interrupt)?
     };
-    // The targets of the points being iterated (all, or those of the working set).
-    let mut yw: Vec<f64> = match &points {
-        Some(p) => p.indices().iter().map(|&i| y[i]).collect(),
-        None => y.to_vec(),
+    // The targets and loss weights of the points being iterated (all, or those of the
+    // working set).
+    let pick = |v: &[f64], points: &Option<PointSubset>| -> Vec<f64> {
+        match points {
+            Some(p) => p.indices().iter().map(|&i| v[i]).collect(),
+            None => v.to_vec(),
+        }
     };
+    let mut yw = pick(y, &points);
+    let mut ww = pick(&wt, &points);
     let mut state = match &warm {
-        None => Outer::new(kernels.len(), yw.len(), cfg.loss, &yw),
+        None => Outer::new(kernels.len(), yw.len(), cfg.loss, &yw, &ww),
         Some(w) => {
             // The start restricted to the kernels and points being iterated (A is zero off
             // them), with the slack at the start's predictions.
@@ -608,6 +636,7 @@ fn fit_from(
         let inner = Inner {
             stack: &sub,
             y: &yw,
+            w: &ww,
             loss: cfg.loss,
             slack,
             lam1: r1 / cfg.c,
@@ -632,12 +661,13 @@ fn fit_from(
         // working sets, so P is the primal of the whole problem.
         let mut f = vec![0.0; nw];
         state.predictions(&mut f);
-        let cw = &cu[..nw];
+        let cw_all: Vec<f64> = ww.iter().map(|w| cfg.c * w).collect();
+        let cw = cw_all.as_slice();
         let b = cfg.loss.best_intercept(&yw, &f, cw, state.b);
         let norms = state.norms();
-        let data = |y: &[f64], f: &[f64], b: f64| cfg.loss.total(y, f, b);
+        let data = |y: &[f64], f: &[f64], b: f64, w: &[f64]| cfg.loss.weighted_total(y, f, b, w);
         let penalty = cfg.penalty.value(&norms);
-        let primal_here = cfg.c * data(&yw, &f, b) + penalty;
+        let primal_here = cfg.c * data(&yw, &f, b, &ww) + penalty;
         // Every point's prediction, when iterating on a working set of points.
         let whole = points.as_ref().map(|p| {
             let mut fa = vec![0.0; n];
@@ -656,7 +686,7 @@ fn fit_from(
             (fa, bw)
         });
         let primal = match &whole {
-            Some((fa, bw)) => cfg.c * data(y, fa, *bw) + penalty,
+            Some((fa, bw)) => cfg.c * data(y, fa, *bw, &wt) + penalty,
             None => primal_here,
         };
         // Dual candidates on the iterated points; zero on the other points, they are dual
@@ -763,6 +793,7 @@ fn fit_from(
                     let place = p.indices().to_vec();
                     points = None;
                     yw = y.to_vec();
+                    ww = wt.clone();
                     state.move_points(&SubStack::new(stack, kernels.clone()), &place, z);
                 } else {
                     let w = p.indices().len();
@@ -770,6 +801,7 @@ fn fit_from(
                     znew.extend(more.iter().map(|&i| z[i]));
                     p.extend(stack, &more);
                     yw = p.indices().iter().map(|&i| y[i]).collect();
+                    ww = p.indices().iter().map(|&i| wt[i]).collect();
                     let place: Vec<usize> = (0..w).collect();
                     state.move_points(&SubStack::new(p.stack(), kernels.clone()), &place, znew);
                 }
@@ -805,6 +837,7 @@ const FIRST_FRACTION: f64 = 0.5;
 fn first_points(
     stack: &dyn KernelStack,
     y: &[f64],
+    cu: &[f64],
     cfg: &SpicyConfig,
     kernels: &[usize],
     interrupt: &dyn Interrupt,
@@ -814,10 +847,9 @@ fn first_points(
     for &m in kernels {
         theta[m] = 1.0 / kernels.len() as f64;
     }
-    let cu = vec![cfg.c; n];
-    let mut solver = SingleKernel::new(cfg.loss, &cu, y)?;
+    let mut solver = SingleKernel::new(cfg.loss, cu, y)?;
     let mut buf = Vec::new();
-    let (mut f, mut b) = solver.solve_combined(stack, y, &cu, &theta, 1e-3, &mut buf, interrupt)?;
+    let (mut f, mut b) = solver.solve_combined(stack, y, cu, &theta, 1e-3, &mut buf, interrupt)?;
     // The scale of the kernel matters (it acts as C does): at the l1 optimum the active
     // kernels' `A[m] = η_m β` have `βᵀK_mβ = 1` (‖ρ̃‖_{K_m} = 1), while a mean of
     // trace-normalised kernels is far smaller. One fixed-point step `θ ← θ √(βᵀK_θβ)` of
@@ -826,7 +858,7 @@ fn first_points(
     let q: f64 = solver.beta().iter().zip(&f).map(|(bi, fi)| bi * fi).sum();
     if q > 0.0 && q.is_finite() && !(0.25..=4.0).contains(&q) {
         theta.iter_mut().for_each(|t| *t *= q.sqrt());
-        (f, b) = solver.solve_combined(stack, y, &cu, &theta, 1e-3, &mut buf, interrupt)?;
+        (f, b) = solver.solve_combined(stack, y, cu, &theta, 1e-3, &mut buf, interrupt)?;
     }
     let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
     let idx = new_points(cfg.loss, y, &z, solver.alpha().unwrap_or(&[]), &[]);

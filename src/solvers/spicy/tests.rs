@@ -318,7 +318,8 @@ fn point_working_set_reaches_the_full_optimum() {
             };
             if loss == Loss::Hinge && c == 20.0 {
                 let kernels: Vec<usize> = (0..m).collect();
-                let first = first_points(&stack, &y, &ws_cfg, &kernels, &NoInterrupt).unwrap();
+                let cu = vec![c; n];
+                let first = first_points(&stack, &y, &cu, &ws_cfg, &kernels, &NoInterrupt).unwrap();
                 let size = first.map_or(n, |p| p.indices().len());
                 assert!(size < n / 2, "{size} of {n} points");
             }
@@ -360,14 +361,15 @@ fn warm_start_reaches_the_cold_optimum() {
                     ..SpicyConfig::default()
                 };
                 let cfg2 = SpicyConfig { c: c2, ..cfg1 };
-                let first = fit_from(&stack, &y, &cfg1, None, 0, &NoInterrupt).unwrap();
+                let first = fit_from(&stack, &y, None, &cfg1, None, 0, &NoInterrupt).unwrap();
                 let start = SpicyStart {
                     coef: first.coef.clone(),
                     intercept: first.intercept,
                     dual: None,
                 };
-                let cold = fit_from(&stack, &y, &cfg2, None, 0, &NoInterrupt).unwrap();
-                let warm = fit_from(&stack, &y, &cfg2, Some(&start), 0, &NoInterrupt).unwrap();
+                let cold = fit_from(&stack, &y, None, &cfg2, None, 0, &NoInterrupt).unwrap();
+                let warm =
+                    fit_from(&stack, &y, None, &cfg2, Some(&start), 0, &NoInterrupt).unwrap();
                 let msg = format!("{loss:?} {penalty:?} C {c1} -> {c2}: {warm:?}");
                 assert_eq!(warm.status, SolveStatus::Converged, "{msg}");
                 assert!(warm.gap >= -1e-12 && warm.gap <= cfg2.tol, "{msg}");
@@ -381,7 +383,7 @@ fn warm_start_reaches_the_cold_optimum() {
 
                 // From the optimum (to 1e-10) at the same C: certified at the start.
                 let exact_cfg = SpicyConfig { tol: 1e-10, ..cfg2 };
-                let exact = fit_from(&stack, &y, &exact_cfg, Some(&start), 0, &NoInterrupt);
+                let exact = fit_from(&stack, &y, None, &exact_cfg, Some(&start), 0, &NoInterrupt);
                 let exact = exact.unwrap();
                 let again = SpicyStart {
                     coef: exact.coef.clone(),
@@ -390,7 +392,8 @@ fn warm_start_reaches_the_cold_optimum() {
                 };
                 // The start's dual is recovered from A (Warm::parallel_dual): to ~2e-6 here.
                 let loose = SpicyConfig { tol: 1e-5, ..cfg2 };
-                let same = fit_from(&stack, &y, &loose, Some(&again), 0, &NoInterrupt).unwrap();
+                let same =
+                    fit_from(&stack, &y, None, &loose, Some(&again), 0, &NoInterrupt).unwrap();
                 assert_eq!(same.status, SolveStatus::Converged, "{msg}");
                 assert_eq!(same.n_iter, 1, "{msg}: restart {:?}", same.history);
                 assert!(same.primal <= exact.primal * (1.0 + 1e-12), "{msg}");
@@ -465,5 +468,78 @@ fn low_rank_newton_systems_reach_the_dense_optimum() {
             assert_eq!(b.status, SolveStatus::Converged, "{msg}");
             assert!((a.primal - b.primal).abs() <= 1e-7 * b.primal, "{msg}");
         }
+    }
+}
+
+/// Integer sample weights equal duplicated rows for every loss and both penalties, on the
+/// whole problem and through the working sets of points (from 0 points on, hinge-type
+/// losses) and of kernels: the same primal and kernel weights; the unweighted fit differs.
+#[test]
+fn integer_weights_equal_duplicated_rows() {
+    let n = 30;
+    let reps: Vec<usize> = (0..n).map(|i| 1 + i % 3).collect();
+    let w: Vec<f64> = reps.iter().map(|&r| r as f64).collect();
+    for loss in all_losses() {
+        let (g, m, y) = problem(n, !loss.is_classification(), 21);
+        let (dup, rows) = crate::solvers::test_util::duplicated(&g, m, n, &reps);
+        let yd: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+        let stack = DenseStack::new(&g, m, n).unwrap();
+        let copies = DenseStack::new(&dup, m, rows.len()).unwrap();
+        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+            for (working_set, min_points) in [(None, MIN_POINTS), (Some(2), 0)] {
+                let cfg = SpicyConfig {
+                    penalty,
+                    c: 0.5,
+                    loss,
+                    tol: 1e-9,
+                    working_set,
+                    ..SpicyConfig::default()
+                };
+                let what = format!("{loss:?} {penalty:?} {working_set:?}");
+                let a =
+                    fit_from(&stack, &y, Some(&w), &cfg, None, min_points, &NoInterrupt).unwrap();
+                let b = fit_from(&copies, &yd, None, &cfg, None, min_points, &NoInterrupt).unwrap();
+                // Within a gap of 1e-9 the weights are pinned to about its square root.
+                crate::solvers::test_util::assert_same_fit(&a, &b, 1e-7, 1e-3, &what);
+                let plain = fit_spicy(&stack, &y, &cfg, &NoInterrupt).unwrap();
+                assert!(
+                    (plain.primal - a.primal).abs() > 1e-4 * a.primal,
+                    "{what}: the weights are not read"
+                );
+            }
+        }
+    }
+}
+
+/// Real-valued weights: SpicyMKL and the SVM wrapper (an independent algorithm) reach the
+/// same weighted optimum, and each dual bounds the other's primal.
+#[test]
+fn weights_meet_the_weighted_wrapper() {
+    use crate::solvers::wrapper::{fit_wrapper_weighted, WrapperConfig};
+    let n = 40;
+    let w: Vec<f64> = (0..n)
+        .map(|i| 0.3 + (i as f64 * 0.7).sin().abs() * 2.5)
+        .collect();
+    for loss in [Loss::Hinge, Loss::SquaredHinge, Loss::Logistic] {
+        let (g, m, y) = problem(n, false, 22);
+        let stack = DenseStack::new(&g, m, n).unwrap();
+        let cfg = SpicyConfig {
+            c: 3.0,
+            loss,
+            tol: 1e-9,
+            ..SpicyConfig::default()
+        };
+        let wcfg = WrapperConfig {
+            c: 3.0,
+            loss,
+            tol: 1e-9,
+            ..WrapperConfig::default()
+        };
+        let a = fit_spicy_weighted(&stack, &y, Some(&w), &cfg, None, &NoInterrupt).unwrap();
+        let b = fit_wrapper_weighted(&stack, &y, Some(&w), &wcfg, &NoInterrupt).unwrap();
+        let what = format!("{loss:?}");
+        crate::solvers::test_util::assert_same_fit(&a, &b, 1e-7, 1e-3, &what);
+        assert!(a.dual <= b.primal * (1.0 + 1e-12), "{what}");
+        assert!(b.dual <= a.primal * (1.0 + 1e-12), "{what}");
     }
 }
