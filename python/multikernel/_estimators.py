@@ -137,11 +137,6 @@ _DEFAULT_CACHE_MB = 1024.0
 #: The solvers that fit explicit features only (feature blocks, low-rank factors).
 _FEATURE_SOLVERS = ("svrg", "prox_newton")
 
-#: The solvers that take ``sample_weight`` (a weight per sample on the loss).
-_WEIGHTED_SOLVERS = (
-    "analytic", "interleaved", "wrapper", "prox_newton", "mirror", "one_class", "svrg",
-)  # fmt: skip
-
 
 def _class_weights(
     class_weight: Any, classes: NDArray[Any], yi: NDArray[np.intp], w: NDArray[np.float64] | None
@@ -612,22 +607,50 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         weight: NDArray[np.float64] | None,
         log: _progress.IterationLog | None,
     ) -> _core.FitResult | FitRecord:
-        """:meth:`_solve` with its iteration callback."""
+        """:meth:`_solve` with its iteration callback. Samples of weight 0 have no loss and
+        are left out of the fit (as libsvm does), their coefficients 0."""
         yc = np.ascontiguousarray(y, dtype=np.float64)
         threads = check_n_threads(self.n_threads)
         if self.penalty == "group":
             settings = {**settings, "groups": group_ids(self.groups, G.M)[0]}
-        if weight is not None:
-            return self._solve_weighted(solver, G, yc, settings, weight, threads, log)
+        if weight is None or bool(np.all(weight > 0)):
+            return self._native_fit(solver, G, yc, settings, start, weight, threads, log)
+        keep = np.flatnonzero(weight > 0)
+        part = None if start is None else (np.ascontiguousarray(start[0][:, keep]), start[1])
+        r = self._native_fit(
+            solver, G.subset(keep), np.ascontiguousarray(yc[keep]), settings, part,
+            weight[keep], threads, log,
+        )  # fmt: skip
+        record = r if isinstance(r, FitRecord) else FitRecord.of(r)
+        coef = np.zeros((G.M, G.n))
+        coef[:, keep] = record.coef
+        return dataclasses.replace(record, coef=coef)
+
+    def _native_fit(
+        self,
+        solver: _NativeSolver,
+        G: Stack,
+        yc: NDArray[np.float64],
+        settings: dict[str, Setting],
+        start: _Start | None,
+        weight: NDArray[np.float64] | None,
+        threads: int,
+        log: _progress.IterationLog | None,
+    ) -> _core.FitResult:
+        """One engine fit: from ``start`` as given, or ``solver="auto"``'s choice with its
+        SpicyMKL continuation after a wrapper that stopped above tol."""
+        w = None if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
         if start is not None:
             return _core.fit(
                 solver, G.engine, yc, settings, n_threads=threads, on_iteration=log,
                 init_coef=np.ascontiguousarray(start[0], dtype=np.float64),
-                init_intercept=float(start[1]),
+                init_intercept=float(start[1]), sample_weight=w,
             )  # fmt: skip
         auto = self.solver == "auto"
         solver, settings = self._feature_space(solver, G, settings)
-        r = _core.fit(solver, G.engine, yc, settings, n_threads=threads, on_iteration=log)
+        r = _core.fit(
+            solver, G.engine, yc, settings, n_threads=threads, on_iteration=log, sample_weight=w
+        )
         if (
             auto
             and solver == "wrapper"
@@ -646,6 +669,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             r2 = _core.fit(
                 "spicy", G.engine, yc, spicy, n_threads=threads, on_iteration=log,
                 init_coef=np.ascontiguousarray(r.coef), init_intercept=float(r.intercept),
+                sample_weight=w,
             )  # fmt: skip
             if r2.converged or r2.gap < r.gap:
                 return r2
@@ -661,58 +685,6 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             return solver, settings
         own = {f.name for f in dataclasses.fields(SOLVERS["wrapper"].config)}
         return "prox_newton", {k: v for k, v in settings.items() if k not in own}
-
-    def _solve_weighted(
-        self,
-        solver: _NativeSolver,
-        G: Stack,
-        y: NDArray[np.float64],
-        settings: dict[str, Setting],
-        weight: NDArray[np.float64],
-        threads: int,
-        log: _progress.IterationLog | None,
-    ) -> _core.FitResult | FitRecord:
-        """A fit with a weight per sample on the loss. Samples of weight 0 have no loss and
-        are left out of the fit (as libsvm does), their coefficients 0."""
-        solver, settings = self._feature_space(solver, G, settings)
-        keep = np.flatnonzero(weight > 0)
-        if len(keep) == len(weight):
-            return _core.fit(
-                solver, G.engine, y, settings, n_threads=threads, on_iteration=log,
-                sample_weight=np.ascontiguousarray(weight),
-            )  # fmt: skip
-        r = FitRecord.of(
-            _core.fit(
-                solver,
-                G.subset(keep).engine,
-                np.ascontiguousarray(y[keep]),
-                settings,
-                n_threads=threads,
-                on_iteration=log,
-                sample_weight=np.ascontiguousarray(weight[keep]),
-            )  # fmt: skip
-        )
-        coef = np.zeros((G.M, G.n))
-        coef[:, keep] = r.coef
-        return dataclasses.replace(r, coef=coef)
-
-    def _weighted_solver(
-        self, solver: _NativeSolver, settings: dict[str, Setting]
-    ) -> tuple[_NativeSolver, dict[str, Setting]]:
-        """The solver and settings of a fit with sample weights: ``solver="auto"`` moves to
-        one that takes them (``spicy`` → ``wrapper``, with the wrapper's default settings);
-        an explicit solver that takes none is refused."""
-        if solver in _WEIGHTED_SOLVERS:
-            return solver, settings
-        if self.solver == "auto" and solver == "spicy":
-            own = {f.name for f in dataclasses.fields(SOLVERS["spicy"].config)}
-            kept = {k: v for k, v in settings.items() if k not in own}
-            return "wrapper", {**kept, **SOLVERS["wrapper"].config()._native()}
-        raise InvalidParameterError(
-            f"sample_weight and class_weight are taken by solvers {', '.join(_WEIGHTED_SOLVERS)}; "
-            f"solver={solver!r} takes none yet",
-            parameter="solver",
-        )
 
     def _previous_fit(self) -> tuple[tuple[Any, ...], NDArray[Any], NDArray[Any]] | None:
         """With ``warm_start``, the last SpicyMKL fit (its key, ``dual_coef_`` and
@@ -1237,10 +1209,9 @@ default "mean_diag"
             A weight ``w_i ≥ 0`` per sample on its loss: the data term becomes
             ``C Σ_i w_i ℓ(y_i, f(x_i))`` (SMO's boxes ``0 ≤ α_i ≤ C w_i``, as SVC's), so an
             integer weight equals that many copies of the sample; samples of weight 0 are left
-            out. Multiplied by ``class_weight``. Taken by the solvers ``analytic``,
-            ``interleaved``, ``wrapper``, ``prox_newton`` and ``mirror`` (``solver="auto"``
-            picks one of them), and by ``multi_class="shared"`` (every class's loss of sample
-            ``i`` weighted by ``w_i``, docs/mathematics.md §3.8). The kernels' normalisation
+            out. Multiplied by ``class_weight``. Taken by every solver and by
+            ``multi_class="shared"`` (every class's loss of sample ``i`` weighted by ``w_i``,
+            docs/mathematics.md §3.8). The kernels' normalisation
             statistics are weighted by it too (integer weights give the kernels of duplicated
             rows).
         check_input : bool, default True
@@ -1311,7 +1282,6 @@ default "mean_diag"
         sw = check_sample_weight(sample_weight, G.n)
         sw = _class_weights(self.class_weight, classes, yi, sw)
         if sw is not None:
-            solver, settings = self._weighted_solver(solver, settings)
             for k in range(len(classes)):
                 if not (sw[yi == k] > 0).any():
                     raise InvalidInputError(
@@ -1770,10 +1740,9 @@ warm_start, cache_size
         sample_weight : array-like of shape (n_samples,), default None
             A weight ``w_i ≥ 0`` per sample on its loss: the data term becomes
             ``C Σ_i w_i ℓ(y_i, f(x_i))``, so an integer weight equals that many copies of the
-            sample; samples of weight 0 are left out. Taken by the solvers ``analytic``,
-            ``wrapper``, ``prox_newton`` and ``mirror`` (``solver="auto"`` picks one of
-            them). The kernels' normalisation statistics are weighted by it too (integer weights
-            give the kernels of duplicated rows).
+            sample; samples of weight 0 are left out. Taken by every solver. The kernels'
+            normalisation statistics are weighted by it too (integer weights give the kernels
+            of duplicated rows).
         check_input : bool, default True
             False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
             precomputed stack (shape and dtype are still checked), for a stack known to be
@@ -1823,8 +1792,6 @@ warm_start, cache_size
                 f"{yf.shape[0]}"
             )
         sw = check_sample_weight(sample_weight, G.n)
-        if sw is not None:
-            solver, settings = self._weighted_solver(solver, settings)
         st = self._warm_starts(previous, self._warm_key_of(solver, settings, G))
         self._set_results(
             [self._solve(solver, G, yf, settings, start=st[0] if st else None, weight=sw)],

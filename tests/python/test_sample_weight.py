@@ -46,6 +46,8 @@ CLASSIFIER_CASES: list[dict[str, Any]] = [
     {"penalty": "lp", "p": 2.0, "loss": "logistic"},
     {"penalty": "lp", "p": 4 / 3, "loss": "squared_hinge"},
     {"penalty": "l1", "solver": "wrapper"},
+    {"penalty": "l1", "solver": "spicy"},
+    {"penalty": "elasticnet", "l1_ratio": 0.5, "loss": "squared_hinge", "solver": "spicy"},
     {"penalty": "elasticnet", "l1_ratio": 0.5, "loss": "logistic"},
     {"penalty": "group", "groups": [0, 0, 1, 1, 1], "loss": "squared_hinge"},
 ]
@@ -73,8 +75,12 @@ def test_integer_weights_equal_duplicated_rows(
 
 @pytest.mark.parametrize(
     "params",
-    [{"penalty": "lp", "loss": "squared"}, {"penalty": "l1", "loss": "epsilon_insensitive"}],
-    ids=["lp-squared", "l1-epsilon"],
+    [
+        {"penalty": "lp", "loss": "squared"},
+        {"penalty": "l1", "loss": "epsilon_insensitive"},
+        {"penalty": "l1", "loss": "squared", "solver": "spicy"},
+    ],
+    ids=["lp-squared", "l1-epsilon", "l1-squared-spicy"],
 )
 def test_regressor_weights_equal_duplicated_rows(
     data: tuple[FloatArray, FloatArray, FloatArray, FloatArray], params: dict[str, Any]
@@ -153,6 +159,8 @@ def test_one_kernel_equals_svc_and_svr_with_weights(
         ("l1", "hinge", {}),
         ("lp", "logistic", {"p": 1.5}),
         ("elasticnet", "squared", {"l1_ratio": 0.3}),
+        ("l1", "logistic", {"solver": "spicy"}),
+        ("elasticnet", "hinge", {"l1_ratio": 0.6, "solver": "spicy"}),
     ],
 )
 def test_weighted_optimum_equals_cvxpy(
@@ -167,7 +175,8 @@ def test_weighted_optimum_equals_cvxpy(
     Est = mk.MKLRegressor if loss == "squared" else mk.MKLClassifier
     est = Est(kernels="precomputed", penalty=penalty, loss=loss, C=2.0, tol=1e-8, **extra)
     est.fit(G, target, sample_weight=w)
-    ref = cvxpy_mkl(G, target, C=2.0, loss=loss, penalty=penalty, sample_weight=w, **extra)
+    own = {k: v for k, v in extra.items() if k != "solver"}
+    ref = cvxpy_mkl(G, target, C=2.0, loss=loss, penalty=penalty, sample_weight=w, **own)
     np.testing.assert_allclose(est.primal_objective_, ref.objective, rtol=1e-5)
     assert est.duality_gap_ <= 1e-8
 
@@ -229,10 +238,6 @@ def test_refusals(data: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -
         est.fit(G, yb, sample_weight=-w)
     with pytest.raises(ValueError, match="NaN"):
         est.fit(G, yb, sample_weight=np.full(60, np.nan))
-    with pytest.raises(InvalidParameterError, match="takes none yet"):
-        mk.MKLClassifier(kernels="precomputed", penalty="l1", solver="spicy").fit(
-            G, yb, sample_weight=w
-        )
     with pytest.raises(InvalidParameterError, match="class_weight"):
         mk.MKLClassifier(kernels="precomputed", class_weight="even").fit(G, yb)
     with pytest.raises(InvalidParameterError, match="not among the classes"):
@@ -240,7 +245,7 @@ def test_refusals(data: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -
     zero_class = np.where(yb > 0, 0.0, 1.0)
     with pytest.raises(InvalidInputError, match="weight 0"):
         est.fit(G, yb, sample_weight=zero_class)
-    # auto moves from SpicyMKL (warm starts) to the wrapper, which takes weights.
+    # auto with warm starts (SpicyMKL) and the wrapper reach the same weighted optimum.
     auto = mk.MKLClassifier(kernels="precomputed", penalty="l1", warm_start=True, tol=1e-8)
     ref = mk.MKLClassifier(kernels="precomputed", penalty="l1", solver="wrapper", tol=1e-8)
     np.testing.assert_allclose(
@@ -359,3 +364,21 @@ def test_weighted_path_equals_duplicated_rows_and_drops_zero_weights() -> None:
     c = mk.mkl_path(X[keep], y[keep], sample_weight=w[keep], **kw)
     assert a.C0 == pytest.approx(c.C0, rel=1e-12)
     np.testing.assert_allclose(a.alphas[-1][keep], c.alphas[-1], rtol=1e-9, atol=1e-12)
+
+
+def test_warm_started_spicy_keeps_the_weights(
+    data: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+) -> None:
+    """A weighted SpicyMKL fit warm-started from another C reaches the weighted optimum of
+    the wrapper (cold) at the new C."""
+    G, _, y, _ = data
+    yb = np.where(y == 1, 1.0, -1.0)
+    w = np.random.default_rng(7).uniform(0.2, 3.0, size=len(y))
+    kw: dict[str, Any] = dict(kernels="precomputed", penalty="l1", tol=1e-8)
+    warm = mk.MKLClassifier(solver="spicy", warm_start=True, C=0.5, **kw)
+    warm.fit(G, yb, sample_weight=w)
+    warm.set_params(C=4.0).fit(G, yb, sample_weight=w)
+    cold = mk.MKLClassifier(solver="wrapper", C=4.0, **kw).fit(G, yb, sample_weight=w)
+    assert warm.converged_ is True
+    np.testing.assert_allclose(warm.primal_objective_, cold.primal_objective_, rtol=1e-7)
+    np.testing.assert_allclose(warm.kernel_weights_, cold.kernel_weights_, atol=1e-4)

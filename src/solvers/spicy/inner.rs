@@ -150,7 +150,7 @@ pub(super) struct Inner<'a> {
     pub stack: &'a dyn KernelStack,
     pub y: &'a [f64],
     /// The points' loss weights `w_i` (ones without `sample_weight`): point `i`'s loss is
-    /// `w_i ℓ`, its conjugate term `w_i ℓ*(y_i, −ρ_i/w_i)` (docs/mathematics.md §2.11).
+    /// `w_i ℓ`, its conjugate term `w_i ℓ*(y_i, −ρ_i/w_i)` (docs/mathematics.md §2.4).
     pub w: &'a [f64],
     pub loss: Loss,
     /// Hinge-type loss handled through the slack `z`.

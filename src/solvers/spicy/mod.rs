@@ -356,7 +356,8 @@ pub fn fit_spicy_from(
 }
 
 /// [`fit_spicy_from`] with a weight `w_i > 0` on each sample's loss,
-/// `C Σ_i w_i ℓ(y_i, f_i + b)` (docs/mathematics.md §2.11); `None`: every weight 1.
+/// `C Σ_i w_i ℓ(y_i, f_i + b)` (docs/mathematics.md §2.4, "Sample weights"); `None`: every
+/// weight 1.
 pub fn fit_spicy_weighted(
     stack: &dyn KernelStack,
     y: &[f64],
