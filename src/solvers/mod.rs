@@ -1,10 +1,14 @@
 //! Optimisation algorithms. Each solver touches kernels only through
 //! [`crate::kernels::KernelStack`].
 
+mod duality;
 pub mod lp;
 pub mod mirror;
 pub mod path;
+mod points;
 pub mod prox_newton;
+mod schedule;
+pub mod single;
 pub mod smo;
 pub mod spicy;
 pub mod svrg;

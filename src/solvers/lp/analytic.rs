@@ -1,12 +1,16 @@
 //! Kloft et al.'s Algorithm 1 (the wrapper): a full single-kernel solve on `K_θ = Σ θ_m K_m`
 //! between closed-form θ updates (eq. 17), with a working set of points when `β` is sparse.
 
-use super::working_set::{gather_points, new_points, scatter_points, CheckSchedule, PointSet};
-use super::{certificate, natural_dual, read_forms, theta_update, LpConfig, SingleKernel, Tracker};
+use super::working_set::PointSet;
+use super::{certificate, theta_update, LpConfig, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::result::{FitResult, PsdWitness, SolveStatus};
+use crate::solvers::duality::{natural_dual, read_forms};
+use crate::solvers::points::{gather_points, new_points, scatter_points};
+use crate::solvers::schedule::{CheckSchedule, GapSchedule};
+use crate::solvers::single::SingleKernel;
 use crate::solvers::witness::PsdCheck;
 
 /// The over-relaxation of the θ fixed point used while it helps (see [`extrapolate`]):
@@ -18,7 +22,7 @@ use crate::solvers::witness::PsdCheck;
 /// plain step, `ω = 1 + ρ/(2(1−ρ)) = p*`, measured best (Kloft benchmark, n = 1000 and 2000:
 /// outer iterations 9 → 5 at p = 4/3, unchanged 4 at p = 2 and 5 at p = 4; ω = 3 and 4 at
 /// p = 2, or 4 and 6 at p = 4, took more). The cap keeps p near 1 from overshooting.
-fn over_relaxation(p: f64) -> f64 {
+pub(super) fn over_relaxation(p: f64) -> f64 {
     if p.is_finite() && p > 1.0 {
         (p / (p - 1.0)).min(4.0)
     } else {
@@ -56,102 +60,6 @@ fn extrapolate(theta: &[f64], next: &[f64], omega: f64, p: f64) -> Vec<f64> {
             .sum::<f64>()
             .powf(1.0 / p);
     t.iter().map(|x| x / norm).collect()
-}
-
-/// The gap bookkeeping of the problem being iterated (the whole one, or a restricted one):
-/// the accuracy asked of the single-kernel solver, the over-relaxation of the θ update, and
-/// whether the iteration stalls.
-/// The inner accuracy below which a fit that stops progressing is declared stalled.
-const MIN_INNER_TOL: f64 = 1e-12;
-
-pub(crate) struct GapSchedule {
-    /// The smallest inner accuracy: the inner accuracy must not limit the outer gap the
-    /// caller asked for, so at most `tol/10`.
-    floor: f64,
-    inner_tol: f64,
-    /// The smallest gap of the current problem, and the iterations since it last shrank.
-    best_gap: f64,
-    since_best: usize,
-    /// Over-relaxation of the θ update ([`over_relaxation`]), dropped for good once the gap
-    /// fails to shrink.
-    omega: f64,
-    /// Whether the last observed iteration stalled.
-    stalled: bool,
-    /// Iterations without progress (at the smallest inner accuracy) that make a stall.
-    patience: usize,
-}
-
-impl GapSchedule {
-    /// The schedule of a fit to relative gap `tol` whose inner solves need at most
-    /// `inner_tol`, for the norm `p` (which sets the over-relaxation; `p = 1`: none).
-    pub(crate) fn new(tol: f64, inner_tol: f64, p: f64) -> Self {
-        let floor = inner_tol.min(0.1 * tol);
-        GapSchedule {
-            floor,
-            inner_tol: 1e-3f64.max(floor),
-            best_gap: f64::INFINITY,
-            since_best: 0,
-            omega: over_relaxation(p),
-            stalled: false,
-            patience: 10,
-        }
-    }
-
-    /// The same schedule with a stall after `patience` iterations without progress.
-    pub(crate) fn with_patience(self, patience: usize) -> Self {
-        GapSchedule { patience, ..self }
-    }
-
-    /// The accuracy of the next single-kernel solve.
-    pub(crate) fn inner_tol(&self) -> f64 {
-        self.inner_tol
-    }
-
-    /// The over-relaxation `ω` of the next θ update.
-    pub(crate) fn omega(&self) -> f64 {
-        self.omega
-    }
-
-    /// Whether the last observed iteration stalled: its gap has not shrunk for `patience`
-    /// iterations at the inner accuracy [`MIN_INNER_TOL`] (or the caller's smaller one), so
-    /// more accuracy cannot help.
-    pub(crate) fn is_stalled(&self) -> bool {
-        self.stalled
-    }
-
-    /// Takes in the relative gap of an iteration; `new_problem` when the iterated problem
-    /// changes after it, so that the next gaps are not compared with this one.
-    pub(crate) fn observe(&mut self, gap: f64, new_problem: bool) {
-        // The inner accuracy follows the outer gap, and is tightened further whenever the gap
-        // shrinks slowly: an inexact SVM solution bounds how far the primal can go.
-        if gap >= 0.9 * self.best_gap {
-            self.inner_tol = (0.1 * self.inner_tol).max(self.floor);
-        }
-        self.stalled = false;
-        if gap < self.best_gap * (1.0 - 1e-9) {
-            self.since_best = 0;
-        } else {
-            self.since_best += 1;
-            self.omega = 1.0;
-            if self.inner_tol <= self.floor && self.since_best >= self.patience {
-                if self.floor > MIN_INNER_TOL {
-                    // The inexact inner solutions may be what bounds the gap (seen on small
-                    // group problems at 1e-7): tighten once more before calling it a stall.
-                    self.floor = (0.01 * self.floor).max(MIN_INNER_TOL);
-                    self.inner_tol = self.floor;
-                    self.since_best = 0;
-                } else {
-                    self.stalled = true;
-                }
-            }
-        }
-        self.best_gap = self.best_gap.min(gap);
-        self.inner_tol = (0.1 * gap.max(0.0)).clamp(self.floor, self.inner_tol);
-        if new_problem {
-            self.best_gap = f64::INFINITY;
-            self.since_best = 0;
-        }
-    }
 }
 
 /// One Algorithm-1 step on a problem (the whole one, or the restricted one of a working set):
@@ -246,7 +154,7 @@ pub(super) fn fit_analytic(
     let mut tracker = Tracker::new(interrupt);
     let psd = PsdCheck::new(stack);
     let mut status = SolveStatus::MaxIterations;
-    let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, cfg.p);
+    let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, over_relaxation(cfg.p));
     let mut checks = CheckSchedule::new();
     let mut n_iter = 0;
     for _ in 0..cfg.max_iter {

@@ -11,12 +11,12 @@
 
 use rayon::prelude::*;
 
-use super::newton::dense_matvec;
 use super::{certificate, theta_update, LpConfig, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::{nonzeros, KernelStack};
 use crate::result::{FitResult, SolveStatus};
+use crate::solvers::single::dense_matvec;
 use crate::solvers::smo::{DenseKernel, QpSpec, SmoOptions, SmoState, StepOutcome};
 use crate::solvers::witness::PsdCheck;
 

@@ -15,13 +15,16 @@
 //! `Σ α_i = νW`, and the best `ρ` the smallest `f_i` whose cumulated weight reaches `νW`:
 //! integer weights are duplicated rows.
 
-use super::newton::dense_matvec;
-use super::{dual_norm, lp_penalty, theta_update, GapSchedule, Tracker};
+use super::analytic::over_relaxation;
+use super::{theta_update, Tracker};
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::costs;
 use crate::result::{FitResult, SolveStatus};
+use crate::solvers::duality::{dual_norm, lp_penalty};
+use crate::solvers::schedule::GapSchedule;
+use crate::solvers::single::dense_matvec;
 use crate::solvers::smo::{one_class, DenseKernel, SmoOptions};
 use crate::solvers::witness::PsdCheck;
 
@@ -124,7 +127,7 @@ pub fn fit_one_class_weighted(
     let mut warm: Option<Vec<f64>> = None;
     let mut tracker = Tracker::new(interrupt);
     let psd = PsdCheck::new(stack);
-    let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, cfg.p);
+    let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, over_relaxation(cfg.p));
     let mut status = SolveStatus::MaxIterations;
     let mut n_iter = 0;
     for _ in 0..cfg.max_iter {

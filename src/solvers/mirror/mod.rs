@@ -31,9 +31,9 @@ use crate::interrupt::Interrupt;
 use crate::kernels::{support_products, CombinedKernel, KernelStack};
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::{
-    loss_dual, natural_dual, read_forms, CheckSchedule, GapSchedule, SingleKernel,
-};
+use crate::solvers::duality::{loss_dual, natural_dual, read_forms};
+use crate::solvers::schedule::{CheckSchedule, GapSchedule};
+use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 

@@ -1,7 +1,8 @@
 use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
-use crate::solvers::lp::{fit_lp, LpConfig, SingleKernel};
+use crate::solvers::lp::{fit_lp, LpConfig};
+use crate::solvers::single::SingleKernel;
 use crate::solvers::test_util::Lcg;
 
 #[allow(clippy::needless_range_loop)]

@@ -93,7 +93,8 @@ use crate::interrupt::Interrupt;
 use crate::kernels::{point_subset, KernelStack, PointSubset, SubStack};
 use crate::losses::Loss;
 use crate::result::{relative_gap, FitResult, SolveStatus};
-use crate::solvers::lp::{new_points, scatter_points, SingleKernel, MAX_FRACTION};
+use crate::solvers::points::{new_points, scatter_points, MAX_FRACTION};
+use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 

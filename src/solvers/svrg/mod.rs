@@ -31,7 +31,7 @@ use crate::kernels::features::SplitMix;
 use crate::kernels::Element;
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::{lp_dual, lp_penalty};
+use crate::solvers::duality::{lp_dual, lp_penalty};
 use crate::solvers::tracker::{Model, Tracker};
 
 /// Settings of an SVRG fit.

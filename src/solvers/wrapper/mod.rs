@@ -68,7 +68,7 @@ use crate::kernels::{
 use crate::linalg::Cholesky;
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::lp::{KernelOp, SingleKernel};
+use crate::solvers::single::{KernelOp, SingleKernel};
 use crate::solvers::spicy::dual::best_dual;
 use crate::solvers::spicy::{kernel_weights, SpicyPenalty};
 use crate::solvers::tracker::{Model, Tracker};

@@ -1,7 +1,7 @@
 use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
-use crate::solvers::lp::bordered_many;
+use crate::solvers::single::bordered_many;
 use crate::solvers::spicy::{fit_spicy, SpicyConfig};
 use crate::solvers::test_util::problem;
 

@@ -1,9 +1,11 @@
-//! The single-kernel problem of Algorithm 1 on a combined kernel `K_θ`, warm-started across
-//! outer iterations: SMO for the hinge, squared-hinge and ε-insensitive losses, Newton
-//! (Cholesky) for the squared and logistic losses. Every variant exposes the model as
+//! The single-kernel problem on a combined kernel `K_θ`, warm-started across outer iterations
+//! (ℓp's Algorithm 1, the SVM wrapper, group MKL, SpicyMKL's first points): SMO for the hinge,
+//! squared-hinge and ε-insensitive losses, Newton (Cholesky or conjugate gradients) for the
+//! squared and logistic losses. Every variant exposes the model as
 //! `f = K_θ β + b`, with `β` a feasible point of the ℓp dual (docs/mathematics.md §1).
 
-use super::newton::{bordered_many, dense_matvec, KernelOp, NewtonSolver};
+mod newton;
+
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::{weighted, weighted_factors, KernelStack, OnDemandStack};
@@ -11,6 +13,8 @@ use crate::losses::Loss;
 use crate::solvers::smo::{
     l2svm, svc, svr, CachedColumns, DenseKernel, KernelColumns, SmoOptions, SvmSolution,
 };
+use newton::NewtonSolver;
+pub(crate) use newton::{bordered_many, dense_matvec, KernelOp};
 
 /// A warm-started single-kernel solver.
 pub enum SingleKernel {
