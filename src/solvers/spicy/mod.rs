@@ -462,6 +462,228 @@ impl<'a> Warm<'a> {
     }
 }
 
+/// The fixed data of one fit, and the steps of [`fit_from`] that read only it.
+struct Fit<'a> {
+    stack: &'a dyn KernelStack,
+    y: &'a [f64],
+    /// The loss weights `w_i` in the solver's scale (loss weight 1).
+    wt: &'a [f64],
+    /// The loss weights `c_i = C w_i` in ours (the certificate's).
+    cu: &'a [f64],
+    cfg: &'a SpicyConfig,
+    psd: &'a PsdCheck<'a>,
+}
+
+impl Fit<'_> {
+    /// Certifies a warm start on the whole problem (recorded as the first iteration): the
+    /// best whole-problem dual value of its three candidates, the relative gap, and the
+    /// centred block norms of the best candidate, which rank the kernels for a working set.
+    fn certify_warm(&self, w: &Warm<'_>, tracker: &mut Tracker) -> (f64, f64, Vec<f64>) {
+        let (cfg, y, cu) = (self.cfg, self.y, self.cu);
+        let b0 = cfg.loss.best_intercept(y, &w.f, cu, w.start.intercept);
+        let natural = cfg.loss.natural_dual(y, &w.f, b0, cu);
+        let scaled: Vec<f64> = w.rho.iter().map(|r| cfg.c * r).collect();
+        let parallel = w.parallel_dual(cfg.penalty);
+        let mut candidates = project_duals(
+            self.stack,
+            y,
+            &[&natural, &scaled, &parallel],
+            cu,
+            cfg.loss,
+            cfg.penalty,
+            self.psd.all(),
+        );
+        let values: Vec<f64> = candidates
+            .iter()
+            .map(|p| dual_value(&p.norms, y, &p.rho, cu, cfg.loss, cfg.penalty))
+            .collect();
+        let j = (0..values.len())
+            .max_by(|&a, &b| values[a].total_cmp(&values[b]))
+            .expect("three candidates");
+        for p in &candidates {
+            tracker.note(p.witness);
+        }
+        let primal =
+            cfg.c * cfg.loss.weighted_total(y, &w.f, b0, self.wt) + cfg.penalty.value(&w.norms);
+        let active = w.norms.iter().filter(|&&s| s > 0.0).count();
+        let gap = tracker.record_with(primal, (values[j], None), active, || Model {
+            coef: w.start.coef.clone(),
+            intercept: b0,
+            weights: kernel_weights(cfg.penalty, &w.norms),
+            norms: w.norms.clone(),
+        });
+        (values[j], gap, candidates.swap_remove(j).centred)
+    }
+
+    /// The first working set of `size` kernels: ranked by a warm start's best dual candidate
+    /// (`warm`: the start and that ranking), its support kept in the set (its kernels would
+    /// otherwise be dropped with their `A[m]`); or, from `A = 0`, by the natural dual point
+    /// there, whose block norms are the first activity test and whose value is already a
+    /// certificate for the whole problem (into `full_dual`).
+    fn first_kernels(
+        &self,
+        size: usize,
+        warm: Option<(&Warm<'_>, &[f64])>,
+        tracker: &mut Tracker,
+        full_dual: &mut f64,
+    ) -> Vec<usize> {
+        let (cfg, y, cu) = (self.cfg, self.y, self.cu);
+        let m_all = self.stack.m();
+        if let Some((w, score)) = warm {
+            let mut set = largest(score, (0..m_all).collect(), size);
+            set.extend((0..m_all).filter(|&m| w.norms[m] > 0.0));
+            set.sort_unstable();
+            set.dedup();
+            return set;
+        }
+        let f0 = vec![0.0; y.len()];
+        let b0 = cfg.loss.best_intercept(y, &f0, cu, 0.0);
+        let start = cfg.loss.natural_dual(y, &f0, b0, cu);
+        let p = project_duals(
+            self.stack,
+            y,
+            &[&start],
+            cu,
+            cfg.loss,
+            cfg.penalty,
+            self.psd.all(),
+        )
+        .pop()
+        .expect("one candidate");
+        *full_dual = dual_value(&p.norms, y, &p.rho, cu, cfg.loss, cfg.penalty);
+        tracker.note(p.witness);
+        largest(&p.centred, (0..m_all).collect(), size)
+    }
+
+    /// Every point's prediction `f = Σ_m K_m A[m]` from an iterate on the working set of
+    /// points `idx` (the `kernels` with a non-zero block norm), and its best intercept from `b`.
+    fn whole_predictions(
+        &self,
+        state: &Outer,
+        kernels: &[usize],
+        norms: &[f64],
+        idx: &[usize],
+        b: f64,
+    ) -> (Vec<f64>, f64) {
+        let (n, nw) = (self.stack.n(), idx.len());
+        let mut fa = vec![0.0; n];
+        let mut tmp = vec![0.0; n];
+        let mut unit = vec![0.0; self.stack.m()];
+        for (k, &m) in kernels.iter().enumerate().take(norms.len()) {
+            if norms[k] > 0.0 {
+                let row = scatter_points(&state.a[k * nw..(k + 1) * nw], idx, n);
+                unit[m] = 1.0;
+                self.stack.combined_matvec(&unit, &row, &mut tmp);
+                unit[m] = 0.0;
+                fa.iter_mut().zip(&tmp).for_each(|(o, t)| *o += t);
+            }
+        }
+        let bw = self.cfg.loss.best_intercept(self.y, &fa, self.cu, b);
+        (fa, bw)
+    }
+
+    /// The model of an iterate on all kernels and points (`A` is zero off the working sets),
+    /// with the intercept `b`.
+    fn model(
+        &self,
+        state: &Outer,
+        kernels: &[usize],
+        norms: &[f64],
+        points: Option<&PointSubset>,
+        b: f64,
+    ) -> Model {
+        let (n, m_all) = (self.stack.n(), self.stack.m());
+        let nw = points.map_or(n, |p| p.indices().len());
+        let mut coef = vec![0.0; m_all * n];
+        let mut all_norms = vec![0.0; m_all];
+        for (k, &m) in kernels.iter().enumerate().take(norms.len()) {
+            let row = &state.a[k * nw..(k + 1) * nw];
+            match points {
+                Some(p) => {
+                    for (&i, &v) in p.indices().iter().zip(row) {
+                        coef[m * n + i] = v;
+                    }
+                }
+                None => coef[m * n..(m + 1) * n].copy_from_slice(row),
+            }
+            all_norms[m] = norms[k];
+        }
+        Model {
+            coef,
+            intercept: b,
+            weights: kernel_weights(self.cfg.penalty, &all_norms),
+            norms: all_norms,
+        }
+    }
+
+    /// Grows the working set of points of a nearly optimal iterate (`z`: every point's
+    /// prediction with the intercept): the points whose loss has a non-zero (sub)derivative
+    /// at `z` violate the optimality of `ρ̃_i = 0` and join it, at their prediction; above
+    /// [`MAX_FRACTION`] of the points the whole problem takes over (`points` becomes `None`).
+    /// Growing early, at small γ, costs fewer Newton steps than growing once the set is solved
+    /// (docs/mathematics.md §2.8). Returns whether the points changed.
+    fn grow_points(
+        &self,
+        points: &mut Option<PointSubset>,
+        state: &mut Outer,
+        kernels: &[usize],
+        z: Vec<f64>,
+    ) -> bool {
+        let Some(p) = points.as_mut() else {
+            return false;
+        };
+        let n = self.stack.n();
+        let more = new_points(self.cfg.loss, self.y, &z, &[], p.indices());
+        if more.is_empty() {
+            return false;
+        }
+        if p.indices().len() + more.len() > (MAX_FRACTION * n as f64) as usize {
+            // The whole problem takes over, in the points' own order.
+            let place = p.indices().to_vec();
+            *points = None;
+            state.move_points(&SubStack::new(self.stack, kernels.to_vec()), &place, z);
+        } else {
+            let w = p.indices().len();
+            let mut znew = vec![0.0; w];
+            znew.extend(more.iter().map(|&i| z[i]));
+            p.extend(self.stack, &more);
+            let place: Vec<usize> = (0..w).collect();
+            state.move_points(&SubStack::new(p.stack(), kernels.to_vec()), &place, znew);
+        }
+        true
+    }
+}
+
+impl Warm<'_> {
+    /// The start restricted to the `kernels` and `points` being iterated (`A` is zero off
+    /// them), with the slack at the start's predictions.
+    fn state(
+        &self,
+        stack: &dyn KernelStack,
+        kernels: &[usize],
+        points: Option<&PointSubset>,
+    ) -> Outer {
+        let n = stack.n();
+        let all: Vec<usize>;
+        let idx: &[usize] = match points {
+            Some(p) => p.indices(),
+            None => {
+                all = (0..n).collect();
+                &all
+            }
+        };
+        let mut a = Vec::with_capacity(kernels.len() * idx.len());
+        for &m in kernels {
+            a.extend(idx.iter().map(|&i| self.start.coef[m * n + i]));
+        }
+        let b = self.start.intercept;
+        let z = idx.iter().map(|&i| self.f[i] + b).collect();
+        let rho = idx.iter().map(|&i| self.rho[i]).collect();
+        let base: &dyn KernelStack = points.map_or(stack, |p| p.stack());
+        Outer::warm(&SubStack::new(base, kernels.to_vec()), a, b, z, rho)
+    }
+}
+
 /// [`fit_spicy_weighted`] with a working set of points from `min_points` points on.
 fn fit_from(
     stack: &dyn KernelStack,
@@ -499,69 +721,32 @@ fn fit_from(
     let size = cfg.working_set.unwrap_or(AUTO_WORKING_SET);
     let use_ws =
         r1 > 0.0 && size < m_all && (cfg.working_set.is_some() || 2 * AUTO_WORKING_SET < m_all);
+    let fit = Fit {
+        stack,
+        y,
+        wt: &wt,
+        cu: &cu,
+        cfg,
+        psd: &psd,
+    };
     // A warm start is certified first, on the whole problem: from an optimum at this C the
     // fit ends here. Its better dual candidate ranks the kernels for the working set.
     let mut ranking = None;
     if let Some(w) = &warm {
-        let b0 = cfg.loss.best_intercept(y, &w.f, &cu, w.start.intercept);
-        let natural = cfg.loss.natural_dual(y, &w.f, b0, &cu);
-        let scaled: Vec<f64> = w.rho.iter().map(|r| cfg.c * r).collect();
-        let parallel = w.parallel_dual(cfg.penalty);
-        let mut candidates = project_duals(
-            stack,
-            y,
-            &[&natural, &scaled, &parallel],
-            &cu,
-            cfg.loss,
-            cfg.penalty,
-            psd.all(),
-        );
-        let values: Vec<f64> = candidates
-            .iter()
-            .map(|p| dual_value(&p.norms, y, &p.rho, &cu, cfg.loss, cfg.penalty))
-            .collect();
-        let j = (0..values.len())
-            .max_by(|&a, &b| values[a].total_cmp(&values[b]))
-            .expect("three candidates");
-        for p in &candidates {
-            tracker.note(p.witness);
-        }
-        full_dual = values[j];
-        let primal =
-            cfg.c * cfg.loss.weighted_total(y, &w.f, b0, &wt) + cfg.penalty.value(&w.norms);
-        let active = w.norms.iter().filter(|&&s| s > 0.0).count();
-        let gap = tracker.record_with(primal, (full_dual, None), active, || Model {
-            coef: w.start.coef.clone(),
-            intercept: b0,
-            weights: kernel_weights(cfg.penalty, &w.norms),
-            norms: w.norms.clone(),
-        });
+        let (dual, gap, score) = fit.certify_warm(w, &mut tracker);
+        full_dual = dual;
         if gap <= cfg.tol {
             return tracker.finish(1, SolveStatus::Converged);
         }
-        ranking = Some(candidates.swap_remove(j).centred);
+        ranking = Some(score);
     }
-    let mut kernels: Vec<usize> = if let (true, Some(w), Some(score)) = (use_ws, &warm, &ranking) {
-        // The start's support stays in the working set: its kernels would otherwise be
-        // dropped with their A[m].
-        let mut set = largest(score, (0..m_all).collect(), size);
-        set.extend((0..m_all).filter(|&m| w.norms[m] > 0.0));
-        set.sort_unstable();
-        set.dedup();
-        set
-    } else if use_ws {
-        // The natural dual point at A = 0 ranks the kernels (its block norms are the first
-        // activity test) and is already a certificate for the whole problem.
-        let f0 = vec![0.0; n];
-        let b0 = cfg.loss.best_intercept(y, &f0, &cu, 0.0);
-        let start = cfg.loss.natural_dual(y, &f0, b0, &cu);
-        let p = project_duals(stack, y, &[&start], &cu, cfg.loss, cfg.penalty, psd.all())
-            .pop()
-            .expect("one candidate");
-        let d = dual_value(&p.norms, y, &p.rho, &cu, cfg.loss, cfg.penalty);
-        tracker.note(p.witness);
-        full_dual = d;
-        largest(&p.centred, (0..m_all).collect(), size)
+    let mut kernels = if use_ws {
+        fit.first_kernels(
+            size,
+            warm.as_ref().zip(ranking.as_deref()),
+            &mut tracker,
+            &mut full_dual,
+        )
     } else {
         (0..m_all).collect()
     };
@@ -588,27 +773,7 @@ fn fit_from(
     let mut ww = pick(&wt, &points);
     let mut state = match &warm {
         None => Outer::new(kernels.len(), yw.len(), cfg.loss, &yw, &ww),
-        Some(w) => {
-            // The start restricted to the kernels and points being iterated (A is zero off
-            // them), with the slack at the start's predictions.
-            let all: Vec<usize>;
-            let idx: &[usize] = match &points {
-                Some(p) => p.indices(),
-                None => {
-                    all = (0..n).collect();
-                    &all
-                }
-            };
-            let mut a = Vec::with_capacity(kernels.len() * idx.len());
-            for &m in &kernels {
-                a.extend(idx.iter().map(|&i| w.start.coef[m * n + i]));
-            }
-            let b = w.start.intercept;
-            let z = idx.iter().map(|&i| w.f[i] + b).collect();
-            let rho = idx.iter().map(|&i| w.rho[i]).collect();
-            let base: &dyn KernelStack = points.as_ref().map_or(stack, |p| p.stack());
-            Outer::warm(&SubStack::new(base, kernels.clone()), a, b, z, rho)
-        }
+        Some(w) => w.state(stack, &kernels, points.as_ref()),
     };
     let mut status = SolveStatus::MaxIterations;
     // In the loss-weight-1 scaling the ℓ1 weight is 1/C, so the threshold γ/C of a kernel is
@@ -671,22 +836,9 @@ fn fit_from(
         let penalty = cfg.penalty.value(&norms);
         let primal_here = cfg.c * data(&yw, &f, b, &ww) + penalty;
         // Every point's prediction, when iterating on a working set of points.
-        let whole = points.as_ref().map(|p| {
-            let mut fa = vec![0.0; n];
-            let mut tmp = vec![0.0; n];
-            let mut unit = vec![0.0; m_all];
-            for (k, &m) in kernels.iter().enumerate().take(norms.len()) {
-                if norms[k] > 0.0 {
-                    let row = scatter_points(&state.a[k * nw..(k + 1) * nw], p.indices(), n);
-                    unit[m] = 1.0;
-                    stack.combined_matvec(&unit, &row, &mut tmp);
-                    unit[m] = 0.0;
-                    fa.iter_mut().zip(&tmp).for_each(|(o, t)| *o += t);
-                }
-            }
-            let bw = cfg.loss.best_intercept(y, &fa, &cu, b);
-            (fa, bw)
-        });
+        let whole = points
+            .as_ref()
+            .map(|p| fit.whole_predictions(&state, &kernels, &norms, p.indices(), b));
         let primal = match &whole {
             Some((fa, bw)) => cfg.c * data(y, fa, *bw, &wt) + penalty,
             None => primal_here,
@@ -752,61 +904,19 @@ fn fit_from(
         };
         // Certified as −∞ once a dual point showed a kernel is not PSD (noted above).
         let gap = tracker.record_with(primal, (full_dual, None), active, || {
-            let mut coef = vec![0.0; m_all * n];
-            let mut all_norms = vec![0.0; m_all];
-            for (k, &m) in kernels.iter().enumerate().take(norms.len()) {
-                let row = &state.a[k * nw..(k + 1) * nw];
-                match &points {
-                    Some(p) => {
-                        for (&i, &v) in p.indices().iter().zip(row) {
-                            coef[m * n + i] = v;
-                        }
-                    }
-                    None => coef[m * n..(m + 1) * n].copy_from_slice(row),
-                }
-                all_norms[m] = norms[k];
-            }
-            Model {
-                coef,
-                intercept: b_all,
-                weights: kernel_weights(cfg.penalty, &all_norms),
-                norms: all_norms,
-            }
+            fit.model(&state, &kernels, &norms, points.as_ref(), b_all)
         });
         if gap <= cfg.tol {
             status = SolveStatus::Converged;
             break;
         }
-        // Nearly optimal on the working set of points (the kernels' check threshold): the
-        // points outside it whose loss has a non-zero (sub)derivative at their prediction
-        // violate the optimality of ρ̃_i = 0 and join it, at their current prediction; above
-        // MAX_FRACTION of the points the whole problem takes over. Growing early, at small γ,
-        // costs fewer Newton steps than growing once the set is solved (digits, n = 1797:
-        // 0.79 → 0.40 s; ringnorm n = 5000: 4.6 → 1.3 s).
-        if let Some(p) = points.as_mut() {
-            if relative_gap(primal_here, full_dual) <= (0.5 * cfg.tol).max(CHECK_GAP) {
-                let z: Vec<f64> = f_all.iter().map(|fi| fi + b_all).collect();
-                let more = new_points(cfg.loss, y, &z, &[], p.indices());
-                if more.is_empty() {
-                    continue;
-                }
-                if p.indices().len() + more.len() > (MAX_FRACTION * n as f64) as usize {
-                    // The whole problem takes over, in the points' own order.
-                    let place = p.indices().to_vec();
-                    points = None;
-                    yw = y.to_vec();
-                    ww = wt.clone();
-                    state.move_points(&SubStack::new(stack, kernels.clone()), &place, z);
-                } else {
-                    let w = p.indices().len();
-                    let mut znew = vec![0.0; w];
-                    znew.extend(more.iter().map(|&i| z[i]));
-                    p.extend(stack, &more);
-                    yw = p.indices().iter().map(|&i| y[i]).collect();
-                    ww = p.indices().iter().map(|&i| wt[i]).collect();
-                    let place: Vec<usize> = (0..w).collect();
-                    state.move_points(&SubStack::new(p.stack(), kernels.clone()), &place, znew);
-                }
+        // Nearly optimal on the working set of points (the kernels' check threshold): it grows.
+        let nearly = relative_gap(primal_here, full_dual) <= (0.5 * cfg.tol).max(CHECK_GAP);
+        if nearly && points.is_some() {
+            let z: Vec<f64> = f_all.iter().map(|fi| fi + b_all).collect();
+            if fit.grow_points(&mut points, &mut state, &kernels, z) {
+                yw = pick(y, &points);
+                ww = pick(&wt, &points);
             }
         }
     }
