@@ -320,11 +320,12 @@ class SolverInfo:
     config: type[SolverConfig]
 
 
-#: Every solver of this version. For ``solver="auto"`` the first row that handles the
-#: penalty is used: ``analytic`` for ``lp`` (its inner SMO runs on one combined kernel,
-#: O(n) per step, while ``interleaved`` pays O(M·n) per step; it measured as fast or faster
-#: for p > 1 on the Kloft benchmark), ``spicy`` for ``l1`` and ``elasticnet``, ``mirror`` for
-#: ``group`` (it also solves ``lp`` at ``p = 1``, as one group).
+#: Every solver of this version. The first row that handles the penalty is
+#: ``solver="auto"``'s default (``_auto.choose`` states the whole rule): ``analytic`` for
+#: ``lp`` (its inner SMO runs on one combined kernel, O(n) per step, while ``interleaved``
+#: pays O(M·n) per step; it measured as fast or faster for p > 1 on the Kloft benchmark),
+#: ``spicy`` for ``l1`` and ``elasticnet``, ``mirror`` for ``group`` (it also solves ``lp`` at
+#: ``p = 1``, as one group).
 SOLVERS: dict[_NativeSolver, SolverInfo] = {
     "analytic": SolverInfo(("lp",), ALL_LOSSES, AnalyticConfig),
     "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),

@@ -18,16 +18,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _core, _dask, _progress
+from . import _auto, _core, _dask, _progress
 from ._config import (
-    SMOOTH_LOSSES,
     SOLVERS,
     AnalyticConfig,
     Setting,
     SolverConfig,
     _NativeSolver,
 )
-from ._data import Blocks, Dense, OnDemand, OnDemandRule, Stack, TestSide, TestStack, resolve
+from ._data import Blocks, Dense, Stack, TestSide, TestStack, resolve
 from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
 from ._record import FitRecord
 from ._shared import SHARED_PENALTIES, fit_shared
@@ -92,48 +91,6 @@ class _available_unless:  # noqa: N801 (a decorator, named as scikit-learn's ava
         return _Method()
 
 
-def _auto_solver(
-    penalty: str,
-    p: object,
-    loss: str,
-    solvers: list[_NativeSolver],
-    config: object,
-    warm_start: bool,
-) -> _NativeSolver:
-    """The solver of ``solver="auto"`` among ``solvers`` (those that handle ``penalty``).
-
-    - ``lp`` at ``p = 1``: ``mirror``. Kloft's update has no convergence guarantee there and
-      crawls (digits n = 1797, M = 50: gap 2.5e-3 after 200 iterations, 8 s); mirror descent
-      reaches 1e-3 in 25 steps (0.4 s).
-    - ``l1`` / ``elasticnet``: ``wrapper`` (for every loss the faster in all measured cases
-      from 1000 points on, and in most below; docs/guide.md §4), unless ``warm_start`` is set
-      (SpicyMKL's warm starts) or ``solver_config`` is a :class:`SpicyConfig`; a wrapper fit
-      that stops above ``tol`` is continued by SpicyMKL from its model
-      (:meth:`_BaseMKL._solve`).
-    - otherwise the first solver of :data:`SOLVERS` that handles the penalty.
-    """
-    at_one = penalty == "lp" and isinstance(p, (int, float)) and p == 1
-    if at_one and "mirror" in solvers:
-        return "mirror"
-    wrapper = SOLVERS["wrapper"]
-    if (
-        "wrapper" in solvers
-        and not warm_start
-        and (config is None or isinstance(config, wrapper.config))
-    ):
-        return "wrapper"
-    return solvers[0]
-
-
-#: The losses whose fits read kernels computed on demand (SMO's: no n × n matrix).
-_ON_DEMAND_LOSSES = ("hinge", "squared_hinge", "epsilon_insensitive")
-
-#: The solvers that fit kernels computed on demand (with SMO inside, for those losses).
-_ON_DEMAND_SOLVERS = ("analytic", "wrapper", "mirror")
-
-#: The row cache of kernels computed on demand when ``cache_size`` is not given (MB).
-_DEFAULT_CACHE_MB = 1024.0
-
 #: The solvers that fit explicit features only (feature blocks, low-rank factors).
 _FEATURE_SOLVERS = ("svrg", "prox_newton")
 
@@ -177,22 +134,6 @@ def _class_weights(
         )
     cw = per_class[yi]
     return cw if w is None else w * cw
-
-
-def _prefers_features(G: Stack, loss: object) -> bool:
-    """Whether ``solver="auto"`` fits ``l1`` / ``elasticnet`` in feature space
-    (``prox_newton``) rather than by the ``wrapper``: the kernels are explicit features whose
-    total width is at most half the points, and the loss has a second derivative. Its Newton
-    systems are then ``R × R`` in the working set's width, where the wrapper's are ``n × n``
-    or go through an ``R × R`` capacitance matrix per single-kernel solve (docs/guide.md §4)."""
-    if not isinstance(G, Blocks) or loss not in SMOOTH_LOSSES:
-        return False
-    return 2 * sum(G.widths) <= G.n
-
-
-#: How a wrapper fit under ``solver="auto"`` ends when SpicyMKL takes over (not after a
-#: witness that a kernel is not PSD, which no solver can certify).
-_FALLBACK = (_core.Status.MAX_ITER, _core.Status.STALLED)
 
 
 def _warn_not_psd(name: str, witness: tuple[int, float, float, float], which: str) -> None:
@@ -416,19 +357,15 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 parameter="loss",
             )
         solvers = [name for name, row in SOLVERS.items() if self.penalty in row.penalties]
-        if self.solver == "auto":
-            solver = _auto_solver(
-                self.penalty, self.p, loss, solvers, self.solver_config, self.warm_start
+        if self.solver != "auto" and self.solver not in solvers:
+            raise InvalidParameterError(
+                f"solver={self.solver!r} does not handle penalty={self.penalty!r}; valid: "
+                f"auto, {', '.join(solvers)}",
+                parameter="solver",
             )
-        else:
-            match = [name for name in solvers if name == self.solver]
-            if not match:
-                raise InvalidParameterError(
-                    f"solver={self.solver!r} does not handle penalty={self.penalty!r}; valid: "
-                    f"auto, {', '.join(solvers)}",
-                    parameter="solver",
-                )
-            solver = match[0]
+        # The parameters' choice, checked here before any kernel is computed; the stack
+        # refines it per engine fit (_native_fit).
+        solver = self._choice(loss, None).solver
         row = SOLVERS[solver]
         if loss not in row.losses:
             raise InvalidParameterError(
@@ -528,7 +465,10 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             default_specs=self._default_kernels, normalize=self.normalize, n_threads=threads,
             check_input=check_input, targets=not one_class,
             blocks_only=solver if solver in _FEATURE_SOLVERS else None,
-            on_demand=None if one_class else self._on_demand_rule(solver),
+            on_demand=None if one_class else _auto.on_demand(
+                solver, self._losses[0] if self.loss is None else self.loss, self.kernels,
+                getattr(self, "cache_size", None),  # (absent from older pickles)
+            ),
             sample_weight=sample_weight, verbose=int(self.verbose),
         )  # fmt: skip
         self.kernel_bank_ = data.bank
@@ -540,29 +480,12 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         G, self.psd_shifts_ = data.stack.repair(self.psd, threads)
         return G, np.ones(data.n) if yv is None else yv
 
-    def _on_demand_rule(self, solver: str) -> OnDemandRule | None:
-        """When this fit computes its kernels on demand: always with ``cache_size=``, or
-        when the dense stack would exceed the threshold, for the solver and losses that fit
-        without an ``n × n`` matrix (docs/performance.md, "Beyond memory")."""
-        cache_size = getattr(self, "cache_size", None)  # (absent from older pickles)
-        forced = cache_size is not None
-        if forced:
-            check_real(cache_size, "cache_size", "in (0, inf) MB", lambda v: 0 < v < math.inf)
-        loss = self._losses[0] if self.loss is None else self.loss
-        specs = not isinstance(self.kernels, (FeatureBank, str))
-        if not (solver in _ON_DEMAND_SOLVERS and loss in _ON_DEMAND_LOSSES and specs):
-            if forced:
-                raise InvalidParameterError(
-                    "cache_size= computes the kernels on demand, which solvers "
-                    f"{', '.join(map(repr, _ON_DEMAND_SOLVERS))} fit from kernel "
-                    f"specifications with the {', '.join(_ON_DEMAND_LOSSES)} losses ('auto' "
-                    "picks one of them for every penalty unless warm_start=True); got "
-                    f"solver={solver!r}, loss={loss!r}, kernels={type(self.kernels).__name__}",
-                    parameter="cache_size",
-                )
-            return None
-        mb = _DEFAULT_CACHE_MB if cache_size is None else float(cache_size)
-        return OnDemandRule(int(mb * 2**20), forced)
+    def _choice(self, loss: str, stack: _auto.StackInfo | None) -> _auto.Choice:
+        """The engine solver of a fit on ``stack`` (None: before the input is resolved)."""
+        return _auto.choose(
+            penalty=self.penalty, p=self.p, loss=loss, solver=self.solver,
+            solver_config=self.solver_config, warm_start=self.warm_start, stack=stack,
+        )  # fmt: skip
 
     def _test_stack(self, X: Any) -> TestStack:
         check_is_fitted(self, "dual_coef_")
@@ -637,8 +560,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         threads: int,
         log: _progress.IterationLog | None,
     ) -> _core.FitResult:
-        """One engine fit: from ``start`` as given, or ``solver="auto"``'s choice with its
-        SpicyMKL continuation after a wrapper that stopped above tol."""
+        """One engine fit: from ``start`` as given (a SpicyMKL warm start), or the rule's
+        choice on this stack with its SpicyMKL continuation (:mod:`._auto`)."""
         w = None if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
         if start is not None:
             return _core.fit(
@@ -646,24 +569,17 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                 init_coef=np.ascontiguousarray(start[0], dtype=np.float64),
                 init_intercept=float(start[1]), sample_weight=w,
             )  # fmt: skip
-        auto = self.solver == "auto"
-        solver, settings = self._feature_space(solver, G, settings)
+        if self.solver == "auto":
+            choice = self._choice(str(settings["loss"]), _auto.StackInfo.of(G))
+        else:  # a named solver (and one-class fits, which have no other) runs as named
+            choice = _auto.Choice(solver)
         r = _core.fit(
-            solver, G.engine, yc, settings, n_threads=threads, on_iteration=log, sample_weight=w
-        )
-        if (
-            auto
-            and solver == "wrapper"
-            and r.status in _FALLBACK
-            and r.psd_witness is None
-            and not isinstance(G, OnDemand)
-        ):
-            # The wrapper stopped above tol (seen at extreme kernel scales and C): SpicyMKL
-            # takes over from its model; the better certificate is kept. Not after a witness
-            # that a kernel is not PSD: nothing can certify that fit. Not on kernels computed
-            # on demand: SpicyMKL's systems are n × n.
-            spicy = {k: v for k, v in settings.items() if k != "inner_tol"}
-            spicy.update(SOLVERS["spicy"].config()._native())
+            choice.solver, G.engine, yc, choice.settings(settings), n_threads=threads,
+            on_iteration=log, sample_weight=w,
+        )  # fmt: skip
+        spicy = _auto.continuation(choice, r, settings)
+        if spicy is not None:
+            # SpicyMKL takes over from the wrapper's model; the better certificate is kept.
             if log is not None:
                 log.restart(f"{log.label} (SpicyMKL continuing the wrapper)")
             r2 = _core.fit(
@@ -674,17 +590,6 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             if r2.converged or r2.gap < r.gap:
                 return r2
         return r
-
-    def _feature_space(
-        self, solver: _NativeSolver, G: Stack, settings: dict[str, Setting]
-    ) -> tuple[_NativeSolver, dict[str, Setting]]:
-        """``solver="auto"``'s move from the wrapper to ``prox_newton`` on narrow explicit
-        features (:func:`_prefers_features`), without the wrapper's own settings."""
-        auto = self.solver == "auto" and solver == "wrapper"
-        if not (auto and _prefers_features(G, settings["loss"])):
-            return solver, settings
-        own = {f.name for f in dataclasses.fields(SOLVERS["wrapper"].config)}
-        return "prox_newton", {k: v for k, v in settings.items() if k not in own}
 
     def _previous_fit(self) -> tuple[tuple[Any, ...], NDArray[Any], NDArray[Any]] | None:
         """With ``warm_start``, the last SpicyMKL fit (its key, ``dual_coef_`` and

@@ -1,0 +1,187 @@
+"""``solver="auto"``: the whole rule in one place (docs/guide.md §4, docs/reference.md).
+
+:func:`choose` maps the parameters and the resolved training stack to the engine solver of a
+fit; :func:`continuation` says when SpicyMKL continues auto's wrapper fit; :func:`on_demand`
+decides, before any kernel is computed, whether kernels of specifications are computed on
+demand. The measurements behind the choices are in docs/guide.md §4 and docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from . import _core
+from ._config import SMOOTH_LOSSES, SOLVERS, Setting, SolverConfig, WrapperConfig, _NativeSolver
+from ._data import Blocks, OnDemand, OnDemandRule, Stack
+from ._validation import check_real
+from .exceptions import InvalidParameterError
+from .kernels import FeatureBank
+
+#: The losses whose fits read kernels computed on demand (SMO's: no n × n matrix).
+ON_DEMAND_LOSSES = ("hinge", "squared_hinge", "epsilon_insensitive")
+
+#: The solvers that fit kernels computed on demand (with SMO inside, for those losses).
+ON_DEMAND_SOLVERS = ("analytic", "wrapper", "mirror")
+
+#: The row cache of kernels computed on demand when ``cache_size`` is not given (MB).
+DEFAULT_CACHE_MB = 1024.0
+
+#: How a wrapper fit under ``solver="auto"`` ends when SpicyMKL takes over (not after a
+#: witness that a kernel is not PSD, which no solver can certify).
+FALLBACK = (_core.Status.MAX_ITER, _core.Status.STALLED)
+
+#: The wrapper's own settings, which the solvers it hands over to do not take.
+_WRAPPER_OWN = tuple(f.name for f in dataclasses.fields(WrapperConfig))
+
+
+@dataclass(frozen=True)
+class StackInfo:
+    """What the rule reads of a resolved training stack.
+
+    Parameters
+    ----------
+    kind : {"dense", "on_demand", "features"}
+        Stored Gram matrices, kernels computed on demand, or feature blocks / low-rank
+        factors (``K_m = Φ_m Φ_mᵀ``).
+    n, M : int
+        Points and kernels.
+    width : int
+        The blocks' total width ``Σ_m D_m`` (0 for kernels).
+    """
+
+    kind: Literal["dense", "on_demand", "features"]
+    n: int
+    M: int
+    width: int = 0
+
+    @staticmethod
+    def of(G: Stack) -> StackInfo:
+        """The description of the stack ``G``."""
+        if isinstance(G, Blocks):
+            return StackInfo("features", G.n, G.M, sum(G.widths))
+        return StackInfo("on_demand" if isinstance(G, OnDemand) else "dense", G.n, G.M)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The engine solver of a fit and how its settings change.
+
+    Parameters
+    ----------
+    solver : str
+        The engine solver.
+    drop : tuple of str
+        Settings built for another solver's config that ``solver`` does not take (the
+        wrapper's own after the move to ``prox_newton``).
+    continued : bool
+        A fit that stops above ``tol`` is continued by SpicyMKL (:func:`continuation`).
+    """
+
+    solver: _NativeSolver
+    drop: tuple[str, ...] = ()
+    continued: bool = False
+
+    def settings(self, settings: Mapping[str, Setting]) -> dict[str, Setting]:
+        """``settings`` without the ones :attr:`solver` does not take."""
+        return {k: v for k, v in settings.items() if k not in self.drop}
+
+
+def choose(
+    *,
+    penalty: str,
+    p: float,
+    loss: str,
+    solver: str,
+    solver_config: SolverConfig | None,
+    warm_start: bool,
+    stack: StackInfo | None,
+) -> Choice:
+    """The engine solver of a fit: ``solver`` itself when named, else ``"auto"``'s choice.
+
+    - ``lp`` at ``p = 1``: ``mirror``. Kloft's update has no convergence guarantee there and
+      crawls (digits n = 1797, M = 50: gap 2.5e-3 after 200 iterations, 8 s); mirror descent
+      reaches 1e-3 in 25 steps (0.4 s).
+    - ``l1`` / ``elasticnet``: ``wrapper`` (for every loss the faster in all measured cases
+      from 1000 points on, and in most below), unless ``warm_start`` is set (SpicyMKL's warm
+      starts) or ``solver_config`` is not a :class:`WrapperConfig`. In its place:
+      ``prox_newton`` on feature blocks or factors of total width at most ``n / 2`` with a
+      loss that has a second derivative: its Newton systems are ``R × R`` in the working
+      set's width, where the wrapper's are ``n × n`` or go through an ``R × R`` capacitance
+      matrix per single-kernel solve. A wrapper fit on a stored stack that stops above
+      ``tol`` is continued by SpicyMKL (:func:`continuation`); not on kernels computed on
+      demand, where SpicyMKL's ``n × n`` systems are what the mode avoids.
+    - otherwise the first solver of :data:`SOLVERS` that handles the penalty: ``analytic``
+      for ``lp``, ``spicy`` for ``l1`` / ``elasticnet``, ``mirror`` for ``group``.
+
+    ``stack`` None: before the input is resolved. The parameters alone then decide, and the
+    estimators validate that choice early (its config, loss and settings) and read it in
+    :func:`on_demand`; the stack can only move the wrapper to ``prox_newton`` and decide the
+    continuation, so a fit calls this again on each stack it fits (one-vs-one pairs, folds
+    and the points of non-zero weight have their own ``n``). ``penalty`` and ``solver`` are
+    checked by the caller.
+    """
+    if solver != "auto":
+        return Choice(next(name for name in SOLVERS if name == solver))
+    solvers = [name for name, row in SOLVERS.items() if penalty in row.penalties]
+    if penalty == "lp" and isinstance(p, (int, float)) and p == 1 and "mirror" in solvers:
+        return Choice("mirror")
+    wrapper = solver_config is None or isinstance(solver_config, WrapperConfig)
+    if "wrapper" not in solvers or warm_start or not wrapper:
+        return Choice(solvers[0])
+    if stack is None:
+        return Choice("wrapper")
+    narrow = stack.kind == "features" and 2 * stack.width <= stack.n
+    if narrow and loss in SMOOTH_LOSSES:
+        return Choice("prox_newton", drop=_WRAPPER_OWN)
+    return Choice("wrapper", continued=stack.kind != "on_demand")
+
+
+def continuation(
+    choice: Choice, r: _core.FitResult, settings: Mapping[str, Setting]
+) -> dict[str, Setting] | None:
+    """SpicyMKL's settings when it continues the fit ``r`` of ``choice`` from its model (the
+    caller keeps the better certificate); None when it does not. It does when the rule asked
+    for it (:attr:`Choice.continued`) and the fit stopped above ``tol`` (:data:`FALLBACK`:
+    seen at extreme kernel scales and C) without a witness that a kernel is not PSD."""
+    if not (choice.continued and r.status in FALLBACK and r.psd_witness is None):
+        return None
+    spicy = {k: v for k, v in settings.items() if k not in _WRAPPER_OWN}
+    spicy.update(SOLVERS["spicy"].config()._native())
+    return spicy
+
+
+def on_demand(
+    solver: str, loss: str, kernels: object, cache_size: float | None
+) -> OnDemandRule | None:
+    """When the fit's kernels are computed on demand: always with ``cache_size=``, or when the
+    dense stack would exceed :data:`~multikernel._data.ON_DEMAND_ABOVE`, for the solvers and
+    losses that fit without an ``n × n`` matrix and kernel specifications
+    (docs/performance.md, "Beyond memory").
+
+    It runs before any kernel is computed, so it cannot wait for the stack: ``solver`` is the
+    choice of :func:`choose` before resolution, which is the fit's solver on specifications
+    (the stack moves only feature blocks). ``cache_size`` given where kernels cannot be
+    computed on demand is an :class:`~multikernel.exceptions.InvalidParameterError`.
+    """
+    forced = cache_size is not None
+    if forced:
+        check_real(cache_size, "cache_size", "in (0, inf) MB", lambda v: 0 < v < math.inf)
+    specs = not isinstance(kernels, (FeatureBank, str))
+    if not (solver in ON_DEMAND_SOLVERS and loss in ON_DEMAND_LOSSES and specs):
+        if forced:
+            raise InvalidParameterError(
+                "cache_size= computes the kernels on demand, which solvers "
+                f"{', '.join(map(repr, ON_DEMAND_SOLVERS))} fit from kernel "
+                f"specifications with the {', '.join(ON_DEMAND_LOSSES)} losses ('auto' "
+                "picks one of them for every penalty unless warm_start=True or a SpicyConfig "
+                f"is given); got solver={solver!r}, loss={loss!r}, "
+                f"kernels={type(kernels).__name__}",
+                parameter="cache_size",
+            )
+        return None
+    mb = DEFAULT_CACHE_MB if cache_size is None else float(cache_size)
+    return OnDemandRule(int(mb * 2**20), forced)
