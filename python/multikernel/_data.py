@@ -443,6 +443,15 @@ class Input:
         return TestSide(self.M, self.n, self.bank, widths, self.factors, on_demand)
 
 
+def scatter_kept(part: NDArray[np.float64], keep: NDArray[np.intp], n: int) -> NDArray[np.float64]:
+    """Coefficients over the ``n`` training points from those of the points ``keep`` (the
+    samples of positive weight a fit was run on; last axis): the samples of weight 0 have no
+    loss and get coefficient 0, as libsvm leaves them out."""
+    out = np.zeros(part.shape[:-1] + (n,))
+    out[..., keep] = part
+    return out
+
+
 def check_targets(y: Any, n: int) -> NDArray[Any]:
     """``y`` as a 1-D array with one entry per training point."""
     yv = np.asarray(y)

@@ -26,7 +26,7 @@ from ._config import (
     SolverConfig,
     _NativeSolver,
 )
-from ._data import Blocks, Dense, Stack, TestSide, TestStack, resolve
+from ._data import Blocks, Dense, Stack, TestSide, TestStack, resolve, scatter_kept
 from ._platt import out_of_fold, pairwise_coupling, platt_fit, platt_proba
 from ._record import FitRecord
 from ._shared import SHARED_PENALTIES, fit_shared
@@ -545,9 +545,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             weight[keep], threads, log,
         )  # fmt: skip
         record = r if isinstance(r, FitRecord) else FitRecord.of(r)
-        coef = np.zeros((G.M, G.n))
-        coef[:, keep] = record.coef
-        return dataclasses.replace(record, coef=coef)
+        return dataclasses.replace(record, coef=scatter_kept(record.coef, keep, G.n))
 
     def _native_fit(
         self,
@@ -1321,9 +1319,7 @@ default "mean_diag"
         if keep is not None and len(keep) < len(yi):
             assert weight is not None
             r = self._fit_shared(G.subset(keep), yi[keep], n_classes, settings, weight[keep])
-            coef = np.zeros(r.coef.shape[:2] + (G.n,))
-            coef[:, :, keep] = r.coef
-            r = dataclasses.replace(r, coef=coef)
+            r = dataclasses.replace(r, coef=scatter_kept(r.coef, keep, G.n))
         else:
             r = self._fit_shared(G, yi, n_classes, settings, weight)
         # One record with a leading class axis: the single-fit path of _set_results.

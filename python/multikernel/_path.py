@@ -16,7 +16,16 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_array
 
 from . import _core, _progress
-from ._data import Blocks, Dense, Input, TestSide, TestStack, check_targets, resolve
+from ._data import (
+    Blocks,
+    Dense,
+    Input,
+    TestSide,
+    TestStack,
+    check_targets,
+    resolve,
+    scatter_kept,
+)
 from ._estimators import default_kernels
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight, check_verbose
@@ -375,10 +384,7 @@ def _run_path(
         stack.subset(keep).engine, np.ascontiguousarray(target[keep]), settings,
         n_threads=threads, on_iteration=log, sample_weight=np.ascontiguousarray(sw[keep]),
     )  # fmt: skip
-    part = np.asarray(r.alphas)
-    alphas = np.zeros((part.shape[0], len(sw)))
-    alphas[:, keep] = part
-    return r, alphas
+    return r, scatter_kept(np.asarray(r.alphas), keep, len(sw))
 
 
 def _feature_coefs(
