@@ -832,6 +832,162 @@ fn default_weights(stack: &dyn KernelStack, w: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+/// Records the points of a path: each point's certificate on all kernels, the kinks (where
+/// the active set changes) and a progress record.
+struct PointLog<'a> {
+    /// The active kernels of the last point.
+    prev_active: Vec<bool>,
+    started: Instant,
+    interrupt: &'a dyn Interrupt,
+}
+
+impl PointLog<'_> {
+    /// Appends the centre `it` at `λ` (reached in `steps` corrector steps) to `out`.
+    fn record(
+        &mut self,
+        pb: &Barrier<'_>,
+        it: &Iterate,
+        lam: f64,
+        steps: usize,
+        out: &mut PathResult,
+    ) {
+        let Certificate {
+            primal,
+            dual,
+            eta,
+            norms,
+        } = pb.certificate(it, lam);
+        // Local to the barrier's kernels; the idle ones have η = 0 and are not active.
+        let m = pb.full.m();
+        let (mut eta_all, mut norms_all) = (vec![0.0; m], vec![0.0; m]);
+        let mut active = vec![false; m];
+        let active_tol = pb.mu.sqrt();
+        for (k, &j) in pb.stack.indices().iter().enumerate() {
+            eta_all[j] = eta[k];
+            norms_all[j] = norms[k];
+            active[j] = (pb.d2[k] - it.r2[k]) / pb.d2[k] < active_tol;
+        }
+        if !self.prev_active.is_empty() && active != self.prev_active {
+            out.kinks.push(out.points.len());
+        }
+        let gap = relative_gap(primal, dual);
+        self.interrupt.progress(&IterRecord {
+            primal,
+            dual,
+            gap,
+            active: active.iter().filter(|&&a| a).count(),
+            seconds: self.started.elapsed().as_secs_f64(),
+        });
+        self.prev_active = active;
+        out.points.push(PathPoint {
+            c: 1.0 / lam,
+            alpha: it.a.clone(),
+            eta: eta_all,
+            norms: norms_all,
+            primal,
+            dual,
+            gap,
+            mu: pb.mu,
+            corrector_steps: steps,
+            barrier_kernels: pb.m,
+        });
+    }
+}
+
+/// The rate `γ` of `μ(t) = μ e^{γt}` over the next step, and the factor `target` where μ
+/// stops, after the point `last` (`d` the kernels' weights, `tol` the promised gap, `t_prev`
+/// the last step): μ follows P, whose slope is `d log P/dt = C Σ ℓ/P` (envelope theorem),
+/// pulled towards a gap of `κ tol` over a step like the last one. It moves only towards that
+/// target, and stops there: a long step must not grow μ past what the last point's gap allows.
+fn mu_rate(last: &PathPoint, d: &[f64], tol: f64, t_prev: f64) -> (f64, f64) {
+    let slope = 1.0 - dot(d, &last.norms) / last.primal;
+    let target = MU_SHARE * tol / last.gap.max(1e-3 * tol);
+    let gamma = slope + (target.ln() / t_prev).clamp(-1.0, 1.0);
+    let towards = if target >= 1.0 {
+        gamma.max(0.0)
+    } else {
+        gamma.min(0.0)
+    };
+    (towards, target)
+}
+
+/// The longest step `t ≤ t_cap` (in `log C`, from the trial `t`) whose predicted point has a
+/// Newton `decrement(t) ≤ eps` ([Bach] §3.4): trials on the model decrement `∝ t³`, then
+/// halving.
+fn step_length(decrement: impl Fn(f64) -> f64, mut t: f64, t_cap: f64, eps: f64) -> f64 {
+    let mut best = 0.0f64;
+    for _ in 0..6 {
+        let nd = decrement(t);
+        if nd <= eps {
+            best = best.max(t);
+            if t >= t_cap || nd >= 0.7 * eps {
+                break;
+            }
+            t = t_cap.min(t * (0.9 * eps / nd.max(1e-300)).powf(1.0 / 3.0).min(4.0));
+        } else {
+            t *= if nd.is_finite() {
+                (0.9 * eps / nd).powf(1.0 / 3.0).clamp(0.1, 0.7)
+            } else {
+                0.3
+            };
+            if best > 0.0 && t <= best {
+                break;
+            }
+        }
+    }
+    if best == 0.0 {
+        while decrement(t) > eps && t > 1e-12 {
+            t *= 0.5;
+        }
+        best = t;
+    }
+    best
+}
+
+/// The start of the path ([Bach] §2.3): `β` with `φ_i'(β_i) = 0` (`f = 0`: `−wy` for the
+/// squared loss, `−wy/2` for the logistic), each kernel's ratio `sqrt(βᵀK_jβ)/d_j` and their
+/// largest, `λ₀ = 1/C₀`. A form `βᵀK_jβ` below zero beyond rounding is refused: the barrier
+/// needs PSD kernels.
+fn start_point(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    w: &[f64],
+    d: &[f64],
+    loss: Loss,
+) -> Result<(Vec<f64>, Vec<f64>, f64)> {
+    let beta: Vec<f64> = y
+        .iter()
+        .zip(w)
+        .map(|(&v, &wi)| wi * if loss == Loss::Logistic { -0.5 * v } else { -v })
+        .collect();
+    let mut q_beta = vec![0.0; stack.m()];
+    stack.quad_forms(&beta, &mut q_beta);
+    for (j, &r) in q_beta.iter().enumerate() {
+        if r < -1e-9 * dot(&beta, &beta) * (d[j] * d[j]).max(1e-300) {
+            return Err(MkError::NotPsd {
+                kernel: j,
+                entry: (0, 0),
+                reason: format!(
+                    "βᵀKβ = {r:.3e} < 0 at the start of the path (β = ψ′⁻¹(0)); the barrier \
+                     needs positive semi-definite kernels"
+                ),
+            });
+        }
+    }
+    let ratio0: Vec<f64> = q_beta
+        .iter()
+        .zip(d)
+        .map(|(r, d)| r.max(0.0).sqrt() / d)
+        .collect();
+    let lam0 = ratio0.iter().fold(0.0f64, |a, &r| a.max(r));
+    if !(lam0 > 0.0 && lam0.is_finite()) {
+        return Err(MkError::Numerical(
+            "every kernel vanishes on the targets (βᵀK_jβ = 0): f = 0 for every C".into(),
+        ));
+    }
+    Ok((beta, ratio0, lam0))
+}
+
 /// Follows the regularization path of block-ℓ1 MKL on `stack` from below `C₀` to `C_max`.
 pub fn fit_path(
     stack: &dyn KernelStack,
@@ -874,43 +1030,7 @@ pub fn fit_path_weighted(
         None => default_weights(stack, &w),
     };
     let started = Instant::now();
-    // β with ψ′(β/w) = 0 (f = 0): −wy for squared, −wy/2 for logistic.
-    let beta: Vec<f64> = y
-        .iter()
-        .zip(&w)
-        .map(|(&v, &wi)| {
-            wi * if cfg.loss == Loss::Logistic {
-                -0.5 * v
-            } else {
-                -v
-            }
-        })
-        .collect();
-    let mut q_beta = vec![0.0; m];
-    stack.quad_forms(&beta, &mut q_beta);
-    for (j, &r) in q_beta.iter().enumerate() {
-        if r < -1e-9 * dot(&beta, &beta) * (d[j] * d[j]).max(1e-300) {
-            return Err(MkError::NotPsd {
-                kernel: j,
-                entry: (0, 0),
-                reason: format!(
-                    "βᵀKβ = {r:.3e} < 0 at the start of the path (β = ψ′⁻¹(0)); the barrier \
-                     needs positive semi-definite kernels"
-                ),
-            });
-        }
-    }
-    let ratio0: Vec<f64> = q_beta
-        .iter()
-        .zip(&d)
-        .map(|(r, d)| r.max(0.0).sqrt() / d)
-        .collect();
-    let lam0 = ratio0.iter().fold(0.0f64, |a, &r| a.max(r));
-    if !(lam0 > 0.0 && lam0.is_finite()) {
-        return Err(MkError::Numerical(
-            "every kernel vanishes on the targets (βᵀK_jβ = 0): f = 0 for every C".into(),
-        ));
-    }
+    let (beta, ratio0, lam0) = start_point(stack, y, &w, &d, cfg.loss)?;
     // The barrier starts with the kernels whose ratio at C₀ is at least `admit` (the first to
     // enter among them); the others join as they approach their boundary.
     let set: Vec<usize> = (0..m)
@@ -956,51 +1076,11 @@ pub fn fit_path_weighted(
         factorizations: 0,
         returns: 0,
     };
-    let mut prev_active: Vec<bool> = Vec::new();
-    let mut record =
-        |pb: &Barrier<'_>, it: &Iterate, lam: f64, steps: usize, out: &mut PathResult| {
-            let Certificate {
-                primal,
-                dual,
-                eta,
-                norms,
-            } = pb.certificate(it, lam);
-            // Local to the barrier's kernels; the idle ones have η = 0 and are not active.
-            let ids = pb.stack.indices();
-            let (mut eta_all, mut norms_all) = (vec![0.0; m], vec![0.0; m]);
-            let mut active = vec![false; m];
-            let active_tol = pb.mu.sqrt();
-            for (k, &j) in ids.iter().enumerate() {
-                eta_all[j] = eta[k];
-                norms_all[j] = norms[k];
-                active[j] = (pb.d2[k] - it.r2[k]) / pb.d2[k] < active_tol;
-            }
-            let (eta, norms) = (eta_all, norms_all);
-            if !prev_active.is_empty() && active != prev_active {
-                out.kinks.push(out.points.len());
-            }
-            let gap = relative_gap(primal, dual);
-            interrupt.progress(&IterRecord {
-                primal,
-                dual,
-                gap,
-                active: active.iter().filter(|&&a| a).count(),
-                seconds: started.elapsed().as_secs_f64(),
-            });
-            prev_active = active;
-            out.points.push(PathPoint {
-                c: 1.0 / lam,
-                alpha: it.a.clone(),
-                eta,
-                norms,
-                primal,
-                dual,
-                gap,
-                mu: pb.mu,
-                corrector_steps: steps,
-                barrier_kernels: pb.m,
-            });
-        };
+    let mut log = PointLog {
+        prev_active: Vec::new(),
+        started,
+        interrupt,
+    };
     let mut chol = first
         .chol
         .ok_or_else(|| MkError::Panic("the start was not factorised".into()))?;
@@ -1062,7 +1142,7 @@ pub fn fit_path_weighted(
             continue;
         }
         if !recorded_here {
-            record(&pb, &it, lam, steps, &mut out);
+            log.record(&pb, &it, lam, steps, &mut out);
         }
         inside = (it.a.clone(), lam, pb.mu, true);
         recorded_here = false;
@@ -1074,22 +1154,8 @@ pub fn fit_path_weighted(
             break;
         }
         interrupt.check()?;
-        // μ(t) = μ e^{γt} over the next step (γ = 0 for a fixed μ): μ follows P, whose slope
-        // is d log P/dt = C Σ ℓ/P (envelope theorem), pulled towards a gap of κ tol over a step
-        // like the last one. It moves only towards that target, and stops there: a long step
-        // must not grow μ past what the last point's gap allows.
         let (gamma, target) = match out.points.last().filter(|_| pb.adaptive) {
-            Some(last) => {
-                let slope = 1.0 - dot(&d, &last.norms) / last.primal;
-                let target = MU_SHARE * cfg.tol / last.gap.max(1e-3 * cfg.tol);
-                let gamma = slope + (target.ln() / t_prev).clamp(-1.0, 1.0);
-                let towards = if target >= 1.0 {
-                    gamma.max(0.0)
-                } else {
-                    gamma.min(0.0)
-                };
-                (towards, target)
-            }
+            Some(last) => mu_rate(last, &d, cfg.tol, t_prev),
             None => (0.0, 1.0),
         };
         let mu0 = pb.mu;
@@ -1169,35 +1235,7 @@ pub fn fit_path_weighted(
             (2.0 / mu1 * dot(&g1, &h)).max(0.0).sqrt()
         };
         let t_cap = (c_max / c).ln();
-        // The longest t with decrement ≤ ε: trials on the model decrement ∝ t³, then halving.
-        let mut t = (2.0 * t_prev).min(t_cap);
-        let mut best = 0.0f64;
-        for _ in 0..6 {
-            let nd = decrement(t);
-            if nd <= eps {
-                best = best.max(t);
-                if t >= t_cap || nd >= 0.7 * eps {
-                    break;
-                }
-                t = t_cap.min(t * (0.9 * eps / nd.max(1e-300)).powf(1.0 / 3.0).min(4.0));
-            } else {
-                t *= if nd.is_finite() {
-                    (0.9 * eps / nd).powf(1.0 / 3.0).clamp(0.1, 0.7)
-                } else {
-                    0.3
-                };
-                if best > 0.0 && t <= best {
-                    break;
-                }
-            }
-        }
-        if best == 0.0 {
-            while decrement(t) > eps && t > 1e-12 {
-                t *= 0.5;
-            }
-            best = t;
-        }
-        t = best;
+        let mut t = step_length(decrement, (2.0 * t_prev).min(t_cap), t_cap, eps);
         // Predictor, corrector; a corrector that fails rejects the step for a quarter of it.
         let centred = loop {
             let lam1 = lam * (-t).exp();
