@@ -1364,16 +1364,16 @@ default "mean_diag"
             what = (
                 "penalty",
                 f"penalty={self.penalty!r}; it fits penalty='lp' (p in [1, inf]), "
-                "penalty='l1' and penalty='elasticnet' (no certified shared solver for "
-                "'group' yet; use multi_class='ovr' for it)",
+                "penalty='l1', penalty='elasticnet' and penalty='group'",
             )
         elif self.solver not in ("auto", "analytic") or (
             self.penalty != "lp" and self.solver != "auto"
         ):
             what = (
                 "solver",
-                f"solver={self.solver!r}; its solver is 'auto' (Kloft's alternation on the "
-                "engine's single-kernel solves; 'analytic' names it for penalty='lp')",
+                f"solver={self.solver!r}; its solver is 'auto' (Kloft's alternation, or "
+                "mirror descent for penalty='group', on the engine's single-kernel solves; "
+                "'analytic' names it for penalty='lp')",
             )
         elif self.solver_config is not None and not isinstance(self.solver_config, AnalyticConfig):
             what = "solver_config", "a solver_config other than AnalyticConfig"
@@ -1439,11 +1439,12 @@ default "mean_diag"
             cfg or AnalyticConfig()
         )._native()
         name = f"{type(self).__name__} (shared)"
+        groups = group_ids(self.groups, G.M)[0] if self.penalty == "group" else None
         with _progress.iteration_log(name, self.verbose, int(self.max_iter), "it") as log:
             return fit_shared(
                 G.G, Y, inner, penalty=str(self.penalty), p=float(self.p),
-                l1_ratio=float(self.l1_ratio), n_threads=check_n_threads(self.n_threads),
-                sample_weight=weight,
+                l1_ratio=float(self.l1_ratio), groups=groups,
+                n_threads=check_n_threads(self.n_threads), sample_weight=weight,
                 on_iteration=log,
             )  # fmt: skip
 
