@@ -1013,12 +1013,14 @@ default "mean_diag"
         (docs/mathematics.md §3.8). ``"shared"`` fits ``penalty="lp"``
         (``Ω = ½ (Σ_m s_m^q)^{2/q}``, ``solver`` ``"auto"`` or ``"analytic"``) and
         ``penalty="l1"`` (``Ω = Σ_m s_m``, ``kernel_weights_ = s / Σ s``) and
-        ``penalty="elasticnet"`` (``Ω = r Σ_m s_m + (1 − r)/2 Σ_m s_m²``, ``r = l1_ratio``),
-        both with ``solver="auto"``, from kernel specifications or a precomputed
-        ``(M, n, n)`` stack; ``kernel_weights_`` and ``kernel_norms_`` are then of shape (M,)
-        and the certificate attributes are the whole problem's scalars. It refuses
-        ``"group"`` (no certified shared solver), a ``FeatureBank``, feature blocks or
-        factors, ``cache_size``, a ``solver_config`` with ``"l1"`` / ``"elasticnet"`` and
+        ``penalty="elasticnet"`` (``Ω = r Σ_m s_m + (1 − r)/2 Σ_m s_m²``, ``r = l1_ratio``)
+        and ``penalty="group"`` (``Ω = ½ max_j (Σ_{k∈G_j} s_k)²`` over ``groups``, by Nath et
+        al.'s mirror descent; ``kernel_weights_`` and ``group_weights_`` as the binary group
+        fit reports them), the last three with ``solver="auto"``, from kernel specifications
+        or a precomputed ``(M, n, n)`` stack; ``kernel_weights_`` and ``kernel_norms_`` are
+        then of shape (M,) and the certificate attributes are the whole problem's scalars. It
+        refuses a ``FeatureBank``, feature blocks or factors, ``cache_size``, a
+        ``solver_config`` with ``"l1"`` / ``"elasticnet"`` / ``"group"`` and
         ``probability=True`` with a hinge-type loss. With two classes every choice is the
         binary fit.
     probability : bool, default False
@@ -1103,8 +1105,9 @@ default "mean_diag"
         Per outer iteration: primal, dual, gap, active kernels, seconds.
     group_weights_ : ndarray of shape (n_groups,) or (n_problems, n_groups)
         ``penalty="group"`` only: the group weights γ on the simplex (in the order of
-        ``groups``). At the optimum ``γ_j ∝ max_{k∈G_j} ‖β‖_{K_k}`` (the group's share of the
-        dual norm, ``A[k] = θ_k β``), and the group sums ``Σ_{k∈G_j} ‖f_k‖`` are equal.
+        ``groups``; one vector for ``multi_class="shared"``). At the optimum
+        ``γ_j ∝ max_{k∈G_j} ‖β‖_{K_k}`` (the group's share of the dual norm,
+        ``A[k] = θ_k β``), and the group sums ``Σ_{k∈G_j} ‖f_k‖`` are equal.
     kernel_bank_ : KernelBank, FeatureBank or None
         The fitted bank that computes the test kernels, or the test features for a
         ``FeatureBank`` (None for precomputed kernels); its kernels read columns by index
