@@ -916,12 +916,14 @@ default "mean_diag"
         (docs/mathematics.md §3.8). ``"shared"`` fits ``penalty="lp"``
         (``Ω = ½ (Σ_m s_m^q)^{2/q}``, ``solver`` ``"auto"`` or ``"analytic"``) and
         ``penalty="l1"`` (``Ω = Σ_m s_m``, ``kernel_weights_ = s / Σ s``) and
-        ``penalty="elasticnet"`` (``Ω = r Σ_m s_m + (1 − r)/2 Σ_m s_m²``, ``r = l1_ratio``),
-        both with ``solver="auto"``, from kernel specifications or a precomputed
-        ``(M, n, n)`` stack; ``kernel_weights_`` and ``kernel_norms_`` are then of shape (M,)
-        and the certificate attributes are the whole problem's scalars. It refuses
-        ``"group"`` (no certified shared solver), a ``FeatureBank``, feature blocks or
-        factors, ``cache_size``, a ``solver_config`` with ``"l1"`` / ``"elasticnet"`` and
+        ``penalty="elasticnet"`` (``Ω = r Σ_m s_m + (1 − r)/2 Σ_m s_m²``, ``r = l1_ratio``)
+        and ``penalty="group"`` (``Ω = ½ max_j (Σ_{k∈G_j} s_k)²`` over ``groups``, by Nath et
+        al.'s mirror descent; ``kernel_weights_`` and ``group_weights_`` as the binary group
+        fit reports them), the last three with ``solver="auto"``, from kernel specifications
+        or a precomputed ``(M, n, n)`` stack; ``kernel_weights_`` and ``kernel_norms_`` are
+        then of shape (M,) and the certificate attributes are the whole problem's scalars. It
+        refuses a ``FeatureBank``, feature blocks or factors, ``cache_size``, a
+        ``solver_config`` with ``"l1"`` / ``"elasticnet"`` / ``"group"`` and
         ``probability=True`` with a hinge-type loss. With two classes every choice is the
         binary fit.
     probability : bool, default False
@@ -1006,8 +1008,9 @@ default "mean_diag"
         Per outer iteration: primal, dual, gap, active kernels, seconds.
     group_weights_ : ndarray of shape (n_groups,) or (n_problems, n_groups)
         ``penalty="group"`` only: the group weights γ on the simplex (in the order of
-        ``groups``). At the optimum ``γ_j ∝ max_{k∈G_j} ‖β‖_{K_k}`` (the group's share of the
-        dual norm, ``A[k] = θ_k β``), and the group sums ``Σ_{k∈G_j} ‖f_k‖`` are equal.
+        ``groups``; one vector for ``multi_class="shared"``). At the optimum
+        ``γ_j ∝ max_{k∈G_j} ‖β‖_{K_k}`` (the group's share of the dual norm,
+        ``A[k] = θ_k β``), and the group sums ``Σ_{k∈G_j} ‖f_k‖`` are equal.
     kernel_bank_ : KernelBank, FeatureBank or None
         The fitted bank that computes the test kernels, or the test features for a
         ``FeatureBank`` (None for precomputed kernels); its kernels read columns by index
@@ -1267,16 +1270,16 @@ default "mean_diag"
             what = (
                 "penalty",
                 f"penalty={self.penalty!r}; it fits penalty='lp' (p in [1, inf]), "
-                "penalty='l1' and penalty='elasticnet' (no certified shared solver for "
-                "'group' yet; use multi_class='ovr' for it)",
+                "penalty='l1', penalty='elasticnet' and penalty='group'",
             )
         elif self.solver not in ("auto", "analytic") or (
             self.penalty != "lp" and self.solver != "auto"
         ):
             what = (
                 "solver",
-                f"solver={self.solver!r}; its solver is 'auto' (Kloft's alternation on the "
-                "engine's single-kernel solves; 'analytic' names it for penalty='lp')",
+                f"solver={self.solver!r}; its solver is 'auto' (Kloft's alternation, or "
+                "mirror descent for penalty='group', on the engine's single-kernel solves; "
+                "'analytic' names it for penalty='lp')",
             )
         elif self.solver_config is not None and not isinstance(self.solver_config, AnalyticConfig):
             what = "solver_config", "a solver_config other than AnalyticConfig"
@@ -1340,11 +1343,12 @@ default "mean_diag"
             cfg or AnalyticConfig()
         )._native()
         name = f"{type(self).__name__} (shared)"
+        groups = group_ids(self.groups, G.M)[0] if self.penalty == "group" else None
         with _progress.iteration_log(name, self.verbose, int(self.max_iter), "it") as log:
             return fit_shared(
                 G.G, Y, inner, penalty=str(self.penalty), p=float(self.p),
-                l1_ratio=float(self.l1_ratio), n_threads=check_n_threads(self.n_threads),
-                sample_weight=weight,
+                l1_ratio=float(self.l1_ratio), groups=groups,
+                n_threads=check_n_threads(self.n_threads), sample_weight=weight,
                 on_iteration=log,
             )  # fmt: skip
 

@@ -1,15 +1,17 @@
 """One set of kernel weights shared by all classes (``multi_class="shared"``).
 
-The one-vs-rest problems coupled through one θ (docs/mathematics.md §3.8): Kloft's
-Algorithm 1 in Python around the engine's single-kernel solves (for ``l1``, the same
-alternation with θ = s), with the whole problem's certificate computed here.
+The one-vs-rest problems coupled through one θ (docs/mathematics.md §3.8): one loop in
+Python around the engine's single-kernel solves, with the whole problem's certificate
+computed here, and per penalty the kernel weights of the solves and their update: Kloft's
+Algorithm 1 (``lp``), the same alternation with θ = s (``l1``, ``elasticnet``), Nath's
+mirror descent over a product of simplexes (``group``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 import numpy as np
@@ -18,12 +20,13 @@ from numpy.typing import NDArray
 from . import _core
 from ._config import Setting
 from ._record import FitRecord
+from .exceptions import InvalidParameterError
 
 #: The losses of a shared fit (the classifier's).
 SHARED_LOSSES = ("hinge", "squared_hinge", "logistic")
 
 #: The penalties a shared fit solves with a certificate (docs/mathematics.md §3.8).
-SHARED_PENALTIES = ("lp", "l1", "elasticnet")
+SHARED_PENALTIES = ("lp", "l1", "elasticnet", "group")
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -239,6 +242,216 @@ def _products(
     return H
 
 
+def _conjugates(loss: str, Y: NDArray[np.float64], B: NDArray[np.float64], c: Costs) -> float:
+    """``−Σ_c Σ_i c_i ℓ*(y_i^c, −β_ci/c_i)``: the classes' conjugate terms summed (§3.8)."""
+    return sum(conjugate_term(loss, Y[k], B[k], c) for k in range(len(Y)))
+
+
+class _Penalty:
+    """What a penalty adds to the shared loop of :func:`fit_shared`: the kernel weights θ̃ of
+    the single-kernel solves (``A^c[m] = θ̃_m β_c``), ``Ω(s)`` of the primal, the dual at the
+    classes' summed forms ``q_m = Σ_c β_cᵀ K_m β_c``, the weights reported, and the update of
+    the weights from the iterate."""
+
+    #: Iterations without progress at the finest inner accuracy before the fit is Stalled.
+    patience = 10
+
+    def weights(self) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def value(self, s: NDArray[np.float64]) -> float:
+        raise NotImplementedError
+
+    def dual(
+        self, loss: str, Y: NDArray[np.float64], B: NDArray[np.float64], c: Costs,
+        q: NDArray[np.float64],
+    ) -> float:  # fmt: skip
+        raise NotImplementedError
+
+    def reported(self, s: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def update(self, s: NDArray[np.float64], q: NDArray[np.float64], primal: float) -> None:
+        raise NotImplementedError
+
+
+class _Lp(_Penalty):
+    """``½ (Σ_m s_m^q)^{2/q}``: Kloft's eq. 17 on the block norms over the classes (§3.8);
+    θ uniform with unit p-norm, θ ≡ 1 at p = ∞ (one solve per class)."""
+
+    def __init__(self, p: float, M: int) -> None:
+        self.p = p
+        self.theta: NDArray[np.float64] = (
+            np.ones(M) if math.isinf(p) else np.full(M, float(M) ** (-1.0 / p))
+        )
+
+    def weights(self) -> NDArray[np.float64]:
+        return self.theta
+
+    def value(self, s: NDArray[np.float64]) -> float:
+        return lp_penalty(s, self.p)
+
+    def dual(
+        self, loss: str, Y: NDArray[np.float64], B: NDArray[np.float64], c: Costs,
+        q: NDArray[np.float64],
+    ) -> float:  # fmt: skip
+        return _conjugates(loss, Y, B, c) - dual_norm(q, self.p)
+
+    def reported(self, s: NDArray[np.float64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = self.theta.copy()
+        return out
+
+    def update(self, s: NDArray[np.float64], q: NDArray[np.float64], primal: float) -> None:
+        if not math.isinf(self.p):
+            v = s ** (2.0 / (self.p + 1.0))
+            self.theta = v / float(np.sum(v**self.p)) ** (1.0 / self.p)
+
+
+class _Sparse(_Penalty):
+    """``r1 Σ s + r2/2 Σ s²`` (``l1`` at r1 = 1): θ = s, the solves on
+    ``θ̃ = θ / (r1 + r2 θ)`` (§3.8); any θ > 0 starts it, its scale is s's from then on."""
+
+    def __init__(self, r1: float, M: int) -> None:
+        self.r1, self.r2 = r1, 1.0 - r1
+        self.theta: NDArray[np.float64] = np.ones(M)
+
+    def weights(self) -> NDArray[np.float64]:
+        if self.r1 == 0.0:
+            # The sum kernel, whatever θ.
+            return np.full(len(self.theta), 1.0 / self.r2)
+        out: NDArray[np.float64] = self.theta / (self.r1 + self.r2 * self.theta)
+        return out
+
+    def value(self, s: NDArray[np.float64]) -> float:
+        return self.r1 * float(s.sum()) + 0.5 * self.r2 * float(np.sum(s * s))
+
+    def dual(
+        self, loss: str, Y: NDArray[np.float64], B: NDArray[np.float64], c: Costs,
+        q: NDArray[np.float64],
+    ) -> float:  # fmt: skip
+        return sparse_dual(loss, Y, B, c, np.sqrt(q), self.r1, self.r2)
+
+    def reported(self, s: NDArray[np.float64]) -> NDArray[np.float64]:
+        # d / Σ d on the simplex, as the other l1 / elasticnet solvers report (§2.9).
+        d = s / (self.r1 + self.r2 * s)
+        total = float(d.sum())
+        out: NDArray[np.float64] = d / total if total > 0.0 else np.full(len(s), 1.0 / len(s))
+        return out
+
+    def update(self, s: NDArray[np.float64], q: NDArray[np.float64], primal: float) -> None:
+        self.theta = s.copy()  # the minimiser of ½ Σ (s²/θ + θ)
+
+
+#: A group whose ``√W_j`` is below this fraction of the largest leaves ``K_eff`` (γ_j = 0),
+#: as in the engine's mirror solver (§4, "γ cutoff").
+_GROUP_CUTOFF = 1e-6
+
+#: A weight below this (its group's λ sums to one) is set to zero: the multiplicative step
+#: could never bring it back up, and the solves no longer read its kernel.
+_PRUNE = 1e-10
+
+#: The longest adaptive step, ``η ≤ 8/‖g‖_∞`` (the engine's bound, §4).
+_MAX_SCALE = 8.0
+
+
+class _Group(_Penalty):
+    """``½ max_j (Σ_{k∈G_j} s_k)²``: [Nath]'s alternation (§4, §3.8) on the saddle form of
+    §1.5 with the classes' forms summed, ``θ_jk = λ_jk/γ_j``: γ in closed form (eq. 6,
+    ``γ_j ∝ √W_j``, ``W_j = Σ_k λ_jk q_jk``), then one entropic mirror step on each group's
+    simplex (eq. 8, gradient ``g_jk = −½ q_jk/γ_j``) with §4's adaptive step
+    ``η = c_t/‖g‖_∞``: ``c_t`` × 1.5 after an iterate that did not raise the primal, × 0.5
+    after one that did, between [Nath]'s ``√(ln max_j n_j)/√t`` and 8."""
+
+    # Mirror descent is not monotone: as the engine's, a stall only after 50 iterations.
+    patience = 50
+
+    def __init__(self, ids: Sequence[int], M: int) -> None:
+        self.ids = np.asarray(ids, dtype=np.intp)
+        if self.ids.shape != (M,) or M == 0 or int(self.ids.min()) < 0:
+            raise InvalidParameterError(
+                f"groups must hold a group id in 0..J-1 for each of the {M} kernels",
+                parameter="groups",
+            )
+        J = int(self.ids.max()) + 1
+        self.members = [np.flatnonzero(self.ids == j) for j in range(J)]
+        if any(len(g) == 0 for g in self.members):
+            raise InvalidParameterError("groups must number the groups 0..J-1", parameter="groups")
+        sizes = np.array([len(g) for g in self.members], dtype=np.float64)
+        self.lam = 1.0 / sizes[self.ids]
+        self.gamma = np.full(J, 1.0 / J)
+        self.scale, self.last, self.t = 1.0, math.inf, 0
+        self.log_n = math.log(float(sizes.max()))
+
+    def weights(self) -> NDArray[np.float64]:
+        g = self.gamma[self.ids]
+        out: NDArray[np.float64] = np.divide(
+            self.lam, g, out=np.zeros_like(self.lam), where=(g > 0.0) & (self.lam > 0.0)
+        )
+        return out
+
+    def _sums(self, v: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.array([float(v[g].sum()) for g in self.members])
+
+    def value(self, s: NDArray[np.float64]) -> float:
+        return 0.5 * float(self._sums(s).max()) ** 2
+
+    def dual(
+        self, loss: str, Y: NDArray[np.float64], B: NDArray[np.float64], c: Costs,
+        q: NDArray[np.float64],
+    ) -> float:  # fmt: skip
+        # §1.5 (§1.2's table): the dual norm Σ_j max_{k∈G_j} t_k of t_k = √q_k.
+        t = np.sqrt(q)
+        total = sum(float(t[g].max()) for g in self.members)
+        return _conjugates(loss, Y, B, c) - 0.5 * total * total
+
+    def reported(self, s: NDArray[np.float64]) -> NDArray[np.float64]:
+        # θ normalised to the simplex, as the engine's group fit reports it (§4).
+        theta = self.weights()
+        out: NDArray[np.float64] = theta / float(theta.sum())
+        return out
+
+    def update(self, s: NDArray[np.float64], q: NDArray[np.float64], primal: float) -> None:
+        # γ: eq. 6 at the λ and forms of this iterate.
+        roots = np.sqrt(self._sums(self.lam * q))
+        top = float(roots.max())
+        if top > 0.0 and math.isfinite(top):
+            kept = np.where(roots > _GROUP_CUTOFF * top, roots, 0.0)
+            self.gamma = kept / float(kept.sum())
+        self.t += 1
+        if self.t > 1:
+            floor = math.sqrt(self.log_n) / math.sqrt(self.t)
+            factor = 0.5 if primal > self.last else 1.5
+            self.scale = min(max(self.scale * factor, min(floor, _MAX_SCALE)), _MAX_SCALE)
+        self.last = primal
+        g = self.gamma[self.ids]
+        grad = np.divide(-0.5 * q, g, out=np.zeros_like(q), where=g > 0.0)
+        live = self.lam > 0.0
+        g_inf = float(np.abs(grad[live]).max(initial=0.0))
+        if not (g_inf > 0.0 and math.isfinite(g_inf)):
+            return
+        eta = self.scale / g_inf
+        for members in self.members:
+            k = members[self.lam[members] > 0.0]
+            # Shifted by the group's smallest g: no overflow, the same step after normalising.
+            step = self.lam[k] * np.exp(-eta * (grad[k] - float(grad[k].min())))
+            step /= float(step.sum())
+            self.lam[k] = np.where(step < _PRUNE, 0.0, step)
+
+
+def _penalty(
+    penalty: str, M: int, p: float, l1_ratio: float, groups: Sequence[int] | None
+) -> _Penalty:
+    if penalty == "group":
+        if groups is None:
+            raise InvalidParameterError(
+                "penalty='group' needs groups (a group id per kernel)", parameter="groups"
+            )
+        return _Group(groups, M)
+    if penalty in ("l1", "elasticnet"):
+        return _Sparse(1.0 if penalty == "l1" else float(l1_ratio), M)
+    return _Lp(p, M)
+
+
 def fit_shared(
     G: NDArray[np.float64] | NDArray[np.float32],
     Y: NDArray[np.float64],
@@ -247,31 +460,33 @@ def fit_shared(
     penalty: str = "lp",
     p: float,
     l1_ratio: float = 1.0,
+    groups: Sequence[int] | None = None,
     n_threads: int,
     sample_weight: NDArray[np.float64] | None = None,
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
 ) -> FitRecord:
-    """The shared ``lp``, ``l1`` or ``elasticnet`` problem of ``G`` (M, n, n) and the
-    one-vs-rest targets ``Y`` (K, n) by Kloft's Algorithm 1 (docs/mathematics.md §3.8).
-    ``settings``: the engine's ``analytic`` settings (C, loss, tol, max_iter, inner_tol);
-    each class's problem on ``K_θ`` is one single-kernel engine fit, accurate to a tolerance
-    that follows the outer gap. ``sample_weight``: ``w_i > 0`` on every sample's loss in
-    every class (§0.2).
+    """The shared problem of ``G`` (M, n, n) and the one-vs-rest targets ``Y`` (K, n)
+    (docs/mathematics.md §3.8). ``settings``: the engine's ``analytic`` settings (C, loss,
+    tol, max_iter, inner_tol); each iteration solves each class's problem on
+    ``K_θ̃ = Σ_m θ̃_m K_m`` by one single-kernel engine fit, accurate to a tolerance that
+    follows the outer gap, certifies the whole problem and updates θ̃. ``sample_weight``:
+    ``w_i > 0`` on every sample's loss in every class (§0.2).
 
-    ``penalty="l1"`` (``Σ_m s_m``, unsquared) alternates the same solves with ``θ_m = s_m``,
-    the minimiser of ``½ Σ_m (s_m²/θ_m + θ_m)``, whose minimum over θ is ``Σ_m s_m``;
-    ``"elasticnet"`` (``r1 Σ s + r2/2 Σ s²``, ``r1 = l1_ratio``, ``r2 = 1 − r1``) the same on
-    ``K_θ̃``, ``θ̃_m = θ_m / (r1 + r2 θ_m)``. Their duals are §1.4's, the forms summed over the
-    classes. ``p`` is then unused.
+    ``penalty="lp"``: Kloft's Algorithm 1 on the block norms over the classes. ``"l1"``
+    (``Σ_m s_m``, unsquared) alternates the same solves with ``θ_m = s_m``, the minimiser of
+    ``½ Σ_m (s_m²/θ_m + θ_m)``, whose minimum over θ is ``Σ_m s_m``; ``"elasticnet"``
+    (``r1 Σ s + r2/2 Σ s²``, ``r1 = l1_ratio``, ``r2 = 1 − r1``) the same on
+    ``θ̃_m = θ_m / (r1 + r2 θ_m)``. Their duals are §1.4's, the forms summed over the
+    classes. ``"group"`` (``½ max_j (Σ_{k∈G_j} s_k)²``, ``groups`` the group id ``0..J−1`` of
+    every kernel): [Nath]'s mirror descent on ``θ̃_jk = λ_jk/γ_j`` (§4), its dual §1.5's with
+    the forms summed. ``p`` is used by ``lp`` only.
 
     Returns one record with a leading class axis: ``coef`` (K, M, n) with
-    ``coef[c, m] = θ̃_m β_c`` (``θ̃ = θ`` for ``lp``), ``intercept`` (K,); ``kernel_weights`` is
-    θ (``lp``, unit p-norm) or ``d / Σ d``, ``d_m = s_m / (r1 + r2 s_m)`` (on the simplex, as
-    the other ``l1`` / ``elasticnet`` solvers report, §2.9)."""
+    ``coef[c, m] = θ̃_m β_c``, ``intercept`` (K,); ``kernel_weights`` is θ (``lp``, unit
+    p-norm), ``d / Σ d``, ``d_m = s_m / (r1 + r2 s_m)`` (``l1`` / ``elasticnet``, on the
+    simplex, as the other solvers of these penalties report, §2.9) or ``θ̃ / Σ θ̃``
+    (``group``, as the engine's group fit, §4)."""
     started = time.perf_counter()
-    sparse = penalty in ("l1", "elasticnet")
-    r1 = 1.0 if penalty == "l1" else float(l1_ratio)
-    r2 = 1.0 - r1
     M, n = int(G.shape[0]), int(G.shape[1])
     K = int(Y.shape[0])
     C = float(settings["C"])  # type: ignore[arg-type]
@@ -281,11 +496,7 @@ def fit_shared(
     floor = min(float(settings["inner_tol"]), 0.1 * tol)  # type: ignore[arg-type]
     w = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
     costs: Costs = C if w is None else C * w
-    if sparse or math.isinf(p):
-        # l1 / elasticnet: any θ > 0 starts the alternation; its scale is s's from then on.
-        theta = np.ones(M)
-    else:
-        theta = np.full(M, float(M) ** (-1.0 / p))
+    omega = _penalty(penalty, M, p, l1_ratio, groups)
     inner = dict(settings)
     inner["p"] = math.inf  # one kernel: one solve, θ = 1
     tol_in = max(1e-3, floor)
@@ -300,11 +511,7 @@ def fit_shared(
     stalled = 0
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (n_iter is the last value)
-        # The kernel weights of the solves: θ̃ = θ / (r1 + r2 θ) (θ for lp and l1; 1/r2 at
-        # r1 = 0, the sum kernel, whatever θ).
-        kt = theta / (r1 + r2 * theta) if sparse and r1 > 0.0 else theta
-        if sparse and r1 == 0.0:
-            kt = np.full(M, 1.0 / r2)
+        kt = omega.weights()
         Kt = _combine(G, kt)[None]
         inner["tol"] = tol_in
         B = np.empty((K, n))
@@ -328,25 +535,16 @@ def fit_shared(
                     witness = (int(m), float(q[m]), bound, ent * top * mass)
                     break
         q = np.maximum(q, 0.0)
-        # Primal: A[c, m] = θ_m β_c, so f_c = K_θ β_c and s_m = θ_m sqrt(Σ_c β_cᵀK_mβ_c).
+        # Primal: A[c, m] = θ̃_m β_c, so f_c = K_θ̃ β_c and s_m = θ̃_m sqrt(Σ_c β_cᵀK_mβ_c).
         F = np.tensordot(kt, H, axes=1)  # (n, K)
         b = np.array([best_intercept(loss, Y[c], F[:, c], float(b0[c]), w) for c in range(K)])
         data = C * sum(_weighted_sum(_loss(loss, Y[c], F[:, c] + b[c]), w) for c in range(K))
         s = kt * np.sqrt(q)
-        if sparse:
-            primal = data + r1 * float(s.sum()) + 0.5 * r2 * float(np.sum(s * s))
-            dual = sparse_dual(loss, Y, B, costs, np.sqrt(q), r1, r2)
-        else:
-            primal = data + lp_penalty(s, p)
-            dual = sum(conjugate_term(loss, Y[c], B[c], costs) for c in range(K)) - dual_norm(q, p)
+        primal = data + omega.value(s)
+        dual = omega.dual(loss, Y, B, costs, q)
         if primal < best_p:
             best_p = primal
-            reported = theta.copy()
-            if sparse:
-                d = s / (r1 + r2 * s)
-                total = float(d.sum())
-                reported = d / total if total > 0.0 else np.full(M, 1.0 / M)
-            best = (kt[:, None, None] * B[None], b, reported, s)
+            best = (kt[:, None, None] * B[None], b, omega.reported(s), s)
         # After a witness no dual value counts (§1.8); the gap as if every kernel were PSD
         # still tells the loop where it would have converged.
         told_d = max(told_d, dual)
@@ -364,20 +562,16 @@ def fit_shared(
         # §3.3 (b): the inner accuracy follows the gap, tighter when the gap stops shrinking.
         if gap >= 0.9 * best_gap:
             tol_in = max(0.1 * tol_in, floor)
-        # Stalled: no relative progress of 1e-9 for 10 iterations at the finest accuracy.
+        # Stalled: no relative progress of 1e-9 for `patience` iterations at the finest
+        # accuracy.
         stalled = stalled + 1 if tol_in == floor and gap >= best_gap * (1 - 1e-9) else 0
         tol_in = min(tol_in, max(0.1 * gap, floor))
         best_gap = min(best_gap, gap)
-        if stalled >= 10:
+        if stalled >= omega.patience:
             status = _core.Status.UNCERTIFIED if witness is not None else _core.Status.STALLED
             break
         if float(s.max(initial=0.0)) > 0.0:
-            if sparse:
-                theta = s.copy()  # the minimiser of ½ Σ (s²/θ + θ)
-            elif not math.isinf(p):
-                # Kloft's eq. 17 on the block norms over the classes.
-                v = s ** (2.0 / (p + 1.0))
-                theta = v / float(np.sum(v**p)) ** (1.0 / p)
+            omega.update(s, q, primal)
     assert best is not None  # at least one iteration (max_iter ≥ 1)
     if witness is not None:
         status = _core.Status.UNCERTIFIED

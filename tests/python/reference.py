@@ -1180,8 +1180,9 @@ def cvxpy_shared_mkl(
     penalty: str = "lp",
     sample_weight: ArrayLike | None = None,
     l1_ratio: float = 1.0,
+    groups: ArrayLike | None = None,
 ) -> RefSolution:
-    """Solve the shared multiclass ``lp``, ``l1`` or ``elasticnet`` problem of
+    """Solve the shared multiclass ``lp``, ``l1``, ``elasticnet`` or ``group`` problem of
     docs/mathematics.md §3.8 with cvxpy.
 
     One-vs-rest targets ``y^c = ±1`` of each class ``c`` of ``y``, functions
@@ -1189,7 +1190,8 @@ def cvxpy_shared_mkl(
     ``s_m = ‖(‖f_m^1‖, …, ‖f_m^K‖)‖₂``:
     ``C Σ_c Σ_i w_i ℓ(y_i^c, f^c(x_i)) + Ω(s)``, ``Ω = ½ (Σ_m s_m^q)^{2/q}`` (``lp``) or
     ``Σ_m s_m`` (``l1``) or ``r Σ_m s_m + (1 − r)/2 Σ_m s_m²`` (``elasticnet``,
-    ``r = l1_ratio``). Variables ``u_m^c = L_mᵀ a_m^c`` as in :func:`cvxpy_mkl`.
+    ``r = l1_ratio``) or ``½ max_j (Σ_{k∈G_j} s_k)²`` (``group``). Variables
+    ``u_m^c = L_mᵀ a_m^c`` as in :func:`cvxpy_mkl`.
 
     Parameters
     ----------
@@ -1203,12 +1205,14 @@ def cvxpy_shared_mkl(
         Loss name.
     p : float, default 1.0
         ``lp`` parameter (``p ≥ 1``, ``numpy.inf`` allowed); unused for ``l1``.
-    penalty : {"lp", "l1", "elasticnet"}, default "lp"
+    penalty : {"lp", "l1", "elasticnet", "group"}, default "lp"
         The penalty of the block norms.
     sample_weight : array_like of shape (n,), optional
         Weights ``w_i ≥ 0`` on every class's loss of sample ``i`` (1 when None).
     l1_ratio : float, default 1.0
         The elastic net's ``r``.
+    groups : array_like of shape (M,), optional
+        Group label of every kernel for ``group`` (default: one group).
 
     Returns
     -------
@@ -1244,6 +1248,9 @@ def cvxpy_shared_mkl(
         omega = cp.sum(t)
     elif penalty == "elasticnet":
         omega = l1_ratio * cp.sum(t) + (1 - l1_ratio) / 2 * cp.sum_squares(t)
+    elif penalty == "group":
+        sums = [cp.sum(t[idx]) for idx in _groups_index(groups, M)]
+        omega = cp.square(cp.max(cp.hstack(sums))) / 2
     elif q == 2.0:
         omega = sum(cp.sum_squares(u) for u in us) / 2
     elif q == 1.0:

@@ -146,7 +146,12 @@ def test_max_iter_warns() -> None:
 @pytest.mark.parametrize(
     ("kw", "parameter"),
     [
-        ({"penalty": "group", "groups": [0, 0, 1, 1]}, "penalty"),
+        ({"penalty": "l2"}, "penalty"),
+        ({"penalty": "group", "groups": [0, 0, 1, 1], "solver": "mirror"}, "solver"),
+        (
+            {"penalty": "group", "groups": [0, 0, 1, 1], "solver_config": mk.MirrorConfig()},
+            "solver_config",
+        ),
         ({"penalty": "elasticnet", "solver": "analytic"}, "solver"),
         ({"solver": "interleaved"}, "solver"),
         ({"penalty": "l1", "solver": "spicy"}, "solver"),
@@ -162,7 +167,7 @@ def test_refusals(kw: dict[str, object], parameter: str) -> None:
         clf.fit(G, y)
     assert e.value.parameter == parameter
     if parameter == "penalty":
-        for name in ("lp", "l1", "elasticnet"):
+        for name in ("lp", "l1", "elasticnet", "group"):
             assert f"penalty={name!r}" in str(e.value)
 
 
@@ -370,3 +375,164 @@ def test_weighted_equals_cvxpy(penalty: str, loss: LossName) -> None:
     assert abs(primal - ref.objective) <= 1e-6 * abs(ref.objective)
     slack = 1e-8 * abs(ref.objective)
     assert dual <= ref.objective + slack and ref.objective <= primal + slack
+
+
+# ``penalty="group"``: ½ max_j (Σ_{k∈G_j} s_k)² on the block norms over the classes, by
+# mirror descent over the groups' simplexes (docs/mathematics.md §1.5, §4, §3.8).
+
+GROUPS = [0, 0, 1, 1]
+
+
+def group_fit(
+    G: NDArray[np.float64], y: NDArray[np.int64], groups: list[int], **kw: object
+) -> mk.MKLClassifier:
+    settings: dict[str, object] = {"tol": 1e-7, "max_iter": 1000, **kw}
+    clf = mk.MKLClassifier(
+        kernels="precomputed", multi_class="shared", penalty="group", groups=groups,
+        **settings,  # type: ignore[arg-type]
+    )  # fmt: skip
+    return clf
+
+
+def within_group(theta: NDArray[np.float64], groups: list[int]) -> NDArray[np.float64]:
+    """λ from θ: each group's weights on its simplex (θ_jk = λ_jk/γ_j, Σ_k λ_jk = 1)."""
+    ids = np.asarray(groups)
+    sums = np.bincount(ids, weights=theta)[ids]
+    return np.divide(theta, sums, out=np.zeros_like(theta), where=sums > 0)
+
+
+@pytest.mark.parametrize(
+    ("loss", "groups"),
+    [
+        ("hinge", GROUPS),
+        ("logistic", GROUPS),
+        ("squared_hinge", [0, 1, 0, 1]),
+        ("hinge", [0, 1, 2, 3]),
+    ],
+)
+def test_group_equals_cvxpy(loss: LossName, groups: list[int]) -> None:
+    """The shared group problem against cvxpy's (constraint ``‖(u_m^c)_c‖₂ ≤ t_m``, penalty
+    ``½ max_j (Σ_{k∈G_j} t_k)²``): the primal within the certified gap, ``D ≤ optimum ≤ P``,
+    the block norms, within each group the weights ``λ_jk = s_k / Σ_{k∈G_j} s_k`` of the
+    reference's norms, and equal group sums (every group is at the max here)."""
+    G, y = problem()
+    ref = cvxpy_shared_mkl(G, y, C=1.0, loss=loss, penalty="group", groups=groups)
+    clf = group_fit(G, y, groups, loss=loss).fit(G, y)
+    assert clf.converged_ is True and float(clf.duality_gap_) <= 1e-7
+    primal, dual = float(clf.primal_objective_), float(clf.dual_objective_)
+    assert abs(primal - ref.objective) <= 1e-7 * abs(ref.objective)
+    slack = 1e-8 * abs(ref.objective)
+    assert dual <= ref.objective + slack and ref.objective <= primal + slack
+    scale = float(ref.norms.max())
+    np.testing.assert_allclose(clf.kernel_norms_, ref.norms, atol=1e-4 * scale)
+    lam_ref = within_group(ref.norms, groups)
+    np.testing.assert_allclose(within_group(clf.kernel_weights_, groups), lam_ref, atol=1e-4)
+    np.testing.assert_allclose(clf.kernel_weights_.sum(), 1.0, rtol=1e-12)
+    sums = np.bincount(np.asarray(groups), weights=clf.kernel_norms_)
+    np.testing.assert_allclose(sums, sums.max(), rtol=1e-4)
+    assert clf.group_weights_.shape == (max(groups) + 1,)
+
+
+def test_the_reported_group_model_has_the_reported_primal() -> None:
+    """``P = C Σ_c Σ_i ℓ + ½ max_j (Σ_{k∈G_j} s_k)²`` recomputed from ``dual_coef_`` and
+    ``intercept_``, with ``A[c, m] = θ_m β_c`` for one θ ∝ ``kernel_weights_``."""
+    G, y = problem()
+    clf = group_fit(G, y, GROUPS).fit(G, y)
+    A, b = clf.dual_coef_, np.asarray(clf.intercept_)
+    F = np.einsum("mij,kmj->ik", G, A) + b
+    Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
+    s = np.sqrt(np.einsum("kmi,mij,kmj->m", A, G, A))
+    P = float(np.maximum(0.0, 1.0 - Y * F).sum()) + 0.5 * max(s[:2].sum(), s[2:].sum()) ** 2
+    assert P == pytest.approx(clf.primal_objective_, rel=1e-10)
+    np.testing.assert_allclose(clf.kernel_norms_, s, rtol=1e-8)
+    theta = clf.kernel_weights_
+    m = int(np.argmax(theta))
+    beta = A[:, m] / theta[m]
+    np.testing.assert_allclose(A, theta[None, :, None] * beta[:, None, :], atol=1e-12)
+    # γ_j ∝ 1 / Σ_{k∈G_j} θ_jk (λ sums to one in every group, §4).
+    gamma = 1.0 / np.array([theta[:2].sum(), theta[2:].sum()])
+    np.testing.assert_allclose(clf.group_weights_, gamma / gamma.sum(), rtol=1e-12)
+
+
+def test_one_group_is_lp_at_p_1() -> None:
+    """§0.4 (3): one group of every kernel is ``½ (Σ_m s_m)²``, the ``lp`` penalty at p = 1:
+    the fit meets cvxpy's shared ``lp`` optimum at p = 1 and its weights ``s / Σ s``."""
+    G, y = problem()
+    ref = cvxpy_shared_mkl(G, y, C=1.0, loss="hinge", p=1.0)
+    clf = group_fit(G, y, [0, 0, 0, 0], tol=1e-6).fit(G, y)
+    assert clf.converged_ is True
+    primal, dual = float(clf.primal_objective_), float(clf.dual_objective_)
+    assert abs(primal - ref.objective) <= 1e-6 * abs(ref.objective)
+    slack = 1e-8 * abs(ref.objective)
+    assert dual <= ref.objective + slack and ref.objective <= primal + slack
+    np.testing.assert_allclose(clf.kernel_weights_, ref.norms / ref.norms.sum(), atol=1e-3)
+
+
+def test_two_classes_are_the_binary_group_fit() -> None:
+    """With two classes the estimator fits the binary problem (bit-identical), and the
+    shared loop itself on the targets ``(y, −y)`` solves the same problem twice over: by
+    symmetry ``f² = −f¹``, so ``s_m = √2 ‖f_m¹‖`` and, Ω being 2-homogeneous,
+    ``P_shared = 2 P_binary``; the engine's mirror solver is the independent reference."""
+    from multikernel._shared import fit_shared
+
+    G, y = problem()
+    two = y < 2
+    G2 = np.ascontiguousarray(G[:, two][:, :, two])
+    y2 = y[two]
+    kw = {"kernels": "precomputed", "penalty": "group", "groups": GROUPS, "tol": 1e-8}
+    shared = mk.MKLClassifier(multi_class="shared", **kw).fit(G2, y2)  # type: ignore[arg-type]
+    binary = mk.MKLClassifier(max_iter=1000, **kw).fit(G2, y2)  # type: ignore[arg-type]
+    assert binary.converged_ is True
+    assert shared.primal_objective_ == binary.primal_objective_
+    np.testing.assert_array_equal(shared.dual_coef_, binary.dual_coef_)
+    yb = np.where(y2 == 1, 1.0, -1.0)
+    settings = {"C": 1.0, "loss": "hinge", "tol": 1e-8, "max_iter": 1000, "inner_tol": 1e-7}
+    r = fit_shared(
+        G2, np.stack([yb, -yb]), settings, penalty="group", p=1.0, groups=GROUPS, n_threads=1
+    )  # type: ignore[arg-type]
+    assert r.converged is True
+    P = float(binary.primal_objective_)
+    assert r.primal == pytest.approx(2.0 * P, rel=2e-8)
+    assert r.dual <= 2.0 * P * (1 + 1e-8)
+    f_shared = np.einsum("mij,mj->i", G2, r.coef[0]) + float(np.asarray(r.intercept)[0])
+    f_binary = binary.decision_function(G2)
+    np.testing.assert_allclose(f_shared, f_binary, atol=1e-4 * np.abs(f_binary).max())
+    np.testing.assert_allclose(r.kernel_weights, binary.kernel_weights_, atol=1e-4)
+
+
+def test_group_integer_weights_are_duplicated_rows() -> None:
+    """Weights 0, 1, 2 against the stack with each row repeated that many times."""
+    G, y = problem()
+    w = np.random.default_rng(5).integers(0, 3, size=len(y)).astype(np.float64)
+    idx = np.repeat(np.arange(len(y)), w.astype(np.int64))
+    a = group_fit(G, y, GROUPS, tol=1e-9).fit(G, y, sample_weight=w)
+    Gd = np.ascontiguousarray(G[:, idx][:, :, idx])
+    b = group_fit(Gd, y[idx], GROUPS, tol=1e-9).fit(Gd, y[idx])
+    assert a.converged_ is True and b.converged_ is True
+    assert a.primal_objective_ == pytest.approx(b.primal_objective_, rel=1e-8)
+    np.testing.assert_allclose(a.kernel_weights_, b.kernel_weights_, atol=1e-6)
+    fa, fb = a.decision_function(G), b.decision_function(np.ascontiguousarray(G[:, :, idx]))
+    np.testing.assert_allclose(fa, fb, atol=1e-5 * np.abs(fa).max())
+    np.testing.assert_array_equal(a.dual_coef_[:, :, w == 0], 0.0)
+
+
+def test_group_weighted_equals_cvxpy() -> None:
+    """Real weights against cvxpy's weighted shared group problem (logistic)."""
+    G, y = problem()
+    w = np.random.default_rng(7).uniform(0.2, 3.0, size=len(y))
+    ref = cvxpy_shared_mkl(
+        G, y, C=1.0, loss="logistic", penalty="group", groups=GROUPS, sample_weight=w
+    )
+    clf = group_fit(G, y, GROUPS, loss="logistic").fit(G, y, sample_weight=w)
+    assert clf.converged_ is True
+    primal, dual = float(clf.primal_objective_), float(clf.dual_objective_)
+    assert abs(primal - ref.objective) <= 1e-7 * abs(ref.objective)
+    slack = 1e-8 * abs(ref.objective)
+    assert dual <= ref.objective + slack and ref.objective <= primal + slack
+
+
+def test_group_max_iter_warns() -> None:
+    G, y = problem()
+    with pytest.warns(ConvergenceWarning, match="shared"):
+        clf = group_fit(G, y, GROUPS, max_iter=2).fit(G, y)
+    assert clf.converged_ is False and clf.n_iter_ == 2
