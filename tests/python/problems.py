@@ -189,11 +189,11 @@ def expected_failures(estimator: Any) -> dict[str, str]:
     """scikit-learn's checks that these estimators fail by design, with the reason."""
     return {
         # The check compares decisions to 1e-7, but the default tol = 1e-3 stops the weighted
-        # and the duplicated fit at different iterates (MKLClassifier(tol=1e-10) passes it;
-        # the squared-loss regressor passes at the default); a FeatureBank's Nystroem
-        # landmarks are drawn from the rows; the CV estimators' folds split duplicated rows
-        # differently. The identity is tested in test_sample_weight.py (normalisation
-        # statistics weighted, every normalisation; the paths) at tol 1e-6 to 1e-9.
+        # and the duplicated fit at different iterates (the squared-loss regressor passes at
+        # the default); a FeatureBank's Nystroem landmarks are drawn from the rows. The same
+        # check passes at a tight tol (test_sample_weight.py: the classifier, the one-class
+        # fit, MKLRegressorCV), and the identity is tested there for every solver, the
+        # normalisations and the paths at tol 1e-6 to 1e-9.
         "check_sample_weight_equivalence_on_dense_data": (
             "the default tol=1e-3 stops weighted and duplicated fits at different iterates"
         ),

@@ -21,6 +21,7 @@ from reference import cvxpy_mkl, loss_value
 from sklearn.datasets import load_diabetes
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
+from sklearn.utils import shuffle
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import multikernel as mk
@@ -384,3 +385,25 @@ def test_ctrl_c_stops_a_path_quickly() -> None:
         0.3, lambda: mk.mkl_path(G, y, mu=1e-6, C_max=1e6, max_points=100000)
     )
     assert elapsed < 0.3 + 1.0, elapsed
+
+
+def test_a_path_beyond_float64_ends_before_a_point_it_cannot_certify() -> None:
+    """At a tol float64 cannot resolve, μ is driven towards 0 and a centre's η = μ/(d² − r²)
+    overflows: the path stops (``end == "stalled"``, a ConvergenceWarning) before such a point
+    instead of recording it; every recorded point has finite, non-negative weights and a
+    finite certificate. (The weighted fold path of scikit-learn's sample-weight check once
+    recorded η = ±inf and P = inf here.)"""
+    rng = np.random.RandomState(42)
+    X = rng.rand(15, 30)
+    y = rng.randint(0, 3, size=15).astype(float)
+    w = rng.randint(0, 5, size=15).astype(float)
+    Xs, ys, ws = shuffle(X, y, w, random_state=0)
+    Xt, yt, wt = np.vstack([Xs, X]), np.hstack([ys, y]), np.hstack([ws, np.ones(15)])
+    yt = yt - np.average(yt, weights=wt)
+    M = len(mk.default_kernels(30))
+    with pytest.warns(ConvergenceWarning):
+        path = mk.mkl_path(Xt, yt, d=np.ones(M), tol=1e-8, sample_weight=wt)
+    assert path.end == "stalled"
+    assert np.all(np.isfinite(path.kernel_weights)) and np.all(path.kernel_weights >= 0.0)
+    assert np.all(np.isfinite(path.primal_objectives)) and np.all(np.isfinite(path.alphas))
+    assert np.all(np.isfinite(path.dual_objectives)) and np.all(np.isfinite(path.duality_gaps))

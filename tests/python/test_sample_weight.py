@@ -11,6 +11,7 @@ import pytest
 from numpy.typing import NDArray
 from reference import cvxpy_mkl
 from sklearn.svm import SVC, SVR
+from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
 
 import multikernel as mk
 from multikernel.exceptions import InvalidInputError, InvalidParameterError
@@ -382,3 +383,17 @@ def test_warm_started_spicy_keeps_the_weights(
     assert warm.converged_ is True
     np.testing.assert_allclose(warm.primal_objective_, cold.primal_objective_, rtol=1e-7)
     np.testing.assert_allclose(warm.kernel_weights_, cold.kernel_weights_, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "est",
+    [mk.MKLClassifier(tol=1e-10), mk.MKLOneClass(tol=1e-10), mk.MKLRegressorCV(Cs=4, tol=1e-8)],
+    ids=["classifier", "one-class", "regressor-cv"],
+)
+def test_sklearn_sample_weight_equivalence_at_a_tight_tol(est: Any) -> None:
+    """scikit-learn's own check (zero weights = dropped rows, integer weights = repeated rows;
+    predictions to 1e-7) on fits solved to a tight tol. At the default tol = 1e-3 the two fits
+    stop at different iterates, which is why the estimator-check suites expect it to fail
+    there (``problems.expected_failures``); the CV estimators' folds follow the check's own
+    groups."""
+    check_sample_weight_equivalence_on_dense_data(type(est).__name__, est)

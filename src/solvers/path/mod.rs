@@ -842,7 +842,8 @@ struct PointLog<'a> {
 }
 
 impl PointLog<'_> {
-    /// Appends the centre `it` at `λ` (reached in `steps` corrector steps) to `out`.
+    /// Appends the centre `it` at `λ` (reached in `steps` corrector steps) to `out`; false,
+    /// and nothing appended, when its certificate or model is not finite.
     fn record(
         &mut self,
         pb: &Barrier<'_>,
@@ -850,13 +851,17 @@ impl PointLog<'_> {
         lam: f64,
         steps: usize,
         out: &mut PathResult,
-    ) {
+    ) -> bool {
         let Certificate {
             primal,
             dual,
             eta,
             norms,
         } = pb.certificate(it, lam);
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite() && *x >= 0.0);
+        if !(primal.is_finite() && dual.is_finite() && finite(&eta) && finite(&norms)) {
+            return false;
+        }
         // Local to the barrier's kernels; the idle ones have η = 0 and are not active.
         let m = pb.full.m();
         let (mut eta_all, mut norms_all) = (vec![0.0; m], vec![0.0; m]);
@@ -891,6 +896,7 @@ impl PointLog<'_> {
             corrector_steps: steps,
             barrier_kernels: pb.m,
         });
+        true
     }
 }
 
@@ -1141,8 +1147,11 @@ pub fn fit_path_weighted(
             recorded_here = recorded;
             continue;
         }
-        if !recorded_here {
-            log.record(&pb, &it, lam, steps, &mut out);
+        if !recorded_here && !log.record(&pb, &it, lam, steps, &mut out) {
+            // A centre float64 no longer resolves (μ driven towards 0 by a tol beyond
+            // rounding): its certificate is not finite, so the path ends before it.
+            out.end = PathEnd::Stalled;
+            break;
         }
         inside = (it.a.clone(), lam, pb.mu, true);
         recorded_here = false;
