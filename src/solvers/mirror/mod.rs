@@ -558,6 +558,50 @@ pub fn fit_group(
     fit_group_weighted(stack, y, None, groups, cfg, interrupt)
 }
 
+/// The forms `q_k = βᵀK_kβ` of the kernels `set` into `quad` (and at the natural point
+/// `hat` into `hat_quad`, logistic loss) in one pass; with `products` (the second-order step)
+/// also every `K_kβ` on the support vectors, returned one kernel after another.
+fn read_set(
+    stack: &dyn KernelStack,
+    beta: &[f64],
+    hat: Option<&[f64]>,
+    set: &[usize],
+    products: bool,
+    quad: &mut [f64],
+    hat_quad: &mut [f64],
+) -> Vec<f64> {
+    if !products {
+        read_forms(stack, beta, hat, set, quad, hat_quad);
+        return Vec::new();
+    }
+    let p = support_products(stack, beta, set);
+    for (&k, row) in set.iter().zip(p.chunks_exact(beta.len().max(1))) {
+        quad[k] = row.iter().zip(beta).map(|(a, b)| a * b).sum();
+    }
+    p
+}
+
+/// The model `A[k] = scale·θ_k β` with intercept `b` (θ reported on the simplex, the block
+/// norms `scale·s`).
+fn group_model(theta: &[f64], beta: &[f64], scale: f64, b: f64, norms: &[f64]) -> Model {
+    let n = beta.len();
+    let mut coef = vec![0.0; theta.len() * n];
+    for (row, &t) in coef.chunks_exact_mut(n.max(1)).zip(theta) {
+        if t > 0.0 {
+            for (a, &bi) in row.iter_mut().zip(beta) {
+                *a = scale * t * bi;
+            }
+        }
+    }
+    let total: f64 = theta.iter().sum();
+    Model {
+        coef,
+        intercept: b,
+        weights: theta.iter().map(|t| t / total).collect(),
+        norms: norms.iter().map(|s| scale * s).collect(),
+    }
+}
+
 /// [`fit_group`] with a weight per sample on the loss (the data term `C Σ_i w_i ℓ(y_i, f_i)`).
 pub fn fit_group_weighted(
     stack: &dyn KernelStack,
@@ -628,16 +672,7 @@ pub fn fit_group_weighted(
         let natural = natural_dual(cfg.loss, c, y, &f, b);
         let b = natural.as_ref().map_or(b, |n| n.0);
         let hat = natural.as_ref().map(|n| n.1.as_slice());
-        let mut products = if second {
-            let p = support_products(stack, beta, &set);
-            for (&k, row) in set.iter().zip(p.chunks_exact(beta.len().max(1))) {
-                quad[k] = row.iter().zip(beta).map(|(a, b)| a * b).sum();
-            }
-            p
-        } else {
-            read_forms(stack, beta, hat, &set, &mut quad, &mut hat_quad);
-            Vec::new()
-        };
+        let mut products = read_set(stack, beta, hat, &set, second, &mut quad, &mut hat_quad);
         let norms: Vec<f64> = theta
             .iter()
             .zip(&quad)
@@ -652,24 +687,7 @@ pub fn fit_group_weighted(
             .unwrap_or((1.0, b, primal));
         let dual_point = hat.unwrap_or(beta);
         let dual_loss = loss_dual(cfg.loss, c, y, dual_point);
-        let model = || {
-            let n = beta.len();
-            let mut coef = vec![0.0; m * n];
-            for (row, &t) in coef.chunks_exact_mut(n.max(1)).zip(&theta) {
-                if t > 0.0 {
-                    for (a, &bi) in row.iter_mut().zip(beta) {
-                        *a = scale * t * bi;
-                    }
-                }
-            }
-            let total: f64 = theta.iter().sum();
-            Model {
-                coef,
-                intercept: b,
-                weights: theta.iter().map(|t| t / total).collect(),
-                norms: norms.iter().map(|s| scale * s).collect(),
-            }
-        };
+        let model = || group_model(&theta, beta, scale, b, &norms);
         let mut new_problem = false;
         // Whether the weights are those of this iterate's model (the set grew by zero weights).
         let mut same_weights = false;
@@ -702,18 +720,9 @@ pub fn fit_group_weighted(
             if checks.due_after(rgap, cfg.tol) {
                 // Whole-problem check: every q_jk at this β, one pass over the stack (with the
                 // products K_jk β for the second-order step on the grown set).
-                let all_products = if second {
-                    let all: Vec<usize> = (0..m).collect();
-                    let p = support_products(stack, beta, &all);
-                    for (q, row) in quad.iter_mut().zip(p.chunks_exact(beta.len().max(1))) {
-                        *q = row.iter().zip(beta).map(|(a, b)| a * b).sum();
-                    }
-                    p
-                } else {
-                    let all: Vec<usize> = (0..m).collect();
-                    read_forms(stack, beta, hat, &all, &mut quad, &mut hat_quad);
-                    Vec::new()
-                };
+                let all: Vec<usize> = (0..m).collect();
+                let all_products =
+                    read_set(stack, beta, hat, &all, second, &mut quad, &mut hat_quad);
                 let dq = if hat.is_some() { &hat_quad } else { &quad };
                 let witness = psd.all().scan(dual_point, m, |k| dq[k]);
                 let dual = dual_loss - dual_penalty(dq, groups, |_| true);
