@@ -103,8 +103,7 @@ def choose(
     """The engine solver of a fit: ``solver`` itself when named, else ``"auto"``'s choice.
 
     - ``lp`` at ``p = 1``: ``mirror``. Kloft's update has no convergence guarantee there and
-      crawls (digits n = 1797, M = 50: gap 2.5e-3 after 200 iterations, 8 s); mirror descent
-      reaches 1e-3 in 25 steps (0.4 s).
+      crawls; mirror descent does not (docs/guide.md §4).
     - ``l1`` / ``elasticnet``: ``wrapper`` (for every loss the faster in all measured cases
       from 1000 points on, and in most below), unless ``warm_start`` is set (SpicyMKL's warm
       starts) or ``solver_config`` is not a :class:`WrapperConfig`. In its place:

@@ -365,17 +365,11 @@ class _Group(_Penalty):
     # Mirror descent is not monotone: as the engine's, a stall only after 50 iterations.
     patience = 50
 
-    def __init__(self, ids: Sequence[int], M: int) -> None:
+    def __init__(self, ids: Sequence[int]) -> None:
+        # ``ids``: a group id 0..J−1 per kernel, every group non-empty (``group_ids`` checked).
         self.ids = np.asarray(ids, dtype=np.intp)
-        if self.ids.shape != (M,) or M == 0 or int(self.ids.min()) < 0:
-            raise InvalidParameterError(
-                f"groups must hold a group id in 0..J-1 for each of the {M} kernels",
-                parameter="groups",
-            )
         J = int(self.ids.max()) + 1
         self.members = [np.flatnonzero(self.ids == j) for j in range(J)]
-        if any(len(g) == 0 for g in self.members):
-            raise InvalidParameterError("groups must number the groups 0..J-1", parameter="groups")
         sizes = np.array([len(g) for g in self.members], dtype=np.float64)
         self.lam = 1.0 / sizes[self.ids]
         self.gamma = np.full(J, 1.0 / J)
@@ -446,7 +440,7 @@ def _penalty(
             raise InvalidParameterError(
                 "penalty='group' needs groups (a group id per kernel)", parameter="groups"
             )
-        return _Group(groups, M)
+        return _Group(groups)
     if penalty in ("l1", "elasticnet"):
         return _Sparse(1.0 if penalty == "l1" else float(l1_ratio), M)
     return _Lp(p, M)

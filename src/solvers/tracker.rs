@@ -21,6 +21,33 @@ pub(crate) struct Model {
     pub norms: Vec<f64>,
 }
 
+impl Model {
+    /// The model `A[m] = scale·θ_m β` of the wrappers around one single-kernel solve, with
+    /// intercept `b`, the reported kernel weights and block norms.
+    pub fn outer(
+        theta: &[f64],
+        beta: &[f64],
+        scale: f64,
+        intercept: f64,
+        weights: Vec<f64>,
+        norms: Vec<f64>,
+    ) -> Model {
+        let n = beta.len();
+        let mut coef = vec![0.0; theta.len() * n];
+        for (row, &t) in coef.chunks_exact_mut(n.max(1)).zip(theta) {
+            for (a, &bi) in row.iter_mut().zip(beta) {
+                *a = scale * t * bi;
+            }
+        }
+        Model {
+            coef,
+            intercept,
+            weights,
+            norms,
+        }
+    }
+}
+
 /// Tracks the iterate with the smallest primal value and the largest dual value seen: both
 /// bound the optimum, so together they give the tightest certificate. Shared by every solver
 /// that reports `P`, `D` and the gap (ℓp here, SpicyMKL in `solvers::spicy`). Each record is
@@ -69,19 +96,7 @@ impl<'a> Tracker<'a> {
     ) -> f64 {
         let active = theta.iter().filter(|&&t| t > 0.0).count();
         self.record_with(primal, dual, active, || {
-            let n = beta.len();
-            let mut coef = vec![0.0; theta.len() * n];
-            for (row, t) in coef.chunks_exact_mut(n.max(1)).zip(theta) {
-                for (a, &bi) in row.iter_mut().zip(beta) {
-                    *a = t * bi;
-                }
-            }
-            Model {
-                coef,
-                intercept: b,
-                weights: theta.to_vec(),
-                norms,
-            }
+            Model::outer(theta, beta, 1.0, b, theta.to_vec(), norms)
         })
     }
 

@@ -581,27 +581,6 @@ fn read_set(
     p
 }
 
-/// The model `A[k] = scale·θ_k β` with intercept `b` (θ reported on the simplex, the block
-/// norms `scale·s`).
-fn group_model(theta: &[f64], beta: &[f64], scale: f64, b: f64, norms: &[f64]) -> Model {
-    let n = beta.len();
-    let mut coef = vec![0.0; theta.len() * n];
-    for (row, &t) in coef.chunks_exact_mut(n.max(1)).zip(theta) {
-        if t > 0.0 {
-            for (a, &bi) in row.iter_mut().zip(beta) {
-                *a = scale * t * bi;
-            }
-        }
-    }
-    let total: f64 = theta.iter().sum();
-    Model {
-        coef,
-        intercept: b,
-        weights: theta.iter().map(|t| t / total).collect(),
-        norms: norms.iter().map(|s| scale * s).collect(),
-    }
-}
-
 /// [`fit_group`] with a weight per sample on the loss (the data term `C Σ_i w_i ℓ(y_i, f_i)`).
 pub fn fit_group_weighted(
     stack: &dyn KernelStack,
@@ -687,7 +666,18 @@ pub fn fit_group_weighted(
             .unwrap_or((1.0, b, primal));
         let dual_point = hat.unwrap_or(beta);
         let dual_loss = loss_dual(cfg.loss, c, y, dual_point);
-        let model = || group_model(&theta, beta, scale, b, &norms);
+        let model = || {
+            let total: f64 = theta.iter().sum();
+            let weights = theta.iter().map(|t| t / total).collect();
+            Model::outer(
+                &theta,
+                beta,
+                scale,
+                b,
+                weights,
+                norms.iter().map(|s| scale * s).collect(),
+            )
+        };
         let mut new_problem = false;
         // Whether the weights are those of this iterate's model (the set grew by zero weights).
         let mut same_weights = false;

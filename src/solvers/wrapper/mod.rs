@@ -607,14 +607,15 @@ fn certify(
     let dual = best_dual(&roots, y, beta, c, cfg.loss, cfg.penalty);
     let witness = psd.all().scan(beta, m, |kk| q[kk]);
     let active = w.iter().filter(|&&v| v > 0.0).count();
-    tracker.record_with(primal, (dual, witness), active, || Model {
-        coef: w
-            .iter()
-            .flat_map(|&wk| beta.iter().map(move |bi| scale * wk * bi))
-            .collect(),
-        intercept: b,
-        weights: kernel_weights(cfg.penalty, &norms),
-        norms: norms.clone(),
+    tracker.record_with(primal, (dual, witness), active, || {
+        Model::outer(
+            w,
+            beta,
+            scale,
+            b,
+            kernel_weights(cfg.penalty, &norms),
+            norms.clone(),
+        )
     })
 }
 
