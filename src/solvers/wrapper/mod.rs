@@ -84,6 +84,10 @@ const START_KERNELS: usize = 20;
 /// decrease): the scale is bracketed within a factor 1.2 only.
 const SCALE_TOL: f64 = 1e-3;
 
+/// Within this factor of its stationary value, `βᵀK_λβ` predicts the scale (its last step is
+/// taken without a solve).
+const PREDICTED_RATIO: f64 = 4.0;
+
 /// The trust region's first ratio `R`.
 const START_RADIUS: f64 = 4.0;
 
@@ -356,6 +360,32 @@ impl Combined {
         };
     }
 
+    /// `K[rows, rows]` of a stored kernel on `n` points (the factor's rows); `None` on demand.
+    fn rows(&self, n: usize, rows: &[usize]) -> Option<Combined> {
+        match self {
+            Combined::Dense(k) => Some(Combined::Dense(
+                rows.iter()
+                    .flat_map(|&i| rows.iter().map(move |&j| k[i * n + j]))
+                    .collect(),
+            )),
+            Combined::Factor(u) => Some(Combined::Factor(
+                u.chunks_exact(n)
+                    .flat_map(|col| rows.iter().map(move |&i| col[i]))
+                    .collect(),
+            )),
+            Combined::OnDemand(_) => None,
+        }
+    }
+
+    /// `tr K` of a stored kernel on `n` points.
+    fn trace_of(&self, n: usize) -> f64 {
+        match self {
+            Combined::Dense(k) => (0..n).map(|i| k[i * n + i]).sum(),
+            Combined::Factor(u) => u.iter().map(|x| x * x).sum(),
+            Combined::OnDemand(_) => f64::NAN,
+        }
+    }
+
     /// `tr K`.
     fn trace(&self, stack: &dyn KernelStack) -> f64 {
         let n = stack.n();
@@ -453,27 +483,96 @@ fn solve_point(
 
 /// The scale `t` of the uniform weights `w = t/M` where `J` is stationary along them (step 1
 /// of the module docs), from solves on `t K_λ`; `k_lambda` is `K_λ`, `kw` receives `t K_λ`
-/// and `solver` ends warm at it.
+/// and `solver` ends warm at it. On many points the search first runs on a sample of them
+/// ([`sampled_scale`]), so that the whole problem's solves only confirm or refine its `t`.
+#[allow(clippy::too_many_arguments)]
 fn scale_search(
     solver: &mut SingleKernel,
     stack: &dyn KernelStack,
+    y: &[f64],
+    c: &[f64],
     k_lambda: &Combined,
     kw: &mut Combined,
     pen: &Penalty,
     interrupt: &dyn Interrupt,
 ) -> Result<f64> {
-    let (m, n) = (stack.m(), stack.n());
-    let trace = k_lambda.trace(stack);
-    // Unit mean diagonal to start with.
-    let mut t = if trace > 0.0 && trace.is_finite() {
+    let t = match sampled_scale(solver.loss(), stack, y, c, k_lambda, pen, interrupt)? {
+        Some(sampled) => sampled,
+        None => unit_mean_diagonal(k_lambda.trace(stack), stack.n()),
+    };
+    let t = bracket_scale(solver, stack, k_lambda, kw, t, pen, interrupt)?;
+    k_lambda.scaled_into(t, kw);
+    Ok(t)
+}
+
+/// The scale that gives a kernel of trace `trace` on `n` points a unit mean diagonal: the
+/// search's start.
+fn unit_mean_diagonal(trace: f64, n: usize) -> f64 {
+    if trace > 0.0 && trace.is_finite() {
         n as f64 / trace
     } else {
         1.0
+    }
+}
+
+/// From this many points on, the scale is first searched on [`SCALE_SAMPLE`] of them.
+const SCALE_SAMPLE_MIN: usize = 800;
+
+/// The points of the scale's sample (at least; a tenth of them on larger problems).
+const SCALE_SAMPLE: usize = 400;
+
+/// The scale of [`scale_search`] on an evenly spaced sample of `s` of the `n` points, their loss
+/// weights `c_i` multiplied by `n/s`: that problem's loss is an unbiased estimate of the whole
+/// one's, so its solution, and with it `βᵀK_λβ` at a given `t`, approximates the whole
+/// problem's, at `(s/n)²` of the cost of a solve (docs/mathematics.md §2.11). `None` on few
+/// points, on kernels computed on demand, or when the sample misses a class.
+fn sampled_scale(
+    loss: Loss,
+    stack: &dyn KernelStack,
+    y: &[f64],
+    c: &[f64],
+    k_lambda: &Combined,
+    pen: &Penalty,
+    interrupt: &dyn Interrupt,
+) -> Result<Option<f64>> {
+    let n = y.len();
+    if n < SCALE_SAMPLE_MIN {
+        return Ok(None);
+    }
+    let s = SCALE_SAMPLE.max(n / 10);
+    let rows: Vec<usize> = (0..s).map(|j| j * n / s).collect();
+    let Some(sub) = k_lambda.rows(n, &rows) else {
+        return Ok(None);
     };
+    let ys: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+    if loss.is_classification() && !(ys.contains(&1.0) && ys.contains(&-1.0)) {
+        return Ok(None);
+    }
+    let cs: Vec<f64> = rows.iter().map(|&i| c[i] * n as f64 / s as f64).collect();
+    let mut solver = SingleKernel::new(loss, &cs, &ys)?;
+    let t = unit_mean_diagonal(sub.trace_of(s), s);
+    let mut kw = Combined::Dense(Vec::new());
+    bracket_scale(&mut solver, stack, &sub, &mut kw, t, pen, interrupt).map(Some)
+}
+
+/// The bracketing of [`scale_search`] from `t`: solves on `t K_λ` until `βᵀK_λβ` is within a
+/// factor 1.2 of its stationary value, or until the last step predicts that ([`PREDICTED_RATIO`]);
+/// `solver` ends warm at the last `t` solved (`stack` is only read when `K_λ` is computed on
+/// demand).
+fn bracket_scale(
+    solver: &mut SingleKernel,
+    stack: &dyn KernelStack,
+    k_lambda: &Combined,
+    kw: &mut Combined,
+    mut t: f64,
+    pen: &Penalty,
+    interrupt: &dyn Interrupt,
+) -> Result<f64> {
+    let m = stack.m();
     let cap = pen.cap() * m as f64;
     t = t.min(0.5 * cap);
     let (mut lo, mut hi) = (0.0f64, f64::INFINITY);
-    let mut kb = vec![0.0; n];
+    let mut kb = vec![0.0; solver.beta().len()];
     for _ in 0..40 {
         interrupt.check()?;
         k_lambda.scaled_into(t, kw);
@@ -496,7 +595,12 @@ fn scale_search(
         } else {
             hi = t;
         }
-        t = if lo > 0.0 && hi.is_finite() {
+        // Near the scale `βᵀK_λβ` falls like `1/t` (measured in docs/mathematics.md §2.11):
+        // that step lands within the factor 1.2 without a solve to confirm it.
+        let predicted = (ratio.ln()).abs() < PREDICTED_RATIO.ln();
+        t = if predicted {
+            (t * ratio.sqrt()).max(lo).min(hi)
+        } else if lo > 0.0 && hi.is_finite() {
             (lo * hi).sqrt()
         } else {
             t * ratio.sqrt().clamp(0.01, 100.0)
@@ -504,15 +608,20 @@ fn scale_search(
         if t >= cap {
             t = 0.5 * (lo + cap);
         }
+        if predicted {
+            break;
+        }
     }
-    k_lambda.scaled_into(t, kw);
     Ok(t)
 }
 
 /// The first iterate (step 1 of the module docs): its weights, with `kw` holding `K_w` and
 /// `solver` warm near it.
+#[allow(clippy::too_many_arguments)]
 fn start(
     stack: &dyn KernelStack,
+    y: &[f64],
+    c: &[f64],
     solver: &mut SingleKernel,
     kw: &mut Combined,
     pen: &Penalty,
@@ -527,7 +636,7 @@ fn start(
         k_lambda.scaled_into(m as f64 * pen.cap(), kw);
         return Ok(vec![pen.cap(); m]);
     }
-    let t = scale_search(solver, stack, &k_lambda, kw, pen, interrupt)?;
+    let t = scale_search(solver, stack, y, c, &k_lambda, kw, pen, interrupt)?;
     if m <= 2 * START_KERNELS {
         return Ok(vec![t / m as f64; m]);
     }
@@ -718,7 +827,7 @@ pub fn fit_wrapper_weighted(
         ));
     }
     let mut kw = Combined::Dense(Vec::new());
-    let mut w = start(stack, &mut solver, &mut kw, &pen, smooth, interrupt)?;
+    let mut w = start(stack, y, c, &mut solver, &mut kw, &pen, smooth, interrupt)?;
     let mut tracker = Tracker::new(interrupt);
     let psd = PsdCheck::new(stack);
     let mut q = vec![0.0; m];
