@@ -240,4 +240,6 @@ def svm(
     shrinking: bool = True,
 ) -> dict[str, Any]: ...
 def _panic_for_tests(in_pool: bool) -> None:
-    """Test hook: panics in the engine, to check that it surfaces as InternalError."""
+    """Test hook: panics in the engine, to check that it surfaces as InternalError. Only in
+    builds with the ``test-hooks`` cargo feature (the README's test command); wheels leave it
+    out."""

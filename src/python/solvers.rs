@@ -950,7 +950,9 @@ fn svm<'py>(
 }
 
 /// Panics on purpose, on the calling thread or inside a rayon worker of a solve (`in_pool`),
-/// so the tests can check that a panic reaches Python as `InternalError`.
+/// so the tests can check that a panic reaches Python as `InternalError` (builds with the
+/// `test-hooks` feature only).
+#[cfg(feature = "test-hooks")]
 #[pyfunction]
 fn _panic_for_tests(py: Python<'_>, in_pool: bool) -> PyResult<()> {
     fn boom(place: &str) {
@@ -975,6 +977,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_settings, m)?)?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(svm, m)?)?;
+    #[cfg(feature = "test-hooks")]
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
 }
