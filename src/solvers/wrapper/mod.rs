@@ -39,6 +39,8 @@
 //!    a Newton step from a wrong scale crawls (`J` grows like `1/t` below the optimum).
 //!    With more than `2 · START_KERNELS` kernels, only the `START_KERNELS` that this SVM's
 //!    solution ranks first (largest `q_m`) start non-zero, with the same total weight.
+//!    From [`SAMPLE_MIN`] points on, the search and the ranking run on a [`Sample`] of the
+//!    points instead (no solve on all of them before the first iterate).
 //! 2. Trust-region Newton steps: minimise the quadratic model over the box
 //!    `d_m ≤ (R − 1) w_m` (a weight may drop to zero, or by the factor `R` at most once a
 //!    refused step shrank `R` below its start; a kernel at zero with `∂J/∂w_m < 0` may
@@ -59,6 +61,7 @@
 mod qp;
 
 use faer::Mat;
+use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
@@ -360,23 +363,6 @@ impl Combined {
         };
     }
 
-    /// `K[rows, rows]` of a stored kernel on `n` points (the factor's rows); `None` on demand.
-    fn rows(&self, n: usize, rows: &[usize]) -> Option<Combined> {
-        match self {
-            Combined::Dense(k) => Some(Combined::Dense(
-                rows.iter()
-                    .flat_map(|&i| rows.iter().map(move |&j| k[i * n + j]))
-                    .collect(),
-            )),
-            Combined::Factor(u) => Some(Combined::Factor(
-                u.chunks_exact(n)
-                    .flat_map(|col| rows.iter().map(move |&i| col[i]))
-                    .collect(),
-            )),
-            Combined::OnDemand(_) => None,
-        }
-    }
-
     /// `tr K` of a stored kernel on `n` points.
     fn trace_of(&self, n: usize) -> f64 {
         match self {
@@ -483,24 +469,17 @@ fn solve_point(
 
 /// The scale `t` of the uniform weights `w = t/M` where `J` is stationary along them (step 1
 /// of the module docs), from solves on `t K_λ`; `k_lambda` is `K_λ`, `kw` receives `t K_λ`
-/// and `solver` ends warm at it. On many points the search first runs on a sample of them
-/// ([`sampled_scale`]), so that the whole problem's solves only confirm or refine its `t`.
-#[allow(clippy::too_many_arguments)]
+/// and `solver` ends warm near it.
 fn scale_search(
     solver: &mut SingleKernel,
     stack: &dyn KernelStack,
-    y: &[f64],
-    c: &[f64],
     k_lambda: &Combined,
     kw: &mut Combined,
     pen: &Penalty,
     interrupt: &dyn Interrupt,
 ) -> Result<f64> {
-    let t = match sampled_scale(solver.loss(), stack, y, c, k_lambda, pen, interrupt)? {
-        Some(sampled) => sampled,
-        None => unit_mean_diagonal(k_lambda.trace(stack), stack.n()),
-    };
-    let t = bracket_scale(solver, stack, k_lambda, kw, t, pen, interrupt)?;
+    let t0 = unit_mean_diagonal(k_lambda.trace(stack), stack.n());
+    let t = bracket_scale(solver, stack, k_lambda, kw, t0, pen, interrupt)?;
     k_lambda.scaled_into(t, kw);
     Ok(t)
 }
@@ -515,44 +494,116 @@ fn unit_mean_diagonal(trace: f64, n: usize) -> f64 {
     }
 }
 
-/// From this many points on, the scale is first searched on [`SCALE_SAMPLE`] of them.
-const SCALE_SAMPLE_MIN: usize = 800;
+/// From this many points on, the start is found on a [`Sample`] of them.
+const SAMPLE_MIN: usize = 800;
 
-/// The points of the scale's sample (at least; a tenth of them on larger problems).
-const SCALE_SAMPLE: usize = 400;
+/// The points of the [`Sample`] (at least; a tenth of them on larger problems).
+const SAMPLE_POINTS: usize = 400;
 
-/// The scale of [`scale_search`] on an evenly spaced sample of `s` of the `n` points, their loss
-/// weights `c_i` multiplied by `n/s`: that problem's loss is an unbiased estimate of the whole
-/// one's, so its solution, and with it `βᵀK_λβ` at a given `t`, approximates the whole
-/// problem's, at `(s/n)²` of the cost of a solve (docs/mathematics.md §2.11). `None` on few
-/// points, on kernels computed on demand, or when the sample misses a class.
-fn sampled_scale(
-    loss: Loss,
-    stack: &dyn KernelStack,
-    y: &[f64],
-    c: &[f64],
-    k_lambda: &Combined,
-    pen: &Penalty,
-    interrupt: &dyn Interrupt,
-) -> Result<Option<f64>> {
-    let n = y.len();
-    if n < SCALE_SAMPLE_MIN {
-        return Ok(None);
+/// The start of a fit on many points, found on an evenly spaced sample `S` of `s` of the `n`
+/// points whose loss weights are multiplied by `n/s` (docs/mathematics.md §2.11): that problem's
+/// loss is an unbiased estimate of the whole one's, so its solution approximates the whole
+/// problem's, at `(s/n)²` of a solve's cost, and the scale search and the ranking of the start
+/// kernels read `K_m[S, S]` only (`M s²` values, where the whole search combines `K_λ` and
+/// ranks with a pass over the stack).
+struct Sample {
+    rows: Vec<usize>,
+    solver: SingleKernel,
+    /// `K_λ[S, S]`, `λ_m = 1/M`.
+    k_lambda: Combined,
+}
+
+impl Sample {
+    /// `None` on fewer than [`SAMPLE_MIN`] points, on kernels computed on demand (the whole
+    /// search then reads only SMO's columns), or when the sample misses a class.
+    fn new(stack: &dyn KernelStack, y: &[f64], c: &[f64], loss: Loss) -> Result<Option<Sample>> {
+        let n = y.len();
+        if n < SAMPLE_MIN || stack.on_demand().is_some() {
+            return Ok(None);
+        }
+        let s = SAMPLE_POINTS.max(n / 10);
+        let rows: Vec<usize> = (0..s).map(|j| j * n / s).collect();
+        let ys: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+        if loss.is_classification() && !(ys.contains(&1.0) && ys.contains(&-1.0)) {
+            return Ok(None);
+        }
+        let cs: Vec<f64> = rows.iter().map(|&i| c[i] * n as f64 / s as f64).collect();
+        let solver = SingleKernel::new(loss, &cs, &ys)?;
+        let inv_m = 1.0 / stack.m() as f64;
+        let mut k = vec![0.0; s * s];
+        k.par_chunks_mut(s).zip(&rows).for_each(|(out, &i)| {
+            let mut col = vec![0.0; s];
+            for m in 0..stack.m() {
+                stack.column_at(m, i, &rows, &mut col);
+                for (o, v) in out.iter_mut().zip(&col) {
+                    *o += inv_m * v;
+                }
+            }
+        });
+        Ok(Some(Sample {
+            rows,
+            solver,
+            k_lambda: Combined::Dense(k),
+        }))
     }
-    let s = SCALE_SAMPLE.max(n / 10);
-    let rows: Vec<usize> = (0..s).map(|j| j * n / s).collect();
-    let Some(sub) = k_lambda.rows(n, &rows) else {
-        return Ok(None);
-    };
-    let ys: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
-    if loss.is_classification() && !(ys.contains(&1.0) && ys.contains(&-1.0)) {
-        return Ok(None);
+
+    /// The scale of [`scale_search`] on the sample.
+    fn scale(
+        &mut self,
+        stack: &dyn KernelStack,
+        pen: &Penalty,
+        interrupt: &dyn Interrupt,
+    ) -> Result<f64> {
+        let s = self.rows.len();
+        let t0 = unit_mean_diagonal(self.k_lambda.trace_of(s), s);
+        let mut kw = Combined::Dense(Vec::new());
+        bracket_scale(
+            &mut self.solver,
+            stack,
+            &self.k_lambda,
+            &mut kw,
+            t0,
+            pen,
+            interrupt,
+        )
     }
-    let cs: Vec<f64> = rows.iter().map(|&i| c[i] * n as f64 / s as f64).collect();
-    let mut solver = SingleKernel::new(loss, &cs, &ys)?;
-    let t = unit_mean_diagonal(sub.trace_of(s), s);
-    let mut kw = Combined::Dense(Vec::new());
-    bracket_scale(&mut solver, stack, &sub, &mut kw, t, pen, interrupt).map(Some)
+
+    /// The forms `β_Sᵀ K_m[S, S] β_S` of the sample's solution, every kernel (the ranking of
+    /// the start kernels).
+    fn forms(&self, stack: &dyn KernelStack) -> Vec<f64> {
+        let beta = self.solver.beta();
+        let mut q = vec![0.0; stack.m()];
+        q.par_iter_mut().enumerate().for_each(|(m, qm)| {
+            let mut col = vec![0.0; self.rows.len()];
+            *qm = self
+                .rows
+                .iter()
+                .zip(beta)
+                .map(|(&i, &bi)| {
+                    stack.column_at(m, i, &self.rows, &mut col);
+                    bi * dot(&col, beta)
+                })
+                .sum();
+        });
+        q
+    }
+
+    /// SMO's warm start on all `n` points: the sample's QP variables times `s/n` (in the box and
+    /// on `yᵀα = 0` as they are), zero elsewhere; `None` for Newton.
+    fn warm_start(&self, n: usize) -> Option<Vec<f64>> {
+        let alpha = self.solver.alpha()?;
+        let s = self.rows.len();
+        let scale = s as f64 / n as f64;
+        // ε-SVR's variables are `[α; α*]`.
+        let halves = alpha.len() / s;
+        let mut out = vec![0.0; halves * n];
+        for h in 0..halves {
+            for (a, &i) in self.rows.iter().enumerate() {
+                out[h * n + i] = scale * alpha[h * s + a];
+            }
+        }
+        Some(out)
+    }
 }
 
 /// The bracketing of [`scale_search`] from `t`: solves on `t K_λ` until `βᵀK_λβ` is within a
@@ -629,6 +680,21 @@ fn start(
     interrupt: &dyn Interrupt,
 ) -> Result<Vec<f64>> {
     let m = stack.m();
+    if pen.r1 > 0.0 {
+        if let Some(mut sample) = Sample::new(stack, y, c, solver.loss())? {
+            let t = sample.scale(stack, pen, interrupt)?;
+            let w = if m <= 2 * START_KERNELS {
+                vec![t / m as f64; m]
+            } else {
+                ranked_start(&sample.forms(stack), t, pen)
+            };
+            if let Some(alpha) = sample.warm_start(stack.n()) {
+                solver.set_warm_start(alpha);
+            }
+            kw.set(stack, &w, factors);
+            return Ok(w);
+        }
+    }
     let mut k_lambda = Combined::Dense(Vec::new());
     k_lambda.set(stack, &vec![1.0 / m as f64; m], factors);
     if pen.r1 == 0.0 {
@@ -636,16 +702,23 @@ fn start(
         k_lambda.scaled_into(m as f64 * pen.cap(), kw);
         return Ok(vec![pen.cap(); m]);
     }
-    let t = scale_search(solver, stack, y, c, &k_lambda, kw, pen, interrupt)?;
+    let t = scale_search(solver, stack, &k_lambda, kw, pen, interrupt)?;
     if m <= 2 * START_KERNELS {
         return Ok(vec![t / m as f64; m]);
     }
     drop(k_lambda);
-    // Most weights end at zero: start from the kernels that the scaled SVM's solution ranks
-    // first (largest `q_m`, the most negative `∂J/∂w_m`), with the same total weight; the
-    // others enter when their gradient turns negative.
     let mut q = vec![0.0; m];
     stack.quad_forms(solver.beta(), &mut q);
+    let w = ranked_start(&q, t, pen);
+    kw.set(stack, &w, factors);
+    Ok(w)
+}
+
+/// Most weights end at zero: the start puts the total weight `t` on the [`START_KERNELS`]
+/// kernels that the scaled SVM's solution ranks first (largest `q_m`, the most negative
+/// `∂J/∂w_m`); the others enter when their gradient turns negative.
+fn ranked_start(q: &[f64], t: f64, pen: &Penalty) -> Vec<f64> {
+    let m = q.len();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| q[b].total_cmp(&q[a]));
     // (Below the elastic net's supremum `1/r_2`: halfway from `t/M` at most.)
@@ -655,8 +728,7 @@ fn start(
     for &kk in &order[..START_KERNELS] {
         w[kk] = start;
     }
-    kw.set(stack, &w, factors);
-    Ok(w)
+    w
 }
 
 /// The forms `q_m = βᵀK_mβ` of every kernel into `q`; for a dense `β` (the smooth losses)
@@ -717,8 +789,14 @@ fn certify(
     let witness = psd.all().scan(beta, m, |kk| q[kk]);
     let active = w.iter().filter(|&&v| v > 0.0).count();
     tracker.record_with(primal, (dual, witness), active, || {
+        // A kernel whose norm is 0 (a zero kernel that still has a weight) carries no model.
+        let w: Vec<f64> = w
+            .iter()
+            .zip(&norms)
+            .map(|(&wk, &s)| if s > 0.0 { wk } else { 0.0 })
+            .collect();
         Model::outer(
-            w,
+            &w,
             beta,
             scale,
             b,
