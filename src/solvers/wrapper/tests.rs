@@ -425,9 +425,10 @@ fn the_sampled_scale_is_near_the_whole_problems() {
     }
 }
 
-/// From [`SAMPLE_MIN`] points on the fit starts from the sample (SMO warm-started from its
-/// variables). The hinge and logistic fits meet SpicyMKL, an independent algorithm, at the same
-/// optimum for both penalties, each certified by its own gap; the ε-insensitive fit (SMO's
+/// From [`SAMPLE_MIN`] points on an `l1` fit starts from the sample (SMO warm-started from its
+/// variables; the elastic net from the whole search). The hinge and logistic fits meet
+/// SpicyMKL, an independent algorithm, at the same optimum for both penalties, each certified
+/// by its own gap; the ε-insensitive fit (SMO's
 /// `[α; α*]` warm start) is certified to 1e-8 by the whole problem's gap (SpicyMKL takes over a
 /// minute on it).
 #[test]
