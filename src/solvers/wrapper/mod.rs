@@ -363,7 +363,7 @@ impl Combined {
         };
     }
 
-    /// `tr K` of a stored kernel on `n` points.
+    /// `tr K` of a stored kernel on `n` points (NaN on demand: [`Combined::trace`] reads those).
     fn trace_of(&self, n: usize) -> f64 {
         match self {
             Combined::Dense(k) => (0..n).map(|i| k[i * n + i]).sum(),
@@ -372,12 +372,11 @@ impl Combined {
         }
     }
 
-    /// `tr K`.
+    /// `tr K` (of `stack`'s kernels on demand, else [`Combined::trace_of`]).
     fn trace(&self, stack: &dyn KernelStack) -> f64 {
         let n = stack.n();
         match self {
-            Combined::Dense(k) => (0..n).map(|i| k[i * n + i]).sum(),
-            Combined::Factor(u) => u.iter().map(|x| x * x).sum(),
+            Combined::Dense(_) | Combined::Factor(_) => self.trace_of(n),
             Combined::OnDemand(w) => {
                 let mut d = vec![0.0; n];
                 let mut total = 0.0;
