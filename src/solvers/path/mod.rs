@@ -249,6 +249,29 @@ struct Certificate {
 /// first plus γ times the second.
 type Tangent = Vec<(Vec<f64>, Vec<f64>)>;
 
+/// The predictor's derivatives at a centre, `(α′, K_jα′)` and `(α″, K_jα″)`.
+struct Prediction {
+    ta: Vec<f64>,
+    kta: Vec<f64>,
+    ta2: Vec<f64>,
+    kta2: Vec<f64>,
+}
+
+impl Prediction {
+    /// The predicted iterate `α + tα′ + ½t²α″` from the centre `it`.
+    fn at(&self, it: &Iterate, t: f64) -> Iterate {
+        let h = 0.5 * t * t;
+        let a = (0..it.a.len())
+            .map(|i| it.a[i] + t * self.ta[i] + h * self.ta2[i])
+            .collect::<Vec<f64>>();
+        let ka: Vec<f64> = (0..it.ka.len())
+            .map(|k| it.ka[k] + t * self.kta[k] + h * self.kta2[k])
+            .collect();
+        let r2 = ka.chunks_exact(a.len()).map(|row| dot(row, &a)).collect();
+        Iterate { a, ka, r2 }
+    }
+}
+
 /// The share κ of the promised gap that the adaptive μ aims at (the rest absorbs the drift of P
 /// and of the active set over a step; 0.5 and 0.85 measured 5–10% more work on the benchmark).
 const MU_SHARE: f64 = 0.7;
@@ -384,6 +407,101 @@ impl<'a> Barrier<'a> {
             .map(|(q, &j)| q.max(0.0).sqrt() / d[j])
             .collect();
         (idle, ratio)
+    }
+
+    /// The idle kernels that join the barrier at the centre `a`: those whose ratio
+    /// `r_j/d_j` is at `admit`, or is predicted there after one more step like the last
+    /// (`prev_ratio`, updated here, holds their ratios at the last check). Also whether `a`
+    /// has left an idle kernel's ellipsoid (a ratio ≥ 1: `a` is not a dual point then).
+    fn admissions(
+        &self,
+        a: &[f64],
+        d: &[f64],
+        admit: f64,
+        prev_ratio: &mut [f64],
+    ) -> (Vec<usize>, bool) {
+        let (idle, ratio) = self.idle_ratios(a, d);
+        let crossed = ratio.iter().any(|&r| r >= 1.0);
+        let joining = idle
+            .iter()
+            .zip(&ratio)
+            .filter(|&(&j, &r)| {
+                let g = (r / prev_ratio[j]).max(1.0);
+                r * if g.is_finite() { g } else { 1.0 } >= admit
+            })
+            .map(|(&j, _)| j)
+            .collect();
+        for (&j, &r) in idle.iter().zip(&ratio) {
+            prev_ratio[j] = r;
+        }
+        (joining, crossed)
+    }
+
+    /// The second-order predictor at the centre `it` (docs/mathematics.md §5): the tangent
+    /// `α′ = H⁻¹(λψ″(λα)∘α − γB − g)` and `α″ = −H⁻¹Q`, `Q` the second derivative of `g`
+    /// along `α + tα′` with `μ(t) = μ e^{γt}`, `B = Σ_j η_j K_jα` the barrier's part of `g`
+    /// (whose μ-derivative is `B/μ`). The corrector's last pass gives the tangent when it made
+    /// one (`tangent`: there `g ≈ 0` after a full Newton step and `B ≈ −ψ′(λα)`).
+    fn predictor(
+        &self,
+        it: &Iterate,
+        tangent: Option<Tangent>,
+        chol: &SpdFactor,
+        lam: f64,
+        gamma: f64,
+    ) -> Prediction {
+        let n = it.a.len();
+        let mu0 = self.mu;
+        let mut b = vec![0.0; n];
+        for (row, e) in it.ka.chunks_exact(n).zip(self.eta(&it.r2)) {
+            for (bi, k) in b.iter_mut().zip(row) {
+                *bi += e * k;
+            }
+        }
+        let (ta, kta) = match tangent {
+            Some(mut parts) => {
+                let (mut ta, mut kta) = parts.swap_remove(0);
+                if let Some((a2, ka2)) = parts.pop() {
+                    axpy(gamma, &a2, &mut ta);
+                    axpy(gamma, &ka2, &mut kta);
+                }
+                (ta, kta)
+            }
+            None => {
+                let g = self.gradient(it, lam, &self.eta(&it.r2));
+                let mut rhs = self.tangent_rhs(&it.a, lam);
+                axpy(-gamma, &b, &mut rhs);
+                axpy(-1.0, &g, &mut rhs);
+                let ta = chol.solve(&rhs);
+                let kta = self.apply(&ta);
+                (ta, kta)
+            }
+        };
+        let mut q: Vec<f64> = (0..n)
+            .map(|i| {
+                let v = lam * it.a[i];
+                let [_, p2, p3] = self.derivs(i, v);
+                let v1 = lam * (ta[i] - it.a[i]);
+                let v2 = lam * (it.a[i] - 2.0 * ta[i]);
+                p3 * v1 * v1 + p2 * v2 + gamma * gamma * b[i]
+            })
+            .collect();
+        let eta = self.eta(&it.r2);
+        for j in 0..self.m {
+            let (row, trow) = (&it.ka[j * n..(j + 1) * n], &kta[j * n..(j + 1) * n]);
+            let s = self.d2[j] - it.r2[j];
+            let (rp, rpp) = (2.0 * dot(trow, &it.a), 2.0 * dot(trow, &ta));
+            let e1 = mu0 * rp / (s * s);
+            let e2 = mu0 * (rpp / (s * s) + 2.0 * rp * rp / (s * s * s));
+            // B″ plus 2γB′, B′ = Σ_j (η_j′ K_jα + η_j K_jα′).
+            let (ca, ct) = (e2 + 2.0 * gamma * e1, 2.0 * e1 + 2.0 * gamma * eta[j]);
+            for i in 0..n {
+                q[i] += ca * row[i] + ct * trow[i];
+            }
+        }
+        let ta2: Vec<f64> = chol.solve(&q).into_iter().map(|v| -v).collect();
+        let kta2 = self.apply(&ta2);
+        Prediction { ta, kta, ta2, kta2 }
     }
 
     /// `(K_j v)_j` only.
@@ -950,6 +1068,38 @@ fn step_length(decrement: impl Fn(f64) -> f64, mut t: f64, t_cap: f64, eps: f64)
     best
 }
 
+/// The path's checks of its input; returns the sample weights and the penalty weights `d`.
+fn checked_input(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &PathConfig,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    cfg.validate()?;
+    crate::solvers::validate_targets(stack.n(), y)?;
+    let w = crate::losses::costs(1.0, sample_weight, stack.n())?;
+    let (n, m) = (stack.n(), stack.m());
+    if n == 0 || m == 0 {
+        return Err(MkError::Shape(
+            "the path needs at least one point and one kernel".into(),
+        ));
+    }
+    if cfg.loss == Loss::Logistic && y.iter().any(|&v| v != 1.0 && v != -1.0) {
+        return Err(MkError::config("y", "the logistic loss needs labels ±1"));
+    }
+    let d = match &cfg.weights {
+        Some(d) if d.len() != m => {
+            return Err(MkError::config(
+                "d",
+                format!("has {} weights for {m} kernels", d.len()),
+            ))
+        }
+        Some(d) => d.clone(),
+        None => default_weights(stack, &w),
+    };
+    Ok((w, d))
+}
+
 /// The start of the path ([Bach] §2.3): `β` with `φ_i'(β_i) = 0` (`f = 0`: `−wy` for the
 /// squared loss, `−wy/2` for the logistic), each kernel's ratio `sqrt(βᵀK_jβ)/d_j` and their
 /// largest, `λ₀ = 1/C₀`. A form `βᵀK_jβ` below zero beyond rounding is refused: the barrier
@@ -1013,28 +1163,8 @@ pub fn fit_path_weighted(
     cfg: &PathConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<PathResult> {
-    cfg.validate()?;
-    crate::solvers::validate_targets(stack.n(), y)?;
-    let w = crate::losses::costs(1.0, sample_weight, stack.n())?;
-    let (n, m) = (stack.n(), stack.m());
-    if n == 0 || m == 0 {
-        return Err(MkError::Shape(
-            "the path needs at least one point and one kernel".into(),
-        ));
-    }
-    if cfg.loss == Loss::Logistic && y.iter().any(|&v| v != 1.0 && v != -1.0) {
-        return Err(MkError::config("y", "the logistic loss needs labels ±1"));
-    }
-    let d = match &cfg.weights {
-        Some(d) if d.len() != m => {
-            return Err(MkError::config(
-                "d",
-                format!("has {} weights for {m} kernels", d.len()),
-            ))
-        }
-        Some(d) => d.clone(),
-        None => default_weights(stack, &w),
-    };
+    let (w, d) = checked_input(stack, y, sample_weight, cfg)?;
+    let m = stack.m();
     let started = Instant::now();
     let (beta, ratio0, lam0) = start_point(stack, y, &w, &d, cfg.loss)?;
     // The barrier starts with the kernels whose ratio at C₀ is at least `admit` (the first to
@@ -1104,26 +1234,10 @@ pub fn fit_path_weighted(
         false,
     );
     let mut recorded_here = false;
-    let admit = cfg.working_set.unwrap_or(0.0);
+    let admit_ratio = cfg.working_set.unwrap_or(0.0);
     loop {
         steps += pb.accurate(&mut it, &mut tangent, &mut chol, lam, cfg.tol, interrupt)?;
-        // The kernels outside the barrier: their ratios r_j/d_j at this centre (one pass over
-        // them); those at `admit`, or predicted there by the next point, join the barrier.
-        let (idle, ratio) = pb.idle_ratios(&it.a, &d);
-        let crossed = ratio.iter().any(|&r| r >= 1.0);
-        let admit: Vec<usize> = idle
-            .iter()
-            .zip(&ratio)
-            .filter(|&(&j, &r)| {
-                // Predicted by the growth over the last step (one more step like it).
-                let g = (r / prev_ratio[j]).max(1.0);
-                r * if g.is_finite() { g } else { 1.0 } >= admit
-            })
-            .map(|(&j, _)| j)
-            .collect();
-        for (&j, &r) in idle.iter().zip(&ratio) {
-            prev_ratio[j] = r;
-        }
+        let (admit, crossed) = pb.admissions(&it.a, &d, admit_ratio, &mut prev_ratio);
         if !admit.is_empty() {
             // Re-centred with the grown barrier: here, or, when α left an idle kernel's
             // ellipsoid (not a dual point then), at the last point strictly inside them all.
@@ -1169,69 +1283,8 @@ pub fn fit_path_weighted(
         };
         let mu0 = pb.mu;
         let mu_at = |t: f64| mu0 * (gamma * t).exp().clamp(target.min(1.0), target.max(1.0));
-        // B = Σ_j η_j K_jα, the barrier's part of g, whose μ-derivative is B/μ.
-        let mut b = vec![0.0; n];
-        for (row, e) in it.ka.chunks_exact(n).zip(pb.eta(&it.r2)) {
-            for (bi, k) in b.iter_mut().zip(row) {
-                *bi += e * k;
-            }
-        }
-        // Tangent α′ = H⁻¹(λψ″(λα)∘α − γB − g), from the corrector's last pass when it made
-        // one (there g ≈ 0 after a full Newton step and B ≈ −ψ′(λα)).
-        let (ta, kta) = match tangent.take() {
-            Some(mut parts) => {
-                let (mut ta, mut kta) = parts.swap_remove(0);
-                if let Some((a2, ka2)) = parts.pop() {
-                    axpy(gamma, &a2, &mut ta);
-                    axpy(gamma, &ka2, &mut kta);
-                }
-                (ta, kta)
-            }
-            None => {
-                let g = pb.gradient(&it, lam, &pb.eta(&it.r2));
-                let mut rhs = pb.tangent_rhs(&it.a, lam);
-                axpy(-gamma, &b, &mut rhs);
-                axpy(-1.0, &g, &mut rhs);
-                let ta = chol.solve(&rhs);
-                let kta = pb.apply(&ta);
-                (ta, kta)
-            }
-        };
-        // α″ = −H⁻¹Q, Q the second derivative of g along α + tα′ with μ(t) = μ e^{γt}.
-        let mut q: Vec<f64> = (0..n)
-            .map(|i| {
-                let v = lam * it.a[i];
-                let [_, p2, p3] = pb.derivs(i, v);
-                let v1 = lam * (ta[i] - it.a[i]);
-                let v2 = lam * (it.a[i] - 2.0 * ta[i]);
-                p3 * v1 * v1 + p2 * v2 + gamma * gamma * b[i]
-            })
-            .collect();
-        let eta = pb.eta(&it.r2);
-        for j in 0..pb.m {
-            let (row, trow) = (&it.ka[j * n..(j + 1) * n], &kta[j * n..(j + 1) * n]);
-            let s = pb.d2[j] - it.r2[j];
-            let (rp, rpp) = (2.0 * dot(trow, &it.a), 2.0 * dot(trow, &ta));
-            let e1 = mu0 * rp / (s * s);
-            let e2 = mu0 * (rpp / (s * s) + 2.0 * rp * rp / (s * s * s));
-            // B″ plus 2γB′, B′ = Σ_j (η_j′ K_jα + η_j K_jα′).
-            let (ca, ct) = (e2 + 2.0 * gamma * e1, 2.0 * e1 + 2.0 * gamma * eta[j]);
-            for i in 0..n {
-                q[i] += ca * row[i] + ct * trow[i];
-            }
-        }
-        let ta2: Vec<f64> = chol.solve(&q).into_iter().map(|v| -v).collect();
-        let kta2 = pb.apply(&ta2);
-        let mw = pb.m;
-        let predict = |t: f64| -> Iterate {
-            let h = 0.5 * t * t;
-            let a: Vec<f64> = (0..n).map(|i| it.a[i] + t * ta[i] + h * ta2[i]).collect();
-            let ka: Vec<f64> = (0..mw * n)
-                .map(|k| it.ka[k] + t * kta[k] + h * kta2[k])
-                .collect();
-            let r2 = ka.chunks_exact(n).map(|row| dot(row, &a)).collect();
-            Iterate { a, ka, r2 }
-        };
+        let prediction = pb.predictor(&it, tangent.take(), &chol, lam, gamma);
+        let predict = |t: f64| prediction.at(&it, t);
         // The predicted decrement at μ(t), ∞ outside the domain; O(Mn + n²) per trial.
         let decrement = |t: f64| -> f64 {
             let (lam1, mu1) = (lam * (-t).exp(), mu_at(t));
