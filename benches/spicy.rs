@@ -10,7 +10,8 @@ use multikernel::kernels::{
     gram, DenseStack, GramOptions, KernelFn, KernelSpec, KernelStack, LowRankStack, Normalization,
 };
 use multikernel::parallel::with_pool;
-use multikernel::solvers::spicy::{fit_spicy, SpicyConfig, SpicyPenalty};
+use multikernel::solvers::penalty::SparsePenalty;
+use multikernel::solvers::spicy::{fit_spicy, SpicyConfig};
 use multikernel::{Loss, NoInterrupt};
 
 mod common;
@@ -77,7 +78,7 @@ fn bench_spicy(c: &mut Criterion) {
         for (loss, name) in [(Loss::Hinge, "hinge"), (Loss::Logistic, "logistic")] {
             // The paper's C = 0.5 is our C = 2 (C weights the loss here).
             let cfg = SpicyConfig {
-                penalty: SpicyPenalty::L1,
+                penalty: SparsePenalty::L1,
                 c: 2.0,
                 loss,
                 tol: 0.01,

@@ -6,6 +6,7 @@
 //! process (multiprocessing, joblib) builds its own on first use.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{MkError, Result};
@@ -17,9 +18,52 @@ fn pools() -> &'static Mutex<PoolMap> {
     POOLS.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// The number of threads `n_threads` stands for: itself if positive; for 0, the positive
-/// integer in `OMP_NUM_THREADS` if there is one (the share of the cores a process manager gave
-/// this process), else all available cores.
+/// The fewest cores the thread rules assume: 1, except in tests. The `test-hooks` build lets
+/// the tests raise it to 2, so that a 1-against-2-thread identity test runs two worker threads
+/// on a one-core runner too, instead of comparing a run with itself.
+static MIN_CORES: AtomicUsize = AtomicUsize::new(1);
+
+/// Sets [`MIN_CORES`] (the `test-hooks` build's `_core._set_min_cores_for_tests`).
+#[cfg(feature = "test-hooks")]
+pub fn set_min_cores(cores: usize) {
+    MIN_CORES.store(cores.max(1), Ordering::Relaxed);
+}
+
+/// The cores this process may run on (its CPU affinity and quota), at least [`MIN_CORES`].
+pub fn available_cores() -> usize {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    cores.max(MIN_CORES.load(Ordering::Relaxed))
+}
+
+/// The user's `n_threads` (scikit-learn's `n_jobs`) as the engine's: a positive count is
+/// clipped to the available cores (more threads never help the memory-bound loops, and the
+/// results are bit-identical for any count); 0 and -1 mean all cores and give 0, which
+/// [`resolve_threads`] reads when the work runs, in the process that runs it (joblib's and
+/// Dask's workers set `OMP_NUM_THREADS` to their share); `-k` is all cores but `k − 1`.
+pub fn requested_threads(n_threads: i64) -> Result<usize> {
+    let cores = available_cores();
+    if n_threads >= 0 {
+        return Ok(usize::try_from(n_threads).unwrap_or(usize::MAX).min(cores));
+    }
+    let keep = i64::try_from(cores).unwrap_or(i64::MAX) + 1 + n_threads;
+    if keep < 1 {
+        return Err(MkError::config(
+            "n_threads",
+            format!(
+                "{n_threads} leaves no thread on the {cores} available cores (-1 = all cores, \
+                 -k = all but k - 1; 0 = all cores)"
+            ),
+        ));
+    }
+    let keep = keep as usize;
+    Ok(if keep >= cores { 0 } else { keep })
+}
+
+/// The number of threads the engine's `n_threads` stands for when the work runs: itself if
+/// positive; for 0, the positive integer in `OMP_NUM_THREADS` if there is one (the share of
+/// the cores a process manager gave this process), else all available cores.
 pub fn resolve_threads(n_threads: usize) -> usize {
     if n_threads > 0 {
         return n_threads;
@@ -28,11 +72,7 @@ pub fn resolve_threads(n_threads: usize) -> usize {
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&t| t > 0);
-    limit.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    })
+    limit.unwrap_or_else(available_cores)
 }
 
 /// Runs `f` inside a rayon pool of `resolve_threads(n_threads)` threads, built once per process.

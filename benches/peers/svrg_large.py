@@ -109,7 +109,9 @@ def one_size(n: int, analytic_max: int) -> dict[str, Any]:
     )
     # The estimator computes the features itself; time the solver on the same blocks.
     res = mk._core.fit(
-        "svrg", F, np.where(y[:cut] == 1, 1.0, -1.0), {"loss": "logistic", "tol": 1e-3}
+        mk._core.Settings("svrg", {"loss": "logistic", "tol": 1e-3}),
+        F,
+        np.where(y[:cut] == 1, 1.0, -1.0),
     )
     out["svrg (s)"] = time.perf_counter() - t
     out["svrg epochs"] = res.n_iter
@@ -131,10 +133,9 @@ def one_size(n: int, analytic_max: int) -> dict[str, Any]:
     if n <= analytic_max:
         t = time.perf_counter()
         a = mk._core.fit(
-            "analytic",
+            mk._core.Settings("analytic", {"loss": "logistic", "tol": 1e-3}),
             [np.asarray(B, dtype=np.float64) for B in F],
             np.where(y[:cut] == 1, 1.0, -1.0),
-            {"loss": "logistic", "tol": 1e-3},
         )
         out["analytic (s)"] = time.perf_counter() - t
         out["analytic / svrg primal"] = a.primal / res.primal

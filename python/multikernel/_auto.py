@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from . import _core
-from ._config import SMOOTH_LOSSES, SOLVERS, Setting, SolverConfig, WrapperConfig, _NativeSolver
+from ._config import SMOOTH_LOSSES, SOLVERS, SolverConfig, WrapperConfig, _NativeSolver
 from ._data import Blocks, OnDemand, OnDemandRule, Stack
 from ._validation import check_real
 from .exceptions import InvalidParameterError
@@ -85,9 +84,13 @@ class Choice:
     drop: tuple[str, ...] = ()
     continued: bool = False
 
-    def settings(self, settings: Mapping[str, Setting]) -> dict[str, Setting]:
-        """``settings`` without the ones :attr:`solver` does not take."""
-        return {k: v for k, v in settings.items() if k not in self.drop}
+    def settings(self, settings: _core.Settings) -> _core.Settings:
+        """``settings`` for :attr:`solver`: themselves when they are its settings, else
+        without the ones :attr:`solver` does not take."""
+        if settings.solver == self.solver:
+            return settings
+        kept = {k: v for k, v in settings.as_dict().items() if k not in self.drop}
+        return _core.Settings(self.solver, kept)
 
 
 def choose(
@@ -140,17 +143,17 @@ def choose(
 
 
 def continuation(
-    choice: Choice, r: _core.FitResult, settings: Mapping[str, Setting]
-) -> dict[str, Setting] | None:
+    choice: Choice, r: _core.FitResult, settings: _core.Settings
+) -> _core.Settings | None:
     """SpicyMKL's settings when it continues the fit ``r`` of ``choice`` from its model (the
     caller keeps the better certificate); None when it does not. It does when the rule asked
     for it (:attr:`Choice.continued`) and the fit stopped above ``tol`` (:data:`FALLBACK`:
     seen at extreme kernel scales and C) without a witness that a kernel is not PSD."""
     if not (choice.continued and r.status in FALLBACK and r.psd_witness is None):
         return None
-    spicy = {k: v for k, v in settings.items() if k not in _WRAPPER_OWN}
+    spicy = {k: v for k, v in settings.as_dict().items() if k not in _WRAPPER_OWN}
     spicy.update(SOLVERS["spicy"].config()._native())
-    return spicy
+    return _core.Settings("spicy", spicy)
 
 
 def on_demand(

@@ -1,10 +1,14 @@
 """Solver settings (``solver_config=``) and the one table of solvers.
 
 Each solver has one settings struct in the Rust engine, whose ``Default`` holds every default
-and whose ``validate`` holds every check; the frozen dataclasses below mirror its
-solver-specific fields (a test asserts that their defaults equal the engine's) and check
-themselves by calling that ``validate``. Adding a solver adds one settings struct, one
-dataclass and one row in :data:`SOLVERS`.
+and whose ``validate`` holds every check; ``_core.Settings(solver, named)`` is that struct,
+read over its defaults and validated. The frozen dataclasses below mirror its solver-specific
+fields and check themselves by building one. The engine's list of solvers
+(``_core.Settings.solvers()``) is the registry; the tests hold the typing aliases, the rows of
+:data:`SOLVERS` (losses included) and the dataclasses' defaults equal to it. Adding a solver
+adds one settings struct, one variant of the binding's ``Settings`` (its arms, in one file:
+defaults, name, fields, fit), one dataclass and one row in :data:`SOLVERS`
+(docs/reference.md).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ class _Config:
     _solver: ClassVar[_NativeSolver]
 
     def __post_init__(self) -> None:
-        _core.check_settings(self._solver, self._native())
+        _core.Settings(self._solver, self._native())
 
     def _native(self) -> dict[str, Setting]:
         """The settings as the engine reads them (its names and encodings)."""

@@ -1,7 +1,7 @@
 """Type stub of the native module (checked by ``python -m mypy.stubtest multikernel._core``)."""
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal, final
+from typing import Any, ClassVar, Final, Literal, final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -10,10 +10,10 @@ __all__ = [
     "FitResult",
     "OnDemandKernels",
     "PathResult",
+    "Settings",
     "Status",
     "_panic_for_tests",
-    "check_settings",
-    "default_settings",
+    "_set_min_cores_for_tests",
     "fit",
     "fourier_features",
     "fourier_params",
@@ -26,6 +26,7 @@ __all__ = [
     "nystroem_landmarks",
     "path",
     "quad_forms",
+    "requested_threads",
     "simd_level",
     "simplemkl_specs",
     "svm",
@@ -187,6 +188,7 @@ def nystroem_features(
 ) -> NDArray[np.float64]: ...
 def simd_level() -> str: ...
 def thread_count(n_threads: int = 0) -> int: ...
+def requested_threads(n_threads: int) -> int: ...
 def norm_stats(
     normalize: str,
     center: bool,
@@ -204,13 +206,31 @@ def low_rank(
 def simplemkl_specs(
     n_features: int, widths: list[float], degrees: list[int]
 ) -> list[_SpecTuple]: ...
-def default_settings(solver: _Solver) -> dict[str, _Setting]: ...
-def check_settings(solver: _Solver, settings: Mapping[str, _Setting]) -> None: ...
+
+@final
+class Settings:
+    """One solver's settings, read over the engine's defaults and validated on creation
+    (``InvalidParameterError`` naming the setting)."""
+
+    def __new__(
+        cls, solver: _Solver, settings: Mapping[str, _Setting] | None = None
+    ) -> Settings: ...
+    @property
+    def solver(self) -> _Solver: ...
+    def as_dict(self) -> dict[str, _Setting]: ...
+    def replace(self, **changes: _Setting) -> Settings: ...
+    def __getitem__(self, key: str, /) -> _Setting: ...
+    @staticmethod
+    def solvers() -> list[_Solver]: ...
+    def __reduce__(self) -> tuple[type[Settings], tuple[_Solver, dict[str, _Setting]]]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
 def fit(
-    solver: _Solver,
+    settings: Settings,
     g: NDArray[Any] | list[NDArray[np.float64]] | OnDemandKernels,
     y: NDArray[np.float64],
-    settings: Mapping[str, _Setting],
     *,
     n_threads: int = 0,
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
@@ -239,6 +259,10 @@ def svm(
     tol: float = 1e-6,
     shrinking: bool = True,
 ) -> dict[str, Any]: ...
+def _set_min_cores_for_tests(cores: int) -> None:
+    """Test hook: the fewest cores the thread rules assume (1 outside tests). Only in builds
+    with the ``test-hooks`` cargo feature."""
+
 def _panic_for_tests(in_pool: bool) -> None:
     """Test hook: panics in the engine, to check that it surfaces as InternalError. Only in
     builds with the ``test-hooks`` cargo feature (the README's test command); wheels leave it

@@ -171,7 +171,7 @@ def _solve_record(
     solver: _NativeSolver,
     G: Stack,
     y: NDArray[np.float64],
-    settings: dict[str, Setting],
+    settings: _core.Settings,
     label: str,
     start: _Start | None = None,
     weight: NDArray[np.float64] | None = None,
@@ -340,10 +340,10 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     # --- validation ---------------------------------------------------------------------
 
-    def _check_params(self) -> tuple[_NativeSolver, dict[str, Setting]]:
+    def _check_params(self) -> tuple[_NativeSolver, _core.Settings]:
         """Validate the hyper-parameters before any kernel is computed; return the solver
-        and the engine's settings. Choices between names are checked here; every numeric
-        setting is checked once, by the engine's own ``validate``."""
+        and the engine's settings, validated once here by the engine's own ``validate``
+        (every numeric setting); choices between names are checked here."""
         if self.penalty not in _PENALTIES:
             valid = ", ".join(_PENALTIES)
             raise InvalidParameterError(
@@ -412,7 +412,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         check_real(self.p, "p", "in [1, inf]", lambda v: v >= 1.0)
         check_real(self.l1_ratio, "l1_ratio", "in [0, 1]", lambda v: 0.0 <= v <= 1.0)
         check_real(self.epsilon, "epsilon", "in [0, inf)", lambda v: 0.0 <= v < math.inf)
-        settings: dict[str, Setting] = {
+        named: dict[str, Setting] = {
             "C": self.C,
             "loss": loss,
             "epsilon": self.epsilon,
@@ -428,14 +428,13 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                     parameter="p",
                 )
         elif "lp" in row.penalties:
-            settings["p"] = self.p
+            named["p"] = self.p
             if solver == "svrg":
-                settings["seed"] = 0 if rs is None else int(rs)
+                named["seed"] = 0 if rs is None else int(rs)
         else:
-            settings["penalty"] = self.penalty
-            settings["l1_ratio"] = self.l1_ratio
-        _core.check_settings(solver, settings)
-        return solver, settings
+            named["penalty"] = self.penalty
+            named["l1_ratio"] = self.l1_ratio
+        return solver, _core.Settings(solver, named)
 
     @staticmethod
     def _default_kernels(n_features: int) -> list[Kernel]:
@@ -509,7 +508,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         solver: _NativeSolver,
         G: Stack,
         y: NDArray[np.float64],
-        settings: dict[str, Setting],
+        settings: _core.Settings,
         label: str = "",
         start: _Start | None = None,
         weight: NDArray[np.float64] | None = None,
@@ -525,7 +524,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         solver: _NativeSolver,
         G: Stack,
         y: NDArray[np.float64],
-        settings: dict[str, Setting],
+        settings: _core.Settings,
         start: _Start | None,
         weight: NDArray[np.float64] | None,
         log: _progress.IterationLog | None,
@@ -535,7 +534,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         yc = np.ascontiguousarray(y, dtype=np.float64)
         threads = check_n_threads(self.n_threads)
         if self.penalty == "group":
-            settings = {**settings, "groups": group_ids(self.groups, G.M)[0]}
+            settings = settings.replace(groups=group_ids(self.groups, G.M)[0])
         if weight is None or bool(np.all(weight > 0)):
             return self._native_fit(solver, G, yc, settings, start, weight, threads, log)
         keep = np.flatnonzero(weight > 0)
@@ -552,7 +551,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         solver: _NativeSolver,
         G: Stack,
         yc: NDArray[np.float64],
-        settings: dict[str, Setting],
+        settings: _core.Settings,
         start: _Start | None,
         weight: NDArray[np.float64] | None,
         threads: int,
@@ -563,7 +562,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         w = None if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
         if start is not None:
             return _core.fit(
-                solver, G.engine, yc, settings, n_threads=threads, on_iteration=log,
+                settings, G.engine, yc, n_threads=threads, on_iteration=log,
                 init_coef=np.ascontiguousarray(start[0], dtype=np.float64),
                 init_intercept=float(start[1]), sample_weight=w,
             )  # fmt: skip
@@ -572,8 +571,8 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         else:  # a named solver (and one-class fits, which have no other) runs as named
             choice = _auto.Choice(solver)
         r = _core.fit(
-            choice.solver, G.engine, yc, choice.settings(settings), n_threads=threads,
-            on_iteration=log, sample_weight=w,
+            choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
+            sample_weight=w,
         )  # fmt: skip
         spicy = _auto.continuation(choice, r, settings)
         if spicy is not None:
@@ -581,7 +580,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             if log is not None:
                 log.restart(f"{log.label} (SpicyMKL continuing the wrapper)")
             r2 = _core.fit(
-                "spicy", G.engine, yc, spicy, n_threads=threads, on_iteration=log,
+                spicy, G.engine, yc, n_threads=threads, on_iteration=log,
                 init_coef=np.ascontiguousarray(r.coef), init_intercept=float(r.intercept),
                 sample_weight=w,
             )  # fmt: skip
@@ -618,7 +617,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         return [(A[k][:, idx], float(b[k])) for k, idx in enumerate(index)]
 
     def _warm_key_of(
-        self, solver: str, settings: dict[str, Setting], G: Stack, *extra: Any
+        self, solver: str, settings: _core.Settings, G: Stack, *extra: Any
     ) -> tuple[Any, ...] | None:
         """What a warm start must share with the previous fit: SpicyMKL (penalty l1 or
         elasticnet), the loss, n and M (and for classifiers the classes and the scheme)."""
@@ -630,7 +629,7 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         self,
         solver: _NativeSolver,
         problems: Iterable[_Problem],
-        settings: dict[str, Setting],
+        settings: _core.Settings,
     ) -> list[FitRecord]:
         """The binary problems ``(G, y, label)`` of a multiclass fit, through joblib: one after
         the other by default, fanned out under a parallel backend (``joblib.parallel_backend
@@ -1311,7 +1310,7 @@ default "mean_diag"
         G: Dense,
         yi: NDArray[np.intp],
         n_classes: int,
-        settings: dict[str, Setting],
+        settings: _core.Settings,
         weight: NDArray[np.float64] | None,
     ) -> None:
         """Fit the one-vs-rest problems coupled through one θ (docs/mathematics.md §3.8)
@@ -1333,7 +1332,7 @@ default "mean_diag"
         G: Dense,
         yi: NDArray[np.intp],
         n_classes: int,
-        settings: dict[str, Setting],
+        settings: _core.Settings,
         weight: NDArray[np.float64] | None,
     ) -> FitRecord:
         """One shared fit on the samples of positive weight."""
@@ -1361,7 +1360,7 @@ default "mean_diag"
     def _platt(
         self,
         solver: _NativeSolver,
-        settings: dict[str, Setting],
+        settings: _core.Settings,
         G: Stack,
         y: NDArray[np.float64],
         w: NDArray[np.float64] | None,

@@ -139,7 +139,7 @@ psd_shifts_
     def _default_kernels(n_features: int) -> list[Kernel]:
         return [k for k in default_kernels(n_features) if isinstance(k, Gaussian)]
 
-    def _settings(self) -> dict[str, Setting]:
+    def _settings(self) -> _core.Settings:
         if self.penalty != "lp":
             raise InvalidParameterError(
                 f"MKLOneClass supports penalty='lp' only; got {self.penalty!r}",
@@ -147,14 +147,13 @@ psd_shifts_
             )
         check_verbose(self.verbose)
         check_psd(self.psd)
-        settings: dict[str, Setting] = {
+        named: dict[str, Setting] = {
             "p": self.p,
             "nu": self.nu,
             "tol": self.tol,
             "max_iter": self.max_iter,
         }
-        _core.check_settings("one_class", settings)
-        return settings
+        return _core.Settings("one_class", named)
 
     def fit(
         self, X: Any, y: Any = None, sample_weight: Any = None, check_input: bool = True

@@ -508,10 +508,11 @@ def fit_shared(
         kt = omega.weights()
         Kt = _combine(G, kt)[None]
         inner["tol"] = tol_in
+        engine = _core.Settings("analytic", inner)
         B = np.empty((K, n))
         b0 = np.empty(K)
         for c in range(K):
-            r = _core.fit("analytic", Kt, Y[c], inner, n_threads=n_threads, sample_weight=w)
+            r = _core.fit(engine, Kt, Y[c], n_threads=n_threads, sample_weight=w)
             B[c] = feasible_dual(loss, Y[c], r.coef[0], costs)
             b0[c] = r.intercept
         H = _products(G, B)  # K_m β_c

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from . import _core
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 
 
@@ -126,44 +126,17 @@ def check_stack(
     return np.require(arr, requirements=("C", "A"))
 
 
-#: The fewest cores ``check_n_threads`` assumes. Tests raise it to 2 (by monkeypatch, the
-#: ``two_cores`` fixture) so that ``n_threads=2`` runs two worker threads on a one-core runner
-#: too, where clipping would turn a 1-against-2-thread identity test into a run against
-#: itself. It stays 1 outside the tests.
-_MIN_CORES = 1
-
-
-def _available_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the OS reports it), at least
-    ``_MIN_CORES``."""
-    if hasattr(os, "sched_getaffinity"):
-        cores = len(os.sched_getaffinity(0))
-    else:
-        cores = os.cpu_count() or 1
-    return max(_MIN_CORES, cores)
-
-
 def check_n_threads(n_threads: Any) -> int:
-    """Validate ``n_threads``: an integer; 0 or -1 = all cores, ``-k`` = all but ``k − 1``
-    (scikit-learn's ``n_jobs``); values above the number of available cores are clipped to it
-    (more threads never help the engine's memory-bound loops, and its results are
-    bit-identical for any thread count). Returns 0 for all cores, which the engine reads as
-    ``OMP_NUM_THREADS`` when that is set (the share a process manager gave this process)."""
+    """Validate ``n_threads`` (an integer, as scikit-learn's ``n_jobs``) and return it as the
+    engine takes it. The rule is the engine's (``_core.requested_threads``, its one place):
+    counts above the available cores are clipped to them, 0 and -1 mean all cores and give 0
+    (resolved where the work runs, as ``OMP_NUM_THREADS`` when that is set), ``-k`` is all
+    cores but ``k − 1``, and a ``-k`` that leaves none is an ``InvalidParameterError``."""
     if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)):
         raise InvalidParameterError(
             f"n_threads must be an integer, got {n_threads!r}", parameter="n_threads"
         )
-    cores = _available_cores()
-    if n_threads < 0:
-        keep = cores + 1 + int(n_threads)
-        if keep < 1:
-            raise InvalidParameterError(
-                f"n_threads={n_threads} leaves no thread on the {cores} available cores "
-                f"(-1 = all cores, -k = all but k - 1; 0 = all cores)",
-                parameter="n_threads",
-            )
-        return 0 if keep >= cores else keep
-    return min(int(n_threads), cores)
+    return _core.requested_threads(max(-(2**62), min(int(n_threads), 2**62)))
 
 
 def check_psd(psd: Any) -> str:

@@ -867,6 +867,20 @@ fn thread_count(n_threads: usize) -> usize {
     crate::parallel::resolve_threads(n_threads)
 }
 
+/// The user's `n_threads` as the engine takes it: clipped to the available cores, 0 for all
+/// of them (`-1` too), `-k` for all but `k − 1` (`InvalidParameterError` when none is left).
+#[pyfunction]
+fn requested_threads(n_threads: i64) -> PyResult<usize> {
+    Ok(crate::parallel::requested_threads(n_threads)?)
+}
+
+/// Test hook: the fewest cores the thread rules assume (see `parallel::MIN_CORES`).
+#[cfg(feature = "test-hooks")]
+#[pyfunction]
+fn _set_min_cores_for_tests(cores: usize) {
+    crate::parallel::set_min_cores(cores);
+}
+
 /// The kernels' SIMD level in use: `"avx2+fma"` or `"baseline"` (`MULTIKERNEL_NO_AVX2` set,
 /// a CPU without AVX2, or not x86-64).
 #[pyfunction]
@@ -883,6 +897,9 @@ fn simd_level() -> &'static str {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(thread_count, m)?)?;
+    m.add_function(wrap_pyfunction!(requested_threads, m)?)?;
+    #[cfg(feature = "test-hooks")]
+    m.add_function(wrap_pyfunction!(_set_min_cores_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(norm_stats, m)?)?;
     m.add_function(wrap_pyfunction!(gram_fit, m)?)?;
     m.add_function(wrap_pyfunction!(gram_cross, m)?)?;

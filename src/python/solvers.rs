@@ -18,9 +18,10 @@ use crate::solvers::lp::{
 };
 use crate::solvers::mirror::{fit_group_weighted, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
+use crate::solvers::penalty::SparsePenalty;
 use crate::solvers::prox_newton::{fit_prox_newton_weighted, ProxNewtonConfig};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
-use crate::solvers::spicy::{fit_spicy_weighted, SpicyConfig, SpicyPenalty, SpicyStart};
+use crate::solvers::spicy::{fit_spicy_weighted, SpicyConfig, SpicyStart};
 use crate::solvers::svrg::{fit_svrg_weighted, Features, SvrgConfig};
 use crate::solvers::wrapper::{fit_wrapper_weighted, WrapperConfig};
 use crate::Result;
@@ -158,8 +159,10 @@ impl PyFitResult {
     }
 }
 
-/// The settings of one solver, read from a dict of named values.
+/// The settings of one solver: the engine's settings struct, with the group ids of `mirror`.
+#[derive(Debug, Clone)]
 enum Settings {
+    /// `analytic` or `interleaved` (the struct's `algorithm`).
     Lp(LpConfig),
     Spicy(SpicyConfig),
     Wrapper(WrapperConfig),
@@ -173,14 +176,210 @@ enum Settings {
     OneClass(OneClassConfig),
 }
 
+/// The solvers' names, as `solver=` and `Settings(solver, ...)` read them.
+const SOLVER_NAMES: [&str; 8] = [
+    "analytic",
+    "interleaved",
+    "spicy",
+    "wrapper",
+    "prox_newton",
+    "mirror",
+    "svrg",
+    "one_class",
+];
+
+/// A walk over named settings fields. [`Settings::walk`] names every field of a solver once,
+/// and the same walk reads them from a dict ([`Reader`]) or writes them into one ([`Writer`]),
+/// so a field added to a solver is added in one line.
+trait Walk {
+    fn float(&mut self, key: &'static str, v: &mut f64) -> PyResult<()>;
+    fn count(&mut self, key: &'static str, v: &mut usize) -> PyResult<()>;
+    /// A count where `None` means "automatic".
+    fn optional_count(&mut self, key: &'static str, v: &mut Option<usize>) -> PyResult<()>;
+    fn flag(&mut self, key: &'static str, v: &mut bool) -> PyResult<()>;
+    fn text(&mut self, key: &'static str, v: &mut String) -> PyResult<()>;
+    /// A list of non-negative integers, or `None`.
+    fn ids(&mut self, key: &'static str, v: &mut Option<Vec<usize>>) -> PyResult<()>;
+}
+
+/// The loss as its two settings, `loss` (the name) and `epsilon` (read by
+/// `epsilon_insensitive` only).
+fn walk_loss(w: &mut impl Walk, loss: &mut Loss) -> PyResult<()> {
+    let mut name = loss.name().to_string();
+    let mut epsilon = loss.epsilon();
+    w.text("loss", &mut name)?;
+    w.float("epsilon", &mut epsilon)?;
+    *loss = Loss::parse(&name, epsilon)?;
+    Ok(())
+}
+
+/// `C`, the loss, `tol` and `max_iter`: the settings every supervised solver has.
+fn walk_common(
+    w: &mut impl Walk,
+    c: &mut f64,
+    loss: &mut Loss,
+    tol: &mut f64,
+    max_iter: &mut usize,
+) -> PyResult<()> {
+    w.float("C", c)?;
+    walk_loss(w, loss)?;
+    w.float("tol", tol)?;
+    w.count("max_iter", max_iter)
+}
+
+/// The `l1` / `elasticnet` penalty of the sparse solvers as `penalty` and `l1_ratio` (read by
+/// `elasticnet` only).
+fn walk_sparse_penalty(w: &mut impl Walk, penalty: &mut SparsePenalty) -> PyResult<()> {
+    let mut name = penalty.name().to_string();
+    let mut l1_ratio = penalty.l1_ratio();
+    w.text("penalty", &mut name)?;
+    w.float("l1_ratio", &mut l1_ratio)?;
+    *penalty = SparsePenalty::parse(&name, l1_ratio)?;
+    Ok(())
+}
+
+impl Settings {
+    /// The engine's defaults of `solver` (each struct's `Default`).
+    fn default_of(solver: &str) -> Result<Self> {
+        let lp = |algorithm| {
+            Settings::Lp(LpConfig {
+                algorithm,
+                ..LpConfig::default()
+            })
+        };
+        Ok(match solver {
+            "analytic" => lp(LpAlgorithm::Analytic),
+            "interleaved" => lp(LpAlgorithm::Interleaved),
+            "spicy" => Settings::Spicy(SpicyConfig::default()),
+            "wrapper" => Settings::Wrapper(WrapperConfig::default()),
+            "prox_newton" => Settings::ProxNewton(ProxNewtonConfig::default()),
+            "mirror" => Settings::Mirror(MirrorConfig::default(), None),
+            "svrg" => Settings::Svrg(SvrgConfig::default()),
+            "one_class" => Settings::OneClass(OneClassConfig::default()),
+            other => {
+                return Err(MkError::config(
+                    "solver",
+                    format!(
+                        "unknown solver {other:?}; valid: {}",
+                        SOLVER_NAMES.join(", ")
+                    ),
+                ))
+            }
+        })
+    }
+
+    /// The solver's name (one of [`SOLVER_NAMES`]).
+    fn name(&self) -> &'static str {
+        match self {
+            Settings::Lp(c) => match c.algorithm {
+                LpAlgorithm::Analytic => "analytic",
+                LpAlgorithm::Interleaved => "interleaved",
+            },
+            Settings::Spicy(_) => "spicy",
+            Settings::Wrapper(_) => "wrapper",
+            Settings::ProxNewton(_) => "prox_newton",
+            Settings::Mirror(..) => "mirror",
+            Settings::Svrg(_) => "svrg",
+            Settings::OneClass(_) => "one_class",
+        }
+    }
+
+    /// Every setting of the solver, each named once (the Python names).
+    fn walk(&mut self, w: &mut impl Walk) -> PyResult<()> {
+        match self {
+            Settings::Lp(c) => {
+                w.float("p", &mut c.p)?;
+                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
+                w.float("inner_tol", &mut c.inner_tol)
+            }
+            Settings::Spicy(c) => {
+                walk_sparse_penalty(w, &mut c.penalty)?;
+                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
+                w.count("max_inner", &mut c.max_inner)?;
+                w.float("gamma0", &mut c.gamma0)?;
+                w.float("gamma_factor", &mut c.gamma_factor)?;
+                w.float("gamma_max", &mut c.gamma_max)?;
+                w.optional_count("working_set", &mut c.working_set)?;
+                w.flag("point_working_set", &mut c.point_working_set)
+            }
+            Settings::Wrapper(c) => {
+                walk_sparse_penalty(w, &mut c.penalty)?;
+                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
+                w.float("inner_tol", &mut c.inner_tol)
+            }
+            Settings::ProxNewton(c) => {
+                walk_sparse_penalty(w, &mut c.penalty)?;
+                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)
+            }
+            Settings::Mirror(c, groups) => {
+                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
+                w.float("inner_tol", &mut c.inner_tol)?;
+                let mut step = c.step.name().to_string();
+                w.text("step", &mut step)?;
+                c.step = StepRule::parse(&step)?;
+                w.flag("working_set", &mut c.working_set)?;
+                w.ids("groups", groups)
+            }
+            Settings::Svrg(c) => {
+                w.float("p", &mut c.p)?;
+                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
+                let mut seed = usize::try_from(c.seed).unwrap_or(usize::MAX);
+                w.count("seed", &mut seed)?;
+                c.seed = seed as u64;
+                Ok(())
+            }
+            Settings::OneClass(c) => {
+                w.float("p", &mut c.p)?;
+                w.float("nu", &mut c.nu)?;
+                w.float("tol", &mut c.tol)?;
+                w.count("max_iter", &mut c.max_iter)?;
+                w.float("inner_tol", &mut c.inner_tol)
+            }
+        }
+    }
+
+    /// The settings of `solver`: `dict` over the engine's defaults, validated by the engine.
+    fn read(solver: &str, dict: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut settings = Settings::default_of(solver)?;
+        if let Some(dict) = dict {
+            let mut r = Reader::new(dict);
+            settings.walk(&mut r)?;
+            // `l1_ratio` is accepted and ignored by the solvers without it (it follows the
+            // estimators' settings through `solver="auto"`'s moves).
+            if !r.taken.contains(&"l1_ratio") {
+                r.taken.push("l1_ratio");
+            }
+            r.finish()?;
+        }
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Every setting by name.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut w = Writer {
+            dict: PyDict::new(py),
+        };
+        self.clone().walk(&mut w)?;
+        Ok(w.dict)
+    }
+}
+
 /// A dict of settings being read: each key is taken once, a key no solver field takes is an
 /// error (a typo must not be silently ignored).
-struct Fields<'a, 'py> {
+struct Reader<'a, 'py> {
     dict: &'a Bound<'py, PyDict>,
     taken: Vec<&'static str>,
 }
 
-impl<'py> Fields<'_, 'py> {
+impl<'a, 'py> Reader<'a, 'py> {
+    fn new(dict: &'a Bound<'py, PyDict>) -> Self {
+        Reader {
+            dict,
+            taken: Vec::new(),
+        }
+    }
+
     fn value(&mut self, key: &'static str) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.taken.push(key);
         self.dict.get_item(key)
@@ -190,49 +389,22 @@ impl<'py> Fields<'_, 'py> {
         PyErr::from(MkError::config(key, format!("must be {kind}, got {v}")))
     }
 
-    fn float(&mut self, key: &'static str, default: f64) -> PyResult<f64> {
-        match self.value(key)? {
-            None => Ok(default),
-            Some(v) if v.is_instance_of::<PyBool>() => Err(Self::bad(key, "a real number", &v)),
-            Some(v) => v.extract().map_err(|_| Self::bad(key, "a real number", &v)),
-        }
-    }
-
-    fn count(&mut self, key: &'static str, default: usize) -> PyResult<usize> {
-        match self.value(key)? {
-            None => Ok(default),
-            Some(v) if v.is_instance_of::<PyBool>() => {
-                Err(Self::bad(key, "a non-negative integer", &v))
-            }
-            Some(v) => v
-                .extract()
-                .map_err(|_| Self::bad(key, "a non-negative integer", &v)),
-        }
-    }
-
-    /// A count where `None` means "automatic".
-    fn optional_count(
+    /// The value of `key` extracted as `T` (a bool is not a number here), or `None`.
+    fn extract<T: for<'b> FromPyObject<'b, 'py>>(
         &mut self,
         key: &'static str,
-        default: Option<usize>,
-    ) -> PyResult<Option<usize>> {
+        kind: &str,
+    ) -> PyResult<Option<T>> {
         match self.value(key)? {
-            None => Ok(default),
-            Some(v) if v.is_none() => Ok(None),
-            Some(v) if v.is_instance_of::<PyBool>() => {
-                Err(Self::bad(key, "None or a positive integer", &v))
-            }
-            Some(v) => v
-                .extract()
-                .map(Some)
-                .map_err(|_| Self::bad(key, "None or a positive integer", &v)),
+            None => Ok(None),
+            Some(v) if v.is_instance_of::<PyBool>() => Err(Self::bad(key, kind, &v)),
+            Some(v) => v.extract().map(Some).map_err(|_| Self::bad(key, kind, &v)),
         }
     }
 
-    /// A real number where `None` means "automatic".
+    /// A real number where `None` means "automatic" (the path's settings).
     fn optional_float(&mut self, key: &'static str) -> PyResult<Option<f64>> {
         match self.value(key)? {
-            None => Ok(None),
             Some(v) if v.is_none() => Ok(None),
             Some(v) if v.is_instance_of::<PyBool>() => {
                 Err(Self::bad(key, "None or a real number", &v))
@@ -241,66 +413,18 @@ impl<'py> Fields<'_, 'py> {
                 .extract()
                 .map(Some)
                 .map_err(|_| Self::bad(key, "None or a real number", &v)),
+            None => Ok(None),
         }
     }
 
-    /// A list of real numbers, or `None`.
+    /// A list of real numbers, or `None` (the path's settings).
     fn floats(&mut self, key: &'static str) -> PyResult<Option<Vec<f64>>> {
         match self.value(key)? {
-            None => Ok(None),
-            Some(v) if v.is_none() => Ok(None),
-            Some(v) => v
+            Some(v) if !v.is_none() => v
                 .extract()
                 .map(Some)
                 .map_err(|_| Self::bad(key, "None or a list of real numbers", &v)),
-        }
-    }
-
-    fn flag(&mut self, key: &'static str, default: bool) -> PyResult<bool> {
-        match self.value(key)? {
-            None => Ok(default),
-            Some(v) if v.is_instance_of::<PyBool>() => v.extract(),
-            Some(v) => Err(Self::bad(key, "True or False", &v)),
-        }
-    }
-
-    /// A list of non-negative integers, or `None`.
-    fn ids(&mut self, key: &'static str) -> PyResult<Option<Vec<usize>>> {
-        match self.value(key)? {
-            None => Ok(None),
-            Some(v) if v.is_none() => Ok(None),
-            Some(v) => v
-                .extract()
-                .map(Some)
-                .map_err(|_| Self::bad(key, "a list of non-negative integers", &v)),
-        }
-    }
-
-    fn text(&mut self, key: &'static str, default: &str) -> PyResult<String> {
-        match self.value(key)? {
-            None => Ok(default.to_string()),
-            Some(v) if v.is_instance_of::<PyString>() => v.extract(),
-            Some(v) => Err(Self::bad(key, "a string", &v)),
-        }
-    }
-
-    fn loss(&mut self, default: Loss) -> PyResult<Loss> {
-        let name = self.text("loss", default.name())?;
-        let epsilon = self.float("epsilon", default.epsilon())?;
-        Loss::parse(&name, epsilon).map_err(PyErr::from)
-    }
-
-    /// The `l1` / `elasticnet` penalty of the sparse solvers (`spicy`, `wrapper`, `prox_newton`).
-    fn sparse_penalty(&mut self, solver: &str) -> PyResult<SpicyPenalty> {
-        match self.text("penalty", "l1")?.as_str() {
-            "l1" => Ok(SpicyPenalty::L1),
-            "elasticnet" => Ok(SpicyPenalty::ElasticNet {
-                l1_ratio: self.float("l1_ratio", 1.0)?,
-            }),
-            other => Err(PyErr::from(MkError::config(
-                "penalty",
-                format!("must be l1 or elasticnet for solver {solver}, got {other:?}"),
-            ))),
+            _ => Ok(None),
         }
     }
 
@@ -320,121 +444,178 @@ impl<'py> Fields<'_, 'py> {
     }
 }
 
-impl Settings {
-    /// The settings of `solver` (`analytic`, `interleaved`, `spicy`, `wrapper`, `prox_newton`,
-    /// `mirror`, `svrg` or `one_class`): `dict` over the engine's defaults, validated by the
-    /// engine.
-    fn read(solver: &str, dict: &Bound<'_, PyDict>) -> PyResult<Self> {
-        let mut f = Fields {
-            dict,
-            taken: Vec::new(),
-        };
-        let settings = match solver {
-            "analytic" | "interleaved" => {
-                let d = LpConfig::default();
-                Settings::Lp(LpConfig {
-                    p: f.float("p", d.p)?,
-                    c: f.float("C", d.c)?,
-                    loss: f.loss(d.loss)?,
-                    algorithm: if solver == "analytic" {
-                        LpAlgorithm::Analytic
-                    } else {
-                        LpAlgorithm::Interleaved
-                    },
-                    tol: f.float("tol", d.tol)?,
-                    max_iter: f.count("max_iter", d.max_iter)?,
-                    inner_tol: f.float("inner_tol", d.inner_tol)?,
-                })
-            }
-            "spicy" => {
-                let d = SpicyConfig::default();
-                let penalty = f.sparse_penalty(solver)?;
-                Settings::Spicy(SpicyConfig {
-                    penalty,
-                    c: f.float("C", d.c)?,
-                    loss: f.loss(d.loss)?,
-                    tol: f.float("tol", d.tol)?,
-                    max_iter: f.count("max_iter", d.max_iter)?,
-                    max_inner: f.count("max_inner", d.max_inner)?,
-                    gamma0: f.float("gamma0", d.gamma0)?,
-                    gamma_factor: f.float("gamma_factor", d.gamma_factor)?,
-                    gamma_max: f.float("gamma_max", d.gamma_max)?,
-                    working_set: f.optional_count("working_set", d.working_set)?,
-                    point_working_set: f.flag("point_working_set", d.point_working_set)?,
-                })
-            }
-            "wrapper" => {
-                let d = WrapperConfig::default();
-                Settings::Wrapper(WrapperConfig {
-                    penalty: f.sparse_penalty(solver)?,
-                    c: f.float("C", d.c)?,
-                    loss: f.loss(d.loss)?,
-                    tol: f.float("tol", d.tol)?,
-                    max_iter: f.count("max_iter", d.max_iter)?,
-                    inner_tol: f.float("inner_tol", d.inner_tol)?,
-                })
-            }
-            "prox_newton" => {
-                let d = ProxNewtonConfig::default();
-                Settings::ProxNewton(ProxNewtonConfig {
-                    penalty: f.sparse_penalty(solver)?,
-                    c: f.float("C", d.c)?,
-                    loss: f.loss(d.loss)?,
-                    tol: f.float("tol", d.tol)?,
-                    max_iter: f.count("max_iter", d.max_iter)?,
-                })
-            }
-            "mirror" => {
-                let d = MirrorConfig::default();
-                let cfg = MirrorConfig {
-                    c: f.float("C", d.c)?,
-                    loss: f.loss(d.loss)?,
-                    tol: f.float("tol", d.tol)?,
-                    max_iter: f.count("max_iter", d.max_iter)?,
-                    inner_tol: f.float("inner_tol", d.inner_tol)?,
-                    step: StepRule::parse(&f.text("step", d.step.name())?)?,
-                    working_set: f.flag("working_set", d.working_set)?,
-                };
-                Settings::Mirror(cfg, f.ids("groups")?)
-            }
-            "svrg" => {
-                let d = SvrgConfig::default();
-                Settings::Svrg(SvrgConfig {
-                    p: f.float("p", d.p)?,
-                    c: f.float("C", d.c)?,
-                    loss: f.loss(d.loss)?,
-                    tol: f.float("tol", d.tol)?,
-                    max_iter: f.count("max_iter", d.max_iter)?,
-                    seed: f.count("seed", d.seed as usize)? as u64,
-                })
-            }
-            "one_class" => {
-                let d = OneClassConfig::default();
-                Settings::OneClass(OneClassConfig {
-                    p: f.float("p", d.p)?,
-                    nu: f.float("nu", d.nu)?,
-                    tol: f.float("tol", d.tol)?,
-                    max_iter: f.count("max_iter", d.max_iter)?,
-                    inner_tol: f.float("inner_tol", d.inner_tol)?,
-                })
-            }
-            other => {
-                return Err(PyErr::from(MkError::config(
-                    "solver",
-                    format!(
-                        "unknown solver {other:?}; valid: analytic, interleaved, spicy, wrapper, \
-                         prox_newton, mirror, svrg, one_class"
-                    ),
-                )))
-            }
-        };
-        // `l1_ratio` is read only for elastic net; with `l1` it is accepted and ignored.
-        f.taken.push("l1_ratio");
-        f.finish()?;
-        settings.validate()?;
-        Ok(settings)
+impl Walk for Reader<'_, '_> {
+    fn float(&mut self, key: &'static str, v: &mut f64) -> PyResult<()> {
+        if let Some(x) = self.extract(key, "a real number")? {
+            *v = x;
+        }
+        Ok(())
     }
 
+    fn count(&mut self, key: &'static str, v: &mut usize) -> PyResult<()> {
+        if let Some(x) = self.extract(key, "a non-negative integer")? {
+            *v = x;
+        }
+        Ok(())
+    }
+
+    fn optional_count(&mut self, key: &'static str, v: &mut Option<usize>) -> PyResult<()> {
+        match self.value(key)? {
+            None => {}
+            Some(x) if x.is_none() => *v = None,
+            Some(x) if x.is_instance_of::<PyBool>() => {
+                return Err(Self::bad(key, "None or a positive integer", &x))
+            }
+            Some(x) => {
+                *v = Some(
+                    x.extract()
+                        .map_err(|_| Self::bad(key, "None or a positive integer", &x))?,
+                )
+            }
+        }
+        Ok(())
+    }
+
+    fn flag(&mut self, key: &'static str, v: &mut bool) -> PyResult<()> {
+        match self.value(key)? {
+            None => {}
+            Some(x) if x.is_instance_of::<PyBool>() => *v = x.extract()?,
+            Some(x) => return Err(Self::bad(key, "True or False", &x)),
+        }
+        Ok(())
+    }
+
+    fn text(&mut self, key: &'static str, v: &mut String) -> PyResult<()> {
+        match self.value(key)? {
+            None => {}
+            Some(x) if x.is_instance_of::<PyString>() => *v = x.extract()?,
+            Some(x) => return Err(Self::bad(key, "a string", &x)),
+        }
+        Ok(())
+    }
+
+    fn ids(&mut self, key: &'static str, v: &mut Option<Vec<usize>>) -> PyResult<()> {
+        match self.value(key)? {
+            None => {}
+            Some(x) if x.is_none() => *v = None,
+            Some(x) => {
+                *v = Some(
+                    x.extract()
+                        .map_err(|_| Self::bad(key, "a list of non-negative integers", &x))?,
+                )
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes every walked setting into a dict.
+struct Writer<'py> {
+    dict: Bound<'py, PyDict>,
+}
+
+impl Walk for Writer<'_> {
+    fn float(&mut self, key: &'static str, v: &mut f64) -> PyResult<()> {
+        self.dict.set_item(key, *v)
+    }
+    fn count(&mut self, key: &'static str, v: &mut usize) -> PyResult<()> {
+        self.dict.set_item(key, *v)
+    }
+    fn optional_count(&mut self, key: &'static str, v: &mut Option<usize>) -> PyResult<()> {
+        self.dict.set_item(key, *v)
+    }
+    fn flag(&mut self, key: &'static str, v: &mut bool) -> PyResult<()> {
+        self.dict.set_item(key, *v)
+    }
+    fn text(&mut self, key: &'static str, v: &mut String) -> PyResult<()> {
+        self.dict.set_item(key, v.as_str())
+    }
+    fn ids(&mut self, key: &'static str, v: &mut Option<Vec<usize>>) -> PyResult<()> {
+        self.dict.set_item(key, v.clone())
+    }
+}
+
+/// What `Settings.__reduce__` returns: the class and its arguments.
+type Reduced<'py> = (Bound<'py, PyAny>, (&'static str, Bound<'py, PyDict>));
+
+/// One solver's settings (`solver_config=` and the estimator's parameters), read over the
+/// engine's defaults (each settings struct's `Default`) and validated by the engine once, on
+/// creation; [`fit`] takes it as it is.
+#[pyclass(frozen, eq, name = "Settings", module = "multikernel._core")]
+pub(crate) struct PySettings(Settings);
+
+impl PartialEq for PySettings {
+    fn eq(&self, other: &Self) -> bool {
+        Python::attach(|py| match (self.0.to_dict(py), other.0.to_dict(py)) {
+            (Ok(a), Ok(b)) => self.0.name() == other.0.name() && a.eq(b).unwrap_or(false),
+            _ => false,
+        })
+    }
+}
+
+#[pymethods]
+impl PySettings {
+    /// The settings of `solver` from `settings` (missing keys take the engine's defaults).
+    #[new]
+    #[pyo3(signature = (solver, settings=None))]
+    fn new(solver: &str, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Settings::read(solver, settings).map(PySettings)
+    }
+
+    /// The solver these settings are for.
+    #[getter]
+    fn solver(&self) -> &'static str {
+        self.0.name()
+    }
+
+    /// Every setting by name, the defaults filled in.
+    fn as_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.0.to_dict(py)
+    }
+
+    /// A copy with `changes` applied, validated as a new one.
+    #[pyo3(signature = (**changes))]
+    fn replace(&self, py: Python<'_>, changes: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let d = self.0.to_dict(py)?;
+        if let Some(c) = changes {
+            d.update(c.as_mapping())?;
+        }
+        Self::new(self.0.name(), Some(&d))
+    }
+
+    /// One setting (`KeyError` if the solver has none of that name).
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.0
+            .to_dict(py)?
+            .get_item(key)?
+            .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(key.to_string()))
+    }
+
+    /// The names of the engine's solvers.
+    #[staticmethod]
+    fn solvers() -> Vec<&'static str> {
+        SOLVER_NAMES.to_vec()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Settings({:?}, {})",
+            self.0.name(),
+            self.0.to_dict(py)?
+        ))
+    }
+
+    /// Pickled as its solver and settings (joblib sends it to worker processes).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        let this = slf.get();
+        Ok((
+            slf.get_type().into_any(),
+            (this.0.name(), this.0.to_dict(py)?),
+        ))
+    }
+}
+
+impl Settings {
     fn validate(&self) -> Result<()> {
         match self {
             Settings::Lp(c) => c.validate(),
@@ -488,109 +669,24 @@ impl Settings {
             }
         }
     }
-
-    /// The defaults as a dict (what `read` fills in for a missing key).
-    fn defaults<'py>(py: Python<'py>, solver: &str) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        match Settings::read(solver, &PyDict::new(py))? {
-            Settings::Lp(c) => {
-                d.set_item("p", c.p)?;
-                d.set_item("C", c.c)?;
-                d.set_item("loss", c.loss.name())?;
-                d.set_item("epsilon", c.loss.epsilon())?;
-                d.set_item("tol", c.tol)?;
-                d.set_item("max_iter", c.max_iter)?;
-                d.set_item("inner_tol", c.inner_tol)?;
-            }
-            Settings::Spicy(c) => {
-                d.set_item("C", c.c)?;
-                d.set_item("loss", c.loss.name())?;
-                d.set_item("epsilon", c.loss.epsilon())?;
-                d.set_item("tol", c.tol)?;
-                d.set_item("max_iter", c.max_iter)?;
-                d.set_item("max_inner", c.max_inner)?;
-                d.set_item("gamma0", c.gamma0)?;
-                d.set_item("gamma_factor", c.gamma_factor)?;
-                d.set_item("gamma_max", c.gamma_max)?;
-                d.set_item("working_set", c.working_set)?;
-                d.set_item("point_working_set", c.point_working_set)?;
-            }
-            Settings::Wrapper(c) => {
-                d.set_item("C", c.c)?;
-                d.set_item("loss", c.loss.name())?;
-                d.set_item("epsilon", c.loss.epsilon())?;
-                d.set_item("tol", c.tol)?;
-                d.set_item("max_iter", c.max_iter)?;
-                d.set_item("inner_tol", c.inner_tol)?;
-            }
-            Settings::ProxNewton(c) => {
-                d.set_item("C", c.c)?;
-                d.set_item("loss", c.loss.name())?;
-                d.set_item("epsilon", c.loss.epsilon())?;
-                d.set_item("tol", c.tol)?;
-                d.set_item("max_iter", c.max_iter)?;
-            }
-            Settings::Svrg(c) => {
-                d.set_item("p", c.p)?;
-                d.set_item("C", c.c)?;
-                d.set_item("loss", c.loss.name())?;
-                d.set_item("epsilon", c.loss.epsilon())?;
-                d.set_item("tol", c.tol)?;
-                d.set_item("max_iter", c.max_iter)?;
-                d.set_item("seed", c.seed)?;
-            }
-            Settings::OneClass(c) => {
-                d.set_item("p", c.p)?;
-                d.set_item("nu", c.nu)?;
-                d.set_item("tol", c.tol)?;
-                d.set_item("max_iter", c.max_iter)?;
-                d.set_item("inner_tol", c.inner_tol)?;
-            }
-            Settings::Mirror(c, _) => {
-                d.set_item("C", c.c)?;
-                d.set_item("loss", c.loss.name())?;
-                d.set_item("epsilon", c.loss.epsilon())?;
-                d.set_item("tol", c.tol)?;
-                d.set_item("max_iter", c.max_iter)?;
-                d.set_item("inner_tol", c.inner_tol)?;
-                d.set_item("step", c.step.name())?;
-                d.set_item("working_set", c.working_set)?;
-            }
-        }
-        Ok(d)
-    }
 }
 
-/// The engine's default settings of `solver`.
-#[pyfunction]
-fn default_settings<'py>(py: Python<'py>, solver: &str) -> PyResult<Bound<'py, PyDict>> {
-    Settings::defaults(py, solver)
-}
-
-/// Checks `settings` for `solver` with the engine's own validation (raises
-/// `InvalidParameterError` naming the setting).
-#[pyfunction]
-fn check_settings(solver: &str, settings: &Bound<'_, PyDict>) -> PyResult<()> {
-    Settings::read(solver, settings).map(|_| ())
-}
-
-/// Fits `solver` on a dense (float64 or float32) stack; `on_iteration(primal, dual, gap,
-/// active, seconds)` is called on the calling thread for every outer iteration. `spicy` starts
-/// from `init_coef` `(M, n)`, `init_intercept` and `init_dual` `(n,)` (the dual in the
-/// solver's scale, `ρ̃/C`; None: from the start's predictions) when `init_coef` is given.
-/// `sample_weight` `(n,)`, finite and > 0, weights each sample's loss (`C w_i`).
+/// Fits the solver of `settings` on a dense (float64 or float32) stack; `on_iteration(primal,
+/// dual, gap, active, seconds)` is called on the calling thread for every outer iteration.
+/// `spicy` starts from `init_coef` `(M, n)`, `init_intercept` and `init_dual` `(n,)` (the dual
+/// in the solver's scale, `ρ̃/C`; None: from the start's predictions) when `init_coef` is
+/// given. `sample_weight` `(n,)`, finite and > 0, weights each sample's loss (`C w_i`).
 #[pyfunction]
 #[pyo3(signature = (
-    solver, g, y, settings, *, n_threads=0, on_iteration=None, init_coef=None,
-    init_intercept=0.0, init_dual=None, sample_weight=None
+    settings, g, y, *, n_threads=0, on_iteration=None, init_coef=None, init_intercept=0.0,
+    init_dual=None, sample_weight=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fit<'py>(
     py: Python<'py>,
-    solver: &str,
+    settings: &Bound<'py, PySettings>,
     g: &Bound<'py, PyAny>,
     y: PyReadonlyArray1<'py, f64>,
-    settings: &Bound<'py, PyDict>,
     n_threads: usize,
     on_iteration: Option<&Bound<'py, PyAny>>,
     init_coef: Option<PyReadonlyArray2<'py, f64>>,
@@ -598,7 +694,7 @@ fn fit<'py>(
     init_dual: Option<PyReadonlyArray1<'py, f64>>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<PyFitResult> {
-    let settings = Settings::read(solver, settings)?;
+    let settings = &settings.get().0;
     let y = y.as_array().to_vec();
     let weights = sample_weight.map(|w| w.as_array().to_vec());
     let n = y.len();
@@ -623,7 +719,7 @@ fn fit<'py>(
         }
         None => None,
     };
-    let r = if let Settings::Svrg(cfg) = &settings {
+    let r = if let Settings::Svrg(cfg) = settings {
         if start.is_some() {
             return Err(PyErr::from(MkError::config(
                 "init_coef",
@@ -655,7 +751,7 @@ fn fit<'py>(
         }
     } else {
         if g.cast::<super::kernels::PyOnDemand>().is_ok() {
-            on_demand_supported(&settings)?;
+            on_demand_supported(settings)?;
         }
         with_dense(g, |s| {
             run_detached(py, n_threads, on_iteration, |i| {
@@ -781,26 +877,20 @@ impl PyPathResult {
 /// The path settings (`loss`, `mu`, `tol`, `C_max`, `max_points`, `d`, and `working_set` for
 /// benchmarks) over the engine's defaults.
 fn path_settings(dict: &Bound<'_, PyDict>) -> PyResult<PathConfig> {
-    let mut f = Fields {
-        dict,
-        taken: Vec::new(),
-    };
-    let d = PathConfig::default();
-    let cfg = PathConfig {
-        loss: f.loss(d.loss)?,
-        weights: f.floats("d")?,
-        mu: f.optional_float("mu")?,
-        tol: f.float("tol", d.tol)?,
-        c_max: f.optional_float("C_max")?,
-        max_points: f.count("max_points", d.max_points)?,
-        working_set: if f.flag("working_set", true)? {
-            d.working_set
-        } else {
-            None
-        },
-        ..d
-    };
-    f.finish()?;
+    let mut r = Reader::new(dict);
+    let mut cfg = PathConfig::default();
+    walk_loss(&mut r, &mut cfg.loss)?;
+    cfg.weights = r.floats("d")?;
+    cfg.mu = r.optional_float("mu")?;
+    r.float("tol", &mut cfg.tol)?;
+    cfg.c_max = r.optional_float("C_max")?;
+    r.count("max_points", &mut cfg.max_points)?;
+    let mut working_set = true;
+    r.flag("working_set", &mut working_set)?;
+    if !working_set {
+        cfg.working_set = None;
+    }
+    r.finish()?;
     cfg.validate()?;
     Ok(cfg)
 }
@@ -973,8 +1063,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFitResult>()?;
     m.add_class::<PyPathResult>()?;
     m.add_function(wrap_pyfunction!(path, m)?)?;
-    m.add_function(wrap_pyfunction!(default_settings, m)?)?;
-    m.add_function(wrap_pyfunction!(check_settings, m)?)?;
+    m.add_class::<PySettings>()?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(svm, m)?)?;
     #[cfg(feature = "test-hooks")]

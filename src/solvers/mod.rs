@@ -5,6 +5,7 @@ mod duality;
 pub mod lp;
 pub mod mirror;
 pub mod path;
+pub mod penalty;
 mod points;
 pub mod prox_newton;
 mod schedule;

@@ -92,7 +92,7 @@ def fit_lp(
     n_threads: int = 0, **settings: float | str | None,
 ) -> _core.FitResult:  # fmt: skip
     """The native ℓp solver (``algorithm`` is ``analytic`` or ``interleaved``)."""
-    return _core.fit(algorithm, G, y, settings, n_threads=n_threads)
+    return _core.fit(_core.Settings(algorithm, settings), G, y, n_threads=n_threads)
 
 
 def fit_spicy(
@@ -100,7 +100,7 @@ def fit_spicy(
     **settings: float | str | None,
 ) -> _core.FitResult:  # fmt: skip
     """The native SpicyMKL solver."""
-    return _core.fit("spicy", G, y, settings, n_threads=n_threads)
+    return _core.fit(_core.Settings("spicy", settings), G, y, n_threads=n_threads)
 
 
 # The indefinite stack of the witness tests (test_witness.py) and of psd="clip"
@@ -205,9 +205,9 @@ def solvers_called(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     fit = _core.fit
 
-    def spy(solver: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(solver)
-        return fit(solver, *args, **kwargs)
+    def spy(settings: _core.Settings, *args: Any, **kwargs: Any) -> Any:
+        calls.append(settings.solver)
+        return fit(settings, *args, **kwargs)
 
     monkeypatch.setattr(_core, "fit", spy)
     return calls

@@ -149,9 +149,11 @@ def test_only_feature_blocks_move_the_early_choice() -> None:
 
 
 def test_settings_and_stack_descriptions() -> None:
-    settings: dict[str, Any] = {"C": 2.0, "loss": "logistic", "inner_tol": 1e-7}
-    assert PROX_NEWTON.settings(settings) == {"C": 2.0, "loss": "logistic"}
-    assert WRAPPER.settings(settings) == settings
+    settings = _core.Settings("wrapper", {"C": 2.0, "loss": "logistic", "inner_tol": 1e-6})
+    moved = PROX_NEWTON.settings(settings)
+    assert moved.solver == "prox_newton"
+    assert moved.as_dict() == {k: v for k, v in settings.as_dict().items() if k != "inner_tol"}
+    assert WRAPPER.settings(settings) is settings
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 4))
     specs = [Linear(), Gaussian(sigma=2.0)]
@@ -200,13 +202,13 @@ def test_on_demand_refusals(
         on_demand(solver, loss, kernels, cache_size)
 
 
-def _wrapper_fit(max_iter: int) -> tuple[_core.FitResult, dict[str, Any]]:
+def _wrapper_fit(max_iter: int) -> tuple[_core.FitResult, _core.Settings]:
     G, y = small_problem("pima", False, n=80, seed=2)
-    settings: dict[str, Any] = {
+    settings = _core.Settings("wrapper", {
         "penalty": "l1", "l1_ratio": 1.0, "C": 10.0, "loss": "hinge", "tol": 1e-6,
         "max_iter": max_iter, "inner_tol": 1e-7,
-    }  # fmt: skip
-    return _core.fit("wrapper", G, y, settings), settings
+    })  # fmt: skip
+    return _core.fit(settings, G, y), settings
 
 
 def test_continuation() -> None:
@@ -215,8 +217,10 @@ def test_continuation() -> None:
     stopped, settings = _wrapper_fit(max_iter=1)
     assert stopped.status == _core.Status.MAX_ITER
     spicy = continuation(WRAPPER, stopped, settings)
-    expected = {k: v for k, v in settings.items() if k != "inner_tol"}
-    assert spicy == expected | mk.SpicyConfig()._native()
+    assert spicy is not None and spicy.solver == "spicy"
+    expected = {k: v for k, v in settings.as_dict().items() if k != "inner_tol"}
+    assert spicy == _core.Settings("spicy", expected | mk.SpicyConfig()._native())
+    assert spicy["C"] == 10.0 and spicy["tol"] == 1e-6 and spicy["gamma0"] == 1.0
     assert continuation(Choice("wrapper"), stopped, settings) is None
     done, settings = _wrapper_fit(max_iter=500)
     assert done.status == _core.Status.CONVERGED

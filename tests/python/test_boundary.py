@@ -3,9 +3,13 @@ of settings, the exception hierarchy, panics, and ``verbose`` logging."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import logging
 import math
+import pickle
+from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -14,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import multikernel as mk
 from multikernel import _core
-from multikernel._config import SOLVERS
+from multikernel._config import ALL_LOSSES, SOLVERS, _NativeSolver
 from multikernel.exceptions import (
     InternalError,
     InvalidInputError,
@@ -135,7 +139,7 @@ def test_a_panic_becomes_an_internal_error(in_pool: bool) -> None:
     if not hasattr(_core, "_panic_for_tests"):
         pytest.fail(
             "the extension was built without the test-hooks cargo feature: install it as the "
-            "README's test command does (MATURIN_PEP517_ARGS=\"--features test-hooks\")"
+            'README\'s test command does (MATURIN_PEP517_ARGS="--features test-hooks")'
         )
     with pytest.raises(InternalError, match="test panic"):
         _core._panic_for_tests(in_pool)
@@ -154,7 +158,7 @@ def test_a_panic_becomes_an_internal_error(in_pool: bool) -> None:
 
 @pytest.mark.parametrize("solver", list(SOLVERS))
 def test_config_defaults_are_the_engines(solver: str) -> None:
-    engine = _core.default_settings(solver)  # type: ignore[arg-type]
+    engine = _core.Settings(solver).as_dict()  # type: ignore[arg-type]
     config = SOLVERS[solver].config()  # type: ignore[index]
     for f in dataclasses.fields(config):
         assert getattr(config, f.name) == engine[f.name], f.name
@@ -198,13 +202,93 @@ def test_estimator_settings_are_checked_before_any_kernel_is_computed() -> None:
 
 def test_unknown_and_ill_typed_settings_are_refused() -> None:
     with pytest.raises(InvalidParameterError, match="gama0") as e:
-        _core.check_settings("spicy", {"gama0": 1.0})
+        _core.Settings("spicy", {"gama0": 1.0})
     assert e.value.parameter == "gama0"
     with pytest.raises(InvalidParameterError, match="real number") as e:
-        _core.check_settings("analytic", {"C": "1"})
+        _core.Settings("analytic", {"C": "1"})
     assert e.value.parameter == "C"
     with pytest.raises(InvalidParameterError, match="loss"):
-        _core.check_settings("analytic", {"loss": "hinj"})
+        _core.Settings("analytic", {"loss": "hinj"})
+    with pytest.raises(InvalidParameterError, match="unknown solver") as e:
+        _core.Settings("simplemkl")  # type: ignore[arg-type]
+    assert e.value.parameter == "solver"
+
+
+def _literal_in_stub(name: str) -> tuple[str, ...]:
+    """The strings of the ``Literal`` alias ``name`` in the native module's stub."""
+    stub = Path(_core.__file__).with_name("_core.pyi")
+    for node in ast.parse(stub.read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
+            return tuple(ast.literal_eval(node.value.slice))  # type: ignore[attr-defined]
+    raise AssertionError(f"{name} not in the stub")
+
+
+def test_every_declaration_of_the_solvers_is_the_engines() -> None:
+    # The engine's table is the one registry: the typing aliases, the stub and SOLVERS are
+    # checked against it (a solver added on one side only fails here).
+    engine = _core.Settings.solvers()
+    assert len(set(engine)) == len(engine) == 8
+    assert get_args(_NativeSolver) == tuple(engine)
+    assert _literal_in_stub("_Solver") == tuple(engine)
+    supervised = tuple(s for s in engine if s != "one_class")
+    assert tuple(SOLVERS) == supervised
+    assert get_args(mk.SolverName) == ("auto", *supervised)
+    for solver in engine:
+        assert _core.Settings(solver).solver == solver
+
+
+@pytest.mark.parametrize("solver", list(SOLVERS))
+def test_each_solvers_losses_are_the_ones_its_engine_settings_accept(solver: str) -> None:
+    accepted = []
+    for loss in ALL_LOSSES:
+        try:
+            _core.Settings(solver, {"loss": loss})  # type: ignore[arg-type]
+        except InvalidParameterError as e:
+            assert e.parameter == "loss", e
+        else:
+            accepted.append(loss)
+    assert set(accepted) == set(SOLVERS[solver].losses)  # type: ignore[index]
+
+
+def test_settings_read_write_copy_and_pickle() -> None:
+    s = _core.Settings("spicy", {"C": 2.0, "penalty": "elasticnet", "l1_ratio": 0.5})
+    d = s.as_dict()
+    assert (d["C"], d["penalty"], d["l1_ratio"], d["gamma0"]) == (2.0, "elasticnet", 0.5, 1.0)
+    assert s["working_set"] is None and s["loss"] == "hinge"
+    with pytest.raises(KeyError):
+        s["p"]
+    # Every setting written out reads back to the same settings; a pickle is the same.
+    assert _core.Settings("spicy", d) == s
+    assert pickle.loads(pickle.dumps(s)) == s
+    assert s != _core.Settings("spicy", {**d, "C": 3.0})
+    # A copy is validated as a new one.
+    t = s.replace(gamma_factor=100.0)
+    assert (t["gamma_factor"], t["C"], s["gamma_factor"]) == (100.0, 2.0, 10.0)
+    with pytest.raises(InvalidParameterError) as e:
+        s.replace(gamma_factor=0.5)
+    assert e.value.parameter == "gamma_factor"
+    with pytest.raises(InvalidParameterError) as e:
+        s.replace(gama0=1.0)
+    assert e.value.parameter == "gama0"
+
+
+def test_settings_are_validated_once_per_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One-vs-rest with 3 classes runs 3 engine fits on the settings validated once: as many
+    # Settings are made as for one binary fit.
+    made: list[str] = []
+    real = _core.Settings
+
+    def counting(solver: str, settings: object = None) -> _core.Settings:
+        made.append(solver)
+        return real(solver, settings)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_core, "Settings", counting)
+    G, y = small_problem("ionosphere", False, n=60, seed=1)
+    three = np.arange(60) % 3
+    for labels in (y, three):
+        made.clear()
+        mk.MKLClassifier(kernels="precomputed", solver="analytic").fit(G, labels)
+        assert made == ["analytic", "analytic"], made  # the default config, then the fit's
 
 
 # --- results ------------------------------------------------------------------------------

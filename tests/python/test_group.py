@@ -52,7 +52,7 @@ def fit(
         "C": C, "loss": loss, "tol": tol, "max_iter": 20000, **settings,
     }  # fmt: skip
     s["groups"] = None if groups is None else list(groups)
-    return _core.fit("mirror", G, y, s)
+    return _core.fit(_core.Settings("mirror", s), G, y)
 
 
 CASES = [

@@ -178,7 +178,7 @@ def test_bad_use_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="list of feature blocks"):
         pre.fit(G, y[:50])
     with pytest.raises(InvalidParameterError, match="explicit features"):
-        _core.fit("prox_newton", G, y[:50], {"loss": "logistic"})
+        _core.fit(_core.Settings("prox_newton", {"loss": "logistic"}), G, y[:50])
     blocks = [np.array(F) for F in bank.fit_transform(X[:50])]
     blocks[1][3, 0] = np.nan
     with pytest.raises(ValueError, match="finite|NaN"):
@@ -191,5 +191,7 @@ def test_ctrl_c_stops_it_quickly() -> None:
     F = [rng.normal(size=(n, 40)) for _ in range(10)]
     y = np.sign(F[0][:, 0] + 0.5 * rng.normal(size=n))
     settings = {"loss": "logistic", "tol": 1e-14, "max_iter": 10_000, "C": 1e4}
-    elapsed = seconds_to_interrupt(0.5, lambda: _core.fit("prox_newton", F, y, settings))
+    elapsed = seconds_to_interrupt(
+        0.5, lambda: _core.fit(_core.Settings("prox_newton", settings), F, y)
+    )
     assert elapsed < 0.5 + 1.0, elapsed

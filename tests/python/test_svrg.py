@@ -97,15 +97,15 @@ def test_bad_use_is_refused() -> None:
         with pytest.raises(ValueError, match="list of feature blocks"):
             pre.fit(stack, y[:50])
     with pytest.raises(ValueError, match="explicit features"):
-        mk._core.fit("svrg", G, y[:50], {"loss": "logistic"})
+        mk._core.fit(mk._core.Settings("svrg", {"loss": "logistic"}), G, y[:50])
 
 
 def test_any_memory_order_gives_the_same_fit() -> None:
     X, y = cancer()
     F = [np.asfortranarray(X[:, :10]), X[:, 10:20], X[:, ::3][:, :5]]
     s = {"loss": "logistic", "tol": 1e-6, "max_iter": 500}
-    a = mk._core.fit("svrg", F, y, s)  # type: ignore[arg-type]
-    b = mk._core.fit("svrg", [np.ascontiguousarray(f) for f in F], y, s)  # type: ignore[arg-type]
+    a = mk._core.fit(mk._core.Settings("svrg", s), F, y)  # type: ignore[arg-type]
+    b = mk._core.fit(mk._core.Settings("svrg", s), [np.ascontiguousarray(f) for f in F], y)  # type: ignore[arg-type]
     np.testing.assert_array_equal(a.feature_weights, b.feature_weights)
     assert a.primal == b.primal
 
@@ -116,7 +116,9 @@ def test_ctrl_c_stops_an_epoch_quickly() -> None:
     F = [rng.normal(size=(n, 25)) for _ in range(4)]
     y = np.sign(F[0][:, 0] + 0.5 * rng.normal(size=n))
     settings = {"loss": "logistic", "tol": 1e-12, "max_iter": 10_000}
-    elapsed = seconds_to_interrupt(0.5, lambda: mk._core.fit("svrg", F, y, settings))
+    elapsed = seconds_to_interrupt(
+        0.5, lambda: mk._core.fit(mk._core.Settings("svrg", settings), F, y)
+    )
     assert elapsed < 0.5 + 1.0, elapsed
 
 

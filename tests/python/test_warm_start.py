@@ -101,24 +101,29 @@ def test_warm_start_multiclass_and_fallbacks() -> None:
 def test_native_start_is_validated() -> None:
     G, y = small_problem("pima", False, n=80, seed=3)
     s = {"penalty": "l1", "loss": "hinge"}
-    r = _core.fit("spicy", G, y, s)
+    r = _core.fit(_core.Settings("spicy", s), G, y)
     with pytest.raises(ValueError, match="init_coef"):
-        _core.fit("spicy", G, y, s, init_coef=r.coef.T.copy())
+        _core.fit(_core.Settings("spicy", s), G, y, init_coef=r.coef.T.copy())
     with pytest.raises(ValueError, match="dual"):
-        _core.fit("spicy", G, y, s, init_coef=r.coef, init_dual=np.zeros(3))
+        _core.fit(_core.Settings("spicy", s), G, y, init_coef=r.coef, init_dual=np.zeros(3))
     with pytest.raises(ValueError, match="init_coef"):
-        _core.fit("spicy", G, y, s, init_dual=np.zeros(80))
+        _core.fit(_core.Settings("spicy", s), G, y, init_dual=np.zeros(80))
     with pytest.raises(ValueError, match="spicy only"):
-        _core.fit("analytic", G, y, {"p": 2.0}, init_coef=r.coef)
+        _core.fit(_core.Settings("analytic", {"p": 2.0}), G, y, init_coef=r.coef)
     bad = r.coef.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
-        _core.fit("spicy", G, y, s, init_coef=bad)
+        _core.fit(_core.Settings("spicy", s), G, y, init_coef=bad)
     # An explicit dual in the solver's scale (ρ̃/C) is accepted, and the start at the optimum
     # is certified there.
     f = np.einsum("mij,mj->i", G, r.coef) + r.intercept
     dual = np.where(y * f < 1, y, 0.0)
     again = _core.fit(
-        "spicy", G, y, s, init_coef=r.coef, init_intercept=r.intercept, init_dual=dual
+        _core.Settings("spicy", s),
+        G,
+        y,
+        init_coef=r.coef,
+        init_intercept=r.intercept,
+        init_dual=dual,
     )
     assert again.n_iter == 1 and again.converged

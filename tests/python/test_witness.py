@@ -50,7 +50,9 @@ def test_an_indefinite_kernel_gives_no_false_certificate(
 
 def test_the_result_carries_the_witness() -> None:
     G, t = indefinite_stack(seed=0)
-    r = _core.fit("analytic", G, t, {"C": 100.0, "loss": "epsilon_insensitive", "p": 1.0})
+    r = _core.fit(
+        _core.Settings("analytic", {"C": 100.0, "loss": "epsilon_insensitive", "p": 1.0}), G, t
+    )
     assert r.psd_witness is not None and not r.converged
     kernel, quad, bound, entry = r.psd_witness
     # Kernel 1 is the indefinite one; its form is negative far beyond both roundings.
@@ -94,7 +96,7 @@ def test_a_float32_witness_stops_where_the_fit_would_have_converged() -> None:
         dtype=np.float32,
     )  # fmt: skip
     settings = {"C": 5000.0, "loss": "epsilon_insensitive", "p": 1.5, "tol": 1e-4}
-    r = _core.fit("analytic", G, y, settings)
+    r = _core.fit(_core.Settings("analytic", settings), G, y)
     assert r.psd_witness is not None and not r.converged
     assert r.status == _core.Status.UNCERTIFIED and r.n_iter <= 10
     assert r.dual == -np.inf and np.isfinite(r.primal)

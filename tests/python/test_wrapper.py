@@ -48,7 +48,7 @@ def fit_wrapper(
         "penalty": penalty, "l1_ratio": 1.0 if l1_ratio is None else l1_ratio, "C": C,
         "loss": loss, "epsilon": 0.1, "tol": TOL, "max_iter": 500,
     }  # fmt: skip
-    return _core.fit("wrapper", G, y, settings)
+    return _core.fit(_core.Settings("wrapper", settings), G, y)
 
 
 @pytest.mark.parametrize(("loss", "penalty", "l1_ratio", "dataset", "C"), CASES)
@@ -103,7 +103,7 @@ def test_many_kernels_meet_spicy(penalty: str, l1_ratio: float, loss: str) -> No
         "penalty": penalty, "l1_ratio": l1_ratio, "C": 1.0, "tol": 1e-6, "max_iter": 500,
         "loss": loss,
     }  # fmt: skip
-    ours = _core.fit("wrapper", G, y, settings)
+    ours = _core.fit(_core.Settings("wrapper", settings), G, y)
     spicy = fit_spicy(G, y, **{**settings, "tol": 1e-8})
     assert ours.converged, ours
     assert ours.primal == pytest.approx(spicy.primal, rel=2e-6)

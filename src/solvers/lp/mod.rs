@@ -85,6 +85,12 @@ impl LpConfig {
         if !(self.inner_tol.is_finite() && self.inner_tol > 0.0) {
             return Err(MkError::config("inner_tol", "must be positive"));
         }
+        if self.algorithm == LpAlgorithm::Interleaved && self.loss != Loss::Hinge {
+            return Err(MkError::config(
+                "loss",
+                "solver 'interleaved' supports the hinge loss only; use 'analytic'",
+            ));
+        }
         Ok(())
     }
 }
@@ -206,15 +212,7 @@ pub fn fit_lp_weighted(
     let c = &costs(cfg.c, sample_weight, y.len())?;
     match cfg.algorithm {
         LpAlgorithm::Analytic => analytic::fit_analytic(stack, y, c, cfg, interrupt),
-        LpAlgorithm::Interleaved => {
-            if cfg.loss != Loss::Hinge {
-                return Err(MkError::config(
-                    "solver",
-                    "'interleaved' supports the hinge loss only; use 'analytic'",
-                ));
-            }
-            interleaved::fit_interleaved(stack, y, c, cfg, interrupt)
-        }
+        LpAlgorithm::Interleaved => interleaved::fit_interleaved(stack, y, c, cfg, interrupt),
     }
 }
 

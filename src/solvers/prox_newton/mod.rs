@@ -29,8 +29,8 @@ use crate::kernels::{stack_dot as dot, KernelStack};
 use crate::linalg::clear_upper_simd_state;
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
+use crate::solvers::penalty::{kernel_weights, SparsePenalty};
 use crate::solvers::spicy::dual::best_dual;
-use crate::solvers::spicy::{kernel_weights, SpicyPenalty};
 use crate::solvers::tracker::{Model, Tracker};
 
 /// Rows per chunk of the passes over the points: a fixed split, so sums do not depend on the
@@ -40,7 +40,7 @@ const CHUNK: usize = 2048;
 /// Settings of [`fit_prox_newton`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProxNewtonConfig {
-    pub penalty: SpicyPenalty,
+    pub penalty: SparsePenalty,
     /// Loss weight.
     pub c: f64,
     /// A loss with a second derivative: logistic, squared or squared hinge.
@@ -54,7 +54,7 @@ pub struct ProxNewtonConfig {
 impl Default for ProxNewtonConfig {
     fn default() -> Self {
         ProxNewtonConfig {
-            penalty: SpicyPenalty::L1,
+            penalty: SparsePenalty::L1,
             c: 1.0,
             loss: Loss::Logistic,
             tol: 1e-3,

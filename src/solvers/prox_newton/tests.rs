@@ -50,9 +50,9 @@ fn prox_newton_meets_spicy_on_the_products() {
         let (lr, products) = factored(&g, m, n, 8);
         let dense = DenseStack::new(&products, m, n).unwrap();
         for penalty in [
-            SpicyPenalty::L1,
-            SpicyPenalty::ElasticNet { l1_ratio: 0.5 },
-            SpicyPenalty::ElasticNet { l1_ratio: 0.0 },
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+            SparsePenalty::ElasticNet { l1_ratio: 0.0 },
         ] {
             for c in [1.0, 10.0] {
                 let cfg = ProxNewtonConfig {

@@ -7,7 +7,7 @@ use crate::solvers::witness::{PsdCheck, PsdScope};
 
 use rayon::prelude::*;
 
-use super::SpicyPenalty;
+use crate::solvers::penalty::SparsePenalty;
 
 /// Points per parallel chunk of a dual value.
 const CONJ_CHUNK: usize = 4096;
@@ -42,7 +42,7 @@ pub fn project_duals(
     candidates: &[&[f64]],
     c: &[f64],
     loss: Loss,
-    penalty: SpicyPenalty,
+    penalty: SparsePenalty,
     psd: PsdScope<'_, '_>,
 ) -> Vec<Projected> {
     let n = y.len();
@@ -132,7 +132,7 @@ pub fn project_dual(
     rho: &[f64],
     c: &[f64],
     loss: Loss,
-    penalty: SpicyPenalty,
+    penalty: SparsePenalty,
 ) -> (Vec<f64>, Vec<f64>) {
     let check = PsdCheck::new(stack);
     let p = project_duals(stack, y, &[rho], c, loss, penalty, check.all())
@@ -150,7 +150,7 @@ pub fn dual_value(
     rho: &[f64],
     c: &[f64],
     loss: Loss,
-    penalty: SpicyPenalty,
+    penalty: SparsePenalty,
 ) -> f64 {
     scaled_dual_value(1.0, norms, y, rho, c, loss, penalty)
 }
@@ -166,7 +166,7 @@ pub(crate) fn best_dual(
     rho: &[f64],
     c: &[f64],
     loss: Loss,
-    penalty: SpicyPenalty,
+    penalty: SparsePenalty,
 ) -> f64 {
     let t = best_scale(norms, y, rho, c, loss, penalty);
     scaled_dual_value(t, norms, y, rho, c, loss, penalty)
@@ -180,7 +180,7 @@ fn best_scale(
     rho: &[f64],
     c: &[f64],
     loss: Loss,
-    penalty: SpicyPenalty,
+    penalty: SparsePenalty,
 ) -> f64 {
     let (_, r2) = penalty.weights();
     let nmax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
@@ -202,7 +202,7 @@ fn scaled_dual_value(
     rho: &[f64],
     c: &[f64],
     loss: Loss,
-    penalty: SpicyPenalty,
+    penalty: SparsePenalty,
 ) -> f64 {
     // Fixed chunks summed in order: the value does not depend on the number of threads.
     let conj: f64 = y

@@ -93,6 +93,7 @@ use crate::interrupt::Interrupt;
 use crate::kernels::{point_subset, KernelStack, PointSubset, SubStack};
 use crate::losses::Loss;
 use crate::result::{relative_gap, FitResult, SolveStatus};
+use crate::solvers::penalty::{kernel_weights, SparsePenalty};
 use crate::solvers::points::{new_points, scatter_points, MAX_FRACTION};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
@@ -100,44 +101,6 @@ use crate::solvers::witness::PsdCheck;
 
 pub use dual::{dual_value, project_dual, project_duals, Projected};
 use inner::{Inner, Outer};
-
-/// The penalty on the block norms `s_m = ‖f_m‖`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SpicyPenalty {
-    /// `Σ_m s_m`.
-    L1,
-    /// `r Σ_m s_m + (1 − r)/2 Σ_m s_m²`, `r = l1_ratio ∈ [0, 1]`.
-    ElasticNet { l1_ratio: f64 },
-}
-
-impl SpicyPenalty {
-    /// `(r_1, r_2)`: the weights of `Σ s_m` and `½ Σ s_m²`.
-    pub fn weights(&self) -> (f64, f64) {
-        match *self {
-            SpicyPenalty::L1 => (1.0, 0.0),
-            SpicyPenalty::ElasticNet { l1_ratio } => (l1_ratio, 1.0 - l1_ratio),
-        }
-    }
-
-    /// Checks `l1_ratio ∈ [0, 1]`.
-    pub fn validate(&self) -> Result<()> {
-        if let SpicyPenalty::ElasticNet { l1_ratio } = *self {
-            if !(0.0..=1.0).contains(&l1_ratio) {
-                return Err(MkError::config(
-                    "l1_ratio",
-                    format!("must be in [0, 1], got {l1_ratio}"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// `Σ_m r_1 s_m + r_2 s_m²/2`.
-    pub fn value(&self, norms: &[f64]) -> f64 {
-        let (r1, r2) = self.weights();
-        norms.iter().map(|&s| r1 * s + 0.5 * r2 * s * s).sum()
-    }
-}
 
 /// The kernels' scale (1 if every kernel is zero or a diagonal is not finite), which sets the
 /// kernel blocks' proximal parameter `γ_m = γ/s` (see the module documentation, "Scale"):
@@ -169,7 +132,7 @@ pub const MAX_GAMMA_FACTOR: f64 = 1e6;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpicyConfig {
     /// `l1` (default) or `elasticnet` with its `l1_ratio` in [0, 1].
-    pub penalty: SpicyPenalty,
+    pub penalty: SparsePenalty,
     /// Loss weight `C > 0` (default 1).
     pub c: f64,
     /// Default hinge.
@@ -200,7 +163,7 @@ pub struct SpicyConfig {
 impl Default for SpicyConfig {
     fn default() -> Self {
         SpicyConfig {
-            penalty: SpicyPenalty::L1,
+            penalty: SparsePenalty::L1,
             c: 1.0,
             loss: Loss::Hinge,
             tol: 1e-3,
@@ -256,23 +219,6 @@ impl SpicyConfig {
             ));
         }
         Ok(())
-    }
-}
-
-/// The kernel weights on the simplex. At the optimum every active `A[m]` is parallel to the
-/// common dual point, `A[m] = d_m ρ̃` with `‖ρ̃‖_{K_m} = r_1 + r_2 s_m`, so `f = Σ d_m K_m ρ̃`
-/// and `θ_m ∝ d_m = s_m/(r_1 + r_2 s_m)` (for `l1`, `θ_m = s_m/Σ_k s_k`).
-pub fn kernel_weights(penalty: SpicyPenalty, norms: &[f64]) -> Vec<f64> {
-    let (r1, r2) = penalty.weights();
-    let d: Vec<f64> = norms
-        .iter()
-        .map(|&s| if s > 0.0 { s / (r1 + r2 * s) } else { 0.0 })
-        .collect();
-    let total: f64 = d.iter().sum();
-    if total > 0.0 && total.is_finite() {
-        d.iter().map(|x| x / total).collect()
-    } else {
-        vec![1.0 / norms.len() as f64; norms.len()]
     }
 }
 
@@ -444,7 +390,7 @@ impl<'a> Warm<'a> {
     /// optimal `ρ̃` of the start's own C whatever that C (the block norms fix its scale),
     /// including the hinge-type losses' margin points, where `−C ℓ'(y, f + b)` is only a
     /// subgradient (zero or the box's face). Zero when `A = 0`.
-    fn parallel_dual(&self, penalty: SpicyPenalty) -> Vec<f64> {
+    fn parallel_dual(&self, penalty: SparsePenalty) -> Vec<f64> {
         let (r1, r2) = penalty.weights();
         let n = self.f.len();
         let mut rho = vec![0.0; n];

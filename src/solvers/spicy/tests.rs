@@ -111,7 +111,10 @@ fn certificate_is_valid_for_every_loss_and_penalty() {
         let regression = !loss.is_classification();
         let (g, m, y) = problem(n, regression, 11);
         let stack = DenseStack::new(&g, m, n).unwrap();
-        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+        for penalty in [
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+        ] {
             let cfg = SpicyConfig {
                 penalty,
                 c: 2.0,
@@ -203,7 +206,7 @@ fn elastic_net_with_ratio_one_is_l1() {
         &stack,
         &y,
         &SpicyConfig {
-            penalty: SpicyPenalty::ElasticNet { l1_ratio: 1.0 },
+            penalty: SparsePenalty::ElasticNet { l1_ratio: 1.0 },
             ..base
         },
         &NoInterrupt,
@@ -223,7 +226,7 @@ fn invalid_settings_are_rejected() {
             ..SpicyConfig::default()
         },
         SpicyConfig {
-            penalty: SpicyPenalty::ElasticNet { l1_ratio: 1.5 },
+            penalty: SparsePenalty::ElasticNet { l1_ratio: 1.5 },
             ..SpicyConfig::default()
         },
         SpicyConfig {
@@ -249,7 +252,10 @@ fn working_set_reaches_the_full_optimum() {
     for loss in all_losses() {
         let (g, m, y) = problem(n, !loss.is_classification(), 13);
         let stack = DenseStack::new(&g, m, n).unwrap();
-        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+        for penalty in [
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+        ] {
             let all = SpicyConfig {
                 penalty,
                 c: 2.0,
@@ -300,9 +306,9 @@ fn point_working_set_reaches_the_full_optimum() {
         let (g, m, y) = problem(n, !loss.is_classification(), 21);
         let stack = DenseStack::new(&g, m, n).unwrap();
         for (c, penalty) in [
-            (0.5, SpicyPenalty::L1),
-            (20.0, SpicyPenalty::L1),
-            (20.0, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }),
+            (0.5, SparsePenalty::L1),
+            (20.0, SparsePenalty::L1),
+            (20.0, SparsePenalty::ElasticNet { l1_ratio: 0.5 }),
         ] {
             let all = SpicyConfig {
                 penalty,
@@ -350,7 +356,10 @@ fn warm_start_reaches_the_cold_optimum() {
     for loss in all_losses() {
         let (g, m, y) = problem(n, !loss.is_classification(), 33);
         let stack = DenseStack::new(&g, m, n).unwrap();
-        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+        for penalty in [
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+        ] {
             for (c1, c2, ws) in [(1.0, 2.0, None), (10.0, 5.0, Some(2))] {
                 let cfg1 = SpicyConfig {
                     penalty,
@@ -453,7 +462,10 @@ fn low_rank_newton_systems_reach_the_dense_optimum() {
     let (lr, products) = crate::solvers::test_util::factored(&g, m, n, 4);
     let dense = DenseStack::new(&products, m, n).unwrap();
     for (loss, y) in [(Loss::Squared, &yr), (Loss::Logistic, &yc)] {
-        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+        for penalty in [
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+        ] {
             let cfg = SpicyConfig {
                 penalty,
                 c: 5.0,
@@ -485,7 +497,10 @@ fn integer_weights_equal_duplicated_rows() {
         let yd: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
         let stack = DenseStack::new(&g, m, n).unwrap();
         let copies = DenseStack::new(&dup, m, rows.len()).unwrap();
-        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+        for penalty in [
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+        ] {
             for (working_set, min_points) in [(None, MIN_POINTS), (Some(2), 0)] {
                 let cfg = SpicyConfig {
                     penalty,

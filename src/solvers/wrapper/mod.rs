@@ -71,9 +71,9 @@ use crate::kernels::{
 use crate::linalg::Cholesky;
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
+use crate::solvers::penalty::{kernel_weights, SparsePenalty};
 use crate::solvers::single::{KernelOp, SingleKernel};
 use crate::solvers::spicy::dual::best_dual;
-use crate::solvers::spicy::{kernel_weights, SpicyPenalty};
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 
@@ -120,7 +120,7 @@ const ALL_PRODUCTS_MAX: usize = 1 << 24;
 /// Settings of an `l1` / elastic-net fit by the SVM wrapper.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WrapperConfig {
-    pub penalty: SpicyPenalty,
+    pub penalty: SparsePenalty,
     /// Loss weight.
     pub c: f64,
     /// Any loss: SMO solves the single-kernel problem of the hinge-type ones, Newton that of
@@ -139,7 +139,7 @@ pub struct WrapperConfig {
 impl Default for WrapperConfig {
     fn default() -> Self {
         WrapperConfig {
-            penalty: SpicyPenalty::L1,
+            penalty: SparsePenalty::L1,
             c: 1.0,
             loss: Loss::Hinge,
             tol: 1e-3,

@@ -53,9 +53,9 @@ fn wrapper_meets_spicy() {
         let (g, m, y) = problem(40, regression, 7);
         let stack = DenseStack::new(&g, m, 40).unwrap();
         for penalty in [
-            SpicyPenalty::L1,
-            SpicyPenalty::ElasticNet { l1_ratio: 0.5 },
-            SpicyPenalty::ElasticNet { l1_ratio: 0.0 },
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+            SparsePenalty::ElasticNet { l1_ratio: 0.0 },
         ] {
             for c in [1.0, 10.0] {
                 let cfg = WrapperConfig {
@@ -241,7 +241,10 @@ fn smooth_losses_meet_spicy() {
         for loss in [Loss::Logistic, Loss::Squared] {
             let (g, m, y) = problem(n, loss == Loss::Squared, 5);
             let stack = DenseStack::new(&g, m, n).unwrap();
-            for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+            for penalty in [
+                SparsePenalty::L1,
+                SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+            ] {
                 for c in [1.0, 10.0] {
                     let cfg = WrapperConfig {
                         penalty,
@@ -296,7 +299,10 @@ fn many_kernels_start_from_a_working_set() {
         big.extend(g.iter().map(|v| s * v));
     }
     let stack = DenseStack::new(&big, m * copies, n).unwrap();
-    for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+    for penalty in [
+        SparsePenalty::L1,
+        SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+    ] {
         let cfg = WrapperConfig {
             penalty,
             tol: 1e-6,
@@ -342,7 +348,10 @@ fn on_demand_kernels_fit_like_the_stored_stack() {
             } else {
                 &pb.labels
             };
-            for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+            for penalty in [
+                SparsePenalty::L1,
+                SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+            ] {
                 let cfg = WrapperConfig {
                     penalty,
                     c: 2.0,
@@ -435,7 +444,10 @@ fn fits_started_from_a_sample_meet_spicy() {
         let regression = loss.name() == "epsilon_insensitive";
         let (g, m, y) = problem(n, regression, 13);
         let stack = DenseStack::new(&g, m, n).unwrap();
-        for penalty in [SpicyPenalty::L1, SpicyPenalty::ElasticNet { l1_ratio: 0.5 }] {
+        for penalty in [
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+        ] {
             let tol = if regression { 1e-8 } else { 1e-6 };
             let cfg = WrapperConfig {
                 penalty,
