@@ -15,7 +15,8 @@ import multikernel as mk
 
 assert "site-packages" in mk.__file__, f"not the installed package: {mk.__file__}"
 # Wheels are built without the test-hooks cargo feature.
-assert not hasattr(mk._core, "_panic_for_tests"), "the wheel carries the test hooks"
+for hook in ("_panic_for_tests", "_set_min_cores_for_tests"):
+    assert not hasattr(mk._core, hook), f"the wheel carries the test hook {hook}"
 X, y = load_breast_cancer(return_X_y=True)
 X = (X - X.mean(0)) / X.std(0)
 X, y = X[:200], np.where(y[:200] == 1, 1.0, -1.0)
