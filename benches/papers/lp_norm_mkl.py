@@ -29,16 +29,27 @@ the toy sparsity experiment and the execution-time figure, ours beside the paper
    update (the paper's "1-norm direct"), capped at 100 iterations and run only while
    n·M ≤ 50,000: it crawls there, as the paper says of it. Each point: median of
    ``--repeats`` repeats in which every method runs in turn (ratios from the same moments).
+3. Beyond n = 2000 (part ``ondemand``, the on-the-fly curves of Figure 6, top): the same 50
+   Gaussian kernels and settings on ringnorm (Breiman's generator, 20 inputs: digits has only
+   1797 distinct points), n from ``--on-demand-n`` (up to 7400 from the shared file, beyond
+   that with fresh draws of the same generator). Ours: ``MKLClassifier(kernels=specs, p=p,
+   cache_size=1024, n_threads=1)``, the kernels computed on demand (no (50, n, n) stack;
+   ``solver="auto"``: mirror descent at p = 1, analytic for p > 1), against ``SVC`` on the
+   precomputed sum kernel (one n × n matrix, its computation timed apart). One thread: run
+   it with ``OMP_NUM_THREADS=1``. Run alone (``--parts ondemand``) it replaces its section of
+   the existing page and keeps the rest.
 
-All cores of a 2-core shared machine: compare the ratios, not the seconds.
+Parts 1 and 2 use all cores of a 2-core shared machine: compare the ratios, not the seconds.
 
     python benches/papers/lp_norm_mkl.py            # default run, ~6-8 minutes
     python benches/papers/lp_norm_mkl.py --quick    # smoke run, < 1 minute
+    OMP_NUM_THREADS=1 python benches/papers/lp_norm_mkl.py --parts ondemand  # ~20 minutes
 
 Options: ``--reps`` / ``--reps-large`` (toy data sets at n = 50 / n = 800), ``--max-n``
 (largest n of the timing, default 1000; the results page used 2000), ``--max-m`` (largest M,
 default 200), ``--repeats`` (timing repeats, default 3), ``--parts`` (``toy``, ``time`` or
-both), ``--out``.
+both), ``--on-demand-n`` (part 3's numbers of points), ``--slow`` (part 3: a method whose first
+run takes longer runs once), ``--out``.
 """
 
 from __future__ import annotations
