@@ -400,11 +400,12 @@ def d_model(method: str, C: float, groups: list[int]) -> Any:
         from sklearn.svm import SVC
 
         return SVC(kernel="precomputed", C=C)
-    kw: dict[str, Any] = {
+    kws: dict[str, dict[str, Any]] = {
         "MixNorm (group)": {"penalty": "group", "groups": groups},
         "L1-MKL (l1)": {"penalty": "l1"},
         "lp p=2": {"penalty": "lp", "p": 2.0},
-    }[method]
+    }
+    kw = kws[method]
     return mk.MKLClassifier(
         kernels="precomputed", C=C, tol=1e-3, multi_class="ovo", n_threads=1, **kw
     )
@@ -486,10 +487,10 @@ def part_d(splits: int, folds: int, quick: bool, png: str) -> dict[str, dict[str
     for ds in figure1_sets(quick):
         classes = np.unique(ds.y)
         rng = np.random.default_rng(0)
-        acc = {m: [] for m in D_METHODS}  # type: ignore[var-annotated]
-        per_class = {m: [] for m in D_METHODS}  # type: ignore[var-annotated]
-        stats = {m: [] for m in D_METHODS}  # type: ignore[var-annotated]
-        chosen = {m: [] for m in D_METHODS}  # type: ignore[var-annotated]
+        acc: dict[str, list[float]] = {m: [] for m in D_METHODS}
+        per_class: dict[str, list[list[float]]] = {m: [] for m in D_METHODS}
+        stats: dict[str, list[tuple[float, float, int]]] = {m: [] for m in D_METHODS}
+        chosen: dict[str, list[float]] = {m: [] for m in D_METHODS}
         for s in range(splits):
             tr, te = draw(ds.y, ds.n_train, ds.n_test, rng)
             for m in D_METHODS:

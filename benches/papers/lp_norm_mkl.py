@@ -41,9 +41,9 @@ the toy sparsity experiment and the execution-time figure, ours beside the paper
 
 Parts 1 and 2 use all cores of a 2-core shared machine: compare the ratios, not the seconds.
 
-    python benches/papers/lp_norm_mkl.py            # default run, ~6-8 minutes
+    python benches/papers/lp_norm_mkl.py            # default run (all three parts), ~25 minutes
     python benches/papers/lp_norm_mkl.py --quick    # smoke run, < 1 minute
-    OMP_NUM_THREADS=1 python benches/papers/lp_norm_mkl.py --parts ondemand  # ~20 minutes
+    OMP_NUM_THREADS=1 python benches/papers/lp_norm_mkl.py --parts ondemand  # ~15 minutes
 
 Options: ``--reps`` / ``--reps-large`` (toy data sets at n = 50 / n = 800), ``--max-n``
 (largest n of the timing, default 1000; the results page used 2000), ``--max-m`` (largest M,
@@ -445,7 +445,8 @@ def ringnorm(n: int, seed: int = 0) -> tuple[FloatArray, FloatArray]:
     ``n ≤ 7400``; beyond, all 7400 and ``n − 7400`` fresh draws of Breiman's generator
     (balanced classes, ``default_rng(seed + 1)``), standardised together."""
     if n <= RINGNORM_N:
-        return load_dataset("ringnorm", n=n, seed=seed)
+        X, y = load_dataset("ringnorm", n=n, seed=seed)
+        return np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     raw = np.loadtxt(DATA_DIR / "ringnorm.csv", delimiter=",", skiprows=1)
     X0, y0 = raw[:, :-1], np.where(raw[:, -1] == 1.0, 1.0, -1.0)
     rng = np.random.default_rng(seed + 1)
@@ -468,7 +469,7 @@ def kloft_specs(M: int) -> list[mk.kernels.Kernel]:
 def sum_kernel(X: FloatArray, M: int) -> FloatArray:
     """Σ_j exp(−‖x − x'‖² / 1.2^(j−1)) without the (M, n, n) stack: one n × n matrix (and one
     of squared distances, one of scratch)."""
-    D = euclidean_distances(X, squared=True)
+    D = np.asarray(euclidean_distances(X, squared=True), dtype=np.float64)
     K = np.zeros_like(D)
     tmp = np.empty_like(D)
     for j in range(1, M + 1):
