@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import _core
-from ._config import SMOOTH_LOSSES, SOLVERS, SolverConfig, WrapperConfig, _NativeSolver
+from ._config import (
+    SMOOTH_LOSSES,
+    SOLVERS,
+    SolverConfig,
+    SpicyConfig,
+    WrapperConfig,
+    _NativeSolver,
+)
 from ._data import Blocks, OnDemand, OnDemandRule, Stack
 from ._validation import check_real
 from .exceptions import InvalidParameterError
@@ -35,6 +42,13 @@ FALLBACK = (_core.Status.MAX_ITER, _core.Status.STALLED)
 
 #: The wrapper's own settings, which the solvers it hands over to do not take.
 _WRAPPER_OWN = tuple(f.name for f in dataclasses.fields(WrapperConfig))
+
+#: SpicyMKL's own settings, which ``prox_newton`` does not take (warm starts on features).
+_SPICY_OWN = tuple(f.name for f in dataclasses.fields(SpicyConfig))
+
+#: The solvers that take a warm start (``warm_start=True``): SpicyMKL in the kernels' space,
+#: ``prox_newton`` in feature space.
+WARM_SOLVERS = ("spicy", "prox_newton")
 
 
 @dataclass(frozen=True)
@@ -108,14 +122,16 @@ def choose(
     - ``lp`` at ``p = 1``: ``mirror``. Kloft's update has no convergence guarantee there and
       crawls; mirror descent does not (docs/guide.md §4).
     - ``l1`` / ``elasticnet``: ``wrapper`` (for every loss the faster in all measured cases
-      from 1000 points on, and in most below), unless ``warm_start`` is set (SpicyMKL's warm
-      starts) or ``solver_config`` is not a :class:`WrapperConfig`. In its place:
-      ``prox_newton`` on feature blocks or factors of total width at most ``n / 2`` with a
-      loss that has a second derivative: its Newton systems are ``R × R`` in the working
+      from 1000 points on, and in most below), unless ``warm_start`` is set or
+      ``solver_config`` is not a :class:`WrapperConfig`. In its place: ``prox_newton`` on
+      feature blocks or factors of total width at most ``n / 2`` with a loss that has a
+      second derivative ("narrow features"): its Newton systems are ``R × R`` in the working
       set's width, where the wrapper's are ``n × n`` or go through an ``R × R`` capacitance
       matrix per single-kernel solve. A wrapper fit on a stored stack that stops above
       ``tol`` is continued by SpicyMKL (:func:`continuation`); not on kernels computed on
-      demand, where SpicyMKL's ``n × n`` systems are what the mode avoids.
+      demand, where SpicyMKL's ``n × n`` systems are what the mode avoids. With
+      ``warm_start`` (the solvers that take a start, :data:`WARM_SOLVERS`): ``prox_newton``
+      on narrow features without a ``solver_config``, else ``spicy``.
     - otherwise the first solver of :data:`SOLVERS` that handles the penalty: ``analytic``
       for ``lp``, ``spicy`` for ``l1`` / ``elasticnet``, ``mirror`` for ``group``.
 
@@ -131,13 +147,23 @@ def choose(
     solvers = [name for name, row in SOLVERS.items() if penalty in row.penalties]
     if penalty == "lp" and isinstance(p, (int, float)) and p == 1 and "mirror" in solvers:
         return Choice("mirror")
-    wrapper = solver_config is None or isinstance(solver_config, WrapperConfig)
-    if "wrapper" not in solvers or warm_start or not wrapper:
+    if "wrapper" not in solvers:
+        return Choice(solvers[0])
+    narrow = (
+        stack is not None
+        and stack.kind == "features"
+        and 2 * stack.width <= stack.n
+        and loss in SMOOTH_LOSSES
+    )
+    if warm_start:
+        if narrow and solver_config is None:
+            return Choice("prox_newton", drop=_SPICY_OWN)
+        return Choice(solvers[0])
+    if not (solver_config is None or isinstance(solver_config, WrapperConfig)):
         return Choice(solvers[0])
     if stack is None:
         return Choice("wrapper")
-    narrow = stack.kind == "features" and 2 * stack.width <= stack.n
-    if narrow and loss in SMOOTH_LOSSES:
+    if narrow:
         return Choice("prox_newton", drop=_WRAPPER_OWN)
     return Choice("wrapper", continued=stack.kind != "on_demand")
 

@@ -237,6 +237,7 @@ def fit(
     init_coef: NDArray[np.float64] | None = None,
     init_intercept: float = 0.0,
     init_dual: NDArray[np.float64] | None = None,
+    init_feature_weights: NDArray[np.float64] | None = None,
     sample_weight: NDArray[np.float64] | None = None,
 ) -> FitResult: ...
 def path(

@@ -157,8 +157,23 @@ def _warn_not_psd(name: str, witness: tuple[int, float, float, float], which: st
     )
 
 
-#: A starting point of one binary problem: the coefficients ``A`` (M, n) and the intercept.
+#: A starting point of one binary problem: SpicyMKL's coefficients ``A`` (M, n), or
+#: ``prox_newton``'s feature weights (R,), and the intercept.
 _Start: TypeAlias = "tuple[NDArray[np.float64], float]"
+
+
+def _start_args(solver: str, start: _Start) -> dict[str, Any] | None:
+    """The engine's arguments of a warm start for ``solver``; None when the start is of the
+    other kind (a one-vs-one pair whose stack moved the choice: it starts cold)."""
+    A, b = start
+    if solver == "spicy" and A.ndim == 2:
+        return {"init_coef": np.ascontiguousarray(A, dtype=np.float64), "init_intercept": b}
+    if solver == "prox_newton" and A.ndim == 1:
+        weights = np.ascontiguousarray(A, dtype=np.float64)
+        return {"init_feature_weights": weights, "init_intercept": b}
+    return None
+
+
 #: One binary problem of a multiclass fit: its stack, ±1 targets, log label, warm start and
 #: sample weights.
 _Problem: TypeAlias = (
@@ -538,7 +553,9 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         if weight is None or bool(np.all(weight > 0)):
             return self._native_fit(solver, G, yc, settings, start, weight, threads, log)
         keep = np.flatnonzero(weight > 0)
-        part = None if start is None else (np.ascontiguousarray(start[0][:, keep]), start[1])
+        part = start
+        if start is not None and start[0].ndim == 2:  # SpicyMKL's: one column per point
+            part = (np.ascontiguousarray(start[0][:, keep]), start[1])
         r = self._native_fit(
             solver, G.subset(keep), np.ascontiguousarray(yc[keep]), settings, part,
             weight[keep], threads, log,
@@ -560,16 +577,16 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         """One engine fit: from ``start`` as given (a SpicyMKL warm start), or the rule's
         choice on this stack with its SpicyMKL continuation (:mod:`._auto`)."""
         w = None if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
-        if start is not None:
-            return _core.fit(
-                settings, G.engine, yc, n_threads=threads, on_iteration=log,
-                init_coef=np.ascontiguousarray(start[0], dtype=np.float64),
-                init_intercept=float(start[1]), sample_weight=w,
-            )  # fmt: skip
         if self.solver == "auto":
             choice = self._choice(str(settings["loss"]), _auto.StackInfo.of(G))
         else:  # a named solver (and one-class fits, which have no other) runs as named
             choice = _auto.Choice(solver)
+        init = None if start is None else _start_args(choice.solver, start)
+        if init is not None:
+            return _core.fit(
+                choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
+                sample_weight=w, **init,
+            )  # fmt: skip
         r = _core.fit(
             choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
             sample_weight=w,
@@ -589,11 +606,15 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         return r
 
     def _previous_fit(self) -> tuple[tuple[Any, ...], NDArray[Any], NDArray[Any]] | None:
-        """With ``warm_start``, the last SpicyMKL fit (its key, ``dual_coef_`` and
-        ``intercept_``), read before ``fit`` clears it; None otherwise."""
+        """With ``warm_start``, the last fit by a solver that takes a start (its key, its
+        starting points and ``intercept_``: SpicyMKL's ``dual_coef_``, ``prox_newton``'s
+        feature weights), read before ``fit`` clears it; None otherwise."""
         key = self.__dict__.get("_warm_key")
         if not self.warm_start or key is None or not hasattr(self, "dual_coef_"):
             return None
+        if key[0] == "prox_newton":
+            W = np.asarray(self._feature_weights)
+            return key, W[0] if np.ndim(self.intercept_) == 0 else W, np.asarray(self.intercept_)
         return key, np.asarray(self.dual_coef_), np.asarray(self.intercept_)
 
     def _warm_starts(
@@ -603,27 +624,32 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
         index: Sequence[NDArray[np.intp]] | None = None,
     ) -> list[_Start | None] | None:
         """The starting point of each binary problem of this fit from the previous one, when
-        both are SpicyMKL fits of the same problems (``key``: loss, n, M, classes, multiclass
-        scheme); None (cold starts) otherwise. ``index``: the points of each one-vs-one
-        problem."""
+        both are fits of the same problems by the same solver that takes a start (``key``:
+        solver, loss, n, M, feature widths, classes, multiclass scheme); None (cold starts)
+        otherwise. ``index``: the points of each one-vs-one problem."""
         self._warm_key = key
         if previous is None or key is None or previous[0] != key:
             return None
         _, A, b = previous
-        if A.ndim == 2:
+        points = key[0] == "spicy"  # SpicyMKL's start has a column per point
+        if A.ndim == (2 if points else 1):
             return [(A, float(b))]
-        if index is None:
+        if index is None or not points:
             return [(A[k], float(b[k])) for k in range(A.shape[0])]
         return [(A[k][:, idx], float(b[k])) for k, idx in enumerate(index)]
 
     def _warm_key_of(
         self, solver: str, settings: _core.Settings, G: Stack, *extra: Any
     ) -> tuple[Any, ...] | None:
-        """What a warm start must share with the previous fit: SpicyMKL (penalty l1 or
-        elasticnet), the loss, n and M (and for classifiers the classes and the scheme)."""
-        if solver != "spicy":
+        """What a warm start must share with the previous fit: the engine solver of ``G``
+        (one that takes a start, :data:`~multikernel._auto.WARM_SOLVERS`), the loss, n, M and
+        the feature widths (and for classifiers the classes and the scheme)."""
+        if self.solver == "auto":
+            solver = self._choice(str(settings["loss"]), _auto.StackInfo.of(G)).solver
+        if solver not in _auto.WARM_SOLVERS:
             return None
-        return (settings["loss"], G.n, G.M, *extra)
+        widths = tuple(G.widths) if isinstance(G, Blocks) else None
+        return (solver, settings["loss"], G.n, G.M, widths, *extra)
 
     def _solve_many(
         self,
@@ -873,9 +899,10 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         ``"auto"`` picks ``"wrapper"`` unless ``warm_start`` or a ``SpicyConfig`` is
         given. On explicit features (``kernels=FeatureBank(...)``, feature blocks or
         low-rank factors) whose total width is at most half the points, with a smooth loss
-        (logistic, squared, squared_hinge), ``"auto"`` picks ``"prox_newton"`` instead:
-        proximal Newton in feature space (the group lasso over the kernels' weights), whose
-        systems are the size of the working set's features, not of ``n``. For ``"group"``:
+        (logistic, squared, squared_hinge), ``"auto"`` picks ``"prox_newton"`` instead
+        (with ``warm_start`` too, not with a ``SpicyConfig``): proximal Newton in feature
+        space (the group lasso over the kernels' weights), whose systems are the size of the
+        working set's features, not of ``n``. For ``"group"``:
         ``"mirror"`` (mirror descent over the kernel weights, Nath et al.), also ``"auto"``; it
         solves ``"lp"`` at ``p=1`` too (one group).
         ``"svrg"`` also solves ``"lp"`` (smooth losses: logistic, squared, squared_hinge) by
@@ -955,16 +982,19 @@ default "mean_diag"
         epochs, the binary problems and the probability folds), the summary lines kept;
         they need tqdm (the ``progress`` extra), without which ``2`` logs as ``1``.
     warm_start : bool, default False
-        ``penalty="l1"`` and ``"elasticnet"`` (SpicyMKL): when True, ``fit`` starts from the
-        previous fit's solution (``dual_coef_``, ``intercept_``), as scikit-learn's
-        ``warm_start`` does: ``set_params(C=...)`` then ``fit`` again follows a grid of C (or
-        of ``l1_ratio``, ``tol``) at a fraction of the cost of cold starts. The start is
-        certified first (a fit already optimal for the new settings ends there); the result
-        is the same certified optimum as from a cold start. A previous fit that cannot seed
-        this one (another solver, loss, number of points or kernels, classes or
-        ``multi_class``) is ignored: the fit starts cold, silently. The other solvers always
-        start cold, so with ``warm_start=True`` ``solver="auto"`` picks ``"spicy"`` for
-        ``"l1"`` and ``"elasticnet"`` (``"wrapper"`` otherwise).
+        ``penalty="l1"`` and ``"elasticnet"`` (SpicyMKL, and ``prox_newton`` on explicit
+        features): when True, ``fit`` starts from the previous fit's solution (SpicyMKL's
+        ``dual_coef_``, ``prox_newton``'s feature weights, and ``intercept_``), as
+        scikit-learn's ``warm_start`` does: ``set_params(C=...)`` then ``fit`` again follows
+        a grid of C (or of ``l1_ratio``, ``tol``) at a fraction of the cost of cold starts.
+        The start is certified first (a fit already optimal for the new settings ends
+        there); the result is the same certified optimum as from a cold start. A previous
+        fit that cannot seed this one (another solver, loss, number of points, kernels or
+        feature widths, classes or ``multi_class``) is ignored: the fit starts cold,
+        silently. The other solvers always start cold, so with ``warm_start=True``
+        ``solver="auto"`` picks ``"prox_newton"`` for ``"l1"`` and ``"elasticnet"`` on
+        explicit features of total width at most n/2 with a smooth loss, and ``"spicy"``
+        otherwise.
     cache_size : float or None, default None
         Megabytes of kernel values the solver may hold when the kernels are computed on
         demand (half for columns of the combined kernel, half for a packed working set of

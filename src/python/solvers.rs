@@ -19,7 +19,7 @@ use crate::solvers::lp::{
 use crate::solvers::mirror::{fit_group_weighted, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
 use crate::solvers::penalty::SparsePenalty;
-use crate::solvers::prox_newton::{fit_prox_newton_weighted, ProxNewtonConfig};
+use crate::solvers::prox_newton::{fit_prox_newton_weighted, FeatureStart, ProxNewtonConfig};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy_weighted, SpicyConfig, SpicyStart};
 use crate::solvers::svrg::{fit_svrg_weighted, Features, SvrgConfig};
@@ -174,6 +174,13 @@ enum Settings {
     Svrg(SvrgConfig),
     /// One-class ℓp-MKL (the targets are not read).
     OneClass(OneClassConfig),
+}
+
+/// A fit's starting point (a warm start): SpicyMKL's in the kernels' space, or proximal
+/// Newton's in feature space.
+enum Start {
+    Spicy(SpicyStart),
+    Features(FeatureStart),
 }
 
 /// The solvers' names, as `solver=` and `Settings(solver, ...)` read them.
@@ -638,20 +645,33 @@ impl Settings {
         s: &dyn KernelStack,
         y: &[f64],
         w: Option<&[f64]>,
-        start: Option<&SpicyStart>,
+        start: Option<&Start>,
         i: &dyn Interrupt,
     ) -> Result<FitResult> {
-        if start.is_some() && !matches!(self, Settings::Spicy(_)) {
-            return Err(MkError::config(
-                "init_coef",
-                "a starting point is taken by solver spicy only",
-            ));
-        }
+        let (spicy, features) = match start {
+            None => (None, None),
+            Some(Start::Spicy(st)) if matches!(self, Settings::Spicy(_)) => (Some(st), None),
+            Some(Start::Features(st)) if matches!(self, Settings::ProxNewton(_)) => {
+                (None, Some(st))
+            }
+            Some(Start::Spicy(_)) => {
+                return Err(MkError::config(
+                    "init_coef",
+                    "a starting point (M, n) is taken by solver spicy only",
+                ))
+            }
+            Some(Start::Features(_)) => {
+                return Err(MkError::config(
+                    "init_feature_weights",
+                    "a starting point in feature space is taken by solver prox_newton only",
+                ))
+            }
+        };
         match self {
             Settings::Lp(c) => fit_lp_weighted(s, y, w, c, i),
-            Settings::Spicy(c) => fit_spicy_weighted(s, y, w, c, start, i),
+            Settings::Spicy(c) => fit_spicy_weighted(s, y, w, c, spicy, i),
             Settings::Wrapper(c) => fit_wrapper_weighted(s, y, w, c, i),
-            Settings::ProxNewton(c) => fit_prox_newton_weighted(s, y, w, c, i),
+            Settings::ProxNewton(c) => fit_prox_newton_weighted(s, y, w, c, features, i),
             Settings::Mirror(c, groups) => {
                 let groups = match groups {
                     Some(ids) => Groups::new(ids)?,
@@ -675,11 +695,13 @@ impl Settings {
 /// dual, gap, active, seconds)` is called on the calling thread for every outer iteration.
 /// `spicy` starts from `init_coef` `(M, n)`, `init_intercept` and `init_dual` `(n,)` (the dual
 /// in the solver's scale, `ρ̃/C`; None: from the start's predictions) when `init_coef` is
-/// given. `sample_weight` `(n,)`, finite and > 0, weights each sample's loss (`C w_i`).
+/// given; `prox_newton` from `init_feature_weights` (its `feature_weights`) and
+/// `init_intercept`. `sample_weight` `(n,)`, finite and > 0, weights each sample's loss
+/// (`C w_i`).
 #[pyfunction]
 #[pyo3(signature = (
     settings, g, y, *, n_threads=0, on_iteration=None, init_coef=None, init_intercept=0.0,
-    init_dual=None, sample_weight=None
+    init_dual=None, init_feature_weights=None, sample_weight=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fit<'py>(
@@ -692,6 +714,7 @@ fn fit<'py>(
     init_coef: Option<PyReadonlyArray2<'py, f64>>,
     init_intercept: f64,
     init_dual: Option<PyReadonlyArray1<'py, f64>>,
+    init_feature_weights: Option<PyReadonlyArray1<'py, f64>>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<PyFitResult> {
     let settings = &settings.get().0;
@@ -705,25 +728,36 @@ fn fit<'py>(
                 a.as_array().shape()
             ))))
         }
-        Some(a) => Some(SpicyStart {
+        Some(_) if init_feature_weights.is_some() => {
+            return Err(PyErr::from(MkError::config(
+                "init_feature_weights",
+                "is a start in feature space; init_coef one in the kernels' space: pass one",
+            )))
+        }
+        Some(a) => Some(Start::Spicy(SpicyStart {
             // Row-major (M, n) whatever the array's strides.
             coef: a.as_array().iter().copied().collect(),
             intercept: init_intercept,
             dual: init_dual.map(|d| d.as_array().to_vec()),
-        }),
+        })),
         None if init_dual.is_some() => {
             return Err(PyErr::from(MkError::config(
                 "init_dual",
                 "needs init_coef (the starting point's coefficients)",
             )))
         }
-        None => None,
+        None => init_feature_weights.map(|v| {
+            Start::Features(FeatureStart {
+                weights: v.as_array().to_vec(),
+                intercept: init_intercept,
+            })
+        }),
     };
     let r = if let Settings::Svrg(cfg) = settings {
         if start.is_some() {
             return Err(PyErr::from(MkError::config(
                 "init_coef",
-                "a starting point is taken by solver spicy only",
+                "solver svrg takes no starting point",
             )));
         }
         // Explicit features: a list of (n, D_k) blocks of float64 or float32 (a 3-D array

@@ -4,6 +4,7 @@ run."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import warnings
@@ -34,6 +35,9 @@ NARROW = StackInfo("features", 200, 5, width=100)  # 2 · 100 ≤ 200: at the bo
 WIDE = StackInfo("features", 200, 5, width=101)
 WRAPPER = Choice("wrapper", continued=True)
 PROX_NEWTON = Choice("prox_newton", drop=("inner_tol",))
+PROX_NEWTON_WARM = Choice(
+    "prox_newton", drop=tuple(f.name for f in dataclasses.fields(mk.SpicyConfig))
+)
 
 #: The rows of the table in docs/guide.md §4 ("Choosing a solver"), case by case:
 #: (penalty, p, loss, solver, solver_config, warm_start, stack) and the choice.
@@ -61,9 +65,15 @@ CASES: list[tuple[str, float, str, str, SolverConfig | None, bool, StackInfo | N
     ("l1", 2.0, "logistic", "auto", None, False, WIDE, WRAPPER),
     ("l1", 2.0, "hinge", "auto", None, False, NARROW, WRAPPER),
     ("l1", 2.0, "epsilon_insensitive", "auto", None, False, NARROW, WRAPPER),
-    # spicy with warm_start or a SpicyConfig, whatever the stack.
-    ("l1", 2.0, "logistic", "auto", None, True, NARROW, Choice("spicy")),
+    # With warm_start: prox_newton on narrow features with a smooth loss (it takes a start
+    # in feature space), else spicy; a SpicyConfig keeps spicy whatever the stack.
+    ("l1", 2.0, "logistic", "auto", None, True, NARROW, PROX_NEWTON_WARM),
+    ("elasticnet", 2.0, "squared", "auto", None, True, NARROW, PROX_NEWTON_WARM),
+    ("l1", 2.0, "logistic", "auto", None, True, WIDE, Choice("spicy")),
+    ("l1", 2.0, "hinge", "auto", None, True, NARROW, Choice("spicy")),
+    ("l1", 2.0, "logistic", "auto", None, True, None, Choice("spicy")),
     ("elasticnet", 2.0, "hinge", "auto", None, True, DENSE, Choice("spicy")),
+    ("l1", 2.0, "logistic", "auto", mk.SpicyConfig(), True, NARROW, Choice("spicy")),
     ("l1", 2.0, "hinge", "auto", mk.SpicyConfig(), False, DENSE, Choice("spicy")),
     ("l1", 2.0, "logistic", "auto", mk.SpicyConfig(), False, NARROW, Choice("spicy")),
     # Another config falls back to the first l1 solver, whose config check refuses it early.
@@ -129,7 +139,7 @@ def test_the_guide_names_what_the_rule_picks() -> None:
 def test_only_feature_blocks_move_the_early_choice() -> None:
     """What the estimators validate before resolution (``stack=None``) and what the
     on-demand predicate reads is the solver of every dense or on-demand fit; only feature
-    blocks move it, from the wrapper to prox_newton."""
+    blocks move it, from the wrapper (or, with warm_start, SpicyMKL) to prox_newton."""
     configs: list[SolverConfig | None] = [None, mk.WrapperConfig(), mk.SpicyConfig()]
     grid = itertools.product(
         ("lp", "l1", "elasticnet", "group"), (1.0, 2.0), ALL_LOSSES, configs, (False, True)
@@ -144,7 +154,9 @@ def test_only_feature_blocks_move_the_early_choice() -> None:
             early,
             early,
         ), kw
-        moved = early == "wrapper" and loss in SMOOTH_LOSSES
+        # Narrow features move the wrapper, and the warm SpicyMKL without a config.
+        movable = early == "wrapper" or (early == "spicy" and warm and config is None)
+        moved = movable and loss in SMOOTH_LOSSES
         assert choose(**kw, stack=NARROW).solver == ("prox_newton" if moved else early), kw
 
 

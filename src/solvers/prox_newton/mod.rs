@@ -729,15 +729,26 @@ pub fn fit_prox_newton(
     cfg: &ProxNewtonConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
-    fit_prox_newton_weighted(stack, y, None, cfg, interrupt)
+    fit_prox_newton_weighted(stack, y, None, cfg, None, interrupt)
 }
 
-/// [`fit_prox_newton`] with a weight per sample on the loss (`C Σ_i w_i ℓ(y_i, f_i)`).
+/// A starting point of [`fit_prox_newton_weighted`] (a warm start): the feature weights `w`,
+/// kernel blocks in column order as the result's `feature_weights`, and the intercept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeatureStart {
+    pub weights: Vec<f64>,
+    pub intercept: f64,
+}
+
+/// [`fit_prox_newton`] with a weight per sample on the loss (`C Σ_i w_i ℓ(y_i, f_i)`), from
+/// `start` when given (certified first: a start already optimal ends the fit there), else from
+/// `w = 0` and the best intercept.
 pub fn fit_prox_newton_weighted(
     stack: &dyn KernelStack,
     y: &[f64],
     sample_weight: Option<&[f64]>,
     cfg: &ProxNewtonConfig,
+    start: Option<&FeatureStart>,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
@@ -746,25 +757,34 @@ pub fn fit_prox_newton_weighted(
     let x = Features::of(stack)?;
     let pw = cfg.penalty.weights();
     let width = x.cols.len();
-    let mut w = vec![0.0; width];
-    let mut b = cfg.loss.best_intercept(y, &vec![0.0; x.n], c, 0.0);
+    let (mut w, mut b, f) = match start {
+        None => {
+            let f = vec![0.0; x.n];
+            let b = cfg.loss.best_intercept(y, &f, c, 0.0);
+            (vec![0.0; width], b, f)
+        }
+        Some(s) => {
+            if s.weights.len() != width {
+                return Err(MkError::Shape(format!(
+                    "the start has {} feature weights for features of total width {width}",
+                    s.weights.len()
+                )));
+            }
+            if !(s.intercept.is_finite() && s.weights.iter().all(|v| v.is_finite())) {
+                return Err(MkError::non_finite("the starting point"));
+            }
+            let cols: Vec<usize> = (0..width).filter(|&j| s.weights[j] != 0.0).collect();
+            let vals: Vec<f64> = cols.iter().map(|&j| s.weights[j]).collect();
+            (s.weights.clone(), s.intercept, x.product(&cols, &vals))
+        }
+    };
     let mut tracker = Tracker::new(interrupt);
     let mut best = Best {
         w: w.clone(),
         rho: Vec::new(),
         scale: vec![0.0; x.m()],
     };
-    let mut pt = certify(
-        &x,
-        y,
-        c,
-        cfg,
-        &w,
-        b,
-        vec![0.0; x.n],
-        &mut tracker,
-        &mut best,
-    );
+    let mut pt = certify(&x, y, c, cfg, &w, b, f, &mut tracker, &mut best);
     let mut status = SolveStatus::MaxIterations;
     let mut steps = 0;
     // The squared loss's Hessian does not depend on the point: kept while the set is.
