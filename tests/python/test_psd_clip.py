@@ -182,7 +182,7 @@ def test_the_float32_case_has_a_witness_without_clip() -> None:
     a NumericalError: a kernel active by one rounding of its norm and not the other.)"""
     G, t = rounded_stack()
     # SpicyMKL by name: auto's wrapper finds the same witness at its first iterate, but its SMO
-    # solves at C = 1e5 on these rounded kernels run to their 10⁷-step cap (155 s in all).
+    # solves at C = 1e5 on these rounded kernels run to their step cap.
     for kw in ({"penalty": "lp", "p": 1.0}, {"penalty": "l1", "solver": "spicy"}):
         est = mk.MKLRegressor(
             kernels="precomputed", loss="epsilon_insensitive", C=1e5, tol=1e-4, **kw
