@@ -196,9 +196,10 @@ class ProxNewtonConfig(_Config):
     the gradient and the certificate, forms the loss's Hessian on a working set of kernels
     (the active ones and the worst violators of optimality), ``R × R`` in their total width,
     and solves the model by block coordinate descent; a line search on the objective takes
-    the step (docs/mathematics.md §2.13). Losses with a second derivative only (logistic,
-    squared, squared hinge). It has no settings of its own; ``max_iter`` bounds the Newton
-    steps.
+    the step (docs/mathematics.md §2.13). Every loss: the hinge and ε-insensitive losses,
+    which have no second derivative, through a continuation on their smoothed (Huber)
+    versions, certified by the gap of the loss itself. It has no settings of its own;
+    ``max_iter`` bounds the Newton steps.
 
     Examples
     --------
@@ -335,7 +336,7 @@ SOLVERS: dict[_NativeSolver, SolverInfo] = {
     "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),
     "spicy": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, SpicyConfig),
     "wrapper": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, WrapperConfig),
-    "prox_newton": SolverInfo(("l1", "elasticnet"), SMOOTH_LOSSES, ProxNewtonConfig),
+    "prox_newton": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, ProxNewtonConfig),
     "mirror": SolverInfo(("group", "lp"), ALL_LOSSES, MirrorConfig),
     "svrg": SolverInfo(("lp",), SMOOTH_LOSSES, SvrgConfig),
 }

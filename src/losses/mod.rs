@@ -18,6 +18,52 @@ pub enum Loss {
     EpsilonInsensitive { epsilon: f64 },
 }
 
+/// A loss or its Moreau envelope `ℓ_μ` ([`Loss::moreau`]; `μ = 0`: the loss itself): what the
+/// Newton steps of `prox_newton` see for the losses without a second derivative.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Envelope {
+    pub loss: Loss,
+    pub mu: f64,
+}
+
+impl From<Loss> for Envelope {
+    fn from(loss: Loss) -> Self {
+        Envelope { loss, mu: 0.0 }
+    }
+}
+
+impl Envelope {
+    #[inline]
+    pub fn value(&self, y: f64, z: f64) -> f64 {
+        self.loss.moreau(y, z, self.mu)[0]
+    }
+
+    #[inline]
+    pub fn deriv(&self, y: f64, z: f64) -> f64 {
+        self.loss.moreau(y, z, self.mu)[1]
+    }
+
+    #[inline]
+    pub fn deriv2(&self, y: f64, z: f64) -> f64 {
+        self.loss.moreau(y, z, self.mu)[2]
+    }
+
+    /// `ℓ_μ*(y, u) = ℓ*(y, u) + μu²/2`.
+    #[inline]
+    pub fn conjugate(&self, y: f64, u: f64) -> f64 {
+        self.loss.conjugate(y, u) + 0.5 * self.mu * u * u
+    }
+
+    /// `Σ_i c_i ℓ_μ(y_i, f_i + b)`.
+    pub fn weighted_total(&self, y: &[f64], f: &[f64], b: f64, c: &[f64]) -> f64 {
+        y.iter()
+            .zip(f)
+            .zip(c)
+            .map(|((&yi, &fi), &ci)| ci * self.value(yi, fi + b))
+            .sum()
+    }
+}
+
 /// The default width `ε` of the insensitive tube (the estimators' `epsilon=`).
 pub const DEFAULT_EPSILON: f64 = 0.1;
 
@@ -129,6 +175,26 @@ impl Loss {
             Loss::Squared => 1.0,
             Loss::Hinge | Loss::EpsilonInsensitive { .. } => 0.0,
         }
+    }
+
+    /// The Moreau envelope `ℓ_μ(y, z) = min_u ℓ(y, u) + (u − z)²/(2μ)` and its first two
+    /// derivatives in `z`, `[ℓ_μ, ℓ_μ', ℓ_μ'']`, through the proximal point `p = prox_{μℓ}(z)`:
+    /// `ℓ_μ = ℓ(p) + (p − z)²/(2μ)`, `ℓ_μ' = (z − p)/μ`, `ℓ_μ'' = (1 − ∂p/∂z)/μ`
+    /// (docs/mathematics.md §2.13). For the hinge it is the Huber-smoothed hinge; its conjugate
+    /// is `ℓ* + μu²/2`, and `0 ≤ ℓ − ℓ_μ ≤ μ/2` for the 1-Lipschitz losses. `μ = 0` is the
+    /// loss itself (with [`Loss::deriv`] and [`Loss::deriv2`]).
+    #[inline]
+    pub fn moreau(&self, y: f64, z: f64, mu: f64) -> [f64; 3] {
+        if mu == 0.0 {
+            return [self.value(y, z), self.deriv(y, z), self.deriv2(y, z)];
+        }
+        let (p, dp) = self.prox(y, z, mu);
+        let r = p - z;
+        [
+            self.value(y, p) + r * r / (2.0 * mu),
+            -r / mu,
+            (1.0 - dp) / mu,
+        ]
     }
 
     /// `ℓ*(y, u)`, `+∞` outside the conjugate's domain (a small tolerance absorbs rounding).
@@ -715,6 +781,54 @@ mod tests {
                     for &v in &[-0.9, -0.3, 0.2] {
                         let v = loss.project_conjugate_domain(y, v);
                         assert!(loss.value(y, z) + loss.conjugate(y, v) >= v * z - 1e-12);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The Moreau envelope is `min_u ℓ(u) + (u − z)²/(2μ)` (a fine grid of `u` around the
+    /// proximal point, never below it), its derivatives are its finite differences, the
+    /// Huber form of the hinge holds, and `ℓ − μ/2 ≤ ℓ_μ ≤ ℓ` for the 1-Lipschitz losses.
+    #[test]
+    fn moreau_envelope_is_the_infimal_convolution() {
+        for loss in ALL {
+            for &mu in &[0.3, 1.0] {
+                for &y in &[-1.0, 1.0] {
+                    for k in -40..=40 {
+                        let z = 0.07 * k as f64;
+                        let [v, d1, d2] = loss.moreau(y, z, mu);
+                        let at = |u: f64| loss.value(y, u) + (u - z) * (u - z) / (2.0 * mu);
+                        let grid = (-4000..=4000)
+                            .map(|i| at(z + 1e-3 * i as f64))
+                            .fold(f64::INFINITY, f64::min);
+                        assert!(v <= grid + 1e-12 && grid - v < 1e-5, "{loss:?} {z}");
+                        let h = 1e-6;
+                        let fd = (loss.moreau(y, z + h, mu)[0] - loss.moreau(y, z - h, mu)[0])
+                            / (2.0 * h);
+                        assert!((fd - d1).abs() < 1e-5, "{loss:?} {z}: {fd} vs {d1}");
+                        let fd2 = (loss.moreau(y, z + h, mu)[1] - loss.moreau(y, z - h, mu)[1])
+                            / (2.0 * h);
+                        // Away from the kinks of ℓ_μ' the second derivative is its slope.
+                        if (fd2 - d2).abs() > 1e-4 {
+                            let near = |a: f64| (loss.moreau(y, z + a, mu)[2] - d2).abs() > 0.0;
+                            assert!(near(h) || near(-h), "{loss:?} {z}: {fd2} vs {d2}");
+                        }
+                        if matches!(loss, Loss::Hinge | Loss::EpsilonInsensitive { .. }) {
+                            let l = loss.value(y, z);
+                            assert!(v <= l + 1e-15 && v >= l - mu / 2.0 - 1e-15, "{loss:?}");
+                        }
+                        if loss == Loss::Hinge {
+                            let r = 1.0 - y * z;
+                            let huber = if r <= 0.0 {
+                                0.0
+                            } else if r < mu {
+                                r * r / (2.0 * mu)
+                            } else {
+                                r - mu / 2.0
+                            };
+                            assert!((v - huber).abs() < 1e-14, "{z}");
+                        }
                     }
                 }
             }

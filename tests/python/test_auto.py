@@ -31,7 +31,8 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide.md"
 
 DENSE = StackInfo("dense", 200, 10)
 ON_DEMAND = StackInfo("on_demand", 200, 10)
-NARROW = StackInfo("features", 200, 5, width=100)  # 2 · 100 ≤ 200: at the bound
+NARROW = StackInfo("features", 200, 5, width=100)  # 2 · 100 ≤ 200: the smooth losses' bound
+QUARTER = StackInfo("features", 400, 5, width=100)  # 4 · 100 ≤ 400: the hinge-type losses' bound
 WIDE = StackInfo("features", 200, 5, width=101)
 WRAPPER = Choice("wrapper", continued=True)
 PROX_NEWTON = Choice("prox_newton", drop=("inner_tol",))
@@ -158,6 +159,12 @@ def test_only_feature_blocks_move_the_early_choice() -> None:
         movable = early == "wrapper" or (early == "spicy" and warm and config is None)
         moved = movable and loss in SMOOTH_LOSSES
         assert choose(**kw, stack=NARROW).solver == ("prox_newton" if moved else early), kw
+        # Every loss moves at a quarter of the points, the hinge-type ones not before.
+        expected = "prox_newton" if movable else early
+        assert choose(**kw, stack=QUARTER).solver == expected, kw
+        wider = StackInfo("features", 399, 5, width=100)
+        moved = movable and loss in SMOOTH_LOSSES
+        assert choose(**kw, stack=wider).solver == ("prox_newton" if moved else early), kw
 
 
 def test_settings_and_stack_descriptions() -> None:

@@ -1,7 +1,7 @@
 """The ``prox_newton`` solver (``l1`` / ``elasticnet`` MKL on explicit features by proximal
 Newton): its optimum is cvxpy + Clarabel's and that of the dense-stack solvers on the same
 features, its feature weights are the model it reports, ``solver="auto"`` picks it on narrow
-feature blocks with a smooth loss, and bad use is refused."""
+feature blocks, and bad use is refused."""
 
 from __future__ import annotations
 
@@ -47,25 +47,38 @@ CASES = [
     ("logistic", "elasticnet", 0.5),
     ("squared", "l1", 1.0),
     ("squared", "elasticnet", 0.3),
+    ("hinge", "l1", 1.0),
+    ("hinge", "elasticnet", 0.5),
+    ("epsilon_insensitive", "l1", 1.0),
+    ("epsilon_insensitive", "elasticnet", 0.3),
 ]
+
+#: The hinge-type losses' continuation closes the gap about 3× per level of smoothing; 1e-7
+#: keeps their cases to a few hundred steps.
+TOL = {"hinge": 1e-7, "epsilon_insensitive": 1e-7}
 
 
 @pytest.mark.parametrize(("loss", "penalty", "l1_ratio"), CASES)
 def test_meets_cvxpy(loss: str, penalty: str, l1_ratio: float) -> None:
     """On 120 points the objective is cvxpy's optimum and the model that the estimator
-    predicts with has the reported objective (scored by the reference, not the engine)."""
-    regression = loss == "squared"
+    predicts with has the reported objective (scored by the reference, not the engine); for
+    the hinge-type losses, fitted through their smoothed versions, the certificate is the
+    loss's own."""
+    regression = loss in ("squared", "epsilon_insensitive")
     X, y = diabetes() if regression else cancer()
     X, y = X[:120], y[:120]
     bank = linear_bank(X.shape[1], 5)
     est = mk.MKLRegressor if regression else mk.MKLClassifier
     kw: dict[str, Any] = {"penalty": penalty, "l1_ratio": l1_ratio, "C": 0.5}
-    fit = est(kernels=bank, loss=loss, solver="prox_newton", tol=1e-9, **kw).fit(X, y)
+    tol = TOL.get(loss, 1e-9)
+    fit = est(kernels=bank, loss=loss, solver="prox_newton", tol=tol, max_iter=2000, **kw)
+    fit.fit(X, y)
     F = bank.fit_transform(X)
     G = np.stack([Fm @ Fm.T for Fm in F])
     ref = cvxpy_mkl(G, y, loss=loss, **kw)
-    assert fit.duality_gap_ <= 1e-9
-    assert fit.primal_objective_ == pytest.approx(ref.objective, rel=1e-6)
+    assert fit.duality_gap_ <= tol
+    assert fit.dual_objective_ <= ref.objective * (1 + 1e-8)
+    assert fit.primal_objective_ == pytest.approx(ref.objective, rel=max(tol, 1e-6))
     # The model: f = Σ_m Φ_m w_m + b with the reported weights, scored independently.
     f = sum(Fm @ wm for Fm, wm in zip(F, fit.coef_, strict=True)) + fit.intercept_
     got = fit.predict(X) if regression else fit.decision_function(X)
@@ -99,13 +112,18 @@ def test_meets_the_dense_stack_fit(loss: str) -> None:
 
 
 def test_auto_picks_it_on_narrow_feature_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``solver="auto"``: prox_newton for a smooth loss on blocks of total width ≤ n/2, the
-    wrapper for the hinge loss and for blocks wider than that; the same optimum either way."""
+    """``solver="auto"``: prox_newton on blocks of total width ≤ n/2 for a smooth loss and
+    ≤ n/4 for the hinge, the wrapper on wider blocks; the same optimum either way."""
     X, y = cancer()
     calls = solvers_called(monkeypatch)
     bank = linear_bank(X.shape[1], 5)
     a = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic", tol=1e-8).fit(X, y)
-    mk.MKLClassifier(kernels=bank, penalty="l1", loss="hinge").fit(X, y)
+    h = mk.MKLClassifier(kernels=bank, penalty="l1", loss="hinge", tol=1e-6).fit(X, y)
+    assert calls == ["prox_newton", "prox_newton"]
+    calls.clear()
+    # 30 features on 100 points: within half the points, wider than a quarter.
+    mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic").fit(X[:100], y[:100])
+    mk.MKLClassifier(kernels=bank, penalty="l1", loss="hinge").fit(X[:100], y[:100])
     assert calls == ["prox_newton", "wrapper"]
     calls.clear()
     # 30 features on 40 points: wider than half the points.
@@ -113,6 +131,8 @@ def test_auto_picks_it_on_narrow_feature_blocks(monkeypatch: pytest.MonkeyPatch)
     assert calls == ["wrapper"]
     b = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic", tol=1e-8, solver="wrapper")
     assert a.primal_objective_ == pytest.approx(b.fit(X, y).primal_objective_, rel=1e-7)
+    w = mk.MKLClassifier(kernels=bank, penalty="l1", loss="hinge", tol=1e-6, solver="wrapper")
+    assert h.primal_objective_ == pytest.approx(w.fit(X, y).primal_objective_, rel=2e-6)
 
 
 def test_float32_blocks_and_factors() -> None:
@@ -164,10 +184,6 @@ def test_bad_use_is_refused() -> None:
     bank = linear_bank(X.shape[1], 2)
     with pytest.raises(InvalidParameterError, match="explicit features"):
         mk.MKLClassifier(penalty="l1", solver="prox_newton", loss="logistic").fit(X[:50], y[:50])
-    with pytest.raises(InvalidParameterError, match="loss"):
-        mk.MKLClassifier(kernels=bank, penalty="l1", solver="prox_newton", loss="hinge").fit(
-            X[:50], y[:50]
-        )
     with pytest.raises(InvalidParameterError, match="penalty"):
         mk.MKLClassifier(kernels=bank, penalty="lp", solver="prox_newton", loss="logistic").fit(
             X[:50], y[:50]

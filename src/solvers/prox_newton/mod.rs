@@ -26,11 +26,11 @@ use rayon::prelude::*;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{stack_dot as dot, KernelStack};
-use crate::linalg::clear_upper_simd_state;
-use crate::losses::{costs, Loss};
-use crate::result::{FitResult, SolveStatus};
+use crate::linalg::{clear_upper_simd_state, Cholesky};
+use crate::losses::{costs, Envelope, Loss};
+use crate::result::{relative_gap, FitResult, SolveStatus};
 use crate::solvers::penalty::{kernel_weights, SparsePenalty};
-use crate::solvers::spicy::dual::best_dual;
+use crate::solvers::spicy::dual::{best_dual, best_envelope_dual};
 use crate::solvers::tracker::{Model, Tracker};
 
 /// Rows per chunk of the passes over the points: a fixed split, so sums do not depend on the
@@ -43,7 +43,8 @@ pub struct ProxNewtonConfig {
     pub penalty: SparsePenalty,
     /// Loss weight.
     pub c: f64,
-    /// A loss with a second derivative: logistic, squared or squared hinge.
+    /// Any loss: the hinge and ε-insensitive ones through the smoothing continuation
+    /// ([`Smoothing`]).
     pub loss: Loss,
     /// Stop when the relative duality gap is at most this.
     pub tol: f64,
@@ -56,7 +57,7 @@ impl Default for ProxNewtonConfig {
         ProxNewtonConfig {
             penalty: SparsePenalty::L1,
             c: 1.0,
-            loss: Loss::Logistic,
+            loss: Loss::Hinge,
             tol: 1e-3,
             max_iter: 200,
         }
@@ -67,19 +68,7 @@ impl ProxNewtonConfig {
     /// Checks every setting.
     pub fn validate(&self) -> Result<()> {
         crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
-        self.penalty.validate()?;
-        if self.loss.deriv2(1.0, 0.0) == 0.0 {
-            return Err(MkError::config(
-                "loss",
-                format!(
-                    "solver prox_newton needs a loss with a second derivative (logistic, \
-                     squared or squared_hinge), got {}; the hinge-type losses fit with \
-                     solver='wrapper'",
-                    self.loss.name()
-                ),
-            ));
-        }
-        Ok(())
+        self.penalty.validate()
     }
 }
 
@@ -151,16 +140,23 @@ impl<'a> Features<'a> {
         out
     }
 
-    /// `[G_W, 1]ᵀ diag(h) [G_W, 1]` (column-major, order `|cols| + 1`), by chunks of rows;
-    /// the longest pass of a step, so `interrupt` is polled between batches of chunks.
-    fn hessian(&self, cols: &[usize], h: &[f64], interrupt: &dyn Interrupt) -> Result<Vec<f64>> {
+    /// `[G_W, 1]ᵀ diag(h) [G_W, 1]` (column-major, order `|cols| + 1`), by chunks of rows,
+    /// over the rows `rows` only when given (those where `h > 0`); the longest pass of a
+    /// step, so `interrupt` is polled between batches of chunks.
+    fn hessian(
+        &self,
+        cols: &[usize],
+        h: &[f64],
+        rows: Option<&[usize]>,
+        interrupt: &dyn Interrupt,
+    ) -> Result<Vec<f64>> {
         const BATCH: usize = 16;
         let k = cols.len() + 1;
-        let chunks = self.n.div_ceil(CHUNK);
+        let chunks = rows.map_or(self.n, <[usize]>::len).div_ceil(CHUNK);
         let mut hess = vec![0.0; k * k];
         for first in (0..chunks).step_by(BATCH) {
             interrupt.check()?;
-            for p in self.hessian_chunks(cols, h, first..chunks.min(first + BATCH)) {
+            for p in self.hessian_chunks(cols, h, rows, first..chunks.min(first + BATCH)) {
                 hess.iter_mut().zip(&p).for_each(|(a, b)| *a += b);
             }
         }
@@ -172,19 +168,22 @@ impl<'a> Features<'a> {
         &self,
         cols: &[usize],
         h: &[f64],
+        subset: Option<&[usize]>,
         chunks: std::ops::Range<usize>,
     ) -> Vec<Vec<f64>> {
         let k = cols.len() + 1;
+        let total = subset.map_or(self.n, <[usize]>::len);
         chunks
             .into_par_iter()
             .map(|c| {
                 let r0 = c * CHUNK;
-                let rows = CHUNK.min(self.n - r0);
-                let sq: Vec<f64> = h[r0..r0 + rows].iter().map(|v| v.max(0.0).sqrt()).collect();
+                let rows = CHUNK.min(total - r0);
+                let at = |i: usize| subset.map_or(r0 + i, |s| s[r0 + i]);
+                let sq: Vec<f64> = (0..rows).map(|i| h[at(i)].max(0.0).sqrt()).collect();
                 let mut z = Vec::with_capacity(rows * k);
                 for &j in cols {
-                    let col = &self.cols[j][r0..r0 + rows];
-                    z.extend(col.iter().zip(&sq).map(|(x, s)| x * s));
+                    let col = self.cols[j];
+                    z.extend((0..rows).map(|i| col[at(i)] * sq[i]));
                 }
                 z.extend_from_slice(&sq);
                 let zm = faer::MatRef::from_column_major_slice(&z, rows, k);
@@ -217,9 +216,9 @@ impl<'a> Features<'a> {
     }
 }
 
-/// [`Loss::weighted_total`] `Σ_i c_i ℓ(y_i, f_i + b)` in parallel, summed by fixed chunks (the
-/// same bits on any number of threads).
-fn data_term(loss: Loss, y: &[f64], f: &[f64], b: f64, c: &[f64]) -> f64 {
+/// [`Envelope::weighted_total`] `Σ_i c_i ℓ_μ(y_i, f_i + b)` in parallel, summed by fixed chunks
+/// (the same bits on any number of threads).
+fn data_term(loss: Envelope, y: &[f64], f: &[f64], b: f64, c: &[f64]) -> f64 {
     let parts: Vec<f64> = y
         .par_chunks(CHUNK)
         .zip(f.par_chunks(CHUNK))
@@ -395,27 +394,35 @@ impl Best {
 struct Point {
     /// `Σ_m G_m w_m` (without `b`).
     f: Vec<f64>,
+    /// The objective the steps minimise: `P` with the loss `ℓ_μ` of the level.
     primal: f64,
-    /// The loss part `C Σ ℓ` of `primal`.
+    /// The loss part `C Σ ℓ_μ` of `primal`.
     data: f64,
-    /// `C ℓ'(y_i, f_i + b)`.
+    /// `C ℓ_μ'(y_i, f_i + b)`.
     d1: Vec<f64>,
-    /// `g = C Gᵀℓ'`, all columns.
+    /// `g = C Gᵀℓ_μ'`, all columns.
     grad: Vec<f64>,
     /// Per kernel: the distance to optimality ([`violation`]).
     viol: Vec<f64>,
+    /// The whole problem's relative gap (the loss itself), best values so far.
     gap: f64,
+    /// The smoothed problem's relative gap at this point (0 without smoothing).
+    level_gap: f64,
 }
 
 /// `P`, the gradient and the certificate at `(w, b)` (one pass over the features): the dual
-/// point is the natural one, `ρ̃_i = −c_i ℓ'(f_i + b)` centred into the dual's domain and scaled
-/// ([`best_dual`], docs/mathematics.md §1.4); it is optimal at the solution.
+/// point is the natural one, `ρ̃_i = −c_i ℓ_μ'(f_i + b)` centred into the dual's domain and
+/// scaled ([`best_dual`], docs/mathematics.md §1.4); it is optimal at the solution of the
+/// level's problem. With smoothing (`env.mu > 0`) the recorded `P` is the loss's own, at the
+/// best intercept for `f` (any intercept gives a valid `P`), and the point also gets the
+/// smoothed problem's own gap (dual `D − μ Σ ρ̃²/(2c)`, [`best_envelope_dual`]).
 #[allow(clippy::too_many_arguments)]
 fn certify(
     x: &Features<'_>,
     y: &[f64],
     c: &[f64],
     cfg: &ProxNewtonConfig,
+    env: Envelope,
     w: &[f64],
     b: f64,
     f: Vec<f64>,
@@ -425,13 +432,20 @@ fn certify(
     let loss = cfg.loss;
     let pw = cfg.penalty.weights();
     let norms: Vec<f64> = (0..x.m()).map(|m| norm(&w[x.block(m)])).collect();
-    let data = data_term(loss, y, &f, b, c);
-    let primal = data + cfg.penalty.value(&norms);
+    let pen = cfg.penalty.value(&norms);
+    let data = data_term(env, y, &f, b, c);
+    let primal = data + pen;
+    let (exact, b_exact) = if env.mu == 0.0 {
+        (primal, b)
+    } else {
+        let bx = loss.best_intercept(y, &f, c, b);
+        (data_term(loss.into(), y, &f, bx, c) + pen, bx)
+    };
     let d1: Vec<f64> = y
         .iter()
         .zip(&f)
         .zip(c)
-        .map(|((&yi, &fi), &ci)| ci * loss.deriv(yi, fi + b))
+        .map(|((&yi, &fi), &ci)| ci * env.deriv(yi, fi + b))
         .collect();
     let raw: Vec<f64> = d1.iter().map(|v| -v).collect();
     let centred = loss.centre_dual(y, &raw, c);
@@ -440,11 +454,17 @@ fn certify(
     let grad = prods.pop().expect("two products");
     let dual_norms: Vec<f64> = (0..x.m()).map(|m| norm(&u[x.block(m)])).collect();
     let dual = best_dual(&dual_norms, y, &centred, c, loss, cfg.penalty);
+    let level_gap = if env.mu == 0.0 {
+        0.0
+    } else {
+        let d = best_envelope_dual(&dual_norms, y, &centred, c, env, cfg.penalty);
+        relative_gap(primal, d)
+    };
     let viol = (0..x.m())
         .map(|m| violation(pw, &grad[x.block(m)], &w[x.block(m)]))
         .collect();
     let active = norms.iter().filter(|&&s| s > 0.0).count();
-    if primal < tracker.best_primal() {
+    if exact < tracker.best_primal() {
         best.w.copy_from_slice(w);
         best.rho.clone_from(&centred);
         best.scale = norms
@@ -454,9 +474,9 @@ fn certify(
             .collect();
     }
     // The coefficients are formed once, at the end ([`Best::coef`]).
-    let gap = tracker.record_with(primal, (dual, None), active, || Model {
+    let gap = tracker.record_with(exact, (dual, None), active, || Model {
         coef: Vec::new(),
-        intercept: b,
+        intercept: b_exact,
         weights: kernel_weights(cfg.penalty, &norms),
         norms: norms.clone(),
     });
@@ -468,6 +488,7 @@ fn certify(
         grad,
         viol,
         gap,
+        level_gap,
     }
 }
 
@@ -543,10 +564,11 @@ fn anderson(xs: &[Vec<f64>]) -> Option<Vec<f64>> {
 
 /// Minimises the model `gᵀδ + ½ δᵀHδ + Σ_{m∈W} pen(w_m + δ_m)` (the last coordinate, the
 /// intercept, unpenalised) by cyclic exact block minimisation ([`BlockSolver`]) until every
-/// block's violation is at most `tol_in`, with an Anderson extrapolation of the last epochs
-/// every few epochs kept when it lowers the model (blocks coupled through `H`, e.g. Gaussian
-/// kernels of several widths on one feature, otherwise make cyclic descent linear and slow).
-/// Returns `δ`.
+/// block's violation is at most `tol_in`. Two accelerations, each kept only when it lowers the
+/// model: an Anderson extrapolation of the last epochs every few epochs (blocks coupled
+/// through `H`, e.g. Gaussian kernels of several widths on one feature, otherwise make cyclic
+/// descent linear and slow), and every [`NEWTON_EVERY`] epochs Newton steps on the active
+/// blocks ([`NewtonModel::active_newton`]), for a nearly singular `H`. Returns `δ`.
 fn inner(
     ws: &WorkingSet,
     hess: &[f64],
@@ -557,12 +579,13 @@ fn inner(
     interrupt: &dyn Interrupt,
 ) -> Result<Vec<f64>> {
     const MAX_EPOCHS: usize = 1000;
+    const DEPTH: usize = 5;
+    let md = NewtonModel { ws, hess, g, w, pw };
     let k = ws.cols.len() + 1;
     let nb = ws.kernels.len();
-    let range = |t: usize| ws.local[t]..ws.local[t + 1];
     let blocks: Vec<(Vec<f64>, BlockSolver)> = (0..nb)
         .map(|t| {
-            let r = range(t);
+            let r = md.range(t);
             let kb = r.len();
             let block: Vec<f64> = (0..kb * kb)
                 .map(|i| hess[(r.start + i % kb) + (r.start + i / kb) * k])
@@ -576,25 +599,13 @@ fn inner(
     // `Hδ`, kept up to date column by column.
     let mut hd = vec![0.0; k];
     let mut cur = Vec::new();
-    let model = |x: &[f64], hx: &[f64]| -> f64 {
-        let lin: f64 = x.iter().zip(g).map(|(a, b)| a * b).sum();
-        let quad: f64 = 0.5 * x.iter().zip(hx).map(|(a, b)| a * b).sum::<f64>();
-        let pen: f64 = (0..nb)
-            .map(|t| {
-                let v: Vec<f64> = range(t).map(|j| w[j] + x[j]).collect();
-                block_penalty(pw, norm(&v))
-            })
-            .sum();
-        lin + quad + pen
-    };
-    const DEPTH: usize = 5;
     let mut recent: Vec<Vec<f64>> = Vec::with_capacity(DEPTH + 1);
     for epoch in 0..MAX_EPOCHS {
         if epoch % 64 == 63 {
             interrupt.check()?;
         }
         for (t, (block, solver)) in blocks.iter().enumerate() {
-            let r = range(t);
+            let r = md.range(t);
             let kb = r.len();
             cur.clear();
             cur.extend(r.clone().map(|j| w[j] + delta[j]));
@@ -624,22 +635,18 @@ fn inner(
             let col = &hess[(k - 1) * k..];
             hd.iter_mut().zip(col).for_each(|(h, a)| *h += ch * a);
         }
-        let worst = (0..nb)
-            .map(|t| {
-                let r = range(t);
-                let gr: Vec<f64> = r.clone().map(|j| g[j] + hd[j]).collect();
-                let wr: Vec<f64> = r.map(|j| w[j] + delta[j]).collect();
-                violation(pw, &gr, &wr)
-            })
-            .fold((g[k - 1] + hd[k - 1]).abs(), f64::max);
-        if worst <= tol_in {
+        if md.worst(&delta, &hd) <= tol_in {
+            break;
+        }
+        if epoch % NEWTON_EVERY == NEWTON_EVERY - 1 && md.active_newton(&mut delta, &mut hd, tol_in)
+        {
             break;
         }
         recent.push(delta.clone());
         if recent.len() == DEPTH + 1 {
             if let Some(x) = anderson(&recent) {
                 let hx = sym_matvec(hess, &x);
-                if model(&x, &hx) < model(&delta, &hd) {
+                if md.value(&x, &hx) < md.value(&delta, &hd) {
                     delta = x;
                     hd = hx;
                 }
@@ -648,6 +655,127 @@ fn inner(
         }
     }
     Ok(delta)
+}
+
+/// Epochs of cyclic descent between the Newton steps of [`NewtonModel::active_newton`].
+const NEWTON_EVERY: usize = 10;
+
+/// The Newton model of a step on a working set (see [`inner`]).
+struct NewtonModel<'a> {
+    ws: &'a WorkingSet,
+    /// `H`, column-major, order `|cols| + 1`.
+    hess: &'a [f64],
+    g: &'a [f64],
+    /// The point's weights on the working set's columns.
+    w: &'a [f64],
+    pw: (f64, f64),
+}
+
+impl NewtonModel<'_> {
+    fn range(&self, t: usize) -> std::ops::Range<usize> {
+        self.ws.local[t]..self.ws.local[t + 1]
+    }
+
+    /// The model's value at `δ` with `Hδ = hd`.
+    fn value(&self, x: &[f64], hx: &[f64]) -> f64 {
+        let lin: f64 = x.iter().zip(self.g).map(|(a, b)| a * b).sum();
+        let quad: f64 = 0.5 * x.iter().zip(hx).map(|(a, b)| a * b).sum::<f64>();
+        let pen: f64 = (0..self.ws.kernels.len())
+            .map(|t| {
+                let v: Vec<f64> = self.range(t).map(|j| self.w[j] + x[j]).collect();
+                block_penalty(self.pw, norm(&v))
+            })
+            .sum();
+        lin + quad + pen
+    }
+
+    /// The largest violation of the model's optimality conditions at `δ` (blocks and
+    /// intercept).
+    fn worst(&self, x: &[f64], hx: &[f64]) -> f64 {
+        let k = x.len();
+        (0..self.ws.kernels.len())
+            .map(|t| {
+                let r = self.range(t);
+                let gr: Vec<f64> = r.clone().map(|j| self.g[j] + hx[j]).collect();
+                let wr: Vec<f64> = r.map(|j| self.w[j] + x[j]).collect();
+                violation(self.pw, &gr, &wr)
+            })
+            .fold((self.g[k - 1] + hx[k - 1]).abs(), f64::max)
+    }
+
+    /// Up to 8 Newton steps on the blocks active at `w + δ` and the intercept, where the model
+    /// is twice differentiable (a norm's curvature is `r_1 (I − ûûᵀ)/‖u‖ + r_2 I`), each with
+    /// backtracking on the model: they finish what cyclic descent does slowly once the support
+    /// is found, on coupled or nearly singular blocks (a smoothed level whose zone holds fewer
+    /// points than the working set has columns). True when `δ` meets `tol_in`.
+    fn active_newton(&self, delta: &mut Vec<f64>, hd: &mut Vec<f64>, tol_in: f64) -> bool {
+        let (r1, r2) = self.pw;
+        let k = delta.len();
+        for _ in 0..8 {
+            let mut idx = Vec::new();
+            let mut act = Vec::new();
+            for t in 0..self.ws.kernels.len() {
+                if self.range(t).any(|j| self.w[j] + delta[j] != 0.0) {
+                    idx.extend(self.range(t));
+                    act.push(t);
+                }
+            }
+            idx.push(k - 1);
+            let q = idx.len();
+            let mut a: Vec<f64> = (0..q * q)
+                .map(|e| self.hess[idx[e % q] + idx[e / q] * k])
+                .collect();
+            let mut rhs: Vec<f64> = idx.iter().map(|&i| self.g[i] + hd[i]).collect();
+            let mut pos = 0;
+            for &t in &act {
+                let u: Vec<f64> = self.range(t).map(|j| self.w[j] + delta[j]).collect();
+                let nu = norm(&u);
+                let kb = u.len();
+                for i in 0..kb {
+                    rhs[pos + i] += (r1 / nu + r2) * u[i];
+                    for j in 0..kb {
+                        let eye = if i == j { 1.0 } else { 0.0 };
+                        a[(pos + i) * q + pos + j] +=
+                            r1 / nu * (eye - u[i] * u[j] / (nu * nu)) + r2 * eye;
+                    }
+                }
+                pos += kb;
+            }
+            let Ok(chol) = Cholesky::new(&a, q) else {
+                return false;
+            };
+            let step = chol.solve(&rhs);
+            let mut full = vec![0.0; k];
+            for (&i, s) in idx.iter().zip(&step) {
+                full[i] = -s;
+            }
+            let hs = sym_matvec(self.hess, &full);
+            let slope = -dot(&rhs, &step);
+            let v0 = self.value(delta, hd);
+            let mut t = 1.0;
+            let mut trial = vec![0.0; k];
+            let mut htrial = vec![0.0; k];
+            loop {
+                for i in 0..k {
+                    trial[i] = delta[i] + t * full[i];
+                    htrial[i] = hd[i] + t * hs[i];
+                }
+                if self.value(&trial, &htrial) <= v0 + 1e-4 * t * slope {
+                    break;
+                }
+                t *= 0.5;
+                if t < 1e-3 {
+                    return false;
+                }
+            }
+            std::mem::swap(delta, &mut trial);
+            std::mem::swap(hd, &mut htrial);
+            if self.worst(delta, hd) <= tol_in {
+                return true;
+            }
+        }
+        false
+    }
 }
 
 /// A step of the line search.
@@ -709,7 +837,7 @@ fn line_search(
             .zip(&pt.f)
             .zip(&xd)
             .for_each(|((o, f), d)| *o = f + t * d);
-        let value = data_term(cfg.loss, y, &trial, b + t * delta[k], c)
+        let value = data_term(cfg.loss.into(), y, &trial, b + t * delta[k], c)
             + (pt.primal - pt.data - pen0)
             + pen(t);
         if flat || value <= pt.primal + 1e-4 * t * decrease {
@@ -718,6 +846,199 @@ fn line_search(
         t *= 0.5;
     }
     None
+}
+
+/// The step along `(δ, δ_b)` of a smoothed level: the minimiser `t ∈ [0, 1]` of the smoothed
+/// `P` (convex in `t`, piecewise quadratic for the hinge), by Illinois regula falsi on its
+/// slope to `10⁻³` relative in `t`; `t = 1` when the slope there is still ≤ 0. One product
+/// with the step's columns, then `O(n)` per evaluation. An exact search, not Armijo's halving:
+/// at small `μ` the smoothing zone moves with every step, and halving from `t = 1` loses most
+/// of a step that crosses it.
+#[allow(clippy::too_many_arguments)]
+fn exact_step(
+    x: &Features<'_>,
+    y: &[f64],
+    c: &[f64],
+    cfg: &ProxNewtonConfig,
+    env: Envelope,
+    ws: &WorkingSet,
+    w: &[f64],
+    b: f64,
+    pt: &Point,
+    delta: &[f64],
+) -> Step {
+    let (r1, r2) = cfg.penalty.weights();
+    let k = ws.cols.len();
+    let xd = x.product(&ws.cols, &delta[..k]);
+    let db = delta[k];
+    let wl: Vec<f64> = ws.cols.iter().map(|&j| w[j]).collect();
+    let blocks = || (0..ws.kernels.len()).map(|s| ws.local[s]..ws.local[s + 1]);
+    let slope = |t: f64| -> f64 {
+        let parts: Vec<f64> = (0..x.n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|ch| {
+                let r = ch * CHUNK..(ch * CHUNK + CHUNK).min(x.n);
+                r.map(|i| {
+                    let z = pt.f[i] + t * xd[i] + b + t * db;
+                    c[i] * env.deriv(y[i], z) * (xd[i] + db)
+                })
+                .sum::<f64>()
+            })
+            .collect();
+        let pen: f64 = blocks()
+            .map(|r| {
+                let d = &delta[r.clone()];
+                let v: Vec<f64> = r.clone().map(|j| wl[j] + t * delta[j]).collect();
+                let nv = norm(&v);
+                if nv > 0.0 {
+                    (r1 / nv + r2) * dot(&v, d)
+                } else {
+                    r1 * norm(d)
+                }
+            })
+            .sum();
+        parts.iter().sum::<f64>() + pen
+    };
+    let pen = |t: f64| -> f64 {
+        blocks()
+            .map(|r| {
+                let v: Vec<f64> = r.map(|j| wl[j] + t * delta[j]).collect();
+                block_penalty((r1, r2), norm(&v))
+            })
+            .sum()
+    };
+    let lin: f64 = ws
+        .cols
+        .iter()
+        .zip(delta)
+        .map(|(&j, d)| pt.grad[j] * d)
+        .sum::<f64>()
+        + pt.d1.iter().sum::<f64>() * db;
+    // As in [`line_search`]: a decrease `P` cannot resolve is taken whole.
+    let flat = lin + pen(1.0) - pen(0.0) >= -1e-12 * pt.primal.abs();
+    let t = if flat { 1.0 } else { slope_root(slope) };
+    let f = pt.f.iter().zip(&xd).map(|(f, d)| f + t * d).collect();
+    Step { t, f, flat }
+}
+
+/// The minimiser on `[0, 1]` of a convex function given by its non-decreasing `slope`: 1 when
+/// `slope(1) ≤ 0`, 0 when `slope(0) ≥ 0`, else the root by Illinois regula falsi to `10⁻³`
+/// relative, from the side where the slope is negative (no overshoot of the minimum).
+fn slope_root(slope: impl Fn(f64) -> f64) -> f64 {
+    let (mut a, mut fa) = (0.0, slope(0.0));
+    let (mut b, mut fb) = (1.0, slope(1.0));
+    if fb <= 0.0 {
+        return 1.0;
+    }
+    if fa >= 0.0 {
+        return 0.0;
+    }
+    let mut side = 0;
+    for _ in 0..60 {
+        let m = (a * fb - b * fa) / (fb - fa);
+        let fm = slope(m);
+        if fm > 0.0 {
+            (b, fb) = (m, fm);
+            if side == -1 {
+                fa *= 0.5;
+            }
+            side = -1;
+        } else {
+            (a, fa) = (m, fm);
+            if side == 1 {
+                fb *= 0.5;
+            }
+            side = 1;
+        }
+        if b - a <= 1e-3 * b {
+            break;
+        }
+    }
+    if a > 0.0 {
+        a
+    } else {
+        b
+    }
+}
+
+/// The smoothing continuation for the losses without a second derivative (hinge,
+/// ε-insensitive; docs/mathematics.md §2.13): Newton steps on the Moreau envelope `ℓ_μ`, `μ`
+/// lowered by [`Smoothing::FACTOR`] whenever the smoothed problem's gap is at most `tol/2`,
+/// while the certificate is always the loss's own. Once `μ` is small the smoothing zone holds
+/// about the margin's support vectors, fewer than the working set's columns, and the Hessian
+/// is singular: it gets a Levenberg–Marquardt damping `κ Σ_i c_i / R_W`.
+struct Smoothing {
+    env: Envelope,
+    /// `μ` is not lowered below this (`10⁻¹²` of the first).
+    floor: f64,
+    kappa: f64,
+    /// The last step was below what `P_μ` resolves: the level is as solved as it gets.
+    flat: bool,
+}
+
+impl Smoothing {
+    const FACTOR: f64 = 0.3;
+    const KAPPA_FLOOR: f64 = 1e-10;
+    const WARM_SKIP: i32 = 3;
+
+    /// The first level: `μ = 1` for the hinge (the margin's scale); for the ε-insensitive
+    /// loss the mean absolute deviation of `y` (the residuals' scale), or 1 when `y` is
+    /// constant; [`Smoothing::WARM_SKIP`] levels lower from a warm start, which is near an
+    /// optimum already. `None` for the losses with a second derivative.
+    fn start(loss: Loss, y: &[f64], warm: bool) -> Option<Self> {
+        let mu = match loss {
+            Loss::Hinge => 1.0,
+            Loss::EpsilonInsensitive { .. } => {
+                let mean = y.iter().sum::<f64>() / y.len().max(1) as f64;
+                let mad = y.iter().map(|v| (v - mean).abs()).sum::<f64>() / y.len().max(1) as f64;
+                if mad > 0.0 && mad.is_finite() {
+                    mad
+                } else {
+                    1.0
+                }
+            }
+            _ => return None,
+        };
+        let mu = if warm {
+            mu * Self::FACTOR.powi(Self::WARM_SKIP)
+        } else {
+            mu
+        };
+        Some(Smoothing {
+            env: Envelope { loss, mu },
+            floor: 1e-12 * mu,
+            kappa: 1e-3,
+            flat: false,
+        })
+    }
+
+    /// Lowers `μ` when the level is solved (its gap at most `tol/2`, or its last step flat);
+    /// false when it stays (or is at its floor).
+    fn next_level(&mut self, pt: &Point, tol: f64) -> bool {
+        if !(self.flat || pt.level_gap <= 0.5 * tol) || self.env.mu <= self.floor {
+            return false;
+        }
+        self.env.mu *= Self::FACTOR;
+        self.flat = false;
+        true
+    }
+
+    /// Adds the damping to the diagonal of `hess` (order `k`).
+    fn damp(&self, hess: &mut [f64], k: usize, total_cost: f64) {
+        let d = self.kappa * total_cost / ((k - 1).max(1) as f64 * self.env.mu);
+        for i in 0..k {
+            hess[i * k + i] += d;
+        }
+    }
+
+    /// `κ` after a step of length `t`: ÷4 after a whole step, ×4 after a shortened one.
+    fn adapt(&mut self, t: f64) {
+        self.kappa = if t == 1.0 {
+            (self.kappa / 4.0).max(Self::KAPPA_FLOOR)
+        } else {
+            self.kappa * 4.0
+        };
+    }
 }
 
 /// Fits `l1` / `elasticnet` MKL on explicit features by proximal Newton (module docs).
@@ -784,7 +1105,21 @@ pub fn fit_prox_newton_weighted(
         rho: Vec::new(),
         scale: vec![0.0; x.m()],
     };
-    let mut pt = certify(&x, y, c, cfg, &w, b, f, &mut tracker, &mut best);
+    let mut smoothing = Smoothing::start(cfg.loss, y, start.is_some());
+    let env = |s: &Option<Smoothing>| s.as_ref().map_or(cfg.loss.into(), |s| s.env);
+    let total_cost: f64 = c.iter().sum();
+    let mut pt = certify(
+        &x,
+        y,
+        c,
+        cfg,
+        env(&smoothing),
+        &w,
+        b,
+        f,
+        &mut tracker,
+        &mut best,
+    );
     let mut status = SolveStatus::MaxIterations;
     let mut steps = 0;
     // The squared loss's Hessian does not depend on the point: kept while the set is.
@@ -795,19 +1130,34 @@ pub fn fit_prox_newton_weighted(
             break;
         }
         interrupt.check()?;
+        if let Some(sm) = smoothing.as_mut() {
+            if sm.next_level(&pt, cfg.tol) {
+                let f = std::mem::take(&mut pt.f);
+                pt = certify(&x, y, c, cfg, sm.env, &w, b, f, &mut tracker, &mut best);
+                continue;
+            }
+        }
         let ws = working_set(&x, &w, &pt.viol);
-        let hess = match kept.take() {
+        let mut hess = match kept.take() {
             Some((cols, h)) if cols == ws.cols => h,
             _ => {
+                let e = env(&smoothing);
                 let h2: Vec<f64> = y
                     .iter()
                     .zip(&pt.f)
                     .zip(c)
-                    .map(|((&yi, &fi), &ci)| ci * cfg.loss.deriv2(yi, fi + b))
+                    .map(|((&yi, &fi), &ci)| ci * e.deriv2(yi, fi + b))
                     .collect();
-                x.hessian(&ws.cols, &h2, interrupt)?
+                // A smoothed level's curvature sits on the points of its zone only.
+                let zone: Option<Vec<usize>> = smoothing
+                    .as_ref()
+                    .map(|_| (0..x.n).filter(|&i| h2[i] > 0.0).collect());
+                x.hessian(&ws.cols, &h2, zone.as_deref(), interrupt)?
             }
         };
+        if let Some(sm) = &smoothing {
+            sm.damp(&mut hess, ws.cols.len() + 1, total_cost);
+        }
         let mut g: Vec<f64> = ws.cols.iter().map(|&j| pt.grad[j]).collect();
         g.push(pt.d1.iter().sum());
         let wl: Vec<f64> = ws.cols.iter().map(|&j| w[j]).collect();
@@ -820,7 +1170,15 @@ pub fn fit_prox_newton_weighted(
             .fold(g[ws.cols.len()].abs(), f64::max);
         let delta = inner(&ws, &hess, &g, &wl, pw, 1e-3 * worst, interrupt)?;
         steps += 1;
-        let Some(Step { t, f, flat }) = line_search(&x, y, c, cfg, &ws, &w, b, &pt, &delta) else {
+        let step = match &mut smoothing {
+            Some(sm) => {
+                let step = exact_step(&x, y, c, cfg, sm.env, &ws, &w, b, &pt, &delta);
+                sm.adapt(step.t);
+                Some(step)
+            }
+            None => line_search(&x, y, c, cfg, &ws, &w, b, &pt, &delta),
+        };
+        let Some(Step { t, f, flat }) = step else {
             status = SolveStatus::Stalled;
             break;
         };
@@ -832,8 +1190,22 @@ pub fn fit_prox_newton_weighted(
         if cfg.loss == Loss::Squared {
             kept = Some((ws.cols, hess));
         }
-        pt = certify(&x, y, c, cfg, &w, b, f, &mut tracker, &mut best);
-        if flat && pt.gap >= 0.5 * gap_before {
+        pt = certify(
+            &x,
+            y,
+            c,
+            cfg,
+            env(&smoothing),
+            &w,
+            b,
+            f,
+            &mut tracker,
+            &mut best,
+        );
+        if let Some(sm) = smoothing.as_mut().filter(|s| s.env.mu > s.floor) {
+            // The next level goes on where this one cannot.
+            sm.flat = flat;
+        } else if flat && pt.gap >= 0.5 * gap_before {
             // Neither `P` nor the certificate moves any more: the arithmetic's limit.
             status = SolveStatus::Stalled;
             break;

@@ -1,7 +1,7 @@
 //! The dual of docs/mathematics.md §1 for `l1` / `elasticnet` and its feasibility projection.
 
 use crate::kernels::KernelStack;
-use crate::losses::Loss;
+use crate::losses::{Envelope, Loss};
 use crate::result::PsdWitness;
 use crate::solvers::witness::{PsdCheck, PsdScope};
 
@@ -66,7 +66,7 @@ pub fn project_duals(
         .map(|(j, mut r)| {
             let witness = psd.scan(&r, mm, |m| q[m * b + j]);
             let raw: Vec<f64> = (0..mm).map(|m| q[m * b + j].max(0.0).sqrt()).collect();
-            let t = best_scale(&raw, y, &r, c, loss, penalty);
+            let t = best_scale(&raw, y, &r, c, loss.into(), penalty);
             r.iter_mut().for_each(|v| *v *= t);
             let norms = raw.iter().map(|s| t * s).collect();
             Projected {
@@ -152,7 +152,7 @@ pub fn dual_value(
     loss: Loss,
     penalty: SparsePenalty,
 ) -> f64 {
-    scaled_dual_value(1.0, norms, y, rho, c, loss, penalty)
+    scaled_dual_value(1.0, norms, y, rho, c, loss.into(), penalty)
 }
 
 /// The best dual value over the multiples `t ρ̃`, `t ∈ [0, top]`, of a point `ρ̃` with
@@ -168,6 +168,20 @@ pub(crate) fn best_dual(
     loss: Loss,
     penalty: SparsePenalty,
 ) -> f64 {
+    best_envelope_dual(norms, y, rho, c, loss.into(), penalty)
+}
+
+/// [`best_dual`] of the problem with the loss's Moreau envelope `ℓ_μ` (conjugate
+/// `ℓ* + μu²/2`, [`Envelope`]): the smoothed problem's own certificate, which says when
+/// `prox_newton`'s smoothing continuation lowers `μ` (docs/mathematics.md §2.13).
+pub(crate) fn best_envelope_dual(
+    norms: &[f64],
+    y: &[f64],
+    rho: &[f64],
+    c: &[f64],
+    loss: Envelope,
+    penalty: SparsePenalty,
+) -> f64 {
     let t = best_scale(norms, y, rho, c, loss, penalty);
     scaled_dual_value(t, norms, y, rho, c, loss, penalty)
 }
@@ -179,7 +193,7 @@ fn best_scale(
     y: &[f64],
     rho: &[f64],
     c: &[f64],
-    loss: Loss,
+    loss: Envelope,
     penalty: SparsePenalty,
 ) -> f64 {
     let (_, r2) = penalty.weights();
@@ -201,7 +215,7 @@ fn scaled_dual_value(
     y: &[f64],
     rho: &[f64],
     c: &[f64],
-    loss: Loss,
+    loss: Envelope,
     penalty: SparsePenalty,
 ) -> f64 {
     // Fixed chunks summed in order: the value does not depend on the number of threads.
