@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ def main() -> None:
                 if n <= args.wrapper_max or n <= args.wrapper_once:
                     solvers.append("wrapper")
                 once = n > args.wrapper_max
-                fs = [lambda s=s: fit(X, y, loss, C, s) for s in solvers]
+                fs = [partial(fit, X, y, loss, C, s) for s in solvers]
                 if once:
                     res = paired_median_times(fs[:1], args.repeats)
                     res += paired_median_times(fs[1:], 1)
@@ -80,10 +81,11 @@ def main() -> None:
                 (tp, p), *rest = res
                 row = [loss, n, C, f"{tp:.3f}", int(p.n_iter_), f"{p.duality_gap_:.1e}"]
                 if rest:
-                    (tw, w), = rest
+                    ((tw, w),) = rest
                     rel = (p.primal_objective_ - w.primal_objective_) / w.primal_objective_
-                    row += [f"{tw:.3f}" + (" (1 run)" if once else ""), int(w.n_iter_),
-                            f"{w.duality_gap_:.1e}", f"{rel:+.1e}", f"**{tp / tw:.4f}**"]  # fmt: skip
+                    wall = f"{tw:.3f}" + (" (1 run)" if once else "")
+                    gap = f"{w.duality_gap_:.1e}"
+                    row += [wall, int(w.n_iter_), gap, f"{rel:+.1e}", f"**{tp / tw:.4f}**"]
                 else:
                     row += ["–"] * 5
                 rows.append(row)
