@@ -15,7 +15,6 @@ from typing import Literal
 
 from . import _core
 from ._config import (
-    SMOOTH_LOSSES,
     SOLVERS,
     SolverConfig,
     SpicyConfig,
@@ -124,11 +123,12 @@ def choose(
     - ``l1`` / ``elasticnet``: ``wrapper`` (for every loss the faster in all measured cases
       from 1000 points on, and in most below), unless ``warm_start`` is set or
       ``solver_config`` is not a :class:`WrapperConfig`. In its place: ``prox_newton`` on
-      feature blocks or factors of total width at most ``n / 2`` for a loss that has a
-      second derivative, ``n / 4`` for the hinge-type losses, which it fits through a
-      smoothing continuation ("narrow features"): its Newton systems are ``R × R`` in the
-      working set's width, where the wrapper's are ``n × n`` or go through an ``R × R``
-      capacitance matrix per single-kernel solve. A wrapper fit on a stored stack that stops above
+      feature blocks or factors of total width at most ``n / 2``, ``n / 4`` for the hinge
+      ("narrow features"; the hinge and ε-insensitive losses through a smoothing
+      continuation, where the wrapper's SMO for regression is slow and its SMO for the hinge
+      is fast on few points): its Newton systems are ``R × R`` in the working set's width,
+      where the wrapper's are ``n × n`` or go through an ``R × R`` capacitance matrix per
+      single-kernel solve. A wrapper fit on a stored stack that stops above
       ``tol`` is continued by SpicyMKL (:func:`continuation`); not on kernels computed on
       demand, where SpicyMKL's ``n × n`` systems are what the mode avoids. With
       ``warm_start`` (the solvers that take a start, :data:`WARM_SOLVERS`): ``prox_newton``
@@ -153,7 +153,7 @@ def choose(
     narrow = (
         stack is not None
         and stack.kind == "features"
-        and (2 if loss in SMOOTH_LOSSES else 4) * stack.width <= stack.n
+        and (4 if loss == "hinge" else 2) * stack.width <= stack.n
     )
     if warm_start:
         if narrow and solver_config is None:

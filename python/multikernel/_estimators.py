@@ -898,9 +898,8 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         one warm-started single-kernel solve: SMO, or Newton for the smooth losses);
         ``"auto"`` picks ``"wrapper"`` unless ``warm_start`` or a ``SpicyConfig`` is
         given. On explicit features (``kernels=FeatureBank(...)``, feature blocks or
-        low-rank factors) whose total width is at most half the points with a smooth loss
-        (logistic, squared, squared_hinge), or a quarter of them with the hinge or
-        ε-insensitive loss, ``"auto"`` picks ``"prox_newton"`` instead (with ``warm_start``
+        low-rank factors) whose total width is at most half the points (a quarter with the
+        hinge loss), ``"auto"`` picks ``"prox_newton"`` instead (with ``warm_start``
         too, not with a ``SpicyConfig``): proximal Newton in feature space (the group lasso
         over the kernels' weights), whose systems are the size of the working set's
         features, not of ``n``; the hinge-type losses through a continuation on their
@@ -995,8 +994,8 @@ default "mean_diag"
         feature widths, classes or ``multi_class``) is ignored: the fit starts cold,
         silently. The other solvers always start cold, so with ``warm_start=True``
         ``solver="auto"`` picks ``"prox_newton"`` for ``"l1"`` and ``"elasticnet"`` on
-        explicit features of total width at most n/2 with a smooth loss (n/4 with a
-        hinge-type loss), and ``"spicy"`` otherwise.
+        explicit features of total width at most n/2 (n/4 with the hinge), and
+        ``"spicy"`` otherwise.
     cache_size : float or None, default None
         Megabytes of kernel values the solver may hold when the kernels are computed on
         demand (half for columns of the combined kernel, half for a packed working set of

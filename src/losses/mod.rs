@@ -409,11 +409,7 @@ impl Loss {
     /// `Σ_i c_i ℓ(y_i, f_i + b)`, the data term with the per-sample loss weights `c` of
     /// [`costs`].
     pub fn weighted_total(&self, y: &[f64], f: &[f64], b: f64, c: &[f64]) -> f64 {
-        y.iter()
-            .zip(f)
-            .zip(c)
-            .map(|((&yi, &fi), &ci)| ci * self.value(yi, fi + b))
-            .sum()
+        Envelope::from(*self).weighted_total(y, f, b, c)
     }
 
     /// The natural dual point `ρ̃_i = −c_i ℓ'(y_i, f_i + b)` of a model (docs/mathematics.md

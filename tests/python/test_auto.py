@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 import multikernel as mk
 from multikernel import _core
 from multikernel._auto import Choice, StackInfo, choose, continuation, on_demand
-from multikernel._config import ALL_LOSSES, SMOOTH_LOSSES, SOLVERS, SolverConfig
+from multikernel._config import ALL_LOSSES, SOLVERS, SolverConfig
 from multikernel._data import Blocks, Dense, OnDemand, OnDemandRule
 from multikernel.exceptions import InvalidParameterError
 from multikernel.kernels import FeatureBank, Gaussian, KernelBank, Linear
@@ -31,8 +31,8 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide.md"
 
 DENSE = StackInfo("dense", 200, 10)
 ON_DEMAND = StackInfo("on_demand", 200, 10)
-NARROW = StackInfo("features", 200, 5, width=100)  # 2 · 100 ≤ 200: the smooth losses' bound
-QUARTER = StackInfo("features", 400, 5, width=100)  # 4 · 100 ≤ 400: the hinge-type losses' bound
+NARROW = StackInfo("features", 200, 5, width=100)  # 2 · 100 ≤ 200: the bound, but the hinge's
+QUARTER = StackInfo("features", 400, 5, width=100)  # 4 · 100 ≤ 400: the hinge's bound
 WIDE = StackInfo("features", 200, 5, width=101)
 WRAPPER = Choice("wrapper", continued=True)
 PROX_NEWTON = Choice("prox_newton", drop=("inner_tol",))
@@ -59,19 +59,21 @@ CASES: list[tuple[str, float, str, str, SolverConfig | None, bool, StackInfo | N
     # ... not on kernels computed on demand, and not yet before the stack is known;
     ("elasticnet", 2.0, "hinge", "auto", None, False, ON_DEMAND, Choice("wrapper")),
     ("l1", 2.0, "logistic", "auto", None, False, None, Choice("wrapper")),
-    # prox_newton on features of total width ≤ n/2 with a smooth loss, else the wrapper;
+    # prox_newton on features of total width ≤ n/2 (≤ n/4 with the hinge), else the wrapper;
     ("l1", 2.0, "logistic", "auto", None, False, NARROW, PROX_NEWTON),
     ("elasticnet", 2.0, "squared_hinge", "auto", mk.WrapperConfig(), False, NARROW, PROX_NEWTON),
     ("l1", 2.0, "squared", "auto", None, False, NARROW, PROX_NEWTON),
     ("l1", 2.0, "logistic", "auto", None, False, WIDE, WRAPPER),
     ("l1", 2.0, "hinge", "auto", None, False, NARROW, WRAPPER),
-    ("l1", 2.0, "epsilon_insensitive", "auto", None, False, NARROW, WRAPPER),
-    # With warm_start: prox_newton on narrow features with a smooth loss (it takes a start
-    # in feature space), else spicy; a SpicyConfig keeps spicy whatever the stack.
+    ("l1", 2.0, "hinge", "auto", None, False, QUARTER, PROX_NEWTON),
+    ("l1", 2.0, "epsilon_insensitive", "auto", None, False, NARROW, PROX_NEWTON),
+    # With warm_start: prox_newton on narrow features (it takes a start in feature space),
+    # else spicy; a SpicyConfig keeps spicy whatever the stack.
     ("l1", 2.0, "logistic", "auto", None, True, NARROW, PROX_NEWTON_WARM),
     ("elasticnet", 2.0, "squared", "auto", None, True, NARROW, PROX_NEWTON_WARM),
     ("l1", 2.0, "logistic", "auto", None, True, WIDE, Choice("spicy")),
     ("l1", 2.0, "hinge", "auto", None, True, NARROW, Choice("spicy")),
+    ("l1", 2.0, "hinge", "auto", None, True, QUARTER, PROX_NEWTON_WARM),
     ("l1", 2.0, "logistic", "auto", None, True, None, Choice("spicy")),
     ("elasticnet", 2.0, "hinge", "auto", None, True, DENSE, Choice("spicy")),
     ("l1", 2.0, "logistic", "auto", mk.SpicyConfig(), True, NARROW, Choice("spicy")),
@@ -157,13 +159,12 @@ def test_only_feature_blocks_move_the_early_choice() -> None:
         ), kw
         # Narrow features move the wrapper, and the warm SpicyMKL without a config.
         movable = early == "wrapper" or (early == "spicy" and warm and config is None)
-        moved = movable and loss in SMOOTH_LOSSES
+        moved = movable and loss != "hinge"
         assert choose(**kw, stack=NARROW).solver == ("prox_newton" if moved else early), kw
-        # Every loss moves at a quarter of the points, the hinge-type ones not before.
+        # Every loss moves at a quarter of the points, the hinge not before.
         expected = "prox_newton" if movable else early
         assert choose(**kw, stack=QUARTER).solver == expected, kw
         wider = StackInfo("features", 399, 5, width=100)
-        moved = movable and loss in SMOOTH_LOSSES
         assert choose(**kw, stack=wider).solver == ("prox_newton" if moved else early), kw
 
 

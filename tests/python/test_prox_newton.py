@@ -112,8 +112,8 @@ def test_meets_the_dense_stack_fit(loss: str) -> None:
 
 
 def test_auto_picks_it_on_narrow_feature_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``solver="auto"``: prox_newton on blocks of total width ≤ n/2 for a smooth loss and
-    ≤ n/4 for the hinge, the wrapper on wider blocks; the same optimum either way."""
+    """``solver="auto"``: prox_newton on blocks of total width ≤ n/2, ≤ n/4 for the hinge,
+    the wrapper on wider blocks; the same optimum either way."""
     X, y = cancer()
     calls = solvers_called(monkeypatch)
     bank = linear_bank(X.shape[1], 5)
@@ -124,7 +124,9 @@ def test_auto_picks_it_on_narrow_feature_blocks(monkeypatch: pytest.MonkeyPatch)
     # 30 features on 100 points: within half the points, wider than a quarter.
     mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic").fit(X[:100], y[:100])
     mk.MKLClassifier(kernels=bank, penalty="l1", loss="hinge").fit(X[:100], y[:100])
-    assert calls == ["prox_newton", "wrapper"]
+    t = X[:100, 0] + 0.5 * X[:100, 1]
+    mk.MKLRegressor(kernels=bank, penalty="l1", loss="epsilon_insensitive").fit(X[:100], t)
+    assert calls == ["prox_newton", "wrapper", "prox_newton"]
     calls.clear()
     # 30 features on 40 points: wider than half the points.
     mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic").fit(X[:40], y[:40])

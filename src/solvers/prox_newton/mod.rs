@@ -390,6 +390,15 @@ impl Best {
     }
 }
 
+/// The problem a step reads: the features, targets, loss weights and settings.
+#[derive(Clone, Copy)]
+struct Problem<'a> {
+    x: &'a Features<'a>,
+    y: &'a [f64],
+    c: &'a [f64],
+    cfg: &'a ProxNewtonConfig,
+}
+
 /// The point, its gradient and what the certificate found there.
 struct Point {
     /// `Σ_m G_m w_m` (without `b`).
@@ -416,12 +425,8 @@ struct Point {
 /// level's problem. With smoothing (`env.mu > 0`) the recorded `P` is the loss's own, at the
 /// best intercept for `f` (any intercept gives a valid `P`), and the point also gets the
 /// smoothed problem's own gap (dual `D − μ Σ ρ̃²/(2c)`, [`best_envelope_dual`]).
-#[allow(clippy::too_many_arguments)]
 fn certify(
-    x: &Features<'_>,
-    y: &[f64],
-    c: &[f64],
-    cfg: &ProxNewtonConfig,
+    p: &Problem<'_>,
     env: Envelope,
     w: &[f64],
     b: f64,
@@ -429,6 +434,7 @@ fn certify(
     tracker: &mut Tracker<'_>,
     best: &mut Best,
 ) -> Point {
+    let Problem { x, y, c, cfg } = *p;
     let loss = cfg.loss;
     let pw = cfg.penalty.weights();
     let norms: Vec<f64> = (0..x.m()).map(|m| norm(&w[x.block(m)])).collect();
@@ -789,18 +795,15 @@ struct Step {
 
 /// The step `t ∈ {1, ½, ¼, …}` along `(δ, δ_b)` with sufficient decrease of `P` (Armijo on
 /// the model's decrease `gᵀδ + pen(w + δ) − pen(w)`), or `None` when none was found.
-#[allow(clippy::too_many_arguments)]
 fn line_search(
-    x: &Features<'_>,
-    y: &[f64],
-    c: &[f64],
-    cfg: &ProxNewtonConfig,
+    p: &Problem<'_>,
     ws: &WorkingSet,
     w: &[f64],
     b: f64,
     pt: &Point,
     delta: &[f64],
 ) -> Option<Step> {
+    let Problem { x, y, c, cfg } = *p;
     let pw = cfg.penalty.weights();
     let k = ws.cols.len();
     let xd = x.product(&ws.cols, &delta[..k]);
@@ -854,12 +857,8 @@ fn line_search(
 /// with the step's columns, then `O(n)` per evaluation. An exact search, not Armijo's halving:
 /// at small `μ` the smoothing zone moves with every step, and halving from `t = 1` loses most
 /// of a step that crosses it.
-#[allow(clippy::too_many_arguments)]
 fn exact_step(
-    x: &Features<'_>,
-    y: &[f64],
-    c: &[f64],
-    cfg: &ProxNewtonConfig,
+    p: &Problem<'_>,
     env: Envelope,
     ws: &WorkingSet,
     w: &[f64],
@@ -867,6 +866,7 @@ fn exact_step(
     pt: &Point,
     delta: &[f64],
 ) -> Step {
+    let Problem { x, y, c, cfg } = *p;
     let (r1, r2) = cfg.penalty.weights();
     let k = ws.cols.len();
     let xd = x.product(&ws.cols, &delta[..k]);
@@ -1105,21 +1105,11 @@ pub fn fit_prox_newton_weighted(
         rho: Vec::new(),
         scale: vec![0.0; x.m()],
     };
+    let prob = Problem { x: &x, y, c, cfg };
     let mut smoothing = Smoothing::start(cfg.loss, y, start.is_some());
     let env = |s: &Option<Smoothing>| s.as_ref().map_or(cfg.loss.into(), |s| s.env);
     let total_cost: f64 = c.iter().sum();
-    let mut pt = certify(
-        &x,
-        y,
-        c,
-        cfg,
-        env(&smoothing),
-        &w,
-        b,
-        f,
-        &mut tracker,
-        &mut best,
-    );
+    let mut pt = certify(&prob, env(&smoothing), &w, b, f, &mut tracker, &mut best);
     let mut status = SolveStatus::MaxIterations;
     let mut steps = 0;
     // The squared loss's Hessian does not depend on the point: kept while the set is.
@@ -1133,7 +1123,7 @@ pub fn fit_prox_newton_weighted(
         if let Some(sm) = smoothing.as_mut() {
             if sm.next_level(&pt, cfg.tol) {
                 let f = std::mem::take(&mut pt.f);
-                pt = certify(&x, y, c, cfg, sm.env, &w, b, f, &mut tracker, &mut best);
+                pt = certify(&prob, sm.env, &w, b, f, &mut tracker, &mut best);
                 continue;
             }
         }
@@ -1172,11 +1162,11 @@ pub fn fit_prox_newton_weighted(
         steps += 1;
         let step = match &mut smoothing {
             Some(sm) => {
-                let step = exact_step(&x, y, c, cfg, sm.env, &ws, &w, b, &pt, &delta);
+                let step = exact_step(&prob, sm.env, &ws, &w, b, &pt, &delta);
                 sm.adapt(step.t);
                 Some(step)
             }
-            None => line_search(&x, y, c, cfg, &ws, &w, b, &pt, &delta),
+            None => line_search(&prob, &ws, &w, b, &pt, &delta),
         };
         let Some(Step { t, f, flat }) = step else {
             status = SolveStatus::Stalled;
@@ -1190,18 +1180,7 @@ pub fn fit_prox_newton_weighted(
         if cfg.loss == Loss::Squared {
             kept = Some((ws.cols, hess));
         }
-        pt = certify(
-            &x,
-            y,
-            c,
-            cfg,
-            env(&smoothing),
-            &w,
-            b,
-            f,
-            &mut tracker,
-            &mut best,
-        );
+        pt = certify(&prob, env(&smoothing), &w, b, f, &mut tracker, &mut best);
         if let Some(sm) = smoothing.as_mut().filter(|s| s.env.mu > s.floor) {
             // The next level goes on where this one cannot.
             sm.flat = flat;
