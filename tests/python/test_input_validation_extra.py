@@ -300,14 +300,18 @@ def test_normalize_is_checked_with_a_feature_bank() -> None:
 
 
 def test_low_rank_max_rank_must_be_an_integer() -> None:
+    """``max_rank`` is an integer ≥ 1; factors that compress nothing (total rank ≥ n, the
+    20-point Gaussian at full rank) say so."""
     X, _ = _data(20)
     G = mk.kernels.gram(X, [Gaussian(3.0), Linear()])
     for bad in (2.5, 2.0, True, "3", 0, -1):
         _raises_parameter("max_rank", mk.kernels.low_rank, G, max_rank=bad)
     two = mk.kernels.low_rank(G, max_rank=np.int64(2))
     assert list(two.ranks) == [2, 2]
-    full = mk.kernels.low_rank(G, tol=0.0)
-    huge = mk.kernels.low_rank(G, tol=0.0, max_rank=10**30)
+    with pytest.warns(UserWarning, match="compress nothing"):
+        full = mk.kernels.low_rank(G, tol=0.0)
+    with pytest.warns(UserWarning, match=r"kernels \[0\] have rank > n/2"):
+        huge = mk.kernels.low_rank(G, tol=0.0, max_rank=10**30)
     np.testing.assert_array_equal(huge.ranks, full.ranks)
     for a, b in zip(huge.factors, full.factors, strict=True):
         np.testing.assert_array_equal(a, b)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -411,6 +412,13 @@ def low_rank(
         ``G`` is not a stack of square kernels, ``tol`` is outside [0, 1), or ``max_rank`` is
         not an integer ≥ 1.
 
+    Warns
+    -----
+    UserWarning
+        The factors' total rank is at least ``n``: they save no memory, and the solvers'
+        combinations of kernels cost ``n²`` per factor column instead of ``n²`` per kernel
+        (narrow Gaussian kernels are nearly the identity: cap them with ``max_rank``).
+
     Examples
     --------
     >>> import numpy as np
@@ -434,6 +442,19 @@ def low_rank(
         )
     rank = arr.shape[1] if max_rank is None else min(int(max_rank), arr.shape[1])
     factors, ranks, errors = _core.low_rank(arr, tol_f, rank, check_n_threads(n_threads))
+    n, total = arr.shape[1], int(np.sum(ranks))
+    if total >= n:
+        wide = [m for m, r in enumerate(ranks) if 2 * r > n]
+        warnings.warn(
+            f"the factors' total rank {total} is at least the number of points n = {n}"
+            + (f" (kernels {wide[:5]}{'...' if len(wide) > 5 else ''} have rank > n/2)"
+               if wide else "")  # fmt: skip
+            + ": they compress nothing, and every combination of kernels the solvers form "
+            "costs n²·rank (n² per dense kernel); cap them with max_rank= or fit the dense "
+            "stack",
+            UserWarning,
+            stacklevel=2,
+        )
     return LowRankFactors(factors=factors, ranks=np.asarray(ranks, dtype=np.int64), errors=errors)
 
 
