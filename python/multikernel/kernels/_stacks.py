@@ -447,8 +447,11 @@ def low_rank(
         wide = [m for m, r in enumerate(ranks) if 2 * r > n]
         warnings.warn(
             f"the factors' total rank {total} is at least the number of points n = {n}"
-            + (f" (kernels {wide[:5]}{'...' if len(wide) > 5 else ''} have rank > n/2)"
-               if wide else "")  # fmt: skip
+            + (
+                f" (kernels {wide[:5]}{'...' if len(wide) > 5 else ''} have rank > n/2)"
+                if wide
+                else ""
+            )  # fmt: skip
             + ": they compress nothing, and every combination of kernels the solvers form "
             "costs n²·rank (n² per dense kernel); cap them with max_rank= or fit the dense "
             "stack",
