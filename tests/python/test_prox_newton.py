@@ -137,6 +137,20 @@ def test_auto_picks_it_on_narrow_feature_blocks(monkeypatch: pytest.MonkeyPatch)
     assert h.primal_objective_ == pytest.approx(w.fit(X, y).primal_objective_, rel=2e-6)
 
 
+@pytest.mark.parametrize("scale", [1e-4, 1e3])
+def test_the_hinge_converges_whatever_the_features_units(scale: float) -> None:
+    """The smoothing continuation's damping follows each coordinate's curvature, so features
+    in large or small units converge as standardised ones do, to SpicyMKL's optimum."""
+    X, y = cancer()
+    bank = linear_bank(X.shape[1], 5)
+    kw: dict[str, Any] = {"kernels": bank, "penalty": "l1", "loss": "hinge", "C": 1.0,
+                          "tol": 1e-6}  # fmt: skip
+    ours = mk.MKLClassifier(**kw, solver="prox_newton").fit(scale * X, y)
+    ref = mk.MKLClassifier(**kw, solver="spicy").fit(scale * X, y)
+    assert ours.converged_ and ours.duality_gap_ <= 1e-6
+    assert ours.primal_objective_ == pytest.approx(ref.primal_objective_, rel=2e-6)
+
+
 def test_float32_blocks_and_factors() -> None:
     """float32 feature blocks give the float64 fit to float32 accuracy, and low-rank factors
     (``kernels.low_rank``) take the same solver."""

@@ -966,7 +966,7 @@ fn slope_root(slope: impl Fn(f64) -> f64) -> f64 {
 /// lowered by [`Smoothing::FACTOR`] whenever the smoothed problem's gap is at most `tol/2`,
 /// while the certificate is always the loss's own. Once `μ` is small the smoothing zone holds
 /// about the margin's support vectors, fewer than the working set's columns, and the Hessian
-/// is singular: it gets a Levenberg–Marquardt damping `κ Σ_i c_i / R_W`.
+/// is singular: it gets a Levenberg–Marquardt damping ([`Smoothing::damp`]).
 struct Smoothing {
     env: Envelope,
     /// `μ` is not lowered below this (`10⁻¹²` of the first).
@@ -974,6 +974,10 @@ struct Smoothing {
     kappa: f64,
     /// The last step was below what `P_μ` resolves: the level is as solved as it gets.
     flat: bool,
+    /// Per column `Σ_i c_i x_ij²` (floored at `10⁻¹²` of the largest), and `Σ_i c_i`: the
+    /// damping's scale per coordinate.
+    col_scale: Vec<f64>,
+    total_cost: f64,
 }
 
 impl Smoothing {
@@ -985,7 +989,7 @@ impl Smoothing {
     /// loss the mean absolute deviation of `y` (the residuals' scale), or 1 when `y` is
     /// constant; [`Smoothing::WARM_SKIP`] levels lower from a warm start, which is near an
     /// optimum already. `None` for the losses with a second derivative.
-    fn start(loss: Loss, y: &[f64], warm: bool) -> Option<Self> {
+    fn start(loss: Loss, x: &Features<'_>, y: &[f64], c: &[f64], warm: bool) -> Option<Self> {
         let mu = match loss {
             Loss::Hinge => 1.0,
             Loss::EpsilonInsensitive { .. } => {
@@ -1004,11 +1008,20 @@ impl Smoothing {
         } else {
             mu
         };
+        let mut col_scale: Vec<f64> = x
+            .cols
+            .par_iter()
+            .map(|col| col.iter().zip(c).map(|(v, ci)| ci * v * v).sum())
+            .collect();
+        let top = col_scale.iter().fold(0.0f64, |a, &v| a.max(v));
+        col_scale.iter_mut().for_each(|v| *v = v.max(1e-12 * top));
         Some(Smoothing {
             env: Envelope { loss, mu },
             floor: 1e-12 * mu,
             kappa: 1e-3,
             flat: false,
+            col_scale,
+            total_cost: c.iter().sum(),
         })
     }
 
@@ -1024,11 +1037,16 @@ impl Smoothing {
     }
 
     /// Adds the damping to the diagonal of `hess` (order `k`).
-    fn damp(&self, hess: &mut [f64], k: usize, total_cost: f64) {
-        let d = self.kappa * total_cost / ((k - 1).max(1) as f64 * self.env.mu);
-        for i in 0..k {
-            hess[i * k + i] += d;
+    /// Adds the damping to the diagonal of `hess` (the working set's columns `cols` and the
+    /// intercept), per coordinate in proportion to its curvature were every point in the zone
+    /// (Marquardt's scaling: the step does not depend on the features' units).
+    fn damp(&self, hess: &mut [f64], cols: &[usize]) {
+        let k = cols.len() + 1;
+        let scale = self.kappa / (cols.len().max(1) as f64 * self.env.mu);
+        for (i, &j) in cols.iter().enumerate() {
+            hess[i * k + i] += scale * self.col_scale[j];
         }
+        hess[k * k - 1] += scale * self.total_cost;
     }
 
     /// `κ` after a step of length `t`: ÷4 after a whole step, ×4 after a shortened one.
@@ -1106,9 +1124,8 @@ pub fn fit_prox_newton_weighted(
         scale: vec![0.0; x.m()],
     };
     let prob = Problem { x: &x, y, c, cfg };
-    let mut smoothing = Smoothing::start(cfg.loss, y, start.is_some());
+    let mut smoothing = Smoothing::start(cfg.loss, &x, y, c, start.is_some());
     let env = |s: &Option<Smoothing>| s.as_ref().map_or(cfg.loss.into(), |s| s.env);
-    let total_cost: f64 = c.iter().sum();
     let mut pt = certify(&prob, env(&smoothing), &w, b, f, &mut tracker, &mut best);
     let mut status = SolveStatus::MaxIterations;
     let mut steps = 0;
@@ -1146,7 +1163,7 @@ pub fn fit_prox_newton_weighted(
             }
         };
         if let Some(sm) = &smoothing {
-            sm.damp(&mut hess, ws.cols.len() + 1, total_cost);
+            sm.damp(&mut hess, &ws.cols);
         }
         let mut g: Vec<f64> = ws.cols.iter().map(|&j| pt.grad[j]).collect();
         g.push(pt.d1.iter().sum());
