@@ -302,7 +302,7 @@ ALL_LOSSES: tuple[LossName, ...] = (
     "epsilon_insensitive",
 )
 
-#: The losses with a second derivative (svrg's losses; prox_newton's wider rule in ``_auto``).
+#: The losses with a second derivative (svrg's losses).
 SMOOTH_LOSSES: tuple[LossName, ...] = ("logistic", "squared", "squared_hinge")
 
 
