@@ -33,18 +33,28 @@ impl From<Loss> for Envelope {
 }
 
 impl Envelope {
+    // The loss's own functions at `μ = 0` ([`Loss::moreau`] would compute all three).
     #[inline]
     pub fn value(&self, y: f64, z: f64) -> f64 {
+        if self.mu == 0.0 {
+            return self.loss.value(y, z);
+        }
         self.loss.moreau(y, z, self.mu)[0]
     }
 
     #[inline]
     pub fn deriv(&self, y: f64, z: f64) -> f64 {
+        if self.mu == 0.0 {
+            return self.loss.deriv(y, z);
+        }
         self.loss.moreau(y, z, self.mu)[1]
     }
 
     #[inline]
     pub fn deriv2(&self, y: f64, z: f64) -> f64 {
+        if self.mu == 0.0 {
+            return self.loss.deriv2(y, z);
+        }
         self.loss.moreau(y, z, self.mu)[2]
     }
 

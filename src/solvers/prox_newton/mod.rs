@@ -339,6 +339,32 @@ struct WorkingSet {
     local: Vec<usize>,
 }
 
+impl WorkingSet {
+    /// `Σ_{m∈W} pen(w_m + t δ_m)`, `wl` the point's weights on the set's columns.
+    fn penalty_along(&self, pw: (f64, f64), wl: &[f64], delta: &[f64], t: f64) -> f64 {
+        (0..self.kernels.len())
+            .map(|s| {
+                let r = self.local[s]..self.local[s + 1];
+                let v: Vec<f64> = r.map(|j| wl[j] + t * delta[j]).collect();
+                block_penalty(pw, norm(&v))
+            })
+            .sum()
+    }
+}
+
+/// The model's predicted decrease along a step, `gᵀδ + g_b δ_b + pen(w + δ) − pen(w)`, from
+/// the penalty before (`pen0`) and after (`pen1`) it.
+fn model_decrease(ws: &WorkingSet, pt: &Point, delta: &[f64], pen0: f64, pen1: f64) -> f64 {
+    let k = ws.cols.len();
+    let lin: f64 = ws
+        .cols
+        .iter()
+        .zip(delta)
+        .map(|(&j, d)| pt.grad[j] * d)
+        .sum();
+    lin + pt.d1.iter().sum::<f64>() * delta[k] + pen1 - pen0
+}
+
 /// Kernels to optimise next (skglm's rule): the active ones and the largest violators, twice
 /// as many as are active and at least `P0`, in kernel order.
 fn working_set(x: &Features<'_>, w: &[f64], viol: &[f64]) -> WorkingSet {
@@ -808,24 +834,9 @@ fn line_search(
     let k = ws.cols.len();
     let xd = x.product(&ws.cols, &delta[..k]);
     let wl: Vec<f64> = ws.cols.iter().map(|&j| w[j]).collect();
-    let pen = |t: f64| -> f64 {
-        (0..ws.kernels.len())
-            .map(|s| {
-                let r = ws.local[s]..ws.local[s + 1];
-                let v: Vec<f64> = r.map(|j| wl[j] + t * delta[j]).collect();
-                block_penalty(pw, norm(&v))
-            })
-            .sum()
-    };
+    let pen = |t: f64| ws.penalty_along(pw, &wl, delta, t);
     let pen0 = pen(0.0);
-    let slope: f64 = ws
-        .cols
-        .iter()
-        .zip(delta)
-        .map(|(&j, d)| pt.grad[j] * d)
-        .sum::<f64>()
-        + pt.d1.iter().sum::<f64>() * delta[k];
-    let decrease = slope + pen(1.0) - pen0;
+    let decrease = model_decrease(ws, pt, delta, pen0, pen(1.0));
     // A model that predicts no decrease beyond rounding: the point is as good as the
     // arithmetic allows (a `tol` below it is out of reach).
     // A decrease the values of `P` cannot resolve (rounding): the step is taken whole, as
@@ -899,23 +910,9 @@ fn exact_step(
             .sum();
         parts.iter().sum::<f64>() + pen
     };
-    let pen = |t: f64| -> f64 {
-        blocks()
-            .map(|r| {
-                let v: Vec<f64> = r.map(|j| wl[j] + t * delta[j]).collect();
-                block_penalty((r1, r2), norm(&v))
-            })
-            .sum()
-    };
-    let lin: f64 = ws
-        .cols
-        .iter()
-        .zip(delta)
-        .map(|(&j, d)| pt.grad[j] * d)
-        .sum::<f64>()
-        + pt.d1.iter().sum::<f64>() * db;
+    let pen = |t: f64| ws.penalty_along((r1, r2), &wl, delta, t);
     // As in [`line_search`]: a decrease `P` cannot resolve is taken whole.
-    let flat = lin + pen(1.0) - pen(0.0) >= -1e-12 * pt.primal.abs();
+    let flat = model_decrease(ws, pt, delta, pen(0.0), pen(1.0)) >= -1e-12 * pt.primal.abs();
     let t = if flat { 1.0 } else { slope_root(slope) };
     let f = pt.f.iter().zip(&xd).map(|(f, d)| f + t * d).collect();
     Step { t, f, flat }
