@@ -1,17 +1,23 @@
 """The hinge-type losses on explicit features: ``prox_newton``'s smoothing continuation
 against the SVM wrapper (SMO on the low-rank kernel) on the same problem (issue: MKL on
-explicit features).
+explicit features); with ``--penalty lp``, ``prox_newton``'s ℓp Newton steps against Kloft's
+wrapper (``analytic``: SMO on the combined kernel, or Newton through its capacitance matrix
+for the smooth losses), for any loss.
 
 Data: 100 standard normal features in 20 groups of 5 (``FeatureBank`` of linear kernels, no
 normalisation), 15 informative; classification ``y = sign(Xw + 0.5ε)`` for the hinge,
-regression ``y = Xw + 0.5ε`` for the ε-insensitive loss (ε = 0.1); ``penalty="l1"``, tol 1e-3,
-C = 0.1 and 1. Both solvers are named (``solver="prox_newton"`` / ``"wrapper"``) and called in
-turn within each repeat; the table reports medians, Newton (wrapper) steps, the certified gaps
+regression ``y = Xw + 0.5ε`` for the ε-insensitive (ε = 0.1) and squared losses;
+``penalty="l1"`` (or ``"lp"`` with ``--p``), tol 1e-3, C = 0.1 and 1. Both solvers are named
+(``solver="prox_newton"`` / ``"wrapper"`` or ``"analytic"``) and called in turn within each
+repeat; the table reports medians, Newton (wrapper) steps, the certified gaps
 and the relative difference of the primal values. The wrapper is run at most ``--wrapper-max``
 points (it grows like n²; once at the largest size, as ``--wrapper-once``).
 
     python benches/peers/hinge_features.py [--sizes 1000,5000,20000] [--repeats 3]
         [--out benches/peers/results/hinge_features.md]
+    python benches/peers/hinge_features.py --penalty lp --p 2 \\
+        --losses hinge,squared_hinge,logistic,squared,epsilon_insensitive \\
+        --out benches/peers/results/lp_features.md
 """
 
 from __future__ import annotations
@@ -42,15 +48,20 @@ def data(n: int, regression: bool) -> tuple[FloatArray, FloatArray]:
     return X, (t if regression else np.where(t > 0, 1.0, -1.0))
 
 
-def fit(X: FloatArray, y: FloatArray, loss: str, C: float, solver: str) -> Any:
+REGRESSION = ("epsilon_insensitive", "squared")
+
+
+def fit(
+    X: FloatArray, y: FloatArray, loss: str, C: float, solver: str, penalty: str, p: float
+) -> Any:
     bank = FeatureBank(
         [Linear(features=list(range(k, k + 5))) for k in range(0, 100, 5)], normalize="none"
     )
-    kw: dict[str, Any] = {"kernels": bank, "penalty": "l1", "C": C, "tol": 1e-3}
-    if loss == "hinge":
-        est: Any = mk.MKLClassifier(loss="hinge", solver=solver, **kw)
+    kw: dict[str, Any] = {"kernels": bank, "penalty": penalty, "p": p, "C": C, "tol": 1e-3}
+    if loss not in REGRESSION:
+        est: Any = mk.MKLClassifier(loss=loss, solver=solver, **kw)
     else:
-        est = mk.MKLRegressor(loss="epsilon_insensitive", epsilon=0.1, solver=solver, **kw)
+        est = mk.MKLRegressor(loss=loss, epsilon=0.1, solver=solver, **kw)
     return est.fit(X, y)
 
 
@@ -61,18 +72,21 @@ def main() -> None:
     ap.add_argument("--losses", default="hinge,epsilon_insensitive")
     ap.add_argument("--wrapper-max", type=int, default=5000)
     ap.add_argument("--wrapper-once", type=int, default=20000)
+    ap.add_argument("--penalty", choices=("l1", "lp"), default="l1")
+    ap.add_argument("--p", type=float, default=2.0)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    reference = "wrapper" if args.penalty == "l1" else "analytic"
     rows = []
     for loss in args.losses.split(","):
         for n in (int(s) for s in args.sizes.split(",")):
-            X, y = data(n, loss != "hinge")
+            X, y = data(n, loss in REGRESSION)
             for C in (0.1, 1.0):
                 solvers = ["prox_newton"]
                 if n <= args.wrapper_max or n <= args.wrapper_once:
-                    solvers.append("wrapper")
+                    solvers.append(reference)
                 once = n > args.wrapper_max
-                fs = [partial(fit, X, y, loss, C, s) for s in solvers]
+                fs = [partial(fit, X, y, loss, C, s, args.penalty, args.p) for s in solvers]
                 if once:
                     res = paired_median_times(fs[:1], args.repeats)
                     res += paired_median_times(fs[1:], 1)
@@ -90,15 +104,22 @@ def main() -> None:
                     row += ["–"] * 5
                 rows.append(row)
                 print(" | ".join(map(str, row)), flush=True)
-    head = ("| loss | n | C | prox_newton s | steps | gap | wrapper s | steps | gap | "
-            "(P_prox − P_wrapper)/P_wrapper | prox / wrapper |")  # fmt: skip
+    head = (f"| loss | n | C | prox_newton s | steps | gap | {reference} s | steps | gap | "
+            f"(P_prox − P_{reference})/P_{reference} | prox / {reference} |")  # fmt: skip
+    what = "l1" if args.penalty == "l1" else f"lp, p = {args.p:g}"
+    title = (
+        "The hinge-type losses on explicit features: prox_newton against the wrapper"
+        if args.penalty == "l1"
+        else "ℓp-MKL on explicit features: prox_newton against Kloft's wrapper (analytic)"
+    )
     lines = [
-        "# The hinge-type losses on explicit features: prox_newton against the wrapper",
+        f"# {title}",
         "",
         f"`python benches/peers/hinge_features.py {' '.join(sys.argv[1:])}`".rstrip() + "",
         "",
         f"multikernel {mk.__version__}, {platform.machine()}, medians of {args.repeats} "
-        "in one run (each pair called in turn); 100 features in 20 groups of 5, l1, tol 1e-3.",
+        f"in one run (each pair called in turn); 100 features in 20 groups of 5, {what}, "
+        "tol 1e-3.",
         "",
         head,
         "|" + "---|" * 11,

@@ -16,6 +16,7 @@ from typing import Literal
 from . import _core
 from ._config import (
     SOLVERS,
+    AnalyticConfig,
     SolverConfig,
     SpicyConfig,
     WrapperConfig,
@@ -44,6 +45,9 @@ _WRAPPER_OWN = tuple(f.name for f in dataclasses.fields(WrapperConfig))
 
 #: SpicyMKL's own settings, which ``prox_newton`` does not take (warm starts on features).
 _SPICY_OWN = tuple(f.name for f in dataclasses.fields(SpicyConfig))
+
+#: The ℓp wrapper's own settings, which ``prox_newton`` does not take.
+_ANALYTIC_OWN = tuple(f.name for f in dataclasses.fields(AnalyticConfig))
 
 #: The solvers that take a warm start (``warm_start=True``): SpicyMKL in the kernels' space,
 #: ``prox_newton`` in feature space.
@@ -89,12 +93,16 @@ class Choice:
     drop : tuple of str
         Settings built for another solver's config that ``solver`` does not take (the
         wrapper's own after the move to ``prox_newton``).
+    add : tuple of (str, str)
+        Settings that ``solver`` needs and the other solver's do not have (``penalty="lp"``
+        after the move from ``analytic`` to ``prox_newton``).
     continued : bool
         A fit that stops above ``tol`` is continued by SpicyMKL (:func:`continuation`).
     """
 
     solver: _NativeSolver
     drop: tuple[str, ...] = ()
+    add: tuple[tuple[str, str], ...] = ()
     continued: bool = False
 
     def settings(self, settings: _core.Settings) -> _core.Settings:
@@ -103,6 +111,7 @@ class Choice:
         if settings.solver == self.solver:
             return settings
         kept = {k: v for k, v in settings.as_dict().items() if k not in self.drop}
+        kept.update(self.add)
         return _core.Settings(self.solver, kept)
 
 
@@ -148,13 +157,17 @@ def choose(
     solvers = [name for name, row in SOLVERS.items() if penalty in row.penalties]
     if penalty == "lp" and isinstance(p, (int, float)) and p == 1 and "mirror" in solvers:
         return Choice("mirror")
-    if "wrapper" not in solvers:
-        return Choice(solvers[0])
     narrow = (
         stack is not None
         and stack.kind == "features"
         and (4 if loss == "hinge" else 2) * stack.width <= stack.n
     )
+    if penalty == "lp":
+        if narrow and solver_config is None:
+            return Choice("prox_newton", drop=_ANALYTIC_OWN, add=(("penalty", "lp"),))
+        return Choice(solvers[0])
+    if "wrapper" not in solvers:
+        return Choice(solvers[0])
     if warm_start:
         if narrow and solver_config is None:
             return Choice("prox_newton", drop=_SPICY_OWN)

@@ -336,7 +336,7 @@ SOLVERS: dict[_NativeSolver, SolverInfo] = {
     "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),
     "spicy": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, SpicyConfig),
     "wrapper": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, WrapperConfig),
-    "prox_newton": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, ProxNewtonConfig),
+    "prox_newton": SolverInfo(("l1", "elasticnet", "lp"), ALL_LOSSES, ProxNewtonConfig),
     "mirror": SolverInfo(("group", "lp"), ALL_LOSSES, MirrorConfig),
     "svrg": SolverInfo(("lp",), SMOOTH_LOSSES, SvrgConfig),
 }

@@ -442,13 +442,14 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
                     f"p={self.p!r}; use solver='analytic' or 'auto'",
                     parameter="p",
                 )
-        elif "lp" in row.penalties:
-            named["p"] = self.p
+        else:
+            if "lp" in row.penalties:
+                named["p"] = self.p
             if solver == "svrg":
                 named["seed"] = 0 if rs is None else int(rs)
-        else:
-            named["penalty"] = self.penalty
-            named["l1_ratio"] = self.l1_ratio
+            if row.penalties != ("lp",):
+                named["penalty"] = self.penalty
+                named["l1_ratio"] = self.l1_ratio
         return solver, _core.Settings(solver, named)
 
     @staticmethod

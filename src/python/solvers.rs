@@ -18,7 +18,7 @@ use crate::solvers::lp::{
 };
 use crate::solvers::mirror::{fit_group_weighted, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
-use crate::solvers::penalty::SparsePenalty;
+use crate::solvers::penalty::{BlockPenalty, SparsePenalty};
 use crate::solvers::prox_newton::{fit_prox_newton_weighted, FeatureStart, ProxNewtonConfig};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy_weighted, SpicyConfig, SpicyStart};
@@ -245,6 +245,19 @@ fn walk_sparse_penalty(w: &mut impl Walk, penalty: &mut SparsePenalty) -> PyResu
     Ok(())
 }
 
+/// `prox_newton`'s penalty as `penalty`, `l1_ratio` (read by `elasticnet` only) and `p` (read
+/// by `lp` only).
+fn walk_block_penalty(w: &mut impl Walk, penalty: &mut BlockPenalty) -> PyResult<()> {
+    let mut name = penalty.name().to_string();
+    let mut l1_ratio = penalty.l1_ratio();
+    let mut p = penalty.p();
+    w.text("penalty", &mut name)?;
+    w.float("l1_ratio", &mut l1_ratio)?;
+    w.float("p", &mut p)?;
+    *penalty = BlockPenalty::parse(&name, l1_ratio, p)?;
+    Ok(())
+}
+
 impl Settings {
     /// The engine's defaults of `solver` (each struct's `Default`).
     fn default_of(solver: &str) -> Result<Self> {
@@ -315,7 +328,7 @@ impl Settings {
                 w.float("inner_tol", &mut c.inner_tol)
             }
             Settings::ProxNewton(c) => {
-                walk_sparse_penalty(w, &mut c.penalty)?;
+                walk_block_penalty(w, &mut c.penalty)?;
                 walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)
             }
             Settings::Mirror(c, groups) => {

@@ -6,11 +6,7 @@ use crate::losses::Loss;
 
 /// `½ (Σ_m s_m^q)^{2/q}` with `q = 2p/(p+1)` (`q = 2` for `p = ∞`).
 pub fn lp_penalty(norms: &[f64], p: f64) -> f64 {
-    let q = if p.is_infinite() {
-        2.0
-    } else {
-        2.0 * p / (p + 1.0)
-    };
+    let q = crate::solvers::penalty::lp_q(p);
     let s: f64 = norms.iter().map(|s| s.max(0.0).powf(q)).sum();
     0.5 * s.powf(2.0 / q)
 }

@@ -36,6 +36,7 @@ QUARTER = StackInfo("features", 400, 5, width=100)  # 4 · 100 ≤ 400: the hing
 WIDE = StackInfo("features", 200, 5, width=101)
 WRAPPER = Choice("wrapper", continued=True)
 PROX_NEWTON = Choice("prox_newton", drop=("inner_tol",))
+PROX_NEWTON_LP = Choice("prox_newton", drop=("inner_tol",), add=(("penalty", "lp"),))
 PROX_NEWTON_WARM = Choice(
     "prox_newton", drop=tuple(f.name for f in dataclasses.fields(mk.SpicyConfig))
 )
@@ -43,9 +44,18 @@ PROX_NEWTON_WARM = Choice(
 #: The rows of the table in docs/guide.md §4 ("Choosing a solver"), case by case:
 #: (penalty, p, loss, solver, solver_config, warm_start, stack) and the choice.
 CASES: list[tuple[str, float, str, str, SolverConfig | None, bool, StackInfo | None, Choice]] = [
-    # lp: analytic; mirror at p = 1 (also before the stack is known, and with warm_start).
+    # lp: analytic; prox_newton (penalty="lp") on features of total width ≤ n/2 (≤ n/4 with
+    # the hinge), with or without warm_start, without an AnalyticConfig; mirror at p = 1
+    # (also before the stack is known, and with warm_start).
     ("lp", 2.0, "hinge", "auto", None, False, DENSE, Choice("analytic")),
-    ("lp", 4 / 3, "logistic", "auto", None, False, NARROW, Choice("analytic")),
+    ("lp", 2.0, "logistic", "auto", None, False, None, Choice("analytic")),
+    ("lp", 4 / 3, "logistic", "auto", None, False, NARROW, PROX_NEWTON_LP),
+    ("lp", 4 / 3, "squared", "auto", None, True, NARROW, PROX_NEWTON_LP),
+    ("lp", 2.0, "hinge", "auto", None, False, NARROW, Choice("analytic")),
+    ("lp", 2.0, "hinge", "auto", None, False, QUARTER, PROX_NEWTON_LP),
+    ("lp", 2.0, "logistic", "auto", None, False, WIDE, Choice("analytic")),
+    ("lp", 2.0, "logistic", "auto", mk.AnalyticConfig(), False, NARROW, Choice("analytic")),
+    ("lp", 1.0, "logistic", "auto", None, False, NARROW, Choice("mirror")),
     ("lp", 2.0, "hinge", "auto", None, False, ON_DEMAND, Choice("analytic")),
     ("lp", 1.0, "hinge", "auto", None, False, DENSE, Choice("mirror")),
     ("lp", 1, "squared", "auto", None, True, None, Choice("mirror")),
@@ -132,7 +142,7 @@ def test_the_guide_names_what_the_rule_picks() -> None:
             picked.setdefault(case[0], set()).add(case[-1].solver)
     assert table == picked
     assert table == {
-        "lp": {"analytic", "mirror"},
+        "lp": {"analytic", "prox_newton", "mirror"},
         "l1": {"wrapper", "prox_newton", "spicy"},
         "elasticnet": {"wrapper", "prox_newton", "spicy"},
         "group": {"mirror"},
@@ -157,8 +167,13 @@ def test_only_feature_blocks_move_the_early_choice() -> None:
             early,
             early,
         ), kw
-        # Narrow features move the wrapper, and the warm SpicyMKL without a config.
-        movable = early == "wrapper" or (early == "spicy" and warm and config is None)
+        # Narrow features move the wrapper, the warm SpicyMKL without a config, and ℓp's
+        # wrapper (p > 1) without one.
+        movable = (
+            early == "wrapper"
+            or (early == "spicy" and warm and config is None)
+            or (early == "analytic" and config is None)
+        )
         moved = movable and loss != "hinge"
         assert choose(**kw, stack=NARROW).solver == ("prox_newton" if moved else early), kw
         # Every loss moves at a quarter of the points, the hinge not before.
@@ -172,8 +187,18 @@ def test_settings_and_stack_descriptions() -> None:
     settings = _core.Settings("wrapper", {"C": 2.0, "loss": "logistic", "inner_tol": 1e-6})
     moved = PROX_NEWTON.settings(settings)
     assert moved.solver == "prox_newton"
-    assert moved.as_dict() == {k: v for k, v in settings.as_dict().items() if k != "inner_tol"}
+    # Every setting but the wrapper's own, and prox_newton's `p`, which `l1` does not read.
+    assert {k: v for k, v in moved.as_dict().items() if k != "p"} == {
+        k: v for k, v in settings.as_dict().items() if k != "inner_tol"
+    }
     assert WRAPPER.settings(settings) is settings
+    # ℓp's move keeps p, C and the loss, and names the penalty.
+    lp = _core.Settings("analytic", {"C": 2.0, "loss": "hinge", "p": 1.5, "inner_tol": 1e-6})
+    moved = PROX_NEWTON_LP.settings(lp)
+    assert (moved.solver, moved["penalty"], moved["p"]) == ("prox_newton", "lp", 1.5)
+    assert {k: moved[k] for k in ("C", "loss", "tol", "max_iter")} == {
+        k: lp[k] for k in ("C", "loss", "tol", "max_iter")
+    }
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 4))
     specs = [Linear(), Gaussian(sigma=2.0)]

@@ -1,7 +1,7 @@
-"""The ``prox_newton`` solver (``l1`` / ``elasticnet`` MKL on explicit features by proximal
-Newton): its optimum is cvxpy + Clarabel's and that of the dense-stack solvers on the same
-features, its feature weights are the model it reports, ``solver="auto"`` picks it on narrow
-feature blocks, and bad use is refused."""
+"""The ``prox_newton`` solver (``l1`` / ``elasticnet`` / ``lp`` MKL on explicit features by
+(proximal) Newton): its optimum is cvxpy + Clarabel's and that of the dense-stack solvers on
+the same features, its feature weights are the model it reports, ``solver="auto"`` picks it
+on narrow feature blocks, and bad use is refused."""
 
 from __future__ import annotations
 
@@ -51,6 +51,12 @@ CASES = [
     ("hinge", "elasticnet", 0.5),
     ("epsilon_insensitive", "l1", 1.0),
     ("epsilon_insensitive", "elasticnet", 0.3),
+    # ℓp: the third entry is p.
+    ("logistic", "lp", 2.0),
+    ("squared", "lp", 4.0 / 3.0),
+    ("squared_hinge", "lp", np.inf),
+    ("hinge", "lp", 2.0),
+    ("epsilon_insensitive", "lp", 4.0 / 3.0),
 ]
 
 #: The hinge-type losses' continuation closes the gap about 3× per level of smoothing; 1e-7
@@ -58,8 +64,17 @@ CASES = [
 TOL = {"hinge": 1e-7, "epsilon_insensitive": 1e-7}
 
 
-@pytest.mark.parametrize(("loss", "penalty", "l1_ratio"), CASES)
-def test_meets_cvxpy(loss: str, penalty: str, l1_ratio: float) -> None:
+def penalty_value(penalty: str, param: float, norms: FloatArray) -> float:
+    """The penalty at the block norms (``param``: ``l1_ratio``, or ``p`` for ``lp``)."""
+    if penalty == "lp":
+        q = 2.0 if param == np.inf else 2 * param / (param + 1)
+        return float(0.5 * np.sum(norms**q) ** (2 / q))
+    r1, r2 = (1.0, 0.0) if penalty == "l1" else (param, 1.0 - param)
+    return float(np.sum(r1 * norms + r2 / 2 * norms**2))
+
+
+@pytest.mark.parametrize(("loss", "penalty", "param"), CASES)
+def test_meets_cvxpy(loss: str, penalty: str, param: float) -> None:
     """On 120 points the objective is cvxpy's optimum and the model that the estimator
     predicts with has the reported objective (scored by the reference, not the engine); for
     the hinge-type losses, fitted through their smoothed versions, the certificate is the
@@ -69,7 +84,8 @@ def test_meets_cvxpy(loss: str, penalty: str, l1_ratio: float) -> None:
     X, y = X[:120], y[:120]
     bank = linear_bank(X.shape[1], 5)
     est = mk.MKLRegressor if regression else mk.MKLClassifier
-    kw: dict[str, Any] = {"penalty": penalty, "l1_ratio": l1_ratio, "C": 0.5}
+    kw: dict[str, Any] = {"penalty": penalty, "C": 0.5}
+    kw["p" if penalty == "lp" else "l1_ratio"] = param
     tol = TOL.get(loss, 1e-9)
     fit = est(kernels=bank, loss=loss, solver="prox_newton", tol=tol, max_iter=2000, **kw)
     fit.fit(X, y)
@@ -85,9 +101,24 @@ def test_meets_cvxpy(loss: str, penalty: str, l1_ratio: float) -> None:
     np.testing.assert_allclose(got, f, rtol=1e-12, atol=1e-12)
     norms = np.array([np.linalg.norm(w) for w in fit.coef_])
     np.testing.assert_allclose(fit.kernel_norms_, norms, rtol=1e-12, atol=1e-14)
-    r1, r2 = (1.0, 0.0) if penalty == "l1" else (l1_ratio, 1.0 - l1_ratio)
-    P = 0.5 * np.sum(loss_value(loss, y, f)) + np.sum(r1 * norms + r2 / 2 * norms**2)
+    P = 0.5 * np.sum(loss_value(loss, y, f)) + penalty_value(penalty, param, norms)
     assert fit.primal_objective_ == pytest.approx(P, rel=1e-10)
+
+
+def test_lp_at_infinity_is_the_svm_on_all_features() -> None:
+    """ℓp at ``p = ∞`` on linear blocks is the SVM on all the features: the decision function
+    of scikit-learn's ``SVC(kernel="linear")`` (libsvm, an independent solver) at its own
+    tight tolerance."""
+    from sklearn.svm import SVC
+
+    X, y = cancer()
+    X, y = X[:200], y[:200]
+    bank = linear_bank(X.shape[1], 6)
+    ours = mk.MKLClassifier(kernels=bank, penalty="lp", p=np.inf, loss="hinge", C=0.3,
+                            tol=1e-8, max_iter=2000, solver="prox_newton").fit(X, y)  # fmt: skip
+    svc = SVC(kernel="linear", C=0.3, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(ours.decision_function(X), svc.decision_function(X), atol=2e-4)
+    np.testing.assert_allclose(ours.kernel_weights_, 1.0)
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
@@ -135,6 +166,30 @@ def test_auto_picks_it_on_narrow_feature_blocks(monkeypatch: pytest.MonkeyPatch)
     assert a.primal_objective_ == pytest.approx(b.fit(X, y).primal_objective_, rel=1e-7)
     w = mk.MKLClassifier(kernels=bank, penalty="l1", loss="hinge", tol=1e-6, solver="wrapper")
     assert h.primal_objective_ == pytest.approx(w.fit(X, y).primal_objective_, rel=2e-6)
+
+
+def test_auto_picks_it_for_lp_on_narrow_feature_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``penalty="lp"`` under ``solver="auto"``: prox_newton on narrow blocks (the rule of
+    ``l1``), Kloft's wrapper (``analytic``) on wider ones, with a ``solver_config`` of its own
+    and at ``p = 1`` (mirror descent); the same optimum as the wrapper's."""
+    X, y = cancer()
+    calls = solvers_called(monkeypatch)
+    bank = linear_bank(X.shape[1], 5)
+    kw: dict[str, Any] = {"kernels": bank, "penalty": "lp", "tol": 1e-8}
+    a = mk.MKLClassifier(p=2.0, loss="logistic", **kw).fit(X, y)
+    h = mk.MKLClassifier(p=4.0 / 3.0, loss="hinge", **kw).fit(X, y)
+    assert calls == ["prox_newton", "prox_newton"]
+    calls.clear()
+    mk.MKLClassifier(p=2.0, loss="hinge", **kw).fit(X[:100], y[:100])
+    mk.MKLClassifier(p=2.0, loss="logistic", **kw).fit(X[:40], y[:40])
+    mk.MKLClassifier(p=2.0, solver_config=mk.AnalyticConfig(), **kw).fit(X, y)
+    mk.MKLClassifier(p=1.0, **kw).fit(X[:100], y[:100])
+    assert calls == ["analytic", "analytic", "analytic", "mirror"]
+    b = mk.MKLClassifier(p=2.0, loss="logistic", solver="analytic", **kw).fit(X, y)
+    assert a.primal_objective_ == pytest.approx(b.primal_objective_, rel=1e-7)
+    np.testing.assert_allclose(a.kernel_weights_, b.kernel_weights_, rtol=1e-3)
+    w = mk.MKLClassifier(p=4.0 / 3.0, loss="hinge", solver="analytic", **kw).fit(X, y)
+    assert h.primal_objective_ == pytest.approx(w.primal_objective_, rel=1e-7)
 
 
 @pytest.mark.parametrize("scale", [1e-4, 1e3])
@@ -201,7 +256,12 @@ def test_bad_use_is_refused() -> None:
     with pytest.raises(InvalidParameterError, match="explicit features"):
         mk.MKLClassifier(penalty="l1", solver="prox_newton", loss="logistic").fit(X[:50], y[:50])
     with pytest.raises(InvalidParameterError, match="penalty"):
-        mk.MKLClassifier(kernels=bank, penalty="lp", solver="prox_newton", loss="logistic").fit(
+        mk.MKLClassifier(kernels=bank, penalty="group", groups=[0, 1], solver="prox_newton").fit(
+            X[:50], y[:50]
+        )
+    # ℓp at p = 1 has no Newton step (½(Σ s_m)² is not differentiable at a zero block).
+    with pytest.raises(InvalidParameterError, match=r"p must be in \(1, inf\]"):
+        mk.MKLClassifier(kernels=bank, penalty="lp", p=1.0, solver="prox_newton").fit(
             X[:50], y[:50]
         )
     G = mk.kernels.gram(X[:50], [Linear(), Gaussian(sigma=4.0)])

@@ -29,7 +29,7 @@ use crate::kernels::{stack_dot as dot, KernelStack};
 use crate::linalg::{clear_upper_simd_state, Cholesky};
 use crate::losses::{costs, Envelope, Loss};
 use crate::result::{relative_gap, FitResult, SolveStatus};
-use crate::solvers::penalty::{kernel_weights, SparsePenalty};
+use crate::solvers::penalty::{lp_q, BlockPenalty, SparsePenalty};
 use crate::solvers::spicy::dual::{best_dual, best_envelope_dual};
 use crate::solvers::tracker::{Model, Tracker};
 
@@ -40,7 +40,8 @@ const CHUNK: usize = 2048;
 /// Settings of [`fit_prox_newton`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProxNewtonConfig {
-    pub penalty: SparsePenalty,
+    /// `l1`, `elasticnet`, or ℓp with `p > 1` ([`lp_direction`]).
+    pub penalty: BlockPenalty,
     /// Loss weight.
     pub c: f64,
     /// Any loss: the hinge and ε-insensitive ones through the smoothing continuation
@@ -55,7 +56,7 @@ pub struct ProxNewtonConfig {
 impl Default for ProxNewtonConfig {
     fn default() -> Self {
         ProxNewtonConfig {
-            penalty: SparsePenalty::L1,
+            penalty: BlockPenalty::Sparse(SparsePenalty::L1),
             c: 1.0,
             loss: Loss::Hinge,
             tol: 1e-3,
@@ -340,21 +341,63 @@ struct WorkingSet {
 }
 
 impl WorkingSet {
-    /// `Σ_{m∈W} pen(w_m + t δ_m)`, `wl` the point's weights on the set's columns.
-    fn penalty_along(&self, pw: (f64, f64), wl: &[f64], delta: &[f64], t: f64) -> f64 {
-        (0..self.kernels.len())
-            .map(|s| {
-                let r = self.local[s]..self.local[s + 1];
-                let v: Vec<f64> = r.map(|j| wl[j] + t * delta[j]).collect();
-                block_penalty(pw, norm(&v))
+    /// Every kernel (ℓp's steps).
+    fn all(x: &Features<'_>) -> Self {
+        WorkingSet {
+            kernels: (0..x.m()).collect(),
+            cols: (0..x.cols.len()).collect(),
+            local: x.offsets.clone(),
+        }
+    }
+
+    /// The set's blocks as ranges of its local columns.
+    fn blocks(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        (0..self.kernels.len()).map(|s| self.local[s]..self.local[s + 1])
+    }
+
+    /// The set's block norms at `w + t δ`, `wl` the point's weights on the set's columns.
+    fn norms_along(&self, wl: &[f64], delta: &[f64], t: f64) -> Vec<f64> {
+        self.blocks()
+            .map(|r| {
+                r.map(|j| (wl[j] + t * delta[j]).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
             })
-            .sum()
+            .collect()
+    }
+
+    /// `Ω` of the set's blocks at `w + t δ` (every block for ℓp, whose sets hold them all).
+    fn penalty_along(&self, pen: BlockPenalty, wl: &[f64], delta: &[f64], t: f64) -> f64 {
+        pen.value(&self.norms_along(wl, delta, t))
+    }
+
+    /// `d/dt Ω(w + t δ)` at `t`.
+    fn penalty_slope(&self, pen: BlockPenalty, wl: &[f64], delta: &[f64], t: f64) -> f64 {
+        let dots: Vec<f64> = self
+            .blocks()
+            .map(|r| r.map(|j| (wl[j] + t * delta[j]) * delta[j]).sum())
+            .collect();
+        let steps: Vec<f64> = self.blocks().map(|r| norm(&delta[r])).collect();
+        pen.slope(&self.norms_along(wl, delta, t), &dots, &steps)
+    }
+
+    /// The penalty's part of the model's decrease along `δ`: `Ω(w + δ) − Ω(w)` for the sparse
+    /// penalties, which the model holds exactly; ℓp's slope `∇Ωᵀδ`, as its Newton model is
+    /// quadratic (its change over a whole step can exceed the loss's decrease on a descent
+    /// direction, far from the optimum, where `Ω` is far from quadratic).
+    fn penalty_change(&self, pen: BlockPenalty, wl: &[f64], delta: &[f64]) -> f64 {
+        match pen {
+            BlockPenalty::Sparse(_) => {
+                self.penalty_along(pen, wl, delta, 1.0) - self.penalty_along(pen, wl, delta, 0.0)
+            }
+            BlockPenalty::Lp { .. } => self.penalty_slope(pen, wl, delta, 0.0),
+        }
     }
 }
 
-/// The model's predicted decrease along a step, `gᵀδ + g_b δ_b + pen(w + δ) − pen(w)`, from
-/// the penalty before (`pen0`) and after (`pen1`) it.
-fn model_decrease(ws: &WorkingSet, pt: &Point, delta: &[f64], pen0: f64, pen1: f64) -> f64 {
+/// The model's predicted decrease along a step, `gᵀδ + g_b δ_b` plus the penalty's part
+/// ([`WorkingSet::penalty_change`]).
+fn model_decrease(ws: &WorkingSet, pt: &Point, delta: &[f64], pen_change: f64) -> f64 {
     let k = ws.cols.len();
     let lin: f64 = ws
         .cols
@@ -362,7 +405,7 @@ fn model_decrease(ws: &WorkingSet, pt: &Point, delta: &[f64], pen0: f64, pen1: f
         .zip(delta)
         .map(|(&j, d)| pt.grad[j] * d)
         .sum();
-    lin + pt.d1.iter().sum::<f64>() * delta[k] + pen1 - pen0
+    lin + pt.d1.iter().sum::<f64>() * delta[k] + pen_change
 }
 
 /// Kernels to optimise next (skglm's rule): the active ones and the largest violators, twice
@@ -462,7 +505,6 @@ fn certify(
 ) -> Point {
     let Problem { x, y, c, cfg } = *p;
     let loss = cfg.loss;
-    let pw = cfg.penalty.weights();
     let norms: Vec<f64> = (0..x.m()).map(|m| norm(&w[x.block(m)])).collect();
     let pen = cfg.penalty.value(&norms);
     let data = data_term(env, y, &f, b, c);
@@ -492,9 +534,13 @@ fn certify(
         let d = best_envelope_dual(&dual_norms, y, &centred, c, env, cfg.penalty);
         relative_gap(primal, d)
     };
-    let viol = (0..x.m())
-        .map(|m| violation(pw, &grad[x.block(m)], &w[x.block(m)]))
-        .collect();
+    // ℓp's steps take every kernel: no working set to choose.
+    let viol = match cfg.penalty {
+        BlockPenalty::Sparse(sp) => (0..x.m())
+            .map(|m| violation(sp.weights(), &grad[x.block(m)], &w[x.block(m)]))
+            .collect(),
+        BlockPenalty::Lp { .. } => vec![0.0; x.m()],
+    };
     let active = norms.iter().filter(|&&s| s > 0.0).count();
     if exact < tracker.best_primal() {
         best.w.copy_from_slice(w);
@@ -509,7 +555,7 @@ fn certify(
     let gap = tracker.record_with(exact, (dual, None), active, || Model {
         coef: Vec::new(),
         intercept: b_exact,
-        weights: kernel_weights(cfg.penalty, &norms),
+        weights: cfg.penalty.kernel_weights(&norms),
         norms: norms.clone(),
     });
     Point {
@@ -689,6 +735,63 @@ fn inner(
     Ok(delta)
 }
 
+/// ℓp's Newton step (docs/mathematics.md §2.13). With `N = (Σ_m s_m^q)^{1/q}`, `q = 2p/(p+1)`,
+/// the penalty `Ω = ½ N²` is twice differentiable wherever every block is non-zero (`p > 1`):
+/// `∇_m Ω = a u_m` with `a = N^{2−q}`, `u_m = s_m^{q−2} w_m`, and
+/// `∇²Ω = a · diag_m(s_m^{q−2} (I + (q−2) ŵ_m ŵ_mᵀ)) + (2−q) N^{2−2q} u uᵀ`.
+/// The step solves `(H + ∇²Ω) δ = −(g + ∇Ω)` (intercept last) by Cholesky, `R + 1` unknowns.
+///
+/// At `w = 0` (the start) `Ω` has no Hessian: the step is that of its variational bound at the
+/// uniform `θ` (Kloft eq. 17 at equal norms), `½ Σ_m ‖w_m‖²/θ_m` with `1/θ_m = M^{1/p}`,
+/// whose gradient there is also 0. A zero block among non-zero ones takes the curvature of a
+/// norm `10⁻³` of the largest, where the exact one is infinite for `q < 2` and would hold it
+/// at zero.
+fn lp_direction(ws: &WorkingSet, hess: &[f64], g: &[f64], wl: &[f64], p: f64) -> Result<Vec<f64>> {
+    let k = ws.cols.len() + 1;
+    let q = lp_q(p);
+    let norms = ws.norms_along(wl, wl, 0.0);
+    let mm = norms.len() as f64;
+    let big_n = (2.0 * crate::solvers::duality::lp_penalty(&norms, p)).sqrt();
+    let smax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
+    let mut a = hess.to_vec();
+    let mut rhs = g.to_vec();
+    if big_n > 0.0 {
+        let scale = big_n.powf(2.0 - q);
+        let mut u = vec![0.0; k];
+        for (r, &s) in ws.blocks().zip(&norms) {
+            let sf = if s > 0.0 { s } else { 1e-3 * smax };
+            let d = scale * sf.powf(q - 2.0);
+            for i in r.clone() {
+                a[i * k + i] += d;
+                if s > 0.0 {
+                    u[i] = s.powf(q - 2.0) * wl[i];
+                    rhs[i] += scale * u[i];
+                    for j in r.clone() {
+                        a[i * k + j] += d * (q - 2.0) * wl[i] * wl[j] / (s * s);
+                    }
+                }
+            }
+        }
+        let cross = (2.0 - q) * big_n.powf(2.0 - 2.0 * q);
+        for i in 0..k - 1 {
+            for j in 0..k - 1 {
+                a[i * k + j] += cross * u[i] * u[j];
+            }
+        }
+    } else {
+        let d = if p.is_infinite() {
+            1.0
+        } else {
+            mm.powf(1.0 / p)
+        };
+        for i in 0..k - 1 {
+            a[i * k + i] += d;
+        }
+    }
+    let step = Cholesky::new(&a, k)?.solve(&rhs);
+    Ok(step.iter().map(|v| -v).collect())
+}
+
 /// Epochs of cyclic descent between the Newton steps of [`NewtonModel::active_newton`].
 const NEWTON_EVERY: usize = 10;
 
@@ -830,13 +933,12 @@ fn line_search(
     delta: &[f64],
 ) -> Option<Step> {
     let Problem { x, y, c, cfg } = *p;
-    let pw = cfg.penalty.weights();
     let k = ws.cols.len();
     let xd = x.product(&ws.cols, &delta[..k]);
     let wl: Vec<f64> = ws.cols.iter().map(|&j| w[j]).collect();
-    let pen = |t: f64| ws.penalty_along(pw, &wl, delta, t);
+    let pen = |t: f64| ws.penalty_along(cfg.penalty, &wl, delta, t);
     let pen0 = pen(0.0);
-    let decrease = model_decrease(ws, pt, delta, pen0, pen(1.0));
+    let decrease = model_decrease(ws, pt, delta, ws.penalty_change(cfg.penalty, &wl, delta));
     // A model that predicts no decrease beyond rounding: the point is as good as the
     // arithmetic allows (a `tol` below it is out of reach).
     // A decrease the values of `P` cannot resolve (rounding): the step is taken whole, as
@@ -878,12 +980,10 @@ fn exact_step(
     delta: &[f64],
 ) -> Step {
     let Problem { x, y, c, cfg } = *p;
-    let (r1, r2) = cfg.penalty.weights();
     let k = ws.cols.len();
     let xd = x.product(&ws.cols, &delta[..k]);
     let db = delta[k];
     let wl: Vec<f64> = ws.cols.iter().map(|&j| w[j]).collect();
-    let blocks = || (0..ws.kernels.len()).map(|s| ws.local[s]..ws.local[s + 1]);
     let slope = |t: f64| -> f64 {
         let parts: Vec<f64> = (0..x.n.div_ceil(CHUNK))
             .into_par_iter()
@@ -896,23 +996,11 @@ fn exact_step(
                 .sum::<f64>()
             })
             .collect();
-        let pen: f64 = blocks()
-            .map(|r| {
-                let d = &delta[r.clone()];
-                let v: Vec<f64> = r.clone().map(|j| wl[j] + t * delta[j]).collect();
-                let nv = norm(&v);
-                if nv > 0.0 {
-                    (r1 / nv + r2) * dot(&v, d)
-                } else {
-                    r1 * norm(d)
-                }
-            })
-            .sum();
-        parts.iter().sum::<f64>() + pen
+        parts.iter().sum::<f64>() + ws.penalty_slope(cfg.penalty, &wl, delta, t)
     };
-    let pen = |t: f64| ws.penalty_along((r1, r2), &wl, delta, t);
     // As in [`line_search`]: a decrease `P` cannot resolve is taken whole.
-    let flat = model_decrease(ws, pt, delta, pen(0.0), pen(1.0)) >= -1e-12 * pt.primal.abs();
+    let change = ws.penalty_change(cfg.penalty, &wl, delta);
+    let flat = model_decrease(ws, pt, delta, change) >= -1e-12 * pt.primal.abs();
     let t = if flat { 1.0 } else { slope_root(slope) };
     let f = pt.f.iter().zip(&xd).map(|(f, d)| f + t * d).collect();
     Step { t, f, flat }
@@ -1091,7 +1179,6 @@ pub fn fit_prox_newton_weighted(
     crate::solvers::validate_targets(stack.n(), y)?;
     let c = &costs(cfg.c, sample_weight, y.len())?;
     let x = Features::of(stack)?;
-    let pw = cfg.penalty.weights();
     let width = x.cols.len();
     let (mut w, mut b, f) = match start {
         None => {
@@ -1141,7 +1228,10 @@ pub fn fit_prox_newton_weighted(
                 continue;
             }
         }
-        let ws = working_set(&x, &w, &pt.viol);
+        let ws = match cfg.penalty {
+            BlockPenalty::Sparse(_) => working_set(&x, &w, &pt.viol),
+            BlockPenalty::Lp { .. } => WorkingSet::all(&x),
+        };
         let mut hess = match kept.take() {
             Some((cols, h)) if cols == ws.cols => h,
             _ => {
@@ -1165,14 +1255,20 @@ pub fn fit_prox_newton_weighted(
         let mut g: Vec<f64> = ws.cols.iter().map(|&j| pt.grad[j]).collect();
         g.push(pt.d1.iter().sum());
         let wl: Vec<f64> = ws.cols.iter().map(|&j| w[j]).collect();
-        // The model is solved well below the current violation: its epochs cost `|W|²`, no
-        // feature read, and an accurate step keeps Newton's fast local convergence.
-        let worst = pt
-            .viol
-            .iter()
-            .copied()
-            .fold(g[ws.cols.len()].abs(), f64::max);
-        let delta = inner(&ws, &hess, &g, &wl, pw, 1e-3 * worst, interrupt)?;
+        let delta = match cfg.penalty {
+            BlockPenalty::Sparse(sp) => {
+                // The model is solved well below the current violation: its epochs cost
+                // `|W|²`, no feature read, and an accurate step keeps Newton's fast local
+                // convergence.
+                let worst = pt
+                    .viol
+                    .iter()
+                    .copied()
+                    .fold(g[ws.cols.len()].abs(), f64::max);
+                inner(&ws, &hess, &g, &wl, sp.weights(), 1e-3 * worst, interrupt)?
+            }
+            BlockPenalty::Lp { p } => lp_direction(&ws, &hess, &g, &wl, p)?,
+        };
         steps += 1;
         let step = match &mut smoothing {
             Some(sm) => {

@@ -7,7 +7,7 @@ use crate::solvers::witness::{PsdCheck, PsdScope};
 
 use rayon::prelude::*;
 
-use crate::solvers::penalty::SparsePenalty;
+use crate::solvers::penalty::{BlockPenalty, SparsePenalty};
 
 /// Points per parallel chunk of a dual value.
 const CONJ_CHUNK: usize = 4096;
@@ -66,7 +66,7 @@ pub fn project_duals(
         .map(|(j, mut r)| {
             let witness = psd.scan(&r, mm, |m| q[m * b + j]);
             let raw: Vec<f64> = (0..mm).map(|m| q[m * b + j].max(0.0).sqrt()).collect();
-            let t = best_scale(&raw, y, &r, c, loss.into(), penalty);
+            let t = best_scale(&raw, y, &r, c, loss.into(), penalty.into());
             r.iter_mut().for_each(|v| *v *= t);
             let norms = raw.iter().map(|s| t * s).collect();
             Projected {
@@ -152,13 +152,13 @@ pub fn dual_value(
     loss: Loss,
     penalty: SparsePenalty,
 ) -> f64 {
-    scaled_dual_value(1.0, norms, y, rho, c, loss.into(), penalty)
+    scaled_dual_value(1.0, norms, y, rho, c, loss.into(), penalty.into())
 }
 
 /// The best dual value over the multiples `t ρ̃`, `t ∈ [0, top]`, of a point `ρ̃` with
 /// `Σ ρ̃ = 0` inside the conjugate's domain and block norms `norms` (all kernels), where
 /// `top = 1/max(1, max_m ‖ρ̃‖_{K_m})` for `l1` (the norm constraint) and 1 for the elastic
-/// net: the certificate of [`project_duals`] without its pass over the kernels, for a solver
+/// net and ℓp ([`BlockPenalty::top`]): the certificate of [`project_duals`] without its pass over the kernels, for a solver
 /// that has the forms already (the SVM wrapper, whose `β` is feasible by construction).
 pub(crate) fn best_dual(
     norms: &[f64],
@@ -166,7 +166,7 @@ pub(crate) fn best_dual(
     rho: &[f64],
     c: &[f64],
     loss: Loss,
-    penalty: SparsePenalty,
+    penalty: BlockPenalty,
 ) -> f64 {
     best_envelope_dual(norms, y, rho, c, loss.into(), penalty)
 }
@@ -180,7 +180,7 @@ pub(crate) fn best_envelope_dual(
     rho: &[f64],
     c: &[f64],
     loss: Envelope,
-    penalty: SparsePenalty,
+    penalty: BlockPenalty,
 ) -> f64 {
     let t = best_scale(norms, y, rho, c, loss, penalty);
     scaled_dual_value(t, norms, y, rho, c, loss, penalty)
@@ -194,16 +194,9 @@ fn best_scale(
     rho: &[f64],
     c: &[f64],
     loss: Envelope,
-    penalty: SparsePenalty,
+    penalty: BlockPenalty,
 ) -> f64 {
-    let (_, r2) = penalty.weights();
-    let nmax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
-    let top = if r2 == 0.0 && nmax > 1.0 {
-        1.0 / nmax
-    } else {
-        1.0
-    };
-    best_multiple(top, |t| {
+    best_multiple(penalty.top(norms), |t| {
         scaled_dual_value(t, norms, y, rho, c, loss, penalty)
     })
 }
@@ -216,7 +209,7 @@ fn scaled_dual_value(
     rho: &[f64],
     c: &[f64],
     loss: Envelope,
-    penalty: SparsePenalty,
+    penalty: BlockPenalty,
 ) -> f64 {
     // Fixed chunks summed in order: the value does not depend on the number of threads.
     let conj: f64 = y
@@ -233,16 +226,5 @@ fn scaled_dual_value(
         .collect::<Vec<f64>>()
         .iter()
         .sum();
-    let mut d = -conj;
-    let (r1, r2) = penalty.weights();
-    for s in norms.iter().map(|s| t * s) {
-        if r2 == 0.0 {
-            if s > 1.0 + 1e-9 {
-                return f64::NEG_INFINITY;
-            }
-        } else {
-            d -= (s - r1).max(0.0).powi(2) / (2.0 * r2);
-        }
-    }
-    d
+    -conj - penalty.conjugate(t, norms)
 }

@@ -787,7 +787,7 @@ fn certify(
     let norms: Vec<f64> = norms.iter().map(|s| scale * s).collect();
     let roots: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
     let beta = &point.beta;
-    let dual = best_dual(&roots, y, beta, c, cfg.loss, cfg.penalty);
+    let dual = best_dual(&roots, y, beta, c, cfg.loss, cfg.penalty.into());
     let witness = psd.all().scan(beta, m, |kk| q[kk]);
     let active = w.iter().filter(|&&v| v > 0.0).count();
     tracker.record_with(primal, (dual, witness), active, || {
