@@ -189,10 +189,12 @@ class WrapperConfig(_Config):
 
 @dataclass(frozen=True)
 class ProxNewtonConfig(_Config):
-    """Settings of the ``prox_newton`` solver: ``l1`` and ``elasticnet`` MKL on explicit
-    features (``kernels=FeatureBank(...)``, feature blocks or ``kernels.low_rank`` factors)
-    by proximal Newton in feature space, where the problem is the group lasso (elastic net)
-    over the kernels' weight vectors ``w_m``. Each Newton step reads the features once for
+    """Settings of the ``prox_newton`` solver: ``l1``, ``elasticnet`` and ``lp`` (p > 1) MKL
+    on explicit features (``kernels=FeatureBank(...)``, feature blocks or ``kernels.low_rank``
+    factors) by proximal Newton in feature space, where the problem is the group lasso
+    (elastic net) over the kernels' weight vectors ``w_m``; for ``lp`` the penalty
+    ``½ (Σ_m ‖w_m‖^q)^{2/q}`` is smooth and each step is one Newton system over every
+    feature. Each Newton step reads the features once for
     the gradient and the certificate, forms the loss's Hessian on a working set of kernels
     (the active ones and the worst violators of optimality), ``R × R`` in their total width,
     and solves the model by block coordinate descent; a line search on the objective takes

@@ -904,7 +904,10 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         too, not with a ``SpicyConfig``): proximal Newton in feature space (the group lasso
         over the kernels' weights), whose systems are the size of the working set's
         features, not of ``n``; the hinge-type losses through a continuation on their
-        smoothed versions, certified by the loss's own duality gap. For ``"group"``:
+        smoothed versions, certified by the loss's own duality gap. It also solves ``"lp"``
+        at ``p > 1`` on explicit features (Newton steps on the smooth penalty), and
+        ``"auto"`` picks it there on the same widths unless an ``AnalyticConfig`` is given.
+        For ``"group"``:
         ``"mirror"`` (mirror descent over the kernel weights, Nath et al.), also ``"auto"``; it
         solves ``"lp"`` at ``p=1`` too (one group).
         ``"svrg"`` also solves ``"lp"`` (smooth losses: logistic, squared, squared_hinge) by
