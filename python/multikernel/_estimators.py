@@ -988,8 +988,9 @@ default "mean_diag"
         they need tqdm (the ``progress`` extra), without which ``2`` logs as ``1``.
     warm_start : bool, default False
         ``penalty="l1"`` and ``"elasticnet"`` (SpicyMKL, and ``prox_newton`` on explicit
-        features): when True, ``fit`` starts from the previous fit's solution (SpicyMKL's
-        ``dual_coef_``, ``prox_newton``'s feature weights, and ``intercept_``), as
+        features), and ``"lp"`` with ``prox_newton``: when True, ``fit`` starts from the
+        previous fit's solution (SpicyMKL's ``dual_coef_``, ``prox_newton``'s feature
+        weights, and ``intercept_``), as
         scikit-learn's ``warm_start`` does: ``set_params(C=...)`` then ``fit`` again follows
         a grid of C (or of ``l1_ratio``, ``tol``) at a fraction of the cost of cold starts.
         The start is certified first (a fit already optimal for the new settings ends
@@ -997,9 +998,10 @@ default "mean_diag"
         fit that cannot seed this one (another solver, loss, number of points, kernels or
         feature widths, classes or ``multi_class``) is ignored: the fit starts cold,
         silently. The other solvers always start cold, so with ``warm_start=True``
-        ``solver="auto"`` picks ``"prox_newton"`` for ``"l1"`` and ``"elasticnet"`` on
-        explicit features of total width at most n/2 (n/4 with the hinge), and
-        ``"spicy"`` otherwise.
+        ``solver="auto"`` picks ``"prox_newton"`` for ``"l1"``, ``"elasticnet"`` and
+        ``"lp"`` (p > 1) on explicit features of total width at most n/2 (n/4 with the
+        hinge), and ``"spicy"`` otherwise (``"analytic"`` for ``"lp"``, which starts
+        cold).
     cache_size : float or None, default None
         Megabytes of kernel values the solver may hold when the kernels are computed on
         demand (half for columns of the combined kernel, half for a packed working set of

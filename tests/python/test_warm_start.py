@@ -176,14 +176,18 @@ def test_warm_grid_on_features_runs_prox_newton_from_the_last_weights(
     assert np.all(np.asarray(warm.n_iter_) == 0) and np.all(warm.converged_)
 
 
-def test_warm_grid_on_features_with_the_hinge(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The hinge on features of width ≤ n/4: ``warm_start=True`` runs ``prox_newton`` from
-    the previous weights (its smoothing continuation starts three levels lower); each fit
-    is the cold fit's certified optimum and the grid takes fewer Newton steps."""
+@pytest.mark.parametrize("penalty", ["l1", "lp"])
+def test_warm_grid_on_features_with_the_hinge(
+    monkeypatch: pytest.MonkeyPatch, penalty: str
+) -> None:
+    """The hinge on features of width ≤ n/4, ``l1`` and ``lp`` (p = 4/3): ``warm_start=True``
+    runs ``prox_newton`` from the previous weights (its smoothing continuation starts three
+    levels lower); each fit is the cold fit's certified optimum and the grid takes fewer
+    Newton steps."""
     from problems import solvers_called
 
     X, y, bank = _features(240)
-    params: dict[str, Any] = dict(kernels=bank, penalty="l1", loss="hinge", tol=1e-6)
+    params: dict[str, Any] = dict(kernels=bank, penalty=penalty, p=4 / 3, loss="hinge", tol=1e-6)
     calls = solvers_called(monkeypatch)
     warm = mk.MKLClassifier(**params, warm_start=True)
     warm_steps = cold_steps = 0
