@@ -10,7 +10,7 @@ use super::convert::run_detached;
 use super::kernels::with_dense;
 use crate::error::MkError;
 use crate::interrupt::Interrupt;
-use crate::kernels::KernelStack;
+use crate::kernels::{KernelStack, RowFeatures};
 use crate::losses::Loss;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{
@@ -19,10 +19,12 @@ use crate::solvers::lp::{
 use crate::solvers::mirror::{fit_group_weighted, Groups, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
 use crate::solvers::penalty::{BlockPenalty, SparsePenalty};
-use crate::solvers::prox_newton::{fit_prox_newton_weighted, FeatureStart, ProxNewtonConfig};
+use crate::solvers::prox_newton::{
+    fit_prox_newton_rows, fit_prox_newton_weighted, FeatureStart, ProxNewtonConfig,
+};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy_weighted, SpicyConfig, SpicyStart};
-use crate::solvers::svrg::{fit_svrg_weighted, Features, SvrgConfig};
+use crate::solvers::svrg::{fit_svrg_weighted, SvrgConfig};
 use crate::solvers::wrapper::{fit_wrapper_weighted, WrapperConfig};
 use crate::Result;
 
@@ -763,36 +765,34 @@ fn fit<'py>(
             })
         }),
     };
-    let r = if let Settings::Svrg(cfg) = settings {
-        if start.is_some() {
-            return Err(PyErr::from(MkError::config(
-                "init_coef",
-                "solver svrg takes no starting point",
-            )));
-        }
-        // Explicit features: a list of (n, D_k) blocks of float64 or float32 (a 3-D array
-        // would extract as one too: its (n, n) slices are kernels, not features).
-        let is_list =
-            g.is_instance_of::<pyo3::types::PyList>() || g.is_instance_of::<pyo3::types::PyTuple>();
-        if !is_list {
-            return Err(PyErr::from(MkError::config(
-                "solver",
-                "svrg needs explicit features: a list of float64 or float32 arrays (n, D_k), \
-                 one per kernel, not a kernel stack (kernels=FeatureBank(...) in the estimators)",
-            )));
-        }
+    // Explicit features: a list of (n, D_k) blocks of float64 or float32 (a 3-D array
+    // would extract as one too: its (n, n) slices are kernels, not features).
+    let is_list =
+        g.is_instance_of::<pyo3::types::PyList>() || g.is_instance_of::<pyo3::types::PyTuple>();
+    let feature_space = matches!(settings, Settings::Svrg(_) | Settings::ProxNewton(_));
+    let r = if feature_space && is_list {
         let w = weights.as_deref();
+        let start = start.as_ref();
         if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
-            svrg_on_blocks(py, &blocks, &y, w, cfg, n_threads, on_iteration)?
+            fit_on_blocks(py, &blocks, &y, w, settings, start, n_threads, on_iteration)?
         } else if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f32>>>() {
-            svrg_on_blocks(py, &blocks, &y, w, cfg, n_threads, on_iteration)?
+            fit_on_blocks(py, &blocks, &y, w, settings, start, n_threads, on_iteration)?
         } else {
             return Err(PyErr::from(MkError::config(
                 "solver",
-                "svrg needs explicit features: a list of float64 or float32 arrays (n, D_k), \
-                 one per kernel (kernels=FeatureBank(...) in the estimators)",
+                format!(
+                    "{} needs explicit features: a list of float64 or float32 arrays \
+                     (n, D_k), one per kernel (kernels=FeatureBank(...) in the estimators)",
+                    settings.name()
+                ),
             )));
         }
+    } else if let Settings::Svrg(_) = settings {
+        return Err(PyErr::from(MkError::config(
+            "solver",
+            "svrg needs explicit features: a list of float64 or float32 arrays (n, D_k), \
+             one per kernel, not a kernel stack (kernels=FeatureBank(...) in the estimators)",
+        )));
     } else {
         if g.cast::<super::kernels::PyOnDemand>().is_ok() {
             on_demand_supported(settings)?;
@@ -967,16 +967,19 @@ fn path<'py>(
     PyPathResult::new(py, r, n, m)
 }
 
-/// Runs SVRG on `(n, D_k)` feature blocks read as one row-major matrix: the inner loop reads
-/// random rows, and one contiguous row measured 1.4x faster at n = 10⁶ than ten block rows
-/// read in place (37 s against 52 s). Blocks that are consecutive column ranges of one
-/// C-ordered buffer (what `FeatureBank` returns) are read in place, any others copied once.
-fn svrg_on_blocks<T: crate::kernels::Element + numpy::Element>(
+/// Runs a feature-space solver (SVRG, proximal Newton) on `(n, D_k)` feature blocks read as
+/// one row-major matrix of their element type: SVRG's inner loop reads random rows, and one
+/// contiguous row measured 1.4x faster at n = 10⁶ than ten block rows read in place (37 s
+/// against 52 s). Blocks that are consecutive column ranges of one C-ordered buffer (what
+/// `FeatureBank` returns) are read in place, any others copied once (float32 stays float32).
+#[allow(clippy::too_many_arguments)]
+fn fit_on_blocks<T: crate::kernels::Element + numpy::Element>(
     py: Python<'_>,
     blocks: &[PyReadonlyArray2<'_, T>],
     y: &[f64],
     weights: Option<&[f64]>,
-    cfg: &SvrgConfig,
+    settings: &Settings,
+    start: Option<&Start>,
     n_threads: usize,
     on_iteration: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<FitResult> {
@@ -998,9 +1001,29 @@ fn svrg_on_blocks<T: crate::kernels::Element + numpy::Element>(
             &copied
         }
     };
-    let feats = Features::new(data, n, &dims)?;
-    run_detached(py, n_threads, on_iteration, |i| {
-        fit_svrg_weighted(&feats, y, weights, cfg, i)
+    let feats = RowFeatures::new(data, n, &dims)?;
+    let features_start = match (settings, start) {
+        (_, None) => None,
+        (Settings::ProxNewton(_), Some(Start::Features(st))) => Some(st),
+        (Settings::ProxNewton(_), Some(Start::Spicy(_))) => {
+            return Err(PyErr::from(MkError::config(
+                "init_coef",
+                "a starting point (M, n) is taken by solver spicy only",
+            )))
+        }
+        _ => {
+            return Err(PyErr::from(MkError::config(
+                "init_coef",
+                "solver svrg takes no starting point",
+            )))
+        }
+    };
+    run_detached(py, n_threads, on_iteration, |i| match settings {
+        Settings::Svrg(cfg) => fit_svrg_weighted(&feats, y, weights, cfg, i),
+        Settings::ProxNewton(cfg) => {
+            fit_prox_newton_rows(&feats, y, weights, cfg, features_start, i)
+        }
+        _ => unreachable!("a feature-space solver"),
     })
 }
 

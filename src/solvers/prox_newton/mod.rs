@@ -18,6 +18,7 @@
 //! takes the step with a backtracking line search on `P` (`line_search`). The systems are
 //! `R × R` in the working set's total width: the cost never grows like `n²` or `n³`.
 
+mod features;
 #[cfg(test)]
 mod tests;
 
@@ -25,17 +26,14 @@ use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{stack_dot as dot, KernelStack};
+use crate::kernels::{stack_dot as dot, Element, KernelStack, RowFeatures};
 use crate::linalg::{clear_upper_simd_state, Cholesky};
 use crate::losses::{costs, Envelope, Loss};
 use crate::result::{relative_gap, FitResult, SolveStatus};
 use crate::solvers::penalty::{lp_q, BlockPenalty, SparsePenalty};
 use crate::solvers::spicy::dual::{best_dual, best_envelope_dual};
 use crate::solvers::tracker::{Model, Tracker};
-
-/// Rows per chunk of the passes over the points: a fixed split, so sums do not depend on the
-/// number of threads.
-const CHUNK: usize = 2048;
+use features::{check_finite, rows_of, FeatureOps, CHUNK};
 
 /// Settings of [`fit_prox_newton`].
 #[derive(Debug, Clone, PartialEq)]
@@ -70,150 +68,6 @@ impl ProxNewtonConfig {
     pub fn validate(&self) -> Result<()> {
         crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
         self.penalty.validate()
-    }
-}
-
-/// The features of every kernel as columns of length `n`, kernel after kernel.
-struct Features<'a> {
-    n: usize,
-    cols: Vec<&'a [f64]>,
-    /// Kernel `m` owns the columns `offsets[m]..offsets[m + 1]`.
-    offsets: Vec<usize>,
-}
-
-impl<'a> Features<'a> {
-    fn of(stack: &'a dyn KernelStack) -> Result<Self> {
-        let n = stack.n();
-        let mut cols = Vec::new();
-        let mut offsets = vec![0];
-        for m in 0..stack.m() {
-            let g = stack.low_rank_factor(m).ok_or_else(|| {
-                MkError::config(
-                    "solver",
-                    "prox_newton fits explicit features: feature blocks or low-rank factors \
-                     (kernels=FeatureBank(...) or kernels.low_rank(...)), not a dense kernel \
-                     stack",
-                )
-            })?;
-            cols.extend(g.chunks_exact(n.max(1)));
-            offsets.push(cols.len());
-        }
-        if cols.iter().any(|c| c.iter().any(|v| !v.is_finite())) {
-            return Err(MkError::non_finite("the features"));
-        }
-        Ok(Features { n, cols, offsets })
-    }
-
-    fn m(&self) -> usize {
-        self.offsets.len() - 1
-    }
-
-    fn block(&self, m: usize) -> std::ops::Range<usize> {
-        self.offsets[m]..self.offsets[m + 1]
-    }
-
-    /// `Gᵀv` for each `v` of `vs`, column by column: `out[j][k] = G_{:,j} · vs[k]`.
-    fn t_products(&self, vs: &[&[f64]]) -> Vec<Vec<f64>> {
-        let per_col: Vec<Vec<f64>> = self
-            .cols
-            .par_iter()
-            .map(|c| vs.iter().map(|v| dot(c, v)).collect())
-            .collect();
-        (0..vs.len())
-            .map(|k| per_col.iter().map(|p| p[k]).collect())
-            .collect()
-    }
-
-    /// `G_W δ` over the columns `cols` of a working set.
-    fn product(&self, cols: &[usize], delta: &[f64]) -> Vec<f64> {
-        let mut out = vec![0.0; self.n];
-        out.par_chunks_mut(CHUNK)
-            .enumerate()
-            .for_each(|(k, chunk)| {
-                let r0 = k * CHUNK;
-                for (&j, &d) in cols.iter().zip(delta) {
-                    if d != 0.0 {
-                        let c = &self.cols[j][r0..r0 + chunk.len()];
-                        chunk.iter_mut().zip(c).for_each(|(o, x)| *o += d * x);
-                    }
-                }
-            });
-        out
-    }
-
-    /// `[G_W, 1]ᵀ diag(h) [G_W, 1]` (column-major, order `|cols| + 1`), by chunks of rows,
-    /// over the rows `rows` only when given (those where `h > 0`); the longest pass of a
-    /// step, so `interrupt` is polled between batches of chunks.
-    fn hessian(
-        &self,
-        cols: &[usize],
-        h: &[f64],
-        rows: Option<&[usize]>,
-        interrupt: &dyn Interrupt,
-    ) -> Result<Vec<f64>> {
-        const BATCH: usize = 16;
-        let k = cols.len() + 1;
-        let chunks = rows.map_or(self.n, <[usize]>::len).div_ceil(CHUNK);
-        let mut hess = vec![0.0; k * k];
-        for first in (0..chunks).step_by(BATCH) {
-            interrupt.check()?;
-            for p in self.hessian_chunks(cols, h, rows, first..chunks.min(first + BATCH)) {
-                hess.iter_mut().zip(&p).for_each(|(a, b)| *a += b);
-            }
-        }
-        Ok(hess)
-    }
-
-    /// Each chunk's part of [`Features::hessian`].
-    fn hessian_chunks(
-        &self,
-        cols: &[usize],
-        h: &[f64],
-        subset: Option<&[usize]>,
-        chunks: std::ops::Range<usize>,
-    ) -> Vec<Vec<f64>> {
-        let k = cols.len() + 1;
-        let total = subset.map_or(self.n, <[usize]>::len);
-        chunks
-            .into_par_iter()
-            .map(|c| {
-                let r0 = c * CHUNK;
-                let rows = CHUNK.min(total - r0);
-                let at = |i: usize| subset.map_or(r0 + i, |s| s[r0 + i]);
-                let sq: Vec<f64> = (0..rows).map(|i| h[at(i)].max(0.0).sqrt()).collect();
-                let mut z = Vec::with_capacity(rows * k);
-                for &j in cols {
-                    let col = self.cols[j];
-                    z.extend((0..rows).map(|i| col[at(i)] * sq[i]));
-                }
-                z.extend_from_slice(&sq);
-                let zm = faer::MatRef::from_column_major_slice(&z, rows, k);
-                let mut out = faer::Mat::<f64>::zeros(k, k);
-                // The lower triangle only (half the products of a full `ZᵀZ`).
-                faer::linalg::matmul::triangular::matmul(
-                    out.as_mut(),
-                    faer::linalg::matmul::triangular::BlockStructure::TriangularLower,
-                    faer::Accum::Replace,
-                    zm.transpose(),
-                    faer::linalg::matmul::triangular::BlockStructure::Rectangular,
-                    zm,
-                    faer::linalg::matmul::triangular::BlockStructure::Rectangular,
-                    1.0,
-                    faer::Par::Seq,
-                );
-                clear_upper_simd_state();
-                (0..k * k)
-                    .map(|i| {
-                        let (r, c) = (i % k, i / k);
-                        if r >= c {
-                            out[(r, c)]
-                        } else {
-                            out[(c, r)]
-                        }
-                    })
-                    .collect()
-            })
-            .collect()
     }
 }
 
@@ -342,11 +196,11 @@ struct WorkingSet {
 
 impl WorkingSet {
     /// Every kernel (ℓp's steps).
-    fn all(x: &Features<'_>) -> Self {
+    fn all(x: &dyn FeatureOps) -> Self {
         WorkingSet {
             kernels: (0..x.m()).collect(),
-            cols: (0..x.cols.len()).collect(),
-            local: x.offsets.clone(),
+            cols: (0..x.width()).collect(),
+            local: x.offsets().to_vec(),
         }
     }
 
@@ -410,7 +264,7 @@ fn model_decrease(ws: &WorkingSet, pt: &Point, delta: &[f64], pen_change: f64) -
 
 /// Kernels to optimise next (skglm's rule): the active ones and the largest violators, twice
 /// as many as are active and at least `P0`, in kernel order.
-fn working_set(x: &Features<'_>, w: &[f64], viol: &[f64]) -> WorkingSet {
+fn working_set(x: &dyn FeatureOps, w: &[f64], viol: &[f64]) -> WorkingSet {
     const P0: usize = 10;
     let mm = x.m();
     let active: Vec<bool> = (0..mm)
@@ -462,7 +316,7 @@ impl Best {
 /// The problem a step reads: the features, targets, loss weights and settings.
 #[derive(Clone, Copy)]
 struct Problem<'a> {
-    x: &'a Features<'a>,
+    x: &'a dyn FeatureOps,
     y: &'a [f64],
     c: &'a [f64],
     cfg: &'a ProxNewtonConfig,
@@ -946,7 +800,7 @@ fn line_search(
     // improving with `w` after `P` has stopped changing visibly).
     let flat = decrease >= -1e-12 * pt.primal.abs();
     let mut t = 1.0;
-    let mut trial = vec![0.0; x.n];
+    let mut trial = vec![0.0; x.n()];
     while t > 1e-10 {
         trial
             .iter_mut()
@@ -985,10 +839,10 @@ fn exact_step(
     let db = delta[k];
     let wl: Vec<f64> = ws.cols.iter().map(|&j| w[j]).collect();
     let slope = |t: f64| -> f64 {
-        let parts: Vec<f64> = (0..x.n.div_ceil(CHUNK))
+        let parts: Vec<f64> = (0..x.n().div_ceil(CHUNK))
             .into_par_iter()
             .map(|ch| {
-                let r = ch * CHUNK..(ch * CHUNK + CHUNK).min(x.n);
+                let r = ch * CHUNK..(ch * CHUNK + CHUNK).min(x.n());
                 r.map(|i| {
                     let z = pt.f[i] + t * xd[i] + b + t * db;
                     c[i] * env.deriv(y[i], z) * (xd[i] + db)
@@ -1074,7 +928,7 @@ impl Smoothing {
     /// loss the mean absolute deviation of `y` (the residuals' scale), or 1 when `y` is
     /// constant; [`Smoothing::WARM_SKIP`] levels lower from a warm start, which is near an
     /// optimum already. `None` for the losses with a second derivative.
-    fn start(loss: Loss, x: &Features<'_>, y: &[f64], c: &[f64], warm: bool) -> Option<Self> {
+    fn start(loss: Loss, x: &dyn FeatureOps, y: &[f64], c: &[f64], warm: bool) -> Option<Self> {
         let mu = match loss {
             Loss::Hinge => 1.0,
             Loss::EpsilonInsensitive { .. } => {
@@ -1093,11 +947,7 @@ impl Smoothing {
         } else {
             mu
         };
-        let mut col_scale: Vec<f64> = x
-            .cols
-            .par_iter()
-            .map(|col| col.iter().zip(c).map(|(v, ci)| ci * v * v).sum())
-            .collect();
+        let mut col_scale = x.weighted_squares(c);
         let top = col_scale.iter().fold(0.0f64, |a, &v| a.max(v));
         col_scale.iter_mut().for_each(|v| *v = v.max(1e-12 * top));
         Some(Smoothing {
@@ -1175,14 +1025,41 @@ pub fn fit_prox_newton_weighted(
     start: Option<&FeatureStart>,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    let (data, dims) = rows_of(stack)?;
+    let x = RowFeatures::new(&data, stack.n(), &dims)?;
+    fit_prox_newton_rows(&x, y, sample_weight, cfg, start, interrupt)
+}
+
+/// [`fit_prox_newton_weighted`] on row-major features (numpy's blocks, f64 or f32, read in
+/// place).
+pub fn fit_prox_newton_rows<T: Element>(
+    x: &RowFeatures<'_, T>,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &ProxNewtonConfig,
+    start: Option<&FeatureStart>,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     cfg.validate()?;
-    crate::solvers::validate_targets(stack.n(), y)?;
+    crate::solvers::validate_targets(x.n(), y)?;
+    check_finite(x)?;
+    fit_features(x, y, sample_weight, cfg, start, interrupt)
+}
+
+/// The fit on the features `x` (module docs).
+fn fit_features(
+    x: &dyn FeatureOps,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &ProxNewtonConfig,
+    start: Option<&FeatureStart>,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     let c = &costs(cfg.c, sample_weight, y.len())?;
-    let x = Features::of(stack)?;
-    let width = x.cols.len();
+    let width = x.width();
     let (mut w, mut b, f) = match start {
         None => {
-            let f = vec![0.0; x.n];
+            let f = vec![0.0; x.n()];
             let b = cfg.loss.best_intercept(y, &f, c, 0.0);
             (vec![0.0; width], b, f)
         }
@@ -1207,8 +1084,8 @@ pub fn fit_prox_newton_weighted(
         rho: Vec::new(),
         scale: vec![0.0; x.m()],
     };
-    let prob = Problem { x: &x, y, c, cfg };
-    let mut smoothing = Smoothing::start(cfg.loss, &x, y, c, start.is_some());
+    let prob = Problem { x, y, c, cfg };
+    let mut smoothing = Smoothing::start(cfg.loss, x, y, c, start.is_some());
     let env = |s: &Option<Smoothing>| s.as_ref().map_or(cfg.loss.into(), |s| s.env);
     let mut pt = certify(&prob, env(&smoothing), &w, b, f, &mut tracker, &mut best);
     let mut status = SolveStatus::MaxIterations;
@@ -1229,8 +1106,8 @@ pub fn fit_prox_newton_weighted(
             }
         }
         let ws = match cfg.penalty {
-            BlockPenalty::Sparse(_) => working_set(&x, &w, &pt.viol),
-            BlockPenalty::Lp { .. } => WorkingSet::all(&x),
+            BlockPenalty::Sparse(_) => working_set(x, &w, &pt.viol),
+            BlockPenalty::Lp { .. } => WorkingSet::all(x),
         };
         let mut hess = match kept.take() {
             Some((cols, h)) if cols == ws.cols => h,
@@ -1245,7 +1122,7 @@ pub fn fit_prox_newton_weighted(
                 // A smoothed level's curvature sits on the points of its zone only.
                 let zone: Option<Vec<usize>> = smoothing
                     .as_ref()
-                    .map(|_| (0..x.n).filter(|&i| h2[i] > 0.0).collect());
+                    .map(|_| (0..x.n()).filter(|&i| h2[i] > 0.0).collect());
                 x.hessian(&ws.cols, &h2, zone.as_deref(), interrupt)?
             }
         };

@@ -28,7 +28,7 @@ mod tests;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::features::SplitMix;
-use crate::kernels::Element;
+use crate::kernels::{Element, RowFeatures};
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::duality::{lp_dual, lp_penalty};
@@ -87,47 +87,6 @@ impl SvrgConfig {
     }
 }
 
-/// Row-major features `(n, D)` of `M` kernels, kernel `k` in columns
-/// `offsets[k]..offsets[k + 1]`.
-pub struct Features<'a, T> {
-    data: &'a [T],
-    n: usize,
-    width: usize,
-    offsets: Vec<usize>,
-}
-
-impl<'a, T: Element> Features<'a, T> {
-    /// `data` holds `n` rows of `Σ dims` values; `dims[k]` columns belong to kernel `k`.
-    pub fn new(data: &'a [T], n: usize, dims: &[usize]) -> Result<Self> {
-        let width: usize = dims.iter().sum();
-        if dims.is_empty() || n == 0 || data.len() != n * width {
-            return Err(MkError::Shape(format!(
-                "features of {} values for {n} rows of {width} columns ({} kernels)",
-                data.len(),
-                dims.len()
-            )));
-        }
-        let mut offsets = vec![0];
-        for d in dims {
-            offsets.push(offsets.last().copied().unwrap_or(0) + d);
-        }
-        Ok(Features {
-            data,
-            n,
-            width,
-            offsets,
-        })
-    }
-
-    fn row(&self, t: usize) -> &[T] {
-        &self.data[t * self.width..(t + 1) * self.width]
-    }
-
-    fn m(&self) -> usize {
-        self.offsets.len() - 1
-    }
-}
-
 fn dot<T: Element>(x: &[T], w: &[f64]) -> f64 {
     x.iter().zip(w).map(|(a, b)| a.to_f64() * b).sum()
 }
@@ -170,7 +129,7 @@ fn refit_intercept(loss: Loss, y: &[f64], z: &[f64], w: &[f64], start: f64) -> f
 /// `feature_weights` are the best iterate `w` (whose objective `primal` is) and its `coef`
 /// the representer form `A[k] = d_k β` of the dual point, which is the model at the optimum.
 pub fn fit_svrg<T: Element>(
-    x: &Features<'_, T>,
+    x: &RowFeatures<'_, T>,
     y: &[f64],
     cfg: &SvrgConfig,
     interrupt: &dyn Interrupt,
@@ -180,18 +139,18 @@ pub fn fit_svrg<T: Element>(
 
 /// [`fit_svrg`] with a weight per sample on the loss (module docs).
 pub fn fit_svrg_weighted<T: Element>(
-    x: &Features<'_, T>,
+    x: &RowFeatures<'_, T>,
     y: &[f64],
     sample_weight: Option<&[f64]>,
     cfg: &SvrgConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
-    crate::solvers::validate_targets(x.n, y)?;
-    if x.data.iter().any(|v| !v.to_f64().is_finite()) {
+    crate::solvers::validate_targets(x.n(), y)?;
+    if x.data().iter().any(|v| !v.to_f64().is_finite()) {
         return Err(MkError::non_finite("the features"));
     }
-    let (n, m, width) = (x.n, x.m(), x.width);
+    let (n, m, width) = (x.n(), x.m(), x.width());
     let lam = 1.0 / (cfg.c * n as f64);
     // The weights `w_t` (checked as loss weights are) and the loss weights `c_t = C w_t`.
     let sw = costs(1.0, sample_weight, n)?;
@@ -205,7 +164,7 @@ pub fn fit_svrg_weighted<T: Element>(
         * (0..n)
             .map(|t| sw[t] * (x.row(t).iter().map(|v| v.to_f64().powi(2)).sum::<f64>() + 1.0))
             .fold(0.0f64, f64::max);
-    let block = |k: usize| x.offsets[k]..x.offsets[k + 1];
+    let block = |k: usize| x.block(k);
     let mut w = vec![0.0; width];
     let mut b = 0.0;
     let mut d = vec![

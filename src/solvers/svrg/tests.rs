@@ -1,6 +1,6 @@
 use super::*;
 use crate::interrupt::NoInterrupt;
-use crate::kernels::DenseStack;
+use crate::kernels::{DenseStack, RowFeatures};
 use crate::solvers::lp::{fit_lp_weighted, LpConfig};
 
 /// `n` rows of 3 feature blocks (widths 2, 3, 2) of a deterministic stream; labels from a
@@ -70,7 +70,7 @@ fn svrg_meets_the_analytic_solver_on_linear_kernels() {
                 ..LpConfig::default()
             };
             let reference = fit_lp_weighted(&stack, &y, w, &lp, &NoInterrupt).unwrap();
-            let feats = Features::new(&x, n, &dims).unwrap();
+            let feats = RowFeatures::new(&x, n, &dims).unwrap();
             let cfg = SvrgConfig {
                 p,
                 loss,
@@ -112,7 +112,7 @@ fn the_same_seed_gives_the_same_fit() {
     let n = 80;
     let (x, dims, y) = problem(n, true);
     let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-    let feats = Features::new(&x32, n, &dims).unwrap();
+    let feats = RowFeatures::new(&x32, n, &dims).unwrap();
     let cfg = |seed| SvrgConfig {
         seed,
         max_iter: 5,
@@ -129,7 +129,7 @@ fn the_same_seed_gives_the_same_fit() {
 #[test]
 fn bad_settings_are_refused() {
     let (x, dims, y) = problem(10, true);
-    let feats = Features::new(&x, 10, &dims).unwrap();
+    let feats = RowFeatures::new(&x, 10, &dims).unwrap();
     let bad = |cfg: SvrgConfig| fit_svrg(&feats, &y, &cfg, &NoInterrupt).unwrap_err();
     assert!(matches!(
         bad(SvrgConfig {
@@ -145,5 +145,5 @@ fn bad_settings_are_refused() {
         }),
         MkError::InvalidConfig { .. }
     ));
-    assert!(Features::new(&x, 11, &dims).is_err());
+    assert!(RowFeatures::new(&x, 11, &dims).is_err());
 }
