@@ -136,10 +136,10 @@ impl BlockPenalty {
         }
     }
 
-    /// `p` (1 for the sparse penalties, whose value it does not read).
+    /// `p`; for the sparse penalties, which do not read it, ℓp's default (the estimators').
     pub fn p(&self) -> f64 {
         match *self {
-            BlockPenalty::Sparse(_) => 1.0,
+            BlockPenalty::Sparse(_) => crate::solvers::lp::LpConfig::default().p,
             BlockPenalty::Lp { p } => p,
         }
     }
