@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,36 +81,39 @@ def build_features(n: int, M: int, width: int, dtype: str, path: Path) -> None:
     np.save(path / "y.npy", np.where(y == 1, 1.0, -1.0))
 
 
-def run_feature_case(name: str, folder: Path, M: int) -> dict[str, Any]:
-    F = np.load(folder / "F.npy")
-    y = np.load(folder / "y.npy")
-    blocks = np.split(F, M, axis=1)  # column ranges of one array: read in place
+def measure(name: str, what: str, nbytes: int, fit: Callable[[], object]) -> dict[str, Any]:
+    """The row of one case: ``fit`` run once, its extra peak ``RssAnon`` against the input's
+    size ``nbytes`` (named ``what``)."""
     before = PeakMemory()
     before.sample()
     t = time.perf_counter()
     with warnings.catch_warnings(), PeakMemory() as peak:
         warnings.simplefilter("ignore")
-        fit = mk.MKLClassifier(kernels="precomputed", solver="prox_newton", **FEATURE_CASES[name])
-        fit.fit(blocks, y)
+        fit()
     extra = peak.peak["RssAnon"] - before.peak["RssAnon"]
     return {
         "case": name,
-        "features (GB)": F.nbytes / 1e9,
+        f"{what} (GB)": nbytes / 1e9,
         "fit (s)": time.perf_counter() - t,
         "extra peak (GB)": extra,
-        "extra / features": extra / (F.nbytes / 1e9),
+        f"extra / {what}": extra / (nbytes / 1e9),
     }
+
+
+def run_feature_case(name: str, folder: Path, M: int) -> dict[str, Any]:
+    F = np.load(folder / "F.npy")
+    y = np.load(folder / "y.npy")
+    blocks = np.split(F, M, axis=1)  # column ranges of one array: read in place
+    est = mk.MKLClassifier(kernels="precomputed", solver="prox_newton", **FEATURE_CASES[name])
+    return measure(name, "features", F.nbytes, lambda: est.fit(blocks, y))
 
 
 def run_case(name: str, folder: Path) -> dict[str, Any]:
     G = np.load(folder / "G.npy")
     y = np.load(folder / "y.npy")
     kw = dict(CASES[name])
-    before = PeakMemory()
-    before.sample()
-    t = time.perf_counter()
-    with warnings.catch_warnings(), PeakMemory() as peak:
-        warnings.simplefilter("ignore")
+
+    def fit() -> None:
         if kw.pop("path", False):
             mk.mkl_path(G, y - y.mean(), kernels="precomputed", max_points=10)
         elif kw.pop("one_class", False):
@@ -118,14 +122,8 @@ def run_case(name: str, folder: Path) -> dict[str, Any]:
             if kw.get("groups") == "halves":
                 kw["groups"] = [m * 2 // G.shape[0] for m in range(G.shape[0])]
             mk.MKLClassifier(kernels="precomputed", max_iter=50, **kw).fit(G, y)
-    extra = peak.peak["RssAnon"] - before.peak["RssAnon"]
-    return {
-        "case": name,
-        "stack (GB)": G.nbytes / 1e9,
-        "fit (s)": time.perf_counter() - t,
-        "extra peak (GB)": extra,
-        "extra / stack": extra / (G.nbytes / 1e9),
-    }
+
+    return measure(name, "stack", G.nbytes, fit)
 
 
 def main() -> None:
