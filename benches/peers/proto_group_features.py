@@ -97,13 +97,14 @@ class Problem:
     def omega(self, s: FloatArray) -> float:
         return max(sum(s[k] for k in g) for g in self.groups)
 
-    def primal(self, w: FloatArray, b: float) -> float:
+    def primal(self, w: FloatArray, b: float, mu: float = 0.0) -> float:
         z = self.X @ w + b
-        v, _, _ = loss_parts(self.loss, self.y, z, 0.0)
+        v, _, _ = loss_parts(self.loss, self.y, z, mu)
         return float(self.C * v.sum() + 0.5 * self.omega(self.norms(w)) ** 2)
 
-    def dual(self, rho: FloatArray) -> float:
-        """Best multiple t ∈ [0, 1] of the centred point."""
+    def dual(self, rho: FloatArray, mu: float = 0.0) -> float:
+        """Best multiple t ∈ [0, 1] of the centred point; with ``mu``, the dual of the problem
+        with the loss's Moreau envelope (conjugate ``ℓ* + μu²/2``)."""
         # Clipped shift into the box 0 ≤ yρ ≤ C (both losses' domain) keeping Σρ = 0
         # (bisection on the shift).
         lo, hi = -self.C - 1, self.C + 1
@@ -119,7 +120,9 @@ class Problem:
         dn = sum(max(np.linalg.norm(u[self.blocks[k]]) for k in g) for g in self.groups)
 
         def d(t: float) -> float:
-            return -self.C * conj_sum(self.loss, self.y, -t * rho / self.C) - 0.5 * (t * dn) ** 2
+            u = -t * rho / self.C
+            conj = conj_sum(self.loss, self.y, u) + 0.5 * mu * float(u @ u)
+            return -self.C * conj - 0.5 * (t * dn) ** 2
 
         ts = np.linspace(0, 1, 201)
         vals = [d(t) for t in ts]
@@ -193,8 +196,12 @@ def fit_prototype(pb: Problem, tol: float, max_steps: int = 500) -> dict[str, An
     lowered = False
     t0 = time.perf_counter()
     while steps < max_steps:
-        tau = mu * omega0
-        val, grad, H = smoothed(pb, w, b, mu, a, tau, 2)
+        # The penalty's smoothing, lighter for the hinge, whose level gap reads the exact
+        # penalty.
+        light = 1e-2 if pb.loss == "hinge" else 1.0
+        eps_scale = light * a
+        tau = light * mu * omega0
+        val, grad, H = smoothed(pb, w, b, mu, eps_scale, tau, 2)
         z = pb.X @ w + b
         _, d1, _ = loss_parts(pb.loss, pb.y, z, mu if pb.loss == "hinge" else 0.0)
         best_p = min(best_p, pb.primal(w, b))
@@ -206,7 +213,14 @@ def fit_prototype(pb: Problem, tol: float, max_steps: int = 500) -> dict[str, An
         Hd = H + kappa / max(mu, 1e-12) * np.diag(col_scale)
         step = -np.linalg.solve(Hd, grad)
         dec = -grad @ step
-        if dec <= 0.25 * tol * abs(val) and mu > 1e-12 and not lowered:
+        if pb.loss == "hinge":
+            # The smoothed problem's own gap (exact penalty, the envelope's dual), as
+            # prox_newton's continuation: μ drops once that level is solved.
+            lp, ld = pb.primal(w, b, mu), pb.dual(-pb.C * d1, mu)
+            solved = (lp - ld) / abs(lp) <= 0.5 * tol
+        else:
+            solved = dec <= 0.25 * tol * abs(val)
+        if solved and mu > 1e-12 and not lowered:
             # One level per step: a level whose zone is empty has a small decrement at once,
             # and lowering on it again would skip to μ ≈ 0, where the dual point is a vertex.
             mu *= 0.3
@@ -217,8 +231,8 @@ def fit_prototype(pb: Problem, tol: float, max_steps: int = 500) -> dict[str, An
         lo, hi = 0.0, 1.0
 
         def f(t: float, w: FloatArray = w, b: float = b, step: FloatArray = step,
-              mu: float = mu, tau: float = tau) -> float:  # fmt: skip
-            return float(smoothed(pb, w + t * step[:-1], b + t * step[-1], mu, a, tau, 0)[0])
+              mu: float = mu, tau: float = tau, e: float = eps_scale) -> float:  # fmt: skip
+            return float(smoothed(pb, w + t * step[:-1], b + t * step[-1], mu, e, tau, 0)[0])
 
         if f(1.0) <= val - 1e-4 * dec:
             t = 1.0
