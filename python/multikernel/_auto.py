@@ -49,6 +49,13 @@ _SPICY_OWN = tuple(f.name for f in dataclasses.fields(SpicyConfig))
 #: The ℓp wrapper's own settings, which ``prox_newton`` does not take.
 _ANALYTIC_OWN = tuple(f.name for f in dataclasses.fields(AnalyticConfig))
 
+#: The smallest ``p`` at which ``solver="auto"`` fits ``lp`` by ``prox_newton``: its Newton
+#: steps slow down as ``p → 1``, where blocks of nearly zero norm meet the penalty's curvature
+#: ``‖w_m‖^{q−2}`` (breast cancer, 6 linear blocks, tol 1e-6: 11–109 steps at p = 1.1, 23–103
+#: at 1.05, 117–295 at 1.03, 126–792 at 1.01, no convergence in 1000 at 1.001 with the smooth
+#: losses; docs/guide.md §4).
+LP_NEWTON_MIN_P = 1.05
+
 #: The solvers that take a warm start (``warm_start=True``): SpicyMKL in the kernels' space,
 #: ``prox_newton`` in feature space.
 WARM_SOLVERS = ("spicy", "prox_newton")
@@ -163,7 +170,7 @@ def choose(
         and (4 if loss == "hinge" else 2) * stack.width <= stack.n
     )
     if penalty == "lp":
-        if narrow and solver_config is None:
+        if narrow and solver_config is None and p >= LP_NEWTON_MIN_P:
             return Choice("prox_newton", drop=_ANALYTIC_OWN, add=(("penalty", "lp"),))
         return Choice(solvers[0])
     if "wrapper" not in solvers:

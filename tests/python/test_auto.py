@@ -56,6 +56,9 @@ CASES: list[tuple[str, float, str, str, SolverConfig | None, bool, StackInfo | N
     ("lp", 2.0, "logistic", "auto", None, False, WIDE, Choice("analytic")),
     ("lp", 2.0, "logistic", "auto", mk.AnalyticConfig(), False, NARROW, Choice("analytic")),
     ("lp", 1.0, "logistic", "auto", None, False, NARROW, Choice("mirror")),
+    # ... and from p = 1.05 (LP_NEWTON_MIN_P): nearer 1 its Newton steps crawl.
+    ("lp", 1.04, "logistic", "auto", None, False, NARROW, Choice("analytic")),
+    ("lp", 1.05, "logistic", "auto", None, False, NARROW, PROX_NEWTON_LP),
     ("lp", 2.0, "hinge", "auto", None, False, ON_DEMAND, Choice("analytic")),
     ("lp", 1.0, "hinge", "auto", None, False, DENSE, Choice("mirror")),
     ("lp", 1, "squared", "auto", None, True, None, Choice("mirror")),
