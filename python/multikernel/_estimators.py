@@ -906,7 +906,8 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         features, not of ``n``; the hinge-type losses through a continuation on their
         smoothed versions, certified by the loss's own duality gap. It also solves ``"lp"``
         at ``p > 1`` on explicit features (Newton steps on the smooth penalty), and
-        ``"auto"`` picks it there on the same widths unless an ``AnalyticConfig`` is given.
+        ``"auto"`` picks it there on the same widths from ``p = 1.05`` unless an
+        ``AnalyticConfig`` is given.
         For ``"group"``:
         ``"mirror"`` (mirror descent over the kernel weights, Nath et al.), also ``"auto"``; it
         solves ``"lp"`` at ``p=1`` too (one group).
@@ -999,7 +1000,7 @@ default "mean_diag"
         feature widths, classes or ``multi_class``) is ignored: the fit starts cold,
         silently. The other solvers always start cold, so with ``warm_start=True``
         ``solver="auto"`` picks ``"prox_newton"`` for ``"l1"``, ``"elasticnet"`` and
-        ``"lp"`` (p > 1) on explicit features of total width at most n/2 (n/4 with the
+        ``"lp"`` (p ≥ 1.05) on explicit features of total width at most n/2 (n/4 with the
         hinge), and ``"spicy"`` otherwise (``"analytic"`` for ``"lp"``, which starts
         cold).
     cache_size : float or None, default None
