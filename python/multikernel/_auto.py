@@ -51,9 +51,7 @@ _ANALYTIC_OWN = tuple(f.name for f in dataclasses.fields(AnalyticConfig))
 
 #: The smallest ``p`` at which ``solver="auto"`` fits ``lp`` by ``prox_newton``: its Newton
 #: steps slow down as ``p → 1``, where blocks of nearly zero norm meet the penalty's curvature
-#: ``‖w_m‖^{q−2}`` (breast cancer, 6 linear blocks, tol 1e-6: 11–109 steps at p = 1.1, 23–103
-#: at 1.05, 117–295 at 1.03, 126–792 at 1.01, no convergence in 1000 at 1.001 with the smooth
-#: losses; docs/guide.md §4).
+#: ``‖w_m‖^{q−2}`` (measured in docs/guide.md §4 and docs/mathematics.md §2.13).
 LP_NEWTON_MIN_P = 1.05
 
 #: The solvers that take a warm start (``warm_start=True``): SpicyMKL in the kernels' space,

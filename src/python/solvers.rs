@@ -652,6 +652,29 @@ impl Settings {
         }
     }
 
+    /// `start` as the start of this solver: SpicyMKL's or proximal Newton's; an error for a
+    /// start the solver does not take.
+    fn split_start<'s>(
+        &self,
+        start: Option<&'s Start>,
+    ) -> Result<(Option<&'s SpicyStart>, Option<&'s FeatureStart>)> {
+        match start {
+            None => Ok((None, None)),
+            Some(Start::Spicy(st)) if matches!(self, Settings::Spicy(_)) => Ok((Some(st), None)),
+            Some(Start::Features(st)) if matches!(self, Settings::ProxNewton(_)) => {
+                Ok((None, Some(st)))
+            }
+            Some(Start::Spicy(_)) => Err(MkError::config(
+                "init_coef",
+                "a starting point (M, n) is taken by solver spicy only",
+            )),
+            Some(Start::Features(_)) => Err(MkError::config(
+                "init_feature_weights",
+                "a starting point in feature space is taken by solver prox_newton only",
+            )),
+        }
+    }
+
     fn fit(
         &self,
         s: &dyn KernelStack,
@@ -660,25 +683,7 @@ impl Settings {
         start: Option<&Start>,
         i: &dyn Interrupt,
     ) -> Result<FitResult> {
-        let (spicy, features) = match start {
-            None => (None, None),
-            Some(Start::Spicy(st)) if matches!(self, Settings::Spicy(_)) => (Some(st), None),
-            Some(Start::Features(st)) if matches!(self, Settings::ProxNewton(_)) => {
-                (None, Some(st))
-            }
-            Some(Start::Spicy(_)) => {
-                return Err(MkError::config(
-                    "init_coef",
-                    "a starting point (M, n) is taken by solver spicy only",
-                ))
-            }
-            Some(Start::Features(_)) => {
-                return Err(MkError::config(
-                    "init_feature_weights",
-                    "a starting point in feature space is taken by solver prox_newton only",
-                ))
-            }
-        };
+        let (spicy, features) = self.split_start(start)?;
         match self {
             Settings::Lp(c) => fit_lp_weighted(s, y, w, c, i),
             Settings::Spicy(c) => fit_spicy_weighted(s, y, w, c, spicy, i),
@@ -969,9 +974,9 @@ fn path<'py>(
 
 /// Runs a feature-space solver (SVRG, proximal Newton) on `(n, D_k)` feature blocks read as
 /// one row-major matrix of their element type: SVRG's inner loop reads random rows, and one
-/// contiguous row measured 1.4x faster at n = 10⁶ than ten block rows read in place (37 s
-/// against 52 s). Blocks that are consecutive column ranges of one C-ordered buffer (what
-/// `FeatureBank` returns) are read in place, any others copied once (float32 stays float32).
+/// contiguous row is faster to read than a row of each block (docs/performance.md). Blocks that
+/// are consecutive column ranges of one C-ordered buffer (what `FeatureBank` returns) are read
+/// in place, any others copied once (float32 stays float32).
 #[allow(clippy::too_many_arguments)]
 fn fit_on_blocks<T: crate::kernels::Element + numpy::Element>(
     py: Python<'_>,
@@ -1002,22 +1007,7 @@ fn fit_on_blocks<T: crate::kernels::Element + numpy::Element>(
         }
     };
     let feats = RowFeatures::new(data, n, &dims)?;
-    let features_start = match (settings, start) {
-        (_, None) => None,
-        (Settings::ProxNewton(_), Some(Start::Features(st))) => Some(st),
-        (Settings::ProxNewton(_), Some(Start::Spicy(_))) => {
-            return Err(PyErr::from(MkError::config(
-                "init_coef",
-                "a starting point (M, n) is taken by solver spicy only",
-            )))
-        }
-        _ => {
-            return Err(PyErr::from(MkError::config(
-                "init_coef",
-                "solver svrg takes no starting point",
-            )))
-        }
-    };
+    let (_, features_start) = settings.split_start(start)?;
     run_detached(py, n_threads, on_iteration, |i| match settings {
         Settings::Svrg(cfg) => fit_svrg_weighted(&feats, y, weights, cfg, i),
         Settings::ProxNewton(cfg) => {

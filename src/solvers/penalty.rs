@@ -180,21 +180,11 @@ impl BlockPenalty {
                     .map(|(&s, (&d, &st))| if s > 0.0 { (r1 / s + r2) * d } else { r1 * st })
                     .sum()
             }
-            BlockPenalty::Lp { p } => {
-                // ∇_m Ω = N^{2−q} s_m^{q−2} w_m (docs/mathematics.md §2.13).
-                let q = lp_q(p);
-                let big_n = 2.0 * lp_penalty(norms, p);
-                if big_n <= 0.0 {
-                    return 0.0;
-                }
-                let a = big_n.sqrt().powf(2.0 - q);
-                norms
-                    .iter()
-                    .zip(dots)
-                    .filter(|(&s, _)| s > 0.0)
-                    .map(|(&s, &d)| a * s.powf(q - 2.0) * d)
-                    .sum()
-            }
+            BlockPenalty::Lp { p } => lp_gradient_scales(norms, p)
+                .iter()
+                .zip(dots)
+                .map(|(g, d)| g * d)
+                .sum(),
         }
     }
 
@@ -243,6 +233,22 @@ impl BlockPenalty {
             BlockPenalty::Lp { p } => theta_update(norms, p),
         }
     }
+}
+
+/// ℓp's gradient per block, `∇_m Ω = g_m w_m` with `g_m = N^{2−q} s_m^{q−2}`,
+/// `N = (Σ_m s_m^q)^{1/q}` (docs/mathematics.md §2.13); 0 for a zero block and when every
+/// block is zero (`Ω` is flat there for `q > 1`).
+pub fn lp_gradient_scales(norms: &[f64], p: f64) -> Vec<f64> {
+    let q = lp_q(p);
+    let big_n = (2.0 * lp_penalty(norms, p)).sqrt();
+    if big_n <= 0.0 {
+        return vec![0.0; norms.len()];
+    }
+    let a = big_n.powf(2.0 - q);
+    norms
+        .iter()
+        .map(|&s| if s > 0.0 { a * s.powf(q - 2.0) } else { 0.0 })
+        .collect()
 }
 
 /// ℓp's `q = 2p/(p+1)` (2 for `p = ∞`).

@@ -57,7 +57,7 @@ pub(super) trait FeatureOps: Sync {
     ) -> Result<Vec<f64>> {
         let k = cols.len() + 1;
         // Chunks summed per batch: up to 16, fewer for wide sets, whose per-chunk parts are
-        // `k²` each (k = 2001: 16 parts held 0.5 GB).
+        // `k²` each (benches/peers/results/fit_memory.md).
         let batch = ((1usize << 23) / (k * k)).clamp(2, 16);
         let all: Vec<usize>;
         let rows = match rows {

@@ -30,7 +30,7 @@ use crate::kernels::{stack_dot as dot, Element, KernelStack, RowFeatures};
 use crate::linalg::{clear_upper_simd_state, Cholesky};
 use crate::losses::{costs, Envelope, Loss};
 use crate::result::{relative_gap, FitResult, SolveStatus};
-use crate::solvers::penalty::{lp_q, BlockPenalty, SparsePenalty};
+use crate::solvers::penalty::{lp_gradient_scales, lp_q, BlockPenalty, SparsePenalty};
 use crate::solvers::spicy::dual::{best_dual, best_envelope_dual};
 use crate::solvers::tracker::{Model, Tracker};
 use features::{check_finite, rows_of, FeatureOps, CHUNK};
@@ -603,40 +603,41 @@ fn inner(
 fn lp_direction(ws: &WorkingSet, hess: &[f64], g: &[f64], wl: &[f64], p: f64) -> Result<Vec<f64>> {
     let k = ws.cols.len() + 1;
     let q = lp_q(p);
-    let norms = ws.norms_along(wl, wl, 0.0);
-    let mm = norms.len() as f64;
+    let norms: Vec<f64> = ws.blocks().map(|r| norm(&wl[r])).collect();
     let big_n = (2.0 * crate::solvers::duality::lp_penalty(&norms, p)).sqrt();
     let smax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
     let mut a = hess.to_vec();
     let mut rhs = g.to_vec();
     if big_n > 0.0 {
-        let scale = big_n.powf(2.0 - q);
-        let mut u = vec![0.0; k];
-        for (r, &s) in ws.blocks().zip(&norms) {
+        // `g_m s_m^{2−q} = N^{2−q}`; `∇Ω = (g_m w_m)_m`, and the rank-one term is
+        // `(2−q) N^{2−2q} u uᵀ = (2−q)/N² ∇Ω ∇Ωᵀ`.
+        let scales = lp_gradient_scales(&norms, p);
+        let mut grad = vec![0.0; k - 1];
+        for ((r, &s), &gm) in ws.blocks().zip(&norms).zip(&scales) {
             let sf = if s > 0.0 { s } else { 1e-3 * smax };
-            let d = scale * sf.powf(q - 2.0);
+            let d = big_n.powf(2.0 - q) * sf.powf(q - 2.0);
             for i in r.clone() {
                 a[i * k + i] += d;
                 if s > 0.0 {
-                    u[i] = s.powf(q - 2.0) * wl[i];
-                    rhs[i] += scale * u[i];
+                    grad[i] = gm * wl[i];
+                    rhs[i] += grad[i];
                     for j in r.clone() {
                         a[i * k + j] += d * (q - 2.0) * wl[i] * wl[j] / (s * s);
                     }
                 }
             }
         }
-        let cross = (2.0 - q) * big_n.powf(2.0 - 2.0 * q);
+        let cross = (2.0 - q) / (big_n * big_n);
         for i in 0..k - 1 {
             for j in 0..k - 1 {
-                a[i * k + j] += cross * u[i] * u[j];
+                a[i * k + j] += cross * grad[i] * grad[j];
             }
         }
     } else {
         let d = if p.is_infinite() {
             1.0
         } else {
-            mm.powf(1.0 / p)
+            (norms.len() as f64).powf(1.0 / p)
         };
         for i in 0..k - 1 {
             a[i * k + i] += d;
