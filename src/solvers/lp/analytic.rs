@@ -1,14 +1,13 @@
 //! Kloft et al.'s Algorithm 1 (the wrapper): a full single-kernel solve on `K_θ = Σ θ_m K_m`
 //! between closed-form θ updates (eq. 17), with a working set of points when `β` is sparse.
 
-use super::working_set::PointSet;
 use super::{certificate, theta_update, LpConfig, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::result::{FitResult, PsdWitness, SolveStatus};
 use crate::solvers::duality::{natural_dual, read_forms};
-use crate::solvers::points::{gather_points, new_points, scatter_points};
+use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet};
 use crate::solvers::schedule::{CheckSchedule, GapSchedule};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::witness::PsdCheck;
@@ -135,7 +134,7 @@ impl Step {
 /// ([`CheckSchedule`]). If then no point outside `W` violates optimality, `P ≤ P_W`, so the
 /// whole gap is at most the restricted one; otherwise `W` grows by the violators (it never
 /// shrinks, so this terminates). Above
-/// [`MAX_FRACTION`](super::working_set::MAX_FRACTION) of the points the whole problem takes
+/// [`MAX_FRACTION`](crate::solvers::points::MAX_FRACTION) of the points the whole problem takes
 /// over.
 pub(super) fn fit_analytic(
     stack: &dyn KernelStack,
@@ -208,7 +207,7 @@ pub(super) fn fit_analytic(
                 if !more.is_empty() {
                     new_problem = true;
                     checks.restart();
-                    if !set.grow(stack, y, c, cfg, &more, &alpha)? {
+                    if !set.grow(stack, y, c, &more, &alpha)? {
                         ws = None;
                         whole.set_warm_start(alpha);
                     }
@@ -239,7 +238,7 @@ pub(super) fn fit_analytic(
                 let alpha = whole.alpha().unwrap_or(&[]).to_vec();
                 let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
                 let idx = new_points(cfg.loss, y, &z, &alpha, &[]);
-                ws = PointSet::new(stack, y, c, cfg, &idx, &alpha)?;
+                ws = PointSet::new(stack, y, c, cfg.loss, &idx, &alpha)?;
             }
             let beta = whole.beta();
             // With a working set, its sub-stack holds every non-zero of β: a cheaper pass.

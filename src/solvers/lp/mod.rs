@@ -13,14 +13,13 @@
 //! `θ_m = ‖w_m‖^{2/(p+1)} / (Σ_k ‖w_k‖^{2p/(p+1)})^{1/p}`.
 //! The model is `A[m] = θ_m β`, so `f = K_θ β + b`.
 //!
-//! One file per algorithm: `analytic` (Algorithm 1, with its working set of points in
-//! `working_set`) and `interleaved` (Algorithm 2); the single-kernel solvers of Algorithm 1
+//! One file per algorithm: `analytic` (Algorithm 1, with its working set of points from
+//! `solvers::points`) and `interleaved` (Algorithm 2); the single-kernel solvers of Algorithm 1
 //! are `solvers::single`, the dual values `solvers::duality`.
 
 mod analytic;
 mod interleaved;
 mod one_class;
-mod working_set;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;

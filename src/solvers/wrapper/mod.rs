@@ -39,7 +39,7 @@
 //!    a Newton step from a wrong scale crawls (`J` grows like `1/t` below the optimum).
 //!    With more than `2 · START_KERNELS` kernels, only the `START_KERNELS` that this SVM's
 //!    solution ranks first (largest `q_m`) start non-zero, with the same total weight.
-//!    From [`SAMPLE_MIN`] points on (`l1`), the search and the ranking run on a [`Sample`] of the
+//!    From [`SAMPLE_MIN`] points on, the search and the ranking run on a [`Sample`] of the
 //!    points instead (no solve on all of them before the first iterate).
 //! 2. Trust-region Newton steps: minimise the quadratic model over the box
 //!    `d_m ≤ (R − 1) w_m` (a weight may drop to zero, or by the factor `R` at most once a
@@ -49,10 +49,19 @@
 //!    a step that raised `J` is refused and retried from the same model with a smaller `R`;
 //!    `R` doubles after a step that achieved half the predicted decrease.
 //!
-//! Every accepted iterate is certified with the whole problem's `P`, `D` and gap; each costs
-//! one combine of the active kernels, one warm-started solve, the forms `q_m` of every
-//! kernel (SMO: the rows of the support vectors only) and `K_mβ` for the model's kernels
-//! (the smooth losses' dense `β`: every `K_mβ` in the same one pass as the forms).
+//! 3. Working sets (docs/mathematics.md §2.11), with whole-problem checks on the schedule of
+//!    [`CheckSchedule`]: for the hinge-type losses a set of points `W` (the first iterate's
+//!    support vectors and margin violators), whose restricted iterates solve SMO on
+//!    `K_m[W, W]` and certify the whole problem's `D` (their `P` is recorded as `+∞`); for the
+//!    smooth losses, whose dense `β` makes the forms read every kernel whole, a set of kernels
+//!    (those with a weight or a negative gradient), whose restricted iterates read only theirs
+//!    and certify the whole problem's `P` (their `D` bounds the restricted problem only).
+//!
+//! Every accepted iterate is certified with the whole problem's `P`, `D` and gap (outside the
+//! working sets); each costs one combine of the active kernels, one warm-started solve, the
+//! forms `q_m` of every kernel (SMO: the rows of the support vectors only) and `K_mβ` for the
+//! model's kernels (the smooth losses' dense `β`: every `K_mβ` in the same one pass as the
+//! forms).
 //!
 //! On kernels computed on demand (hinge-type losses) nothing `n × n` is formed: SMO reads the
 //! columns of `K_w` through its row cache, and the Hessian needs `K_w[F, F]` and `K_kβ` on the
@@ -70,8 +79,10 @@ use crate::kernels::{
 };
 use crate::linalg::Cholesky;
 use crate::losses::{costs, Loss};
-use crate::result::{FitResult, SolveStatus};
+use crate::result::{FitResult, PsdWitness, SolveStatus};
 use crate::solvers::penalty::{kernel_weights, SparsePenalty};
+use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet};
+use crate::solvers::schedule::CheckSchedule;
 use crate::solvers::single::{KernelOp, SingleKernel};
 use crate::solvers::spicy::dual::best_dual;
 use crate::solvers::tracker::{Model, Tracker};
@@ -680,9 +691,7 @@ fn start(
     interrupt: &dyn Interrupt,
 ) -> Result<Vec<f64>> {
     let m = stack.m();
-    // `l1` only: the elastic net's start from a sample took 6 steps where the whole search's
-    // took 3 (ringnorm, n = 1000, M = 50; docs/mathematics.md §2.11).
-    if pen.r1 > 0.0 && pen.r2 == 0.0 {
+    if pen.r1 > 0.0 {
         if let Some(mut sample) = Sample::new(stack, y, c, solver.loss())? {
             let t = sample.scale(stack, pen, interrupt)?;
             let w = if m <= 2 * START_KERNELS {
@@ -733,79 +742,133 @@ fn ranked_start(q: &[f64], t: f64, pen: &Penalty) -> Vec<f64> {
     w
 }
 
-/// The forms `q_m = βᵀK_mβ` of every kernel into `q`; for a dense `β` (the smooth losses)
-/// also every product `K_mβ` (`M·n`, when that fits in [`ALL_PRODUCTS_MAX`]): the same one
-/// pass over the stack gives both, where the Hessian's products would read its kernels again.
-fn forms(stack: &dyn KernelStack, beta: &[f64], dense: bool, q: &mut [f64]) -> Option<Vec<f64>> {
+/// The forms `q_m = βᵀK_mβ` of the kernels `set` into `q` (of every kernel when `None`; the
+/// others' are set to 0, so that the gradient and the dual read those of the problem
+/// restricted to `set`); for a dense `β` (the smooth losses) also their products `K_mβ` (laid
+/// out for all `M` kernels, zero off `set`, when `M·n` fits in [`ALL_PRODUCTS_MAX`]): the same
+/// one pass over the kernels gives both, where the Hessian's products would read them again.
+fn forms(
+    stack: &dyn KernelStack,
+    beta: &[f64],
+    dense: bool,
+    set: Option<&[usize]>,
+    q: &mut [f64],
+) -> Option<Vec<f64>> {
     let (m, n) = (stack.m(), stack.n());
+    let all: Vec<usize>;
+    let set = match set {
+        Some(s) => {
+            q.fill(0.0);
+            s
+        }
+        None => {
+            all = (0..m).collect();
+            &all
+        }
+    };
     if !dense || m * n > ALL_PRODUCTS_MAX {
-        stack.quad_forms(beta, q);
+        let mut qs = vec![0.0; set.len()];
+        stack.quad_forms_subset(beta, set, &mut qs);
+        set.iter().zip(qs).for_each(|(&k, v)| q[k] = v);
         return None;
     }
+    let mut local = vec![0.0; set.len() * n];
+    stack.matvecs_subset(beta, set, &mut local);
     let mut prod = vec![0.0; m * n];
-    stack.matvecs(beta, &mut prod);
-    for (qk, pk) in q.iter_mut().zip(prod.chunks_exact(n)) {
-        *qk = dot(pk, beta);
+    for (&k, pk) in set.iter().zip(local.chunks_exact(n)) {
+        q[k] = dot(pk, beta);
+        prod[k * n..(k + 1) * n].copy_from_slice(pk);
     }
     Some(prod)
 }
 
-/// Records the whole problem's certificate at an iterate and returns its relative gap: `P` at
-/// `A[m] = w_m β` (lifted onto the margin for the hinge), `D` at the best feasible multiple
-/// of `β` (module docs).
-#[allow(clippy::too_many_arguments)]
-fn certify(
-    tracker: &mut Tracker,
-    psd: &PsdCheck,
-    cfg: &WrapperConfig,
-    y: &[f64],
-    c: &[f64],
-    w: &[f64],
-    q: &[f64],
-    point: &Point,
-) -> f64 {
-    let (r1, r2) = cfg.penalty.weights();
-    let m = w.len();
-    let norms: Vec<f64> = w
-        .iter()
-        .zip(q)
-        .map(|(wk, qk)| wk * qk.max(0.0).sqrt())
-        .collect();
-    let penalty_at = |t: f64| -> f64 {
-        norms
+/// The certificate values of an iterate: `P` at `A[m] = scale · w_m β` (lifted onto the
+/// margin for the hinge), `D` at the best feasible multiple of `β` (module docs), and the
+/// witness check of `β`.
+struct Certificate {
+    primal: f64,
+    dual: f64,
+    witness: Option<PsdWitness>,
+    scale: f64,
+    b: f64,
+    /// `‖f_m‖` at the model, `scale · w_m sqrt(q_m)`.
+    norms: Vec<f64>,
+}
+
+impl Certificate {
+    /// The values at `point` of the problem of `y` and `c` (the whole one, or a restricted one
+    /// whose `P` bounds only itself), with the forms `q` of `β` on every kernel.
+    fn new(
+        psd: &PsdCheck,
+        cfg: &WrapperConfig,
+        y: &[f64],
+        c: &[f64],
+        w: &[f64],
+        q: &[f64],
+        point: &Point,
+    ) -> Self {
+        let (r1, r2) = cfg.penalty.weights();
+        let norms: Vec<f64> = w
             .iter()
-            .map(|s| r1 * t * s + 0.5 * r2 * (t * s).powi(2))
-            .sum()
-    };
-    let primal = cfg.loss.weighted_total(y, &point.f, point.b, c) + penalty_at(1.0);
-    // Points a hair inside the margin (SMO's tolerance) cost `C` each: at large `C` the model
-    // scaled onto the margin is the better primal point (lp's certificate does the same).
-    let (scale, b, primal) = cfg
-        .loss
-        .lift_to_margin_with(y, &point.f, point.b, c, penalty_at, primal)
-        .unwrap_or((1.0, point.b, primal));
-    let norms: Vec<f64> = norms.iter().map(|s| scale * s).collect();
-    let roots: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
-    let beta = &point.beta;
-    let dual = best_dual(&roots, y, beta, c, cfg.loss, cfg.penalty.into());
-    let witness = psd.all().scan(beta, m, |kk| q[kk]);
-    let active = w.iter().filter(|&&v| v > 0.0).count();
-    tracker.record_with(primal, (dual, witness), active, || {
-        // A kernel whose norm is 0 (a zero kernel that still has a weight) carries no model.
-        let w: Vec<f64> = w
-            .iter()
-            .zip(&norms)
-            .map(|(&wk, &s)| if s > 0.0 { wk } else { 0.0 })
+            .zip(q)
+            .map(|(wk, qk)| wk * qk.max(0.0).sqrt())
             .collect();
-        Model::outer(
-            &w,
-            beta,
+        let penalty_at = |t: f64| -> f64 {
+            norms
+                .iter()
+                .map(|s| r1 * t * s + 0.5 * r2 * (t * s).powi(2))
+                .sum()
+        };
+        let primal = cfg.loss.weighted_total(y, &point.f, point.b, c) + penalty_at(1.0);
+        // Points a hair inside the margin (SMO's tolerance) cost `C` each: at large `C` the
+        // model scaled onto the margin is the better primal point (lp's certificate does the
+        // same).
+        let (scale, b, primal) = cfg
+            .loss
+            .lift_to_margin_with(y, &point.f, point.b, c, penalty_at, primal)
+            .unwrap_or((1.0, point.b, primal));
+        let roots: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
+        let beta = &point.beta;
+        Certificate {
+            primal,
+            dual: best_dual(&roots, y, beta, c, cfg.loss, cfg.penalty.into()),
+            witness: psd.all().scan(beta, w.len(), |kk| q[kk]),
             scale,
             b,
-            kernel_weights(cfg.penalty, &norms),
-            norms.clone(),
-        )
-    })
+            norms: norms.iter().map(|s| scale * s).collect(),
+        }
+    }
+
+    /// Records these values of the whole problem at `point` (weights `w`) and returns the
+    /// relative gap.
+    fn record(self, tracker: &mut Tracker, cfg: &WrapperConfig, w: &[f64], point: &Point) -> f64 {
+        let active = w.iter().filter(|&&v| v > 0.0).count();
+        let Certificate {
+            primal,
+            dual,
+            witness,
+            scale,
+            b,
+            norms,
+        } = self;
+        tracker.record_with(primal, (dual, witness), active, || {
+            // A kernel whose norm is 0 (a zero kernel that still has a weight) carries no
+            // model.
+            let w: Vec<f64> = w
+                .iter()
+                .zip(&norms)
+                .map(|(&wk, &s)| if s > 0.0 { wk } else { 0.0 })
+                .collect();
+            Model::outer(
+                &w,
+                &point.beta,
+                scale,
+                b,
+                kernel_weights(cfg.penalty, &norms),
+                norms.clone(),
+            )
+        })
+    }
 }
 
 /// The kernels of the next Newton model: those with a weight or a negative gradient, at most
@@ -926,21 +989,42 @@ pub fn fit_wrapper_weighted(
         cfg.inner_tol.min(0.1 * cfg.tol)
     }
     .max(MIN_INNER_TOL);
+    // The working set of points of the hinge-type losses (module docs), formed from the first
+    // whole-problem iterate; `ws` is `None` while the whole problem is iterated.
+    let use_ws = !smooth && r1 > 0.0;
+    let mut ws: Option<PointSet> = None;
+    // The smooth losses' working set of kernels (module docs), sorted; `None` while every
+    // kernel's form is read.
+    let mut kset: Option<Vec<usize>> = None;
+    let mut checks = CheckSchedule::new();
     while n_iter < cfg.max_iter {
         interrupt.check()?;
         n_iter += 1;
+        let restricted = ws.is_some() || kset.is_some();
+        // The iterated problem: its kernels, labels, loss weights, solver, and (restricted)
+        // the indices of its points.
+        let (pstack, py, pc, psolver, pidx): (_, &[f64], &[f64], _, _) = match ws.as_mut() {
+            Some(set) => (
+                set.stack.stack(),
+                &set.y,
+                &set.c,
+                &mut set.solver,
+                Some(set.stack.indices()),
+            ),
+            None => (stack, y, c, &mut solver, None),
+        };
         if !kw_is_w {
-            kw.set(stack, &w, smooth);
+            kw.set(pstack, &w, smooth);
         }
         kw_is_w = false;
-        let point = solve_point(&mut solver, stack, &kw, y, c, inner_tol, interrupt)?;
+        let point = solve_point(psolver, pstack, &kw, py, pc, inner_tol, interrupt)?;
         let j = point.value + w.iter().map(|&v| pen.value(v)).sum::<f64>();
         if let Some((prev, pred)) = &mut model {
             let rose = j.is_nan() || j > prev.j + 1e-12 * prev.j.abs();
             if rose && radius <= MIN_RADIUS {
                 // Refused in the smallest region: `J`'s noise (the SVM's accuracy) is all the
                 // model can still see; a more exact SVM, else a stall.
-                if inner_tol <= MIN_INNER_TOL {
+                if inner_tol <= MIN_INNER_TOL && stalls(restricted, &mut checks) {
                     status = SolveStatus::Stalled;
                     break;
                 }
@@ -965,12 +1049,132 @@ pub fn fit_wrapper_weighted(
                 radius = radius.sqrt().max(MIN_RADIUS);
             }
         }
-        let all_prod = forms(stack, &point.beta, smooth, &mut q);
-        let gap = certify(&mut tracker, &psd, cfg, y, c, &w, &q, &point);
-        if gap <= cfg.tol {
-            status = SolveStatus::Converged;
-            break;
+        if use_ws && pidx.is_none() && n_iter == 1 {
+            // The support vectors and margin violators of the first iterate form the working
+            // set: `β` is zero off it, so its forms read the set's kernels only, and the next
+            // iterates are the restricted problem's, from this `w`.
+            let alpha = psolver.alpha().unwrap_or(&[]).to_vec();
+            let z: Vec<f64> = point.f.iter().map(|fi| fi + point.b).collect();
+            let idx = new_points(cfg.loss, y, &z, &alpha, &[]);
+            if let Some(set) = PointSet::new(stack, y, c, cfg.loss, &idx, &alpha)? {
+                let beta_w = gather_points(&point.beta, n, set.idx());
+                set.stack.stack().quad_forms(&beta_w, &mut q);
+                let cert = Certificate::new(&psd, cfg, y, c, &w, &q, &point);
+                let dual = cert.dual;
+                if cert.record(&mut tracker, cfg, &w, &point) <= cfg.tol {
+                    status = SolveStatus::Converged;
+                    break;
+                }
+                checks.start(tracker.certified(dual));
+                ws = Some(set);
+                kw_is_w = false;
+                continue;
+            }
         }
+        let mut all_prod = forms(pstack, &point.beta, smooth, kset.as_deref(), &mut q);
+        let cert = Certificate::new(&psd, cfg, py, pc, &w, &q, &point);
+        let gap = if let Some(idx) = pidx {
+            // A restricted iterate: `D` is the whole problem's (β = 0 off W), `P` bounds the
+            // restricted problem only.
+            tracker.note(cert.witness);
+            let rgap = checks.restricted_gap(cert.primal, tracker.certified(cert.dual));
+            if checks.due_after(rgap, cfg.tol) {
+                let alpha = scatter_points(psolver.alpha().unwrap_or(&[]), idx, n);
+                let (gap, more) = whole_check(
+                    stack,
+                    y,
+                    c,
+                    cfg,
+                    (&psd, &mut tracker),
+                    (&w, &q),
+                    &point,
+                    (idx, &alpha),
+                );
+                if gap <= cfg.tol {
+                    status = SolveStatus::Converged;
+                    break;
+                }
+                if !more.is_empty() {
+                    // A larger problem, whose `J` the last model does not predict.
+                    checks.restart();
+                    model = None;
+                    let set = ws.as_mut().expect("restricted iterates have a working set");
+                    if !set.grow(stack, y, c, &more, &alpha)? {
+                        ws = None;
+                        solver.set_warm_start(alpha);
+                    }
+                    continue;
+                } else if checks.is_forced() {
+                    // W holds every violator: the whole problem stalls with the restricted one.
+                    status = SolveStatus::Stalled;
+                    break;
+                }
+                checks.back_off();
+            } else {
+                let active = w.iter().filter(|&&v| v > 0.0).count();
+                tracker.record_with(f64::INFINITY, (cert.dual, None), active, || unreachable!());
+            }
+            rgap
+        } else if let Some(set) = &kset {
+            // A kernel-restricted iterate (smooth losses): `P` is the whole problem's (`w = 0`
+            // off the set), `D` bounds the restricted problem only and is not recorded.
+            let rgap = checks.restricted_gap(cert.primal, cert.dual);
+            if checks.due_after(rgap, cfg.tol) {
+                // Whole-problem check: every form, in the one pass that also gives the
+                // products of the kernels that join.
+                all_prod = forms(pstack, &point.beta, smooth, None, &mut q);
+                let cert = Certificate::new(&psd, cfg, py, pc, &w, &q, &point);
+                let dual = cert.dual;
+                let gap = cert.record(&mut tracker, cfg, &w, &point);
+                if gap <= cfg.tol {
+                    status = SolveStatus::Converged;
+                    break;
+                }
+                let mut grown = set.clone();
+                grown.extend(
+                    kernel_set(&w, &q, &pen)
+                        .into_iter()
+                        .filter(|k| set.binary_search(k).is_err()),
+                );
+                if grown.len() > set.len() {
+                    grown.sort_unstable();
+                    kset = Some(grown);
+                    checks.restart();
+                    checks.start(tracker.certified(dual));
+                } else if checks.is_forced() {
+                    status = SolveStatus::Stalled;
+                    break;
+                } else {
+                    checks.back_off();
+                }
+                gap
+            } else {
+                let mut cert = cert;
+                tracker.note(cert.witness.take());
+                cert.dual = f64::NEG_INFINITY;
+                // Stops on the best whole dual value so far, if this primal value meets it.
+                if cert.record(&mut tracker, cfg, &w, &point) <= cfg.tol {
+                    status = SolveStatus::Converged;
+                    break;
+                }
+                rgap
+            }
+        } else {
+            let dual = cert.dual;
+            let gap = cert.record(&mut tracker, cfg, &w, &point);
+            if gap <= cfg.tol {
+                status = SolveStatus::Converged;
+                break;
+            }
+            // The smooth losses read every kernel for the forms: once few kernels can move,
+            // the next iterates read theirs only (module docs).
+            let set = kernel_set(&w, &q, &pen);
+            if smooth && r1 > 0.0 && 2 * set.len() <= m {
+                kset = Some(set);
+                checks.start(tracker.certified(dual));
+            }
+            gap
+        };
         if smooth {
             inner_tol = inner_tol.min((0.03 * gap).max(MIN_INNER_TOL));
         }
@@ -985,14 +1189,22 @@ pub fn fit_wrapper_weighted(
             continue;
         }
         let grad_all: Vec<f64> = (0..m).map(|kk| -0.5 * q[kk] + pen.d1(w[kk])).collect();
+        // Outside the kernel set no weight is left (their forms read as 0).
+        debug_assert!(kset.as_ref().map_or(true, |s| {
+            (0..m).all(|k| w[k] == 0.0 || s.binary_search(&k).is_ok())
+        }));
         let vars = model_kernels(
             &w,
             &grad_all,
             if smooth { MAX_MODEL_SMOOTH } else { MAX_MODEL },
         );
         if vars.is_empty() {
-            status = SolveStatus::Stalled;
-            break;
+            if stalls(restricted, &mut checks) {
+                status = SolveStatus::Stalled;
+                break;
+            }
+            kw_is_w = true;
+            continue;
         }
         // `K_kβ` for the model's kernels only: few, once the weights are sparse.
         let prod = match &all_prod {
@@ -1000,9 +1212,9 @@ pub fn fit_wrapper_weighted(
                 .iter()
                 .flat_map(|&kk| all[kk * n..(kk + 1) * n].iter().copied())
                 .collect(),
-            None => support_products(stack, &point.beta, &vars),
+            None => support_products(pstack, &point.beta, &vars),
         };
-        let mut hess = s_hessian(&solver, stack, &kw, &point, &prod, c, cfg)?;
+        let mut hess = s_hessian(psolver, pstack, &kw, &point, &prod, pc, cfg)?;
         let s = vars.len();
         for (a, &kk) in vars.iter().enumerate() {
             hess[(a, a)] += pen.d2(w[kk]);
@@ -1029,18 +1241,76 @@ pub fn fit_wrapper_weighted(
         if !(pred > 1e-15 * j.abs() || moves && pred >= 0.0) {
             // The model sees no progress left: only a more exact SVM can move the certificate.
             if inner_tol <= MIN_INNER_TOL {
-                status = SolveStatus::Stalled;
-                break;
+                if stalls(restricted, &mut checks) {
+                    status = SolveStatus::Stalled;
+                    break;
+                }
+            } else {
+                inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
             }
-            inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
             model = None;
             kw_is_w = true;
             continue;
         }
         w = step;
         model = Some((next, pred));
+        if let Some(set) = &mut kset {
+            // Kernels leave the set when their weight is zero and their gradient not negative.
+            set.retain(|&k| w[k] > 0.0 || grad_all[k] < 0.0);
+        }
     }
     tracker.finish(n_iter, status)
+}
+
+/// The kernels a Newton model may move at weights `w` with forms `q`: those with a weight or
+/// a negative gradient `∂J/∂w_m`.
+fn kernel_set(w: &[f64], q: &[f64], pen: &Penalty) -> Vec<usize> {
+    (0..w.len())
+        .filter(|&k| w[k] > 0.0 || -0.5 * q[k] + pen.d1(w[k]) < 0.0)
+        .collect()
+}
+
+/// At a stall of the iterated problem, whether the fit stalls: a restricted problem's stall
+/// forces a whole-problem check instead (only it can tell why), once.
+fn stalls(restricted: bool, checks: &mut CheckSchedule) -> bool {
+    if restricted && !checks.is_forced() {
+        checks.force();
+        false
+    } else {
+        true
+    }
+}
+
+/// The whole-problem check of a restricted iterate at weights `w` (module docs): `f = K_w β`
+/// on every point from the rows of the support vectors, the whole certificate recorded
+/// (the forms `q` are the whole problem's, `β` being zero off the set `idx`). Returns the
+/// relative gap, and the points outside the set that violate optimality, by the QP variables
+/// `alpha` over all points and the whole model.
+#[allow(clippy::too_many_arguments)]
+fn whole_check(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    c: &[f64],
+    cfg: &WrapperConfig,
+    (psd, tracker): (&PsdCheck, &mut Tracker),
+    (w, q): (&[f64], &[f64]),
+    restricted: &Point,
+    (idx, alpha): (&[usize], &[f64]),
+) -> (f64, Vec<usize>) {
+    let n = y.len();
+    let beta = scatter_points(&restricted.beta, idx, n);
+    let mut f = vec![0.0; n];
+    stack.combined_matvec(w, &beta, &mut f);
+    let b = cfg.loss.best_intercept(y, &f, c, restricted.b);
+    let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
+    let point = Point {
+        beta,
+        f,
+        b,
+        value: f64::NAN,
+    };
+    let gap = Certificate::new(psd, cfg, y, c, w, q, &point).record(tracker, cfg, w, &point);
+    (gap, new_points(cfg.loss, y, &z, alpha, idx))
 }
 
 #[cfg(test)]

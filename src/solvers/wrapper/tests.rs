@@ -44,6 +44,35 @@ fn meets_spicy(
     ours
 }
 
+/// The reported primal value is that of the returned model (`coef`, `intercept`, norms).
+fn assert_primal_of_model(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    ours: &FitResult,
+    cfg: &WrapperConfig,
+    what: &str,
+) {
+    let (n, m) = (y.len(), stack.m());
+    let mut f = vec![ours.intercept; n];
+    let mut kv = vec![0.0; n];
+    for k in 0..m {
+        stack.matvec(k, &ours.coef[k * n..(k + 1) * n], &mut kv);
+        f.iter_mut().zip(&kv).for_each(|(a, b)| *a += b);
+    }
+    let (r1, r2) = cfg.penalty.weights();
+    let pen: f64 = ours
+        .kernel_norms
+        .iter()
+        .map(|s| r1 * s + 0.5 * r2 * s * s)
+        .sum();
+    let p = cfg.c * cfg.loss.total(y, &f, 0.0) + pen;
+    assert!(
+        (p - ours.primal).abs() <= 1e-9 * p,
+        "{what}: {p} vs {}",
+        ours.primal
+    );
+}
+
 /// The wrapper and SpicyMKL (an independent algorithm) meet at the same optimum, each
 /// certified by its own gap, for every hinge-type loss and both penalties.
 #[test]
@@ -68,26 +97,7 @@ fn wrapper_meets_spicy() {
                 let what = format!("{} {penalty:?} C={c}", loss.name());
                 let ours = meets_spicy(&stack, &y, &cfg, 1e-7, 3e-7, &what);
                 assert!(ours.dual <= ours.primal * (1.0 + 1e-12), "{what}");
-                // The primal is that of the returned model.
-                let n = y.len();
-                let mut f = vec![ours.intercept; n];
-                for k in 0..m {
-                    let mut kv = vec![0.0; n];
-                    stack.matvec(k, &ours.coef[k * n..(k + 1) * n], &mut kv);
-                    f.iter_mut().zip(&kv).for_each(|(a, b)| *a += b);
-                }
-                let (r1, r2) = penalty.weights();
-                let pen: f64 = ours
-                    .kernel_norms
-                    .iter()
-                    .map(|s| r1 * s + 0.5 * r2 * s * s)
-                    .sum();
-                let p = c * loss.total(&y, &f, 0.0) + pen;
-                assert!(
-                    (p - ours.primal).abs() <= 1e-9 * p,
-                    "{what}: {p} vs {}",
-                    ours.primal
-                );
+                assert_primal_of_model(&stack, &y, &ours, &cfg, &what);
             }
         }
     }
@@ -284,21 +294,25 @@ fn smooth_losses_on_factors_equal_the_dense_products() {
     }
 }
 
-/// More than `2 · START_KERNELS` kernels: the fit starts from the 20 the first SVM ranks
-/// first, and the others enter when they violate optimality.
-#[test]
-fn many_kernels_start_from_a_working_set() {
-    let (g, m, y) = problem(30, false, 11);
-    let n = y.len();
-    // Nine copies of each kernel, each scaled differently to about unit trace (45 kernels):
-    // small kernels need large weights.
+/// Nine copies of each kernel of a test problem on `n` points, each scaled differently to
+/// about unit trace (45 kernels): small kernels need large weights.
+fn scaled_copies(n: usize, regression: bool) -> (Vec<f64>, usize, Vec<f64>) {
+    let (g, m, y) = problem(n, regression, 11);
     let copies = 9;
     let mut big = Vec::with_capacity(copies * g.len());
     for c in 0..copies {
         let s = (0.5 + 0.25 * c as f64) / n as f64;
         big.extend(g.iter().map(|v| s * v));
     }
-    let stack = DenseStack::new(&big, m * copies, n).unwrap();
+    (big, m * copies, y)
+}
+
+/// More than `2 · START_KERNELS` kernels: the fit starts from the 20 the first SVM ranks
+/// first, and the others enter when they violate optimality.
+#[test]
+fn many_kernels_start_from_a_working_set() {
+    let (big, m, y) = scaled_copies(30, false);
+    let stack = DenseStack::new(&big, m, y.len()).unwrap();
     for penalty in [
         SparsePenalty::L1,
         SparsePenalty::ElasticNet { l1_ratio: 0.5 },
@@ -427,8 +441,8 @@ fn the_sampled_scale_is_near_the_whole_problems() {
     }
 }
 
-/// From [`SAMPLE_MIN`] points on an `l1` fit starts from the sample (SMO warm-started from its
-/// variables; the elastic net from the whole search). The hinge and logistic fits meet
+/// From [`SAMPLE_MIN`] points on a fit starts from the sample (SMO warm-started from its
+/// variables). The hinge and logistic fits meet
 /// SpicyMKL, an independent algorithm, at the same optimum for both penalties, each certified
 /// by its own gap; the ε-insensitive fit (SMO's
 /// `[α; α*]` warm start) is certified to 1e-8 by the whole problem's gap (SpicyMKL takes over a
@@ -463,6 +477,71 @@ fn fits_started_from_a_sample_meet_spicy() {
             } else {
                 meets_spicy(&stack, &y, &cfg, 0.1 * tol, 2.0 * tol, &what);
             }
+        }
+    }
+}
+
+/// With the hinge-type losses the iterates after the first are those of the working set of
+/// points (recorded with the primal `+∞`), and the whole-problem checks end the fit at the
+/// optimum of SpicyMKL, an independent algorithm, for both penalties and C = 1 and 10; the
+/// reported primal is that of the returned model on all points.
+#[test]
+fn a_working_set_of_points_reaches_the_whole_optimum() {
+    for loss in losses() {
+        let regression = loss.name() == "epsilon_insensitive";
+        let (g, m, y) = problem(200, regression, 5);
+        let n = y.len();
+        let stack = DenseStack::new(&g, m, n).unwrap();
+        // Fits that formed a working set (not every one does: above 70 % of the points are
+        // support vectors or violators, the whole problem is iterated).
+        let mut restricted = 0;
+        for penalty in [
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+        ] {
+            for c in [1.0, 10.0] {
+                let cfg = WrapperConfig {
+                    penalty,
+                    c,
+                    loss,
+                    tol: 1e-7,
+                    ..WrapperConfig::default()
+                };
+                let what = format!("{} {penalty:?} C={c}", loss.name());
+                let ours = meets_spicy(&stack, &y, &cfg, 1e-8, 3e-7, &what);
+                restricted += ours.history.iter().any(|r| r.primal == f64::INFINITY) as usize;
+                assert_primal_of_model(&stack, &y, &ours, &cfg, &what);
+            }
+        }
+        assert!(restricted >= 1, "{}: no fit restricted", loss.name());
+    }
+}
+
+/// With the smooth losses, once at most half the kernels can move the iterates read only
+/// theirs (recorded without a dual value), and the whole-problem checks end the fit at the
+/// optimum of SpicyMKL, an independent algorithm, for both penalties.
+#[test]
+fn a_working_set_of_kernels_reaches_the_whole_optimum() {
+    for loss in [Loss::Logistic, Loss::Squared] {
+        let (big, m, y) = scaled_copies(60, loss == Loss::Squared);
+        let stack = DenseStack::new(&big, m, y.len()).unwrap();
+        for penalty in [
+            SparsePenalty::L1,
+            SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+        ] {
+            let cfg = WrapperConfig {
+                penalty,
+                loss,
+                tol: 1e-6,
+                ..WrapperConfig::default()
+            };
+            let what = format!("{} {penalty:?}", loss.name());
+            let ours = meets_spicy(&stack, &y, &cfg, 1e-8, 2e-6, &what);
+            assert!(
+                ours.history.iter().any(|r| r.dual == f64::NEG_INFINITY),
+                "{what}: no restricted iterate"
+            );
+            assert_primal_of_model(&stack, &y, &ours, &cfg, &what);
         }
     }
 }
