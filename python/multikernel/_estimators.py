@@ -450,6 +450,9 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             if row.penalties != ("lp",):
                 named["penalty"] = self.penalty
                 named["l1_ratio"] = self.l1_ratio
+            if self.penalty == "group":
+                # Checked per fit against the stack's kernels (_solve_logged).
+                named["groups"] = group_ids(self.groups, None)[0]
         return solver, _core.Settings(solver, named)
 
     @staticmethod
