@@ -333,16 +333,15 @@ class SolverInfo:
 #: ``solver="auto"``'s default (``_auto.choose`` states the whole rule): ``analytic`` for
 #: ``lp`` (its inner SMO runs on one combined kernel, O(n) per step, while ``interleaved``
 #: pays O(M·n) per step; it measured as fast or faster for p > 1 on the Kloft benchmark),
-#: ``spicy`` for ``l1`` and ``elasticnet``, ``mirror`` for ``group`` (it also solves ``lp`` at
-#: ``p = 1``, as one group).
+#: ``spicy`` for ``l1`` and ``elasticnet``; ``mirror`` for ``group``, which ``_auto.choose``
+#: names itself (``prox_newton``, listed first, takes it on narrow explicit features only;
+#: ``mirror`` also solves ``lp`` at ``p = 1``, as one group).
 SOLVERS: dict[_NativeSolver, SolverInfo] = {
     "analytic": SolverInfo(("lp",), ALL_LOSSES, AnalyticConfig),
     "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),
     "spicy": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, SpicyConfig),
     "wrapper": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, WrapperConfig),
-    "prox_newton": SolverInfo(
-        ("l1", "elasticnet", "lp", "group"), ALL_LOSSES, ProxNewtonConfig
-    ),
+    "prox_newton": SolverInfo(("l1", "elasticnet", "lp", "group"), ALL_LOSSES, ProxNewtonConfig),
     "mirror": SolverInfo(("group", "lp"), ALL_LOSSES, MirrorConfig),
     "svrg": SolverInfo(("lp",), SMOOTH_LOSSES, SvrgConfig),
 }

@@ -1,7 +1,7 @@
 """The ``prox_newton`` solver (``l1`` / ``elasticnet`` / ``lp`` / ``group`` MKL on explicit
 features by (proximal) Newton): its optimum is cvxpy + Clarabel's and that of the dense-stack
-solvers (``mirror`` for ``group``) on the same features, its feature weights are the model it reports, ``solver="auto"`` picks it
-on narrow feature blocks, and bad use is refused."""
+solvers (``mirror`` for ``group``) on the same features, its feature weights are the model
+it reports, ``solver="auto"`` picks it on narrow feature blocks, and bad use is refused."""
 
 from __future__ import annotations
 
@@ -300,9 +300,9 @@ def test_bad_use_is_refused() -> None:
     with pytest.raises(InvalidParameterError, match="explicit features"):
         mk.MKLClassifier(penalty="l1", solver="prox_newton", loss="logistic").fit(X[:50], y[:50])
     with pytest.raises(InvalidParameterError, match="groups"):
-        mk.MKLClassifier(
-            kernels=bank, penalty="group", groups=[0, 1, 1], solver="prox_newton"
-        ).fit(X[:50], y[:50])
+        mk.MKLClassifier(kernels=bank, penalty="group", groups=[0, 1, 1], solver="prox_newton").fit(
+            X[:50], y[:50]
+        )
     # ℓp at p = 1 has no Newton step (½(Σ s_m)² is not differentiable at a zero block).
     with pytest.raises(InvalidParameterError, match=r"p must be in \(1, inf\]"):
         mk.MKLClassifier(kernels=bank, penalty="lp", p=1.0, solver="prox_newton").fit(

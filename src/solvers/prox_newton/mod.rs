@@ -1105,7 +1105,8 @@ impl Smoothing {
     }
 }
 
-/// Fits `l1` / `elasticnet` MKL on explicit features by proximal Newton (module docs).
+/// Fits `l1` / `elasticnet` / ℓp / `group` MKL on explicit features by (proximal) Newton
+/// (module docs).
 /// `feature_weights` of the result are `w` (kernel blocks in column order) at the best primal
 /// iterate, and `coef` its representer form.
 pub fn fit_prox_newton(

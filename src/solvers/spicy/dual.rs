@@ -1,4 +1,6 @@
-//! The dual of docs/mathematics.md §1 for `l1` / `elasticnet` and its feasibility projection.
+//! The dual of docs/mathematics.md §1 for `l1` / `elasticnet` and its feasibility projection;
+//! the best multiple of a dual point for every [`BlockPenalty`] (ℓp's and group MKL's duals
+//! through [`BlockPenalty::conjugate`]).
 
 use crate::kernels::KernelStack;
 use crate::losses::{Envelope, Loss};
