@@ -300,8 +300,7 @@ pub fn lp_q(p: f64) -> f64 {
 /// s̃_k = sqrt(s_k² + ε²),  S_j = Σ_{k∈G_j} s̃_k,  Ω_τ = τ log Σ_j exp(S_j/τ),  Ω = ½ Ω_τ²,
 /// ```
 ///
-/// convex and `C²` for `ε, τ > 0`, above the exact penalty by at most
-/// `(Ω_τ + ½(τ log J + ε max_j |G_j|))·(τ log J + ε max_j |G_j|)`.
+/// convex and `C²` for `ε, τ > 0`, with `0 ≤ Ω_τ − max_j Σ_{k∈G_j} s_k ≤ τ log J + ε max_j |G_j|`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupPenalty {
     pub groups: Groups,
@@ -334,8 +333,8 @@ impl GroupPenalty {
         self.eps == 0.0 && self.tau == 0.0
     }
 
-    /// The smoothed norms `s̃`, the group sums `S`, `Ω_τ` and the soft max's weights
-    /// `p_j = exp(S_j/τ)/Σ exp(S/τ)` (the first largest group's indicator at `τ = 0`).
+    /// The smoothed norms `s̃`, `Ω_τ` and the soft max's weights `p_j = exp(S_j/τ)/Σ exp(S/τ)`
+    /// (the first largest group's indicator at `τ = 0`).
     pub fn parts(&self, norms: &[f64]) -> (Vec<f64>, f64, Vec<f64>) {
         let st: Vec<f64> = norms
             .iter()
