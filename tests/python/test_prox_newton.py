@@ -283,11 +283,13 @@ def test_multiclass_one_vs_rest() -> None:
     assert clf.score(X, labels) > 0.9
 
 
-def test_max_iter_warns() -> None:
+@pytest.mark.parametrize("penalty", ["l1", "group"])
+def test_max_iter_warns(penalty: str) -> None:
     X, y = cancer()
     bank = linear_bank(X.shape[1], 5)
-    clf = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic", solver="prox_newton",
-                           tol=1e-12, max_iter=1, C=10.0)  # fmt: skip
+    kw: dict[str, Any] = {"groups": [0, 0, 1, 1, 2]} if penalty == "group" else {}
+    clf = mk.MKLClassifier(kernels=bank, penalty=penalty, loss="logistic", solver="prox_newton",
+                           tol=1e-12, max_iter=1, C=10.0, **kw)  # fmt: skip
     with pytest.warns(ConvergenceWarning, match="did not reach tol"):
         clf.fit(X, y)
     assert clf.n_iter_ == 1 and clf.duality_gap_ > 1e-12
