@@ -189,12 +189,14 @@ class WrapperConfig(_Config):
 
 @dataclass(frozen=True)
 class ProxNewtonConfig(_Config):
-    """Settings of the ``prox_newton`` solver: ``l1``, ``elasticnet`` and ``lp`` (p > 1) MKL
-    on explicit features (``kernels=FeatureBank(...)``, feature blocks or ``kernels.low_rank``
-    factors) by proximal Newton in feature space, where the problem is the group lasso
-    (elastic net) over the kernels' weight vectors ``w_m``; for ``lp`` the penalty
+    """Settings of the ``prox_newton`` solver: ``l1``, ``elasticnet``, ``lp`` (p > 1) and
+    ``group`` MKL on explicit features (``kernels=FeatureBank(...)``, feature blocks or
+    ``kernels.low_rank`` factors) by proximal Newton in feature space, where the problem is the
+    group lasso (elastic net) over the kernels' weight vectors ``w_m``; for ``lp`` the penalty
     ``½ (Σ_m ‖w_m‖^q)^{2/q}`` is smooth and each step is one Newton system over every
-    feature. Each Newton step reads the features once for
+    feature; for ``group`` (``½ max_j (Σ_{k∈G_j} ‖w_k‖)²``) the same on a smoothed penalty
+    whose smoothing is lowered step by step, certified by the exact dual. Each Newton step
+    reads the features once for
     the gradient and the certificate, forms the loss's Hessian on a working set of kernels
     (the active ones and the worst violators of optimality), ``R × R`` in their total width,
     and solves the model by block coordinate descent; a line search on the objective takes
@@ -331,14 +333,15 @@ class SolverInfo:
 #: ``solver="auto"``'s default (``_auto.choose`` states the whole rule): ``analytic`` for
 #: ``lp`` (its inner SMO runs on one combined kernel, O(n) per step, while ``interleaved``
 #: pays O(M·n) per step; it measured as fast or faster for p > 1 on the Kloft benchmark),
-#: ``spicy`` for ``l1`` and ``elasticnet``, ``mirror`` for ``group`` (it also solves ``lp`` at
-#: ``p = 1``, as one group).
+#: ``spicy`` for ``l1`` and ``elasticnet``; ``mirror`` for ``group``, which ``_auto.choose``
+#: names itself (``prox_newton``, listed first, takes it on narrow explicit features only;
+#: ``mirror`` also solves ``lp`` at ``p = 1``, as one group).
 SOLVERS: dict[_NativeSolver, SolverInfo] = {
     "analytic": SolverInfo(("lp",), ALL_LOSSES, AnalyticConfig),
     "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),
     "spicy": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, SpicyConfig),
     "wrapper": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, WrapperConfig),
-    "prox_newton": SolverInfo(("l1", "elasticnet", "lp"), ALL_LOSSES, ProxNewtonConfig),
+    "prox_newton": SolverInfo(("l1", "elasticnet", "lp", "group"), ALL_LOSSES, ProxNewtonConfig),
     "mirror": SolverInfo(("group", "lp"), ALL_LOSSES, MirrorConfig),
     "svrg": SolverInfo(("lp",), SMOOTH_LOSSES, SvrgConfig),
 }

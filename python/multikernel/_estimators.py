@@ -450,6 +450,9 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
             if row.penalties != ("lp",):
                 named["penalty"] = self.penalty
                 named["l1_ratio"] = self.l1_ratio
+            if self.penalty == "group":
+                # Checked per fit against the stack's kernels (_solve_logged).
+                named["groups"] = group_ids(self.groups, None)[0]
         return solver, _core.Settings(solver, named)
 
     @staticmethod
@@ -869,7 +872,8 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         ℓp-norm MKL with ``‖θ‖_p ≤ 1``. ``"l1"``: ``Ω = Σ_m ‖f_m‖`` (sparse MKL, SpicyMKL);
         ``"elasticnet"``: ``Ω = r Σ_m ‖f_m‖ + (1 − r)/2 Σ_m ‖f_m‖²`` with ``r = l1_ratio``.
         ``"group"``: ``Ω = ½ max_j (Σ_{k∈G_j} ‖f_k‖)²`` over the groups of ``groups`` (Nath et
-        al.'s mixed norm: sparse within a group, every group used), solved by ``"mirror"``.
+        al.'s mixed norm: sparse within a group, every group used), solved by ``"mirror"``,
+        or ``"prox_newton"`` on explicit features.
     p : float, default 2.0
         Norm of the kernel weights, in [1, inf]; ``p=inf`` is an SVM on the unweighted sum of
         the kernels.
@@ -910,7 +914,10 @@ class MKLClassifier(ClassifierMixin, _BaseMKL):  # type: ignore[misc]
         ``AnalyticConfig`` is given.
         For ``"group"``:
         ``"mirror"`` (mirror descent over the kernel weights, Nath et al.), also ``"auto"``; it
-        solves ``"lp"`` at ``p=1`` too (one group).
+        solves ``"lp"`` at ``p=1`` too (one group). On explicit features of the same widths
+        ``"auto"`` picks ``"prox_newton"`` for ``"group"`` unless a ``MirrorConfig`` is given:
+        Newton steps on a smoothed penalty whose smoothing is lowered step by step, certified
+        by the exact group dual.
         ``"svrg"`` also solves ``"lp"`` (smooth losses: logistic, squared, squared_hinge) by
         multi-epoch stochastic variance-reduced gradient on explicit features, for large n:
         it needs ``kernels=FeatureBank(...)`` and is seeded by ``random_state``.

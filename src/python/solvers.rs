@@ -247,16 +247,18 @@ fn walk_sparse_penalty(w: &mut impl Walk, penalty: &mut SparsePenalty) -> PyResu
     Ok(())
 }
 
-/// `prox_newton`'s penalty as `penalty`, `l1_ratio` (read by `elasticnet` only) and `p` (read
-/// by `lp` only).
+/// `prox_newton`'s penalty as `penalty`, `l1_ratio` (read by `elasticnet` only), `p` (read
+/// by `lp` only) and `groups` (a group id per kernel, read by `group` only, as `mirror`'s).
 fn walk_block_penalty(w: &mut impl Walk, penalty: &mut BlockPenalty) -> PyResult<()> {
     let mut name = penalty.name().to_string();
     let mut l1_ratio = penalty.l1_ratio();
     let mut p = penalty.p();
+    let mut groups = penalty.group_ids().map(<[usize]>::to_vec);
     w.text("penalty", &mut name)?;
     w.float("l1_ratio", &mut l1_ratio)?;
     w.float("p", &mut p)?;
-    *penalty = BlockPenalty::parse(&name, l1_ratio, p)?;
+    w.ids("groups", &mut groups)?;
+    *penalty = BlockPenalty::parse(&name, l1_ratio, p, groups.as_deref())?;
     Ok(())
 }
 

@@ -37,6 +37,11 @@ WIDE = StackInfo("features", 200, 5, width=101)
 WRAPPER = Choice("wrapper", continued=True)
 PROX_NEWTON = Choice("prox_newton", drop=("inner_tol",))
 PROX_NEWTON_LP = Choice("prox_newton", drop=("inner_tol",), add=(("penalty", "lp"),))
+PROX_NEWTON_GROUP = Choice(
+    "prox_newton",
+    drop=tuple(f.name for f in dataclasses.fields(mk.MirrorConfig)),
+    add=(("penalty", "group"),),
+)
 PROX_NEWTON_WARM = Choice(
     "prox_newton", drop=tuple(f.name for f in dataclasses.fields(mk.SpicyConfig))
 )
@@ -62,9 +67,15 @@ CASES: list[tuple[str, float, str, str, SolverConfig | None, bool, StackInfo | N
     ("lp", 2.0, "hinge", "auto", None, False, ON_DEMAND, Choice("analytic")),
     ("lp", 1.0, "hinge", "auto", None, False, DENSE, Choice("mirror")),
     ("lp", 1, "squared", "auto", None, True, None, Choice("mirror")),
-    # group: mirror.
+    # group: mirror; prox_newton (penalty="group") on features of total width ≤ n/2 (≤ n/4
+    # with the hinge) without a MirrorConfig.
     ("group", 2.0, "hinge", "auto", None, False, DENSE, Choice("mirror")),
-    ("group", 2.0, "logistic", "auto", None, False, NARROW, Choice("mirror")),
+    ("group", 2.0, "logistic", "auto", None, False, None, Choice("mirror")),
+    ("group", 2.0, "logistic", "auto", None, False, NARROW, PROX_NEWTON_GROUP),
+    ("group", 2.0, "hinge", "auto", None, True, NARROW, Choice("mirror")),
+    ("group", 2.0, "hinge", "auto", None, False, QUARTER, PROX_NEWTON_GROUP),
+    ("group", 2.0, "logistic", "auto", None, False, WIDE, Choice("mirror")),
+    ("group", 2.0, "squared", "auto", mk.MirrorConfig(), False, NARROW, Choice("mirror")),
     # l1 / elasticnet: the wrapper, continued by SpicyMKL on a stored stack ...
     ("l1", 2.0, "hinge", "auto", None, False, DENSE, WRAPPER),
     ("elasticnet", 2.0, "logistic", "auto", None, False, DENSE, WRAPPER),
@@ -148,7 +159,7 @@ def test_the_guide_names_what_the_rule_picks() -> None:
         "lp": {"analytic", "prox_newton", "mirror"},
         "l1": {"wrapper", "prox_newton", "spicy"},
         "elasticnet": {"wrapper", "prox_newton", "spicy"},
-        "group": {"mirror"},
+        "group": {"mirror", "prox_newton"},
     }
 
 
@@ -171,11 +182,12 @@ def test_only_feature_blocks_move_the_early_choice() -> None:
             early,
         ), kw
         # Narrow features move the wrapper, the warm SpicyMKL without a config, and ℓp's
-        # wrapper (p > 1) without one.
+        # wrapper (p > 1) and group's mirror without one.
         movable = (
             early == "wrapper"
             or (early == "spicy" and warm and config is None)
             or (early == "analytic" and config is None)
+            or (penalty == "group" and config is None)
         )
         moved = movable and loss != "hinge"
         assert choose(**kw, stack=NARROW).solver == ("prox_newton" if moved else early), kw
@@ -190,8 +202,9 @@ def test_settings_and_stack_descriptions() -> None:
     settings = _core.Settings("wrapper", {"C": 2.0, "loss": "logistic", "inner_tol": 1e-6})
     moved = PROX_NEWTON.settings(settings)
     assert moved.solver == "prox_newton"
-    # Every setting but the wrapper's own, and prox_newton's `p`, which `l1` does not read.
-    assert {k: v for k, v in moved.as_dict().items() if k != "p"} == {
+    # Every setting but the wrapper's own, and prox_newton's `p` and `groups`, which `l1`
+    # does not read.
+    assert {k: v for k, v in moved.as_dict().items() if k not in ("p", "groups")} == {
         k: v for k, v in settings.as_dict().items() if k != "inner_tol"
     }
     assert WRAPPER.settings(settings) is settings
@@ -201,6 +214,13 @@ def test_settings_and_stack_descriptions() -> None:
     assert (moved.solver, moved["penalty"], moved["p"]) == ("prox_newton", "lp", 1.5)
     assert {k: moved[k] for k in ("C", "loss", "tol", "max_iter")} == {
         k: lp[k] for k in ("C", "loss", "tol", "max_iter")
+    }
+    # group's move keeps the groups, C and the loss, and names the penalty.
+    mirror = _core.Settings("mirror", {"C": 2.0, "loss": "hinge", "groups": [0, 1, 0]})
+    moved = PROX_NEWTON_GROUP.settings(mirror)
+    assert (moved.solver, moved["penalty"], moved["groups"]) == ("prox_newton", "group", [0, 1, 0])
+    assert {k: moved[k] for k in ("C", "loss", "tol", "max_iter")} == {
+        k: mirror[k] for k in ("C", "loss", "tol", "max_iter")
     }
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 4))
@@ -295,6 +315,7 @@ def test_estimators_run_the_rules_solver(monkeypatch: pytest.MonkeyPatch) -> Non
         (dict(kernels="precomputed", penalty="lp", p=1.0), G, y, "mirror"),
         (dict(kernels="precomputed", penalty="lp", p=2.0), G, y, "analytic"),
         (dict(kernels="precomputed", penalty="group", groups=[0] * 5 + [1] * 5), G, y, "mirror"),
+        (dict(kernels=bank, penalty="group", groups=[0, 1], loss="logistic"), X, yc, "prox_newton"),
     ]
     for params, data, target, solver in cases:
         calls.clear()

@@ -1,7 +1,7 @@
-"""The ``prox_newton`` solver (``l1`` / ``elasticnet`` / ``lp`` MKL on explicit features by
-(proximal) Newton): its optimum is cvxpy + Clarabel's and that of the dense-stack solvers on
-the same features, its feature weights are the model it reports, ``solver="auto"`` picks it
-on narrow feature blocks, and bad use is refused."""
+"""The ``prox_newton`` solver (``l1`` / ``elasticnet`` / ``lp`` / ``group`` MKL on explicit
+features by (proximal) Newton): its optimum is cvxpy + Clarabel's and that of the dense-stack
+solvers (``mirror`` for ``group``) on the same features, its feature weights are the model
+it reports, ``solver="auto"`` picks it on narrow feature blocks, and bad use is refused."""
 
 from __future__ import annotations
 
@@ -57,7 +57,14 @@ CASES = [
     ("squared_hinge", "lp", np.inf),
     ("hinge", "lp", 2.0),
     ("epsilon_insensitive", "lp", 4.0 / 3.0),
+    # group (groups GROUPS): the third entry is not read.
+    ("logistic", "group", 0.0),
+    ("squared", "group", 0.0),
+    ("hinge", "group", 0.0),
 ]
+
+#: The groups of the five blocks of ``test_meets_cvxpy``'s ``group`` cases.
+GROUPS = [0, 0, 1, 1, 2]
 
 #: The hinge-type losses' continuation closes the gap about 3× per level of smoothing; 1e-7
 #: keeps their cases to a few hundred steps.
@@ -65,7 +72,11 @@ TOL = {"hinge": 1e-7, "epsilon_insensitive": 1e-7}
 
 
 def penalty_value(penalty: str, param: float, norms: FloatArray) -> float:
-    """The penalty at the block norms (``param``: ``l1_ratio``, or ``p`` for ``lp``)."""
+    """The penalty at the block norms (``param``: ``l1_ratio``, or ``p`` for ``lp``; the groups
+    of ``group`` are :data:`GROUPS`)."""
+    if penalty == "group":
+        sums = np.bincount(GROUPS, weights=norms)
+        return float(0.5 * sums.max() ** 2)
     if penalty == "lp":
         q = 2.0 if param == np.inf else 2 * param / (param + 1)
         return float(0.5 * np.sum(norms**q) ** (2 / q))
@@ -85,7 +96,10 @@ def test_meets_cvxpy(loss: str, penalty: str, param: float) -> None:
     bank = linear_bank(X.shape[1], 5)
     est = mk.MKLRegressor if regression else mk.MKLClassifier
     kw: dict[str, Any] = {"penalty": penalty, "C": 0.5}
-    kw["p" if penalty == "lp" else "l1_ratio"] = param
+    if penalty == "group":
+        kw["groups"] = GROUPS
+    else:
+        kw["p" if penalty == "lp" else "l1_ratio"] = param
     tol = TOL.get(loss, 1e-9)
     fit = est(kernels=bank, loss=loss, solver="prox_newton", tol=tol, max_iter=2000, **kw)
     fit.fit(X, y)
@@ -140,6 +154,36 @@ def test_meets_the_dense_stack_fit(loss: str) -> None:
     np.testing.assert_allclose(f, ours.decision_function(X), atol=1e-4)
     P = primal_objective(G, ours.dual_coef_, ours.intercept_, y, C=2.0, loss=loss, penalty="l1")
     assert P == pytest.approx(ours.primal_objective_, rel=1e-5)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "hinge"])
+def test_group_meets_mirror_on_the_same_features(loss: str) -> None:
+    """``group`` meets ``mirror`` (Nath et al.'s mirror descent on the kernels' space, an
+    independent algorithm) on the same feature blocks: the same objective, and for the smooth
+    losses the same kernel weights and group weights (mirror's convention), each certified by
+    its own gap."""
+    X, y = cancer()
+    X, y = X[:300], y[:300]
+    bank = linear_bank(X.shape[1], 6)
+    groups = [0, 0, 1, 1, 2, 2]
+    kw: dict[str, Any] = {"penalty": "group", "groups": groups, "loss": loss, "C": 1.0}
+    tol = 1e-7
+    ours = mk.MKLClassifier(kernels=bank, solver="prox_newton", tol=tol, max_iter=2000, **kw)
+    ours.fit(X, y)
+    F = [np.asarray(Fm) for Fm in bank.fit_transform(X)]
+    G = np.stack([Fm @ Fm.T for Fm in F])
+    ref = mk.MKLClassifier(kernels="precomputed", solver="mirror", tol=tol, max_iter=5000, **kw)
+    ref.fit(G, y)
+    assert ours.duality_gap_ <= tol
+    assert ours.primal_objective_ >= ref.dual_objective_ * (1 - 1e-12)
+    assert ref.primal_objective_ >= ours.dual_objective_ * (1 - 1e-12)
+    if ref.duality_gap_ <= tol:
+        assert ours.primal_objective_ == pytest.approx(ref.primal_objective_, rel=1e-6)
+    if loss != "hinge":
+        # The hinge's dual point is not unique on these rank-5 kernels, and the weights
+        # read it (θ_jk = s_jk / max_k ‖Φ_kᵀρ‖): compared for the smooth losses.
+        np.testing.assert_allclose(ours.kernel_weights_, ref.kernel_weights_, atol=1e-3)
+        np.testing.assert_allclose(ours.group_weights_, ref.group_weights_, atol=1e-3)
 
 
 def test_auto_picks_it_on_narrow_feature_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -239,11 +283,13 @@ def test_multiclass_one_vs_rest() -> None:
     assert clf.score(X, labels) > 0.9
 
 
-def test_max_iter_warns() -> None:
+@pytest.mark.parametrize("penalty", ["l1", "group"])
+def test_max_iter_warns(penalty: str) -> None:
     X, y = cancer()
     bank = linear_bank(X.shape[1], 5)
-    clf = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic", solver="prox_newton",
-                           tol=1e-12, max_iter=1, C=10.0)  # fmt: skip
+    kw: dict[str, Any] = {"groups": [0, 0, 1, 1, 2]} if penalty == "group" else {}
+    clf = mk.MKLClassifier(kernels=bank, penalty=penalty, loss="logistic", solver="prox_newton",
+                           tol=1e-12, max_iter=1, C=10.0, **kw)  # fmt: skip
     with pytest.warns(ConvergenceWarning, match="did not reach tol"):
         clf.fit(X, y)
     assert clf.n_iter_ == 1 and clf.duality_gap_ > 1e-12
@@ -255,8 +301,8 @@ def test_bad_use_is_refused() -> None:
     bank = linear_bank(X.shape[1], 2)
     with pytest.raises(InvalidParameterError, match="explicit features"):
         mk.MKLClassifier(penalty="l1", solver="prox_newton", loss="logistic").fit(X[:50], y[:50])
-    with pytest.raises(InvalidParameterError, match="penalty"):
-        mk.MKLClassifier(kernels=bank, penalty="group", groups=[0, 1], solver="prox_newton").fit(
+    with pytest.raises(InvalidParameterError, match="groups"):
+        mk.MKLClassifier(kernels=bank, penalty="group", groups=[0, 1, 1], solver="prox_newton").fit(
             X[:50], y[:50]
         )
     # ℓp at p = 1 has no Newton step (½(Σ s_m)² is not differentiable at a zero block).

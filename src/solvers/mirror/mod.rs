@@ -89,6 +89,11 @@ impl Groups {
         &self.ids
     }
 
+    /// The kernels of every group.
+    pub fn members(&self) -> &[Vec<usize>] {
+        &self.members
+    }
+
     /// `max_j |G_j|`.
     fn largest(&self) -> usize {
         self.members.iter().map(Vec::len).max().unwrap_or(0)
@@ -107,7 +112,7 @@ pub fn group_penalty(norms: &[f64], groups: &Groups) -> f64 {
 
 /// `½ (Σ_j max_{k∈G_j} sqrt(q_jk))²`, the dual penalty of the quadratic forms `q`, taken over
 /// the kernels for which `counted` holds.
-fn dual_penalty(quad: &[f64], groups: &Groups, counted: impl Fn(usize) -> bool) -> f64 {
+pub(crate) fn dual_penalty(quad: &[f64], groups: &Groups, counted: impl Fn(usize) -> bool) -> f64 {
     let total: f64 = groups
         .members
         .iter()

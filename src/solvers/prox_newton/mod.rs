@@ -1,5 +1,5 @@
-//! Proximal Newton in feature space for `l1` and `elasticnet` on explicit features
-//! (docs/mathematics.md §2.13).
+//! Proximal Newton in feature space for `l1`, `elasticnet`, ℓp and group MKL on explicit
+//! features (docs/mathematics.md §2.13).
 //!
 //! When every kernel is given by its features, `K_m = G_m G_mᵀ` with `G_m` of shape `n × r_m`
 //! (a `FeatureBank` block, a low-rank factor), the model is `f = Σ_m G_m w_m + b` with
@@ -30,7 +30,9 @@ use crate::kernels::{stack_dot as dot, Element, KernelStack, RowFeatures};
 use crate::linalg::{clear_upper_simd_state, Cholesky};
 use crate::losses::{costs, Envelope, Loss};
 use crate::result::{relative_gap, FitResult, SolveStatus};
-use crate::solvers::penalty::{lp_gradient_scales, lp_q, BlockPenalty, SparsePenalty};
+use crate::solvers::penalty::{
+    lp_gradient_scales, lp_q, BlockPenalty, GroupPenalty, SparsePenalty,
+};
 use crate::solvers::spicy::dual::{best_dual, best_envelope_dual};
 use crate::solvers::tracker::{Model, Tracker};
 use features::{check_finite, rows_of, FeatureOps, CHUNK};
@@ -38,7 +40,8 @@ use features::{check_finite, rows_of, FeatureOps, CHUNK};
 /// Settings of [`fit_prox_newton`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProxNewtonConfig {
-    /// `l1`, `elasticnet`, or ℓp with `p > 1` ([`lp_direction`]).
+    /// `l1`, `elasticnet`, ℓp with `p > 1` ([`lp_direction`]), or `group` through the
+    /// smoothing continuation of its penalty ([`GroupLevel`]).
     pub penalty: BlockPenalty,
     /// Loss weight.
     pub c: f64,
@@ -221,12 +224,12 @@ impl WorkingSet {
     }
 
     /// `Ω` of the set's blocks at `w + t δ` (every block for ℓp, whose sets hold them all).
-    fn penalty_along(&self, pen: BlockPenalty, wl: &[f64], delta: &[f64], t: f64) -> f64 {
+    fn penalty_along(&self, pen: &BlockPenalty, wl: &[f64], delta: &[f64], t: f64) -> f64 {
         pen.value(&self.norms_along(wl, delta, t))
     }
 
     /// `d/dt Ω(w + t δ)` at `t`.
-    fn penalty_slope(&self, pen: BlockPenalty, wl: &[f64], delta: &[f64], t: f64) -> f64 {
+    fn penalty_slope(&self, pen: &BlockPenalty, wl: &[f64], delta: &[f64], t: f64) -> f64 {
         let dots: Vec<f64> = self
             .blocks()
             .map(|r| r.map(|j| (wl[j] + t * delta[j]) * delta[j]).sum())
@@ -236,15 +239,18 @@ impl WorkingSet {
     }
 
     /// The penalty's part of the model's decrease along `δ`: `Ω(w + δ) − Ω(w)` for the sparse
-    /// penalties, which the model holds exactly; ℓp's slope `∇Ωᵀδ`, as its Newton model is
-    /// quadratic (its change over a whole step can exceed the loss's decrease on a descent
-    /// direction, far from the optimum, where `Ω` is far from quadratic).
-    fn penalty_change(&self, pen: BlockPenalty, wl: &[f64], delta: &[f64]) -> f64 {
+    /// penalties, which the model holds exactly; the slope `∇Ωᵀδ` of the smooth ones (ℓp,
+    /// smoothed `group`), as their Newton model is quadratic (its change over a whole step can
+    /// exceed the loss's decrease on a descent direction, far from the optimum, where `Ω` is
+    /// far from quadratic).
+    fn penalty_change(&self, pen: &BlockPenalty, wl: &[f64], delta: &[f64]) -> f64 {
         match pen {
             BlockPenalty::Sparse(_) => {
                 self.penalty_along(pen, wl, delta, 1.0) - self.penalty_along(pen, wl, delta, 0.0)
             }
-            BlockPenalty::Lp { .. } => self.penalty_slope(pen, wl, delta, 0.0),
+            BlockPenalty::Lp { .. } | BlockPenalty::Group(_) => {
+                self.penalty_slope(pen, wl, delta, 0.0)
+            }
         }
     }
 }
@@ -347,10 +353,14 @@ struct Point {
 /// scaled ([`best_dual`], docs/mathematics.md §1.4); it is optimal at the solution of the
 /// level's problem. With smoothing (`env.mu > 0`) the recorded `P` is the loss's own, at the
 /// best intercept for `f` (any intercept gives a valid `P`), and the point also gets the
-/// smoothed problem's own gap (dual `D − μ Σ ρ̃²/(2c)`, [`best_envelope_dual`]).
+/// smoothed problem's own gap (dual `D − μ Σ ρ̃²/(2c)`, [`best_envelope_dual`]). `level` is
+/// the penalty the steps minimise: `cfg.penalty` itself, or `group` smoothed ([`GroupLevel`]);
+/// the certificate and the level's gap read the exact one.
+#[allow(clippy::too_many_arguments)]
 fn certify(
     p: &Problem<'_>,
     env: Envelope,
+    level: &BlockPenalty,
     w: &[f64],
     b: f64,
     f: Vec<f64>,
@@ -362,9 +372,9 @@ fn certify(
     let norms: Vec<f64> = (0..x.m()).map(|m| norm(&w[x.block(m)])).collect();
     let pen = cfg.penalty.value(&norms);
     let data = data_term(env, y, &f, b, c);
-    let primal = data + pen;
+    let primal = data + level.value(&norms);
     let (exact, b_exact) = if env.mu == 0.0 {
-        (primal, b)
+        (data + pen, b)
     } else {
         let bx = loss.best_intercept(y, &f, c, b);
         (data_term(loss.into(), y, &f, bx, c) + pen, bx)
@@ -381,19 +391,21 @@ fn certify(
     let u = prods.pop().expect("two products");
     let grad = prods.pop().expect("two products");
     let dual_norms: Vec<f64> = (0..x.m()).map(|m| norm(&u[x.block(m)])).collect();
-    let dual = best_dual(&dual_norms, y, &centred, c, loss, cfg.penalty);
+    let dual = best_dual(&dual_norms, y, &centred, c, loss, cfg.penalty.clone());
     let level_gap = if env.mu == 0.0 {
         0.0
     } else {
-        let d = best_envelope_dual(&dual_norms, y, &centred, c, env, cfg.penalty);
-        relative_gap(primal, d)
+        // The exact penalty: a smoothed `group` is above it by its smoothing, which would
+        // hold this gap above `tol` (docs/mathematics.md §2.13).
+        let d = best_envelope_dual(&dual_norms, y, &centred, c, env, &cfg.penalty);
+        relative_gap(data + pen, d)
     };
-    // ℓp's steps take every kernel: no working set to choose.
+    // ℓp's and group's steps take every kernel: no working set to choose.
     let viol = match cfg.penalty {
         BlockPenalty::Sparse(sp) => (0..x.m())
             .map(|m| violation(sp.weights(), &grad[x.block(m)], &w[x.block(m)]))
             .collect(),
-        BlockPenalty::Lp { .. } => vec![0.0; x.m()],
+        BlockPenalty::Lp { .. } | BlockPenalty::Group(_) => vec![0.0; x.m()],
     };
     let active = norms.iter().filter(|&&s| s > 0.0).count();
     if exact < tracker.best_primal() {
@@ -409,7 +421,7 @@ fn certify(
     let gap = tracker.record_with(exact, (dual, None), active, || Model {
         coef: Vec::new(),
         intercept: b_exact,
-        weights: cfg.penalty.kernel_weights(&norms),
+        weights: cfg.penalty.kernel_weights(&norms, &dual_norms),
         norms: norms.clone(),
     });
     Point {
@@ -647,6 +659,101 @@ fn lp_direction(ws: &WorkingSet, hess: &[f64], g: &[f64], wl: &[f64], p: f64) ->
     Ok(step.iter().map(|v| -v).collect())
 }
 
+/// Group MKL's Newton step on its smoothed penalty (docs/mathematics.md §2.13): solves
+/// `(H + ∇²Ω) δ = −(g + ∇Ω)` (intercept last) by Cholesky, `R + 1` unknowns, with `∇²Ω` dense
+/// within a group and rank one across ([`GroupPenalty::add_newton_terms`]).
+fn group_direction(
+    ws: &WorkingSet,
+    hess: &[f64],
+    g: &[f64],
+    wl: &[f64],
+    pen: &GroupPenalty,
+) -> Result<Vec<f64>> {
+    let k = ws.cols.len() + 1;
+    let mut a = hess.to_vec();
+    let blocks: Vec<_> = ws.blocks().collect();
+    let grad = pen.add_newton_terms(&blocks, wl, &mut a, k);
+    let rhs: Vec<f64> = g
+        .iter()
+        .enumerate()
+        .map(|(i, gi)| gi + grad.get(i).copied().unwrap_or(0.0))
+        .collect();
+    let step = Cholesky::new(&a, k)?.solve(&rhs);
+    Ok(step.iter().map(|v| -v).collect())
+}
+
+/// The smoothing continuation of group MKL's penalty (docs/mathematics.md §2.13): the steps
+/// minimise `P` with [`GroupPenalty`] smoothed at a level `ν`, block norms by `ε = ν a` and
+/// the max across groups at the temperature `τ = ν Ω₀` (`a`, `Ω₀`: the scales of a block norm
+/// and of `max_j Σ_{k∈G_j} s_k` at the start), while every certificate is the exact problem's.
+/// With a smooth loss `ν` starts at 1 and drops by [`GroupLevel::FACTOR`] once the Newton
+/// decrement is at most `tol/4` of the level's objective (one level per step: a level lowered
+/// on a stale decrement would skip towards `ν ≈ 0`, where the Hessian is as ill-conditioned
+/// as the kinks). With the hinge and ε-insensitive losses it follows the loss's `μ`
+/// ([`Smoothing`]), [`GroupLevel::LIGHT`] times lighter, so that the level's gap (read with
+/// the exact penalty) measures nearly the objective the steps minimise.
+struct GroupLevel {
+    exact: GroupPenalty,
+    a: f64,
+    omega0: f64,
+    nu: f64,
+    /// `ν` is not lowered below this.
+    floor: f64,
+    /// The last pass lowered `ν` (smooth losses).
+    lowered: bool,
+}
+
+impl GroupLevel {
+    const FACTOR: f64 = 0.3;
+    const LIGHT: f64 = 1e-2;
+
+    /// The first level. The scales: from the start's block norms when it has any, else from
+    /// the ridge step `w_0 = −(diag(H) + I)⁻¹ g` at `w = 0` (`g` the loss's gradient, `H`'s
+    /// diagonal from the curvature `h` per point).
+    fn start(
+        exact: &GroupPenalty,
+        x: &dyn FeatureOps,
+        w: &[f64],
+        d1: &[f64],
+        h: &[f64],
+        nu: f64,
+    ) -> Self {
+        let block_norms =
+            |v: &[f64]| -> Vec<f64> { (0..x.m()).map(|m| norm(&v[x.block(m)])).collect() };
+        let mut s = block_norms(w);
+        if s.iter().all(|&v| v == 0.0) {
+            let g = x.t_products(&[d1]).pop().expect("one product");
+            let diag = x.weighted_squares(h);
+            let w0: Vec<f64> = g
+                .iter()
+                .zip(&diag)
+                .map(|(gi, di)| -gi / (di + 1.0))
+                .collect();
+            s = block_norms(&w0);
+        }
+        let a = s.iter().sum::<f64>() / s.len().max(1) as f64;
+        let omega0 = exact.parts(&s).1;
+        let (a, omega0) = if a > 0.0 && omega0 > 0.0 && (a * omega0).is_finite() {
+            (a, omega0)
+        } else {
+            (1.0, 1.0)
+        };
+        GroupLevel {
+            exact: exact.clone(),
+            a,
+            omega0,
+            nu,
+            floor: 1e-12 * nu,
+            lowered: false,
+        }
+    }
+
+    /// The penalty the steps minimise at this level.
+    fn penalty(&self) -> BlockPenalty {
+        BlockPenalty::Group(self.exact.smoothed(self.nu * self.a, self.nu * self.omega0))
+    }
+}
+
 /// Epochs of cyclic descent between the Newton steps of [`NewtonModel::active_newton`].
 const NEWTON_EVERY: usize = 10;
 
@@ -781,6 +888,7 @@ struct Step {
 /// the model's decrease `gᵀδ + pen(w + δ) − pen(w)`), or `None` when none was found.
 fn line_search(
     p: &Problem<'_>,
+    pen_level: &BlockPenalty,
     ws: &WorkingSet,
     w: &[f64],
     b: f64,
@@ -791,9 +899,9 @@ fn line_search(
     let k = ws.cols.len();
     let xd = x.product(&ws.cols, &delta[..k]);
     let wl: Vec<f64> = ws.cols.iter().map(|&j| w[j]).collect();
-    let pen = |t: f64| ws.penalty_along(cfg.penalty, &wl, delta, t);
+    let pen = |t: f64| ws.penalty_along(pen_level, &wl, delta, t);
     let pen0 = pen(0.0);
-    let decrease = model_decrease(ws, pt, delta, ws.penalty_change(cfg.penalty, &wl, delta));
+    let decrease = model_decrease(ws, pt, delta, ws.penalty_change(pen_level, &wl, delta));
     // A model that predicts no decrease beyond rounding: the point is as good as the
     // arithmetic allows (a `tol` below it is out of reach).
     // A decrease the values of `P` cannot resolve (rounding): the step is taken whole, as
@@ -825,16 +933,18 @@ fn line_search(
 /// with the step's columns, then `O(n)` per evaluation. An exact search, not Armijo's halving:
 /// at small `μ` the smoothing zone moves with every step, and halving from `t = 1` loses most
 /// of a step that crosses it.
+#[allow(clippy::too_many_arguments)]
 fn exact_step(
     p: &Problem<'_>,
     env: Envelope,
+    pen: &BlockPenalty,
     ws: &WorkingSet,
     w: &[f64],
     b: f64,
     pt: &Point,
     delta: &[f64],
 ) -> Step {
-    let Problem { x, y, c, cfg } = *p;
+    let Problem { x, y, c, .. } = *p;
     let k = ws.cols.len();
     let xd = x.product(&ws.cols, &delta[..k]);
     let db = delta[k];
@@ -851,10 +961,10 @@ fn exact_step(
                 .sum::<f64>()
             })
             .collect();
-        parts.iter().sum::<f64>() + ws.penalty_slope(cfg.penalty, &wl, delta, t)
+        parts.iter().sum::<f64>() + ws.penalty_slope(pen, &wl, delta, t)
     };
     // As in [`line_search`]: a decrease `P` cannot resolve is taken whole.
-    let change = ws.penalty_change(cfg.penalty, &wl, delta);
+    let change = ws.penalty_change(pen, &wl, delta);
     let flat = model_decrease(ws, pt, delta, change) >= -1e-12 * pt.primal.abs();
     let t = if flat { 1.0 } else { slope_root(slope) };
     let f = pt.f.iter().zip(&xd).map(|(f, d)| f + t * d).collect();
@@ -995,7 +1105,8 @@ impl Smoothing {
     }
 }
 
-/// Fits `l1` / `elasticnet` MKL on explicit features by proximal Newton (module docs).
+/// Fits `l1` / `elasticnet` / ℓp / `group` MKL on explicit features by (proximal) Newton
+/// (module docs).
 /// `feature_weights` of the result are `w` (kernel blocks in column order) at the best primal
 /// iterate, and `coef` its representer form.
 pub fn fit_prox_newton(
@@ -1058,6 +1169,14 @@ fn fit_features(
 ) -> Result<FitResult> {
     let c = &costs(cfg.c, sample_weight, y.len())?;
     let width = x.width();
+    if let Some(ids) = cfg.penalty.group_ids() {
+        if ids.len() != x.m() {
+            return Err(MkError::config(
+                "groups",
+                format!("has {} entries for {} kernels", ids.len(), x.m()),
+            ));
+        }
+    }
     let (mut w, mut b, f) = match start {
         None => {
             let f = vec![0.0; x.n()];
@@ -1088,7 +1207,45 @@ fn fit_features(
     let prob = Problem { x, y, c, cfg };
     let mut smoothing = Smoothing::start(cfg.loss, x, y, c, start.is_some());
     let env = |s: &Option<Smoothing>| s.as_ref().map_or(cfg.loss.into(), |s| s.env);
-    let mut pt = certify(&prob, env(&smoothing), &w, b, f, &mut tracker, &mut best);
+    let mut group = match &cfg.penalty {
+        BlockPenalty::Group(gp) => {
+            let e = env(&smoothing);
+            let d1: Vec<f64> = (0..x.n()).map(|i| c[i] * e.deriv(y[i], f[i] + b)).collect();
+            // Every point in the zone of a smoothed loss, as for the damping's scales.
+            let h: Vec<f64> = (0..x.n())
+                .map(|i| match &smoothing {
+                    Some(sm) => c[i] / sm.env.mu,
+                    None => c[i] * e.deriv2(y[i], f[i] + b).max(1e-3),
+                })
+                .collect();
+            let cold = if start.is_some() {
+                GroupLevel::FACTOR.powi(Smoothing::WARM_SKIP)
+            } else {
+                1.0
+            };
+            let light = if smoothing.is_some() {
+                GroupLevel::LIGHT
+            } else {
+                1.0
+            };
+            Some(GroupLevel::start(gp, x, &w, &d1, &h, light * cold))
+        }
+        _ => None,
+    };
+    // The penalty the steps minimise: `cfg.penalty`, or group's at its level.
+    let mut level = group
+        .as_ref()
+        .map_or(cfg.penalty.clone(), GroupLevel::penalty);
+    let mut pt = certify(
+        &prob,
+        env(&smoothing),
+        &level,
+        &w,
+        b,
+        f,
+        &mut tracker,
+        &mut best,
+    );
     let mut status = SolveStatus::MaxIterations;
     let mut steps = 0;
     // The squared loss's Hessian does not depend on the point: kept while the set is.
@@ -1101,14 +1258,19 @@ fn fit_features(
         interrupt.check()?;
         if let Some(sm) = smoothing.as_mut() {
             if sm.next_level(&pt, cfg.tol) {
+                if let Some(gl) = group.as_mut() {
+                    // The penalty's level follows the loss's.
+                    gl.nu = (gl.nu * Smoothing::FACTOR).max(gl.floor);
+                    level = gl.penalty();
+                }
                 let f = std::mem::take(&mut pt.f);
-                pt = certify(&prob, sm.env, &w, b, f, &mut tracker, &mut best);
+                pt = certify(&prob, sm.env, &level, &w, b, f, &mut tracker, &mut best);
                 continue;
             }
         }
         let ws = match cfg.penalty {
             BlockPenalty::Sparse(_) => working_set(x, &w, &pt.viol),
-            BlockPenalty::Lp { .. } => WorkingSet::all(x),
+            BlockPenalty::Lp { .. } | BlockPenalty::Group(_) => WorkingSet::all(x),
         };
         let mut hess = match kept.take() {
             Some((cols, h)) if cols == ws.cols => h,
@@ -1146,15 +1308,44 @@ fn fit_features(
                 inner(&ws, &hess, &g, &wl, sp.weights(), 1e-3 * worst, interrupt)?
             }
             BlockPenalty::Lp { p } => lp_direction(&ws, &hess, &g, &wl, p)?,
+            BlockPenalty::Group(_) => {
+                let BlockPenalty::Group(gp) = &level else {
+                    unreachable!("group's level is group")
+                };
+                group_direction(&ws, &hess, &g, &wl, gp)?
+            }
         };
+        if let Some(gl) = group.as_mut().filter(|_| smoothing.is_none()) {
+            // With a smooth loss the level is solved once the Newton decrement is small.
+            let change = ws.penalty_change(&level, &wl, &delta);
+            let decrement = -model_decrease(&ws, &pt, &delta, change);
+            if !gl.lowered && gl.nu > gl.floor && decrement <= 0.25 * cfg.tol * pt.primal.abs() {
+                gl.nu *= GroupLevel::FACTOR;
+                gl.lowered = true;
+                level = gl.penalty();
+                let f = std::mem::take(&mut pt.f);
+                pt = certify(
+                    &prob,
+                    env(&smoothing),
+                    &level,
+                    &w,
+                    b,
+                    f,
+                    &mut tracker,
+                    &mut best,
+                );
+                continue;
+            }
+            gl.lowered = false;
+        }
         steps += 1;
         let step = match &mut smoothing {
             Some(sm) => {
-                let step = exact_step(&prob, sm.env, &ws, &w, b, &pt, &delta);
+                let step = exact_step(&prob, sm.env, &level, &ws, &w, b, &pt, &delta);
                 sm.adapt(step.t);
                 Some(step)
             }
-            None => line_search(&prob, &ws, &w, b, &pt, &delta),
+            None => line_search(&prob, &level, &ws, &w, b, &pt, &delta),
         };
         let Some(Step { t, f, flat }) = step else {
             status = SolveStatus::Stalled;
@@ -1168,11 +1359,24 @@ fn fit_features(
         if cfg.loss == Loss::Squared {
             kept = Some((ws.cols, hess));
         }
-        pt = certify(&prob, env(&smoothing), &w, b, f, &mut tracker, &mut best);
+        pt = certify(
+            &prob,
+            env(&smoothing),
+            &level,
+            &w,
+            b,
+            f,
+            &mut tracker,
+            &mut best,
+        );
         if let Some(sm) = smoothing.as_mut().filter(|s| s.env.mu > s.floor) {
             // The next level goes on where this one cannot.
             sm.flat = flat;
-        } else if flat && pt.gap >= 0.5 * gap_before {
+        } else if flat
+            && pt.gap >= 0.5 * gap_before
+            // A flat step on a group level has a small decrement: the next pass lowers it.
+            && !group.as_ref().is_some_and(|gl| gl.nu > gl.floor)
+        {
             // Neither `P` nor the certificate moves any more: the arithmetic's limit.
             status = SolveStatus::Stalled;
             break;

@@ -1,4 +1,6 @@
-//! The dual of docs/mathematics.md §1 for `l1` / `elasticnet` and its feasibility projection.
+//! The dual of docs/mathematics.md §1 for `l1` / `elasticnet` and its feasibility projection;
+//! the best multiple of a dual point for every [`BlockPenalty`] (ℓp's and group MKL's duals
+//! through [`BlockPenalty::conjugate`]).
 
 use crate::kernels::KernelStack;
 use crate::losses::{Envelope, Loss};
@@ -66,7 +68,7 @@ pub fn project_duals(
         .map(|(j, mut r)| {
             let witness = psd.scan(&r, mm, |m| q[m * b + j]);
             let raw: Vec<f64> = (0..mm).map(|m| q[m * b + j].max(0.0).sqrt()).collect();
-            let t = best_scale(&raw, y, &r, c, loss.into(), penalty.into());
+            let t = best_scale(&raw, y, &r, c, loss.into(), &penalty.into());
             r.iter_mut().for_each(|v| *v *= t);
             let norms = raw.iter().map(|s| t * s).collect();
             Projected {
@@ -152,7 +154,7 @@ pub fn dual_value(
     loss: Loss,
     penalty: SparsePenalty,
 ) -> f64 {
-    scaled_dual_value(1.0, norms, y, rho, c, loss.into(), penalty.into())
+    scaled_dual_value(1.0, norms, y, rho, c, loss.into(), &penalty.into())
 }
 
 /// The best dual value over the multiples `t ρ̃`, `t ∈ [0, top]`, of a point `ρ̃` with
@@ -168,7 +170,7 @@ pub(crate) fn best_dual(
     loss: Loss,
     penalty: BlockPenalty,
 ) -> f64 {
-    best_envelope_dual(norms, y, rho, c, loss.into(), penalty)
+    best_envelope_dual(norms, y, rho, c, loss.into(), &penalty)
 }
 
 /// [`best_dual`] of the problem with the loss's Moreau envelope `ℓ_μ` (conjugate
@@ -180,7 +182,7 @@ pub(crate) fn best_envelope_dual(
     rho: &[f64],
     c: &[f64],
     loss: Envelope,
-    penalty: BlockPenalty,
+    penalty: &BlockPenalty,
 ) -> f64 {
     let t = best_scale(norms, y, rho, c, loss, penalty);
     scaled_dual_value(t, norms, y, rho, c, loss, penalty)
@@ -194,7 +196,7 @@ fn best_scale(
     rho: &[f64],
     c: &[f64],
     loss: Envelope,
-    penalty: BlockPenalty,
+    penalty: &BlockPenalty,
 ) -> f64 {
     best_multiple(penalty.top(norms), |t| {
         scaled_dual_value(t, norms, y, rho, c, loss, penalty)
@@ -209,7 +211,7 @@ fn scaled_dual_value(
     rho: &[f64],
     c: &[f64],
     loss: Envelope,
-    penalty: BlockPenalty,
+    penalty: &BlockPenalty,
 ) -> f64 {
     // Fixed chunks summed in order: the value does not depend on the number of threads.
     let conj: f64 = y
