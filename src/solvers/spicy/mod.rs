@@ -94,7 +94,7 @@ use crate::kernels::{point_subset, KernelStack, PointSubset, SubStack};
 use crate::losses::Loss;
 use crate::result::{relative_gap, FitResult, SolveStatus};
 use crate::solvers::penalty::{kernel_weights, SparsePenalty};
-use crate::solvers::points::{new_points, scatter_points, MAX_FRACTION};
+use crate::solvers::points::{new_points, scatter_points, MAX_FRACTION, MIN_POINTS};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
@@ -878,9 +878,6 @@ fn fit_from(
 /// and the larger start was slower on the hinge (n = 1000, M = 50: 9.7 s against 6.3 s for
 /// 20 values of C).
 const WARM_GAMMA_STEPS: i32 = 2;
-
-/// A working set of points is used from this many points on (hinge-type losses).
-const MIN_POINTS: usize = 400;
 
 /// A working set of points is used when the first holds at most this fraction of the points:
 /// the Newton systems shrink by its cube, but each growth costs outer iterations (pima,

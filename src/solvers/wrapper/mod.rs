@@ -81,7 +81,7 @@ use crate::linalg::Cholesky;
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, PsdWitness, SolveStatus};
 use crate::solvers::penalty::{kernel_weights, SparsePenalty};
-use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet};
+use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet, MIN_POINTS};
 use crate::solvers::schedule::CheckSchedule;
 use crate::solvers::single::{KernelOp, SingleKernel};
 use crate::solvers::spicy::dual::best_dual;
@@ -953,6 +953,19 @@ pub fn fit_wrapper_weighted(
     cfg: &WrapperConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    fit_from(stack, y, sample_weight, cfg, MIN_POINTS, interrupt)
+}
+
+/// [`fit_wrapper_weighted`] with a working set of points from `min_points` points on (the
+/// hinge-type losses; the tests move the threshold).
+fn fit_from(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &WrapperConfig,
+    min_points: usize,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(stack.n(), y)?;
     let c = &costs(cfg.c, sample_weight, y.len())?;
@@ -990,8 +1003,9 @@ pub fn fit_wrapper_weighted(
     }
     .max(MIN_INNER_TOL);
     // The working set of points of the hinge-type losses (module docs), formed from the first
-    // whole-problem iterate; `ws` is `None` while the whole problem is iterated.
-    let use_ws = !smooth && r1 > 0.0;
+    // whole-problem iterate from `min_points` on; `ws` is `None` while the whole problem is
+    // iterated.
+    let use_ws = !smooth && r1 > 0.0 && n >= min_points;
     let mut ws: Option<PointSet> = None;
     // The smooth losses' working set of kernels (module docs), sorted; `None` while every
     // kernel's form is read.
