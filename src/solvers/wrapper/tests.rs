@@ -358,7 +358,8 @@ fn many_kernels_start_from_a_working_set() {
 }
 
 /// On kernels computed on demand (SMO's columns through the row cache, `K_w[F, F]` and the
-/// products from views of the points) the wrapper reaches the fit of the same kernels stored:
+/// products from views of the points), with or without a working set of points, the wrapper
+/// reaches the fit of the same kernels stored:
 /// same objective to 1e-8 relative and the same weights, for every hinge-type loss, both
 /// penalties and a cache of three columns as well as one that holds them all; the smooth
 /// losses are refused.
@@ -385,10 +386,13 @@ fn on_demand_kernels_fit_like_the_stored_stack() {
                     tol: 1e-9,
                     ..WrapperConfig::default()
                 };
-                let a = fit_wrapper(&od, y, &cfg, &NoInterrupt).unwrap();
-                let b = fit_wrapper(&dense, y, &cfg, &NoInterrupt).unwrap();
-                let what = format!("{} {penalty:?}, cache {cache}", loss.name());
-                crate::solvers::test_util::assert_same_fit(&a, &b, 1e-8, 1e-4, &what);
+                // The whole problem, and a working set of points (views of the points).
+                for min_points in [MIN_POINTS, 0] {
+                    let a = fit_from(&od, y, None, &cfg, min_points, &NoInterrupt).unwrap();
+                    let b = fit_from(&dense, y, None, &cfg, min_points, &NoInterrupt).unwrap();
+                    let what = format!("{} {penalty:?}, cache {cache}, {min_points}", loss.name());
+                    crate::solvers::test_util::assert_same_fit(&a, &b, 1e-8, 1e-4, &what);
+                }
             }
         }
         let cfg = WrapperConfig {
