@@ -152,10 +152,9 @@ def choose(
       ``warm_start`` (the solvers that take a start, :data:`WARM_SOLVERS`): ``prox_newton``
       on narrow features without a ``solver_config``, else ``spicy``.
     - ``group``: ``mirror``; ``prox_newton`` in its place on narrow features (as above)
-      without a ``solver_config``: Newton steps on the smoothed penalty, certified in 7–8
-      steps (logistic) and about 80 (hinge) where ``mirror``'s single-kernel solves on
-      low-rank kernels take 0.7–0.9 s (logistic, 20–33× ``prox_newton``'s time) or do not
-      converge (hinge) at n = 1000, 2000 (docs/guide.md §4).
+      without a ``solver_config``: Newton steps on the smoothed penalty, where ``mirror``'s
+      single-kernel solves on low-rank kernels are slow or, with the hinge, cycle (measured
+      in docs/guide.md §4).
     - otherwise the first solver of :data:`SOLVERS` that handles the penalty: ``analytic``
       for ``lp``, ``spicy`` for ``l1`` / ``elasticnet``.
 

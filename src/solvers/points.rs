@@ -27,9 +27,8 @@ pub(crate) fn scatter_points(v: &[f64], idx: &[usize], n: usize) -> Vec<f64> {
 }
 
 /// A working set of points is used from this many points on: below, the whole problem's
-/// solves are as cheap as the restricted ones and the checks' extra solves do not pay (the
-/// SVM wrapper on digits, M = 50, n = 200: 1.81× the ℓp fit's time with the set, 1.54×
-/// without; n = 400: 1.44× with, 1.94× without; elastic net, hinge).
+/// solves are as cheap as the restricted ones and the checks' extra solves do not pay
+/// (measured in docs/mathematics.md §2.11, step 4).
 pub(crate) const MIN_POINTS: usize = 400;
 
 /// A working set is used only while it holds at most this fraction of the points: above it

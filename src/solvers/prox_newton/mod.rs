@@ -601,6 +601,12 @@ fn inner(
     Ok(delta)
 }
 
+/// The step `−A⁻¹ rhs` of a Newton system `A` (`k × k`, row-major) with right-hand side `rhs`.
+fn newton_step(a: &[f64], rhs: &[f64], k: usize) -> Result<Vec<f64>> {
+    let step = Cholesky::new(a, k)?.solve(rhs);
+    Ok(step.iter().map(|v| -v).collect())
+}
+
 /// ℓp's Newton step (docs/mathematics.md §2.13). With `N = (Σ_m s_m^q)^{1/q}`, `q = 2p/(p+1)`,
 /// the penalty `Ω = ½ N²` is twice differentiable wherever every block is non-zero (`p > 1`):
 /// `∇_m Ω = a u_m` with `a = N^{2−q}`, `u_m = s_m^{q−2} w_m`, and
@@ -655,8 +661,7 @@ fn lp_direction(ws: &WorkingSet, hess: &[f64], g: &[f64], wl: &[f64], p: f64) ->
             a[i * k + i] += d;
         }
     }
-    let step = Cholesky::new(&a, k)?.solve(&rhs);
-    Ok(step.iter().map(|v| -v).collect())
+    newton_step(&a, &rhs, k)
 }
 
 /// Group MKL's Newton step on its smoothed penalty (docs/mathematics.md §2.13): solves
@@ -678,8 +683,7 @@ fn group_direction(
         .enumerate()
         .map(|(i, gi)| gi + grad.get(i).copied().unwrap_or(0.0))
         .collect();
-    let step = Cholesky::new(&a, k)?.solve(&rhs);
-    Ok(step.iter().map(|v| -v).collect())
+    newton_step(&a, &rhs, k)
 }
 
 /// The smoothing continuation of group MKL's penalty (docs/mathematics.md §2.13): the steps

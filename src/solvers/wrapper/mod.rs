@@ -875,9 +875,7 @@ impl Certificate {
 /// `cap` of them, by the decrease a first-order step on them could give
 /// (`|∂J/∂w_m| · max(w_m, mean w)`).
 fn model_kernels(w: &[f64], grad: &[f64], cap: usize) -> Vec<usize> {
-    let mut vars: Vec<usize> = (0..w.len())
-        .filter(|&kk| w[kk] > 0.0 || grad[kk] < 0.0)
-        .collect();
+    let mut vars = movable(w, grad);
     if vars.len() > cap {
         let mean = w.iter().sum::<f64>() / w.iter().filter(|&&v| v > 0.0).count().max(1) as f64;
         let score = |kk: usize| grad[kk].abs() * w[kk].max(mean);
@@ -1099,10 +1097,13 @@ fn fit_from(
                     y,
                     c,
                     cfg,
-                    (&psd, &mut tracker),
-                    (&w, &q),
+                    &psd,
+                    &mut tracker,
+                    &w,
+                    &q,
                     &point,
-                    (idx, &alpha),
+                    idx,
+                    &alpha,
                 );
                 if gap <= cfg.tol {
                     status = SolveStatus::Converged;
@@ -1146,7 +1147,7 @@ fn fit_from(
                 }
                 let mut grown = set.clone();
                 grown.extend(
-                    kernel_set(&w, &q, &pen)
+                    movable(&w, &gradient(&w, &q, &pen))
                         .into_iter()
                         .filter(|k| set.binary_search(k).is_err()),
                 );
@@ -1182,7 +1183,7 @@ fn fit_from(
             }
             // The smooth losses read every kernel for the forms: once few kernels can move,
             // the next iterates read theirs only (module docs).
-            let set = kernel_set(&w, &q, &pen);
+            let set = movable(&w, &gradient(&w, &q, &pen));
             if smooth && r1 > 0.0 && 2 * set.len() <= m {
                 kset = Some(set);
                 checks.start(tracker.certified(dual));
@@ -1202,7 +1203,7 @@ fn fit_from(
             kw_is_w = true;
             continue;
         }
-        let grad_all: Vec<f64> = (0..m).map(|kk| -0.5 * q[kk] + pen.d1(w[kk])).collect();
+        let grad_all = gradient(&w, &q, &pen);
         // Outside the kernel set no weight is left (their forms read as 0).
         debug_assert!(kset.as_ref().map_or(true, |s| {
             (0..m).all(|k| w[k] == 0.0 || s.binary_search(&k).is_ok())
@@ -1276,11 +1277,18 @@ fn fit_from(
     tracker.finish(n_iter, status)
 }
 
-/// The kernels a Newton model may move at weights `w` with forms `q`: those with a weight or
-/// a negative gradient `∂J/∂w_m`.
-fn kernel_set(w: &[f64], q: &[f64], pen: &Penalty) -> Vec<usize> {
+/// `∂J/∂w_m = −½ q_m + π'(w_m)` of every kernel, at weights `w` with forms `q`.
+fn gradient(w: &[f64], q: &[f64], pen: &Penalty) -> Vec<f64> {
+    w.iter()
+        .zip(q)
+        .map(|(&wk, &qk)| -0.5 * qk + pen.d1(wk))
+        .collect()
+}
+
+/// The kernels a Newton model may move: those with a weight or a negative gradient.
+fn movable(w: &[f64], grad: &[f64]) -> Vec<usize> {
     (0..w.len())
-        .filter(|&k| w[k] > 0.0 || -0.5 * q[k] + pen.d1(w[k]) < 0.0)
+        .filter(|&k| w[k] > 0.0 || grad[k] < 0.0)
         .collect()
 }
 
@@ -1306,10 +1314,13 @@ fn whole_check(
     y: &[f64],
     c: &[f64],
     cfg: &WrapperConfig,
-    (psd, tracker): (&PsdCheck, &mut Tracker),
-    (w, q): (&[f64], &[f64]),
+    psd: &PsdCheck,
+    tracker: &mut Tracker,
+    w: &[f64],
+    q: &[f64],
     restricted: &Point,
-    (idx, alpha): (&[usize], &[f64]),
+    idx: &[usize],
+    alpha: &[f64],
 ) -> (f64, Vec<usize>) {
     let n = y.len();
     let beta = scatter_points(&restricted.beta, idx, n);
