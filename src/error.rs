@@ -24,8 +24,10 @@ pub enum MkError {
     },
     /// A kernel matrix that is not symmetric: `K[i, j] ≠ K[j, i]` beyond the tolerance.
     #[error(
-        "kernel {kernel} is not symmetric: K[{i},{j}] = {value} but K[{j},{i}] = {mirror}; \
+        "kernel {kernel} is not symmetric: K[{i},{j}] = {} but K[{j},{i}] = {}; \
          symmetrise it, e.g. (K + K.T) / 2, if the difference is rounding",
+        number(*.value),
+        number(*.mirror),
         i = entry.0,
         j = entry.1
     )]
@@ -84,6 +86,16 @@ fn locate(entry: Option<(usize, usize)>) -> String {
     })
 }
 
+/// `x` for a message: exact (the shortest digits that read back as `x`), in scientific
+/// notation when plain digits would run long (`3.99e-20`, not `0.0000000000000000000399`).
+fn number(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-4..1e16).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 fn gib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 30) as f64
 }
@@ -109,3 +121,26 @@ impl MkError {
 
 /// The engine's result type.
 pub type Result<T> = std::result::Result<T, MkError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_write_numbers_exactly_and_short() {
+        assert_eq!(number(0.5), "0.5");
+        assert_eq!(number(-1.0), "-1");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(3.985584816172786e-20), "3.985584816172786e-20");
+        assert_eq!(number(-2.5e17), "-2.5e17");
+        let e = MkError::NotSymmetric {
+            kernel: 0,
+            entry: (1, 0),
+            value: 3.985584816172786e-20,
+            mirror: 0.0,
+        };
+        assert!(e
+            .to_string()
+            .contains("K[1,0] = 3.985584816172786e-20 but K[0,1] = 0;"));
+    }
+}

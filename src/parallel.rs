@@ -18,13 +18,12 @@ fn pools() -> &'static Mutex<PoolMap> {
     POOLS.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// The fewest cores the thread rules assume: 1, except in tests. The `test-hooks` build lets
-/// the tests raise it to 2, so that a 1-against-2-thread identity test runs two worker threads
+/// The fewest cores the thread rules assume: 1, except in tests. The private
+/// `_core._set_min_cores_for_tests` lets the tests raise it to 2, so that a 1-against-2-thread identity test runs two worker threads
 /// on a one-core runner too, instead of comparing a run with itself.
 static MIN_CORES: AtomicUsize = AtomicUsize::new(1);
 
-/// Sets [`MIN_CORES`] (the `test-hooks` build's `_core._set_min_cores_for_tests`).
-#[cfg(feature = "test-hooks")]
+/// Sets [`MIN_CORES`] (the test hook `_core._set_min_cores_for_tests`).
 pub fn set_min_cores(cores: usize) {
     MIN_CORES.store(cores.max(1), Ordering::Relaxed);
 }

@@ -1,8 +1,10 @@
-//! Shared by the benches: the real data sets of `../shared/data`.
+//! Shared by the benches: the real data sets, from the repository's `tests/data` (the four UCI
+//! sets of the tests) or else from a `shared/data` folder beside the repository, which holds the
+//! whole benchmark collection and is not part of it (benches/README.md).
 
 use ndarray::Array2;
 
-/// The features of `../shared/data/<name>.csv` (last column, the label, dropped), each column
+/// The features of `<name>.csv` (last column, the label, dropped), each column
 /// standardised; `None` (with a note) when the file is missing.
 #[allow(dead_code)]
 pub fn read_csv(name: &str) -> Option<Array2<f64>> {
@@ -11,9 +13,13 @@ pub fn read_csv(name: &str) -> Option<Array2<f64>> {
 
 /// Features (standardised) and ±1 labels (the larger label in sorted order is +1).
 pub fn read_labelled(name: &str) -> Option<(Array2<f64>, Vec<f64>)> {
-    let path = format!("{}/../shared/data/{name}.csv", env!("CARGO_MANIFEST_DIR"));
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        eprintln!("skipping: {path} not found");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let paths = [
+        format!("{root}/tests/data/{name}.csv"),
+        format!("{root}/../shared/data/{name}.csv"),
+    ];
+    let Some(text) = paths.iter().find_map(|p| std::fs::read_to_string(p).ok()) else {
+        eprintln!("skipping: {name}.csv not found in {paths:?}");
         return None;
     };
     let mut rows: Vec<Vec<f64>> = Vec::new();

@@ -22,7 +22,7 @@ import multikernel as mk
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "benches" / "peers"
 RESULTS = Path(__file__).resolve().parent / "results"
-# ``tests/python/reference.py`` reads the shared data sets (``<repo>/../shared/data``).
+# ``tests/python/reference.py`` loads the data sets (``tests/data``; ringnorm from its formula).
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 sys.path.append(str(PEERS))  # the peer benchmarks import their helpers by bare name
 

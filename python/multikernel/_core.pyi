@@ -261,10 +261,7 @@ def svm(
     shrinking: bool = True,
 ) -> dict[str, Any]: ...
 def _set_min_cores_for_tests(cores: int) -> None:
-    """Test hook: the fewest cores the thread rules assume (1 outside tests). Only in builds
-    with the ``test-hooks`` cargo feature."""
+    """Test hook: the fewest cores the thread rules assume (1 outside tests)."""
 
 def _panic_for_tests(in_pool: bool) -> None:
-    """Test hook: panics in the engine, to check that it surfaces as InternalError. Only in
-    builds with the ``test-hooks`` cargo feature (the README's test command); wheels leave it
-    out."""
+    """Test hook: panics in the engine, to check that it surfaces as InternalError."""

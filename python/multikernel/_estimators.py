@@ -290,16 +290,20 @@ class _BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     # Fitted attributes, set by ``fit`` (documented in the estimators' Attributes sections).
     # Annotations only: an unfitted estimator has none of them. The arrays gain a leading
-    # axis of one entry per binary problem for a multiclass classifier, hence the unions.
+    # axis of one entry per binary problem for a multiclass classifier. The certificate's
+    # scalars are a float (int, bool) for one problem and an array for several: ``Any`` here
+    # and in the classifier, so that ``gap: float = clf.duality_gap_`` type-checks for the
+    # common binary case without a cast; the regressor and the one-class estimator, which
+    # always fit one problem, declare them exactly.
     dual_coef_: NDArray[np.float64]
-    intercept_: float | NDArray[np.float64]
+    intercept_: Any
     kernel_weights_: NDArray[np.float64]
     kernel_norms_: NDArray[np.float64]
-    primal_objective_: float | NDArray[np.float64]
-    dual_objective_: float | NDArray[np.float64]
-    duality_gap_: float | NDArray[np.float64]
-    n_iter_: int | NDArray[np.int64]
-    converged_: bool | NDArray[np.bool_]
+    primal_objective_: Any
+    dual_objective_: Any
+    duality_gap_: Any
+    n_iter_: Any
+    converged_: Any
     #: A structured array (fields primal, dual, gap, active, seconds), or a list of them
     #: for a multiclass classifier: ``Any`` so that ``history_["gap"]`` type-checks.
     history_: Any
@@ -1211,10 +1215,20 @@ default "mean_diag"
                 parameter="multi_class",
             )
         platt = check_bool(self.probability, "probability") and settings["loss"] != "logistic"
+
+        def stack_weights(yv: Any) -> NDArray[np.float64] | None:
+            # The normalisation statistics weigh the points as the loss does, class_weight
+            # included: class_weight={k: 3} is then sample_weight 3 on class k, and both the
+            # fit of the rows of class k written three times.
+            check_classification_targets(yv)
+            classes, yi = np.unique(yv, return_inverse=True)
+            w = check_sample_weight(sample_weight, len(yi))
+            return _class_weights(self.class_weight, classes, yi, w)
+
         # A shared fit reads a dense stack: never kernels computed on demand.
         G, yv = self._training_stack(
             X, y, "shared" if shared else solver, check_bool(check_input, "check_input"),
-            sample_weight,
+            sample_weight if self.class_weight is None else stack_weights,
         )  # fmt: skip
         if shared and not isinstance(G, Dense):
             raise InvalidParameterError(
@@ -1671,6 +1685,14 @@ warm_start, cache_size
     >>> bool(reg.score(X, y) > 0.8)
     True
     """
+
+    # One problem: the certificate's scalars are scalars (the base declares them ``Any``).
+    intercept_: float
+    primal_objective_: float
+    dual_objective_: float
+    duality_gap_: float
+    n_iter_: int
+    converged_: bool
 
     _losses = ("squared", "epsilon_insensitive")
     _y_numeric = True

@@ -107,6 +107,14 @@ psd_shifts_
     array([ 1, -1])
     """
 
+    # One problem: the certificate's scalars are scalars (the base declares them ``Any``).
+    intercept_: float
+    primal_objective_: float
+    dual_objective_: float
+    duality_gap_: float
+    n_iter_: int
+    converged_: bool
+
     #: Its one solver (not a parameter: one-class MKL has no other).
     solver = "one_class"
 

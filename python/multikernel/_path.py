@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
 import warnings
@@ -397,6 +398,23 @@ def _feature_coefs(
     )
 
 
+def _warn_uncentred(target: NDArray[np.float64], sw: NDArray[np.float64] | None) -> None:
+    """Warn when real targets sit more than one standard deviation from 0 (weighted as the
+    loss): the path has no intercept, so its kernels must fit that offset, poorly."""
+    mean = float(np.average(target, weights=sw))
+    spread = float(np.sqrt(np.average((target - mean) ** 2, weights=sw)))
+    if abs(mean) > spread:
+        warnings.warn(
+            f"mkl_path fits no intercept, and y has mean {mean:.4g}, "
+            f"{abs(mean) / spread if spread > 0 else math.inf:.3g} standard deviations from 0: "
+            "the kernels must fit that offset and predictions are biased. Centre the targets "
+            "(fit on y - y.mean() and add the mean to the predictions), or use "
+            "MKLRegressorCV, which centres them",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def mkl_path(
     X: Any,
     y: Any,
@@ -526,7 +544,8 @@ def mkl_path(
     >>> from sklearn.datasets import load_diabetes
     >>> X, y = load_diabetes(return_X_y=True)
     >>> specs = [mk.kernels.Gaussian(sigma=s, features=[j]) for j in range(4) for s in (0.05, 0.2)]
-    >>> path = mk.mkl_path(X[:100], y[:100] / y.std(), kernels=specs)
+    >>> yc = (y[:100] - y[:100].mean()) / y.std()  # no intercept: centre the targets
+    >>> path = mk.mkl_path(X[:100], yc, kernels=specs)
     >>> bool(np.all(np.diff(path.Cs) > 0))
     True
 
@@ -534,7 +553,6 @@ def mkl_path(
     the dense stack ``Φ_m Φ_mᵀ``), predicting on new raw points:
 
     >>> bank = mk.kernels.FeatureBank(specs, n_components=20)
-    >>> yc = (y[:100] - y[:100].mean()) / y.std()
     >>> fpath = mk.mkl_path(X[:100], yc, kernels=bank)
     >>> fpath.kernel_bank is not bank, hasattr(bank, "params_")  # a fitted copy
     (True, False)
@@ -582,6 +600,7 @@ def mkl_path(
             raise InvalidInputError(f"y must be numeric for the squared loss: {e}") from None
         if not np.isfinite(target).all():
             raise InvalidInputError("y contains NaN or infinity")
+        _warn_uncentred(target, sw)
     weights = None
     if d is not None:
         dv = np.asarray(d, dtype=np.float64)

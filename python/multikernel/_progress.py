@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -53,8 +54,23 @@ class _NoBar:
         pass
 
 
+def _terminal() -> bool:
+    """Whether bars can be drawn: stderr is a terminal, or a Jupyter kernel shows it. A log
+    written to a file or a pipe would keep every redraw of every bar (nested ones included),
+    so there ``verbose=2`` logs lines as ``verbose=1`` does."""
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError):  # a replaced or closed stderr
+        return False
+    return "ipykernel" in sys.modules
+
+
 def _tqdm() -> Any:
-    """tqdm's bar class, or None when tqdm is not installed (it is an optional extra)."""
+    """tqdm's bar class, or None when tqdm is not installed (it is an optional extra) or
+    stderr is not a terminal (:func:`_terminal`)."""
+    if not _terminal():
+        return None
     try:
         from tqdm import tqdm
     except ImportError:
@@ -186,8 +202,8 @@ class IterationLog:
         if not math.isfinite(self.best):
             # No primal value of the whole problem yet: the engine's gap is NaN or ∞ then.
             return (
-                f"restricted problem: dual {dual:.6e} (no whole-problem primal at this "
-                "iterate, nor before it: no gap yet)"
+                f"working-set step: dual {dual:.6e} (a step on a subset of the points or "
+                "kernels; the first gap comes with the first check on all of them)"
             )
         best_dual = (
             -math.inf
@@ -196,10 +212,7 @@ class IterationLog:
         )
         cert = certificate(self.best, best_dual, gap)
         if not math.isfinite(primal):
-            return (
-                f"restricted problem: dual {dual:.6e} (no whole-problem primal at this "
-                f"iterate); best so far: {cert}"
-            )
+            return f"working-set step: dual {dual:.6e}; best so far: {cert}"
         own = relative_gap(primal, dual)
         if primal == self.best and abs(own - gap) <= 1e-9 * max(1.0, abs(gap)):
             return cert

@@ -875,7 +875,6 @@ fn requested_threads(n_threads: i64) -> PyResult<usize> {
 }
 
 /// Test hook: the fewest cores the thread rules assume (see `parallel::MIN_CORES`).
-#[cfg(feature = "test-hooks")]
 #[pyfunction]
 fn _set_min_cores_for_tests(cores: usize) {
     crate::parallel::set_min_cores(cores);
@@ -898,7 +897,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(thread_count, m)?)?;
     m.add_function(wrap_pyfunction!(requested_threads, m)?)?;
-    #[cfg(feature = "test-hooks")]
     m.add_function(wrap_pyfunction!(_set_min_cores_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(norm_stats, m)?)?;
     m.add_function(wrap_pyfunction!(gram_fit, m)?)?;

@@ -1099,9 +1099,8 @@ fn svm<'py>(
 }
 
 /// Panics on purpose, on the calling thread or inside a rayon worker of a solve (`in_pool`),
-/// so the tests can check that a panic reaches Python as `InternalError` (builds with the
-/// `test-hooks` feature only).
-#[cfg(feature = "test-hooks")]
+/// so the tests can check that a panic reaches Python as `InternalError`. Private and
+/// harmless in a user's build: compiled into every build so the tests need no second one.
 #[pyfunction]
 fn _panic_for_tests(py: Python<'_>, in_pool: bool) -> PyResult<()> {
     fn boom(place: &str) {
@@ -1125,7 +1124,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySettings>()?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(svm, m)?)?;
-    #[cfg(feature = "test-hooks")]
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
 }

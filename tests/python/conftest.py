@@ -18,7 +18,7 @@ def two_cores() -> Iterator[None]:
     ``n_threads=2`` runs two worker threads even on a one-core runner (time-sliced there):
     without it the 1-against-2-thread identity tests compare a run with itself. The tests
     check the threads the engine was given with ``problems.engine_threads``. The floor is the
-    engine's (a hook of the ``test-hooks`` build), where the thread rule lives."""
+    engine's (its private test hook), where the thread rule lives."""
     from multikernel import _core
 
     _core._set_min_cores_for_tests(2)

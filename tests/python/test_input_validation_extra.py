@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -64,7 +63,6 @@ def test_n_threads_above_the_cores_is_clipped() -> None:
 
     X, y = _data()
     specs = [Linear(), Gaussian(sigma=1.0), Polynomial(degree=2)]
-    start = time.perf_counter()
     G_all = mk.kernels.gram(X, specs, n_threads=0)
     G_huge = mk.kernels.gram(X, specs, n_threads=10**9)
     np.testing.assert_array_equal(G_huge, G_all)
@@ -74,7 +72,6 @@ def test_n_threads_above_the_cores_is_clipped() -> None:
         np.testing.assert_array_equal(clf.dual_coef_, ref.dual_coef_)
         np.testing.assert_array_equal(clf.kernel_weights_, ref.kernel_weights_)
         assert clf.intercept_ == ref.intercept_
-    assert time.perf_counter() - start < 30.0
     np.testing.assert_array_equal(
         mk.kernels.validate_stack(G_all, n_threads=2**64), mk.kernels.validate_stack(G_all)
     )

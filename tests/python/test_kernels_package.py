@@ -100,3 +100,21 @@ def test_dask_module_does_not_import_kernels() -> None:
     ]
     assert not [m for m in imported if m == "kernels" or m.startswith("kernels.")], imported
     assert "multikernel.kernels" not in imported
+
+
+def test_banks_show_their_size_first_kernels_options_and_state() -> None:
+    specs = mk.kernels.simplemkl_bank(3)
+    bank = mk.kernels.KernelBank(specs, normalize="trace")
+    head = ", ".join(repr(s) for s in specs[:3])
+    assert repr(bank) == (
+        f"KernelBank(108 kernels: [{head}, …], normalize='trace', center=False, dtype='float64')"
+    )
+    bank.fit(np.random.default_rng(0).normal(size=(7, 3)))
+    assert repr(bank).endswith("dtype='float64'; fitted on 7 points)")
+    one = mk.kernels.FeatureBank([mk.kernels.Gaussian(sigma=1.0)], n_components=4)
+    assert repr(one) == (
+        "FeatureBank(1 kernel: [Gaussian(sigma=1.0, features=None)], method='nystroem', "
+        "n_components=4, normalize='mean_diag', dtype='float64')"
+    )
+    one.fit(np.random.default_rng(0).normal(size=(30, 2)))
+    assert repr(one).endswith("; fitted, 4 features)")

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
 import sys
 import types
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -108,16 +110,17 @@ def test_iteration_lines_agree_and_summary_equals_attributes(
     assert lines[-1].startswith("MKLClassifier: converged in")
 
 
-def test_a_restricted_iterate_says_it_has_no_primal(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_working_set_step_says_so_in_plain_words(caplog: pytest.LogCaptureFixture) -> None:
     # The ℓp working set records restricted iterations with an infinite primal: the old
     # lines printed "primal inf" beside a gap that came from earlier values.
     X, y = _cancer(300)
     clf = mk.MKLClassifier(penalty="lp", C=10.0, verbose=1)
     lines = _fit_logged(caplog, clf, X, y)
     assert np.isinf(clf.history_["primal"]).any()  # the case is exercised
-    restricted = [s for s in lines if "restricted problem" in s]
+    restricted = [s for s in lines if "working-set step: dual" in s]
     assert len(restricted) == int(np.isinf(clf.history_["primal"]).sum())
-    assert all("no whole-problem primal at this iterate" in s for s in restricted)
+    # No primal is printed for such a step (it has none of the whole problem), and no jargon.
+    assert not any("primal inf" in s or "whole-problem" in s for s in lines)
     _assert_certificates_agree(lines)
 
 
@@ -195,7 +198,7 @@ def test_multiclass_logs_one_summary_per_problem_then_the_fit(
 def _path_problem() -> tuple[np.ndarray, np.ndarray, list[Any]]:
     X, y = load_diabetes(return_X_y=True)
     specs = [Gaussian(sigma=s, features=[j]) for j in range(4) for s in (0.05, 0.2)]
-    return X[:100], y[:100] / y.std(), specs
+    return X[:100], (y[:100] - y[:100].mean()) / y.std(), specs  # the path has no intercept
 
 
 def test_path_lines_carry_their_C(caplog: pytest.LogCaptureFixture) -> None:
@@ -255,6 +258,7 @@ class _FakeBar:
 
 @pytest.fixture
 def fake_tqdm(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[_FakeBar]]:
+    monkeypatch.setattr(_progress, "_terminal", lambda: True)  # pytest captures stderr
     module = types.ModuleType("tqdm")
     module.tqdm = _FakeBar  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "tqdm", module)
@@ -333,14 +337,35 @@ def test_a_bar_counts_the_kernels_of_a_gram_stack(fake_tqdm: list[_FakeBar]) -> 
     assert len([b for b in fake_tqdm if b.unit == "kernel"]) == 2
 
 
-def test_a_real_tqdm_bar_is_drawn(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_real_tqdm_bar_is_drawn(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("tqdm")
+    monkeypatch.setattr(_progress, "_terminal", lambda: True)
     X, y = load_iris(return_X_y=True)
     quiet = mk.MKLClassifier(C=10.0).fit(X, y)
     loud = mk.MKLClassifier(C=10.0, verbose=2).fit(X, y)
     _same_fit(quiet, loud)
     err = capsys.readouterr().err
     assert "MKLClassifier: binary problems" in err and "3/3" in err
+
+
+def test_a_log_written_to_a_file_gets_lines_not_bars(tmp_path: Path) -> None:
+    """verbose=2 with stderr redirected to a file (a batch job's log): no bar redraws in it,
+    the iteration lines of verbose=1 instead; in a terminal the same code draws bars."""
+    pytest.importorskip("tqdm")
+    script = (
+        "import logging, numpy as np, multikernel as mk\n"
+        "from sklearn.datasets import load_iris\n"
+        "X, y = load_iris(return_X_y=True)\n"
+        "mk.MKLClassifier(C=10.0, verbose=2).fit(X, y)\n"
+    )
+    log = tmp_path / "fit.log"
+    with log.open("w") as fh:
+        subprocess.run([sys.executable, "-c", script], stderr=fh, check=True)
+    text = log.read_text()
+    assert "\r" not in text and "it/s" not in text  # no bar was drawn
+    assert " iteration " in text and "MKLClassifier: 3 binary problems" in text
 
 
 def test_without_tqdm_verbose_2_logs_lines(

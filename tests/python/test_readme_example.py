@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from typed_example import readme_example
+from typed_example import readme_example, typed_certificate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,3 +57,13 @@ def test_readme_example_runs() -> None:
     assert ns["reg"].C_ in ns["reg"].Cs_ and ns["reg"].scores_.shape == (5, 10)
     assert 0.0 <= ns["big"].duality_gap_ <= 1e-3
     assert len(ns["big"].coef_) == 3 and ns["big"].score(ns["X_test"], ns["y_test"]) > 0.8
+
+
+def test_a_binary_certificate_is_plain_scalars() -> None:
+    """What ``typed_certificate`` declares to mypy is what it gets: Python scalars for one
+    problem, whose gap is that of its primal and dual values."""
+    gap, n_iter, converged, primal, reg_gap, reg_iter, reg_converged = typed_certificate()
+    assert type(gap) is float and type(reg_gap) is float and type(primal) is float
+    assert type(n_iter) is int and type(reg_iter) is int and n_iter >= 1 and reg_iter >= 1
+    assert type(converged) is bool and type(reg_converged) is bool
+    assert converged and reg_converged and 0.0 <= gap <= 1e-3 and 0.0 <= reg_gap <= 1e-3

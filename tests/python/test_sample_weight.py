@@ -229,6 +229,33 @@ def test_class_weight_balanced_is_sklearn_s(
     )
 
 
+@pytest.mark.parametrize("normalize", ["mean_diag", "trace", "spherical", "multiplicative"])
+def test_class_weight_is_sample_weight_on_its_class_for_every_normalisation(
+    normalize: str,
+) -> None:
+    """Kernels computed from specifications weigh their normalisation statistics as the loss
+    weighs the points: ``class_weight={k: 3}`` is ``sample_weight`` 3 on class k (as in SVC),
+    and both the fit of class k's rows written three times."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(50, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=50) > 0).astype(int)
+    specs = [Linear(), Gaussian(sigma=1.0), Gaussian(sigma=2.0, features=[1, 2])]
+    kw: dict[str, Any] = {"kernels": specs, "normalize": normalize, "C": 1.0, "tol": 1e-10}
+    a = mk.MKLClassifier(class_weight={0: 3.0}, **kw).fit(X, y)
+    b = mk.MKLClassifier(**kw).fit(X, y, sample_weight=np.where(y == 0, 3.0, 1.0))
+    rep = np.concatenate([np.arange(50), np.repeat(np.flatnonzero(y == 0), 2)])
+    c = mk.MKLClassifier(**kw).fit(X[rep], y[rep])
+    Xt = rng.normal(size=(20, 3))
+    np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, atol=1e-9)
+    np.testing.assert_allclose(a.decision_function(Xt), b.decision_function(Xt), atol=1e-9)
+    np.testing.assert_allclose(a.decision_function(Xt), c.decision_function(Xt), atol=1e-6)
+    # Combined with sample weights, the class's weight multiplies them there too.
+    w = rng.integers(1, 3, size=50).astype(float)
+    d = mk.MKLClassifier(class_weight={0: 3.0}, **kw).fit(X, y, sample_weight=w)
+    e = mk.MKLClassifier(**kw).fit(X, y, sample_weight=w * np.where(y == 0, 3.0, 1.0))
+    np.testing.assert_allclose(d.decision_function(Xt), e.decision_function(Xt), atol=1e-9)
+
+
 def test_refusals(data: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -> None:
     G, _, y, w = data
     yb = np.where(y == 1, 1.0, -1.0)

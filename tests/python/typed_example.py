@@ -55,3 +55,26 @@ def readme_example() -> dict[str, Any]:
     big = mk.MKLClassifier(kernels=bank, solver="svrg", loss="logistic").fit(X, y)  # large n
 
     return locals()
+
+
+def typed_certificate() -> tuple[float, int, bool, float, float, int, bool]:
+    """A typed user's reading of the certificate, without casts (``mypy --strict`` checks
+    it): a binary classifier's and a regressor's gap, iterations and convergence flag, and
+    ``KernelBank``'s summary."""
+    import multikernel as mk
+    from multikernel.kernels import Gaussian, Linear
+
+    data = load_breast_cancer()
+    X: NDArray[np.float64] = StandardScaler().fit_transform(data.data)[:120, :4]
+    y: NDArray[np.int64] = data.target[:120]
+    specs = [Gaussian(sigma=2.0), Linear()]
+    clf = mk.MKLClassifier(kernels=specs, p=2.0).fit(X, y)
+    gap: float = clf.duality_gap_
+    n_iter: int = clf.n_iter_
+    converged: bool = clf.converged_
+    primal: float = clf.primal_objective_
+    reg = mk.MKLRegressor(kernels=specs, loss="squared").fit(X[:, 1:], X[:, 0])
+    reg_gap: float = reg.duality_gap_
+    reg_iter: int = reg.n_iter_
+    reg_converged: bool = reg.converged_
+    return gap, n_iter, converged, primal, reg_gap, reg_iter, reg_converged

@@ -207,6 +207,17 @@ def view_bank(
     return specs, groups
 
 
+def _bank_repr(
+    name: str, specs: Sequence[Kernel], options: dict[str, Any], fitted: str | None
+) -> str:
+    """``name(M kernels: the first three…, option=value, …; fitted …)``: a bank of hundreds
+    of kernels shows its size and its first specifications, not all of them."""
+    shown = ", ".join(repr(s) for s in specs[:3]) + (", …" if len(specs) > 3 else "")
+    opts = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    kernels = f"{len(specs)} kernel{'s' if len(specs) != 1 else ''}"
+    return f"{name}({kernels}: [{shown}], {opts}{'' if fitted is None else '; ' + fitted})"
+
+
 class KernelBank:
     """Kernel specifications with the normalisation statistics of a training set.
 
@@ -284,6 +295,14 @@ class KernelBank:
 
     def __len__(self) -> int:
         return len(self.specs)
+
+    def __repr__(self) -> str:
+        fitted = getattr(self, "X_train_", None)
+        return _bank_repr(
+            "KernelBank", self.specs,
+            {"normalize": self.normalize, "center": self.center, "dtype": self.dtype.name},
+            None if fitted is None else f"fitted on {fitted.shape[0]} points",
+        )  # fmt: skip
 
     def fit(self, X: Any) -> KernelBank:
         """Compute and keep the training statistics of ``X``.

@@ -21,7 +21,7 @@ from .._validation import (
     column_names,
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
-from ._banks import _check_same_columns, _is_float32
+from ._banks import _bank_repr, _check_same_columns, _is_float32
 from ._specs import (
     Callable,
     Gaussian,
@@ -173,6 +173,15 @@ class FeatureBank:
         self.normalize: str = norm
         self.random_state: int | None = random_state
         self.n_threads: int = check_n_threads(n_threads)
+
+    def __repr__(self) -> str:
+        widths = getattr(self, "n_components_", None)
+        return _bank_repr(
+            "FeatureBank", self.specs,
+            {"method": self.method, "n_components": self.n_components,
+             "normalize": self.normalize, "dtype": self.dtype.name},
+            None if widths is None else f"fitted, {int(widths.sum())} features",
+        )  # fmt: skip
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # Unpickled (e.g. on a Dask worker): the engine needs aligned arrays.
