@@ -28,11 +28,21 @@ from ._validation import check_real
 from .exceptions import InvalidParameterError
 from .kernels import FeatureBank
 
-#: The losses whose fits read kernels computed on demand (SMO's: no n × n matrix).
-ON_DEMAND_LOSSES = ("hinge", "squared_hinge", "epsilon_insensitive")
+#: What each solver fits, as the engine states it (``_core.capabilities``): the lists below
+#: and the estimators' feature solvers are read from it, never written here.
+CAPABILITIES = _core.capabilities()
 
-#: The solvers that fit kernels computed on demand (with SMO inside, for those losses).
-ON_DEMAND_SOLVERS = ("analytic", "wrapper", "mirror")
+#: The losses with which each solver fits kernels computed on demand (SMO inside: no n × n
+#: matrix); the solvers with none never do.
+ON_DEMAND_LOSSES: dict[str, tuple[str, ...]] = {
+    s: tuple(c["on_demand_losses"]) for s, c in CAPABILITIES.items()
+}
+
+#: The solvers that fit kernels computed on demand.
+ON_DEMAND_SOLVERS = tuple(s for s, losses in ON_DEMAND_LOSSES.items() if losses)
+
+#: The solvers that fit explicit feature blocks.
+FEATURE_SOLVERS = tuple(s for s, c in CAPABILITIES.items() if c["features"])
 
 #: The row cache of kernels computed on demand when ``cache_size`` is not given (MB).
 DEFAULT_CACHE_MB = 1024.0
@@ -59,8 +69,8 @@ _MIRROR_OWN = tuple(f.name for f in dataclasses.fields(MirrorConfig))
 LP_NEWTON_MIN_P = 1.05
 
 #: The solvers that take a warm start (``warm_start=True``): SpicyMKL in the kernels' space,
-#: ``prox_newton`` in feature space.
-WARM_SOLVERS = ("spicy", "prox_newton")
+#: ``prox_newton`` in feature space (the engine's capabilities).
+WARM_SOLVERS = tuple(s for s, c in CAPABILITIES.items() if c["warm_start"])
 
 
 @dataclass(frozen=True)
@@ -229,15 +239,13 @@ def on_demand(
     if forced:
         check_real(cache_size, "cache_size", "in (0, inf) MB", lambda v: 0 < v < math.inf)
     specs = not isinstance(kernels, (FeatureBank, str))
-    if not (solver in ON_DEMAND_SOLVERS and loss in ON_DEMAND_LOSSES and specs):
+    if not (loss in ON_DEMAND_LOSSES.get(solver, ()) and specs):
         if forced:
             raise InvalidParameterError(
-                "cache_size= computes the kernels on demand, which solvers "
-                f"{', '.join(map(repr, ON_DEMAND_SOLVERS))} fit from kernel "
-                f"specifications with the {', '.join(ON_DEMAND_LOSSES)} losses ('auto' "
-                "picks one of them for every penalty unless warm_start=True or a SpicyConfig "
-                f"is given); got solver={solver!r}, loss={loss!r}, "
-                f"kernels={type(kernels).__name__}",
+                f"cache_size= computes the kernels on demand from kernel specifications: "
+                f"{_core.on_demand_rule()} ('auto' picks one of them for every penalty unless "
+                f"warm_start=True or a SpicyConfig is given); got solver={solver!r}, "
+                f"loss={loss!r}, kernels={type(kernels).__name__}",
                 parameter="cache_size",
             )
         return None

@@ -23,7 +23,7 @@ _NativeSolver: TypeAlias = Literal[
     "analytic", "interleaved", "spicy", "wrapper", "prox_newton", "mirror", "svrg", "one_class"
 ]
 #: One setting's value as the engine reads it.
-Setting: TypeAlias = float | int | str | list[int] | None
+Setting: TypeAlias = float | int | str | list[int] | list[float] | None
 
 
 class _Config:

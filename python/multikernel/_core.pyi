@@ -1,7 +1,7 @@
 """Type stub of the native module (checked by ``python -m mypy.stubtest multikernel._core``)."""
 
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Final, Literal, final
+from collections.abc import Callable
+from typing import Any, ClassVar, Final, Literal, TypedDict, final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -14,6 +14,7 @@ __all__ = [
     "Status",
     "_panic_for_tests",
     "_set_min_cores_for_tests",
+    "capabilities",
     "fit",
     "fourier_features",
     "fourier_params",
@@ -24,6 +25,7 @@ __all__ = [
     "nystroem_factor",
     "nystroem_features",
     "nystroem_landmarks",
+    "on_demand_rule",
     "path",
     "quad_forms",
     "requested_threads",
@@ -40,7 +42,18 @@ _FuncEntry = tuple[Callable[[NDArray[np.float64], NDArray[np.float64]], Any], li
 _Solver = Literal[
     "analytic", "interleaved", "spicy", "wrapper", "prox_newton", "mirror", "svrg", "one_class"
 ]
-_Setting = float | int | str | list[int] | None
+# The settings of the regularization path (run by `path`, not `fit`): not a solver of `fit`.
+_SettingsOf = _Solver | Literal["path"]
+_Setting = float | int | str | list[int] | list[float] | None
+_LossName = Literal["hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive"]
+
+class _Capabilities(TypedDict):
+    """What one solver fits (`capabilities`)."""
+
+    features: bool
+    warm_start: bool
+    losses: list[_LossName]
+    on_demand_losses: list[_LossName]
 
 @final
 class Status:
@@ -210,22 +223,29 @@ def simplemkl_specs(
 @final
 class Settings:
     """One solver's settings, read over the engine's defaults and validated on creation
-    (``InvalidParameterError`` naming the setting)."""
+    (``InvalidParameterError`` naming the setting); ``Settings("path", ...)`` are the
+    regularization path's, which :func:`path` runs."""
 
-    def __new__(
-        cls, solver: _Solver, settings: Mapping[str, _Setting] | None = None
-    ) -> Settings: ...
+    def __new__(cls, solver: _SettingsOf, settings: dict[str, _Setting] | None = None) -> Settings: ...
     @property
-    def solver(self) -> _Solver: ...
+    def solver(self) -> _SettingsOf: ...
     def as_dict(self) -> dict[str, _Setting]: ...
     def replace(self, **changes: _Setting) -> Settings: ...
     def __getitem__(self, key: str, /) -> _Setting: ...
     @staticmethod
     def solvers() -> list[_Solver]: ...
-    def __reduce__(self) -> tuple[type[Settings], tuple[_Solver, dict[str, _Setting]]]: ...
+    def __reduce__(self) -> tuple[type[Settings], tuple[_SettingsOf, dict[str, _Setting]]]: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
     __hash__: ClassVar[None]  # type: ignore[assignment]
+
+def capabilities() -> dict[_Solver, _Capabilities]:
+    """What each solver fits: explicit feature blocks (``features``), a starting point
+    (``warm_start``), which losses, and with which losses kernels computed on demand
+    (``on_demand_losses``, empty: never)."""
+
+def on_demand_rule() -> str:
+    """The rule of kernels computed on demand, in words (quoted by every refusal)."""
 
 def fit(
     settings: Settings,
@@ -243,7 +263,7 @@ def fit(
 def path(
     g: NDArray[Any] | list[NDArray[np.float64]],
     y: NDArray[np.float64],
-    settings: Mapping[str, float | int | str | list[float] | None],
+    settings: Settings,
     *,
     n_threads: int = 0,
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,

@@ -367,7 +367,7 @@ def _raw(X: Any) -> NDArray[np.float64]:
 def _run_path(
     stack: Dense | Blocks,
     target: NDArray[np.float64],
-    settings: dict[str, Any],
+    settings: _core.Settings,
     sw: NDArray[np.float64] | None,
     threads: int,
     log: _progress.IterationLog | None,
@@ -610,14 +610,10 @@ def mkl_path(
                 parameter="d",
             )
         weights = [float(v) for v in dv]
-    settings: dict[str, Any] = {
-        "loss": loss,
-        "mu": mu,
-        "tol": tol,
-        "C_max": C_max,
-        "max_points": max_points,
-        "d": weights,
-    }
+    settings = _core.Settings(
+        "path",
+        {"loss": loss, "mu": mu, "tol": tol, "C_max": C_max, "max_points": max_points, "d": weights},
+    )
     started = time.perf_counter()
     # The engine's record of a point carries no C: the points are logged with their C from
     # the result (_log_path); during the path only a bar (verbose ≥ 2) follows the points.

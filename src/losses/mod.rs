@@ -78,6 +78,15 @@ impl Envelope {
 pub const DEFAULT_EPSILON: f64 = 0.1;
 
 impl Loss {
+    /// The names of every loss, as [`Loss::parse`] reads them.
+    pub const NAMES: [&'static str; 5] = [
+        "hinge",
+        "squared_hinge",
+        "logistic",
+        "squared",
+        "epsilon_insensitive",
+    ];
+
     /// The loss's name, as [`Loss::parse`] reads it.
     pub fn name(&self) -> &'static str {
         match self {

@@ -176,6 +176,8 @@ enum Settings {
     Svrg(SvrgConfig),
     /// One-class ℓp-MKL (the targets are not read).
     OneClass(OneClassConfig),
+    /// The regularization path, run by [`path`] rather than [`fit`].
+    Path(PathConfig),
 }
 
 /// A fit's starting point (a warm start): SpicyMKL's in the kernels' space, or proximal
@@ -185,7 +187,9 @@ enum Start {
     Features(FeatureStart),
 }
 
-/// The solvers' names, as `solver=` and `Settings(solver, ...)` read them.
+/// The solvers' names, as `solver=` and `Settings(solver, ...)` read them. `Settings("path",
+/// ...)` also reads the settings of the regularization path, which [`path`] runs: it is not a
+/// solver of `fit` and so not in this list.
 const SOLVER_NAMES: [&str; 8] = [
     "analytic",
     "interleaved",
@@ -209,6 +213,10 @@ trait Walk {
     fn text(&mut self, key: &'static str, v: &mut String) -> PyResult<()>;
     /// A list of non-negative integers, or `None`.
     fn ids(&mut self, key: &'static str, v: &mut Option<Vec<usize>>) -> PyResult<()>;
+    /// A real number where `None` means "automatic".
+    fn optional_float(&mut self, key: &'static str, v: &mut Option<f64>) -> PyResult<()>;
+    /// A list of real numbers, or `None`.
+    fn floats(&mut self, key: &'static str, v: &mut Option<Vec<f64>>) -> PyResult<()>;
 }
 
 /// The loss as its two settings, `loss` (the name) and `epsilon` (read by
@@ -280,6 +288,7 @@ impl Settings {
             "mirror" => Settings::Mirror(MirrorConfig::default(), None),
             "svrg" => Settings::Svrg(SvrgConfig::default()),
             "one_class" => Settings::OneClass(OneClassConfig::default()),
+            "path" => Settings::Path(PathConfig::default()),
             other => {
                 return Err(MkError::config(
                     "solver",
@@ -305,6 +314,7 @@ impl Settings {
             Settings::Mirror(..) => "mirror",
             Settings::Svrg(_) => "svrg",
             Settings::OneClass(_) => "one_class",
+            Settings::Path(_) => "path",
         }
     }
 
@@ -358,6 +368,22 @@ impl Settings {
                 w.float("tol", &mut c.tol)?;
                 w.count("max_iter", &mut c.max_iter)?;
                 w.float("inner_tol", &mut c.inner_tol)
+            }
+            Settings::Path(c) => {
+                walk_loss(w, &mut c.loss)?;
+                w.floats("d", &mut c.weights)?;
+                w.optional_float("mu", &mut c.mu)?;
+                w.float("tol", &mut c.tol)?;
+                w.optional_float("C_max", &mut c.c_max)?;
+                w.count("max_points", &mut c.max_points)?;
+                // On/off only (benchmarks switch it off): the admission ratio is the engine's.
+                let mut working_set = c.working_set.is_some();
+                w.flag("working_set", &mut working_set)?;
+                c.working_set = match working_set {
+                    true => c.working_set.or(PathConfig::default().working_set),
+                    false => None,
+                };
+                Ok(())
             }
         }
     }
@@ -423,32 +449,6 @@ impl<'a, 'py> Reader<'a, 'py> {
             None => Ok(None),
             Some(v) if v.is_instance_of::<PyBool>() => Err(Self::bad(key, kind, &v)),
             Some(v) => v.extract().map(Some).map_err(|_| Self::bad(key, kind, &v)),
-        }
-    }
-
-    /// A real number where `None` means "automatic" (the path's settings).
-    fn optional_float(&mut self, key: &'static str) -> PyResult<Option<f64>> {
-        match self.value(key)? {
-            Some(v) if v.is_none() => Ok(None),
-            Some(v) if v.is_instance_of::<PyBool>() => {
-                Err(Self::bad(key, "None or a real number", &v))
-            }
-            Some(v) => v
-                .extract()
-                .map(Some)
-                .map_err(|_| Self::bad(key, "None or a real number", &v)),
-            None => Ok(None),
-        }
-    }
-
-    /// A list of real numbers, or `None` (the path's settings).
-    fn floats(&mut self, key: &'static str) -> PyResult<Option<Vec<f64>>> {
-        match self.value(key)? {
-            Some(v) if !v.is_none() => v
-                .extract()
-                .map(Some)
-                .map_err(|_| Self::bad(key, "None or a list of real numbers", &v)),
-            _ => Ok(None),
         }
     }
 
@@ -518,6 +518,37 @@ impl Walk for Reader<'_, '_> {
         Ok(())
     }
 
+    fn optional_float(&mut self, key: &'static str, v: &mut Option<f64>) -> PyResult<()> {
+        match self.value(key)? {
+            None => {}
+            Some(x) if x.is_none() => *v = None,
+            Some(x) if x.is_instance_of::<PyBool>() => {
+                return Err(Self::bad(key, "None or a real number", &x))
+            }
+            Some(x) => {
+                *v = Some(
+                    x.extract()
+                        .map_err(|_| Self::bad(key, "None or a real number", &x))?,
+                )
+            }
+        }
+        Ok(())
+    }
+
+    fn floats(&mut self, key: &'static str, v: &mut Option<Vec<f64>>) -> PyResult<()> {
+        match self.value(key)? {
+            None => {}
+            Some(x) if x.is_none() => *v = None,
+            Some(x) => {
+                *v = Some(
+                    x.extract()
+                        .map_err(|_| Self::bad(key, "None or a list of real numbers", &x))?,
+                )
+            }
+        }
+        Ok(())
+    }
+
     fn ids(&mut self, key: &'static str, v: &mut Option<Vec<usize>>) -> PyResult<()> {
         match self.value(key)? {
             None => {}
@@ -555,6 +586,12 @@ impl Walk for Writer<'_> {
         self.dict.set_item(key, v.as_str())
     }
     fn ids(&mut self, key: &'static str, v: &mut Option<Vec<usize>>) -> PyResult<()> {
+        self.dict.set_item(key, v.clone())
+    }
+    fn optional_float(&mut self, key: &'static str, v: &mut Option<f64>) -> PyResult<()> {
+        self.dict.set_item(key, *v)
+    }
+    fn floats(&mut self, key: &'static str, v: &mut Option<Vec<f64>>) -> PyResult<()> {
         self.dict.set_item(key, v.clone())
     }
 }
@@ -651,6 +688,7 @@ impl Settings {
             }
             Settings::Svrg(c) => c.validate(),
             Settings::OneClass(c) => c.validate(),
+            Settings::Path(c) => c.validate(),
         }
     }
 
@@ -706,6 +744,10 @@ impl Settings {
                 crate::solvers::validate_targets(s.n(), y)?;
                 fit_one_class_weighted(s, w, c, i)
             }
+            Settings::Path(_) => Err(MkError::config(
+                "solver",
+                "Settings('path') are the regularization path's: run them with path(), not fit()",
+            )),
         }
     }
 }
@@ -776,8 +818,7 @@ fn fit<'py>(
     // would extract as one too: its (n, n) slices are kernels, not features).
     let is_list =
         g.is_instance_of::<pyo3::types::PyList>() || g.is_instance_of::<pyo3::types::PyTuple>();
-    let feature_space = matches!(settings, Settings::Svrg(_) | Settings::ProxNewton(_));
-    let r = if feature_space && is_list {
+    let r = if settings.reads_features() && is_list {
         let w = weights.as_deref();
         let start = start.as_ref();
         if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
@@ -813,23 +854,134 @@ fn fit<'py>(
     PyFitResult::new(py, r, n)
 }
 
-/// Kernels computed on demand are fitted without an `n×n` matrix by SMO (the hinge-type
-/// losses) inside the analytic ℓp solver, the l1 / elastic-net wrapper and group MKL (mirror);
-/// every other solver or loss would form one.
+/// Refuses settings that cannot fit kernels computed on demand, with [`on_demand_rule`].
 fn on_demand_supported(settings: &Settings) -> PyResult<()> {
-    let smo = |loss: Loss| !matches!(loss, Loss::Squared | Loss::Logistic);
-    match settings {
-        Settings::Lp(c) if c.algorithm == LpAlgorithm::Analytic && smo(c.loss) => Ok(()),
-        Settings::Wrapper(c) if smo(c.loss) => Ok(()),
-        Settings::Mirror(c, _) if smo(c.loss) => Ok(()),
-        _ => Err(PyErr::from(MkError::config(
-            "solver",
-            "kernels computed on demand are fitted by solvers 'analytic' (penalty 'lp'), \
-             'wrapper' (l1, elasticnet) and 'mirror' (group, lp with p = 1) with the hinge, \
-             squared hinge or epsilon-insensitive loss; other solvers and losses form n×n \
-             matrices",
-        ))),
+    if settings.on_demand() {
+        return Ok(());
     }
+    Err(PyErr::from(MkError::config(
+        "solver",
+        format!(
+            "{}; got solver {:?} with the {} loss",
+            on_demand_rule()?,
+            settings.name(),
+            settings.clone().loss_mut().map_or("(no)", |l| l.name())
+        ),
+    )))
+}
+
+impl Settings {
+    /// Whether the solver fits explicit feature blocks (`(n, D_m)` arrays, one per kernel)
+    /// rather than only kernel stacks.
+    fn reads_features(&self) -> bool {
+        matches!(self, Settings::Svrg(_) | Settings::ProxNewton(_))
+    }
+
+    /// Whether the solver takes a warm start: SpicyMKL's in the kernels' space, proximal
+    /// Newton's in feature space ([`Settings::split_start`]).
+    fn warm_start(&self) -> bool {
+        matches!(self, Settings::Spicy(_) | Settings::ProxNewton(_))
+    }
+
+    /// The loss of a supervised solver (the one-class solver has none).
+    fn loss_mut(&mut self) -> Option<&mut Loss> {
+        match self {
+            Settings::Lp(c) => Some(&mut c.loss),
+            Settings::Spicy(c) => Some(&mut c.loss),
+            Settings::Wrapper(c) => Some(&mut c.loss),
+            Settings::ProxNewton(c) => Some(&mut c.loss),
+            Settings::Mirror(c, _) => Some(&mut c.loss),
+            Settings::Svrg(c) => Some(&mut c.loss),
+            Settings::Path(c) => Some(&mut c.loss),
+            Settings::OneClass(_) => None,
+        }
+    }
+
+    /// Whether these settings fit kernels computed on demand, without an `n×n` matrix: SMO
+    /// (the hinge-type losses) inside the analytic ℓp solver, the l1 / elastic-net wrapper and
+    /// group MKL (mirror); every other solver or loss would form one.
+    fn on_demand(&self) -> bool {
+        let smo = |loss: Loss| !matches!(loss, Loss::Squared | Loss::Logistic);
+        match self {
+            Settings::Lp(c) => c.algorithm == LpAlgorithm::Analytic && smo(c.loss),
+            Settings::Wrapper(c) => smo(c.loss),
+            Settings::Mirror(c, _) => smo(c.loss),
+            _ => false,
+        }
+    }
+
+    /// The losses these settings' solver accepts (those its settings read and validate).
+    fn losses(&self) -> Vec<&'static str> {
+        Loss::NAMES
+            .into_iter()
+            .filter(|&loss| self.with_loss(loss).is_some())
+            .collect()
+    }
+
+    /// These settings with `loss` instead, when the solver accepts it.
+    fn with_loss(&self, loss: &str) -> Option<Settings> {
+        let mut s = self.clone();
+        let slot = s.loss_mut()?;
+        *slot = Loss::parse(loss, slot.epsilon()).ok()?;
+        s.validate().ok().map(|()| s)
+    }
+}
+
+/// What each solver fits, as the engine states it: `{solver: {"features": bool, "warm_start":
+/// bool, "losses": [...], "on_demand_losses": [...]}}` for every solver of [`SOLVER_NAMES`].
+/// `features`: it fits explicit feature blocks; `warm_start`: it takes a starting point;
+/// `losses`: the losses it accepts; `on_demand_losses`: those with which it fits kernels
+/// computed on demand (none: never). The Python facade derives its
+/// lists from this table, so a solver states its capabilities once.
+#[pyfunction]
+fn capabilities(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let table = PyDict::new(py);
+    for name in SOLVER_NAMES {
+        let settings = Settings::default_of(name)?;
+        let losses = settings.losses();
+        let on_demand: Vec<&str> = losses
+            .iter()
+            .copied()
+            .filter(|&l| settings.with_loss(l).is_some_and(|s| s.on_demand()))
+            .collect();
+        let row = PyDict::new(py);
+        row.set_item("features", settings.reads_features())?;
+        row.set_item("warm_start", settings.warm_start())?;
+        row.set_item("losses", losses)?;
+        row.set_item("on_demand_losses", on_demand)?;
+        table.set_item(name, row)?;
+    }
+    Ok(table)
+}
+
+/// The rule of kernels computed on demand, in words, from [`capabilities`]: the one sentence
+/// both the engine's and the facade's refusals quote.
+#[pyfunction]
+fn on_demand_rule() -> PyResult<String> {
+    let mut solvers = Vec::new();
+    let mut losses: Vec<&str> = Vec::new();
+    for name in SOLVER_NAMES {
+        let settings = Settings::default_of(name)?;
+        let ok: Vec<&str> = settings
+            .losses()
+            .into_iter()
+            .filter(|&l| settings.with_loss(l).is_some_and(|s| s.on_demand()))
+            .collect();
+        if !ok.is_empty() {
+            solvers.push(format!("{name:?}").replace('"', "'"));
+            for l in ok {
+                if !losses.contains(&l) {
+                    losses.push(l);
+                }
+            }
+        }
+    }
+    Ok(format!(
+        "kernels computed on demand are fitted by solvers {} with the {} losses (every \
+         other solver or loss forms n×n matrices)",
+        solvers.join(", "),
+        losses.join(", ")
+    ))
 }
 
 /// A regularization path ([`crate::solvers::path`]) as arrays, one row per point.
@@ -925,27 +1077,6 @@ impl PyPathResult {
     }
 }
 
-/// The path settings (`loss`, `mu`, `tol`, `C_max`, `max_points`, `d`, and `working_set` for
-/// benchmarks) over the engine's defaults.
-fn path_settings(dict: &Bound<'_, PyDict>) -> PyResult<PathConfig> {
-    let mut r = Reader::new(dict);
-    let mut cfg = PathConfig::default();
-    walk_loss(&mut r, &mut cfg.loss)?;
-    cfg.weights = r.floats("d")?;
-    cfg.mu = r.optional_float("mu")?;
-    r.float("tol", &mut cfg.tol)?;
-    cfg.c_max = r.optional_float("C_max")?;
-    r.count("max_points", &mut cfg.max_points)?;
-    let mut working_set = true;
-    r.flag("working_set", &mut working_set)?;
-    if !working_set {
-        cfg.working_set = None;
-    }
-    r.finish()?;
-    cfg.validate()?;
-    Ok(cfg)
-}
-
 /// Follows the regularization path of block-ℓ1 MKL (no intercept) on a dense stack;
 /// `on_iteration(primal, dual, gap, active, seconds)` is called for every point;
 /// `sample_weight` `(n,)`, finite and > 0, weights each sample's loss.
@@ -955,19 +1086,27 @@ fn path<'py>(
     py: Python<'py>,
     g: &Bound<'py, PyAny>,
     y: PyReadonlyArray1<'py, f64>,
-    settings: &Bound<'py, PyDict>,
+    settings: &Bound<'py, PySettings>,
     n_threads: usize,
     on_iteration: Option<&Bound<'py, PyAny>>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<PyPathResult> {
-    let cfg = path_settings(settings)?;
+    let Settings::Path(cfg) = &settings.get().0 else {
+        return Err(PyErr::from(MkError::config(
+            "settings",
+            format!(
+                "path() runs Settings('path', ...), got the settings of solver {:?}",
+                settings.get().0.name()
+            ),
+        )));
+    };
     let y = y.as_array().to_vec();
     let w = sample_weight.map(|w| w.as_array().to_vec());
     let n = y.len();
     let (r, m) = with_dense(g, |s| {
         let m = s.m();
         run_detached(py, n_threads, on_iteration, |i| {
-            fit_path_weighted(s, &y, w.as_deref(), &cfg, i)
+            fit_path_weighted(s, &y, w.as_deref(), cfg, i)
         })
         .map(|r| (r, m))
     })?;
@@ -1123,6 +1262,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(path, m)?)?;
     m.add_class::<PySettings>()?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;
+    m.add_function(wrap_pyfunction!(capabilities, m)?)?;
+    m.add_function(wrap_pyfunction!(on_demand_rule, m)?)?;
     m.add_function(wrap_pyfunction!(svm, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())

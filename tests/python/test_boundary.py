@@ -232,6 +232,47 @@ def test_every_declaration_of_the_solvers_is_the_engines() -> None:
         assert _core.Settings(solver).solver == solver
 
 
+def test_the_engine_states_what_each_solver_fits_and_python_derives_its_lists() -> None:
+    """One table of capabilities, the engine's: each row's losses are those its settings
+    accept (the test below, solver by solver), kernels on demand need one of them, and the
+    facade's lists are read off the table. No module of the package writes a list of solver
+    names by hand (outside the ``Literal`` types, which the test above ties to the engine)."""
+    from multikernel import _auto
+
+    caps = _core.capabilities()
+    assert list(caps) == _core.Settings.solvers()
+    for solver, row in caps.items():
+        assert set(row) == {"features", "warm_start", "losses", "on_demand_losses"}
+        if solver in SOLVERS:
+            assert set(row["losses"]) == set(SOLVERS[solver].losses)  # type: ignore[index]
+        assert set(row["on_demand_losses"]) <= set(row["losses"])
+    assert _auto.ON_DEMAND_SOLVERS == tuple(s for s in caps if caps[s]["on_demand_losses"])
+    assert _auto.FEATURE_SOLVERS == tuple(s for s in caps if caps[s]["features"])
+    assert _auto.WARM_SOLVERS == tuple(s for s in caps if caps[s]["warm_start"])
+    # The engine refuses kernels on demand by the rule it states, in the words the facade
+    # quotes: the one sentence names exactly the capable solvers.
+    rule = _core.on_demand_rule()
+    for solver in caps:
+        assert (f"'{solver}'" in rule) == (solver in _auto.ON_DEMAND_SOLVERS), (solver, rule)
+    names = set(caps)
+    handwritten = []
+    for path in Path(mk.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        in_literal = {
+            id(sub)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Subscript)
+            and getattr(node.value, "id", getattr(node.value, "attr", None)) == "Literal"
+            for sub in ast.walk(node.slice)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and id(node) not in in_literal:
+                values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+                if len(values) >= 2 and len(values) == len(node.elts) and set(values) <= names:
+                    handwritten.append(f"{path.name}:{node.lineno} {values}")
+    assert not handwritten, handwritten
+
+
 @pytest.mark.parametrize("solver", list(SOLVERS))
 def test_each_solvers_losses_are_the_ones_its_engine_settings_accept(solver: str) -> None:
     accepted = []
