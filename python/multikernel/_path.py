@@ -612,7 +612,14 @@ def mkl_path(
         weights = [float(v) for v in dv]
     settings = _core.Settings(
         "path",
-        {"loss": loss, "mu": mu, "tol": tol, "C_max": C_max, "max_points": max_points, "d": weights},
+        {
+            "loss": loss,
+            "mu": mu,
+            "tol": tol,
+            "C_max": C_max,
+            "max_points": max_points,
+            "d": weights,
+        },
     )
     started = time.perf_counter()
     # The engine's record of a point carries no C: the points are logged with their C from
