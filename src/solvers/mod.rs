@@ -1,6 +1,7 @@
 //! Optimisation algorithms. Each solver touches kernels only through
 //! [`crate::kernels::KernelStack`].
 
+mod driver;
 mod duality;
 pub mod lp;
 pub mod mirror;

@@ -99,6 +99,19 @@ impl GapSchedule {
     }
 }
 
+/// What a whole-problem check that did not converge did to the working set
+/// ([`CheckSchedule::settle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// It found violators: the set grows, a new restricted problem with the first budget.
+    Grew,
+    /// A check forced by a restricted stall found the set complete: the whole problem stalls
+    /// with the restricted one.
+    Stalled,
+    /// The set is complete: the next check waits twice as long.
+    BackedOff,
+}
+
 /// The restricted iterations between whole-problem checks: their gap, and when the next check
 /// is due (the restricted gap is below `margin·tol`, the budget of iterations is spent, or a
 /// check was forced).
@@ -168,14 +181,29 @@ impl CheckSchedule {
         self.forced
     }
 
+    /// After a whole-problem check that did not converge, `grew` when it found violators to
+    /// add to the working set: the one rule of every working set (grow, else stall if the
+    /// check was forced, else back off).
+    pub(crate) fn settle(&mut self, grew: bool) -> Settled {
+        if grew {
+            self.restart();
+            Settled::Grew
+        } else if self.forced {
+            Settled::Stalled
+        } else {
+            self.back_off();
+            Settled::BackedOff
+        }
+    }
+
     /// After a check that grew `W`: a new restricted problem, with the first budget.
-    pub(crate) fn restart(&mut self) {
+    fn restart(&mut self) {
         self.budget = Self::FIRST_BUDGET;
         self.forced = false;
     }
 
     /// After a check that found `W` complete: twice the budget before the next.
-    pub(crate) fn back_off(&mut self) {
+    fn back_off(&mut self) {
         self.budget *= 2;
         self.forced = false;
     }

@@ -1,14 +1,15 @@
 //! Kloft et al.'s Algorithm 1 (the wrapper): a full single-kernel solve on `K_θ = Σ θ_m K_m`
 //! between closed-form θ updates (eq. 17), with a working set of points when `β` is sparse.
 
-use super::{certificate, theta_update, LpConfig, Tracker};
+use super::{certificate, theta_update, LpConfig};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::result::{FitResult, PsdWitness, SolveStatus};
+use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::duality::{natural_dual, read_forms};
 use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet};
-use crate::solvers::schedule::{CheckSchedule, GapSchedule};
+use crate::solvers::schedule::{GapSchedule, Settled};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::witness::PsdCheck;
 
@@ -143,144 +144,227 @@ pub(super) fn fit_analytic(
     cfg: &LpConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
-    let (m, n) = (stack.m(), stack.n());
-    let mut theta = theta_update(&vec![1.0; m], cfg.p);
-    let mut whole = SingleKernel::new(cfg.loss, c, y)?;
-    // For p = 1 θ turns sparse and each step is cheap relative to its slow convergence.
-    let use_ws = cfg.p > 1.0 && whole.is_sparse();
-    let mut ws: Option<PointSet> = None;
-    let mut k_theta = Vec::new();
-    let mut tracker = Tracker::new(interrupt);
-    let psd = PsdCheck::new(stack);
-    let mut status = SolveStatus::MaxIterations;
-    let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, over_relaxation(cfg.p));
-    let mut checks = CheckSchedule::new();
-    let mut n_iter = 0;
-    for _ in 0..cfg.max_iter {
-        interrupt.check()?;
-        n_iter += 1;
-        // Set when the iterated problem changes: its gaps are not comparable with the last.
-        let mut new_problem = false;
-        let (gap, norms) = if let Some(set) = ws.as_mut() {
-            // The single-kernel solve on K_θ[W, W], and ‖w_m‖ from the sub-stack.
-            let (f, b) = set.solver.solve_combined(
-                set.stack.stack(),
-                &set.y,
-                &set.c,
-                &theta,
-                gaps.inner_tol(),
-                &mut k_theta,
-                interrupt,
-            )?;
-            let beta = set.solver.beta();
-            let st = Step::certify(
-                set.stack.stack(),
-                &psd,
-                beta,
-                cfg,
-                &set.y,
-                &set.c,
-                &theta,
-                beta,
-                b,
-                &f,
-            );
-            // A whole-problem dual value (β = 0 off W), unless β carries a witness.
-            tracker.note(st.witness);
-            let dual = tracker.certified(st.dual);
-            let rgap = checks.restricted_gap(st.primal, dual);
-            if checks.due_after(rgap, cfg.tol) {
-                // Whole-problem check at (θ, β): same β, so the same quadratic forms.
-                let beta = scatter_points(set.solver.beta(), set.idx(), n);
-                let mut f = vec![0.0; n];
-                stack.combined_matvec(&theta, &beta, &mut f);
-                let b = cfg.loss.best_intercept(y, &f, c, st.b);
-                let cert = certificate(cfg, y, c, &theta, b, &st.quad, &f, (&beta, &st.quad));
-                let gap = cert.record(&mut tracker, st.witness, &theta, &beta);
-                if gap <= cfg.tol {
-                    status = SolveStatus::Converged;
-                    break;
-                }
-                let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
-                let alpha = set.alpha(n);
-                let more = new_points(cfg.loss, y, &z, &alpha, set.idx());
-                if !more.is_empty() {
-                    new_problem = true;
-                    checks.restart();
-                    if !set.grow(stack, y, c, &more, &alpha)? {
-                        ws = None;
-                        whole.set_warm_start(alpha);
-                    }
-                } else if checks.is_forced() {
-                    // W holds every violator: the whole problem stalls with the restricted one.
-                    status = SolveStatus::Stalled;
-                    break;
-                } else {
-                    checks.back_off();
-                }
-            } else {
-                let active = theta.iter().filter(|&&t| t > 0.0).count();
-                tracker.record_with(f64::INFINITY, (st.dual, None), active, || unreachable!());
-            }
-            (rgap, st.norms)
+    let whole = SingleKernel::new(cfg.loss, c, y)?;
+    let mut solver = Analytic {
+        stack,
+        psd: PsdCheck::new(stack),
+        y,
+        c,
+        cfg,
+        theta: theta_update(&vec![1.0; stack.m()], cfg.p),
+        // For p = 1 θ turns sparse and each step is cheap relative to its slow convergence.
+        use_ws: cfg.p > 1.0 && whole.is_sparse(),
+        whole,
+        ws: None,
+        k_theta: Vec::new(),
+        norms: Vec::new(),
+        first: true,
+    };
+    let gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, over_relaxation(cfg.p));
+    Driver::new(cfg.tol, cfg.max_iter, interrupt)
+        .with_gaps(gaps)
+        .run(&mut solver)
+}
+
+/// Algorithm 1's state between iterations.
+struct Analytic<'s> {
+    stack: &'s dyn KernelStack,
+    psd: PsdCheck<'s>,
+    y: &'s [f64],
+    c: &'s [f64],
+    cfg: &'s LpConfig,
+    theta: Vec<f64>,
+    use_ws: bool,
+    /// The single-kernel solver of the whole problem, and the working set of points.
+    whole: SingleKernel,
+    ws: Option<PointSet>,
+    k_theta: Vec<f64>,
+    /// `‖w_m‖` of the last iterate: the input of the next θ update.
+    norms: Vec<f64>,
+    first: bool,
+}
+
+impl Solver for Analytic<'_> {
+    fn step(&mut self, d: &mut Driver<'_>) -> Result<Outcome> {
+        let first = std::mem::replace(&mut self.first, false);
+        if self.ws.is_some() {
+            self.restricted_step(d)
         } else {
-            // The single-kernel solve on K_θ, and ‖w_m‖ in one pass over the stack.
-            let (f, b) = whole.solve_combined(
-                stack,
-                y,
-                c,
-                &theta,
-                gaps.inner_tol(),
-                &mut k_theta,
-                interrupt,
-            )?;
-            if use_ws && n_iter == 1 {
-                let alpha = whole.alpha().unwrap_or(&[]).to_vec();
-                let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
-                let idx = new_points(cfg.loss, y, &z, &alpha, &[]);
-                ws = PointSet::new(stack, y, c, cfg.loss, &idx, &alpha)?;
-            }
-            let beta = whole.beta();
-            // With a working set, its sub-stack holds every non-zero of β: a cheaper pass.
-            let st = match &ws {
-                Some(set) => {
-                    let v = gather_points(beta, n, set.idx());
-                    Step::certify(set.stack.stack(), &psd, &v, cfg, y, c, &theta, beta, b, &f)
-                }
-                None => Step::certify(stack, &psd, beta, cfg, y, c, &theta, beta, b, &f),
-            };
-            let scaled: Vec<f64> = beta.iter().map(|v| st.scale * v).collect();
-            let dual = (st.dual, st.witness);
-            let gap = tracker.record(st.primal, dual, &theta, &scaled, st.b, st.norms.clone());
-            if gap <= cfg.tol {
-                status = SolveStatus::Converged;
-                break;
-            }
-            if ws.is_some() {
-                checks.start(tracker.certified(st.dual));
-                new_problem = true;
-            }
-            (gap, st.norms)
-        };
-        gaps.observe(gap, new_problem);
-        if gaps.is_stalled() {
-            if ws.is_none() {
-                status = SolveStatus::Stalled;
-                break;
-            }
-            // Only a whole-problem check can tell why the restricted problem stalls.
-            checks.force();
+            self.whole_step(d, first)
         }
-        // The θ update of eq. 17, extrapolated on restricted problems, whose iterations are
-        // the many cheap ones, and for the smooth losses, whose every iteration reads the
-        // whole stack twice (dense β; docs/mathematics.md §3.3); the whole problem of the
-        // hinge-type losses keeps Kloft's plain update (and its iterates).
-        let omega = if ws.is_some() || !whole.is_sparse() {
-            gaps.omega()
+    }
+
+    fn restricted(&self) -> bool {
+        self.ws.is_some()
+    }
+
+    /// The θ update of eq. 17, extrapolated on restricted problems, whose iterations are the
+    /// many cheap ones, and for the smooth losses, whose every iteration reads the whole stack
+    /// twice (dense β; docs/mathematics.md §3.3); the whole problem of the hinge-type losses
+    /// keeps Kloft's plain update (and its iterates).
+    fn update(&mut self, d: &Driver<'_>) -> Result<()> {
+        let omega = if self.ws.is_some() || !self.whole.is_sparse() {
+            d.omega()
         } else {
             1.0
         };
-        theta = extrapolate(&theta, &theta_update(&norms, cfg.p), omega, cfg.p);
+        let next = theta_update(&self.norms, self.cfg.p);
+        self.theta = extrapolate(&self.theta, &next, omega, self.cfg.p);
+        Ok(())
     }
-    tracker.finish(n_iter, status)
+}
+
+impl Analytic<'_> {
+    /// The single-kernel solve on `K_θ` and `‖w_m‖` in one pass over the stack; the first
+    /// forms the working set from its support vectors and margin violators.
+    fn whole_step(&mut self, d: &mut Driver<'_>, first: bool) -> Result<Outcome> {
+        let (stack, y, c, cfg) = (self.stack, self.y, self.c, self.cfg);
+        let n = stack.n();
+        let (f, b) = self.whole.solve_combined(
+            stack,
+            y,
+            c,
+            &self.theta,
+            d.inner_tol(),
+            &mut self.k_theta,
+            d.interrupt,
+        )?;
+        if self.use_ws && first {
+            let alpha = self.whole.alpha().unwrap_or(&[]).to_vec();
+            let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
+            let idx = new_points(cfg.loss, y, &z, &alpha, &[]);
+            self.ws = PointSet::new(stack, y, c, cfg.loss, &idx, &alpha)?;
+        }
+        let (theta, beta) = (&self.theta, self.whole.beta());
+        // With a working set, its sub-stack holds every non-zero of β: a cheaper pass.
+        let st = match &self.ws {
+            Some(set) => {
+                let v = gather_points(beta, n, set.idx());
+                Step::certify(
+                    set.stack.stack(),
+                    &self.psd,
+                    &v,
+                    cfg,
+                    y,
+                    c,
+                    theta,
+                    beta,
+                    b,
+                    &f,
+                )
+            }
+            None => Step::certify(stack, &self.psd, beta, cfg, y, c, theta, beta, b, &f),
+        };
+        let scaled: Vec<f64> = beta.iter().map(|v| st.scale * v).collect();
+        let dual = (st.dual, st.witness);
+        let gap = d
+            .tracker
+            .record(st.primal, dual, theta, &scaled, st.b, st.norms.clone());
+        self.norms = st.norms;
+        let new_problem = self.ws.is_some() && gap > cfg.tol;
+        if new_problem {
+            d.checks.start(d.tracker.certified(st.dual));
+        }
+        Ok(Outcome::Gap {
+            gap,
+            whole: true,
+            new_problem,
+        })
+    }
+
+    /// The single-kernel solve on `K_θ[W, W]` and `‖w_m‖` from the sub-stack; a
+    /// whole-problem check when one is due.
+    fn restricted_step(&mut self, d: &mut Driver<'_>) -> Result<Outcome> {
+        let (y, c, cfg) = (self.y, self.c, self.cfg);
+        let set = self
+            .ws
+            .as_mut()
+            .expect("a restricted step has a working set");
+        let (f, b) = set.solver.solve_combined(
+            set.stack.stack(),
+            &set.y,
+            &set.c,
+            &self.theta,
+            d.inner_tol(),
+            &mut self.k_theta,
+            d.interrupt,
+        )?;
+        let beta = set.solver.beta();
+        let (sy, sc) = (&set.y, &set.c);
+        let st = Step::certify(
+            set.stack.stack(),
+            &self.psd,
+            beta,
+            cfg,
+            sy,
+            sc,
+            &self.theta,
+            beta,
+            b,
+            &f,
+        );
+        // A whole-problem dual value (β = 0 off W), unless β carries a witness.
+        d.tracker.note(st.witness);
+        let dual = d.tracker.certified(st.dual);
+        let rgap = d.checks.restricted_gap(st.primal, dual);
+        let mut new_problem = false;
+        if d.checks.due_after(rgap, cfg.tol) {
+            match self.check(d, &st, y, c)? {
+                Checked::End(status) => return Ok(Outcome::Stop(status)),
+                Checked::Grew => new_problem = true,
+                Checked::BackedOff => {}
+            }
+        } else {
+            let active = self.theta.iter().filter(|&&t| t > 0.0).count();
+            d.tracker
+                .record_with(f64::INFINITY, (st.dual, None), active, || unreachable!());
+        }
+        self.norms = st.norms;
+        Ok(Outcome::Gap {
+            gap: rgap,
+            whole: false,
+            new_problem,
+        })
+    }
+
+    /// The whole-problem check at `(θ, β)` (same β, so the same quadratic forms): it records
+    /// the whole problem's certificate, then ends the fit or settles the working set.
+    fn check(&mut self, d: &mut Driver<'_>, st: &Step, y: &[f64], c: &[f64]) -> Result<Checked> {
+        let (stack, cfg, theta) = (self.stack, self.cfg, &self.theta);
+        let n = stack.n();
+        let set = self.ws.as_mut().expect("a check has a working set");
+        let beta = scatter_points(set.solver.beta(), set.idx(), n);
+        let mut f = vec![0.0; n];
+        stack.combined_matvec(theta, &beta, &mut f);
+        let b = cfg.loss.best_intercept(y, &f, c, st.b);
+        let cert = certificate(cfg, y, c, theta, b, &st.quad, &f, (&beta, &st.quad));
+        let gap = cert.record(&mut d.tracker, st.witness, theta, &beta);
+        if gap <= cfg.tol {
+            return Ok(Checked::End(SolveStatus::Converged));
+        }
+        let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
+        let alpha = set.alpha(n);
+        let more = new_points(cfg.loss, y, &z, &alpha, set.idx());
+        Ok(match d.checks.settle(!more.is_empty()) {
+            Settled::Grew => {
+                if !set.grow(stack, y, c, &more, &alpha)? {
+                    self.ws = None;
+                    self.whole.set_warm_start(alpha);
+                }
+                Checked::Grew
+            }
+            Settled::Stalled => Checked::End(SolveStatus::Stalled),
+            Settled::BackedOff => Checked::BackedOff,
+        })
+    }
+}
+
+/// What a whole-problem check of the working set found.
+enum Checked {
+    /// The fit ends: converged, or stalled with the restricted problem.
+    End(SolveStatus),
+    /// The working set grew (or gave way to the whole problem): a new problem.
+    Grew,
+    /// The working set is complete: the restricted iterations go on.
+    BackedOff,
 }

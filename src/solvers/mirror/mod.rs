@@ -32,7 +32,7 @@ use crate::kernels::{support_products, CombinedKernel, KernelStack};
 use crate::losses::{costs, Loss};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::duality::{loss_dual, natural_dual, read_forms};
-use crate::solvers::schedule::{CheckSchedule, GapSchedule};
+use crate::solvers::schedule::{CheckSchedule, GapSchedule, Settled};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
@@ -728,24 +728,26 @@ pub fn fit_group_weighted(
                 }
                 // The second-order step brings the new kernels in from λ = 0, with the model
                 // at the current weights; the mirror step cannot move a zero weight.
-                if state.grow(groups, &quad, per_group, !second) > 0 {
-                    checks.restart();
-                    checks.start(tracker.certified(dual));
-                    new_problem = true;
-                    if second {
-                        set = state.set();
-                        let n = beta.len();
-                        products = set
-                            .iter()
-                            .flat_map(|&k| all_products[k * n..(k + 1) * n].iter().copied())
-                            .collect();
-                        same_weights = true;
+                let grew = state.grow(groups, &quad, per_group, !second) > 0;
+                match checks.settle(grew) {
+                    Settled::Grew => {
+                        checks.start(tracker.certified(dual));
+                        new_problem = true;
+                        if second {
+                            set = state.set();
+                            let n = beta.len();
+                            products = set
+                                .iter()
+                                .flat_map(|&k| all_products[k * n..(k + 1) * n].iter().copied())
+                                .collect();
+                            same_weights = true;
+                        }
                     }
-                } else if checks.is_forced() {
-                    status = SolveStatus::Stalled;
-                    break;
-                } else {
-                    checks.back_off();
+                    Settled::Stalled => {
+                        status = SolveStatus::Stalled;
+                        break;
+                    }
+                    Settled::BackedOff => {}
                 }
             } else {
                 // The restricted dual bounds the restricted problem only: not recorded.

@@ -82,7 +82,7 @@ use crate::losses::{costs, Loss};
 use crate::result::{FitResult, PsdWitness, SolveStatus};
 use crate::solvers::penalty::{kernel_weights, SparsePenalty};
 use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet, MIN_POINTS};
-use crate::solvers::schedule::CheckSchedule;
+use crate::solvers::schedule::{CheckSchedule, Settled};
 use crate::solvers::single::{KernelOp, SingleKernel};
 use crate::solvers::spicy::dual::best_dual;
 use crate::solvers::tracker::{Model, Tracker};
@@ -1109,22 +1109,23 @@ fn fit_from(
                     status = SolveStatus::Converged;
                     break;
                 }
-                if !more.is_empty() {
-                    // A larger problem, whose `J` the last model does not predict.
-                    checks.restart();
-                    model = None;
-                    let set = ws.as_mut().expect("restricted iterates have a working set");
-                    if !set.grow(stack, y, c, &more, &alpha)? {
-                        ws = None;
-                        solver.set_warm_start(alpha);
+                match checks.settle(!more.is_empty()) {
+                    Settled::Grew => {
+                        // A larger problem, whose `J` the last model does not predict.
+                        model = None;
+                        let set = ws.as_mut().expect("restricted iterates have a working set");
+                        if !set.grow(stack, y, c, &more, &alpha)? {
+                            ws = None;
+                            solver.set_warm_start(alpha);
+                        }
+                        continue;
                     }
-                    continue;
-                } else if checks.is_forced() {
-                    // W holds every violator: the whole problem stalls with the restricted one.
-                    status = SolveStatus::Stalled;
-                    break;
+                    Settled::Stalled => {
+                        status = SolveStatus::Stalled;
+                        break;
+                    }
+                    Settled::BackedOff => {}
                 }
-                checks.back_off();
             } else {
                 let active = w.iter().filter(|&&v| v > 0.0).count();
                 tracker.record_with(f64::INFINITY, (cert.dual, None), active, || unreachable!());
@@ -1151,16 +1152,17 @@ fn fit_from(
                         .into_iter()
                         .filter(|k| set.binary_search(k).is_err()),
                 );
-                if grown.len() > set.len() {
-                    grown.sort_unstable();
-                    kset = Some(grown);
-                    checks.restart();
-                    checks.start(tracker.certified(dual));
-                } else if checks.is_forced() {
-                    status = SolveStatus::Stalled;
-                    break;
-                } else {
-                    checks.back_off();
+                match checks.settle(grown.len() > set.len()) {
+                    Settled::Grew => {
+                        grown.sort_unstable();
+                        kset = Some(grown);
+                        checks.start(tracker.certified(dual));
+                    }
+                    Settled::Stalled => {
+                        status = SolveStatus::Stalled;
+                        break;
+                    }
+                    Settled::BackedOff => {}
                 }
                 gap
             } else {
