@@ -22,6 +22,7 @@ pub mod kernels;
 pub mod linalg;
 pub mod losses;
 pub mod parallel;
+pub mod penalties;
 pub mod result;
 pub mod solvers;
 

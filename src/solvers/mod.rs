@@ -1,11 +1,9 @@
 //! Optimisation algorithms. Each solver touches kernels only through
 //! [`crate::kernels::KernelStack`].
 
-mod duality;
 pub mod lp;
 pub mod mirror;
 pub mod path;
-pub mod penalty;
 mod points;
 pub mod prox_newton;
 mod schedule;

@@ -1,12 +1,13 @@
 //! Kloft et al.'s Algorithm 1 (the wrapper): a full single-kernel solve on `K_θ = Σ θ_m K_m`
 //! between closed-form θ updates (eq. 17), with a working set of points when `β` is sparse.
 
-use super::{certificate, theta_update, LpConfig, Tracker};
+use super::{certificate, LpConfig, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
+use crate::penalties::duals::{natural_dual, read_forms};
+use crate::penalties::theta_update;
 use crate::result::{FitResult, PsdWitness, SolveStatus};
-use crate::solvers::duality::{natural_dual, read_forms};
 use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet};
 use crate::solvers::schedule::{CheckSchedule, GapSchedule};
 use crate::solvers::single::SingleKernel;

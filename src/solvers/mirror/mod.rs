@@ -30,101 +30,16 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{support_products, CombinedKernel, KernelStack};
 use crate::losses::{costs, Loss};
+use crate::penalties::duals::{loss_dual, natural_dual, read_forms};
+use crate::penalties::group::dual_penalty;
+use crate::penalties::{group_penalty, Groups};
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::duality::{loss_dual, natural_dual, read_forms};
 use crate::solvers::schedule::{CheckSchedule, GapSchedule};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 
 mod newton;
-
-/// The kernels of each group: `ids[m]` is kernel `m`'s group, `0..J`, every group non-empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Groups {
-    ids: Vec<usize>,
-    members: Vec<Vec<usize>>,
-}
-
-impl Groups {
-    /// Groups from a group id per kernel; the ids must be `0..J` with no gap.
-    pub fn new(ids: &[usize]) -> Result<Self> {
-        let count = ids.iter().max().map_or(0, |&j| j + 1);
-        let mut members = vec![Vec::new(); count];
-        for (m, &j) in ids.iter().enumerate() {
-            members[j].push(m);
-        }
-        if let Some(j) = members.iter().position(Vec::is_empty) {
-            return Err(MkError::config(
-                "groups",
-                format!("group ids must be 0..{count} with no gap; group {j} has no kernel"),
-            ));
-        }
-        Ok(Groups {
-            ids: ids.to_vec(),
-            members,
-        })
-    }
-
-    /// One group of `m` kernels (`group` = `lp` with `p = 1`, docs/mathematics.md §0.4).
-    pub fn single(m: usize) -> Self {
-        Groups {
-            ids: vec![0; m],
-            members: vec![(0..m).collect()],
-        }
-    }
-
-    /// The number of groups `J`.
-    pub fn len(&self) -> usize {
-        self.members.len()
-    }
-
-    /// Whether there is no group (no kernel).
-    pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
-    }
-
-    /// The group of every kernel.
-    pub fn ids(&self) -> &[usize] {
-        &self.ids
-    }
-
-    /// The kernels of every group.
-    pub fn members(&self) -> &[Vec<usize>] {
-        &self.members
-    }
-
-    /// `max_j |G_j|`.
-    fn largest(&self) -> usize {
-        self.members.iter().map(Vec::len).max().unwrap_or(0)
-    }
-}
-
-/// `½ max_j (Σ_{k∈G_j} s_jk)²`, the group penalty of the block norms `s`.
-pub fn group_penalty(norms: &[f64], groups: &Groups) -> f64 {
-    let top = groups
-        .members
-        .iter()
-        .map(|g| g.iter().map(|&m| norms[m].max(0.0)).sum::<f64>())
-        .fold(0.0f64, f64::max);
-    0.5 * top * top
-}
-
-/// `½ (Σ_j max_{k∈G_j} sqrt(q_jk))²`, the dual penalty of the quadratic forms `q`, taken over
-/// the kernels for which `counted` holds.
-pub(crate) fn dual_penalty(quad: &[f64], groups: &Groups, counted: impl Fn(usize) -> bool) -> f64 {
-    let total: f64 = groups
-        .members
-        .iter()
-        .map(|g| {
-            g.iter()
-                .filter(|&&m| counted(m))
-                .map(|&m| quad[m].max(0.0).sqrt())
-                .fold(0.0f64, f64::max)
-        })
-        .sum();
-    0.5 * total * total
-}
 
 /// How the mirror step `η_t` is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,9 +226,9 @@ struct State {
 
 impl State {
     fn new(groups: &Groups) -> Self {
-        let m = groups.ids.len();
+        let m = groups.ids().len();
         let mut lambda = vec![0.0; m];
-        for g in &groups.members {
+        for g in groups.members() {
             for &k in g {
                 lambda[k] = 1.0 / g.len() as f64;
             }
@@ -330,7 +245,7 @@ impl State {
     fn theta(&self, groups: &Groups) -> Vec<f64> {
         self.lambda
             .iter()
-            .zip(&groups.ids)
+            .zip(groups.ids())
             .map(|(&l, &j)| {
                 if l > 0.0 && self.gamma[j] > 0.0 {
                     l / self.gamma[j]
@@ -347,7 +262,7 @@ impl State {
 
     /// Restricts the set to the `top` kernels of largest `q` in each group, uniformly weighted.
     fn restrict(&mut self, groups: &Groups, quad: &[f64], top: impl Fn(usize) -> usize) {
-        for g in &groups.members {
+        for g in groups.members() {
             let mut order = g.clone();
             order.sort_by(|&a, &b| quad[b].total_cmp(&quad[a]));
             let keep = top(g.len()).clamp(1, g.len());
@@ -369,7 +284,7 @@ impl State {
         seeded: bool,
     ) -> usize {
         let mut added = 0;
-        for g in &groups.members {
+        for g in groups.members() {
             let best = g
                 .iter()
                 .filter(|&&k| self.in_set[k])
@@ -411,7 +326,7 @@ impl State {
         // g_jk = −½ q_jk/γ_j; the step is shifted by the group's smallest g (no overflow).
         let gamma = &self.gamma;
         let grad = |k: usize| {
-            let g = gamma[groups.ids[k]];
+            let g = gamma[groups.ids()[k]];
             if g > 0.0 {
                 -0.5 * quad[k].max(0.0) / g
             } else {
@@ -429,7 +344,7 @@ impl State {
         if eta.is_nan() || eta <= 0.0 {
             return;
         }
-        for g in &groups.members {
+        for g in groups.members() {
             let low = g
                 .iter()
                 .filter(|&&k| self.in_set[k])
@@ -471,7 +386,7 @@ impl State {
     /// the model is no guide. Measured on such groupings: predictions below zero, and from
     /// `γ_j ≈ 1e-6` jumps to `0.02–0.17` that undid 20 mirror steps each.
     fn newton(&mut self, groups: &Groups, quad: &[f64], it: &newton::Iterate) -> bool {
-        let Some(model) = newton::model(it, &groups.ids, &self.lambda, &self.gamma, quad) else {
+        let Some(model) = newton::model(it, groups.ids(), &self.lambda, &self.gamma, quad) else {
             return false;
         };
         let s = model.vars.len();
@@ -505,8 +420,8 @@ impl State {
             self.in_set[k] = v >= PRUNE;
         }
         for &j in &model.live {
-            let total: f64 = groups.members[j].iter().map(|&k| self.lambda[k]).sum();
-            for &k in &groups.members[j] {
+            let total: f64 = groups.members()[j].iter().map(|&k| self.lambda[k]).sum();
+            for &k in &groups.members()[j] {
                 self.lambda[k] /= total;
             }
         }
@@ -517,7 +432,7 @@ impl State {
     /// [Nath] eq. 6 given `q` on the set: `γ_j ∝ √W_j`.
     fn gamma_step(&mut self, groups: &Groups, quad: &[f64]) {
         let roots: Vec<f64> = groups
-            .members
+            .members()
             .iter()
             .map(|g| {
                 g.iter()
@@ -599,10 +514,10 @@ pub fn fit_group_weighted(
     crate::solvers::validate_targets(stack.n(), y)?;
     let c = &costs(cfg.c, sample_weight, y.len())?;
     let m = stack.m();
-    if groups.ids.len() != m {
+    if groups.ids().len() != m {
         return Err(MkError::config(
             "groups",
-            format!("has {} entries for {m} kernels", groups.ids.len()),
+            format!("has {} entries for {m} kernels", groups.ids().len()),
         ));
     }
     let mut state = State::new(groups);
@@ -622,7 +537,7 @@ pub fn fit_group_weighted(
     // The working set pays when it leaves out most kernels.
     let restricts = cfg.working_set
         && groups
-            .members
+            .members()
             .iter()
             .map(|g| per_group(g.len()))
             .sum::<usize>()

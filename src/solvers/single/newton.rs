@@ -16,9 +16,9 @@
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{dense_matvecs, factor_matvec, pivoted_cholesky, stack_dot as dot};
+use crate::kernels::{dense_matvecs, factor_matvec, pivoted_cholesky};
 use crate::linalg::{
-    solve_with_intercept, solve_with_intercept_many, Cholesky, DiagPlusLowRank, SpdFactor,
+    dot, solve_with_intercept, solve_with_intercept_many, Cholesky, DiagPlusLowRank, SpdFactor,
 };
 use crate::losses::Loss;
 

@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::{weighted_factors, KernelStack};
-use crate::linalg::{Cholesky, DiagPlusLowRank, SpdFactor};
+use crate::linalg::{dot, Cholesky, DiagPlusLowRank, SpdFactor};
 use crate::losses::Loss;
 
 /// The primal iterate and the dual point carried between outer iterations.
@@ -731,10 +731,6 @@ const STALL: usize = 8;
 /// The largest diagonal curvature of `L` used in the Newton system: `1e12` is `yρ` within
 /// `1e-12` of the logistic domain's boundary (see the frozen points in [`Inner::step`]).
 const MAX_CURVATURE: f64 = 1e12;
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
 
 /// Keeps the items of `v` whose flag in `keep` is set.
 fn retain_by<T>(v: &mut Vec<T>, keep: &[bool]) {

@@ -92,14 +92,15 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{point_subset, KernelStack, PointSubset, SubStack};
 use crate::losses::Loss;
+use crate::penalties::{kernel_weights, SparsePenalty};
 use crate::result::{relative_gap, FitResult, SolveStatus};
-use crate::solvers::penalty::{kernel_weights, SparsePenalty};
 use crate::solvers::points::{new_points, scatter_points, MAX_FRACTION, MIN_POINTS};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 
-pub use dual::{dual_value, project_dual, project_duals, Projected};
+pub use crate::penalties::duals::dual_value;
+pub use dual::{project_dual, project_duals, Projected};
 use inner::{Inner, Outer};
 
 /// The kernels' scale (1 if every kernel is zero or a diagonal is not finite), which sets the

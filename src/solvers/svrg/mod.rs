@@ -29,9 +29,11 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::features::SplitMix;
 use crate::kernels::{Element, RowFeatures};
+use crate::linalg::dot;
 use crate::losses::{costs, Loss};
+use crate::penalties::duals::lp_dual;
+use crate::penalties::lp_penalty;
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::duality::{lp_dual, lp_penalty};
 use crate::solvers::tracker::{Model, Tracker};
 
 /// Settings of an SVRG fit.
@@ -85,10 +87,6 @@ impl SvrgConfig {
         }
         Ok(())
     }
-}
-
-fn dot<T: Element>(x: &[T], w: &[f64]) -> f64 {
-    x.iter().zip(w).map(|(a, b)| a.to_f64() * b).sum()
 }
 
 /// The intercept minimising `Σ_t w_t ℓ(y_t, z_t + b)`: bisection on the non-decreasing
