@@ -1,8 +1,8 @@
 //! The dual values that several solvers' certificates read (docs/mathematics.md §1): the loss
-//! part of every SVM-type dual ([`loss_dual`]), ℓp's dual ([`lp_dual`]), the natural dual point
-//! of the logistic loss ([`natural_dual`]), the forms `βᵀK_mβ` of a dual point
-//! ([`read_forms`]), and the best multiple of a dual point for every [`BlockPenalty`]
-//! ([`best_dual`], [`best_envelope_dual`], [`dual_value`]).
+//! part of every SVM-type dual (`loss_dual`), ℓp's dual ([`lp_dual`]), the natural dual point
+//! of the logistic loss (`natural_dual`), the forms `βᵀK_mβ` of a dual point (`read_forms`),
+//! and the best multiple of a dual point for every [`BlockPenalty`] (`best_dual`,
+//! `best_envelope_dual`; [`dual_value`] at the point itself).
 //!
 //! Why here and not in `solvers/`: a dual value is the loss's conjugate plus the penalty's
 //! conjugate at a dual point, so it reads the losses, the kernels' forms and the penalties, and
@@ -101,8 +101,8 @@ pub(crate) fn read_forms(
 ///
 /// Why: the elastic-net dual charges `Σ max(0, ‖ρ̃‖_{K_m} − r_1)²/(2r_2)`, and at extreme
 /// kernel scales every candidate's norms were so large that its value fell below `D(0) = 0`
-/// (docs/mathematics.md §1.4); shrinking the point trades loss for penalty, and `d'(0) > 0` whenever the loss part can grow. Each evaluation
-/// costs O(n + M), no kernel read.
+/// (docs/mathematics.md §1.4); shrinking the point trades loss for penalty, and `d'(0) > 0`
+/// whenever the loss part can grow. Each evaluation costs O(n + M), no kernel read.
 ///
 /// When `d(top) ≥ d(top(1 − 10⁻⁶))`, concavity makes `d` non-decreasing on `[0, top]` and
 /// `top` is returned after two evaluations (the usual case near an optimum). Otherwise the
@@ -140,7 +140,8 @@ fn best_multiple(top: f64, d: impl Fn(f64) -> f64) -> f64 {
 }
 
 /// `D(ρ̃) = −Σ_i c_i ℓ*(y_i, −ρ̃_i/c_i)` (`c`: the per-sample loss weights), minus
-/// `Σ_m max(0, ‖ρ̃‖_{K_m} − r_1)²/(2 r_2)` for the elastic net; `−∞` if `ρ̃` violates the `l1` norm constraint (beyond rounding).
+/// `Σ_m max(0, ‖ρ̃‖_{K_m} − r_1)²/(2 r_2)` for the elastic net; `−∞` if `ρ̃` violates the `l1`
+/// norm constraint (beyond rounding).
 /// `norms` are the block norms `‖ρ̃‖_{K_m}` of all kernels.
 pub fn dual_value(
     norms: &[f64],

@@ -1,7 +1,7 @@
 //! Group MKL's penalty (Nath et al., "On the algorithmics and applications of a mixed-norm
 //! based kernel learning formulation"; docs/mathematics.md §0, §1.5, §4): ℓ∞ across groups of
 //! kernels, ℓ1 within each. [`Groups`] (which kernels form each group), the exact penalty and
-//! its dual penalty as mirror descent reads them ([`group_penalty`], [`dual_penalty`]), and
+//! its dual penalty as mirror descent reads them ([`group_penalty`], `dual_penalty`), and
 //! [`GroupPenalty`], exact or smoothed, as proximal Newton reads it (docs/mathematics.md §2.13).
 
 use crate::error::{MkError, Result};
@@ -93,7 +93,8 @@ pub(crate) fn dual_penalty(quad: &[f64], groups: &Groups, counted: impl Fn(usize
     0.5 * total * total
 }
 
-/// Group MKL's penalty on the block norms (docs/mathematics.md §0, §1.5): `Ω(s) = ½ max_j (Σ_{k∈G_j} s_k)²`, ℓ∞ across the groups and ℓ1 within each, exact when
+/// Group MKL's penalty on the block norms (docs/mathematics.md §0, §1.5):
+/// `Ω(s) = ½ max_j (Σ_{k∈G_j} s_k)²`, ℓ∞ across the groups and ℓ1 within each, exact when
 /// `eps = tau = 0`. Its smoothed form, for Newton steps in feature space
 /// (docs/mathematics.md §2.13), smooths both kinks:
 ///

@@ -54,8 +54,8 @@ pub enum StepRule {
     /// The second-order step of [`newton`] (hinge and squared hinge, working sets of at most
     /// [`NEWTON_MAX`] kernels), the adaptive step otherwise: after the first restriction of
     /// the working set (which resets `λ`), after a step that raised the primal, and instead of
-    /// a step that would move a `γ_j` more than [`GAMMA_TRUST`]× (the safeguards). Measured 5–10 stack reads to a 1e-3 gap where the adaptive rule needs
-    /// 26–293 (docs/mathematics.md §4).
+    /// a step that would move a `γ_j` more than [`GAMMA_TRUST`]× (the safeguards). Several
+    /// times fewer stack reads than the adaptive rule (docs/mathematics.md §4, "Measured").
     Newton,
 }
 
@@ -132,8 +132,8 @@ const PRUNE: f64 = 1e-10;
 /// A group whose `√W_j` is below this fraction of the largest is left out of `K_eff`.
 const GROUP_CUTOFF: f64 = 1e-6;
 
-/// The longest adaptive step, `η ≤ MAX_SCALE/‖g‖_∞`: longer steps overshoot (measured on the
-/// digits views: a constant 16/‖g‖_∞ oscillated where 4 and 8 converged).
+/// The longest adaptive step, `η ≤ MAX_SCALE/‖g‖_∞`: longer steps overshoot
+/// (docs/mathematics.md §4, "The adaptive step").
 const MAX_SCALE: f64 = 8.0;
 
 /// The largest working set that takes the second-order step: its QP costs `O(s³)` per change
@@ -171,11 +171,11 @@ impl Stepper {
     ///
     /// The adaptive rule lengthens the step 1.5x after an iterate that did not raise the
     /// primal and halves it after one that did, between the paper's step (below) and
-    /// [`MAX_SCALE`]. Without that floor the steps collapse (to 1e-55 seen on a 32-point
-    /// problem at C = 100): the primal zigzags across kinks, and a step too short to move the
-    /// warm-started inner solution leaves it unchanged. Taking a failed step back
-    /// (backtracking) measured worse: the primal is not smooth in `λ` (the max over groups),
-    /// so short steps from a kink fail too and the line search stalls.
+    /// [`MAX_SCALE`]. Without that floor the steps collapse (docs/mathematics.md §4): the
+    /// primal zigzags across kinks, and a step too short to move the warm-started inner
+    /// solution leaves it unchanged. Taking a failed step back (backtracking) measured worse:
+    /// the primal is not smooth in `λ` (the max over groups), so short steps from a kink fail
+    /// too and the line search stalls.
     ///
     /// The Newton rule takes the second-order step when `second` is given, unless `λ` was just
     /// reset (`restart`: the model was taken at other weights) or the last step raised the
@@ -383,8 +383,7 @@ impl State {
     /// model is degenerate or that `γ` moves a group's weight by more than [`GAMMA_TRUST`]×:
     /// then the saddle point has (or nears) a group at `γ_j = 0` (its kernels vanish on `α`,
     /// e.g. a low-rank kernel alone in its group), where `φ_γγ = −W_j/γ_j³` is singular and
-    /// the model is no guide. Measured on such groupings: predictions below zero, and from
-    /// `γ_j ≈ 1e-6` jumps to `0.02–0.17` that undid 20 mirror steps each.
+    /// the model is no guide (docs/mathematics.md §4, "Safeguard", has the measurements).
     fn newton(&mut self, groups: &Groups, quad: &[f64], it: &newton::Iterate) -> bool {
         let Some(model) = newton::model(it, groups.ids(), &self.lambda, &self.gamma, quad) else {
             return false;
@@ -457,8 +456,8 @@ fn per_group(n_j: usize) -> usize {
 /// The accuracy of the next single-kernel solve. The second-order step asks for the final one
 /// from the start: its model is the derivative of the exact solution (and a warm-started
 /// SMO run costs no stack read). It still follows the schedule below that, when a stalled gap
-/// makes the schedule tighten its floor: at extreme scales (a kernel ×1e12, squared hinge)
-/// the fixed `inner_tol` held the gap at 5e-6 for 200 iterations with nothing changing.
+/// makes the schedule tighten its floor: at extreme scales the fixed `inner_tol` held the gap
+/// still (docs/mathematics.md §4, "Stopping").
 fn inner_tol(gaps: &GapSchedule, cfg: &MirrorConfig) -> f64 {
     if cfg.step == StepRule::Newton && newton::dual_box(cfg.loss, &[cfg.c]).is_some() {
         cfg.inner_tol.min(gaps.inner_tol())
@@ -531,7 +530,7 @@ pub fn fit_group_weighted(
     // Mirror descent is not monotone: a stall is declared only after 50 steps without progress.
     let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, 1.0).with_patience(50);
     // Checked at `tol` itself: the restricted tail is first-order, so chasing tol/2 costs
-    // more restricted steps (0.4 stack reads each at 42 of 200 kernels) than one check.
+    // more restricted steps than one check (docs/mathematics.md §4, "Kernel working set").
     let mut checks = CheckSchedule::new().with_margin(1.0);
     let mut stepper = Stepper::new(cfg.step, groups);
     // The working set pays when it leaves out most kernels.

@@ -273,7 +273,7 @@ impl Prediction {
 }
 
 /// The share κ of the promised gap that the adaptive μ aims at (the rest absorbs the drift of P
-/// and of the active set over a step; 0.5 and 0.85 measured 5–10% more work on the benchmark).
+/// and of the active set over a step; docs/mathematics.md §5 compares other shares).
 const MU_SHARE: f64 = 0.7;
 
 /// The corrector stops at a squared decrement `(2/μ) gᵀH⁻¹g ≤ NEWTON_TOL` (then takes that

@@ -11,12 +11,13 @@
 //! certificate: the dual point `β = −C ℓ′(y, f(x) + b)`, shifted inside the conjugate's domain
 //! to `Σβ = 0`, with `βᵀK_kβ = ‖Φ_kᵀβ‖²` (docs/mathematics.md §1.3).
 //!
-//! What differs from the paper, measured on a numpy prototype (see the issue notes): the step
-//! is `h_k = 1/(L + λ/d_k)` with `L = β_ℓ max_t (‖φ(x_t)‖² + 1)` (the loss couples the kernels,
-//! so its smoothness covers the whole feature vector; `β_ℓ` = 1, or ¼ for logistic), one
-//! epoch is `n` steps and the last iterate is kept; the paper's Proposition 1 steps and inner
-//! lengths were 12–40× slower, and its cap `λ̃ ← min(λ/d, L/2)` diverges as `d_k → 0`. The
-//! intercept is an SVRG coordinate and is also re-fitted exactly at every snapshot.
+//! What differs from the paper (docs/mathematics.md §6, "What the code does", with the
+//! measurements): the step is `h_k = 1/(L + λ/d_k)` with `L = β_ℓ max_t (‖φ(x_t)‖² + 1)` (the
+//! loss couples the kernels, so its smoothness covers the whole feature vector; `β_ℓ` = 1, or
+//! ¼ for logistic), one epoch is `n` steps and the last iterate is kept; the paper's
+//! Proposition 1 steps and inner lengths need many more passes, and its cap
+//! `λ̃ ← min(λ/d, L/2)` diverges as `d_k → 0`. The intercept is an SVRG coordinate and is also
+//! re-fitted exactly at every snapshot.
 //!
 //! With a weight `w_t` per sample the data term is `(1/n) Σ_t w_t ℓ(…)` (so `Cn·g` has the loss
 //! weights `c_t = C w_t`): sample `t`'s stochastic gradient carries `w_t`, and `L` takes
