@@ -10,7 +10,7 @@ use multikernel::kernels::{
     gram, DenseStack, GramOptions, KernelFn, KernelSpec, KernelStack, LowRankStack, Normalization,
 };
 use multikernel::parallel::with_pool;
-use multikernel::solvers::penalty::SparsePenalty;
+use multikernel::penalties::SparsePenalty;
 use multikernel::solvers::spicy::{fit_spicy, SpicyConfig};
 use multikernel::{Loss, NoInterrupt};
 

@@ -13,8 +13,10 @@
 //!
 //! Layout: [`kernels`] computes and normalises Gram matrices and holds them in a
 //! [`kernels::KernelStack`], the one abstraction through which solvers touch kernels;
-//! [`solvers`] holds the optimisation algorithms; the `python` module (feature `python`) is a thin
-//! binding without logic.
+//! [`losses`] and [`penalties`] hold the two parts of the objective, with their conjugates and
+//! the dual values built on them; [`solvers`] holds the optimisation algorithms; the `python`
+//! module (feature `python`) is a thin binding without logic. Dependencies run
+//! `solvers → penalties → losses, kernels, linalg`, never back (`tests/layout.rs`).
 
 pub mod error;
 pub mod interrupt;
@@ -22,6 +24,7 @@ pub mod kernels;
 pub mod linalg;
 pub mod losses;
 pub mod parallel;
+pub mod penalties;
 pub mod result;
 pub mod solvers;
 

@@ -1,4 +1,5 @@
-//! Dense linear algebra on faer: Cholesky solves with a ridge fallback.
+//! Dense linear algebra: Cholesky solves on faer with a ridge fallback, and the one inner
+//! product [`dot`] that the kernels and the solvers share.
 
 use faer::linalg::solvers::Solve;
 use faer::{Mat, MatRef, Side};
@@ -25,6 +26,28 @@ pub fn clear_upper_simd_state() {
 #[target_feature(enable = "avx")]
 unsafe fn zero_upper() {
     std::arch::x86_64::_mm256_zeroupper();
+}
+
+/// `Σ_k a_k b_k` over the common length, with eight independent accumulators so that the
+/// loop vectorises; `a` may be f32 (a stack's or a feature matrix's entries), widened to f64.
+#[inline(always)]
+pub fn dot<T: Copy + Into<f64>>(a: &[T], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f64; 8];
+    let ca = a.chunks_exact(8);
+    let cb = b.chunks_exact(8);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] += Into::<f64>::into(x[l]) * y[l];
+        }
+    }
+    let mut s = (acc[0] + acc[4]) + (acc[1] + acc[5]) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (&x, y) in ra.iter().zip(rb) {
+        s += Into::<f64>::into(x) * y;
+    }
+    s
 }
 
 /// A Cholesky factorisation of an SPD matrix, with the ridge that had to be added (0 if none).

@@ -9,9 +9,9 @@ use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
-use crate::kernels::stack::{dot, DenseStack, KernelStack};
+use crate::kernels::stack::{DenseStack, KernelStack};
 use crate::kernels::Element;
-use crate::linalg::clear_upper_simd_state;
+use crate::linalg::{clear_upper_simd_state, dot};
 
 /// Pivoted Cholesky of one symmetric PSD kernel given by its diagonal and a column oracle.
 /// Returns the factor as `r` columns of length `n` stored one after another, and the relative

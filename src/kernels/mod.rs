@@ -28,13 +28,13 @@ pub use on_demand::{CombinedKernel, OnDemandStack};
 pub use packed::{point_subset, PackedStack, PointSubset};
 pub use rows::RowFeatures;
 pub use spec::{simplemkl_bank, validate_features, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
-pub use stack::{dense_matvecs, dot as stack_dot, DenseStack, KernelStack};
+pub use stack::{dense_matvecs, DenseStack, KernelStack};
 pub(crate) use stack::{nonzeros, weighted};
 pub use subset::SubStack;
 
 /// A floating-point element a dense stack may hold: f64, or f32 for half the bytes per pass.
-/// Arithmetic is always carried in f64.
-pub trait Element: Copy + Send + Sync + Default + 'static {
+/// Arithmetic is always carried in f64 (`Into<f64>` is what [`crate::linalg::dot`] reads).
+pub trait Element: Copy + Send + Sync + Default + Into<f64> + 'static {
     /// The type's machine epsilon, as f64 (what a rounding tolerance scales with).
     const EPSILON: f64;
     /// Widen to f64.

@@ -22,6 +22,7 @@ use crate::kernels::normalize::KernelStats;
 use crate::kernels::simd::avx2_dispatch;
 use crate::kernels::stack::{nonzeros, weighted};
 use crate::kernels::{Element, KernelFn, KernelSpec, KernelStack, NormStats, Normalization};
+use crate::linalg::dot;
 
 /// The points' columns read by one or more kernels, row-major `(N, d)`.
 struct Block {
@@ -457,12 +458,6 @@ fn accumulate_body<T: Element>(out: &mut [f64], c: &[T], a: f64, kind: u8) {
 
 avx2_dispatch! {
     fn accumulate<T>(out: &mut [f64], c: &[T], a: f64, kind: u8) = accumulate_body;
-}
-
-/// `⟨a, b⟩`.
-#[inline(always)]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// `‖a − b‖²`.

@@ -11,9 +11,10 @@ use rayon::prelude::*;
 
 use crate::kernels::simd::avx2_dispatch;
 use crate::kernels::stack::{
-    dot, mirror, nonzeros, ordered_sum, weighted, with_huge_capacity, SUM_CHUNKS,
+    mirror, nonzeros, ordered_sum, weighted, with_huge_capacity, SUM_CHUNKS,
 };
 use crate::kernels::{Element, KernelStack};
+use crate::linalg::dot;
 
 /// Entries of the first `j` packed columns of one kernel.
 #[inline(always)]

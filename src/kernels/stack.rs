@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use crate::error::{MkError, Result};
 use crate::kernels::simd::{avx2_dispatch, prefetch};
 use crate::kernels::Element;
+use crate::linalg::dot;
 
 /// Read access to `M` symmetric PSD `n×n` kernels. Methods that loop over kernels run in
 /// parallel on the current rayon pool.
@@ -120,27 +121,6 @@ pub trait KernelStack: Sync {
     fn on_demand(&self) -> Option<&crate::kernels::OnDemandStack> {
         None
     }
-}
-
-/// `Σ_k a_k b_k` with eight independent accumulators, so that the loop vectorises.
-#[inline(always)]
-pub fn dot<T: Element>(a: &[T], b: &[f64]) -> f64 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0.0f64; 8];
-    let ca = a.chunks_exact(8);
-    let cb = b.chunks_exact(8);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            acc[l] += x[l].to_f64() * y[l];
-        }
-    }
-    let mut s = (acc[0] + acc[4]) + (acc[1] + acc[5]) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (x, y) in ra.iter().zip(rb) {
-        s += x.to_f64() * y;
-    }
-    s
 }
 
 /// What [`DenseStack::validate`] gathers over part of a kernel, in eight lanes so that the

@@ -12,13 +12,13 @@ use crate::error::MkError;
 use crate::interrupt::Interrupt;
 use crate::kernels::{KernelStack, RowFeatures};
 use crate::losses::Loss;
+use crate::penalties::{BlockPenalty, Groups, SparsePenalty};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::{
     fit_lp_weighted, fit_one_class_weighted, LpAlgorithm, LpConfig, OneClassConfig,
 };
-use crate::solvers::mirror::{fit_group_weighted, Groups, MirrorConfig, StepRule};
+use crate::solvers::mirror::{fit_group_weighted, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
-use crate::solvers::penalty::{BlockPenalty, SparsePenalty};
 use crate::solvers::prox_newton::{
     fit_prox_newton_rows, fit_prox_newton_weighted, FeatureStart, ProxNewtonConfig,
 };

@@ -2,11 +2,9 @@
 //! [`crate::kernels::KernelStack`].
 
 mod driver;
-mod duality;
 pub mod lp;
 pub mod mirror;
 pub mod path;
-pub mod penalty;
 mod points;
 pub mod prox_newton;
 mod schedule;

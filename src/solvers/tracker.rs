@@ -153,9 +153,9 @@ impl<'a> Tracker<'a> {
         self.interrupt.progress(&record);
         self.history.push(record);
         // With a witness the certified gap is +∞ for good; iterating on to `max_iter` only
-        // polishes a model that can never be certified (pima, float32, C = 5000: 109 s
-        // against 4.7 s), so the solver is told the gap as computed and stops where it would
-        // have converged; `finish` then reports `Uncertified`.
+        // polishes a model that can never be certified (docs/mathematics.md §1.8), so the
+        // solver is told the gap as computed and stops where it would have converged;
+        // `finish` then reports `Uncertified`.
         if self.witness.is_some() {
             relative_gap(self.best_primal, self.raw_dual)
         } else {

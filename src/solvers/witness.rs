@@ -4,9 +4,8 @@
 //! Weak duality (§1.2) bounds `ρ̃ᵀK_m A[m]` by Cauchy–Schwarz in each kernel's inner product,
 //! which holds only for a PSD `K_m`. Every dual value takes the block norms as
 //! `sqrt(max(q_m, 0))` of `q_m = ρ̃ᵀK_mρ̃`, so a kernel that is indefinite along `ρ̃` looks free
-//! there, and a dual point that exploits it can lie above the optimum (a float32 Gaussian stack
-//! at C = 445: a converged gap of 9e-7 at a dual value 35 % above the optimum of the same
-//! kernels with their negative eigenvalues clipped). A PSD kernel can only produce `q_m < 0`
+//! there, and a dual point that exploits it can lie above the optimum (docs/guide.md §6 has
+//! such a fit). A PSD kernel can only produce `q_m < 0`
 //! through the rounding of `q_m`'s own computation, which [`quad_form_rounding`] bounds; a
 //! `q_m` below minus that bound proves that the kernel, as stored, is not PSD, and the dual
 //! value of that point proves nothing.

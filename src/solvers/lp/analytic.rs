@@ -1,13 +1,14 @@
 //! Kloft et al.'s Algorithm 1 (the wrapper): a full single-kernel solve on `K_θ = Σ θ_m K_m`
 //! between closed-form θ updates (eq. 17), with a working set of points when `β` is sparse.
 
-use super::{certificate, theta_update, LpConfig};
+use super::{certificate, LpConfig};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
+use crate::penalties::duals::{natural_dual, read_forms};
+use crate::penalties::theta_update;
 use crate::result::{FitResult, PsdWitness, SolveStatus};
 use crate::solvers::driver::{Driver, Outcome, Solver};
-use crate::solvers::duality::{natural_dual, read_forms};
 use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet};
 use crate::solvers::schedule::{GapSchedule, Settled};
 use crate::solvers::single::SingleKernel;
@@ -19,9 +20,8 @@ use crate::solvers::witness::PsdCheck;
 /// Why: with `β` held fixed, eq. 17 maps `log θ_m` to `(2/(p+1)) log θ_m + const`, a
 /// contraction of rate `ρ = 2/(p+1)` that `ω = 1/(1−ρ) = (p+1)/(p−1)` would solve in one
 /// step. `β` moves with `θ` and damps the iteration, and half that extrapolation beyond the
-/// plain step, `ω = 1 + ρ/(2(1−ρ)) = p*`, measured best (Kloft benchmark, n = 1000 and 2000:
-/// outer iterations 9 → 5 at p = 4/3, unchanged 4 at p = 2 and 5 at p = 4; ω = 3 and 4 at
-/// p = 2, or 4 and 6 at p = 4, took more). The cap keeps p near 1 from overshooting.
+/// plain step, `ω = 1 + ρ/(2(1−ρ)) = p*`, measured best (docs/mathematics.md §3.3 (c)). The
+/// cap keeps p near 1 from overshooting.
 pub(super) fn over_relaxation(p: f64) -> f64 {
     if p.is_finite() && p > 1.0 {
         (p / (p - 1.0)).min(4.0)

@@ -11,10 +11,11 @@
 
 use rayon::prelude::*;
 
-use super::{certificate, theta_update, LpConfig, Tracker};
+use super::{certificate, LpConfig, Tracker};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::{nonzeros, KernelStack};
+use crate::penalties::theta_update;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::single::dense_matvec;
 use crate::solvers::smo::{DenseKernel, QpSpec, SmoOptions, SmoState, StepOutcome};

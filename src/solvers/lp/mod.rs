@@ -15,7 +15,7 @@
 //!
 //! One file per algorithm: `analytic` (Algorithm 1, with its working set of points from
 //! `solvers::points`) and `interleaved` (Algorithm 2); the single-kernel solvers of Algorithm 1
-//! are `solvers::single`, the dual values `solvers::duality`.
+//! are `solvers::single`; the penalty, its dual and eq. 17 are `penalties::lp`.
 
 mod analytic;
 mod interleaved;
@@ -25,10 +25,11 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::{costs, Loss};
+use crate::penalties::duals::lp_dual;
+use crate::penalties::lp::{lp_penalty, DEFAULT_P};
 use crate::result::{FitResult, PsdWitness};
 pub(crate) use crate::solvers::tracker::Tracker;
 
-pub use crate::solvers::duality::{dual_norm, lp_dual, lp_penalty};
 pub use one_class::{fit_one_class, fit_one_class_weighted, OneClassConfig};
 
 /// How θ is learned.
@@ -60,7 +61,7 @@ pub struct LpConfig {
 impl Default for LpConfig {
     fn default() -> Self {
         LpConfig {
-            p: 2.0,
+            p: DEFAULT_P,
             c: 1.0,
             loss: Loss::Hinge,
             algorithm: LpAlgorithm::Analytic,
@@ -92,25 +93,6 @@ impl LpConfig {
         }
         Ok(())
     }
-}
-
-/// Kloft eq. 17: the optimal unit-p-norm θ given the block norms `‖w_m‖`.
-pub fn theta_update(wnorms: &[f64], p: f64) -> Vec<f64> {
-    if p.is_infinite() {
-        return vec![1.0; wnorms.len()];
-    }
-    let mx = wnorms.iter().fold(0.0f64, |a, &x| a.max(x));
-    if mx <= 0.0 {
-        let m = wnorms.len() as f64;
-        return vec![m.powf(-1.0 / p); wnorms.len()];
-    }
-    // θ_m ∝ ‖w_m‖^{2/(p+1)}, normalised to unit p-norm (scale-free, so divide by the max first).
-    let t: Vec<f64> = wnorms
-        .iter()
-        .map(|w| (w / mx).powf(2.0 / (p + 1.0)))
-        .collect();
-    let norm = t.iter().map(|x| x.powf(p)).sum::<f64>().powf(1.0 / p);
-    t.iter().map(|x| x / norm).collect()
 }
 
 /// The certificate of an iterate `A[m] = θ_m β`: `P`, `D`, the block norms and the model
@@ -155,7 +137,7 @@ impl Certificate {
 /// `P`, `D` and the block norms `‖f_m‖ = θ_m sqrt(βᵀK_mβ)` at `A[m] = θ_m β`, given
 /// `quad[m] = βᵀK_mβ` and `f = K_θ β` (without the intercept `b`); `P` at the model lifted
 /// onto the margin when that is lower ([`Loss::lift_to_margin`]). `D` at the dual point
-/// `dual = (point, its forms)`: `(β, quad)`, or the natural point of `duality::natural_dual`.
+/// `dual = (point, its forms)`: `(β, quad)`, or the natural point of `penalties::duals::natural_dual`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn certificate(
     cfg: &LpConfig,
@@ -284,35 +266,6 @@ mod tests {
                 let what = format!("{loss:?} p = {pn}, cache {cache}");
                 crate::solvers::test_util::assert_same_fit(&a, &b, 1e-8, 1e-4, &what);
             }
-        }
-    }
-
-    #[test]
-    fn theta_has_unit_p_norm_and_matches_eq_17() {
-        let w = [0.3, 1.2, 0.0, 2.5];
-        for p in [1.0, 4.0 / 3.0, 2.0, 4.0] {
-            let t = theta_update(&w, p);
-            let norm: f64 = t.iter().map(|x| x.powf(p)).sum::<f64>().powf(1.0 / p);
-            assert!((norm - 1.0).abs() < 1e-12);
-            let denom: f64 = w
-                .iter()
-                .map(|x: &f64| x.powf(2.0 * p / (p + 1.0)))
-                .sum::<f64>();
-            for (ti, wi) in t.iter().zip(&w) {
-                let e = wi.powf(2.0 / (p + 1.0)) / denom.powf(1.0 / p);
-                assert!((ti - e).abs() < 1e-12);
-            }
-        }
-    }
-
-    #[test]
-    fn penalty_is_the_variational_form() {
-        // ½(Σ s^q)^{2/q} = min_{‖θ‖_p ≤ 1} ½ Σ s_m²/θ_m, attained at eq. 17.
-        let s = [0.5, 1.5, 0.2];
-        for p in [1.0, 2.0, 3.0] {
-            let t = theta_update(&s, p);
-            let v: f64 = s.iter().zip(&t).map(|(a, b)| 0.5 * a * a / b).sum();
-            assert!((v - lp_penalty(&s, p)).abs() < 1e-12);
         }
     }
 }

@@ -16,13 +16,13 @@
 //! integer weights are duplicated rows.
 
 use super::analytic::over_relaxation;
-use super::{theta_update, Tracker};
+use super::Tracker;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::costs;
+use crate::penalties::{dual_norm, lp_penalty, theta_update};
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::duality::{dual_norm, lp_penalty};
 use crate::solvers::schedule::GapSchedule;
 use crate::solvers::single::dense_matvec;
 use crate::solvers::smo::{one_class, DenseKernel, SmoOptions};

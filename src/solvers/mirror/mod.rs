@@ -30,101 +30,16 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{support_products, CombinedKernel, KernelStack};
 use crate::losses::{costs, Loss};
+use crate::penalties::duals::{loss_dual, natural_dual, read_forms};
+use crate::penalties::group::dual_penalty;
+use crate::penalties::{group_penalty, Groups};
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::duality::{loss_dual, natural_dual, read_forms};
 use crate::solvers::schedule::{CheckSchedule, GapSchedule, Settled};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 
 mod newton;
-
-/// The kernels of each group: `ids[m]` is kernel `m`'s group, `0..J`, every group non-empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Groups {
-    ids: Vec<usize>,
-    members: Vec<Vec<usize>>,
-}
-
-impl Groups {
-    /// Groups from a group id per kernel; the ids must be `0..J` with no gap.
-    pub fn new(ids: &[usize]) -> Result<Self> {
-        let count = ids.iter().max().map_or(0, |&j| j + 1);
-        let mut members = vec![Vec::new(); count];
-        for (m, &j) in ids.iter().enumerate() {
-            members[j].push(m);
-        }
-        if let Some(j) = members.iter().position(Vec::is_empty) {
-            return Err(MkError::config(
-                "groups",
-                format!("group ids must be 0..{count} with no gap; group {j} has no kernel"),
-            ));
-        }
-        Ok(Groups {
-            ids: ids.to_vec(),
-            members,
-        })
-    }
-
-    /// One group of `m` kernels (`group` = `lp` with `p = 1`, docs/mathematics.md §0.4).
-    pub fn single(m: usize) -> Self {
-        Groups {
-            ids: vec![0; m],
-            members: vec![(0..m).collect()],
-        }
-    }
-
-    /// The number of groups `J`.
-    pub fn len(&self) -> usize {
-        self.members.len()
-    }
-
-    /// Whether there is no group (no kernel).
-    pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
-    }
-
-    /// The group of every kernel.
-    pub fn ids(&self) -> &[usize] {
-        &self.ids
-    }
-
-    /// The kernels of every group.
-    pub fn members(&self) -> &[Vec<usize>] {
-        &self.members
-    }
-
-    /// `max_j |G_j|`.
-    fn largest(&self) -> usize {
-        self.members.iter().map(Vec::len).max().unwrap_or(0)
-    }
-}
-
-/// `½ max_j (Σ_{k∈G_j} s_jk)²`, the group penalty of the block norms `s`.
-pub fn group_penalty(norms: &[f64], groups: &Groups) -> f64 {
-    let top = groups
-        .members
-        .iter()
-        .map(|g| g.iter().map(|&m| norms[m].max(0.0)).sum::<f64>())
-        .fold(0.0f64, f64::max);
-    0.5 * top * top
-}
-
-/// `½ (Σ_j max_{k∈G_j} sqrt(q_jk))²`, the dual penalty of the quadratic forms `q`, taken over
-/// the kernels for which `counted` holds.
-pub(crate) fn dual_penalty(quad: &[f64], groups: &Groups, counted: impl Fn(usize) -> bool) -> f64 {
-    let total: f64 = groups
-        .members
-        .iter()
-        .map(|g| {
-            g.iter()
-                .filter(|&&m| counted(m))
-                .map(|&m| quad[m].max(0.0).sqrt())
-                .fold(0.0f64, f64::max)
-        })
-        .sum();
-    0.5 * total * total
-}
 
 /// How the mirror step `η_t` is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,8 +54,8 @@ pub enum StepRule {
     /// The second-order step of [`newton`] (hinge and squared hinge, working sets of at most
     /// [`NEWTON_MAX`] kernels), the adaptive step otherwise: after the first restriction of
     /// the working set (which resets `λ`), after a step that raised the primal, and instead of
-    /// a step that would move a `γ_j` more than [`GAMMA_TRUST`]× (the safeguards). Measured 5–10 stack reads to a 1e-3 gap where the adaptive rule needs
-    /// 26–293 (docs/mathematics.md §4).
+    /// a step that would move a `γ_j` more than [`GAMMA_TRUST`]× (the safeguards). Several
+    /// times fewer stack reads than the adaptive rule (docs/mathematics.md §4, "Measured").
     Newton,
 }
 
@@ -217,8 +132,8 @@ const PRUNE: f64 = 1e-10;
 /// A group whose `√W_j` is below this fraction of the largest is left out of `K_eff`.
 const GROUP_CUTOFF: f64 = 1e-6;
 
-/// The longest adaptive step, `η ≤ MAX_SCALE/‖g‖_∞`: longer steps overshoot (measured on the
-/// digits views: a constant 16/‖g‖_∞ oscillated where 4 and 8 converged).
+/// The longest adaptive step, `η ≤ MAX_SCALE/‖g‖_∞`: longer steps overshoot
+/// (docs/mathematics.md §4, "The adaptive step").
 const MAX_SCALE: f64 = 8.0;
 
 /// The largest working set that takes the second-order step: its QP costs `O(s³)` per change
@@ -256,11 +171,11 @@ impl Stepper {
     ///
     /// The adaptive rule lengthens the step 1.5x after an iterate that did not raise the
     /// primal and halves it after one that did, between the paper's step (below) and
-    /// [`MAX_SCALE`]. Without that floor the steps collapse (to 1e-55 seen on a 32-point
-    /// problem at C = 100): the primal zigzags across kinks, and a step too short to move the
-    /// warm-started inner solution leaves it unchanged. Taking a failed step back
-    /// (backtracking) measured worse: the primal is not smooth in `λ` (the max over groups),
-    /// so short steps from a kink fail too and the line search stalls.
+    /// [`MAX_SCALE`]. Without that floor the steps collapse (docs/mathematics.md §4): the
+    /// primal zigzags across kinks, and a step too short to move the warm-started inner
+    /// solution leaves it unchanged. Taking a failed step back (backtracking) measured worse:
+    /// the primal is not smooth in `λ` (the max over groups), so short steps from a kink fail
+    /// too and the line search stalls.
     ///
     /// The Newton rule takes the second-order step when `second` is given, unless `λ` was just
     /// reset (`restart`: the model was taken at other weights) or the last step raised the
@@ -311,9 +226,9 @@ struct State {
 
 impl State {
     fn new(groups: &Groups) -> Self {
-        let m = groups.ids.len();
+        let m = groups.ids().len();
         let mut lambda = vec![0.0; m];
-        for g in &groups.members {
+        for g in groups.members() {
             for &k in g {
                 lambda[k] = 1.0 / g.len() as f64;
             }
@@ -330,7 +245,7 @@ impl State {
     fn theta(&self, groups: &Groups) -> Vec<f64> {
         self.lambda
             .iter()
-            .zip(&groups.ids)
+            .zip(groups.ids())
             .map(|(&l, &j)| {
                 if l > 0.0 && self.gamma[j] > 0.0 {
                     l / self.gamma[j]
@@ -347,7 +262,7 @@ impl State {
 
     /// Restricts the set to the `top` kernels of largest `q` in each group, uniformly weighted.
     fn restrict(&mut self, groups: &Groups, quad: &[f64], top: impl Fn(usize) -> usize) {
-        for g in &groups.members {
+        for g in groups.members() {
             let mut order = g.clone();
             order.sort_by(|&a, &b| quad[b].total_cmp(&quad[a]));
             let keep = top(g.len()).clamp(1, g.len());
@@ -369,7 +284,7 @@ impl State {
         seeded: bool,
     ) -> usize {
         let mut added = 0;
-        for g in &groups.members {
+        for g in groups.members() {
             let best = g
                 .iter()
                 .filter(|&&k| self.in_set[k])
@@ -411,7 +326,7 @@ impl State {
         // g_jk = −½ q_jk/γ_j; the step is shifted by the group's smallest g (no overflow).
         let gamma = &self.gamma;
         let grad = |k: usize| {
-            let g = gamma[groups.ids[k]];
+            let g = gamma[groups.ids()[k]];
             if g > 0.0 {
                 -0.5 * quad[k].max(0.0) / g
             } else {
@@ -429,7 +344,7 @@ impl State {
         if eta.is_nan() || eta <= 0.0 {
             return;
         }
-        for g in &groups.members {
+        for g in groups.members() {
             let low = g
                 .iter()
                 .filter(|&&k| self.in_set[k])
@@ -468,10 +383,9 @@ impl State {
     /// model is degenerate or that `γ` moves a group's weight by more than [`GAMMA_TRUST`]×:
     /// then the saddle point has (or nears) a group at `γ_j = 0` (its kernels vanish on `α`,
     /// e.g. a low-rank kernel alone in its group), where `φ_γγ = −W_j/γ_j³` is singular and
-    /// the model is no guide. Measured on such groupings: predictions below zero, and from
-    /// `γ_j ≈ 1e-6` jumps to `0.02–0.17` that undid 20 mirror steps each.
+    /// the model is no guide (docs/mathematics.md §4, "Safeguard", has the measurements).
     fn newton(&mut self, groups: &Groups, quad: &[f64], it: &newton::Iterate) -> bool {
-        let Some(model) = newton::model(it, &groups.ids, &self.lambda, &self.gamma, quad) else {
+        let Some(model) = newton::model(it, groups.ids(), &self.lambda, &self.gamma, quad) else {
             return false;
         };
         let s = model.vars.len();
@@ -505,8 +419,8 @@ impl State {
             self.in_set[k] = v >= PRUNE;
         }
         for &j in &model.live {
-            let total: f64 = groups.members[j].iter().map(|&k| self.lambda[k]).sum();
-            for &k in &groups.members[j] {
+            let total: f64 = groups.members()[j].iter().map(|&k| self.lambda[k]).sum();
+            for &k in &groups.members()[j] {
                 self.lambda[k] /= total;
             }
         }
@@ -517,7 +431,7 @@ impl State {
     /// [Nath] eq. 6 given `q` on the set: `γ_j ∝ √W_j`.
     fn gamma_step(&mut self, groups: &Groups, quad: &[f64]) {
         let roots: Vec<f64> = groups
-            .members
+            .members()
             .iter()
             .map(|g| {
                 g.iter()
@@ -542,8 +456,8 @@ fn per_group(n_j: usize) -> usize {
 /// The accuracy of the next single-kernel solve. The second-order step asks for the final one
 /// from the start: its model is the derivative of the exact solution (and a warm-started
 /// SMO run costs no stack read). It still follows the schedule below that, when a stalled gap
-/// makes the schedule tighten its floor: at extreme scales (a kernel ×1e12, squared hinge)
-/// the fixed `inner_tol` held the gap at 5e-6 for 200 iterations with nothing changing.
+/// makes the schedule tighten its floor: at extreme scales the fixed `inner_tol` held the gap
+/// still (docs/mathematics.md §4, "Stopping").
 fn inner_tol(gaps: &GapSchedule, cfg: &MirrorConfig) -> f64 {
     if cfg.step == StepRule::Newton && newton::dual_box(cfg.loss, &[cfg.c]).is_some() {
         cfg.inner_tol.min(gaps.inner_tol())
@@ -599,10 +513,10 @@ pub fn fit_group_weighted(
     crate::solvers::validate_targets(stack.n(), y)?;
     let c = &costs(cfg.c, sample_weight, y.len())?;
     let m = stack.m();
-    if groups.ids.len() != m {
+    if groups.ids().len() != m {
         return Err(MkError::config(
             "groups",
-            format!("has {} entries for {m} kernels", groups.ids.len()),
+            format!("has {} entries for {m} kernels", groups.ids().len()),
         ));
     }
     let mut state = State::new(groups);
@@ -616,13 +530,13 @@ pub fn fit_group_weighted(
     // Mirror descent is not monotone: a stall is declared only after 50 steps without progress.
     let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, 1.0).with_patience(50);
     // Checked at `tol` itself: the restricted tail is first-order, so chasing tol/2 costs
-    // more restricted steps (0.4 stack reads each at 42 of 200 kernels) than one check.
+    // more restricted steps than one check (docs/mathematics.md §4, "Kernel working set").
     let mut checks = CheckSchedule::new().with_margin(1.0);
     let mut stepper = Stepper::new(cfg.step, groups);
     // The working set pays when it leaves out most kernels.
     let restricts = cfg.working_set
         && groups
-            .members
+            .members()
             .iter()
             .map(|g| per_group(g.len()))
             .sum::<usize>()

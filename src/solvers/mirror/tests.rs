@@ -196,15 +196,6 @@ fn invalid_groups_are_errors() {
     assert!(e.to_string().contains("groups"), "{e}");
 }
 
-#[test]
-fn penalty_and_dual_penalty_are_the_group_norms() {
-    let groups = Groups::new(&[0, 0, 1]).unwrap();
-    assert_eq!(group_penalty(&[1.0, 2.0, 4.0], &groups), 8.0);
-    assert_eq!(group_penalty(&[1.0, 2.0, 2.5], &groups), 4.5);
-    assert_eq!(dual_penalty(&[1.0, 4.0, 9.0], &groups, |_| true), 12.5);
-    assert_eq!(dual_penalty(&[1.0, 4.0, 9.0], &groups, |k| k != 1), 8.0);
-}
-
 /// The saddle point of `φ(λ, ·, ·)` for a hinge-type `loss` by alternating the SVM on `K_eff`
 /// and [Nath] eq. 6 to convergence, starting from `γ`, or at `γ` itself when `fixed`: the SVM
 /// solver (holding `α`), `γ`, `q`, `J = 1ᵀα − ½ αᵀα/C_sq − ½ Σ_j W_j/γ_j`, `K_eff` and
@@ -228,14 +219,14 @@ fn saddle(
     let mut k_eff = Vec::new();
     let mut quad = vec![0.0; m];
     for _ in 0..200 {
-        let theta: Vec<f64> = (0..m).map(|k| lambda[k] / gamma[groups.ids[k]]).collect();
+        let theta: Vec<f64> = (0..m).map(|k| lambda[k] / gamma[groups.ids()[k]]).collect();
         let (f, _) = solver
             .solve_combined(stack, y, &ones, &theta, 1e-13, &mut k_eff, &NoInterrupt)
             .unwrap();
         stack.quad_forms(solver.beta(), &mut quad);
         let mut w = vec![0.0; gamma.len()];
         for k in 0..m {
-            w[groups.ids[k]] += lambda[k] * quad[k];
+            w[groups.ids()[k]] += lambda[k] * quad[k];
         }
         let alpha = solver.alpha().unwrap();
         let value = alpha.iter().map(|a| a - 0.5 * ridge * a * a).sum::<f64>()

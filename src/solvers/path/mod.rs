@@ -35,7 +35,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{KernelStack, LowRankStack, SubStack};
-use crate::linalg::{clear_upper_simd_state, Cholesky, DiagPlusLowRank, SpdFactor};
+use crate::linalg::{clear_upper_simd_state, dot, Cholesky, DiagPlusLowRank, SpdFactor};
 use crate::losses::Loss;
 use crate::result::{relative_gap, IterRecord};
 
@@ -273,7 +273,7 @@ impl Prediction {
 }
 
 /// The share κ of the promised gap that the adaptive μ aims at (the rest absorbs the drift of P
-/// and of the active set over a step; 0.5 and 0.85 measured 5–10% more work on the benchmark).
+/// and of the active set over a step; docs/mathematics.md §5 compares other shares).
 const MU_SHARE: f64 = 0.7;
 
 /// The corrector stops at a squared decrement `(2/μ) gᵀH⁻¹g ≤ NEWTON_TOL` (then takes that
@@ -296,10 +296,6 @@ const EPS_STEPS: (usize, usize) = (4, 8);
 /// The corrector's chord steps (with the predictor's factor) stop, for fresh Newton steps,
 /// once a step shrinks the squared decrement by less than this factor.
 const CHORD_RATE: f64 = 0.25;
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
 
 /// `U` with `UUᵀ = Σ_j [η_j K_j + (2/μ) η_j² (K_jα)(K_jα)ᵀ]` on a stack of factors
 /// `K_j = G_jG_jᵀ`, column-major `n × Σ_j r_j`: with `z_j = G_jᵀα` (so `G_jz_j = K_jα`),

@@ -26,14 +26,14 @@ use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{stack_dot as dot, Element, KernelStack, RowFeatures};
-use crate::linalg::{clear_upper_simd_state, Cholesky};
+use crate::kernels::{Element, KernelStack, RowFeatures};
+use crate::linalg::{clear_upper_simd_state, dot, Cholesky};
 use crate::losses::{costs, Envelope, Loss};
-use crate::result::{relative_gap, FitResult, SolveStatus};
-use crate::solvers::penalty::{
-    lp_gradient_scales, lp_q, BlockPenalty, GroupPenalty, SparsePenalty,
+use crate::penalties::duals::{best_dual, best_envelope_dual};
+use crate::penalties::{
+    lp_gradient_scales, lp_penalty, lp_q, BlockPenalty, GroupPenalty, SparsePenalty,
 };
-use crate::solvers::spicy::dual::{best_dual, best_envelope_dual};
+use crate::result::{relative_gap, FitResult, SolveStatus};
 use crate::solvers::tracker::{Model, Tracker};
 use features::{check_finite, rows_of, FeatureOps, CHUNK};
 
@@ -622,7 +622,7 @@ fn lp_direction(ws: &WorkingSet, hess: &[f64], g: &[f64], wl: &[f64], p: f64) ->
     let k = ws.cols.len() + 1;
     let q = lp_q(p);
     let norms: Vec<f64> = ws.blocks().map(|r| norm(&wl[r])).collect();
-    let big_n = (2.0 * crate::solvers::duality::lp_penalty(&norms, p)).sqrt();
+    let big_n = (2.0 * lp_penalty(&norms, p)).sqrt();
     let smax = norms.iter().fold(0.0f64, |a, &v| a.max(v));
     let mut a = hess.to_vec();
     let mut rhs = g.to_vec();

@@ -174,7 +174,7 @@ fn lp_meets_the_analytic_wrapper_on_the_products() {
                 );
                 let pv = primal_of(&lr, &y, &ours, &cfg);
                 assert!((pv - ours.primal).abs() <= 1e-10 * pv, "{what}: {pv}");
-                let theta = crate::solvers::lp::theta_update(&ours.kernel_norms, p);
+                let theta = crate::penalties::theta_update(&ours.kernel_norms, p);
                 for (a, b) in ours.kernel_weights.iter().zip(&theta) {
                     assert!((a - b).abs() <= 1e-12, "{what}: {a} vs {b}");
                 }
@@ -310,7 +310,8 @@ fn group_of(ids: &[usize]) -> BlockPenalty {
 /// the returned weights, and the kernel weights are mirror's `θ` convention.
 #[test]
 fn group_meets_mirror_on_the_products() {
-    use crate::solvers::mirror::{fit_group, Groups, MirrorConfig};
+    use crate::penalties::Groups;
+    use crate::solvers::mirror::{fit_group, MirrorConfig};
     let n = 50;
     for loss in SMOOTH {
         let (g, m, y) = problem(n, loss == Loss::Squared, 3);
@@ -379,7 +380,8 @@ fn group_meets_mirror_on_the_products() {
 /// certified by the exact gap, at `mirror`'s primal value where `mirror` converges.
 #[test]
 fn group_with_hinge_losses_is_certified() {
-    use crate::solvers::mirror::{fit_group, Groups, MirrorConfig};
+    use crate::penalties::Groups;
+    use crate::solvers::mirror::{fit_group, MirrorConfig};
     let n = 50;
     for loss in [Loss::Hinge, Loss::EpsilonInsensitive { epsilon: 0.1 }] {
         let (g, m, y) = problem(n, loss != Loss::Hinge, 3);

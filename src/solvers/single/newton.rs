@@ -16,9 +16,9 @@
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{dense_matvecs, factor_matvec, pivoted_cholesky, stack_dot as dot};
+use crate::kernels::{dense_matvecs, factor_matvec, pivoted_cholesky};
 use crate::linalg::{
-    solve_with_intercept, solve_with_intercept_many, Cholesky, DiagPlusLowRank, SpdFactor,
+    dot, solve_with_intercept, solve_with_intercept_many, Cholesky, DiagPlusLowRank, SpdFactor,
 };
 use crate::losses::Loss;
 
@@ -312,9 +312,9 @@ fn objective(loss: Loss, c: &[f64], y: &[f64], kb: &[f64], beta: &[f64], b: f64)
 /// diagonal `1/(C w_min)`, which decouples it from the system. A floor of 1e-10 on w alone is
 /// that only up to C ≈ 1: at C = 1e12 (or a kernel ×1e12) it capped `1/(Cw)` at 1e-2, far
 /// below the kernel's scale, so well-classified points with `Cw ≈ 1e-2` were treated as tight
-/// and Newton's steps were wrong for them (linear convergence, 83 outer iterations to 1e-6 on
-/// one kernel). Capping `1/(Cw)` at 1e12 times the kernel's mean diagonal decouples only what
-/// is negligible. With per-sample weights `c` is the largest of them (the tightest cap).
+/// and Newton converged linearly (docs/mathematics.md §3.2). Capping `1/(Cw)` at 1e12 times
+/// the kernel's mean diagonal decouples only what is negligible. With per-sample weights `c`
+/// is the largest of them (the tightest cap).
 fn curvature_floor(c: f64, kscale: f64) -> f64 {
     if kscale > 0.0 && kscale.is_finite() {
         1e-10f64.min(1e-12 / (c * kscale))

@@ -641,9 +641,8 @@ impl SmoState {
             if steps % CHECK_EVERY == 0 {
                 interrupt.check()?;
                 // The gradient is known to about ε times its own size at best: below that no
-                // pair can be told optimal, and a smaller eps only spins to max_iter (10⁷ steps:
-                // tol = 1e-16 in an outer solver took 36 s on 20 points; kernels scaled by
-                // 1e±150, minutes).
+                // pair can be told optimal, and a smaller eps only spins to max_iter
+                // (docs/mathematics.md §3.2).
                 let size = self.h.iter().fold(0.0f64, |a, x| a.max(x.abs()));
                 self.eps = self.eps_asked.max(EPS_FLOOR * size);
             }

@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::{weighted_factors, KernelStack};
-use crate::linalg::{Cholesky, DiagPlusLowRank, SpdFactor};
+use crate::linalg::{dot, Cholesky, DiagPlusLowRank, SpdFactor};
 use crate::losses::Loss;
 
 /// The primal iterate and the dual point carried between outer iterations.
@@ -350,9 +350,9 @@ impl Inner<'_> {
         }
         // The activity test reads ‖v_m‖ from expanded quadratic forms, the gradient and
         // Hessian from `sv`, computed directly. At extreme kernel scales the two differ by
-        // rounding (a linear kernel ×1e12 on breast cancer: 1.0000 against 0.9587), and a
-        // kernel active by one but not the other got the weight 1 − γλ₁/sv < 0: an
-        // indefinite Newton system. The norm the step uses decides.
+        // rounding (docs/mathematics.md §2.5), and a kernel active by one but not the other
+        // got the weight 1 − γλ₁/sv < 0: an indefinite Newton system. The norm the step uses
+        // decides.
         let keep: Vec<bool> =
             b.sv.iter()
                 .map(|&s| s > gk * self.lam1 && s > 0.0)
@@ -558,9 +558,9 @@ impl Inner<'_> {
     /// quadratic forms already at hand, so this reads no kernel. The logistic dual's entropy
     /// keeps `0 < yρ < 1`: from `yρ = ½` (or the last step's `ρ`), Newton's steps towards the
     /// small `yρ` of the large margins leave the domain and backtracking cuts them to ¼, for
-    /// many steps. The ray's minimum takes most of that way at once: ring2000 (M = 50, C = 1)
-    /// needed 32 instead of 39 Newton steps, digits (n = 1797) 27 instead of 34. The squared
-    /// loss gained nothing (28 → 30 steps), so only the logistic loss uses it.
+    /// many steps. The ray's minimum takes most of that way at once; the squared loss gained
+    /// nothing, so only the logistic loss uses it (docs/mathematics.md §2.5, "Logistic start
+    /// on the ray").
     fn scale_start(&self, st: &Outer, rho: &mut [f64], line: &mut Line, gamma: f64) {
         let n = rho.len();
         let mut cr = vec![0.0; st.m];
@@ -700,13 +700,11 @@ struct Blocks {
 /// Whether Newton's residuals (`history`, one per step) have stagnated.
 ///
 /// Semismooth Newton on the hinge-type slack can cycle points across the prox's kinks with
-/// tiny accepted steps (ring5000, γ = 1e7: the residual stayed at 3e-4 of a start of 0.3 from
-/// step 20 to the cap of 100), so it stops when the residual has not halved in STALL steps once
-/// it is a hundredth of its start. Earlier, slow progress is the damped phase of Newton's
-/// method (ring2000 at γ = 10 needs 16 steps), which must go on. Once the residual is 1e-4 of
-/// its start Newton is in its quadratic phase, so two steps without halving it mean a point it
-/// cannot resolve (ring2000, logistic, γ = 1: eight steps at 3.7e-6 against a tolerance of
-/// 2e-6).
+/// tiny accepted steps, so it stops when the residual has not halved in STALL steps once it is
+/// a hundredth of its start. Earlier, slow progress is the damped phase of Newton's method,
+/// which must go on. Once the residual is 1e-4 of its start Newton is in its quadratic phase,
+/// so two steps without halving it mean a point it cannot resolve (docs/mathematics.md §2.5,
+/// "Stop", has the cases).
 fn stagnates(history: &[f64]) -> bool {
     let it = history.len() - 1;
     let (first, g) = (history[0], history[it]);
@@ -719,8 +717,7 @@ fn stagnates(history: &[f64]) -> bool {
 /// the hinge-type losses. `∇²L = γ_z diag(prox')` pins the points on a face of the dual box
 /// (`prox' = 1`) with curvature `γ_z`, and when `γ_z` jumps tenfold with `γ` the first Newton
 /// step throws most of them across the box, after which Newton crawls back a few points per
-/// step. With `√γ` the ringnorm benchmark took 47 instead of 72 Newton steps (M = 3000,
-/// hinge) and 30 instead of 47 (n = 1000, M = 20), in the same number of outer iterations.
+/// step (docs/mathematics.md §2.4 has the measurements).
 fn slack_gamma(gamma: f64) -> f64 {
     gamma.sqrt()
 }
@@ -731,10 +728,6 @@ const STALL: usize = 8;
 /// The largest diagonal curvature of `L` used in the Newton system: `1e12` is `yρ` within
 /// `1e-12` of the logistic domain's boundary (see the frozen points in [`Inner::step`]).
 const MAX_CURVATURE: f64 = 1e12;
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
 
 /// Keeps the items of `v` whose flag in `keep` is set.
 fn retain_by<T>(v: &mut Vec<T>, keep: &[bool]) {

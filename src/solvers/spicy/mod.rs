@@ -92,14 +92,15 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{point_subset, KernelStack, PointSubset, SubStack};
 use crate::losses::Loss;
+use crate::penalties::{kernel_weights, SparsePenalty};
 use crate::result::{relative_gap, FitResult, SolveStatus};
-use crate::solvers::penalty::{kernel_weights, SparsePenalty};
 use crate::solvers::points::{new_points, scatter_points, MAX_FRACTION, MIN_POINTS};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 
-pub use dual::{dual_value, project_dual, project_duals, Projected};
+pub use crate::penalties::duals::dual_value;
+pub use dual::{project_dual, project_duals, Projected};
 use inner::{Inner, Outer};
 
 /// The kernels' scale (1 if every kernel is zero or a diagonal is not finite), which sets the
@@ -222,11 +223,9 @@ impl SpicyConfig {
     }
 }
 
-/// The working-set size used when [`SpicyConfig::working_set`] is 0 (auto). On the ringnorm
-/// scaling benchmark (M = 1000, 3000, 6000; hinge and logistic) 20 read the stack 4.2–6.2
-/// times per fit, 50 read it 5.4–11.7 times: a small set grows by the violators it needs,
-/// a large one pays for its extra kernels at every Newton step. It pays off from small
-/// stacks on: M = 50 and 100 fitted 3–5 times faster with it than without.
+/// The working-set size used when [`SpicyConfig::working_set`] is 0 (auto): a small set grows
+/// by the violators it needs, a large one pays for its extra kernels at every Newton step
+/// (docs/mathematics.md §2.7 has the measurements).
 pub const AUTO_WORKING_SET: usize = 20;
 
 /// The restricted relative gap below which every kernel is checked (or `tol` if larger).
@@ -723,8 +722,8 @@ fn fit_from(
     };
     let mut status = SolveStatus::MaxIterations;
     // In the loss-weight-1 scaling the ℓ1 weight is 1/C, so the threshold γ/C of a kernel is
-    // active only for γ of order C: a fixed cap stalled the hinge losses at large C (gap
-    // 0.3 after 200 iterations at C = 1e6; 46 iterations to 1e-3 with the cap × C).
+    // active only for γ of order C: a fixed cap stalled the hinge losses at large C
+    // (docs/mathematics.md §2.2).
     // In the unit-scale problem (see "Scale") that weight is 1/(C√s).
     let scale = kernel_scale(stack, slack);
     let gamma_cap = cfg.gamma_max * (cfg.c * scale.sqrt()).max(1.0);
@@ -870,19 +869,16 @@ fn fit_from(
 }
 
 /// A warm start of a smooth loss (logistic, squared) begins at `γ = γ^{(1)} κ^2`, two growth
-/// steps on; a Newton stall still falls back towards `γ^{(1)}`. Warm-started grids along the
-/// regularization path (digits, n = 100 and 300, M = 50 and 200, 19–48 values of C) took
-/// 37–49 % fewer outer iterations than from `γ^{(1)}`, and up to 1.8× less time (one of six
-/// 4 % more); a start 4 steps on diverged (logistic, n = 300, M = 50). The hinge-type losses start at `γ^{(1)}`:
-/// their slack's `γ_z = √γ` pins the points on the dual box's faces (see `inner::slack_gamma`)
-/// and the larger start was slower on the hinge (n = 1000, M = 50: 9.7 s against 6.3 s for
-/// 20 values of C).
+/// steps on: near the optimum the small first proximal steps only cost outer iterations, and
+/// a start further on diverged; a Newton stall still falls back towards `γ^{(1)}`. The
+/// hinge-type losses start at `γ^{(1)}`: their slack's `γ_z = √γ` pins the points on the dual
+/// box's faces (see `inner::slack_gamma`), and the larger start was slower on the hinge
+/// (docs/mathematics.md §2.10, "First γ", has the measurements).
 const WARM_GAMMA_STEPS: i32 = 2;
 
 /// A working set of points is used when the first holds at most this fraction of the points:
-/// the Newton systems shrink by its cube, but each growth costs outer iterations (pima,
-/// n = 420, hinge: a first set of 60 % of the points took 2–5× longer than the whole
-/// problem; ringnorm n = 2000 and 5000, first sets of 34 % and 10 %, were 5× and 3× faster).
+/// the Newton systems shrink by its cube, but each growth costs outer iterations
+/// (docs/mathematics.md §2.8, "Start").
 const FIRST_FRACTION: f64 = 0.5;
 
 /// The first working set of points: the support vectors and margin violators of the
@@ -908,8 +904,7 @@ fn first_points(
     // The scale of the kernel matters (it acts as C does): at the l1 optimum the active
     // kernels' `A[m] = η_m β` have `βᵀK_mβ = 1` (‖ρ̃‖_{K_m} = 1), while a mean of
     // trace-normalised kernels is far smaller. One fixed-point step `θ ← θ √(βᵀK_θβ)` of
-    // the scale (exact when every α is free) fixes it: ringnorm n = 2000, C = 20 kept 1991
-    // points as violators at the mean, 678 after the step (the l1 support is about 640).
+    // the scale (exact when every α is free) fixes it (docs/mathematics.md §2.8, "Start").
     let q: f64 = solver.beta().iter().zip(&f).map(|(bi, fi)| bi * fi).sum();
     if q > 0.0 && q.is_finite() && !(0.25..=4.0).contains(&q) {
         theta.iter_mut().for_each(|t| *t *= q.sqrt());
@@ -959,8 +954,7 @@ fn warm_points(
 
 /// A warm start's column `A[:, i]` below this fraction of its largest entry is a remain of the
 /// proximal iterates, not a support vector: `A ← prox(A + γρ)` only shrinks the entries of a
-/// point that left the support. Digits odd/even, n = 1000, M = 50, hinge, C = 1.9: 205 non-zero
-/// columns, 144 above 1e-3 (and above 1e-2), the 144 points with `y f ≤ 1 + 1e-3`.
+/// point that left the support (docs/mathematics.md §2.10, "Working sets").
 const WARM_COLUMN: f64 = 1e-3;
 
 /// How far each kernel is from its optimality condition, `> 1` when violated: the block norm

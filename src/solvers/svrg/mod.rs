@@ -11,12 +11,13 @@
 //! certificate: the dual point `β = −C ℓ′(y, f(x) + b)`, shifted inside the conjugate's domain
 //! to `Σβ = 0`, with `βᵀK_kβ = ‖Φ_kᵀβ‖²` (docs/mathematics.md §1.3).
 //!
-//! What differs from the paper, measured on a numpy prototype (see the issue notes): the step
-//! is `h_k = 1/(L + λ/d_k)` with `L = β_ℓ max_t (‖φ(x_t)‖² + 1)` (the loss couples the kernels,
-//! so its smoothness covers the whole feature vector; `β_ℓ` = 1, or ¼ for logistic), one
-//! epoch is `n` steps and the last iterate is kept; the paper's Proposition 1 steps and inner
-//! lengths were 12–40× slower, and its cap `λ̃ ← min(λ/d, L/2)` diverges as `d_k → 0`. The
-//! intercept is an SVRG coordinate and is also re-fitted exactly at every snapshot.
+//! What differs from the paper (docs/mathematics.md §6, "What the code does", with the
+//! measurements): the step is `h_k = 1/(L + λ/d_k)` with `L = β_ℓ max_t (‖φ(x_t)‖² + 1)` (the
+//! loss couples the kernels, so its smoothness covers the whole feature vector; `β_ℓ` = 1, or
+//! ¼ for logistic), one epoch is `n` steps and the last iterate is kept; the paper's
+//! Proposition 1 steps and inner lengths need many more passes, and its cap
+//! `λ̃ ← min(λ/d, L/2)` diverges as `d_k → 0`. The intercept is an SVRG coordinate and is also
+//! re-fitted exactly at every snapshot.
 //!
 //! With a weight `w_t` per sample the data term is `(1/n) Σ_t w_t ℓ(…)` (so `Cn·g` has the loss
 //! weights `c_t = C w_t`): sample `t`'s stochastic gradient carries `w_t`, and `L` takes
@@ -29,9 +30,11 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::features::SplitMix;
 use crate::kernels::{Element, RowFeatures};
+use crate::linalg::dot;
 use crate::losses::{costs, Loss};
+use crate::penalties::duals::lp_dual;
+use crate::penalties::lp_penalty;
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::duality::{lp_dual, lp_penalty};
 use crate::solvers::tracker::{Model, Tracker};
 
 /// Settings of an SVRG fit.
@@ -85,10 +88,6 @@ impl SvrgConfig {
         }
         Ok(())
     }
-}
-
-fn dot<T: Element>(x: &[T], w: &[f64]) -> f64 {
-    x.iter().zip(w).map(|(a, b)| a.to_f64() * b).sum()
 }
 
 /// The intercept minimising `Σ_t w_t ℓ(y_t, z_t + b)`: bisection on the non-decreasing

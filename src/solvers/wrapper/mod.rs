@@ -74,17 +74,15 @@ use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{
-    stack_dot as dot, support_products, weighted_factors, CombinedKernel, KernelStack,
-};
-use crate::linalg::Cholesky;
+use crate::kernels::{support_products, weighted_factors, CombinedKernel, KernelStack};
+use crate::linalg::{dot, Cholesky};
 use crate::losses::{costs, Loss};
+use crate::penalties::duals::best_dual;
+use crate::penalties::{kernel_weights, SparsePenalty};
 use crate::result::{FitResult, PsdWitness, SolveStatus};
-use crate::solvers::penalty::{kernel_weights, SparsePenalty};
 use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet, MIN_POINTS};
 use crate::solvers::schedule::{CheckSchedule, Settled};
 use crate::solvers::single::{KernelOp, SingleKernel};
-use crate::solvers::spicy::dual::best_dual;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
 

@@ -1,0 +1,85 @@
+//! The sparse penalties on the block norms `s_m = ‖f_m‖`, `l1` and `elasticnet`
+//! (docs/mathematics.md §0, §1.4), shared by the solvers that fit them (SpicyMKL, the wrapper,
+//! proximal Newton), and the kernel weights they imply at the optimum.
+
+use crate::error::{MkError, Result};
+
+/// The penalty on the block norms `s_m = ‖f_m‖`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SparsePenalty {
+    /// `Σ_m s_m`.
+    L1,
+    /// `r Σ_m s_m + (1 − r)/2 Σ_m s_m²`, `r = l1_ratio ∈ [0, 1]`.
+    ElasticNet { l1_ratio: f64 },
+}
+
+impl SparsePenalty {
+    /// The penalty's name, as [`SparsePenalty::parse`] reads it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SparsePenalty::L1 => "l1",
+            SparsePenalty::ElasticNet { .. } => "elasticnet",
+        }
+    }
+
+    /// `l1_ratio` (1 for `l1`).
+    pub fn l1_ratio(&self) -> f64 {
+        self.weights().0
+    }
+
+    /// Parses a penalty name (`l1_ratio` is used by `elasticnet` only).
+    pub fn parse(name: &str, l1_ratio: f64) -> Result<Self> {
+        match name {
+            "l1" => Ok(SparsePenalty::L1),
+            "elasticnet" => Ok(SparsePenalty::ElasticNet { l1_ratio }),
+            other => Err(MkError::config(
+                "penalty",
+                format!("must be l1 or elasticnet, got {other:?}"),
+            )),
+        }
+    }
+
+    /// `(r_1, r_2)`: the weights of `Σ s_m` and `½ Σ s_m²`.
+    pub fn weights(&self) -> (f64, f64) {
+        match *self {
+            SparsePenalty::L1 => (1.0, 0.0),
+            SparsePenalty::ElasticNet { l1_ratio } => (l1_ratio, 1.0 - l1_ratio),
+        }
+    }
+
+    /// Checks `l1_ratio ∈ [0, 1]`.
+    pub fn validate(&self) -> Result<()> {
+        if let SparsePenalty::ElasticNet { l1_ratio } = *self {
+            if !(0.0..=1.0).contains(&l1_ratio) {
+                return Err(MkError::config(
+                    "l1_ratio",
+                    format!("must be in [0, 1], got {l1_ratio}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `Σ_m r_1 s_m + r_2 s_m²/2`.
+    pub fn value(&self, norms: &[f64]) -> f64 {
+        let (r1, r2) = self.weights();
+        norms.iter().map(|&s| r1 * s + 0.5 * r2 * s * s).sum()
+    }
+}
+
+/// The kernel weights on the simplex. At the optimum every active `A[m]` is parallel to the
+/// common dual point, `A[m] = d_m ρ̃` with `‖ρ̃‖_{K_m} = r_1 + r_2 s_m`, so `f = Σ d_m K_m ρ̃`
+/// and `θ_m ∝ d_m = s_m/(r_1 + r_2 s_m)` (for `l1`, `θ_m = s_m/Σ_k s_k`).
+pub fn kernel_weights(penalty: SparsePenalty, norms: &[f64]) -> Vec<f64> {
+    let (r1, r2) = penalty.weights();
+    let d: Vec<f64> = norms
+        .iter()
+        .map(|&s| if s > 0.0 { s / (r1 + r2 * s) } else { 0.0 })
+        .collect();
+    let total: f64 = d.iter().sum();
+    if total > 0.0 && total.is_finite() {
+        d.iter().map(|x| x / total).collect()
+    } else {
+        vec![1.0 / norms.len() as f64; norms.len()]
+    }
+}
