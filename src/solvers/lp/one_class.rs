@@ -16,13 +16,13 @@
 //! integer weights are duplicated rows.
 
 use super::analytic::over_relaxation;
-use super::Tracker;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::costs;
 use crate::penalties::{dual_norm, lp_penalty, theta_update};
-use crate::result::{FitResult, SolveStatus};
+use crate::result::FitResult;
+use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::schedule::GapSchedule;
 use crate::solvers::single::dense_matvec;
 use crate::solvers::smo::{one_class, DenseKernel, SmoOptions};
@@ -120,60 +120,88 @@ pub fn fit_one_class_weighted(
 ) -> Result<FitResult> {
     cfg.validate()?;
     let (m, n) = (stack.m(), stack.n());
-    // Weights are checked as loss weights are (finite, > 0; `costs` at C = 1).
-    let w = &costs(1.0, sample_weight, n)?;
-    let mut theta = theta_update(&vec![1.0; m], cfg.p);
-    let mut k_theta = vec![0.0; n * n];
-    let mut warm: Option<Vec<f64>> = None;
-    let mut tracker = Tracker::new(interrupt);
-    let psd = PsdCheck::new(stack);
-    let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, over_relaxation(cfg.p));
-    let mut status = SolveStatus::MaxIterations;
-    let mut n_iter = 0;
-    for _ in 0..cfg.max_iter {
-        interrupt.check()?;
-        n_iter += 1;
-        stack.combine(&theta, &mut k_theta);
+    let mut solver = OneClass {
+        stack,
+        psd: PsdCheck::new(stack),
+        cfg,
+        // Weights are checked as loss weights are (finite, > 0; `costs` at C = 1).
+        w: costs(1.0, sample_weight, n)?,
+        theta: theta_update(&vec![1.0; m], cfg.p),
+        k_theta: vec![0.0; n * n],
+        warm: None,
+        norms: Vec::new(),
+    };
+    let gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, over_relaxation(cfg.p));
+    Driver::new(cfg.tol, cfg.max_iter, interrupt)
+        .with_gaps(gaps)
+        .run(&mut solver)
+}
+
+/// Algorithm 1's state around the one-class SVM.
+struct OneClass<'s> {
+    stack: &'s dyn KernelStack,
+    psd: PsdCheck<'s>,
+    cfg: &'s OneClassConfig,
+    w: Vec<f64>,
+    theta: Vec<f64>,
+    k_theta: Vec<f64>,
+    /// The last solution's `α`, the next solve's start.
+    warm: Option<Vec<f64>>,
+    /// `‖w_m‖` of the last iterate: the input of the next θ update.
+    norms: Vec<f64>,
+}
+
+impl Solver for OneClass<'_> {
+    /// The one-class SVM on `K_θ`, the offset ρ that minimises the primal for its `α`, and
+    /// the certificate `D = −½ ‖(αᵀK_mα)_m‖_{p*}`.
+    fn step(&mut self, d: &mut Driver<'_>) -> Result<Outcome> {
+        let (stack, cfg) = (self.stack, self.cfg);
+        let (m, n) = (stack.m(), stack.n());
+        stack.combine(&self.theta, &mut self.k_theta);
         let opts = SmoOptions {
-            eps: gaps.inner_tol(),
+            eps: d.inner_tol(),
             ..SmoOptions::default()
         };
+        let kernel = DenseKernel::new(&self.k_theta, n)?;
         let sol = one_class(
-            &DenseKernel::new(&k_theta, n)?,
+            &kernel,
             cfg.nu,
-            w,
+            &self.w,
             &opts,
-            warm.as_deref(),
-            interrupt,
+            self.warm.as_deref(),
+            d.interrupt,
         )?;
         let alpha = &sol.coef;
         let mut quad = vec![0.0; m];
         stack.quad_forms(alpha, &mut quad);
-        let norms: Vec<f64> = theta
+        self.norms = self
+            .theta
             .iter()
             .zip(&quad)
             .map(|(t, q)| t * q.max(0.0).sqrt())
             .collect();
         let mut f = vec![0.0; n];
-        dense_matvec(&k_theta, alpha, &mut f);
-        let (rho, offset_part) = best_offset(&f, w, cfg.nu);
-        let primal = lp_penalty(&norms, cfg.p) + offset_part;
-        let witness = psd.all().scan(alpha, m, |k| quad[k]);
+        dense_matvec(&self.k_theta, alpha, &mut f);
+        let (rho, offset_part) = best_offset(&f, &self.w, cfg.nu);
+        let primal = lp_penalty(&self.norms, cfg.p) + offset_part;
+        let witness = self.psd.all().scan(alpha, m, |k| quad[k]);
         let dual = (-0.5 * dual_norm(&quad, cfg.p), witness);
-        let gap = tracker.record(primal, dual, &theta, alpha, -rho, norms.clone());
-        if gap <= cfg.tol {
-            status = SolveStatus::Converged;
-            break;
-        }
-        gaps.observe(gap, false);
-        if gaps.is_stalled() {
-            status = SolveStatus::Stalled;
-            break;
-        }
-        warm = Some(sol.alpha);
-        theta = theta_update(&norms, cfg.p);
+        let norms = self.norms.clone();
+        let gap = d
+            .tracker
+            .record(primal, dual, &self.theta, alpha, -rho, norms);
+        self.warm = Some(sol.alpha);
+        Ok(Outcome::Gap {
+            gap,
+            whole: true,
+            new_problem: false,
+        })
     }
-    tracker.finish(n_iter, status)
+
+    fn update(&mut self, _d: &Driver<'_>) -> Result<()> {
+        self.theta = theta_update(&self.norms, self.cfg.p);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -181,6 +209,7 @@ mod tests {
     use super::*;
     use crate::interrupt::NoInterrupt;
     use crate::kernels::DenseStack;
+    use crate::result::SolveStatus;
 
     /// Integer weights fit as duplicated rows: the same primal, θ and offset.
     #[test]
