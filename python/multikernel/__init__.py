@@ -7,6 +7,8 @@ relative duality gap, which certifies how far the fit is from the optimum.
 from __future__ import annotations
 
 from . import exceptions, kernels
+from ._base import default_kernels
+from ._classifier import MKLClassifier
 from ._config import (
     AnalyticConfig,
     InterleavedConfig,
@@ -17,10 +19,10 @@ from ._config import (
     SvrgConfig,
     WrapperConfig,
 )
-from ._estimators import MKLClassifier, MKLRegressor, default_kernels
 from ._oneclass import MKLOneClass
 from ._path import MKLPath, PathLoss, mkl_path
 from ._path_cv import MKLClassifierCV, MKLRegressorCV
+from ._regressor import MKLRegressor
 from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
 
 __version__ = "0.1.0"

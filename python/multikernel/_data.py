@@ -515,7 +515,8 @@ def resolve(
     sample_weight : array-like of shape (n_samples,), callable or None
         Weights of the points in the normalisation statistics of kernels computed from
         specifications (checked here: finite, ≥ 0, not all 0); a callable takes the validated
-        targets and returns them (a classifier's ``class_weight`` times ``sample_weight``).
+        targets and the number of points and returns them, validated (an estimator's: its
+        loss weights, a classifier's ``class_weight`` times ``sample_weight``).
     verbose : int
         ``2`` or more: a progress bar over the kernels of a stack computed from
         specifications (the refits of :meth:`Input.subset` draw none).
@@ -559,9 +560,10 @@ def resolve(
         Xv, y = _wrapped(points, isinstance(kernels, FeatureBank), X, y)
         spec = default_specs(Xv.shape[1]) if kernels is None else kernels
         spec = _with_columns(spec, column_names(X))
-        if callable(sample_weight):
-            sample_weight = sample_weight(y)
-        w = check_sample_weight(sample_weight, Xv.shape[0])
+        if callable(sample_weight):  # an estimator's, which validates them itself
+            w = sample_weight(y, Xv.shape[0])
+        else:
+            w = check_sample_weight(sample_weight, Xv.shape[0])
         data = _fit_bank(spec, Xv, normalize, n_threads, on_demand, w, verbose)
     return data, check_targets(y, data.n) if targets else None
 

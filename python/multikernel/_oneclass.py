@@ -12,10 +12,10 @@ from numpy.typing import NDArray
 from sklearn.base import OutlierMixin
 
 from . import _core
+from ._base import BaseMKL, default_kernels
 from ._config import Setting
-from ._estimators import _BaseMKL, default_kernels
 from ._typing import Normalization, PsdRepair
-from ._validation import check_bool, check_psd, check_sample_weight, check_verbose
+from ._validation import check_bool, check_psd, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Gaussian, Kernel
 
@@ -25,7 +25,7 @@ __all__ = ["MKLOneClass"]
 _BOUNDARY = 1e-10
 
 
-class MKLOneClass(OutlierMixin, _BaseMKL):  # type: ignore[misc]
+class MKLOneClass(OutlierMixin, BaseMKL):  # type: ignore[misc]
     """One-class ℓp-norm multiple kernel learning (novelty and outlier detection).
 
     The one-class SVM of Schölkopf et al. on a learned combination ``Σ_m θ_m K_m`` of the
@@ -212,14 +212,13 @@ psd_shifts_
         started = time.perf_counter()
         self._clear()
         settings = self._settings()
-        G, ones = self._training_stack(
+        G, ones, sw = self._training_stack(
             X, None, "one_class", check_bool(check_input, "check_input"), sample_weight
         )
         if ones.shape[0] < 2:
             raise InvalidInputError(
                 f"one-class MKL needs at least 2 samples; got n_samples = {ones.shape[0]}"
             )
-        sw = check_sample_weight(sample_weight, G.n)
         result = self._solve("one_class", G, ones, settings, weight=sw)
         self._set_results([result], multi=False)
         self.offset_ = -float(self.intercept_)

@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_array
 
 from . import _core, _progress
+from ._base import default_kernels
 from ._data import (
     Blocks,
     Dense,
@@ -27,7 +28,6 @@ from ._data import (
     resolve,
     scatter_kept,
 )
-from ._estimators import default_kernels
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError

@@ -19,16 +19,14 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _progress
+from ._base import FITTED as _FITTED
+from ._base import decision_labels as _decision_labels
+from ._base import default_kernels
+from ._base import logistic_proba as _logistic_proba
+from ._classifier import MKLClassifier
 from ._data import Input, TestStack, resolve
-from ._estimators import (
-    _FITTED,
-    MKLClassifier,
-    MKLRegressor,
-    _decision_labels,
-    _logistic_proba,
-    default_kernels,
-)
 from ._path import MKLPath, mkl_path
+from ._regressor import MKLRegressor
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight
 from .exceptions import InvalidInputError, InvalidParameterError

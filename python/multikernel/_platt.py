@@ -96,6 +96,15 @@ def pairwise_coupling(r: FloatArray) -> FloatArray:
     return out
 
 
+def couple(P: FloatArray, pairs: NDArray[np.int64], n_classes: int) -> FloatArray:
+    """Class probabilities from ``P[:, k]``, the probability of the pair ``k``'s first
+    class against its second (``pairs``), by Wu, Lin & Weng's pairwise coupling."""
+    r = np.zeros((P.shape[0], n_classes, n_classes))
+    for k, (a, b) in enumerate(pairs):
+        r[:, a, b], r[:, b, a] = P[:, k], 1.0 - P[:, k]
+    return pairwise_coupling(r)
+
+
 def out_of_fold(
     decision: Callable[[NDArray[np.intp], NDArray[np.intp]], FloatArray],
     y: FloatArray,

@@ -1,0 +1,339 @@
+"""How :class:`~multikernel.MKLClassifier` reduces its classes to binary problems: the
+samples' class weights, the one-vs-rest and one-vs-one problems (fitted through joblib,
+fanned out under a parallel backend), the one problem of ``multi_class="shared"``, Platt's
+folds of each binary problem, and the one-vs-one votes of ``predict``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import numpy as np
+from joblib import Parallel, delayed
+from numpy.typing import NDArray
+
+from . import _core, _progress
+from ._base import BaseMKL, Previous, Start
+from ._config import AnalyticConfig, _NativeSolver
+from ._data import Dense, Stack, scatter_kept
+from ._platt import out_of_fold, platt_fit
+from ._record import FitRecord
+from ._shared import SHARED_PENALTIES, fit_shared
+from ._validation import check_bool, check_n_threads, check_random_state, group_ids
+from .exceptions import InvalidInputError, InvalidParameterError
+from .kernels import FeatureBank
+
+if TYPE_CHECKING:
+    from ._classifier import MKLClassifier
+
+#: One binary problem of a multiclass fit: its stack, ±1 targets, log label, warm start and
+#: sample weights.
+Problem: TypeAlias = (
+    "tuple[Stack, NDArray[np.float64], str, Start | None, NDArray[np.float64] | None]"
+)
+
+#: One binary problem as Platt's folds read it: its stack, ±1 targets and sample weights.
+Binary: TypeAlias = "tuple[Stack, NDArray[np.float64], NDArray[np.float64] | None]"
+
+
+def class_weights(
+    class_weight: Any, classes: NDArray[Any], yi: NDArray[np.intp], w: NDArray[np.float64] | None
+) -> NDArray[np.float64] | None:
+    """The per-sample weights ``w`` (None: ones) times ``class_weight``'s weight of each
+    sample's class, as scikit-learn's ``SVC`` defines it: ``"balanced"`` gives class ``k``
+    ``n / (K · n_k)``; a dict maps labels to weights (missing labels: 1). None when both are
+    None."""
+    if class_weight is None:
+        return w
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise InvalidParameterError(
+                f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}",
+                parameter="class_weight",
+            )
+        # scikit-learn's "balanced" counts samples, not weights.
+        counts = np.bincount(yi, minlength=len(classes)).astype(np.float64)
+        per_class = len(yi) / (len(classes) * counts)
+    elif isinstance(class_weight, dict):
+        unknown = [k for k in class_weight if k not in set(classes.tolist())]
+        if unknown:
+            raise InvalidParameterError(
+                f"class_weight names labels {unknown!r} that are not among the classes "
+                f"{classes.tolist()!r}",
+                parameter="class_weight",
+            )
+        per_class = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
+        if not (np.isfinite(per_class).all() and (per_class > 0).all()):
+            raise InvalidParameterError(
+                f"class_weight values must be finite and > 0, got {class_weight!r}",
+                parameter="class_weight",
+            )
+    else:
+        raise InvalidParameterError(
+            f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}",
+            parameter="class_weight",
+        )
+    cw = per_class[yi]
+    return cw if w is None else w * cw
+
+
+def log_name(c: Any) -> str:
+    """A class label as a log line names it: ``'a'`` or ``3``, not ``np.int64(3)``."""
+    return repr(c.item() if isinstance(c, np.generic) else c)
+
+
+def solve_record(
+    est: BaseMKL,
+    solver: _NativeSolver,
+    G: Stack,
+    y: NDArray[np.float64],
+    settings: _core.Settings,
+    label: str,
+    start: Start | None = None,
+    weight: NDArray[np.float64] | None = None,
+) -> FitRecord:
+    """One binary problem of a multiclass fit (a joblib task, maybe in another process)."""
+    r = est._solve(solver, G.aligned(), y, settings, label, start, weight)
+    return r if isinstance(r, FitRecord) else FitRecord.of(r)
+
+
+def solve_many(
+    est: BaseMKL,
+    solver: _NativeSolver,
+    problems: Iterable[Problem],
+    settings: _core.Settings,
+) -> list[FitRecord]:
+    """The binary problems ``(G, y, label)`` of a multiclass fit, through joblib: one after
+    the other by default, fanned out under a parallel backend (``joblib.parallel_backend
+    ("dask")`` runs them on a Dask cluster). Each fit is deterministic: the same bits
+    wherever it runs."""
+    todo = list(problems)
+    jobs = (
+        delayed(solve_record)(est, solver, G, y, settings, lb, st, w) for G, y, lb, st, w in todo
+    )
+    if not _progress.bars_on(est.verbose):
+        out: list[FitRecord] = Parallel()(jobs)
+        return out
+    # A bar over the problems, ticked as each result arrives (in order).
+    name = f"{type(est).__name__}: binary problems"
+    with _progress.bar(est.verbose, len(todo), name, "problem") as b:
+        out = []
+        for r in Parallel(return_as="generator")(jobs):
+            out.append(r)
+            b.update()
+    return out
+
+
+def one_vs_rest(
+    est: MKLClassifier,
+    solver: _NativeSolver,
+    settings: _core.Settings,
+    G: Stack,
+    yi: NDArray[np.intp],
+    classes: NDArray[Any],
+    sw: NDArray[np.float64] | None,
+    starts: list[Start | None] | None,
+) -> tuple[list[FitRecord], list[Binary]]:
+    """One problem per class (``starts``: their warm starts, None: cold), through joblib;
+    the fits and the problems."""
+    start = starts or [None] * len(classes)
+
+    def ovr() -> Iterator[Problem]:
+        for k in range(len(classes)):
+            name = f" (class {log_name(classes[k])} vs rest)"
+            yield G, np.where(yi == k, 1.0, -1.0), name, start[k], sw
+
+    results = solve_many(est, solver, ovr(), settings)
+    binary = [(G, np.where(yi == k, 1.0, -1.0), sw) for k in range(len(classes))]
+    return results, binary
+
+
+def one_vs_one(
+    est: MKLClassifier,
+    solver: _NativeSolver,
+    settings: _core.Settings,
+    G: Stack,
+    yi: NDArray[np.intp],
+    classes: NDArray[Any],
+    sw: NDArray[np.float64] | None,
+    previous: Previous,
+    key: tuple[Any, ...] | None,
+    platt: bool,
+) -> tuple[list[FitRecord], list[Binary], list[NDArray[Any]], list[tuple[int, int]]]:
+    """One problem per pair of classes, each on its own points, through joblib (warm
+    started from ``previous`` when it shares ``key``); the fits, the problems (for Platt's
+    folds when ``platt``), the coefficients scattered back to all n points, and the pairs."""
+    n = G.n
+    problems = [(a, b) for a in range(len(classes)) for b in range(a + 1, len(classes))]
+    index = [np.flatnonzero((yi == a) | (yi == b)) for a, b in problems]
+    pair_starts = est._warm_starts(previous, key, index) or [None] * len(problems)
+
+    def ovo() -> Iterator[Problem]:
+        for (a, b), idx, st in zip(problems, index, pair_starts, strict=True):
+            name = f" (class {log_name(classes[a])} vs {log_name(classes[b])})"
+            w = None if sw is None else sw[idx]
+            yield G.subset(idx), np.where(yi[idx] == a, 1.0, -1.0), name, st, w
+
+    results = solve_many(est, solver, ovo(), settings)
+    binary: list[Binary] = []
+    if platt:
+        binary = [
+            (
+                G.subset(idx),
+                np.where(yi[idx] == a, 1.0, -1.0),
+                None if sw is None else sw[idx],
+            )
+            for (a, _), idx in zip(problems, index, strict=True)
+        ]
+    coefs = []
+    for r, idx in zip(results, index, strict=True):
+        full = np.zeros((G.M, n))
+        full[:, idx] = r.coef
+        coefs.append(full)
+    return results, binary, coefs, problems
+
+
+def check_shared(est: MKLClassifier) -> None:
+    """Refuse, before any kernel is computed and before the solver is chosen (which
+    would name the ``l1`` solvers'), what ``multi_class="shared"`` does not fit."""
+    what: tuple[str, str] | None = None
+    loss = est._losses[0] if est.loss is None else est.loss
+    platt = check_bool(est.probability, "probability") and loss != "logistic"
+    if est.penalty not in SHARED_PENALTIES:
+        what = (
+            "penalty",
+            f"penalty={est.penalty!r}; it fits penalty='lp' (p in [1, inf]), "
+            "penalty='l1', penalty='elasticnet' and penalty='group'",
+        )
+    elif est.solver not in ("auto", "analytic") or (est.penalty != "lp" and est.solver != "auto"):
+        what = (
+            "solver",
+            f"solver={est.solver!r}; its solver is 'auto' (Kloft's alternation, or "
+            "mirror descent for penalty='group', on the engine's single-kernel solves; "
+            "'analytic' names it for penalty='lp')",
+        )
+    elif est.solver_config is not None and not isinstance(est.solver_config, AnalyticConfig):
+        what = "solver_config", "a solver_config other than AnalyticConfig"
+    elif est.solver_config is not None and est.penalty != "lp":
+        # solver='auto' reads the config as the l1 solvers' (wrapper, spicy).
+        what = (
+            "solver_config",
+            f"a solver_config with penalty={est.penalty!r} (its solves take defaults)",
+        )
+    elif isinstance(est.kernels, FeatureBank):
+        what = "kernels", "a FeatureBank; it fits kernel specifications or 'precomputed'"
+    elif est.cache_size is not None:
+        what = "cache_size", "cache_size= (kernels computed on demand); it reads a stack"
+    elif platt:
+        what = (
+            "probability",
+            (
+                "probability=True with a hinge-type loss; use loss='logistic' for "
+                "probabilities, or multi_class='ovr'"
+            ),
+        )
+    if what is not None:
+        raise InvalidParameterError(
+            f"multi_class='shared' does not take {what[1]}", parameter=what[0]
+        )
+
+
+def set_shared(
+    est: MKLClassifier,
+    G: Dense,
+    yi: NDArray[np.intp],
+    n_classes: int,
+    settings: _core.Settings,
+    weight: NDArray[np.float64] | None,
+) -> None:
+    """Fit the one-vs-rest problems coupled through one θ (docs/mathematics.md §3.8)
+    and store the whole problem's model and certificate. ``weight``: the samples'
+    weights (``class_weight`` included); samples of weight 0 have no loss in any class
+    and are left out of the fit (as :meth:`BaseMKL._solve_logged`), their coefficients 0."""
+    keep = None if weight is None else np.flatnonzero(weight > 0)
+    if keep is not None and len(keep) < len(yi):
+        assert weight is not None
+        r = _fit_shared(est, G.subset(keep), yi[keep], n_classes, settings, weight[keep])
+        r = dataclasses.replace(r, coef=scatter_kept(r.coef, keep, G.n))
+    else:
+        r = _fit_shared(est, G, yi, n_classes, settings, weight)
+    # One record with a leading class axis: the single-fit path of _set_results.
+    est._set_results([r], multi=False, label=" (shared)")
+
+
+def _fit_shared(
+    est: MKLClassifier,
+    G: Dense,
+    yi: NDArray[np.intp],
+    n_classes: int,
+    settings: _core.Settings,
+    weight: NDArray[np.float64] | None,
+) -> FitRecord:
+    """One shared fit on the samples of positive weight."""
+    Y = np.stack([np.where(yi == k, 1.0, -1.0) for k in range(n_classes)])
+    cfg = est.solver_config if isinstance(est.solver_config, AnalyticConfig) else None
+    inner = {key: settings[key] for key in ("C", "loss", "epsilon", "tol", "max_iter")} | (
+        cfg or AnalyticConfig()
+    )._native()
+    name = f"{type(est).__name__} (shared)"
+    groups = group_ids(est.groups, G.M)[0] if est.penalty == "group" else None
+    with _progress.iteration_log(name, est.verbose, int(est.max_iter), "it") as log:
+        return fit_shared(
+            G.G, Y, inner, penalty=str(est.penalty), p=float(est.p),
+            l1_ratio=float(est.l1_ratio), groups=groups,
+            n_threads=check_n_threads(est.n_threads), sample_weight=weight,
+            on_iteration=log,
+        )  # fmt: skip
+
+
+def platt_problem(
+    est: MKLClassifier,
+    solver: _NativeSolver,
+    settings: _core.Settings,
+    G: Stack,
+    y: NDArray[np.float64],
+    w: NDArray[np.float64] | None,
+) -> tuple[float, float]:
+    """Platt's ``(A, B)`` of one binary problem from out-of-fold decision values (5
+    stratified folds, fewer when a class has fewer points; each fold's fit weighted by
+    ``w``, the sigmoid's fit unweighted, as libsvm's)."""
+    smallest = int(min((y > 0).sum(), (y < 0).sum()))
+    if smallest < 2:
+        raise InvalidInputError(
+            f"probability=True cross-validates every binary problem and needs at least two "
+            f"points of each of its classes; one has {smallest}"
+        )
+
+    n_splits = min(5, smallest)
+    desc = f"{type(est).__name__}: probability folds"
+    with _progress.bar(est.verbose, n_splits, desc, "fold", leave=False) as b:
+
+        def decision(tr: NDArray[np.intp], te: NDArray[np.intp]) -> NDArray[np.float64]:
+            # A fit on the points tr, evaluated on the points te of the same stack.
+            sub = G.subset(tr)
+            wt = None if w is None else w[tr]
+            r = est._solve(solver, sub, y[tr], settings, " (probability fold)", weight=wt)
+            A = np.asarray(r.coef)
+            b.update()
+            return G.cross(te, tr).decision(A, float(r.intercept), sub.weights(A))
+
+        seed = (check_random_state(est.random_state) or 0) % 2**32
+        return platt_fit(out_of_fold(decision, y, n_splits, seed), y)
+
+
+def vote(f: NDArray[np.float64], pairs: NDArray[np.int64], classes: NDArray[Any]) -> NDArray[Any]:
+    """The labels of one-vs-one decision values ``f`` (a column per pair of ``pairs``,
+    positive for its first class): the most votes."""
+    votes = np.zeros((f.shape[0], len(classes)))
+    for k, (a, b) in enumerate(pairs):
+        votes[:, a] += f[:, k] > 0
+        votes[:, b] += f[:, k] <= 0
+    # Ties broken by the summed confidences, as scikit-learn's SVC does.
+    conf = np.zeros_like(votes)
+    for k, (a, b) in enumerate(pairs):
+        conf[:, a] += f[:, k]
+        conf[:, b] -= f[:, k]
+    votes += conf / (3 * (np.abs(conf).max() + 1))
+    res: NDArray[Any] = classes[np.argmax(votes, axis=1)]
+    return res
