@@ -46,8 +46,9 @@ __all__ = ["BaseMKL", "default_kernels"]
 _PENALTIES = tuple(dict.fromkeys(p for row in SOLVERS.values() for p in row.penalties))
 
 
-#: The solvers that fit explicit features only (feature blocks, low-rank factors).
-_FEATURE_SOLVERS = ("svrg", "prox_newton")
+#: The solvers that fit explicit features only (feature blocks, low-rank factors): the
+#: engine's capabilities.
+_FEATURE_SOLVERS = _auto.FEATURE_SOLVERS
 
 
 #: A starting point of one binary problem: SpicyMKL's coefficients ``A`` (M, n), or
