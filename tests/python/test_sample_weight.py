@@ -414,7 +414,7 @@ def test_warm_started_spicy_keeps_the_weights(
 
 @pytest.mark.parametrize(
     "est",
-    [mk.MKLClassifier(tol=1e-10), mk.MKLOneClass(tol=1e-10), mk.MKLRegressorCV(Cs=4, tol=1e-8)],
+    [mk.MKLClassifier(tol=1e-10), mk.MKLOneClass(tol=1e-10), mk.MKLRegressorCV(Cs=4, tol=1e-8, mu=1e-6)],
     ids=["classifier", "one-class", "regressor-cv"],
 )
 def test_sklearn_sample_weight_equivalence_at_a_tight_tol(est: Any) -> None:
@@ -422,5 +422,8 @@ def test_sklearn_sample_weight_equivalence_at_a_tight_tol(est: Any) -> None:
     predictions to 1e-7) on fits solved to a tight tol. At the default tol = 1e-3 the two fits
     stop at different iterates, which is why the estimator-check suites expect it to fail
     there (``problems.expected_failures``); the CV estimators' folds follow the check's own
-    groups."""
+    groups. The CV estimator's paths follow a fixed barrier weight (``mu=1e-6``) and its refit
+    is solved to 1e-8: paths asked for a relative gap of 1e-8 on the check's data (every
+    point three times) stall, each at a C set by rounding, and the weighted and repeated
+    paths' scores beyond their stalls need not agree."""
     check_sample_weight_equivalence_on_dense_data(type(est).__name__, est)
