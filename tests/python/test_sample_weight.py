@@ -414,7 +414,11 @@ def test_warm_started_spicy_keeps_the_weights(
 
 @pytest.mark.parametrize(
     "est",
-    [mk.MKLClassifier(tol=1e-10), mk.MKLOneClass(tol=1e-10), mk.MKLRegressorCV(Cs=4, tol=1e-8, mu=1e-6)],
+    [
+        mk.MKLClassifier(tol=1e-10),
+        mk.MKLOneClass(tol=1e-10),
+        mk.MKLRegressorCV(Cs=4, tol=1e-8, mu=1e-6),
+    ],
     ids=["classifier", "one-class", "regressor-cv"],
 )
 def test_sklearn_sample_weight_equivalence_at_a_tight_tol(est: Any) -> None:
