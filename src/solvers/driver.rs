@@ -53,6 +53,12 @@ pub(crate) trait Solver {
     fn update(&mut self, _driver: &Driver<'_>) -> Result<()> {
         Ok(())
     }
+
+    /// The result as the solver reports it (e.g. with its weights in feature space), from the
+    /// tracker's, at the best iterate.
+    fn finish(&mut self, fit: FitResult) -> Result<FitResult> {
+        Ok(fit)
+    }
 }
 
 /// The loop's state: the certificate so far and the schedules every solver shares.
@@ -104,7 +110,7 @@ impl<'a> Driver<'a> {
     /// iterate with its number of iterations and status.
     pub fn run(mut self, solver: &mut impl Solver) -> Result<FitResult> {
         let (n_iter, status) = self.iterate(solver)?;
-        self.tracker.finish(n_iter, status)
+        solver.finish(self.tracker.finish(n_iter, status)?)
     }
 
     fn iterate(&mut self, solver: &mut impl Solver) -> Result<(usize, SolveStatus)> {
