@@ -411,7 +411,7 @@ def _warn_uncentred(target: NDArray[np.float64], sw: NDArray[np.float64] | None)
             "(fit on y - y.mean() and add the mean to the predictions), or use "
             "MKLRegressorCV, which centres them",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
@@ -559,6 +559,20 @@ def mkl_path(
     >>> fpath.predict(X[100:103], C=10 * fpath.C0).shape
     (3,)
     """
+    threads = _check_settings(loss, n_threads, verbose, psd, max_points)
+    data, yv = resolve(
+        kernels, X, y, points=lambda Xr, yr: (_raw(Xr), yr), default_specs=default_kernels,
+        normalize=normalize, n_threads=threads, block_lists=False, stack_if_3d=True,
+        verbose=verbose, sample_weight=sample_weight,
+    )  # fmt: skip
+    return _follow(
+        data, yv, loss=loss, d=d, tol=tol, mu=mu, C_max=C_max, max_points=max_points, psd=psd,
+        threads=threads, verbose=verbose, sample_weight=sample_weight,
+    )  # fmt: skip
+
+
+def _check_settings(loss: str, n_threads: int, verbose: int, psd: str, max_points: int) -> int:
+    """The path's own checks (the engine's settings check the rest): the thread count."""
     if loss not in ("squared", "logistic"):
         raise InvalidParameterError(
             f"loss must be 'squared' or 'logistic' (a conjugate smooth inside its domain), "
@@ -572,18 +586,53 @@ def mkl_path(
         raise InvalidParameterError(
             f"max_points must be an integer ≥ 2, got {max_points!r}", parameter="max_points"
         )
-    # The CV estimators pass their folds' inputs, resolved once.
-    data, yv = (
-        (X, check_targets(y, X.n))
-        if isinstance(X, Input)
-        else resolve(
-            kernels, X, y, points=lambda Xr, yr: (_raw(Xr), yr), default_specs=default_kernels,
-            normalize=normalize, n_threads=threads, block_lists=False, stack_if_3d=True,
-            verbose=verbose, sample_weight=sample_weight,
-        )
+    return threads
+
+
+def path_on(
+    data: Input,
+    y: Any,
+    *,
+    loss: PathLoss,
+    d: Any,
+    tol: float,
+    mu: float | None,
+    psd: PsdRepair = "check",
+    n_threads: int = 0,
+    verbose: int = 0,
+    sample_weight: Any = None,
+) -> MKLPath:
+    """:func:`mkl_path` on a training input resolved once (the CV estimators' folds), with
+    its checks; warnings of a path that stops early are the caller's to filter."""
+    threads = _check_settings(loss, n_threads, verbose, psd, 500)
+    return _follow(
+        data, check_targets(y, data.n), loss=loss, d=d, tol=tol, mu=mu, C_max=None,
+        max_points=500, psd=psd, threads=threads, verbose=verbose, sample_weight=sample_weight,
     )  # fmt: skip
+
+
+def _follow(
+    data: Input,
+    yv: Any,
+    *,
+    loss: PathLoss,
+    d: Any,
+    tol: float,
+    mu: float | None,
+    C_max: float | None,
+    max_points: int,
+    psd: PsdRepair,
+    threads: int,
+    verbose: int,
+    sample_weight: Any,
+) -> MKLPath:
+    """The path on a resolved input with checked settings; its warnings point at the caller
+    of :func:`mkl_path` or :func:`path_on`."""
     sw = check_sample_weight(sample_weight, data.n)
     stack, shifts = data.stack.repair(psd, threads)
+    if not isinstance(stack, (Dense, Blocks)):
+        # resolve() computes no kernels on demand for the path: its Newton systems need them.
+        raise InvalidInputError("the path needs a stored kernel stack or explicit features")
     M = stack.M
     classes: NDArray[Any] | None = None
     if loss == "logistic":
@@ -666,7 +715,7 @@ def mkl_path(
             f"mkl_path stopped at C = {path.Cs[-1]:.4g} before C_max: {why}; returning "
             f"{path.Cs.shape[0]} points",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     # With μ following P every point is promised within tol; where float64 cannot resolve the
     # loss against C (C_max = 1e300), the corrector stops above it: say so, never pretend.
@@ -678,7 +727,7 @@ def mkl_path(
             f"{path.duality_gaps[over].max():.3g}); a larger C exceeds what float64 resolves "
             "here: lower C_max",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     if verbose:
         _log_path(path, time.perf_counter() - started)

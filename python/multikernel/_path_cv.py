@@ -25,7 +25,7 @@ from ._base import default_kernels
 from ._base import logistic_proba as _logistic_proba
 from ._classifier import MKLClassifier
 from ._data import Input, TestStack, resolve
-from ._path import MKLPath, mkl_path
+from ._path import MKLPath, path_on
 from ._regressor import MKLRegressor
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight
@@ -128,7 +128,6 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         common: dict[str, Any] = {
             "mu": self.mu,
             "tol": self.tol,
-            "normalize": self.normalize,
             "psd": self.psd,
             "n_threads": self.n_threads,
             "sample_weight": wtr,
@@ -138,14 +137,14 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             warnings.simplefilter("ignore", ConvergenceWarning)
             if not self._classifier:
                 offset = float(np.average(ytr, weights=wtr))
-                return [mkl_path(Xtr, ytr - offset, loss="squared", d=np.ones(M), **common)], offset
+                return [path_on(Xtr, ytr - offset, loss="squared", d=np.ones(M), **common)], offset
             if len(self.classes_) == 2:
                 yb = np.where(ytr == self.classes_[1], 1.0, -1.0)
-                return [mkl_path(Xtr, yb, loss="logistic", d=np.ones(M), **common)], 0.0
+                return [path_on(Xtr, yb, loss="logistic", d=np.ones(M), **common)], 0.0
             paths = []
             for c in self.classes_:
                 yb = np.where(ytr == c, 1.0, -1.0)
-                paths.append(mkl_path(Xtr, yb, loss="logistic", d=np.ones(M), **common))
+                paths.append(path_on(Xtr, yb, loss="logistic", d=np.ones(M), **common))
             return paths, 0.0
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Any:
