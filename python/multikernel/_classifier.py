@@ -514,6 +514,7 @@ default "mean_diag"
             return [f" (class {log_name(c[a])} vs {log_name(c[b])})" for a, b in self.pairs_]
         return [f" (class {log_name(c)} vs rest)" for c in self.classes_]
 
+    @_dask.by_row_blocks
     def decision_function(self, X: Any) -> NDArray[np.float64]:
         """Decision values ``f(x) = Σ_m f_m(x) + b``.
 
@@ -548,10 +549,9 @@ default "mean_diag"
         >>> f.shape, bool(f[0] < 0 < f[1])
         ((2,), True)
         """
-        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
-            return _dask.map_rows(self, "decision_function", X)  # type: ignore[no-any-return]
         return self._decision(self._test_stack(X))
 
+    @_dask.by_row_blocks
     def predict(self, X: Any) -> NDArray[Any]:
         """Predicted class labels.
 
@@ -583,8 +583,6 @@ default "mean_diag"
         >>> clf.predict(np.array([[-3.0], [3.0]]))
         array(['a', 'b'], dtype='<U1')
         """
-        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
-            return _dask.map_rows(self, "predict", X)  # type: ignore[no-any-return]
         f = self.decision_function(X)
         if f.ndim == 1:
             return decision_labels(f, self.classes_)
@@ -604,6 +602,7 @@ default "mean_diag"
         )
 
     @_available_unless(_proba_unavailable)
+    @_dask.by_row_blocks
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
         """Class probabilities: the logistic model's, or Platt's (``probability=True``).
 
@@ -656,8 +655,6 @@ default "mean_diag"
         >>> Pb.shape, bool(np.allclose(Pb.sum(axis=1), 1.0))
         ((5, 2), True)
         """
-        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
-            return _dask.map_rows(self, "predict_proba", X)  # type: ignore[no-any-return]
         f = self.decision_function(X)
         if self.loss == "logistic":
             if f.ndim == 2 and self.multi_class == "ovo":

@@ -27,9 +27,11 @@ worker thread.
 from __future__ import annotations
 
 import copy
+import functools
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -227,6 +229,23 @@ def bank_fit_transform(job: BankJob, X: Any) -> tuple[NDArray[np.float64], dict[
 def _method_block(X_block: NDArray[Any], est: Any, method: str) -> NDArray[Any]:
     out: NDArray[Any] = getattr(est, method)(X_block)
     return out
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def by_row_blocks(method: _Method) -> _Method:
+    """The one Dask dispatch of the estimators' prediction methods: on a Dask array ``X`` the
+    method runs as one task per row block (:func:`map_rows`, docs/dask.md), on anything else
+    as written."""
+
+    @functools.wraps(method)
+    def dispatch(est: Any, X: Any, *args: Any, **kwargs: Any) -> Any:
+        if is_dask_array(X):
+            return map_rows(est, method.__name__, X)
+        return method(est, X, *args, **kwargs)
+
+    return cast(_Method, dispatch)
 
 
 def map_rows(est: Any, method: str, X: Any) -> Any:

@@ -152,6 +152,7 @@ warm_start, cache_size
         self._log_summary(started)
         return self
 
+    @_dask.by_row_blocks
     def predict(self, X: Any) -> NDArray[np.float64]:
         """Predicted targets.
 
@@ -181,6 +182,4 @@ warm_start, cache_size
         >>> reg.fit(X, 3.0 * X[:, 0] + 1.0).predict(np.array([[0.0], [2.0]])).round(3)
         array([1., 7.])
         """
-        if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
-            return _dask.map_rows(self, "predict", X)  # type: ignore[no-any-return]
         return self._decision(self._test_stack(X))
