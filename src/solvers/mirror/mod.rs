@@ -34,9 +34,10 @@ use crate::penalties::duals::{loss_dual, natural_dual, read_forms};
 use crate::penalties::group::dual_penalty;
 use crate::penalties::{group_penalty, Groups};
 use crate::result::{FitResult, SolveStatus};
+use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::schedule::{CheckSchedule, GapSchedule, Settled};
 use crate::solvers::single::SingleKernel;
-use crate::solvers::tracker::{Model, Tracker};
+use crate::solvers::tracker::Model;
 use crate::solvers::witness::PsdCheck;
 
 mod newton;
@@ -453,16 +454,16 @@ fn per_group(n_j: usize) -> usize {
     (n_j as f64).sqrt().ceil() as usize
 }
 
-/// The accuracy of the next single-kernel solve. The second-order step asks for the final one
-/// from the start: its model is the derivative of the exact solution (and a warm-started
-/// SMO run costs no stack read). It still follows the schedule below that, when a stalled gap
-/// makes the schedule tighten its floor: at extreme scales the fixed `inner_tol` held the gap
-/// still (docs/mathematics.md §4, "Stopping").
-fn inner_tol(gaps: &GapSchedule, cfg: &MirrorConfig) -> f64 {
+/// The accuracy of the next single-kernel solve, the schedule's being `scheduled`. The
+/// second-order step asks for the final one from the start: its model is the derivative of the
+/// exact solution (and a warm-started SMO run costs no stack read). It still follows the
+/// schedule below that, when a stalled gap makes the schedule tighten its floor: at extreme
+/// scales the fixed `inner_tol` held the gap still (docs/mathematics.md §4, "Stopping").
+fn inner_tol(scheduled: f64, cfg: &MirrorConfig) -> f64 {
     if cfg.step == StepRule::Newton && newton::dual_box(cfg.loss, &[cfg.c]).is_some() {
-        cfg.inner_tol.min(gaps.inner_tol())
+        cfg.inner_tol.min(scheduled)
     } else {
-        gaps.inner_tol()
+        scheduled
     }
 }
 
@@ -511,7 +512,7 @@ pub fn fit_group_weighted(
 ) -> Result<FitResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(stack.n(), y)?;
-    let c = &costs(cfg.c, sample_weight, y.len())?;
+    let c = costs(cfg.c, sample_weight, y.len())?;
     let m = stack.m();
     if groups.ids().len() != m {
         return Err(MkError::config(
@@ -519,188 +520,341 @@ pub fn fit_group_weighted(
             format!("has {} entries for {m} kernels", groups.ids().len()),
         ));
     }
-    let mut state = State::new(groups);
-    let mut solver = SingleKernel::new(cfg.loss, c, y)?;
-    let mut k_eff = Vec::new();
-    let mut quad = vec![0.0; m];
-    // The forms at the natural dual point (logistic loss only).
-    let mut hat_quad = vec![0.0; m];
-    let mut tracker = Tracker::new(interrupt);
-    let psd = PsdCheck::new(stack);
+    let mut mirror = Mirror::new(stack, y, c, groups, cfg)?;
     // Mirror descent is not monotone: a stall is declared only after 50 steps without progress.
-    let mut gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, 1.0).with_patience(50);
+    let gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, 1.0).with_patience(50);
+    let mut driver = Driver::new(cfg.tol, cfg.max_iter, interrupt).with_gaps(gaps);
     // Checked at `tol` itself: the restricted tail is first-order, so chasing tol/2 costs
     // more restricted steps than one check (docs/mathematics.md §4, "Kernel working set").
-    let mut checks = CheckSchedule::new().with_margin(1.0);
-    let mut stepper = Stepper::new(cfg.step, groups);
-    // The working set pays when it leaves out most kernels.
-    let restricts = cfg.working_set
-        && groups
-            .members()
-            .iter()
-            .map(|g| per_group(g.len()))
-            .sum::<usize>()
-            * 2
-            <= m;
-    let mut status = SolveStatus::MaxIterations;
-    let mut n_iter = 0;
-    for _ in 0..cfg.max_iter {
-        interrupt.check()?;
-        n_iter += 1;
-        let theta = state.theta(groups);
-        let (f, b) = solver.solve_combined(
+    driver.checks = CheckSchedule::new().with_margin(1.0);
+    driver.run(&mut mirror)
+}
+
+/// Mirror descent's state between iterations: the weights `(λ, γ)` and their working set, the
+/// step rule, the warm-started single-kernel solver and the forms `q_jk` of the last `β`.
+struct Mirror<'s> {
+    stack: &'s dyn KernelStack,
+    psd: PsdCheck<'s>,
+    y: &'s [f64],
+    /// The loss weights `C w_i`.
+    c: Vec<f64>,
+    groups: &'s Groups,
+    cfg: &'s MirrorConfig,
+    state: State,
+    stepper: Stepper,
+    solver: SingleKernel,
+    k_eff: Vec<f64>,
+    /// `q_jk = βᵀK_jkβ`, and the forms at the natural dual point (logistic loss only).
+    quad: Vec<f64>,
+    hat_quad: Vec<f64>,
+    /// Whether the iterations after the first run on a working set of kernels.
+    restricts: bool,
+    first: bool,
+    /// The last step, for the update that follows it.
+    last: Option<Step>,
+}
+
+/// One iterate `A[jk] = scale·θ_jk β` (intercept `b`): its certificate's values and what the
+/// next step on `(λ, γ)` needs.
+struct Step {
+    theta: Vec<f64>,
+    /// `f = K_eff β`.
+    f: Vec<f64>,
+    /// The natural dual point (logistic loss); the dual point is `β` otherwise.
+    hat: Option<Vec<f64>>,
+    /// `θ_jk sqrt(q_jk)`, the block norms of the unscaled model.
+    norms: Vec<f64>,
+    scale: f64,
+    b: f64,
+    primal: f64,
+    /// The loss term `−C Σ ℓ*` of the dual value at the dual point.
+    dual_loss: f64,
+    /// The working set of the solve.
+    set: Vec<usize>,
+    /// Whether the next step may be the second-order one, and then the products `K_jk β` of
+    /// the set's kernels, one after another.
+    second: bool,
+    products: Vec<f64>,
+    /// `λ` was reset after the certificate (the set formed, or grown by seeded weights): the
+    /// step rule restarts.
+    restart: bool,
+}
+
+impl Step {
+    /// The model at `β`: the weights `θ/Σθ` and the block norms of `scale·A`.
+    fn model(&self, beta: &[f64]) -> Model {
+        let total: f64 = self.theta.iter().sum();
+        let weights = self.theta.iter().map(|t| t / total).collect();
+        let norms = self.norms.iter().map(|s| self.scale * s).collect();
+        Model::outer(&self.theta, beta, self.scale, self.b, weights, norms)
+    }
+}
+
+/// What a whole-problem check of the working set found.
+enum Checked {
+    /// The fit ends: converged, or stalled with the restricted problem.
+    End(SolveStatus),
+    /// The working set grew: a new problem.
+    Grew,
+    /// The working set is complete: the restricted iterations go on.
+    BackedOff,
+}
+
+impl Solver for Mirror<'_> {
+    /// The warm-started single-kernel solve on `K_eff` and the certificate of its iterate: the
+    /// whole problem's, or the restricted problem's with a whole-problem check when one is due.
+    fn step(&mut self, d: &mut Driver<'_>) -> Result<Outcome> {
+        let first = std::mem::replace(&mut self.first, false);
+        let mut st = self.solve(d)?;
+        let outcome = if st.set.len() == self.stack.m() {
+            self.whole_step(d, &mut st, first)
+        } else {
+            self.restricted_step(d, &mut st)
+        };
+        self.last = Some(st);
+        Ok(outcome)
+    }
+
+    fn restricted(&self) -> bool {
+        !self.state.in_set.iter().all(|&s| s)
+    }
+
+    /// [Nath] eq. 6 and the mirror step eq. 8 on `(λ, γ)`, or the second-order step
+    /// ([`Stepper::step`]).
+    fn update(&mut self, _d: &Driver<'_>) -> Result<()> {
+        let st = self.last.take().expect("an update follows a step");
+        let (upper, ridge) = newton::dual_box(self.cfg.loss, &self.c).unwrap_or_default();
+        let iterate = st.second.then(|| newton::Iterate {
+            y: self.y,
+            alpha: self.solver.alpha().unwrap_or_default(),
+            upper: &upper,
+            ridge: &ridge,
+            k_eff: match self.stack.on_demand() {
+                Some(od) => CombinedKernel::OnDemand(od, &st.theta),
+                None => CombinedKernel::Stored(&self.k_eff, self.stack.n()),
+            },
+            f: &st.f,
+            products: &st.products,
+            set: &st.set,
+        });
+        let groups = self.groups;
+        let (quad, restart) = (&self.quad, st.restart);
+        let state = &mut self.state;
+        self.stepper
+            .step(state, quad, st.primal, restart, groups, iterate.as_ref());
+        Ok(())
+    }
+}
+
+impl<'s> Mirror<'s> {
+    /// The start: uniform weights `λ` in each group and `γ` across them, every kernel in the
+    /// set.
+    fn new(
+        stack: &'s dyn KernelStack,
+        y: &'s [f64],
+        c: Vec<f64>,
+        groups: &'s Groups,
+        cfg: &'s MirrorConfig,
+    ) -> Result<Self> {
+        let m = stack.m();
+        // The working set pays when it leaves out most kernels.
+        let restricts = cfg.working_set
+            && groups
+                .members()
+                .iter()
+                .map(|g| per_group(g.len()))
+                .sum::<usize>()
+                * 2
+                <= m;
+        Ok(Mirror {
+            state: State::new(groups),
+            solver: SingleKernel::new(cfg.loss, &c, y)?,
             stack,
+            psd: PsdCheck::new(stack),
             y,
             c,
-            &theta,
-            inner_tol(&gaps, cfg),
-            &mut k_eff,
-            interrupt,
-        )?;
-        let beta = solver.beta();
-        let mut set = state.set();
-        let whole = set.len() == m;
+            groups,
+            cfg,
+            stepper: Stepper::new(cfg.step, groups),
+            k_eff: Vec::new(),
+            quad: vec![0.0; m],
+            hat_quad: vec![0.0; m],
+            restricts,
+            first: true,
+            last: None,
+        })
+    }
+
+    /// The single-kernel solve on `K_eff = Σ θ_jk K_jk`, the forms `q_jk` of the set in one
+    /// pass (with the products `K_jk β` for the second-order step), and the iterate's primal
+    /// value and dual loss term.
+    fn solve(&mut self, d: &Driver<'_>) -> Result<Step> {
+        let (stack, y, c, cfg) = (self.stack, self.y, &self.c, self.cfg);
+        let theta = self.state.theta(self.groups);
+        let tol = inner_tol(d.inner_tol(), cfg);
+        let (f, b) =
+            self.solver
+                .solve_combined(stack, y, c, &theta, tol, &mut self.k_eff, d.interrupt)?;
+        let beta = self.solver.beta();
+        let set = self.state.set();
         // The second-order step needs every `K_jk β` on the set, from the same one pass.
         let second = cfg.step == StepRule::Newton
             && newton::dual_box(cfg.loss, c).is_some()
             && set.len() <= NEWTON_MAX
-            && solver.alpha().is_some();
+            && self.solver.alpha().is_some();
         // The logistic dual is evaluated at the model's natural point, feasible at any scale
         // (docs/mathematics.md §1.3); `b` becomes the best intercept, the primal's too.
         let natural = natural_dual(cfg.loss, c, y, &f, b);
         let b = natural.as_ref().map_or(b, |n| n.0);
-        let hat = natural.as_ref().map(|n| n.1.as_slice());
-        let mut products = read_set(stack, beta, hat, &set, second, &mut quad, &mut hat_quad);
+        let hat = natural.map(|n| n.1);
+        let (quad, hat_quad) = (&mut self.quad, &mut self.hat_quad);
+        let products = read_set(stack, beta, hat.as_deref(), &set, second, quad, hat_quad);
         let norms: Vec<f64> = theta
             .iter()
-            .zip(&quad)
+            .zip(&self.quad)
             .map(|(t, q)| t * q.max(0.0).sqrt())
             .collect();
-        let penalty = group_penalty(&norms, groups);
+        let penalty = group_penalty(&norms, self.groups);
         let primal = cfg.loss.weighted_total(y, &f, b, c) + penalty;
         // The model `scale·A` with intercept `b` (the margin lift of the hinge loss).
         let (scale, b, primal) = cfg
             .loss
             .lift_to_margin(y, &f, b, c, penalty, primal)
             .unwrap_or((1.0, b, primal));
-        let dual_point = hat.unwrap_or(beta);
-        let dual_loss = loss_dual(cfg.loss, c, y, dual_point);
-        let model = || {
-            let total: f64 = theta.iter().sum();
-            let weights = theta.iter().map(|t| t / total).collect();
-            Model::outer(
-                &theta,
-                beta,
-                scale,
-                b,
-                weights,
-                norms.iter().map(|s| scale * s).collect(),
-            )
-        };
-        let mut new_problem = false;
-        // Whether the weights are those of this iterate's model (the set grew by zero weights).
-        let mut same_weights = false;
-        // Every dual value below is screened by the witness check of β on the kernels whose
-        // q_jk it uses (docs/mathematics.md §1.8).
-        let gap = if whole {
-            let dq = if hat.is_some() { &hat_quad } else { &quad };
-            let witness = psd.all().scan(dual_point, m, |k| dq[k]);
-            let dual = dual_loss - dual_penalty(dq, groups, |_| true);
-            let gap = tracker.record_with(primal, (dual, witness), set.len(), model);
-            if gap <= cfg.tol {
-                status = SolveStatus::Converged;
-                break;
-            }
-            if restricts && n_iter == 1 {
-                state.restrict(groups, &quad, per_group);
-                checks.start(dual);
-                new_problem = true;
-            }
-            gap
-        } else {
-            let in_set = &state.in_set;
-            let dq = if hat.is_some() { &hat_quad } else { &quad };
-            let witness = psd.of(&set).scan(dual_point, set.len(), |k| dq[set[k]]);
-            // Only the witness is recorded: the restricted dual bounds the restricted problem
-            // alone, so it neither certifies nor stops the fit, witness or not.
-            tracker.note(witness);
-            let rdual = dual_loss - dual_penalty(dq, groups, |k| in_set[k]);
-            let rgap = checks.restricted_gap(primal, rdual);
-            if checks.due_after(rgap, cfg.tol) {
-                // Whole-problem check: every q_jk at this β, one pass over the stack (with the
-                // products K_jk β for the second-order step on the grown set).
-                let all: Vec<usize> = (0..m).collect();
-                let all_products =
-                    read_set(stack, beta, hat, &all, second, &mut quad, &mut hat_quad);
-                let dq = if hat.is_some() { &hat_quad } else { &quad };
-                let witness = psd.all().scan(dual_point, m, |k| dq[k]);
-                let dual = dual_loss - dual_penalty(dq, groups, |_| true);
-                let gap = tracker.record_with(primal, (dual, witness), set.len(), model);
-                if gap <= cfg.tol {
-                    status = SolveStatus::Converged;
-                    break;
-                }
-                // The second-order step brings the new kernels in from λ = 0, with the model
-                // at the current weights; the mirror step cannot move a zero weight.
-                let grew = state.grow(groups, &quad, per_group, !second) > 0;
-                match checks.settle(grew) {
-                    Settled::Grew => {
-                        checks.start(tracker.certified(dual));
-                        new_problem = true;
-                        if second {
-                            set = state.set();
-                            let n = beta.len();
-                            products = set
-                                .iter()
-                                .flat_map(|&k| all_products[k * n..(k + 1) * n].iter().copied())
-                                .collect();
-                            same_weights = true;
-                        }
-                    }
-                    Settled::Stalled => {
-                        status = SolveStatus::Stalled;
-                        break;
-                    }
-                    Settled::BackedOff => {}
-                }
-            } else {
-                // The restricted dual bounds the restricted problem only: not recorded.
-                tracker.record_with(primal, (f64::NEG_INFINITY, None), set.len(), model);
-            }
-            rgap
-        };
-        gaps.observe(gap, new_problem);
-        if gaps.is_stalled() {
-            if state.in_set.iter().all(|&s| s) {
-                status = SolveStatus::Stalled;
-                break;
-            }
-            checks.force();
-        }
-        let (upper, ridge) = newton::dual_box(cfg.loss, c).unwrap_or_default();
-        let iterate = second.then(|| newton::Iterate {
-            y,
-            alpha: solver.alpha().unwrap_or_default(),
-            upper: &upper,
-            ridge: &ridge,
-            k_eff: match stack.on_demand() {
-                Some(od) => CombinedKernel::OnDemand(od, &theta),
-                None => CombinedKernel::Stored(&k_eff, stack.n()),
-            },
-            f: &f,
-            products: &products,
-            set: &set,
-        });
-        stepper.step(
-            &mut state,
-            &quad,
+        let dual_loss = loss_dual(cfg.loss, c, y, hat.as_deref().unwrap_or(beta));
+        Ok(Step {
+            theta,
+            f,
+            hat,
+            norms,
+            scale,
+            b,
             primal,
-            new_problem && !same_weights,
-            groups,
-            iterate.as_ref(),
-        );
+            dual_loss,
+            set,
+            second,
+            products,
+            restart: false,
+        })
     }
-    tracker.finish(n_iter, status)
+
+    /// The dual point of a step (its natural point for the logistic loss, else `β`) and the
+    /// forms `q_jk` at that point.
+    fn dual_point<'a>(&'a self, st: &'a Step) -> (&'a [f64], &'a [f64]) {
+        match &st.hat {
+            Some(hat) => (hat, &self.hat_quad),
+            None => (self.solver.beta(), &self.quad),
+        }
+    }
+
+    /// A step on the whole problem: its certificate; after the first (unless it converged),
+    /// the working set is formed by the kernels of largest `q_jk` in each group.
+    fn whole_step(&mut self, d: &mut Driver<'_>, st: &mut Step, first: bool) -> Outcome {
+        let (gap, dual) = self.certify(d, st);
+        let converged = gap <= d.tol;
+        let new_problem = self.restricts && first && !converged;
+        if new_problem {
+            self.state.restrict(self.groups, &self.quad, per_group);
+            d.checks.start(dual);
+            st.restart = true;
+        }
+        Outcome::Gap {
+            gap,
+            whole: true,
+            new_problem,
+        }
+    }
+
+    /// Records the whole problem's certificate from every `q_jk` at the step's dual point: the
+    /// gap to stop on, and the dual value. The dual value is screened by the witness check of
+    /// its point on the kernels whose `q_jk` it uses (docs/mathematics.md §1.8).
+    fn certify(&self, d: &mut Driver<'_>, st: &Step) -> (f64, f64) {
+        let m = self.stack.m();
+        let (point, dq) = self.dual_point(st);
+        let witness = self.psd.all().scan(point, m, |k| dq[k]);
+        let dual = st.dual_loss - dual_penalty(dq, self.groups, |_| true);
+        let beta = self.solver.beta();
+        let gap = d
+            .tracker
+            .record_with(st.primal, (dual, witness), st.set.len(), || st.model(beta));
+        (gap, dual)
+    }
+
+    /// A step on the restricted problem of the working set. Its primal value is a whole-problem
+    /// one; its dual value (the max over `G_j` ranges over the set only) bounds the restricted
+    /// problem alone and decides only when a whole-problem check is due.
+    fn restricted_step(&mut self, d: &mut Driver<'_>, st: &mut Step) -> Outcome {
+        let set = &st.set;
+        let (point, dq) = self.dual_point(st);
+        let witness = self.psd.of(set).scan(point, set.len(), |k| dq[set[k]]);
+        // Only the witness is recorded: the restricted dual bounds the restricted problem
+        // alone, so it neither certifies nor stops the fit, witness or not.
+        d.tracker.note(witness);
+        let in_set = &self.state.in_set;
+        let rdual = st.dual_loss - dual_penalty(dq, self.groups, |k| in_set[k]);
+        let rgap = d.checks.restricted_gap(st.primal, rdual);
+        let mut new_problem = false;
+        if d.checks.due_after(rgap, d.tol) {
+            match self.check(d, st) {
+                Checked::End(status) => return Outcome::Stop(status),
+                Checked::Grew => new_problem = true,
+                Checked::BackedOff => {}
+            }
+        } else {
+            // The restricted dual bounds the restricted problem only: not recorded.
+            let beta = self.solver.beta();
+            let dual = (f64::NEG_INFINITY, None);
+            d.tracker
+                .record_with(st.primal, dual, st.set.len(), || st.model(beta));
+        }
+        Outcome::Gap {
+            gap: rgap,
+            whole: false,
+            new_problem,
+        }
+    }
+
+    /// The whole-problem check at the step's `β`: every `q_jk`, one pass over the stack (with
+    /// the products `K_jk β` for the second-order step on the grown set), the whole
+    /// certificate recorded; then the fit ends, or the working set grows by the dual's
+    /// violators (the kernels whose `q_jk` exceed the largest of their group in the set), or
+    /// it is complete.
+    fn check(&mut self, d: &mut Driver<'_>, st: &mut Step) -> Checked {
+        let all: Vec<usize> = (0..self.stack.m()).collect();
+        let (beta, hat) = (self.solver.beta(), st.hat.as_deref());
+        let (quad, hat_quad) = (&mut self.quad, &mut self.hat_quad);
+        let all_products = read_set(self.stack, beta, hat, &all, st.second, quad, hat_quad);
+        let (gap, dual) = self.certify(d, st);
+        if gap <= d.tol {
+            return Checked::End(SolveStatus::Converged);
+        }
+        // The second-order step brings the new kernels in from λ = 0, with the model at the
+        // current weights; the mirror step cannot move a zero weight.
+        let grew = self
+            .state
+            .grow(self.groups, &self.quad, per_group, !st.second)
+            > 0;
+        match d.checks.settle(grew) {
+            Settled::Grew => {
+                d.checks.start(d.tracker.certified(dual));
+                // The mirror step restarts from the seeded weights; the second-order step goes
+                // on from this iterate's (the set grew by zero weights) on the grown set.
+                st.restart = !st.second;
+                if st.second {
+                    st.set = self.state.set();
+                    let n = self.solver.beta().len();
+                    st.products = st
+                        .set
+                        .iter()
+                        .flat_map(|&k| all_products[k * n..(k + 1) * n].iter().copied())
+                        .collect();
+                }
+                Checked::Grew
+            }
+            Settled::Stalled => Checked::End(SolveStatus::Stalled),
+            Settled::BackedOff => Checked::BackedOff,
+        }
+    }
 }
 
 #[cfg(test)]

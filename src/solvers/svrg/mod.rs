@@ -34,8 +34,9 @@ use crate::linalg::dot;
 use crate::losses::{costs, Loss};
 use crate::penalties::duals::lp_dual;
 use crate::penalties::lp_penalty;
-use crate::result::{FitResult, SolveStatus};
-use crate::solvers::tracker::{Model, Tracker};
+use crate::result::FitResult;
+use crate::solvers::driver::{Driver, Outcome, Solver};
+use crate::solvers::tracker::Model;
 
 /// Settings of an SVRG fit.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,130 +150,217 @@ pub fn fit_svrg_weighted<T: Element>(
     if x.data().iter().any(|v| !v.to_f64().is_finite()) {
         return Err(MkError::non_finite("the features"));
     }
-    let (n, m, width) = (x.n(), x.m(), x.width());
-    let lam = 1.0 / (cfg.c * n as f64);
-    // The weights `w_t` (checked as loss weights are) and the loss weights `c_t = C w_t`.
-    let sw = costs(1.0, sample_weight, n)?;
-    let cu: Vec<f64> = sw.iter().map(|w| cfg.c * w).collect();
-    let curvature = if cfg.loss == Loss::Logistic {
-        0.25
-    } else {
-        1.0
-    };
-    let big_l = curvature
-        * (0..n)
-            .map(|t| sw[t] * (x.row(t).iter().map(|v| v.to_f64().powi(2)).sum::<f64>() + 1.0))
-            .fold(0.0f64, f64::max);
-    let block = |k: usize| x.block(k);
-    let mut w = vec![0.0; width];
-    let mut b = 0.0;
-    let mut d = vec![
-        if cfg.p.is_infinite() {
+    let mut svrg = Svrg::new(x, y, sample_weight, cfg)?;
+    Driver::new(cfg.tol, cfg.max_iter, interrupt).run(&mut svrg)
+}
+
+/// Multi-epoch SVRG's state: the iterate `(w, b)`, its kernel weights `d`, and the snapshot the
+/// next epoch starts from.
+struct Svrg<'s, 'x, T: Element> {
+    x: &'s RowFeatures<'x, T>,
+    y: &'s [f64],
+    cfg: &'s SvrgConfig,
+    /// The sample weights `w_t`, and the loss weights `c_t = C w_t`.
+    sw: Vec<f64>,
+    cu: Vec<f64>,
+    /// `λ = 1/(Cn)`, and the smoothness `L` of the loss term (module docs).
+    lam: f64,
+    big_l: f64,
+    w: Vec<f64>,
+    b: f64,
+    d: Vec<f64>,
+    rng: SplitMix,
+    /// The `w` of the smallest primal value recorded: the result's feature weights.
+    best_w: Vec<f64>,
+    /// At the snapshot: the predictions `z_t = ⟨w, φ(x_t)⟩`, each sample's gradient factor
+    /// `w_t ℓ′` (the weight rides along in every step), the full gradient `G = Φᵀ(w_t ℓ′)/n`
+    /// and the block norms `‖w_k‖`.
+    z: Vec<f64>,
+    g0: Vec<f64>,
+    grad: Vec<f64>,
+    norms: Vec<f64>,
+}
+
+impl<T: Element> Solver for Svrg<'_, '_, T> {
+    /// The snapshot pass that starts an epoch, and its certificate.
+    fn step(&mut self, driver: &mut Driver<'_>) -> Result<Outcome> {
+        let primal = self.snapshot();
+        let (beta, dual) = self.dual();
+        let gap = self.certify(driver, primal, &beta, dual);
+        Ok(Outcome::Gap {
+            gap,
+            whole: true,
+            new_problem: false,
+        })
+    }
+
+    /// The kernel weights in closed form, then one epoch from the snapshot.
+    fn update(&mut self, driver: &Driver<'_>) -> Result<()> {
+        self.reweight();
+        self.epoch(driver.interrupt)
+    }
+
+    /// The best iterate `w`, whose objective `primal` is, as the feature weights.
+    fn finish(&mut self, mut fit: FitResult) -> Result<FitResult> {
+        fit.feature_weights = std::mem::take(&mut self.best_w);
+        Ok(fit)
+    }
+}
+
+impl<'s, 'x, T: Element> Svrg<'s, 'x, T> {
+    /// The start: `w = 0`, `b = 0` and the uniform `d` of unit p-norm.
+    fn new(
+        x: &'s RowFeatures<'x, T>,
+        y: &'s [f64],
+        sample_weight: Option<&[f64]>,
+        cfg: &'s SvrgConfig,
+    ) -> Result<Self> {
+        let (n, m, width) = (x.n(), x.m(), x.width());
+        // The weights `w_t` (checked as loss weights are) and the loss weights `c_t = C w_t`.
+        let sw = costs(1.0, sample_weight, n)?;
+        let cu: Vec<f64> = sw.iter().map(|w| cfg.c * w).collect();
+        let curvature = if cfg.loss == Loss::Logistic {
+            0.25
+        } else {
+            1.0
+        };
+        let big_l = curvature
+            * (0..n)
+                .map(|t| sw[t] * (x.row(t).iter().map(|v| v.to_f64().powi(2)).sum::<f64>() + 1.0))
+                .fold(0.0f64, f64::max);
+        let d0 = if cfg.p.is_infinite() {
             1.0
         } else {
             (m as f64).powf(-1.0 / cfg.p)
         };
-        m
-    ];
-    let mut rng = SplitMix(cfg.seed);
-    let mut tracker = Tracker::new(interrupt);
-    let mut best_w = w.clone();
-    let mut best_primal = f64::INFINITY;
-    let mut status = SolveStatus::MaxIterations;
-    let mut epochs = 0;
-    let mut z = vec![0.0; n];
-    let mut g0 = vec![0.0; n];
-    for _ in 0..cfg.max_iter {
-        interrupt.check()?;
-        epochs += 1;
-        // Snapshot pass: predictions, exact intercept, certificate.
-        for (t, zt) in z.iter_mut().enumerate() {
-            *zt = dot(x.row(t), &w);
+        Ok(Svrg {
+            x,
+            y,
+            cfg,
+            sw,
+            cu,
+            lam: 1.0 / (cfg.c * n as f64),
+            big_l,
+            w: vec![0.0; width],
+            b: 0.0,
+            d: vec![d0; m],
+            rng: SplitMix(cfg.seed),
+            best_w: vec![0.0; width],
+            z: vec![0.0; n],
+            g0: vec![0.0; n],
+            grad: Vec::new(),
+            norms: Vec::new(),
+        })
+    }
+
+    /// The snapshot pass: the predictions, the exact intercept, the block norms, each sample's
+    /// gradient factor; returns the primal value `C Σ c_t ℓ + ½(Σ‖w_k‖^q)^{2/q}`.
+    fn snapshot(&mut self) -> f64 {
+        let (x, y, cfg) = (self.x, self.y, self.cfg);
+        for (t, zt) in self.z.iter_mut().enumerate() {
+            *zt = dot(x.row(t), &self.w);
         }
-        b = refit_intercept(cfg.loss, y, &z, &sw, b);
-        let norms: Vec<f64> = (0..m)
-            .map(|k| w[block(k)].iter().map(|v| v * v).sum::<f64>().sqrt())
+        self.b = refit_intercept(cfg.loss, y, &self.z, &self.sw, self.b);
+        self.norms = (0..x.m())
+            .map(|k| self.w[x.block(k)].iter().map(|v| v * v).sum::<f64>().sqrt())
             .collect();
-        let primal = cfg.loss.weighted_total(y, &z, b, &cu) + lp_penalty(&norms, cfg.p);
-        // Each sample's gradient factor `w_t ℓ′` (the weight rides along in every step).
-        for (t, g) in g0.iter_mut().enumerate() {
-            *g = sw[t] * cfg.loss.deriv(y[t], z[t] + b);
+        let primal =
+            cfg.loss.weighted_total(y, &self.z, self.b, &self.cu) + lp_penalty(&self.norms, cfg.p);
+        for (t, g) in self.g0.iter_mut().enumerate() {
+            *g = self.sw[t] * cfg.loss.deriv(y[t], self.z[t] + self.b);
         }
-        let raw: Vec<f64> = g0.iter().map(|g| -cfg.c * g).collect();
-        let beta = cfg.loss.centre_dual(y, &raw, &cu);
-        // ‖Φ_kᵀβ‖² and the full gradient G = Φᵀℓ′/n in one more pass.
+        primal
+    }
+
+    /// The dual point `β = −C w_t ℓ′` shifted inside the conjugate's domain, and its dual value
+    /// from `‖Φ_kᵀβ‖²`, read in one more pass with the full gradient `G`.
+    fn dual(&mut self) -> (Vec<f64>, f64) {
+        let (x, y, cfg) = (self.x, self.y, self.cfg);
+        let (n, width) = (x.n(), x.width());
+        let raw: Vec<f64> = self.g0.iter().map(|g| -cfg.c * g).collect();
+        let beta = cfg.loss.centre_dual(y, &raw, &self.cu);
         let mut u = vec![0.0; width];
         let mut grad = vec![0.0; width];
-        for t in 0..n {
-            let row = x.row(t);
-            let (bt, gt) = (beta[t], g0[t] / n as f64);
+        for (t, (&bt, g)) in beta.iter().zip(&self.g0).enumerate() {
+            let (row, gt) = (x.row(t), g / n as f64);
             for ((uj, gj), v) in u.iter_mut().zip(grad.iter_mut()).zip(row) {
                 let v = v.to_f64();
                 *uj += bt * v;
                 *gj += gt * v;
             }
         }
-        let quad: Vec<f64> = (0..m)
-            .map(|k| u[block(k)].iter().map(|v| v * v).sum())
+        self.grad = grad;
+        let quad: Vec<f64> = (0..x.m())
+            .map(|k| u[x.block(k)].iter().map(|v| v * v).sum())
             .collect();
-        let dual = lp_dual(cfg.loss, &cu, y, &beta, &quad, cfg.p);
-        if primal < best_primal {
-            best_primal = primal;
-            best_w.clone_from(&w);
+        let dual = lp_dual(cfg.loss, &self.cu, y, &beta, &quad, cfg.p);
+        (beta, dual)
+    }
+
+    /// Records the snapshot's certificate (the model `A[k] = d_k β`, module docs), keeping its
+    /// `w` if it is the best so far; returns the gap.
+    fn certify(&mut self, driver: &mut Driver<'_>, primal: f64, beta: &[f64], dual: f64) -> f64 {
+        if primal < driver.tracker.best_primal() {
+            self.best_w.clone_from(&self.w);
         }
+        let p = self.cfg.p;
         // The weights as every lp solver reports them: unit p-norm (d is, up to its floor).
-        let d_norm = if cfg.p.is_infinite() {
+        let d_norm = if p.is_infinite() {
             1.0
         } else {
-            d.iter()
-                .map(|v| v.powf(cfg.p))
-                .sum::<f64>()
-                .powf(1.0 / cfg.p)
+            self.d.iter().map(|v| v.powf(p)).sum::<f64>().powf(1.0 / p)
         };
-        let gap = tracker.record_with(primal, (dual, None), m, || Model {
-            coef: d
-                .iter()
-                .flat_map(|&dk| beta.iter().map(move |bt| dk * bt))
-                .collect(),
-            intercept: b,
-            weights: d.iter().map(|v| v / d_norm).collect(),
-            norms: norms.clone(),
-        });
-        if gap <= cfg.tol {
-            status = SolveStatus::Converged;
-            break;
-        }
-        // Kernel weights in closed form ([SVRG] eq. 2), floored so λ/d_k stays finite.
-        if !cfg.p.is_infinite() && norms.iter().any(|&s| s > 0.0) {
-            let e = 2.0 / (cfg.p + 1.0);
-            let s: f64 = norms.iter().map(|v| v.powf(e * cfg.p)).sum::<f64>();
-            let scale = s.powf(1.0 / cfg.p);
-            for (dk, nk) in d.iter_mut().zip(&norms) {
+        let (d, b, norms) = (&self.d, self.b, &self.norms);
+        driver
+            .tracker
+            .record_with(primal, (dual, None), d.len(), || Model {
+                coef: d
+                    .iter()
+                    .flat_map(|&dk| beta.iter().map(move |bt| dk * bt))
+                    .collect(),
+                intercept: b,
+                weights: d.iter().map(|v| v / d_norm).collect(),
+                norms: norms.clone(),
+            })
+    }
+
+    /// The kernel weights in closed form ([SVRG] eq. 2), floored so `λ/d_k` stays finite.
+    fn reweight(&mut self) {
+        let p = self.cfg.p;
+        if !p.is_infinite() && self.norms.iter().any(|&s| s > 0.0) {
+            let e = 2.0 / (p + 1.0);
+            let s: f64 = self.norms.iter().map(|v| v.powf(e * p)).sum::<f64>();
+            let scale = s.powf(1.0 / p);
+            for (dk, nk) in self.d.iter_mut().zip(&self.norms) {
                 *dk = (nk.powf(e) / scale).max(1e-12);
             }
         }
-        // One epoch of n variance-reduced steps from the snapshot (w, b).
-        let lam_k: Vec<f64> = d.iter().map(|dk| lam / dk).collect();
-        let steps: Vec<f64> = lam_k.iter().map(|l| 1.0 / (big_l + l)).collect();
-        let mean_g = g0.iter().sum::<f64>() / n as f64;
-        let h_b = 1.0 / big_l;
+    }
+
+    /// One epoch of `n` variance-reduced steps from the snapshot `(w, b)`.
+    fn epoch(&mut self, interrupt: &dyn Interrupt) -> Result<()> {
+        let (x, y, cfg) = (self.x, self.y, self.cfg);
+        let (n, m) = (x.n(), x.m());
+        let lam_k: Vec<f64> = self.d.iter().map(|dk| self.lam / dk).collect();
+        let steps: Vec<f64> = lam_k.iter().map(|l| 1.0 / (self.big_l + l)).collect();
+        let mean_g = self.g0.iter().sum::<f64>() / n as f64;
+        let h_b = 1.0 / self.big_l;
+        let (w, grad) = (&mut self.w, &self.grad);
         for it in 0..n {
             if it % 4096 == 0 {
                 interrupt.check()?;
             }
-            let t = (rng.next_u64() % n as u64) as usize;
+            let t = (self.rng.next_u64() % n as u64) as usize;
             let row = x.row(t);
-            let delta = sw[t] * cfg.loss.deriv(y[t], dot(row, &w) + b) - g0[t];
+            let delta = self.sw[t] * cfg.loss.deriv(y[t], dot(row, w) + self.b) - self.g0[t];
             for k in 0..m {
                 let (h, l) = (steps[k], lam_k[k]);
-                for j in block(k) {
+                for j in x.block(k) {
                     w[j] -= h * (l * w[j] + grad[j] + delta * row[j].to_f64());
                 }
             }
-            b -= h_b * (mean_g + delta);
+            self.b -= h_b * (mean_g + delta);
         }
+        Ok(())
     }
-    let mut fit = tracker.finish(epochs, status)?;
-    fit.feature_weights = best_w;
-    Ok(fit)
 }

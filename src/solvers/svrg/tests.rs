@@ -1,6 +1,7 @@
 use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::{DenseStack, RowFeatures};
+use crate::result::SolveStatus;
 use crate::solvers::lp::{fit_lp_weighted, LpConfig};
 
 /// `n` rows of 3 feature blocks (widths 2, 3, 2) of a deterministic stream; labels from a
