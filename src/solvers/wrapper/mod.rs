@@ -69,6 +69,13 @@
 //! On kernels computed on demand (hinge-type losses) nothing `n × n` is formed: SMO reads the
 //! columns of `K_w` through its row cache, and the Hessian needs `K_w[F, F]` and `K_kβ` on the
 //! support vectors only (`|S|²` evaluations per kernel, from views of those points).
+//!
+//! # The code
+//! [`fit_from`] builds the state ([`Wrapper`]) from the first iterate (`start`, step 1) and
+//! the [`Driver`] runs it. Each iteration (`state`) is one SVM solve at the weights `w`
+//! ([`Combined`] holds `K_w`), the verdict on the trial step, the certificate of the iterate
+//! (`certificate`; of a working set, with its checks: `checks`), and the next trust-region
+//! step of the Newton model (`newton`, step 2).
 
 mod certificate;
 mod checks;
@@ -76,27 +83,22 @@ mod combined;
 mod newton;
 mod qp;
 mod start;
+mod state;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{support_products, KernelStack};
+use crate::kernels::KernelStack;
 use crate::losses::{costs, Loss};
 use crate::penalties::SparsePenalty;
-use crate::result::{FitResult, SolveStatus};
-use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet, MIN_POINTS};
-use crate::solvers::schedule::{CheckSchedule, Settled};
+use crate::result::FitResult;
+use crate::solvers::driver::Driver;
+use crate::solvers::points::{PointSet, MIN_POINTS};
 use crate::solvers::single::SingleKernel;
-use crate::solvers::tracker::Tracker;
 use crate::solvers::witness::PsdCheck;
 
-use certificate::{forms, solve_point, Certificate, Point};
-use checks::{stalls, whole_check};
+use certificate::Point;
 use combined::Combined;
-use newton::{
-    gradient, model_kernels, movable, s_hessian, NewtonModel, Penalty, MAX_MODEL, MAX_MODEL_SMOOTH,
-    MIN_RADIUS, START_RADIUS,
-};
-use start::start;
+use newton::{NewtonModel, Penalty, START_RADIUS};
 
 /// The most exact SMO solve asked for when the model stalls above `tol`.
 const MIN_INNER_TOL: f64 = 1e-12;
@@ -183,12 +185,11 @@ fn fit_from(
     cfg.validate()?;
     crate::solvers::validate_targets(stack.n(), y)?;
     let c = &costs(cfg.c, sample_weight, y.len())?;
-    let (m, n) = (stack.m(), stack.n());
     let (r1, r2) = cfg.penalty.weights();
     let pen = Penalty { r1, r2 };
-    let mut solver = SingleKernel::new(cfg.loss, c, y)?;
+    let mut whole = SingleKernel::new(cfg.loss, c, y)?;
     // The smooth losses' `β` is dense; Newton then works on factors where the stack has them.
-    let smooth = !solver.is_sparse();
+    let smooth = !whole.is_sparse();
     if smooth && stack.on_demand().is_some() {
         return Err(MkError::Unsupported(
             "the wrapper fits kernels computed on demand with the hinge-type losses only \
@@ -197,302 +198,92 @@ fn fit_from(
         ));
     }
     let mut kw = Combined::Dense(Vec::new());
-    let mut w = start(stack, y, c, &mut solver, &mut kw, &pen, smooth, interrupt)?;
-    let mut tracker = Tracker::new(interrupt);
-    let psd = PsdCheck::new(stack);
-    let mut q = vec![0.0; m];
-    let mut radius = START_RADIUS;
-    // The model of the last accepted iterate and the decrease it predicted for the step taken.
-    let mut model: Option<(NewtonModel, f64)> = None;
-    let mut status = SolveStatus::MaxIterations;
-    let mut n_iter = 0;
-    // Whether `kw` already holds `K_w` (after the start, or a retry at the same weights).
-    let mut kw_is_w = true;
+    let w = start::start(stack, y, c, &mut whole, &mut kw, &pen, smooth, interrupt)?;
     // As the other wrappers' floor (`GapSchedule`): the SVM's accuracy must not bound the gap.
     // Newton's (a relative decrease of the objective) follows the gap instead.
-    let mut inner_tol = if smooth {
+    let inner_tol = if smooth {
         NEWTON_START_TOL.min(0.1 * cfg.tol)
     } else {
         cfg.inner_tol.min(0.1 * cfg.tol)
     }
     .max(MIN_INNER_TOL);
-    // The working set of points of the hinge-type losses (module docs), formed from the first
-    // whole-problem iterate from `min_points` on; `ws` is `None` while the whole problem is
-    // iterated.
-    let use_ws = !smooth && r1 > 0.0 && n >= min_points;
-    let mut ws: Option<PointSet> = None;
-    // The smooth losses' working set of kernels (module docs), sorted; `None` while every
-    // kernel's form is read.
-    let mut kset: Option<Vec<usize>> = None;
-    let mut checks = CheckSchedule::new();
-    while n_iter < cfg.max_iter {
-        interrupt.check()?;
-        n_iter += 1;
-        let restricted = ws.is_some() || kset.is_some();
-        // The iterated problem: its kernels, labels, loss weights, solver, and (restricted)
-        // the indices of its points.
-        let (pstack, py, pc, psolver, pidx): (_, &[f64], &[f64], _, _) = match ws.as_mut() {
-            Some(set) => (
-                set.stack.stack(),
-                &set.y,
-                &set.c,
-                &mut set.solver,
-                Some(set.stack.indices()),
-            ),
-            None => (stack, y, c, &mut solver, None),
-        };
-        if !kw_is_w {
-            kw.set(pstack, &w, smooth);
-        }
-        kw_is_w = false;
-        let point = solve_point(psolver, pstack, &kw, py, pc, inner_tol, interrupt)?;
-        let j = point.value + w.iter().map(|&v| pen.value(v)).sum::<f64>();
-        if let Some((prev, pred)) = &mut model {
-            let rose = j.is_nan() || j > prev.j + 1e-12 * prev.j.abs();
-            if rose && radius <= MIN_RADIUS {
-                // Refused in the smallest region: `J`'s noise (the SVM's accuracy) is all the
-                // model can still see; a more exact SVM, else a stall.
-                if inner_tol <= MIN_INNER_TOL && stalls(restricted, &mut checks) {
-                    status = SolveStatus::Stalled;
-                    break;
-                }
-                inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
-                w = prev.w.clone();
-                model = None;
-                radius = START_RADIUS;
-                continue;
-            }
-            if rose {
-                // Refused: retry from the same model in a smaller region.
-                radius = radius.sqrt().max(MIN_RADIUS);
-                let (next, p) = prev.step(radius, &pen);
-                w = next;
-                *pred = p;
-                continue;
-            }
-            let ratio = (prev.j - j) / pred.max(f64::MIN_POSITIVE);
-            if ratio > 0.5 {
-                radius = (2.0 * radius).min(1e6);
-            } else if ratio < 0.1 {
-                radius = radius.sqrt().max(MIN_RADIUS);
-            }
-        }
-        if use_ws && pidx.is_none() && n_iter == 1 {
-            // The support vectors and margin violators of the first iterate form the working
-            // set: `β` is zero off it, so its forms read the set's kernels only, and the next
-            // iterates are the restricted problem's, from this `w`.
-            let alpha = psolver.alpha().unwrap_or(&[]).to_vec();
-            let z: Vec<f64> = point.f.iter().map(|fi| fi + point.b).collect();
-            let idx = new_points(cfg.loss, y, &z, &alpha, &[]);
-            if let Some(set) = PointSet::new(stack, y, c, cfg.loss, &idx, &alpha)? {
-                let beta_w = gather_points(&point.beta, n, set.idx());
-                set.stack.stack().quad_forms(&beta_w, &mut q);
-                let cert = Certificate::new(&psd, cfg, y, c, &w, &q, &point);
-                let dual = cert.dual;
-                if cert.record(&mut tracker, cfg, &w, &point) <= cfg.tol {
-                    status = SolveStatus::Converged;
-                    break;
-                }
-                checks.start(tracker.certified(dual));
-                ws = Some(set);
-                kw_is_w = false;
-                continue;
-            }
-        }
-        let mut all_prod = forms(pstack, &point.beta, smooth, kset.as_deref(), &mut q);
-        let cert = Certificate::new(&psd, cfg, py, pc, &w, &q, &point);
-        let gap = if let Some(idx) = pidx {
-            // A restricted iterate: `D` is the whole problem's (β = 0 off W), `P` bounds the
-            // restricted problem only.
-            tracker.note(cert.witness);
-            let rgap = checks.restricted_gap(cert.primal, tracker.certified(cert.dual));
-            if checks.due_after(rgap, cfg.tol) {
-                let alpha = scatter_points(psolver.alpha().unwrap_or(&[]), idx, n);
-                let (gap, more) = whole_check(
-                    stack,
-                    y,
-                    c,
-                    cfg,
-                    &psd,
-                    &mut tracker,
-                    &w,
-                    &q,
-                    &point,
-                    idx,
-                    &alpha,
-                );
-                if gap <= cfg.tol {
-                    status = SolveStatus::Converged;
-                    break;
-                }
-                match checks.settle(!more.is_empty()) {
-                    Settled::Grew => {
-                        // A larger problem, whose `J` the last model does not predict.
-                        model = None;
-                        let set = ws.as_mut().expect("restricted iterates have a working set");
-                        if !set.grow(stack, y, c, &more, &alpha)? {
-                            ws = None;
-                            solver.set_warm_start(alpha);
-                        }
-                        continue;
-                    }
-                    Settled::Stalled => {
-                        status = SolveStatus::Stalled;
-                        break;
-                    }
-                    Settled::BackedOff => {}
-                }
-            } else {
-                let active = w.iter().filter(|&&v| v > 0.0).count();
-                tracker.record_with(f64::INFINITY, (cert.dual, None), active, || unreachable!());
-            }
-            rgap
-        } else if let Some(set) = &kset {
-            // A kernel-restricted iterate (smooth losses): `P` is the whole problem's (`w = 0`
-            // off the set), `D` bounds the restricted problem only and is not recorded.
-            let rgap = checks.restricted_gap(cert.primal, cert.dual);
-            if checks.due_after(rgap, cfg.tol) {
-                // Whole-problem check: every form, in the one pass that also gives the
-                // products of the kernels that join.
-                all_prod = forms(pstack, &point.beta, smooth, None, &mut q);
-                let cert = Certificate::new(&psd, cfg, py, pc, &w, &q, &point);
-                let dual = cert.dual;
-                let gap = cert.record(&mut tracker, cfg, &w, &point);
-                if gap <= cfg.tol {
-                    status = SolveStatus::Converged;
-                    break;
-                }
-                let mut grown = set.clone();
-                grown.extend(
-                    movable(&w, &gradient(&w, &q, &pen))
-                        .into_iter()
-                        .filter(|k| set.binary_search(k).is_err()),
-                );
-                match checks.settle(grown.len() > set.len()) {
-                    Settled::Grew => {
-                        grown.sort_unstable();
-                        kset = Some(grown);
-                        checks.start(tracker.certified(dual));
-                    }
-                    Settled::Stalled => {
-                        status = SolveStatus::Stalled;
-                        break;
-                    }
-                    Settled::BackedOff => {}
-                }
-                gap
-            } else {
-                let mut cert = cert;
-                tracker.note(cert.witness.take());
-                cert.dual = f64::NEG_INFINITY;
-                // Stops on the best whole dual value so far, if this primal value meets it.
-                if cert.record(&mut tracker, cfg, &w, &point) <= cfg.tol {
-                    status = SolveStatus::Converged;
-                    break;
-                }
-                rgap
-            }
-        } else {
-            let dual = cert.dual;
-            let gap = cert.record(&mut tracker, cfg, &w, &point);
-            if gap <= cfg.tol {
-                status = SolveStatus::Converged;
-                break;
-            }
-            // The smooth losses read every kernel for the forms: once few kernels can move,
-            // the next iterates read theirs only (module docs).
-            let set = movable(&w, &gradient(&w, &q, &pen));
-            if smooth && r1 > 0.0 && 2 * set.len() <= m {
-                kset = Some(set);
-                checks.start(tracker.certified(dual));
-            }
-            gap
-        };
-        if smooth {
-            inner_tol = inner_tol.min((0.03 * gap).max(MIN_INNER_TOL));
-        }
-        if r1 == 0.0 {
-            // The one SVM is the solution; only its accuracy bounds the gap.
-            if inner_tol <= MIN_INNER_TOL {
-                status = SolveStatus::Stalled;
-                break;
-            }
-            inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
-            kw_is_w = true;
-            continue;
-        }
-        let grad_all = gradient(&w, &q, &pen);
-        // Outside the kernel set no weight is left (their forms read as 0).
-        debug_assert!(kset.as_ref().map_or(true, |s| {
-            (0..m).all(|k| w[k] == 0.0 || s.binary_search(&k).is_ok())
-        }));
-        let vars = model_kernels(
-            &w,
-            &grad_all,
-            if smooth { MAX_MODEL_SMOOTH } else { MAX_MODEL },
-        );
-        if vars.is_empty() {
-            if stalls(restricted, &mut checks) {
-                status = SolveStatus::Stalled;
-                break;
-            }
-            kw_is_w = true;
-            continue;
-        }
-        // `K_kβ` for the model's kernels only: few, once the weights are sparse.
-        let prod = match &all_prod {
-            Some(all) => vars
-                .iter()
-                .flat_map(|&kk| all[kk * n..(kk + 1) * n].iter().copied())
-                .collect(),
-            None => support_products(pstack, &point.beta, &vars),
-        };
-        let mut hess = s_hessian(psolver, pstack, &kw, &point, &prod, pc, cfg)?;
-        let s = vars.len();
-        for (a, &kk) in vars.iter().enumerate() {
-            hess[(a, a)] += pen.d2(w[kk]);
-        }
-        let top = (0..s).fold(0.0f64, |a, r| a.max(hess[(r, r)].abs()));
-        for a in 0..s {
-            hess[(a, a)] += 1e-10 * top.max(f64::MIN_POSITIVE);
-        }
-        let next = NewtonModel {
-            grad: vars.iter().map(|&kk| grad_all[kk]).collect(),
-            vars,
-            hess,
-            j,
-            w: w.clone(),
-        };
-        let (step, pred) = next.step(radius, &pen);
-        // `J` converges to second order in the gradient and the gap to first order, so a step
-        // that `J` no longer resolves (1e-15) can still close the gap: it counts while it moves
-        // a weight by more than 1e-9 of itself.
-        let moves = w
-            .iter()
-            .zip(&step)
-            .any(|(a, b)| (a - b).abs() > 1e-9 * a.max(*b));
-        if !(pred > 1e-15 * j.abs() || moves && pred >= 0.0) {
-            // The model sees no progress left: only a more exact SVM can move the certificate.
-            if inner_tol <= MIN_INNER_TOL {
-                if stalls(restricted, &mut checks) {
-                    status = SolveStatus::Stalled;
-                    break;
-                }
-            } else {
-                inner_tol = (0.01 * inner_tol).max(MIN_INNER_TOL);
-            }
-            model = None;
-            kw_is_w = true;
-            continue;
-        }
-        w = step;
-        model = Some((next, pred));
-        if let Some(set) = &mut kset {
-            // Kernels leave the set when their weight is zero and their gradient not negative.
-            set.retain(|&k| w[k] > 0.0 || grad_all[k] < 0.0);
-        }
-    }
-    tracker.finish(n_iter, status)
+    let mut wrapper = Wrapper {
+        stack,
+        y,
+        c,
+        cfg,
+        psd: PsdCheck::new(stack),
+        pen,
+        smooth,
+        use_ws: !smooth && r1 > 0.0 && stack.n() >= min_points,
+        whole,
+        ws: None,
+        kset: None,
+        q: vec![0.0; stack.m()],
+        w,
+        kw,
+        kw_is_w: true,
+        radius: START_RADIUS,
+        model: None,
+        inner_tol,
+        first: true,
+        next: Next::Recombine,
+    };
+    Driver::new(cfg.tol, cfg.max_iter, interrupt).run(&mut wrapper)
+}
+
+/// The wrapper's state between iterations (module docs): the effective weights `w`, their
+/// kernel and SVM, the Newton model of the last accepted iterate with its trust region, the
+/// SVM's accuracy and the working sets. The driver holds the certificate and the checks'
+/// schedule.
+struct Wrapper<'s> {
+    stack: &'s dyn KernelStack,
+    y: &'s [f64],
+    c: &'s [f64],
+    cfg: &'s WrapperConfig,
+    psd: PsdCheck<'s>,
+    pen: Penalty,
+    /// A smooth loss (Newton's dense `β`): a working set of kernels, and Newton's accuracy
+    /// following the gap.
+    smooth: bool,
+    /// Whether the first whole-problem iterate forms a working set of points (hinge-type
+    /// losses, from `min_points` on).
+    use_ws: bool,
+    /// The whole problem's single-kernel solver.
+    whole: SingleKernel,
+    /// The working set of points (module docs); `None` while the whole problem is iterated.
+    ws: Option<PointSet>,
+    /// The smooth losses' working set of kernels (module docs), sorted; `None` while every
+    /// kernel's form is read.
+    kset: Option<Vec<usize>>,
+    /// The forms `q_m = βᵀK_mβ` of the last iterate.
+    q: Vec<f64>,
+    w: Vec<f64>,
+    /// `K_w` of the iterated problem, when `kw_is_w` (after the start, or to solve again at
+    /// the same weights); else combined before the next solve.
+    kw: Combined,
+    kw_is_w: bool,
+    /// The trust region's ratio `R`.
+    radius: f64,
+    /// The model of the last accepted iterate and the decrease it predicted for the step taken.
+    model: Option<(NewtonModel, f64)>,
+    /// The accuracy of the next single-kernel solve.
+    inner_tol: f64,
+    first: bool,
+    /// What the next iteration solves, as its step decided.
+    next: Next,
+}
+
+/// What the next iteration solves: decided by [`Solver::step`](crate::solvers::driver::Solver),
+/// applied by its `update`.
+enum Next {
+    /// New weights: a trial step of the model, its retry in a smaller region, or the model's
+    /// own weights again; their `K_w` is combined.
+    Weights(Vec<f64>),
+    /// The same weights on a new problem (a working set formed or grown): `K_w` is combined.
+    Recombine,
+    /// The same weights and kernel: a more exact SVM.
+    Resolve,
 }
 
 #[cfg(test)]
