@@ -1,6 +1,11 @@
+use super::certificate::{solve_point, Point};
+use super::newton::{free_points, s_hessian, svm_hessian, Penalty};
+use super::start::{scale_search, Sample, SAMPLE_MIN};
 use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
+use crate::linalg::dot;
+use crate::result::SolveStatus;
 use crate::solvers::single::bordered_many;
 use crate::solvers::spicy::{fit_spicy, SpicyConfig};
 use crate::solvers::test_util::problem;

@@ -1,0 +1,208 @@
+//! The working sets' restricted iterates and their whole-problem checks (step 3 of the module
+//! docs of `wrapper`), on the schedule of the driver's [`CheckSchedule`].
+
+use std::ops::ControlFlow;
+
+use super::certificate::{forms, Certificate, Point};
+use super::newton::{gradient, movable};
+use super::state::{converged, stalled, Iterate};
+use super::{Next, Wrapper};
+use crate::error::Result;
+use crate::solvers::driver::{Driver, Outcome};
+use crate::solvers::points::{new_points, scatter_points};
+use crate::solvers::schedule::{CheckSchedule, Settled};
+use crate::solvers::tracker::Tracker;
+
+/// At a stall of the iterated problem, whether the fit stalls: a restricted problem's stall
+/// forces a whole-problem check instead (only it can tell why), once.
+pub(super) fn stalls(restricted: bool, checks: &mut CheckSchedule) -> bool {
+    if restricted && !checks.is_forced() {
+        checks.force();
+        false
+    } else {
+        true
+    }
+}
+
+impl Wrapper<'_> {
+    /// A restricted iterate of the working set of points: `D` is the whole problem's (β = 0
+    /// off W), `P` bounds the restricted problem only (recorded as `+∞`); the whole-problem
+    /// check when one is due.
+    pub(super) fn restricted_points(
+        &mut self,
+        d: &mut Driver<'_>,
+        point: &Point,
+        cert: Certificate,
+        prod: Option<Vec<f64>>,
+    ) -> Result<ControlFlow<Outcome, Iterate>> {
+        d.tracker.note(cert.witness);
+        let rgap = d
+            .checks
+            .restricted_gap(cert.primal, d.tracker.certified(cert.dual));
+        if d.checks.due_after(rgap, self.cfg.tol) {
+            if let Some(end) = self.check_points(d, point, rgap)? {
+                return Ok(ControlFlow::Break(end));
+            }
+        } else {
+            let active = self.w.iter().filter(|&&v| v > 0.0).count();
+            d.tracker
+                .record_with(f64::INFINITY, (cert.dual, None), active, || unreachable!());
+        }
+        Ok(ControlFlow::Continue(Iterate {
+            gap: rgap,
+            whole: false,
+            new_problem: false,
+            prod,
+        }))
+    }
+
+    /// The whole-problem check of the working set of points at a restricted iterate (of
+    /// relative gap `rgap`): the whole certificate recorded, then the fit converges, or the
+    /// set grows by the points that violate optimality (or gives way to the whole problem
+    /// when it would grow too large), stalls, or backs off (`None`: the restricted iterate
+    /// goes on to the model).
+    fn check_points(
+        &mut self,
+        d: &mut Driver<'_>,
+        point: &Point,
+        rgap: f64,
+    ) -> Result<Option<Outcome>> {
+        let (stack, y, c) = (self.stack, self.y, self.c);
+        let set = self
+            .ws
+            .as_ref()
+            .expect("restricted iterates have a working set");
+        let idx = set.stack.indices();
+        let alpha = scatter_points(set.solver.alpha().unwrap_or(&[]), idx, stack.n());
+        let (gap, more) = self.whole_values(&mut d.tracker, point, idx, &alpha);
+        if gap <= self.cfg.tol {
+            return Ok(Some(converged(gap)));
+        }
+        Ok(match d.checks.settle(!more.is_empty()) {
+            Settled::Grew => {
+                // A larger problem, whose `J` the last model does not predict.
+                self.model = None;
+                let set = self
+                    .ws
+                    .as_mut()
+                    .expect("restricted iterates have a working set");
+                if !set.grow(stack, y, c, &more, &alpha)? {
+                    self.ws = None;
+                    self.whole.set_warm_start(alpha);
+                }
+                self.next = Next::Recombine;
+                Some(Outcome::Gap {
+                    gap: rgap,
+                    whole: false,
+                    new_problem: true,
+                })
+            }
+            Settled::Stalled => Some(stalled()),
+            Settled::BackedOff => None,
+        })
+    }
+
+    /// The whole problem's values at a restricted iterate at weights `w` (module docs):
+    /// `f = K_w β` on every point from the rows of the support vectors, the whole certificate
+    /// recorded (the forms `q` are the whole problem's, `β` being zero off the set `idx`).
+    /// Returns the relative gap, and the points outside the set that violate optimality, by
+    /// the QP variables `alpha` over all points and the whole model.
+    fn whole_values(
+        &self,
+        tracker: &mut Tracker,
+        restricted: &Point,
+        idx: &[usize],
+        alpha: &[f64],
+    ) -> (f64, Vec<usize>) {
+        let (stack, y, c, cfg, w) = (self.stack, self.y, self.c, self.cfg, &self.w);
+        let n = y.len();
+        let beta = scatter_points(&restricted.beta, idx, n);
+        let mut f = vec![0.0; n];
+        stack.combined_matvec(w, &beta, &mut f);
+        let b = cfg.loss.best_intercept(y, &f, c, restricted.b);
+        let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
+        let point = Point {
+            beta,
+            f,
+            b,
+            value: f64::NAN,
+        };
+        let cert = Certificate::new(&self.psd, cfg, y, c, w, &self.q, &point);
+        let gap = cert.record(tracker, cfg, w, &point);
+        (gap, new_points(cfg.loss, y, &z, alpha, idx))
+    }
+
+    /// A restricted iterate of the working set of kernels (smooth losses): `P` is the whole
+    /// problem's (`w = 0` off the set), `D` bounds the restricted problem only and is not
+    /// recorded; the whole-problem check when one is due.
+    pub(super) fn restricted_kernels(
+        &mut self,
+        d: &mut Driver<'_>,
+        point: &Point,
+        mut cert: Certificate,
+        prod: Option<Vec<f64>>,
+    ) -> ControlFlow<Outcome, Iterate> {
+        let rgap = d.checks.restricted_gap(cert.primal, cert.dual);
+        if d.checks.due_after(rgap, self.cfg.tol) {
+            return self.check_kernels(d, point);
+        }
+        d.tracker.note(cert.witness.take());
+        cert.dual = f64::NEG_INFINITY;
+        // Stops on the best whole dual value so far, if this primal value meets it.
+        let gap = cert.record(&mut d.tracker, self.cfg, &self.w, point);
+        if gap <= self.cfg.tol {
+            return ControlFlow::Break(converged(gap));
+        }
+        ControlFlow::Continue(Iterate {
+            gap: rgap,
+            whole: false,
+            new_problem: false,
+            prod,
+        })
+    }
+
+    /// The whole-problem check of the working set of kernels: every form, in the one pass
+    /// that also gives the products of the kernels that join, and the whole certificate
+    /// recorded; then the fit converges, or the set grows by the kernels that can move,
+    /// stalls, or backs off.
+    fn check_kernels(
+        &mut self,
+        d: &mut Driver<'_>,
+        point: &Point,
+    ) -> ControlFlow<Outcome, Iterate> {
+        let (y, c, cfg) = (self.y, self.c, self.cfg);
+        let prod = forms(self.stack, &point.beta, self.smooth, None, &mut self.q);
+        let cert = Certificate::new(&self.psd, cfg, y, c, &self.w, &self.q, point);
+        let dual = cert.dual;
+        let gap = cert.record(&mut d.tracker, cfg, &self.w, point);
+        if gap <= cfg.tol {
+            return ControlFlow::Break(converged(gap));
+        }
+        let set = self
+            .kset
+            .as_ref()
+            .expect("restricted iterates have a set of kernels");
+        let mut grown = set.clone();
+        grown.extend(
+            movable(&self.w, &gradient(&self.w, &self.q, &self.pen))
+                .into_iter()
+                .filter(|k| set.binary_search(k).is_err()),
+        );
+        let new_problem = match d.checks.settle(grown.len() > set.len()) {
+            Settled::Grew => {
+                grown.sort_unstable();
+                self.kset = Some(grown);
+                d.checks.start(d.tracker.certified(dual));
+                true
+            }
+            Settled::Stalled => return ControlFlow::Break(stalled()),
+            Settled::BackedOff => false,
+        };
+        ControlFlow::Continue(Iterate {
+            gap,
+            whole: true,
+            new_problem,
+            prod,
+        })
+    }
+}
