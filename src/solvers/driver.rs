@@ -37,6 +37,18 @@ pub(crate) enum Outcome {
     Stop(SolveStatus),
 }
 
+/// What a whole-problem check of a working set found (after it recorded the whole problem's
+/// certificate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Checked {
+    /// The fit ends: converged, or stalled with the restricted problem.
+    End(SolveStatus),
+    /// The working set grew (or gave way to the whole problem): a new problem.
+    Grew,
+    /// The working set is complete: the restricted iterations go on.
+    BackedOff,
+}
+
 /// A solver driven by [`Driver::run`].
 pub(crate) trait Solver {
     /// One iteration: the solver's inner solves and its certificate, recorded in
@@ -84,6 +96,11 @@ impl<'a> Driver<'a> {
             tol,
             max_iter,
         }
+    }
+
+    /// The same loop with whole-problem checks scheduled by `checks`.
+    pub fn with_checks(self, checks: CheckSchedule) -> Self {
+        Driver { checks, ..self }
     }
 
     /// The same loop with inner solves scheduled by `gaps`.

@@ -8,7 +8,7 @@ use crate::kernels::KernelStack;
 use crate::penalties::duals::{natural_dual, read_forms};
 use crate::penalties::theta_update;
 use crate::result::{FitResult, PsdWitness, SolveStatus};
-use crate::solvers::driver::{Driver, Outcome, Solver};
+use crate::solvers::driver::{Checked, Driver, Outcome, Solver};
 use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet};
 use crate::solvers::schedule::{GapSchedule, Settled};
 use crate::solvers::single::SingleKernel;
@@ -357,14 +357,4 @@ impl Analytic<'_> {
             Settled::BackedOff => Checked::BackedOff,
         })
     }
-}
-
-/// What a whole-problem check of the working set found.
-enum Checked {
-    /// The fit ends: converged, or stalled with the restricted problem.
-    End(SolveStatus),
-    /// The working set grew (or gave way to the whole problem): a new problem.
-    Grew,
-    /// The working set is complete: the restricted iterations go on.
-    BackedOff,
 }

@@ -34,7 +34,7 @@ use crate::penalties::duals::{loss_dual, natural_dual, read_forms};
 use crate::penalties::group::dual_penalty;
 use crate::penalties::{group_penalty, Groups};
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::driver::{Driver, Outcome, Solver};
+use crate::solvers::driver::{Checked, Driver, Outcome, Solver};
 use crate::solvers::schedule::{CheckSchedule, GapSchedule, Settled};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::Model;
@@ -523,11 +523,13 @@ pub fn fit_group_weighted(
     let mut mirror = Mirror::new(stack, y, c, groups, cfg)?;
     // Mirror descent is not monotone: a stall is declared only after 50 steps without progress.
     let gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, 1.0).with_patience(50);
-    let mut driver = Driver::new(cfg.tol, cfg.max_iter, interrupt).with_gaps(gaps);
     // Checked at `tol` itself: the restricted tail is first-order, so chasing tol/2 costs
     // more restricted steps than one check (docs/mathematics.md §4, "Kernel working set").
-    driver.checks = CheckSchedule::new().with_margin(1.0);
-    driver.run(&mut mirror)
+    let checks = CheckSchedule::new().with_margin(1.0);
+    Driver::new(cfg.tol, cfg.max_iter, interrupt)
+        .with_gaps(gaps)
+        .with_checks(checks)
+        .run(&mut mirror)
 }
 
 /// Mirror descent's state between iterations: the weights `(λ, γ)` and their working set, the
@@ -588,16 +590,6 @@ impl Step {
         let norms = self.norms.iter().map(|s| self.scale * s).collect();
         Model::outer(&self.theta, beta, self.scale, self.b, weights, norms)
     }
-}
-
-/// What a whole-problem check of the working set found.
-enum Checked {
-    /// The fit ends: converged, or stalled with the restricted problem.
-    End(SolveStatus),
-    /// The working set grew: a new problem.
-    Grew,
-    /// The working set is complete: the restricted iterations go on.
-    BackedOff,
 }
 
 impl Solver for Mirror<'_> {
