@@ -69,6 +69,80 @@ pub struct OnDemandStack {
 /// Rows computed per parallel task: enough evaluations to outweigh a task's overhead.
 const CHUNK: usize = 2048;
 
+/// The checks of [`OnDemandStack::new`] that need no kernel evaluation: the shapes, a
+/// normalisation computable from the diagonals, the weights and finite points.
+fn check_input(
+    x: &[f64],
+    n: usize,
+    p: usize,
+    n_specs: usize,
+    normalization: Normalization,
+    weights: Option<&[f64]>,
+) -> Result<()> {
+    if x.len() != n * p || n == 0 || n_specs == 0 {
+        return Err(MkError::Shape(format!(
+            "on-demand kernels need n ≥ 1 points of {p} features and at least one kernel; \
+             got {} values for n = {n} and {n_specs} kernels",
+            x.len(),
+        )));
+    }
+    if matches!(normalization, Normalization::Multiplicative) {
+        return Err(MkError::config(
+            "normalize",
+            "'multiplicative' needs the mean of every kernel entry, which kernels computed \
+             on demand do not have; use 'mean_diag', 'trace', 'spherical' or 'none'",
+        ));
+    }
+    if let Some(w) = weights {
+        crate::kernels::gram::check_weights(w, n)?;
+    }
+    if let Some(at) = x.iter().position(|v| !v.is_finite()) {
+        return Err(MkError::NonFinite {
+            what: "X".into(),
+            kernel: None,
+            entry: Some((at / p, at % p)),
+        });
+    }
+    Ok(())
+}
+
+/// One copy of the points' columns per distinct feature subset of `specs` (row-major `x`,
+/// `n × p`), and each kernel with the block it reads (unscaled).
+fn blocks(
+    x: &[f64],
+    n: usize,
+    p: usize,
+    specs: &[KernelSpec],
+) -> Result<(Vec<Block>, Vec<OnKernel>)> {
+    let mut blocks: Vec<(Option<Vec<usize>>, Block)> = Vec::new();
+    let mut kernels = Vec::with_capacity(specs.len());
+    for spec in specs {
+        spec.validate(p)?;
+        let block = match blocks.iter().position(|(f, _)| *f == spec.features) {
+            Some(b) => b,
+            None => {
+                let cols: Vec<usize> = spec.features.clone().unwrap_or((0..p).collect());
+                let d = cols.len();
+                let data: Vec<f64> = (0..n)
+                    .flat_map(|i| cols.iter().map(move |&j| x[i * p + j]))
+                    .collect();
+                let xt = (0..d)
+                    .flat_map(|k| (0..n).map(move |i| (i, k)))
+                    .map(|(i, k)| data[i * d + k])
+                    .collect();
+                blocks.push((spec.features.clone(), Block { x: data, xt, d }));
+                blocks.len() - 1
+            }
+        };
+        kernels.push(OnKernel {
+            func: spec.func,
+            block,
+            scale: 1.0,
+        });
+    }
+    Ok((blocks.into_iter().map(|(_, b)| b).collect(), kernels))
+}
+
 impl OnDemandStack {
     /// The kernels `specs` on the rows of `x` (row-major, `n × p`), normalised by
     /// `normalization` with statistics of these points (weighted by `weights`, see
@@ -86,59 +160,10 @@ impl OnDemandStack {
         weights: Option<&[f64]>,
         cache_bytes: usize,
     ) -> Result<Self> {
-        if x.len() != n * p || n == 0 || specs.is_empty() {
-            return Err(MkError::Shape(format!(
-                "on-demand kernels need n ≥ 1 points of {p} features and at least one kernel; \
-                 got {} values for n = {n} and {} kernels",
-                x.len(),
-                specs.len()
-            )));
-        }
-        if matches!(normalization, Normalization::Multiplicative) {
-            return Err(MkError::config(
-                "normalize",
-                "'multiplicative' needs the mean of every kernel entry, which kernels computed \
-                 on demand do not have; use 'mean_diag', 'trace', 'spherical' or 'none'",
-            ));
-        }
-        if let Some(w) = weights {
-            crate::kernels::gram::check_weights(w, n)?;
-        }
-        if let Some(at) = x.iter().position(|v| !v.is_finite()) {
-            return Err(MkError::NonFinite {
-                what: "X".into(),
-                kernel: None,
-                entry: Some((at / p, at % p)),
-            });
-        }
-        let mut blocks: Vec<(Option<Vec<usize>>, Block)> = Vec::new();
-        let mut kernels = Vec::with_capacity(specs.len());
-        for spec in specs {
-            spec.validate(p)?;
-            let block = match blocks.iter().position(|(f, _)| *f == spec.features) {
-                Some(b) => b,
-                None => {
-                    let cols: Vec<usize> = spec.features.clone().unwrap_or((0..p).collect());
-                    let d = cols.len();
-                    let data: Vec<f64> = (0..n)
-                        .flat_map(|i| cols.iter().map(move |&j| x[i * p + j]))
-                        .collect();
-                    let xt = (0..d)
-                        .flat_map(|k| (0..n).map(move |i| (i, k)))
-                        .map(|(i, k)| data[i * d + k])
-                        .collect();
-                    blocks.push((spec.features.clone(), Block { x: data, xt, d }));
-                    blocks.len() - 1
-                }
-            };
-            kernels.push(OnKernel {
-                func: spec.func,
-                block,
-                scale: 1.0,
-            });
-        }
+        check_input(x, n, p, specs.len(), normalization, weights)?;
+        let (blocks, kernels) = blocks(x, n, p, specs)?;
         let mut shared = Shared {
-            blocks: blocks.into_iter().map(|(_, b)| b).collect(),
+            blocks,
             kernels,
             inv_sqrt_diag: Vec::new(),
             diag: Vec::new(),
@@ -154,53 +179,7 @@ impl OnDemandStack {
             },
             n_total: n,
         };
-        // One pass over the points: the raw diagonals give every statistic.
-        // Before the scales are set, `values` reads raw entries.
-        let mut per_kernel: Vec<KernelStats> = Vec::with_capacity(specs.len());
-        let mut raw_diag = Vec::with_capacity(specs.len() * n);
-        for m in 0..specs.len() {
-            let mut one = [0.0];
-            let raw: Vec<f64> = (0..n)
-                .map(|i| {
-                    shared.values(m, i, &[i], &mut one);
-                    one[0]
-                })
-                .collect();
-            if let Some(i) = raw.iter().position(|v| !v.is_finite()) {
-                return Err(MkError::NonFinite {
-                    what: format!("kernel {m}"),
-                    kernel: Some(m),
-                    entry: Some((i, i)),
-                });
-            }
-            per_kernel.push(NormStats::of_diagonal(normalization, n, &raw, weights));
-            raw_diag.extend(raw);
-        }
-        shared.stats = NormStats::collect(normalization, false, n, per_kernel, weights);
-        let spherical = normalization == Normalization::Spherical;
-        for (m, k) in shared.kernels.iter_mut().enumerate() {
-            k.scale = shared.stats.scales[m];
-        }
-        if spherical {
-            shared.inv_sqrt_diag = shared
-                .stats
-                .diag
-                .iter()
-                .map(|&d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 })
-                .collect();
-            shared.diag = shared
-                .stats
-                .diag
-                .iter()
-                .map(|&d| if d > 0.0 { 1.0 } else { 0.0 })
-                .collect();
-        } else {
-            shared.diag = raw_diag
-                .chunks_exact(n)
-                .zip(&shared.kernels)
-                .flat_map(|(d, k)| d.iter().map(move |v| k.scale * v))
-                .collect();
-        }
+        shared.set_stats(normalization, weights)?;
         Ok(OnDemandStack {
             shared: Arc::new(shared),
             rows: Arc::new((0..n).collect()),
@@ -300,6 +279,59 @@ impl OnDemandStack {
 }
 
 impl Shared {
+    /// The statistics of `normalization` (weighted by `weights`) from one pass over the
+    /// points, whose raw diagonals give every statistic, then each kernel's scale and the
+    /// normalised diagonals. Refuses a diagonal that is not finite.
+    fn set_stats(&mut self, normalization: Normalization, weights: Option<&[f64]>) -> Result<()> {
+        let (n, n_kernels) = (self.n_total, self.kernels.len());
+        // Before the scales are set, `values` reads raw entries.
+        let mut per_kernel: Vec<KernelStats> = Vec::with_capacity(n_kernels);
+        let mut raw_diag = Vec::with_capacity(n_kernels * n);
+        for m in 0..n_kernels {
+            let mut one = [0.0];
+            let raw: Vec<f64> = (0..n)
+                .map(|i| {
+                    self.values(m, i, &[i], &mut one);
+                    one[0]
+                })
+                .collect();
+            if let Some(i) = raw.iter().position(|v| !v.is_finite()) {
+                return Err(MkError::NonFinite {
+                    what: format!("kernel {m}"),
+                    kernel: Some(m),
+                    entry: Some((i, i)),
+                });
+            }
+            per_kernel.push(NormStats::of_diagonal(normalization, n, &raw, weights));
+            raw_diag.extend(raw);
+        }
+        self.stats = NormStats::collect(normalization, false, n, per_kernel, weights);
+        for (m, k) in self.kernels.iter_mut().enumerate() {
+            k.scale = self.stats.scales[m];
+        }
+        if normalization == Normalization::Spherical {
+            self.inv_sqrt_diag = self
+                .stats
+                .diag
+                .iter()
+                .map(|&d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 })
+                .collect();
+            self.diag = self
+                .stats
+                .diag
+                .iter()
+                .map(|&d| if d > 0.0 { 1.0 } else { 0.0 })
+                .collect();
+        } else {
+            self.diag = raw_diag
+                .chunks_exact(n)
+                .zip(&self.kernels)
+                .flat_map(|(d, k)| d.iter().map(move |v| k.scale * v))
+                .collect();
+        }
+        Ok(())
+    }
+
     /// `out[k] = K_m(x_i, x_{start+k})`: [`values`](Self::values) on a run of consecutive
     /// points, reading the column-major copy feature by feature.
     fn values_run(&self, m: usize, i: usize, start: usize, out: &mut [f64]) {

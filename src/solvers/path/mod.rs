@@ -875,6 +875,37 @@ impl<'a> Barrier<'a> {
         self.mu * self.gap_factor(r2)
     }
 
+    /// The first centre, from `a` at `c = 1/lam`; an adaptive μ starts at `κ tol` of the
+    /// primal value there, `P ≈ C Σ_i w_i ℓ(y_i, 0)` (`f ≈ 0` at the start).
+    fn first_centre(
+        &mut self,
+        a: &[f64],
+        c: f64,
+        lam: f64,
+        tol: f64,
+        interrupt: &dyn Interrupt,
+    ) -> Result<Centred> {
+        let start = self.products(a);
+        if self.adaptive {
+            let p0 = c * self
+                .y
+                .iter()
+                .zip(self.w)
+                .map(|(&v, &wi)| wi * self.loss.value(v, 0.0))
+                .sum::<f64>();
+            self.mu = MU_SHARE * tol * p0 / self.gap_factor(&start.r2).max(1e-300);
+        }
+        let first = self.centre(start, lam, NEWTON_TOL, 100, None, interrupt)?;
+        if !first.converged {
+            return Err(MkError::Numerical(
+                "the barrier problem at the start of the path did not converge; check that the \
+                 kernels are positive semi-definite and finite"
+                    .into(),
+            ));
+        }
+        Ok(first)
+    }
+
     /// Makes an accepted point (`it` with products from scratch) as accurate as promised;
     /// returns the Newton steps taken. The primal recovered through η has a relative error of
     /// about the decrement: first polish while the measured gap exceeds 1.5× the exact barrier
@@ -1140,6 +1171,21 @@ fn start_point(
     Ok((beta, ratio0, lam0))
 }
 
+/// The path's range of `C` from `λ₀ = 1/C₀`: `(C₀, C₀/2, C_max)`. It starts at `C₀/2`, since
+/// at `C₀` itself `α = β/λ₀` lies on an ellipsoid; `C_max` defaults to 1000 `C₀`.
+fn range(cfg: &PathConfig, lam0: f64) -> Result<(f64, f64, f64)> {
+    let c0 = 1.0 / lam0;
+    let c_max = cfg.c_max.unwrap_or(1e3 * c0);
+    let c = 0.5 * c0;
+    if c_max <= c {
+        return Err(MkError::config(
+            "C_max",
+            format!("must exceed the start of the path C₀/2 = {c:.6e}, got {c_max:.6e}"),
+        ));
+    }
+    Ok((c0, c, c_max))
+}
+
 /// Follows the regularization path of block-ℓ1 MKL on `stack` from below `C₀` to `C_max`.
 pub fn fit_path(
     stack: &dyn KernelStack,
@@ -1160,131 +1206,279 @@ pub fn fit_path_weighted(
     interrupt: &dyn Interrupt,
 ) -> Result<PathResult> {
     let (w, d) = checked_input(stack, y, sample_weight, cfg)?;
-    let m = stack.m();
-    let started = Instant::now();
-    let (beta, ratio0, lam0) = start_point(stack, y, &w, &d, cfg.loss)?;
-    // The barrier starts with the kernels whose ratio at C₀ is at least `admit` (the first to
-    // enter among them); the others join as they approach their boundary.
-    let set: Vec<usize> = (0..m)
-        .filter(|&j| cfg.working_set.map_or(true, |a| ratio0[j] >= a * lam0))
-        .collect();
-    let mut pb = Barrier::new(stack, set, &d, y, &w, cfg.loss, cfg.mu);
-    let c0 = 1.0 / lam0;
-    let c_max = cfg.c_max.unwrap_or(1e3 * c0);
-    // At C₀ itself α = β/λ₀ lies on an ellipsoid: start strictly inside, at C₀/2.
-    let mut c = 0.5 * c0;
-    if c_max <= c {
-        return Err(MkError::config(
-            "C_max",
-            format!("must exceed the start of the path C₀/2 = {c:.6e}, got {c_max:.6e}"),
-        ));
+    let mut path = PathState::start(stack, y, &w, d, cfg, interrupt)?;
+    let end = path.follow()?;
+    Ok(path.finish(end))
+}
+
+/// The last point known strictly inside every ellipsoid, to return to when `α` crosses the
+/// ellipsoid of a kernel outside the barrier.
+#[derive(Clone)]
+struct Inside {
+    a: Vec<f64>,
+    lam: f64,
+    mu: f64,
+    /// Whether it is a point of the path already (then it is not recorded again).
+    recorded: bool,
+}
+
+/// The barrier weight over a predictor step: `μ(t) = μ₀ e^{γt}`, stopped at `μ₀·target`
+/// ([`mu_rate`]; `γ = 0` for a fixed μ).
+struct MuPath {
+    mu0: f64,
+    gamma: f64,
+    target: f64,
+}
+
+impl MuPath {
+    fn at(&self, t: f64) -> f64 {
+        let (lo, hi) = (self.target.min(1.0), self.target.max(1.0));
+        self.mu0 * (self.gamma * t).exp().clamp(lo, hi)
     }
-    let mut lam = 1.0 / c;
-    let start: Vec<f64> = beta.iter().map(|b| b / lam).collect();
-    let start = pb.products(&start);
-    if pb.adaptive {
-        // At the start f ≈ 0, so P ≈ C Σ_i w_i ℓ(y_i, 0).
-        let p0 = c * y
-            .iter()
-            .zip(&w)
-            .map(|(&v, &wi)| wi * cfg.loss.value(v, 0.0))
-            .sum::<f64>();
-        pb.mu = MU_SHARE * cfg.tol * p0 / pb.gap_factor(&start.r2).max(1e-300);
+}
+
+/// What the kernels that reached the barrier's working set led to.
+enum Admitted {
+    /// None joined.
+    Nothing,
+    /// The barrier grew and the path was re-centred (here, or at the last point inside).
+    Recentred,
+    /// The re-centring failed: the path ends.
+    Stalled,
+}
+
+/// The path between its points: the barrier, the centre at `λ = 1/C` with the factor of its
+/// last Hessian and its tangent, and the predictor's controls.
+struct PathState<'a> {
+    pb: Barrier<'a>,
+    cfg: &'a PathConfig,
+    interrupt: &'a dyn Interrupt,
+    /// The weights `d_j` of all kernels (the barrier holds its own kernels').
+    d: Vec<f64>,
+    c_max: f64,
+    it: Iterate,
+    tangent: Option<Tangent>,
+    chol: SpdFactor,
+    lam: f64,
+    c: f64,
+    /// Newton steps spent on the current point.
+    steps: usize,
+    /// The predictor's decrement budget ε and its last step in `log C`.
+    eps: f64,
+    t_prev: f64,
+    /// The ratio `r_j/d_j` at which a kernel joins the barrier (0: all are in it).
+    admit_ratio: f64,
+    /// The idle kernels' ratios at the last check.
+    prev_ratio: Vec<f64>,
+    inside: Inside,
+    /// Whether the centre is a recorded point (after a return to one).
+    recorded_here: bool,
+    log: PointLog<'a>,
+    out: PathResult,
+}
+
+impl<'a> PathState<'a> {
+    /// The first centre, at `C₀/2` ([Bach] §2.3, see [`range`]). The barrier starts with the
+    /// kernels whose ratio at `C₀` is at least the admission ratio (the first to enter among
+    /// them); the others join as they approach their boundary.
+    fn start(
+        stack: &'a dyn KernelStack,
+        y: &'a [f64],
+        w: &'a [f64],
+        d: Vec<f64>,
+        cfg: &'a PathConfig,
+        interrupt: &'a dyn Interrupt,
+    ) -> Result<Self> {
+        let started = Instant::now();
+        let m = stack.m();
+        let (beta, ratio0, lam0) = start_point(stack, y, w, &d, cfg.loss)?;
+        let set: Vec<usize> = (0..m)
+            .filter(|&j| cfg.working_set.map_or(true, |a| ratio0[j] >= a * lam0))
+            .collect();
+        let mut pb = Barrier::new(stack, set, &d, y, w, cfg.loss, cfg.mu);
+        let (c0, c, c_max) = range(cfg, lam0)?;
+        let lam = 1.0 / c;
+        let a: Vec<f64> = beta.iter().map(|b| b / lam).collect();
+        let first = pb.first_centre(&a, c, lam, cfg.tol, interrupt)?;
+        let out = PathResult {
+            points: Vec::new(),
+            c0,
+            weights: d.clone(),
+            kinks: Vec::new(),
+            end: PathEnd::Complete,
+            factorizations: 0,
+            returns: 0,
+        };
+        let chol = first
+            .chol
+            .ok_or_else(|| MkError::Panic("the start was not factorised".into()))?;
+        let (it, tangent) = settle(&pb, first.it, first.tangent);
+        let inside = Inside {
+            a,
+            lam,
+            mu: pb.mu,
+            recorded: false,
+        };
+        Ok(PathState {
+            cfg,
+            interrupt,
+            d,
+            c_max,
+            it,
+            tangent,
+            chol,
+            lam,
+            c,
+            steps: first.steps,
+            eps: 0.5,
+            t_prev: 0.1,
+            admit_ratio: cfg.working_set.unwrap_or(0.0),
+            prev_ratio: vec![f64::NAN; m],
+            inside,
+            recorded_here: false,
+            log: PointLog {
+                prev_active: Vec::new(),
+                started,
+                interrupt,
+            },
+            out,
+            pb,
+        })
     }
-    let first = pb.centre(start, lam, NEWTON_TOL, 100, None, interrupt)?;
-    if !first.converged {
-        return Err(MkError::Numerical(
-            "the barrier problem at the start of the path did not converge; check that the \
-             kernels are positive semi-definite and finite"
-                .into(),
-        ));
+
+    /// Point after point to `C_max`: polish the centre, admit the kernels near their
+    /// boundary (re-centring), record the point, then predict and correct the next one.
+    fn follow(&mut self) -> Result<PathEnd> {
+        loop {
+            self.steps += self.pb.accurate(
+                &mut self.it,
+                &mut self.tangent,
+                &mut self.chol,
+                self.lam,
+                self.cfg.tol,
+                self.interrupt,
+            )?;
+            match self.admit()? {
+                Admitted::Nothing => {}
+                Admitted::Recentred => continue,
+                Admitted::Stalled => return Ok(PathEnd::Stalled),
+            }
+            if !self.record() {
+                return Ok(PathEnd::Stalled);
+            }
+            if self.c >= self.c_max * (1.0 - 1e-12) {
+                return Ok(PathEnd::Complete);
+            }
+            if self.out.points.len() >= self.cfg.max_points {
+                return Ok(PathEnd::MaxPoints);
+            }
+            self.interrupt.check()?;
+            if !self.advance()? {
+                return Ok(PathEnd::Stalled);
+            }
+        }
     }
-    let mut out = PathResult {
-        points: Vec::new(),
-        c0,
-        weights: d.clone(),
-        kinks: Vec::new(),
-        end: PathEnd::Complete,
-        factorizations: 0,
-        returns: 0,
-    };
-    let mut log = PointLog {
-        prev_active: Vec::new(),
-        started,
-        interrupt,
-    };
-    let mut chol = first
-        .chol
-        .ok_or_else(|| MkError::Panic("the start was not factorised".into()))?;
-    let (mut it, mut tangent) = settle(&pb, first.it, first.tangent);
-    let mut steps = first.steps;
-    let mut eps = 0.5f64;
-    let mut t_prev = 0.1f64;
-    // The idle kernels' ratios at the last check, and the last point known strictly inside
-    // every ellipsoid, `(α, λ, μ, recorded)`, to return to when one is crossed.
-    let mut prev_ratio = vec![f64::NAN; m];
-    let mut inside = (
-        beta.iter().map(|b| b / lam).collect::<Vec<f64>>(),
-        lam,
-        pb.mu,
-        false,
-    );
-    let mut recorded_here = false;
-    let admit_ratio = cfg.working_set.unwrap_or(0.0);
-    loop {
-        steps += pb.accurate(&mut it, &mut tangent, &mut chol, lam, cfg.tol, interrupt)?;
-        let (admit, crossed) = pb.admissions(&it.a, &d, admit_ratio, &mut prev_ratio);
-        if !admit.is_empty() {
-            // Re-centred with the grown barrier: here, or, when α left an idle kernel's
-            // ellipsoid (not a dual point then), at the last point strictly inside them all.
-            pb.grow(&admit, &d);
-            let (a, l, mu, recorded) = if crossed {
-                out.returns += 1;
-                inside.clone()
-            } else {
-                (it.a.clone(), lam, pb.mu, recorded_here)
-            };
-            (lam, pb.mu) = (l, mu);
-            c = 1.0 / lam;
-            let r = pb.centre(pb.products(&a), lam, NEWTON_TOL, 100, None, interrupt)?;
-            let Some(f) = r.chol.filter(|_| r.converged) else {
-                out.end = PathEnd::Stalled;
-                break;
-            };
-            chol = f;
-            steps += r.steps;
-            (it, tangent) = settle(&pb, r.it, r.tangent);
-            recorded_here = recorded;
-            continue;
+
+    /// Grows the barrier by the idle kernels that reach the admission ratio at the centre, and
+    /// re-centres with them: here, or, when `α` left an idle kernel's ellipsoid (not a dual
+    /// point then), at the last point strictly inside them all.
+    fn admit(&mut self) -> Result<Admitted> {
+        let (admit, crossed) =
+            self.pb
+                .admissions(&self.it.a, &self.d, self.admit_ratio, &mut self.prev_ratio);
+        if admit.is_empty() {
+            return Ok(Admitted::Nothing);
         }
-        if !recorded_here && !log.record(&pb, &it, lam, steps, &mut out) {
-            // A centre float64 no longer resolves (μ driven towards 0 by a tol beyond
-            // rounding): its certificate is not finite, so the path ends before it.
-            out.end = PathEnd::Stalled;
-            break;
+        self.pb.grow(&admit, &self.d);
+        let back = if crossed {
+            self.out.returns += 1;
+            self.inside.clone()
+        } else {
+            Inside {
+                a: self.it.a.clone(),
+                lam: self.lam,
+                mu: self.pb.mu,
+                recorded: self.recorded_here,
+            }
+        };
+        (self.lam, self.pb.mu) = (back.lam, back.mu);
+        self.c = 1.0 / self.lam;
+        let start = self.pb.products(&back.a);
+        let r = self
+            .pb
+            .centre(start, self.lam, NEWTON_TOL, 100, None, self.interrupt)?;
+        let Some(f) = r.chol.filter(|_| r.converged) else {
+            return Ok(Admitted::Stalled);
+        };
+        self.chol = f;
+        self.steps += r.steps;
+        (self.it, self.tangent) = settle(&self.pb, r.it, r.tangent);
+        self.recorded_here = back.recorded;
+        Ok(Admitted::Recentred)
+    }
+
+    /// Records the centre as a point of the path (unless it is one already) and keeps it as
+    /// the last point inside every ellipsoid; false when its certificate is not finite: a
+    /// centre float64 no longer resolves (μ driven towards 0 by a tol beyond rounding).
+    fn record(&mut self) -> bool {
+        if !self.recorded_here
+            && !self
+                .log
+                .record(&self.pb, &self.it, self.lam, self.steps, &mut self.out)
+        {
+            return false;
         }
-        inside = (it.a.clone(), lam, pb.mu, true);
-        recorded_here = false;
-        if c >= c_max * (1.0 - 1e-12) {
-            break;
-        }
-        if out.points.len() >= cfg.max_points {
-            out.end = PathEnd::MaxPoints;
-            break;
-        }
-        interrupt.check()?;
-        let (gamma, target) = match out.points.last().filter(|_| pb.adaptive) {
-            Some(last) => mu_rate(last, &d, cfg.tol, t_prev),
+        self.inside = Inside {
+            a: self.it.a.clone(),
+            lam: self.lam,
+            mu: self.pb.mu,
+            recorded: true,
+        };
+        self.recorded_here = false;
+        true
+    }
+
+    /// The next point: the predictor's step length, then the corrector; false (with μ as it
+    /// was) when the corrector fails even for tiny steps.
+    fn advance(&mut self) -> Result<bool> {
+        let mu = self.mu_path();
+        let prediction = self.pb.predictor(
+            &self.it,
+            self.tangent.take(),
+            &self.chol,
+            self.lam,
+            mu.gamma,
+        );
+        let t = self.step_length(&prediction, &mu);
+        let Some((r, lam1, t)) = self.correct(&prediction, &mu, t)? else {
+            self.pb.mu = mu.mu0;
+            return Ok(false);
+        };
+        self.accept(r, lam1, t);
+        Ok(true)
+    }
+
+    /// μ over the next step: it follows P ([`mu_rate`]) when adaptive, else it stays.
+    fn mu_path(&self) -> MuPath {
+        let (gamma, target) = match self.out.points.last().filter(|_| self.pb.adaptive) {
+            Some(last) => mu_rate(last, &self.d, self.cfg.tol, self.t_prev),
             None => (0.0, 1.0),
         };
-        let mu0 = pb.mu;
-        let mu_at = |t: f64| mu0 * (gamma * t).exp().clamp(target.min(1.0), target.max(1.0));
-        let prediction = pb.predictor(&it, tangent.take(), &chol, lam, gamma);
-        let predict = |t: f64| prediction.at(&it, t);
-        // The predicted decrement at μ(t), ∞ outside the domain; O(Mn + n²) per trial.
+        MuPath {
+            mu0: self.pb.mu,
+            gamma,
+            target,
+        }
+    }
+
+    /// The predictor's step in `log C` ([`step_length`]), from twice the last one and at
+    /// most to `C_max`, on the predicted decrement at `μ(t)` (∞ outside the domain;
+    /// `O(Mn + n²)` per trial, with the last factor).
+    fn step_length(&self, prediction: &Prediction, mu: &MuPath) -> f64 {
+        let (pb, it, chol, lam) = (&self.pb, &self.it, &self.chol, self.lam);
         let decrement = |t: f64| -> f64 {
-            let (lam1, mu1) = (lam * (-t).exp(), mu_at(t));
-            let p = predict(t);
+            let (lam1, mu1) = (lam * (-t).exp(), mu.at(t));
+            let p = prediction.at(it, t);
             if !pb.feasible(&p, lam1) {
                 return f64::INFINITY;
             }
@@ -1292,45 +1486,62 @@ pub fn fit_path_weighted(
             let h = chol.solve(&g1);
             (2.0 / mu1 * dot(&g1, &h)).max(0.0).sqrt()
         };
-        let t_cap = (c_max / c).ln();
-        let mut t = step_length(decrement, (2.0 * t_prev).min(t_cap), t_cap, eps);
-        // Predictor, corrector; a corrector that fails rejects the step for a quarter of it.
-        let centred = loop {
-            let lam1 = lam * (-t).exp();
-            pb.mu = mu_at(t);
-            let p = predict(t);
-            if pb.feasible(&p, lam1) {
-                let reuse = cfg.reuse_factors.then_some(&chol);
-                let r = pb.centre(p, lam1, NEWTON_TOL, CORRECTOR_MAX, reuse, interrupt)?;
+        let t_cap = (self.c_max / self.c).ln();
+        step_length(decrement, (2.0 * self.t_prev).min(t_cap), t_cap, self.eps)
+    }
+
+    /// The corrector from the predicted point at step `t` (with μ set to `μ(t)`): a step
+    /// whose corrector fails is rejected for a quarter of it, with ε quartered. The centre,
+    /// its `λ` and the step taken; `None` when even a step below 1e-10 fails.
+    fn correct(
+        &mut self,
+        prediction: &Prediction,
+        mu: &MuPath,
+        mut t: f64,
+    ) -> Result<Option<(Centred, f64, f64)>> {
+        loop {
+            let lam1 = self.lam * (-t).exp();
+            self.pb.mu = mu.at(t);
+            let p = prediction.at(&self.it, t);
+            if self.pb.feasible(&p, lam1) {
+                let reuse = self.cfg.reuse_factors.then_some(&self.chol);
+                let r =
+                    self.pb
+                        .centre(p, lam1, NEWTON_TOL, CORRECTOR_MAX, reuse, self.interrupt)?;
                 if r.converged {
-                    break Some((r, lam1));
+                    return Ok(Some((r, lam1, t)));
                 }
             }
             if t < 1e-10 {
-                break None;
+                return Ok(None);
             }
             t *= 0.25;
-            eps = (eps / 4.0).max(EPS_RANGE.0);
-        };
-        let Some((r, lam1)) = centred else {
-            pb.mu = mu0;
-            out.end = PathEnd::Stalled;
-            break;
-        };
-        lam = lam1;
-        c = 1.0 / lam;
-        steps = r.steps;
-        if let Some(f) = r.chol {
-            chol = f;
-        }
-        (it, tangent) = settle(&pb, r.it, r.tangent);
-        t_prev = t;
-        if steps > EPS_STEPS.1 {
-            eps = (eps / 2.0).max(EPS_RANGE.0);
-        } else if steps < EPS_STEPS.0 {
-            eps = (eps * 2.0).min(EPS_RANGE.1);
+            self.eps = (self.eps / 4.0).max(EPS_RANGE.0);
         }
     }
-    out.factorizations = pb.factorizations;
-    Ok(out)
+
+    /// Moves to the corrected centre `r` at `lam1`, a step `t` on, and adapts ε to the
+    /// corrector's steps ([Bach] §3.4).
+    fn accept(&mut self, r: Centred, lam1: f64, t: f64) {
+        self.lam = lam1;
+        self.c = 1.0 / self.lam;
+        self.steps = r.steps;
+        if let Some(f) = r.chol {
+            self.chol = f;
+        }
+        (self.it, self.tangent) = settle(&self.pb, r.it, r.tangent);
+        self.t_prev = t;
+        if self.steps > EPS_STEPS.1 {
+            self.eps = (self.eps / 2.0).max(EPS_RANGE.0);
+        } else if self.steps < EPS_STEPS.0 {
+            self.eps = (self.eps * 2.0).min(EPS_RANGE.1);
+        }
+    }
+
+    /// The path with why it ended and its cost.
+    fn finish(mut self, end: PathEnd) -> PathResult {
+        self.out.end = end;
+        self.out.factorizations = self.pb.factorizations;
+        self.out
+    }
 }

@@ -100,6 +100,153 @@ fn classify(alpha: f64, upper: f64, y: f64) -> (Bound, f64, f64) {
     (st, mask(in_up), mask(in_low))
 }
 
+/// libsvm's clipping of the two-variable step: the new `(α_i, α_j)` from `old`, the gradients
+/// `g = (G_i, G_j)`, the curvature `quad` and the bounds `upper`, along `y_iα_i + y_jα_j =
+/// const` (`opposite`: `y_i ≠ y_j`). With infinite bounds `c_i − c_j` may be NaN (∞ − ∞): the
+/// comparison is then false and the branch that tests `α_j > c_j = ∞` (never true) runs, which
+/// is correct because no upper bound can be hit.
+#[inline]
+fn clip_pair(
+    opposite: bool,
+    (mut ai, mut aj): (f64, f64),
+    (g_i, g_j): (f64, f64),
+    quad: f64,
+    (c_i, c_j): (f64, f64),
+) -> (f64, f64) {
+    if opposite {
+        let delta = (-g_i - g_j) / quad;
+        let diff = ai - aj;
+        ai += delta;
+        aj += delta;
+        if diff > 0.0 {
+            if aj < 0.0 {
+                aj = 0.0;
+                ai = diff;
+            }
+        } else if ai < 0.0 {
+            ai = 0.0;
+            aj = -diff;
+        }
+        if diff > c_i - c_j {
+            if ai > c_i {
+                ai = c_i;
+                aj = c_i - diff;
+            }
+        } else if aj > c_j {
+            aj = c_j;
+            ai = c_j + diff;
+        }
+    } else {
+        let delta = (g_i - g_j) / quad;
+        let sum = ai + aj;
+        ai -= delta;
+        aj += delta;
+        if sum > c_i {
+            if ai > c_i {
+                ai = c_i;
+                aj = sum - c_i;
+            }
+        } else if aj < 0.0 {
+            aj = 0.0;
+            ai = sum;
+        }
+        if sum > c_j {
+            if aj > c_j {
+                aj = c_j;
+                ai = sum - c_j;
+            }
+        } else if ai < 0.0 {
+            ai = 0.0;
+            aj = sum;
+        }
+    }
+    (ai, aj)
+}
+
+/// The kernel row of every variable of `spec` (on a kernel of size `n`), after the checks of
+/// the lengths (`l_alpha`: the start's) against the linear term's.
+fn kernel_rows(spec: &QpSpec<'_>, l_alpha: usize, n: usize) -> Result<Vec<u32>> {
+    let l = spec.p.len();
+    if l == 0 || n == 0 {
+        return Err(MkError::Shape("the QP has no variables".into()));
+    }
+    if n > u32::MAX as usize {
+        return Err(MkError::Unsupported(format!(
+            "SMO indexes points with 32 bits: at most {} points, got {n}",
+            u32::MAX
+        )));
+    }
+    for (name, len) in [
+        ("y", spec.y.len()),
+        ("upper", spec.upper.len()),
+        ("alpha0", l_alpha),
+        ("diag_shift", spec.diag_shift.map_or(l, <[f64]>::len)),
+        ("kernel_index", spec.kernel_index.map_or(l, <[usize]>::len)),
+    ] {
+        if len != l {
+            return Err(MkError::Shape(format!(
+                "{name} has length {len}, the linear term has {l}"
+            )));
+        }
+    }
+    match spec.kernel_index {
+        Some(ki) => {
+            if let Some(&bad) = ki.iter().find(|&&k| k >= n) {
+                return Err(MkError::Shape(format!(
+                    "kernel index {bad} out of range for a kernel of size {n}"
+                )));
+            }
+            Ok(ki.iter().map(|&k| k as u32).collect())
+        }
+        None => {
+            if l != n {
+                return Err(MkError::Shape(format!(
+                    "{l} variables need a kernel_index for a kernel of size {n}"
+                )));
+            }
+            Ok((0..l as u32).collect())
+        }
+    }
+}
+
+/// Checks the signs, the linear term and the bounds of `spec`; returns the diagonal shift
+/// (zeros when none).
+fn checked_terms(spec: &QpSpec<'_>) -> Result<Vec<f64>> {
+    if spec.y.iter().any(|&v| v != 1.0 && v != -1.0) {
+        return Err(MkError::config("y", "signs must be +1 or -1"));
+    }
+    if spec.p.iter().any(|v| !v.is_finite()) {
+        return Err(MkError::non_finite("the linear term p"));
+    }
+    if spec.upper.iter().any(|&u| u.is_nan() || u <= 0.0) {
+        return Err(MkError::config("upper", "bounds must be > 0 (or +inf)"));
+    }
+    let shift = spec
+        .diag_shift
+        .map_or_else(|| vec![0.0; spec.p.len()], <[f64]>::to_vec);
+    if shift.iter().any(|&d| !(d.is_finite() && d >= 0.0)) {
+        return Err(MkError::config("diag_shift", "must be finite and ≥ 0"));
+    }
+    Ok(shift)
+}
+
+/// `alpha0` clamped into its box `[0, upper]`: rounding from a previous solve is tolerated,
+/// real infeasibility refused (a warm start is the last solve's α).
+fn feasible_start(alpha0: &[f64], upper: &[f64]) -> Result<Vec<f64>> {
+    let mut alpha = alpha0.to_vec();
+    for (a, &u) in alpha.iter_mut().zip(upper) {
+        let tol = 1e-9 * if u.is_finite() { u.max(1.0) } else { 1.0 };
+        if !a.is_finite() || *a < -tol || *a > u + tol {
+            return Err(MkError::config(
+                "alpha0",
+                format!("initial point {a} outside its box [0, {u}]"),
+            ));
+        }
+        *a = a.clamp(0.0, u);
+    }
+    Ok(alpha)
+}
+
 /// Two kernel columns, for kernels without [`KernelColumns::column_slice`]: an SMO step needs
 /// columns `i` and `j`, and the next step's `i` is usually one of them.
 #[derive(Debug, Clone)]
@@ -241,73 +388,9 @@ impl SmoState {
         options.validate()?;
         let n = kernel.n();
         let l = spec.p.len();
-        if l == 0 || n == 0 {
-            return Err(MkError::Shape("the QP has no variables".into()));
-        }
-        if n > u32::MAX as usize {
-            return Err(MkError::Unsupported(format!(
-                "SMO indexes points with 32 bits: at most {} points, got {n}",
-                u32::MAX
-            )));
-        }
-        for (name, len) in [
-            ("y", spec.y.len()),
-            ("upper", spec.upper.len()),
-            ("alpha0", alpha0.len()),
-            ("diag_shift", spec.diag_shift.map_or(l, <[f64]>::len)),
-            ("kernel_index", spec.kernel_index.map_or(l, <[usize]>::len)),
-        ] {
-            if len != l {
-                return Err(MkError::Shape(format!(
-                    "{name} has length {len}, the linear term has {l}"
-                )));
-            }
-        }
-        let kidx: Vec<u32> = match spec.kernel_index {
-            Some(ki) => {
-                if let Some(&bad) = ki.iter().find(|&&k| k >= n) {
-                    return Err(MkError::Shape(format!(
-                        "kernel index {bad} out of range for a kernel of size {n}"
-                    )));
-                }
-                ki.iter().map(|&k| k as u32).collect()
-            }
-            None => {
-                if l != n {
-                    return Err(MkError::Shape(format!(
-                        "{l} variables need a kernel_index for a kernel of size {n}"
-                    )));
-                }
-                (0..l as u32).collect()
-            }
-        };
-        if spec.y.iter().any(|&v| v != 1.0 && v != -1.0) {
-            return Err(MkError::config("y", "signs must be +1 or -1"));
-        }
-        if spec.p.iter().any(|v| !v.is_finite()) {
-            return Err(MkError::non_finite("the linear term p"));
-        }
-        if spec.upper.iter().any(|&u| u.is_nan() || u <= 0.0) {
-            return Err(MkError::config("upper", "bounds must be > 0 (or +inf)"));
-        }
-        let shift = spec
-            .diag_shift
-            .map_or_else(|| vec![0.0; l], <[f64]>::to_vec);
-        if shift.iter().any(|&d| !(d.is_finite() && d >= 0.0)) {
-            return Err(MkError::config("diag_shift", "must be finite and ≥ 0"));
-        }
-        let mut alpha = alpha0.to_vec();
-        for (a, &u) in alpha.iter_mut().zip(spec.upper) {
-            // Tolerate rounding from a previous solve, reject real infeasibility.
-            let tol = 1e-9 * if u.is_finite() { u.max(1.0) } else { 1.0 };
-            if !a.is_finite() || *a < -tol || *a > u + tol {
-                return Err(MkError::config(
-                    "alpha0",
-                    format!("initial point {a} outside its box [0, {u}]"),
-                ));
-            }
-            *a = a.clamp(0.0, u);
-        }
+        let kidx = kernel_rows(spec, alpha0.len(), n)?;
+        let shift = checked_terms(spec)?;
+        let alpha = feasible_start(alpha0, spec.upper)?;
         let periodic = kidx.iter().enumerate().all(|(t, &k)| k as usize == t % n);
         let mut st = Self {
             l,
@@ -729,85 +812,65 @@ impl SmoState {
     /// Solves the two-variable subproblem on positions `i, j` and updates `h` (and `Ḡ`).
     fn update_pair<K: KernelColumns + ?Sized>(&mut self, kernel: &K, i: usize, j: usize) -> Step {
         let (ki, kj) = (self.kidx[i] as usize, self.kidx[j] as usize);
-        let contiguous = self.contiguous();
         let cs = self.compact_stride;
         let k_ij = if cs > 0 {
             self.compact[i * cs + j]
         } else {
             self.cache.two(kernel, ki, kj).0[kj]
         };
-        let (c_i, c_j) = (self.upper[i], self.upper[j]);
         let (old_i, old_j) = (self.alpha[i], self.alpha[j]);
         let (g_i, g_j) = (-self.y[i] * self.h[i], -self.y[j] * self.h[j]);
         // Same curvature for both sign cases (see select_working_set).
         let quad = self.qd[i] + self.qd[j] - 2.0 * k_ij;
         let quad = if quad > 0.0 { quad } else { TAU };
-        let (mut ai, mut aj) = (old_i, old_j);
-        // libsvm's clipping. With infinite bounds `c_i - c_j` may be NaN (∞ − ∞): the
-        // comparison is then false and the branch that tests `aj > c_j = ∞` (never true) runs,
-        // which is correct because no upper bound can be hit.
-        if self.y[i] != self.y[j] {
-            let delta = (-g_i - g_j) / quad;
-            let diff = ai - aj;
-            ai += delta;
-            aj += delta;
-            if diff > 0.0 {
-                if aj < 0.0 {
-                    aj = 0.0;
-                    ai = diff;
-                }
-            } else if ai < 0.0 {
-                ai = 0.0;
-                aj = -diff;
-            }
-            if diff > c_i - c_j {
-                if ai > c_i {
-                    ai = c_i;
-                    aj = c_i - diff;
-                }
-            } else if aj > c_j {
-                aj = c_j;
-                ai = c_j + diff;
-            }
-        } else {
-            let delta = (g_i - g_j) / quad;
-            let sum = ai + aj;
-            ai -= delta;
-            aj += delta;
-            if sum > c_i {
-                if ai > c_i {
-                    ai = c_i;
-                    aj = sum - c_i;
-                }
-            } else if aj < 0.0 {
-                aj = 0.0;
-                ai = sum;
-            }
-            if sum > c_j {
-                if aj > c_j {
-                    aj = c_j;
-                    ai = sum - c_j;
-                }
-            } else if ai < 0.0 {
-                ai = 0.0;
-                aj = sum;
-            }
-        }
+        let (ai, aj) = clip_pair(
+            self.y[i] != self.y[j],
+            (old_i, old_j),
+            (g_i, g_j),
+            quad,
+            (self.upper[i], self.upper[j]),
+        );
         self.alpha[i] = ai;
         self.alpha[j] = aj;
         let (d_i, d_j) = (ai - old_i, aj - old_j);
+        self.update_h(kernel, (i, ki, self.y[i] * d_i), (j, kj, self.y[j] * d_j));
+        // Ḡ follows the variables that reach or leave their upper bound.
+        for (pos, key) in [(i, ki), (j, kj)] {
+            let was_upper = self.status[pos] == Bound::Upper;
+            (self.status[pos], self.up_mask[pos], self.low_mask[pos]) =
+                classify(self.alpha[pos], self.upper[pos], self.y[pos]);
+            if self.grad_bar_valid && was_upper != (self.status[pos] == Bound::Upper) {
+                self.track_grad_bar(kernel, pos, key);
+            }
+        }
+        Step {
+            i: self.perm[i],
+            j: self.perm[j],
+            delta_i: d_i,
+            delta_j: d_j,
+        }
+    }
 
-        // h_t = −y_t G_t and G_t += y_t (K̃_{t,i} y_i Δα_i + K̃_{t,j} y_j Δα_j) (+ shifts):
-        // h_t −= K̃_{t,i} c_i + K̃_{t,j} c_j, no signs in the loop.
-        let (ci, cj) = (self.y[i] * d_i, self.y[j] * d_j);
-        let a = self.active_size;
+    /// The gradient update of a step over the working problem, `h_t −= K̃_{t,i} c_i +
+    /// K̃_{t,j} c_j` with `c = yΔα` for the pair `(i, k(i), c_i)`, `(j, k(j), c_j)`: as
+    /// `h_t = −y_t G_t` and `G_t += y_t (K̃_{t,i} y_iΔα_i + K̃_{t,j} y_jΔα_j)` plus the shifts,
+    /// no signs in the loop. It reads the compact kernel, the columns in place, or (not
+    /// contiguous) the columns gathered to positions.
+    #[inline]
+    fn update_h<K: KernelColumns + ?Sized>(
+        &mut self,
+        kernel: &K,
+        (i, ki, ci): (usize, usize, f64),
+        (j, kj, cj): (usize, usize, f64),
+    ) {
+        let (a, cs) = (self.active_size, self.compact_stride);
         if cs > 0 {
             let (row_i, row_j) = (
                 &self.compact[i * cs..i * cs + a],
                 &self.compact[j * cs..j * cs + a],
             );
             scan::update(&mut self.h[..a], row_i, row_j, ci, cj);
-        } else if contiguous {
+        } else if self.contiguous() {
             let (col_i, col_j) = self.cache.two(kernel, ki, kj);
             let mut s = 0;
             while s < a {
@@ -823,30 +886,24 @@ impl SmoState {
         }
         self.h[i] -= ci * self.shift[i];
         self.h[j] -= cj * self.shift[j];
+    }
 
-        // Ḡ tracks Σ_{α_s = U_s} U_s Q_{:,s} over all l variables (for reconstruction), from
-        // the whole kernel columns.
-        for (pos, key, c_pos) in [(i, ki, c_i), (j, kj, c_j)] {
-            let was_upper = self.status[pos] == Bound::Upper;
-            (self.status[pos], self.up_mask[pos], self.low_mask[pos]) =
-                classify(self.alpha[pos], c_pos, self.y[pos]);
-            let is_upper = self.status[pos] == Bound::Upper;
-            if self.grad_bar_valid && was_upper != is_upper {
-                let col = self.cache.one(kernel, key);
-                let sign = if is_upper { 1.0 } else { -1.0 };
-                let c = sign * c_pos * self.y[pos];
-                for ((g, &yt), &kt) in self.grad_bar.iter_mut().zip(&self.y).zip(&self.kidx) {
-                    *g += yt * c * col[kt as usize];
-                }
-                self.grad_bar[pos] += sign * c_pos * self.shift[pos];
-            }
+    /// `Ḡ` (which tracks `Σ_{α_s = U_s} U_s Q_{:,s}` over all `l` variables, for
+    /// reconstruction) after position `pos` (kernel row `key`) moved onto or off its upper
+    /// bound: `±U Q_{:,pos}` from the whole kernel column.
+    fn track_grad_bar<K: KernelColumns + ?Sized>(&mut self, kernel: &K, pos: usize, key: usize) {
+        let c_pos = self.upper[pos];
+        let col = self.cache.one(kernel, key);
+        let sign = if self.status[pos] == Bound::Upper {
+            1.0
+        } else {
+            -1.0
+        };
+        let c = sign * c_pos * self.y[pos];
+        for ((g, &yt), &kt) in self.grad_bar.iter_mut().zip(&self.y).zip(&self.kidx) {
+            *g += yt * c * col[kt as usize];
         }
-        Step {
-            i: self.perm[i],
-            j: self.perm[j],
-            delta_i: d_i,
-            delta_j: d_j,
-        }
+        self.grad_bar[pos] += sign * c_pos * self.shift[pos];
     }
 
     /// libsvm's `be_shrunk`: a bound variable in only one of `I_up`, `I_low` whose score lies
