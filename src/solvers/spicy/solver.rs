@@ -4,7 +4,9 @@
 
 use super::inner::{Inner, Outer};
 use super::start::{first_points, warm_points, Warm};
-use super::{kernel_scale, project_duals, Fit, Projected, AUTO_WORKING_SET, CHECK_GAP};
+use super::{
+    kernel_scale, project_duals, Fit, Projected, SpicyConfig, AUTO_WORKING_SET, CHECK_GAP,
+};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::{KernelStack, PointSubset, SubStack};
@@ -145,19 +147,8 @@ impl<'a> Spicy<'a> {
             None => Outer::new(kernels.len(), yw.len(), cfg.loss, &yw, &ww),
             Some(w) => w.state(stack, &kernels, points.as_ref()),
         };
-        // In the loss-weight-1 scaling the ℓ1 weight is 1/C, so the threshold γ/C of a kernel
-        // is active only for γ of order C: a fixed cap stalled the hinge losses at large C
-        // (docs/mathematics.md §2.2). In the unit-scale problem (see "Scale") that weight is
-        // 1/(C√s).
         let scale = kernel_scale(stack, slack);
-        let gamma_cap = cfg.gamma_max * (cfg.c * scale.sqrt()).max(1.0);
-        // A warm start near the optimum needs no small first proximal steps (see
-        // WARM_GAMMA_STEPS).
-        let gamma = if warm.is_some() && !slack {
-            (cfg.gamma0 * cfg.gamma_factor.powi(WARM_GAMMA_STEPS)).min(gamma_cap)
-        } else {
-            cfg.gamma0
-        };
+        let (gamma, gamma_cap) = first_gamma(cfg, scale, warm.is_some() && !slack);
         // The inner residual ∇φ is a mismatch of predictions; it must not limit the outer gap.
         let inner_tol = (1e-3 * cfg.tol).clamp(1e-12, 1e-6)
             * (1.0 + y.iter().fold(0.0f64, |a, v| a.max(v.abs())));
@@ -348,6 +339,23 @@ impl<'a> Spicy<'a> {
             self.outer.grow(more.len());
         }
     }
+}
+
+/// The first `γ` and its cap, for the kernels' scale `scale`; `warm_smooth`: a warm start of
+/// a smooth loss ([`WARM_GAMMA_STEPS`]).
+fn first_gamma(cfg: &SpicyConfig, scale: f64, warm_smooth: bool) -> (f64, f64) {
+    // In the loss-weight-1 scaling the ℓ1 weight is 1/C, so the threshold γ/C of a kernel is
+    // active only for γ of order C: a fixed cap stalled the hinge losses at large C
+    // (docs/mathematics.md §2.2). In the unit-scale problem (see "Scale") that weight is
+    // 1/(C√s).
+    let cap = cfg.gamma_max * (cfg.c * scale.sqrt()).max(1.0);
+    // A warm start near the optimum needs no small first proximal steps.
+    let gamma = if warm_smooth {
+        (cfg.gamma0 * cfg.gamma_factor.powi(WARM_GAMMA_STEPS)).min(cap)
+    } else {
+        cfg.gamma0
+    };
+    (gamma, cap)
 }
 
 /// The stack of the points being iterated: the working set of `points`, or all of `stack`'s.
