@@ -1,6 +1,8 @@
 use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::{DenseStack, LowRankStack};
+use crate::linalg::dot;
+use crate::result::SolveStatus;
 use crate::solvers::lp::{fit_lp, LpConfig};
 use crate::solvers::spicy::{fit_spicy, SpicyConfig};
 use crate::solvers::test_util::{factored, problem};

@@ -1,3 +1,4 @@
+use super::start::first_points;
 use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
