@@ -64,6 +64,48 @@ struct Cg {
 /// Column `j` stops when `r_jᵀPr_j` is at most `rtol²` times its start or `atol²` times that
 /// of `r_j`. `None` when one has not converged in `max_iter` iterations, or will not at the
 /// rate of its first [`PREDICT_AFTER`] (the caller then factorises). `kx0` is `K x0` when the caller has it.
+/// The columns `cols` of `v` (packed, `n` rows), packed.
+fn gather_columns(v: &[f64], cols: &[usize], n: usize) -> Vec<f64> {
+    cols.iter()
+        .flat_map(|&j| v[j * n..(j + 1) * n].iter().copied())
+        .collect()
+}
+
+/// Each column of `x0` (packed, `n` rows) less its mean.
+fn centred(x0: &[f64], n: usize) -> Vec<f64> {
+    x0.chunks_exact(n)
+        .flat_map(|c| {
+            let mean = c.iter().sum::<f64>() / n as f64;
+            c.iter().map(move |v| v - mean)
+        })
+        .collect()
+}
+
+/// `(K + diag(d)) x` from `K x` (columns packed).
+fn plus_diag(kx: &[f64], d: &[f64], x: &[f64]) -> Vec<f64> {
+    kx.iter()
+        .zip(d.iter().cycle())
+        .zip(x)
+        .map(|((k, di), xi)| k + di * xi)
+        .collect()
+}
+
+/// The iterations the `active` columns still need at the rate of their first `it`:
+/// `r_jᵀPr_j` went from `start_j` to `rz_j` and must reach `stop_j`.
+fn needed(active: &[usize], rz: &[f64], start: &[f64], stop: &[f64], it: usize) -> f64 {
+    active
+        .iter()
+        .map(|&j| {
+            let rate = (rz[j] / start[j]).ln() / it as f64;
+            if rate < 0.0 {
+                (stop[j] / rz[j]).ln() / rate
+            } else {
+                f64::INFINITY
+            }
+        })
+        .fold(0.0f64, f64::max)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn pcg_bordered(
     k: &[f64],
@@ -112,34 +154,16 @@ fn pcg_bordered(
         }
         (kv, out)
     };
-    let gather = |v: &[f64], cols: &[usize]| -> Vec<f64> {
-        cols.iter()
-            .flat_map(|&j| v[j * n..(j + 1) * n].iter().copied())
-            .collect()
-    };
+    let gather = |v: &[f64], cols: &[usize]| gather_columns(v, cols, n);
     let mut z = Vec::new();
     let mut rhs = r.to_vec();
     let rhs_norm: Vec<f64> = project(&mut rhs, &mut vec![0.0; s], &mut z);
-    let mut x: Vec<f64> = x0
-        .chunks_exact(n)
-        .flat_map(|c| {
-            let mean = c.iter().sum::<f64>() / n as f64;
-            c.iter().map(move |v| v - mean)
-        })
-        .collect();
+    let mut x = centred(x0, n);
     // `K x` is carried along (one product of `K` with each direction), so that the caller's
     // line search needs no product of its own.
     let (mut kx, ax) = match kx0 {
         // (`x0` sums to zero up to rounding: its centring moves `K x0` by nothing.)
-        Some(kx0) => {
-            let ax = kx0
-                .iter()
-                .zip(d.iter().cycle())
-                .zip(&x)
-                .map(|((k, di), xi)| k + di * xi)
-                .collect::<Vec<f64>>();
-            (kx0.to_vec(), ax)
-        }
+        Some(kx0) => (kx0.to_vec(), plus_diag(kx0, d, &x)),
         None => apply(&x),
     };
     let mut res: Vec<f64> = r.iter().zip(&ax).map(|(a, b)| a - b).collect();
@@ -155,24 +179,12 @@ fn pcg_bordered(
         if active.is_empty() {
             return Ok(Some(Cg { x, b, kx }));
         }
-        if it == PREDICT_AFTER {
-            // The iterations still needed at the rate seen so far: past `max_iter`, the
-            // factorisation is the cheaper route (a preconditioner that misses the spectrum
-            // converges slowly from the start).
-            let needed = active
-                .iter()
-                .map(|&j| {
-                    let rate = (rz[j] / start[j]).ln() / it as f64;
-                    if rate < 0.0 {
-                        (stop[j] / rz[j]).ln() / rate
-                    } else {
-                        f64::INFINITY
-                    }
-                })
-                .fold(0.0f64, f64::max);
-            if it as f64 + needed > max_iter as f64 {
-                return Ok(None);
-            }
+        if it == PREDICT_AFTER
+            && it as f64 + needed(&active, &rz, &start, &stop, it) > max_iter as f64
+        {
+            // Past `max_iter` at the rate seen so far, the factorisation is the cheaper route
+            // (a preconditioner that misses the spectrum converges slowly from the start).
+            return Ok(None);
         }
         let pa = gather(&p, &active);
         let (kpa, apa) = apply(&pa);
