@@ -918,6 +918,14 @@ impl Settings {
             .collect()
     }
 
+    /// The losses with which the solver fits kernels computed on demand (none: never).
+    fn on_demand_losses(&self) -> Vec<&'static str> {
+        self.losses()
+            .into_iter()
+            .filter(|&l| self.with_loss(l).is_some_and(|s| s.on_demand()))
+            .collect()
+    }
+
     /// These settings with `loss` instead, when the solver accepts it.
     fn with_loss(&self, loss: &str) -> Option<Settings> {
         let mut s = self.clone();
@@ -938,17 +946,11 @@ fn capabilities(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let table = PyDict::new(py);
     for name in SOLVER_NAMES {
         let settings = Settings::default_of(name)?;
-        let losses = settings.losses();
-        let on_demand: Vec<&str> = losses
-            .iter()
-            .copied()
-            .filter(|&l| settings.with_loss(l).is_some_and(|s| s.on_demand()))
-            .collect();
         let row = PyDict::new(py);
         row.set_item("features", settings.reads_features())?;
         row.set_item("warm_start", settings.warm_start())?;
-        row.set_item("losses", losses)?;
-        row.set_item("on_demand_losses", on_demand)?;
+        row.set_item("losses", settings.losses())?;
+        row.set_item("on_demand_losses", settings.on_demand_losses())?;
         table.set_item(name, row)?;
     }
     Ok(table)
@@ -961,12 +963,7 @@ fn on_demand_rule() -> PyResult<String> {
     let mut solvers = Vec::new();
     let mut losses: Vec<&str> = Vec::new();
     for name in SOLVER_NAMES {
-        let settings = Settings::default_of(name)?;
-        let ok: Vec<&str> = settings
-            .losses()
-            .into_iter()
-            .filter(|&l| settings.with_loss(l).is_some_and(|s| s.on_demand()))
-            .collect();
+        let ok = Settings::default_of(name)?.on_demand_losses();
         if !ok.is_empty() {
             solvers.push(format!("{name:?}").replace('"', "'"));
             for l in ok {
