@@ -20,7 +20,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from sklearn.svm import SVC
 
 import multikernel as mk
@@ -50,20 +49,24 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     pens = args.penalties.split(",")
-    print(f"{'set':>12} {'n':>4} {'M':>5} {'C':>5} {'svc s':>8} " + " ".join(f"{p:>14}" for p in pens))
+    head = f"{'set':>12} {'n':>4} {'M':>5} {'C':>5} {'svc s':>8} "
+    print(head + " ".join(f"{p:>14}" for p in pens))
     for name in args.sets.split(","):
         P = problem(name)
         G, y = P.Gtr, P.ytr
         for C in (float(c) for c in args.Cs.split(",")):
 
-            def svc(C: float = C) -> Any:
+            def svc(C: float = C, G: Any = G, y: Any = y) -> Any:
                 return SVC(kernel="precomputed", C=C, tol=1e-3).fit(G.sum(axis=0), y)
 
             fits = [svc]
             for p in pens:
 
-                def mkl(C: float = C, kw: dict[str, Any] = PENALTIES[p]) -> Any:
-                    return mk.MKLClassifier(kernels="precomputed", C=C, tol=1e-3, **kw).fit(G, y)
+                def mkl(
+                    C: float = C, kw: dict[str, Any] = PENALTIES[p], G: Any = G, y: Any = y
+                ) -> Any:
+                    est = mk.MKLClassifier(kernels="precomputed", C=C, tol=1e-3, **kw)
+                    return est.fit(G, y)
 
                 fits.append(mkl)
             with warnings.catch_warnings():
@@ -74,10 +77,8 @@ def main() -> None:
             for (t, est), _ in zip(res[1:], pens, strict=True):
                 flag = "" if est.converged_ else "!"
                 cells.append(f"{t / base:8.1f}x {est.n_iter_:>3}{flag}")
-            print(
-                f"{name:>12} {G.shape[1]:>4} {G.shape[0]:>5} {C:>5g} {base:8.4f} " + " ".join(cells),
-                flush=True,
-            )
+            row = f"{name:>12} {G.shape[1]:>4} {G.shape[0]:>5} {C:>5g} {base:8.4f} "
+            print(row + " ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

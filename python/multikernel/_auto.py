@@ -1,7 +1,8 @@
 """``solver="auto"``: the whole rule in one place (docs/guide.md §4, docs/reference.md).
 
 :func:`choose` maps the parameters and the resolved training stack to the engine solver of a
-fit; :func:`continuation` says when SpicyMKL continues auto's wrapper fit; :func:`on_demand`
+fit (with :attr:`Choice.continued`, SpicyMKL continues a wrapper fit that stops above ``tol``,
+in the same engine call); :func:`on_demand`
 decides, before any kernel is computed, whether kernels of specifications are computed on
 demand. The measurements behind the choices are in docs/guide.md §4 and docs/performance.md.
 """
@@ -47,12 +48,9 @@ FEATURE_SOLVERS = tuple(s for s, c in CAPABILITIES.items() if c["features"])
 #: The row cache of kernels computed on demand when ``cache_size`` is not given (MB).
 DEFAULT_CACHE_MB = 1024.0
 
-#: How a wrapper fit under ``solver="auto"`` ends when SpicyMKL takes over (not after a
-#: witness that a kernel is not PSD, which no solver can certify).
-FALLBACK = (_core.Status.MAX_ITER, _core.Status.STALLED)
-
-#: The wrapper's own settings, which the solvers it hands over to do not take.
-_WRAPPER_OWN = tuple(f.name for f in dataclasses.fields(WrapperConfig))
+#: The wrapper's own settings, which the solvers it hands over to do not take (``continued``:
+#: SpicyMKL continues a fit that stops above ``tol``, in the same engine call).
+_WRAPPER_OWN = (*(f.name for f in dataclasses.fields(WrapperConfig)), "continued")
 
 #: SpicyMKL's own settings, which ``prox_newton`` does not take (warm starts on features).
 _SPICY_OWN = tuple(f.name for f in dataclasses.fields(SpicyConfig))
@@ -116,7 +114,8 @@ class Choice:
         Settings that ``solver`` needs and the other solver's do not have (``penalty="lp"``
         after the move from ``analytic`` to ``prox_newton``).
     continued : bool
-        A fit that stops above ``tol`` is continued by SpicyMKL (:func:`continuation`).
+        A wrapper fit that stops above ``tol`` is continued by SpicyMKL in the same engine
+        call (the wrapper's setting ``continued``: the engine's ``solvers::continued``).
     """
 
     solver: _NativeSolver
@@ -128,9 +127,11 @@ class Choice:
         """``settings`` for :attr:`solver`: themselves when they are its settings, else
         without the ones :attr:`solver` does not take."""
         if settings.solver == self.solver:
-            return settings
+            return settings.replace(continued=True) if self.continued else settings
         kept = {k: v for k, v in settings.as_dict().items() if k not in self.drop}
         kept.update(self.add)
+        if self.continued:
+            kept["continued"] = True
         return _core.Settings(self.solver, kept)
 
 
@@ -157,7 +158,7 @@ def choose(
       is fast on few points): its Newton systems are ``R × R`` in the working set's width,
       where the wrapper's are ``n × n`` or go through an ``R × R`` capacitance matrix per
       single-kernel solve. A wrapper fit on a stored stack that stops above
-      ``tol`` is continued by SpicyMKL (:func:`continuation`); not on kernels computed on
+      ``tol`` is continued by SpicyMKL in the same engine call; not on kernels computed on
       demand, where SpicyMKL's ``n × n`` systems are what the mode avoids. With
       ``warm_start`` (the solvers that take a start, :data:`WARM_SOLVERS`): ``prox_newton``
       on narrow features without a ``solver_config``, else ``spicy``.
@@ -206,20 +207,6 @@ def choose(
     if narrow:
         return Choice("prox_newton", drop=_WRAPPER_OWN)
     return Choice("wrapper", continued=stack.kind != "on_demand")
-
-
-def continuation(
-    choice: Choice, r: _core.FitResult, settings: _core.Settings
-) -> _core.Settings | None:
-    """SpicyMKL's settings when it continues the fit ``r`` of ``choice`` from its model (the
-    caller keeps the better certificate); None when it does not. It does when the rule asked
-    for it (:attr:`Choice.continued`) and the fit stopped above ``tol`` (:data:`FALLBACK`:
-    seen at extreme kernel scales and C) without a witness that a kernel is not PSD."""
-    if not (choice.continued and r.status in FALLBACK and r.psd_witness is None):
-        return None
-    spicy = {k: v for k, v in settings.as_dict().items() if k not in _WRAPPER_OWN}
-    spicy.update(SOLVERS["spicy"].config()._native())
-    return _core.Settings("spicy", spicy)
 
 
 def on_demand(

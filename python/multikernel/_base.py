@@ -474,7 +474,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         log: _progress.IterationLog | None,
     ) -> _core.FitResult:
         """One engine fit: from ``start`` as given (a SpicyMKL warm start), or the rule's
-        choice on this stack with its SpicyMKL continuation (:mod:`._auto`)."""
+        choice on this stack (SpicyMKL continuing the wrapper: :attr:`._auto.Choice.continued`)."""
         w = None if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
         if self.solver == "auto":
             choice = self._choice(str(settings["loss"]), _auto.StackInfo.of(G))
@@ -490,18 +490,8 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
             choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
             sample_weight=w,
         )  # fmt: skip
-        spicy = _auto.continuation(choice, r, settings)
-        if spicy is not None:
-            # SpicyMKL takes over from the wrapper's model; the better certificate is kept.
-            if log is not None:
-                log.restart(f"{log.label} (SpicyMKL continuing the wrapper)")
-            r2 = _core.fit(
-                spicy, G.engine, yc, n_threads=threads, on_iteration=log,
-                init_coef=np.ascontiguousarray(r.coef), init_intercept=float(r.intercept),
-                sample_weight=w,
-            )  # fmt: skip
-            if r2.converged or r2.gap < r.gap:
-                return r2
+        if log is not None and len(r.solvers) > 1:
+            log.note(f"{' then '.join(r.solvers)}: SpicyMKL continued the wrapper's fit")
         return r
 
     def _previous_fit(self) -> Previous:

@@ -97,6 +97,8 @@ class FitResult:
     def feature_weights(self) -> NDArray[np.float64]: ...  # (D,), svrg and prox_newton only
     @property
     def psd_witness(self) -> tuple[int, float, float, float] | None: ...
+    @property
+    def solvers(self) -> list[str]: ...  # the solvers that ran: ["wrapper", "spicy"] when continued
 
 @final
 class PathResult:

@@ -174,11 +174,10 @@ class IterationLog:
         else:
             ensure_handler()
 
-    def restart(self, label: str) -> None:
-        """A second solver run continues the fit (a new ``P*``, as the engine's tracker)."""
-        self.label = label
-        self.best = math.inf
-        self.last_seconds = -math.inf
+    def note(self, text: str) -> None:
+        """Logs ``text`` about the fit (e.g. which solvers ran), under this fit's label."""
+        if self.bar is None:
+            _logger.info("%s: %s", self.label, text)
 
     def __call__(self, primal: float, dual: float, gap: float, active: int, seconds: float) -> None:
         self.count += 1

@@ -14,6 +14,7 @@ use crate::kernels::{KernelStack, RowFeatures};
 use crate::losses::Loss;
 use crate::penalties::{BlockPenalty, Groups, SparsePenalty};
 use crate::result::{FitResult, SolveStatus};
+use crate::solvers::continued::{fit_wrapper_continued, Continued};
 use crate::solvers::lp::{
     fit_lp_weighted, fit_one_class_weighted, LpAlgorithm, LpConfig, OneClassConfig,
 };
@@ -108,6 +109,10 @@ pub(crate) struct PyFitResult {
     /// `None` when no dual point showed one.
     #[pyo3(get)]
     psd_witness: Option<(usize, f64, f64, f64)>,
+    /// The engine solvers that ran, in order: the settings' solver, then `"spicy"` when
+    /// SpicyMKL continued a wrapper fit (`Settings("wrapper", {"continued": True})`).
+    #[pyo3(get)]
+    solvers: Vec<&'static str>,
 }
 
 #[pymethods]
@@ -131,7 +136,7 @@ impl PyFitResult {
 }
 
 impl PyFitResult {
-    fn new(py: Python<'_>, r: FitResult, n: usize) -> PyResult<Self> {
+    fn new(py: Python<'_>, r: FitResult, n: usize, solvers: Vec<&'static str>) -> PyResult<Self> {
         let m = r.kernel_weights.len();
         let shape_err = |e: ndarray::ShapeError| PyErr::from(MkError::Panic(e.to_string()));
         let coef = ndarray::Array2::from_shape_vec((m, n), r.coef).map_err(shape_err)?;
@@ -157,6 +162,7 @@ impl PyFitResult {
             psd_witness: r
                 .psd_witness
                 .map(|w| (w.kernel, w.quad_form, w.bound, w.entry_rounding)),
+            solvers,
         })
     }
 }
@@ -167,7 +173,9 @@ enum Settings {
     /// `analytic` or `interleaved` (the struct's `algorithm`).
     Lp(LpConfig),
     Spicy(SpicyConfig),
-    Wrapper(WrapperConfig),
+    /// With whether SpicyMKL continues a fit that stops above `tol` (`solver="auto"`'s
+    /// choice, [`crate::solvers::continued`]).
+    Wrapper(WrapperConfig, bool),
     /// On explicit features (a stack of factors).
     ProxNewton(ProxNewtonConfig),
     /// With the group id of every kernel (`None`: one group, `lp` with `p = 1`).
@@ -283,7 +291,7 @@ impl Settings {
             "analytic" => lp(LpAlgorithm::Analytic),
             "interleaved" => lp(LpAlgorithm::Interleaved),
             "spicy" => Settings::Spicy(SpicyConfig::default()),
-            "wrapper" => Settings::Wrapper(WrapperConfig::default()),
+            "wrapper" => Settings::Wrapper(WrapperConfig::default(), false),
             "prox_newton" => Settings::ProxNewton(ProxNewtonConfig::default()),
             "mirror" => Settings::Mirror(MirrorConfig::default(), None),
             "svrg" => Settings::Svrg(SvrgConfig::default()),
@@ -309,7 +317,7 @@ impl Settings {
                 LpAlgorithm::Interleaved => "interleaved",
             },
             Settings::Spicy(_) => "spicy",
-            Settings::Wrapper(_) => "wrapper",
+            Settings::Wrapper(..) => "wrapper",
             Settings::ProxNewton(_) => "prox_newton",
             Settings::Mirror(..) => "mirror",
             Settings::Svrg(_) => "svrg",
@@ -336,10 +344,11 @@ impl Settings {
                 w.optional_count("working_set", &mut c.working_set)?;
                 w.flag("point_working_set", &mut c.point_working_set)
             }
-            Settings::Wrapper(c) => {
+            Settings::Wrapper(c, continued) => {
                 walk_sparse_penalty(w, &mut c.penalty)?;
                 walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
-                w.float("inner_tol", &mut c.inner_tol)
+                w.float("inner_tol", &mut c.inner_tol)?;
+                w.flag("continued", continued)
             }
             Settings::ProxNewton(c) => {
                 walk_block_penalty(w, &mut c.penalty)?;
@@ -678,7 +687,7 @@ impl Settings {
         match self {
             Settings::Lp(c) => c.validate(),
             Settings::Spicy(c) => c.validate(),
-            Settings::Wrapper(c) => c.validate(),
+            Settings::Wrapper(c, _) => c.validate(),
             Settings::ProxNewton(c) => c.validate(),
             Settings::Mirror(c, groups) => {
                 if let Some(ids) = groups {
@@ -715,6 +724,7 @@ impl Settings {
         }
     }
 
+    /// The fit of these settings on `s` (continued by a second solver where they say so).
     fn fit(
         &self,
         s: &dyn KernelStack,
@@ -722,12 +732,15 @@ impl Settings {
         w: Option<&[f64]>,
         start: Option<&Start>,
         i: &dyn Interrupt,
-    ) -> Result<FitResult> {
+    ) -> Result<Continued> {
+        if let Settings::Wrapper(c, true) = self {
+            return fit_wrapper_continued(s, y, w, c, i);
+        }
         let (spicy, features) = self.split_start(start)?;
-        match self {
+        let result = match self {
             Settings::Lp(c) => fit_lp_weighted(s, y, w, c, i),
             Settings::Spicy(c) => fit_spicy_weighted(s, y, w, c, spicy, i),
-            Settings::Wrapper(c) => fit_wrapper_weighted(s, y, w, c, i),
+            Settings::Wrapper(c, _) => fit_wrapper_weighted(s, y, w, c, i),
             Settings::ProxNewton(c) => fit_prox_newton_weighted(s, y, w, c, features, i),
             Settings::Mirror(c, groups) => {
                 let groups = match groups {
@@ -748,7 +761,11 @@ impl Settings {
                 "solver",
                 "Settings('path') are the regularization path's: run them with path(), not fit()",
             )),
-        }
+        }?;
+        Ok(Continued {
+            result,
+            continued: false,
+        })
     }
 }
 
@@ -851,7 +868,11 @@ fn fit<'py>(
             })
         })?
     };
-    PyFitResult::new(py, r, n)
+    let solvers = match r.continued {
+        true => vec![settings.name(), "spicy"],
+        false => vec![settings.name()],
+    };
+    PyFitResult::new(py, r.result, n, solvers)
 }
 
 /// Refuses settings that cannot fit kernels computed on demand, with [`on_demand_rule`].
@@ -888,7 +909,7 @@ impl Settings {
         match self {
             Settings::Lp(c) => Some(&mut c.loss),
             Settings::Spicy(c) => Some(&mut c.loss),
-            Settings::Wrapper(c) => Some(&mut c.loss),
+            Settings::Wrapper(c, _) => Some(&mut c.loss),
             Settings::ProxNewton(c) => Some(&mut c.loss),
             Settings::Mirror(c, _) => Some(&mut c.loss),
             Settings::Svrg(c) => Some(&mut c.loss),
@@ -904,7 +925,7 @@ impl Settings {
         let smo = |loss: Loss| !matches!(loss, Loss::Squared | Loss::Logistic);
         match self {
             Settings::Lp(c) => c.algorithm == LpAlgorithm::Analytic && smo(c.loss),
-            Settings::Wrapper(c) => smo(c.loss),
+            Settings::Wrapper(c, _) => smo(c.loss),
             Settings::Mirror(c, _) => smo(c.loss),
             _ => false,
         }
@@ -1125,7 +1146,7 @@ fn fit_on_blocks<T: crate::kernels::Element + numpy::Element>(
     start: Option<&Start>,
     n_threads: usize,
     on_iteration: Option<&Bound<'_, PyAny>>,
-) -> PyResult<FitResult> {
+) -> PyResult<Continued> {
     let n = y.len();
     let views: Vec<_> = blocks.iter().map(|b| b.as_array()).collect();
     if views.iter().any(|v| v.nrows() != n) {
@@ -1152,6 +1173,10 @@ fn fit_on_blocks<T: crate::kernels::Element + numpy::Element>(
             fit_prox_newton_rows(&feats, y, weights, cfg, features_start, i)
         }
         _ => unreachable!("a feature-space solver"),
+    })
+    .map(|result| Continued {
+        result,
+        continued: false,
     })
 }
 

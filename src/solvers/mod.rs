@@ -1,6 +1,7 @@
 //! Optimisation algorithms. Each solver touches kernels only through
 //! [`crate::kernels::KernelStack`].
 
+pub mod continued;
 mod driver;
 pub mod lp;
 pub mod mirror;

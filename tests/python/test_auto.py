@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import multikernel as mk
 from multikernel import _core
-from multikernel._auto import Choice, StackInfo, choose, continuation, on_demand
+from multikernel._auto import Choice, StackInfo, choose, on_demand
 from multikernel._config import ALL_LOSSES, SOLVERS, SolverConfig
 from multikernel._data import Blocks, Dense, OnDemand, OnDemandRule
 from multikernel.exceptions import InvalidParameterError
@@ -35,7 +35,7 @@ NARROW = StackInfo("features", 200, 5, width=100)  # 2 · 100 ≤ 200: the bound
 QUARTER = StackInfo("features", 400, 5, width=100)  # 4 · 100 ≤ 400: the hinge's bound
 WIDE = StackInfo("features", 200, 5, width=101)
 WRAPPER = Choice("wrapper", continued=True)
-PROX_NEWTON = Choice("prox_newton", drop=("inner_tol",))
+PROX_NEWTON = Choice("prox_newton", drop=("inner_tol", "continued"))
 PROX_NEWTON_LP = Choice("prox_newton", drop=("inner_tol",), add=(("penalty", "lp"),))
 PROX_NEWTON_GROUP = Choice(
     "prox_newton",
@@ -205,9 +205,10 @@ def test_settings_and_stack_descriptions() -> None:
     # Every setting but the wrapper's own, and prox_newton's `p` and `groups`, which `l1`
     # does not read.
     assert {k: v for k, v in moved.as_dict().items() if k not in ("p", "groups")} == {
-        k: v for k, v in settings.as_dict().items() if k != "inner_tol"
+        k: v for k, v in settings.as_dict().items() if k not in ("inner_tol", "continued")
     }
-    assert WRAPPER.settings(settings) is settings
+    assert Choice("wrapper").settings(settings) is settings
+    assert WRAPPER.settings(settings) == settings.replace(continued=True)
     # ℓp's move keeps p, C and the loss, and names the penalty.
     lp = _core.Settings("analytic", {"C": 2.0, "loss": "hinge", "p": 1.5, "inner_tol": 1e-6})
     moved = PROX_NEWTON_LP.settings(lp)
@@ -280,19 +281,29 @@ def _wrapper_fit(max_iter: int) -> tuple[_core.FitResult, _core.Settings]:
 
 
 def test_continuation() -> None:
-    """SpicyMKL continues a wrapper fit that stopped above tol when the rule asked for it,
-    with SpicyMKL's default settings in place of the wrapper's own."""
+    """SpicyMKL continues a wrapper fit that stopped above tol when the rule asked for it, in
+    the same engine call: the result is that of SpicyMKL's default settings in place of the
+    wrapper's own, started from the stopped fit's model (the better certificate kept)."""
     stopped, settings = _wrapper_fit(max_iter=1)
-    assert stopped.status == _core.Status.MAX_ITER
-    spicy = continuation(WRAPPER, stopped, settings)
-    assert spicy is not None and spicy.solver == "spicy"
-    expected = {k: v for k, v in settings.as_dict().items() if k != "inner_tol"}
-    assert spicy == _core.Settings("spicy", expected | mk.SpicyConfig()._native())
+    assert stopped.status == _core.Status.MAX_ITER and stopped.solvers == ["wrapper"]
+    continued = WRAPPER.settings(settings)
+    assert continued["continued"] and not Choice("wrapper").settings(settings)["continued"]
+    G, y = small_problem("pima", False, n=80, seed=2)
+    both = _core.fit(continued, G, y)
+    expected = {k: v for k, v in settings.as_dict().items() if k not in ("inner_tol", "continued")}
+    spicy = _core.Settings("spicy", expected | mk.SpicyConfig()._native())
     assert spicy["C"] == 10.0 and spicy["tol"] == 1e-6 and spicy["gamma0"] == 1.0
-    assert continuation(Choice("wrapper"), stopped, settings) is None
+    second = _core.fit(
+        spicy, G, y, init_coef=np.ascontiguousarray(stopped.coef),
+        init_intercept=float(stopped.intercept),
+    )  # fmt: skip
+    kept = second if second.converged or second.gap < stopped.gap else stopped
+    assert both.solvers == ["wrapper", "spicy"]
+    np.testing.assert_array_equal(both.coef, kept.coef)
+    assert both.gap == kept.gap and both.primal == kept.primal
     done, settings = _wrapper_fit(max_iter=500)
     assert done.status == _core.Status.CONVERGED
-    assert continuation(WRAPPER, done, settings) is None
+    assert _core.fit(WRAPPER.settings(settings), G, y).solvers == ["wrapper"]
 
 
 def _cancer(n: int) -> tuple[FloatArray, FloatArray]:
