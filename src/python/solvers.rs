@@ -769,37 +769,17 @@ impl Settings {
     }
 }
 
-/// Fits the solver of `settings` on a dense (float64 or float32) stack; `on_iteration(primal,
-/// dual, gap, active, seconds)` is called on the calling thread for every outer iteration.
-/// `spicy` starts from `init_coef` `(M, n)`, `init_intercept` and `init_dual` `(n,)` (the dual
-/// in the solver's scale, `ρ̃/C`; None: from the start's predictions) when `init_coef` is
-/// given; `prox_newton` from `init_feature_weights` (its `feature_weights`) and
-/// `init_intercept`. `sample_weight` `(n,)`, finite and > 0, weights each sample's loss
-/// (`C w_i`).
-#[pyfunction]
-#[pyo3(signature = (
-    settings, g, y, *, n_threads=0, on_iteration=None, init_coef=None, init_intercept=0.0,
-    init_dual=None, init_feature_weights=None, sample_weight=None
-))]
-#[allow(clippy::too_many_arguments)]
-fn fit<'py>(
-    py: Python<'py>,
-    settings: &Bound<'py, PySettings>,
-    g: &Bound<'py, PyAny>,
-    y: PyReadonlyArray1<'py, f64>,
-    n_threads: usize,
-    on_iteration: Option<&Bound<'py, PyAny>>,
-    init_coef: Option<PyReadonlyArray2<'py, f64>>,
+/// The warm start of [`fit`]'s arguments: SpicyMKL's (`init_coef` `(M, n)`, `init_dual`) or
+/// proximal Newton's (`init_feature_weights`), each with `init_intercept`; an error for both
+/// or for a dual without coefficients.
+fn start_of(
+    n: usize,
+    init_coef: Option<PyReadonlyArray2<'_, f64>>,
     init_intercept: f64,
-    init_dual: Option<PyReadonlyArray1<'py, f64>>,
-    init_feature_weights: Option<PyReadonlyArray1<'py, f64>>,
-    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
-) -> PyResult<PyFitResult> {
-    let settings = &settings.get().0;
-    let y = y.as_array().to_vec();
-    let weights = sample_weight.map(|w| w.as_array().to_vec());
-    let n = y.len();
-    let start = match init_coef {
+    init_dual: Option<PyReadonlyArray1<'_, f64>>,
+    init_feature_weights: Option<PyReadonlyArray1<'_, f64>>,
+) -> PyResult<Option<Start>> {
+    Ok(match init_coef {
         Some(a) if a.as_array().ncols() != n => {
             return Err(PyErr::from(MkError::Shape(format!(
                 "init_coef must have shape (M, n={n}), got {:?}",
@@ -830,7 +810,46 @@ fn fit<'py>(
                 intercept: init_intercept,
             })
         }),
-    };
+    })
+}
+
+/// Fits the solver of `settings` on a dense (float64 or float32) stack; `on_iteration(primal,
+/// dual, gap, active, seconds)` is called on the calling thread for every outer iteration.
+/// `spicy` starts from `init_coef` `(M, n)`, `init_intercept` and `init_dual` `(n,)` (the dual
+/// in the solver's scale, `ρ̃/C`; None: from the start's predictions) when `init_coef` is
+/// given; `prox_newton` from `init_feature_weights` (its `feature_weights`) and
+/// `init_intercept`. `sample_weight` `(n,)`, finite and > 0, weights each sample's loss
+/// (`C w_i`).
+#[pyfunction]
+#[pyo3(signature = (
+    settings, g, y, *, n_threads=0, on_iteration=None, init_coef=None, init_intercept=0.0,
+    init_dual=None, init_feature_weights=None, sample_weight=None
+))]
+#[allow(clippy::too_many_arguments)]
+fn fit<'py>(
+    py: Python<'py>,
+    settings: &Bound<'py, PySettings>,
+    g: &Bound<'py, PyAny>,
+    y: PyReadonlyArray1<'py, f64>,
+    n_threads: usize,
+    on_iteration: Option<&Bound<'py, PyAny>>,
+    init_coef: Option<PyReadonlyArray2<'py, f64>>,
+    init_intercept: f64,
+    init_dual: Option<PyReadonlyArray1<'py, f64>>,
+    init_feature_weights: Option<PyReadonlyArray1<'py, f64>>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+) -> PyResult<PyFitResult> {
+    let settings = &settings.get().0;
+    let y = y.as_array().to_vec();
+    let weights = sample_weight.map(|w| w.as_array().to_vec());
+    let n = y.len();
+    let start = start_of(
+        n,
+        init_coef,
+        init_intercept,
+        init_dual,
+        init_feature_weights,
+    )?;
     // Explicit features: a list of (n, D_k) blocks of float64 or float32 (a 3-D array
     // would extract as one too: its (n, n) slices are kernels, not features).
     let is_list =

@@ -198,16 +198,11 @@ impl Solver for Analytic<'_> {
         self.ws.is_some()
     }
 
-    /// The θ update of eq. 17, extrapolated on restricted problems, whose iterations are the
-    /// many cheap ones, and for the smooth losses, whose every iteration reads the whole stack
-    /// twice (dense β; docs/mathematics.md §3.3); the whole problem of the hinge-type losses
-    /// keeps Kloft's plain update (and its iterates).
+    /// The θ update of eq. 17, extrapolated (docs/mathematics.md §3.3 (c)): on the SimpleMKL
+    /// UCI bank most points are support vectors, so no working set forms and each whole
+    /// iteration reads the stack (`combine` and the forms); extrapolation halves their number.
     fn update(&mut self, d: &Driver<'_>) -> Result<()> {
-        let omega = if self.ws.is_some() || !self.whole.is_sparse() {
-            d.omega()
-        } else {
-            1.0
-        };
+        let omega = d.omega();
         let next = theta_update(&self.norms, self.cfg.p);
         self.theta = extrapolate(&self.theta, &next, omega, self.cfg.p);
         Ok(())
