@@ -30,6 +30,7 @@ from ._multiclass import (
 )
 from ._platt import couple, platt_proba
 from ._record import FitRecord
+from ._sources import ESTIMATORS
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import check_bool
 from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
@@ -432,7 +433,7 @@ default "mean_diag"
         shared = self.multi_class == "shared"
         if shared:
             check_shared(self)
-        solver, settings = self._check_params()
+        early, settings = self._check_params()
         if self.multi_class not in ("ovr", "ovo", "shared"):
             raise InvalidParameterError(
                 f"multi_class must be 'ovr', 'ovo' or 'shared', got {self.multi_class!r}",
@@ -448,10 +449,11 @@ default "mean_diag"
             classes, yi = np.unique(yv, return_inverse=True)
             return class_weights(self.class_weight, classes, yi, w)
 
-        # A shared fit reads a dense stack: never kernels computed on demand.
+        # A shared fit reads a dense stack: never kernels computed on demand or linear
+        # specifications as feature blocks.
         G, yv, sw = self._training_stack(
-            X, y, "shared" if shared else solver, check_bool(check_input, "check_input"),
-            sample_weight, weigh,
+            X, y, ESTIMATORS if shared else self._accepts(early),
+            check_bool(check_input, "check_input"), sample_weight, weigh,
         )  # fmt: skip
         if shared and not isinstance(G, Dense):
             raise InvalidParameterError(
@@ -476,23 +478,24 @@ default "mean_diag"
         coefs: list[NDArray[Any]] | None = None
         problems: list[tuple[int, int]] = []
         scheme = self.multi_class if len(classes) > 2 else None
-        key = self._warm_key_of(solver, settings, G, tuple(classes.tolist()), scheme)
+        choice = early.on(G)  # the solver of this stack, for its warm start and its fits
+        key = self._warm_key_of(choice, settings, G, tuple(classes.tolist()), scheme)
         # Each problem and its weights, for Platt.
         binary: list[Binary] = []
         if len(classes) == 2:
             st = self._warm_starts(previous, key)
             yb = np.where(yi == 1, 1.0, -1.0)
             binary = [(G, yb, sw)]
-            results = [self._solve(solver, G, yb, settings, start=st[0] if st else None, weight=sw)]
+            results = [self._solve(choice, G, yb, settings, start=st[0] if st else None, weight=sw)]
         elif shared:
             assert isinstance(G, Dense)  # checked above
             set_shared(self, G, yi, len(classes), settings, sw)
         elif self.multi_class == "ovr":
             starts = self._warm_starts(previous, key)
-            results, binary = one_vs_rest(self, solver, settings, G, yi, classes, sw, starts)
+            results, binary = one_vs_rest(self, choice, settings, G, yi, classes, sw, starts)
         else:
             results, binary, coefs, problems = one_vs_one(
-                self, solver, settings, G, yi, classes, sw, previous, key, platt
+                self, choice, settings, G, yi, classes, sw, previous, key, platt
             )
         if results:
             self._set_results(results, multi=len(classes) > 2, coefs=coefs)
@@ -501,7 +504,7 @@ default "mean_diag"
         self.n_train_ = G.n
         self._feature_coefs(G)
         ab = (
-            [platt_problem(self, solver, settings, *problem) for problem in binary] if platt else []
+            [platt_problem(self, choice, settings, *problem) for problem in binary] if platt else []
         )
         self.probA_ = np.array([a for a, _ in ab], dtype=np.float64)
         self.probB_ = np.array([b for _, b in ab], dtype=np.float64)

@@ -24,6 +24,7 @@ from .._validation import (
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 from ._specs import (
+    Callable,
     Gaussian,
     Kernel,
     Linear,
@@ -450,6 +451,16 @@ class KernelBank:
         K = _core.OnDemandKernels(Xc, entries, self.normalize, int(cache_bytes), w)
         self._keep_fit(Xc.copy(), K.stats(), entries, names)
         return K
+
+    def _on_demand_ok(self) -> bool:
+        """Whether :meth:`fit_on_demand` takes these kernels: it refuses centring, the
+        multiplicative normalisation (their statistics need every kernel entry) and kernels
+        given as Python functions, which the engine does not evaluate on demand."""
+        return (
+            not self.center
+            and self.normalize != "multiplicative"
+            and not any(isinstance(s, Callable) for s in self.specs)
+        )
 
     def transform(self, X: Any, columns: Any = None) -> NDArray[Any]:
         """Cross kernels between ``X`` and the training points, with the training
