@@ -217,10 +217,12 @@ def choose(
 
     ``stack`` None: before the input is resolved. The parameters alone then decide, and the
     estimators validate that choice early (its config, loss and settings) and read it in
-    :func:`on_demand` and the input layer; the stack can only move the solver to
-    ``prox_newton`` and decide the continuation, so a fit asks again, through :meth:`Rule.on`,
-    once for each stack it fits (one-vs-one pairs, folds and the points of non-zero weight
-    have their own ``n``). ``penalty`` and ``solver`` are checked by the caller.
+    :func:`on_demand` and the input layer (linear kernel specifications are fitted as feature
+    blocks when this rule moves their blocks to a feature solver); the stack can only move
+    the solver to ``prox_newton`` and decide the continuation, so a fit asks again, through
+    :meth:`Rule.on`, once for each stack it fits (one-vs-one pairs, folds and the points of
+    non-zero weight have their own ``n``). ``penalty`` and ``solver`` are checked by the
+    caller.
     """
     if solver != "auto":
         return Choice(next(name for name in SOLVERS if name == solver))
@@ -279,7 +281,9 @@ def on_demand(
 
     It runs before any kernel is computed, so it cannot wait for the stack: ``solver`` is the
     choice of :func:`choose` before resolution, which is the fit's solver on specifications
-    (the stack moves only feature blocks). ``cache_size`` given where kernels cannot be
+    (the stack moves only feature blocks; linear specifications that the rule moves so are
+    fitted as feature blocks, :meth:`multikernel._sources.Recipe.how`, unless ``cache_size``
+    is given). ``cache_size`` given where kernels cannot be
     computed on demand is an :class:`~multikernel.exceptions.InvalidParameterError`.
     """
     forced = cache_size is not None

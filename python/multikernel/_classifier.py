@@ -147,6 +147,12 @@ class MKLClassifier(ClassifierMixin, BaseMKL):  # type: ignore[misc]
         ``"auto"`` picks ``"prox_newton"`` for ``"group"`` unless a ``MirrorConfig`` is given:
         Newton steps on a smoothed penalty whose smoothing is lowered step by step, certified
         by the exact group dual.
+        Kernel specifications that are all ``Linear`` are explicit features too, the blocks
+        ``sqrt(s_m) X[:, features]`` (``s_m`` the scale of ``normalize`` ``"none"``,
+        ``"trace"`` or ``"mean_diag"`` on the training points): where ``"auto"`` picks
+        ``"prox_newton"`` for those blocks, it fits them so, as the same kernels given as a
+        ``FeatureBank`` (``coef_`` is then set; ``kernel_bank_`` is their ``KernelBank``),
+        unless ``cache_size`` asks for kernels computed on demand.
         ``"svrg"`` also solves ``"lp"`` (smooth losses: logistic, squared, squared_hinge) by
         multi-epoch stochastic variance-reduced gradient on explicit features, for large n:
         it needs ``kernels=FeatureBank(...)`` and is seeded by ``random_state``.
@@ -289,8 +295,9 @@ default "mean_diag"
         ``FeatureBank`` (None for precomputed kernels); its kernels read columns by index
         (names resolved).
     coef_ : list of ndarray of shape (D_m,) or (n_problems, D_m)
-        With ``kernels=FeatureBank``: per kernel, the weights ``w_m = Φ_mᵀ A[m]`` in its
-        feature space, so that ``f_m(x) = φ_m(x)ᵀ w_m`` (not set otherwise).
+        With ``kernels=FeatureBank``, feature blocks or factors, and linear specifications
+        fitted as their blocks (see ``solver``): per kernel, the weights ``w_m = Φ_mᵀ A[m]``
+        in its feature space, so that ``f_m(x) = φ_m(x)ᵀ w_m`` (not set otherwise).
     n_features_in_ : int
         Columns of ``X`` (not set for precomputed kernels).
     n_kernels_ : int

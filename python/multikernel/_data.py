@@ -306,7 +306,9 @@ class TestSide:
     bank : KernelBank, FeatureBank or None
         The fitted bank that maps raw test points (None for precomputed inputs).
     widths : list of int or None
-        The training blocks' widths, when new points come as feature blocks or factor rows.
+        The training blocks' widths, when new points come as feature blocks or factor rows,
+        or are mapped to feature blocks by ``bank`` (a FeatureBank, or a KernelBank of linear
+        kernels fitted as their blocks).
     factors : bool
         The blocks were low-rank factors: new points may also come as the dense cross
         kernels ``(M, n_test, n)`` (exact, or ``G_m(x) G_mᵀ``), and lists are their rows.
@@ -332,6 +334,9 @@ class TestSide:
             Xv = _raw_points(X, points, isinstance(bank, FeatureBank))
             if self.on_demand and isinstance(bank, KernelBank):
                 return CrossOnDemand(bank, Xv)
+            if self.widths is not None and isinstance(bank, KernelBank):
+                # Linear specifications fitted as their feature blocks (_sources.Recipe.how).
+                return Blocks(bank._linear_features(Xv))
             out = bank.transform(Xv)
             return Blocks(out) if isinstance(out, list) else Dense(out)
         rows = "the test points' factor rows" if self.factors else "the test feature blocks"

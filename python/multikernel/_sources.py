@@ -7,7 +7,8 @@ a precomputed ``(M, n, n)`` stack (:class:`PrecomputedStack`), precomputed featu
 (:class:`PrecomputedBlocks`), low-rank factors (:class:`Factors`), or raw points
 (:class:`RawPoints`) with a FeatureBank or kernel specifications. How the kernels of
 specifications are computed is decided once too, before any is, by :meth:`Recipe.how`: a
-stored stack, or on demand. Each caller states what it takes by one :class:`Accepts` value
+stored stack, on demand, or, for linear kernels that the fit's solver reads as features, their
+feature blocks. Each caller states what it takes by one :class:`Accepts` value
 (:data:`ESTIMATORS` and its :meth:`~Accepts.fitting`, :data:`ONE_CLASS`, :data:`PATH`,
 :data:`PATH_CV`). Dask arrays are no source of their own: a fit reads them as arrays, and
 prediction dispatches them in :mod:`._dask` (``by_row_blocks``).
@@ -23,7 +24,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
-from ._auto import FEATURE_SOLVERS, Choice
+from ._auto import FEATURE_SOLVERS, Choice, StackInfo
 from ._data import (
     Blocks,
     Dense,
@@ -43,7 +44,7 @@ from .kernels._specs import _resolve_columns
 FitPoints: TypeAlias = Callable[[Any, Any], tuple[NDArray[np.float64], Any]]
 
 #: How the kernels of specifications are computed (:meth:`Recipe.how`).
-How: TypeAlias = Literal["stack", "on_demand"]
+How: TypeAlias = Literal["stack", "on_demand", "features"]
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,9 @@ class Accepts:
         ``kernels=None`` reads a 3-D ``X`` as a precomputed stack (:func:`~multikernel.mkl_path`).
     choice : Choice or None
         An estimator fit's solver before the input is resolved: one that fits explicit
-        features only needs feature blocks or factors, not a precomputed stack. None: any
-        stack.
+        features only needs feature blocks or factors, not a precomputed stack; and linear
+        specifications are fitted as their feature blocks when the choice on those blocks is
+        a feature solver (:meth:`Recipe.how`). None: neither.
     on_demand : OnDemandRule or None
         When kernels of specifications are computed on demand (None: never).
     """
@@ -212,12 +214,22 @@ class Recipe:
         decided before any is.
 
         On demand when ``cache_size=`` asks for it (the engine refuses what it cannot
-        compute so), or when the stored stack would exceed the threshold and the engine
-        computes these kernels so (:meth:`KernelBank._on_demand_ok`). Else a stored stack.
+        compute so). Feature blocks when every kernel is linear under a normalisation that
+        scales it (``K_m = Φ_m Φ_mᵀ`` exactly, :meth:`KernelBank._linear_widths`) and the
+        fit's choice on blocks of their widths is a feature solver: the fit is then the one
+        of the same blocks given as a FeatureBank. On demand when the stored stack would
+        exceed the threshold and the engine computes these kernels so
+        (:meth:`KernelBank._on_demand_ok`). Else a stored stack.
         """
         rule = self.accepts.on_demand
         if rule is not None and rule.forced:
             return "on_demand"
+        widths = bank._linear_widths(n_features)
+        choice = self.accepts.choice
+        if widths is not None and choice is not None:
+            blocks = StackInfo("features", n, len(widths), sum(widths))
+            if choice.on(blocks).solver in FEATURE_SOLVERS:
+                return "features"
         if rule is not None and rule.applies(len(bank.specs), n) and bank._on_demand_ok():
             return "on_demand"
         return "stack"
@@ -241,7 +253,9 @@ class Recipe:
                 self.kernels, normalize=self.normalize, n_threads=self.n_threads, verbose=verbose
             )
             how = self.how(bank, Xv.shape[0], Xv.shape[1])
-            if how == "on_demand":
+            if how == "features":
+                stack = Blocks(bank._fit_linear(Xv, sample_weight))
+            elif how == "on_demand":
                 assert self.accepts.on_demand is not None
                 cache = self.accepts.on_demand.cache_bytes
                 stack = OnDemand(bank.fit_on_demand(Xv, cache, sample_weight=sample_weight))
