@@ -2,16 +2,17 @@
 by :func:`resolve` into the training :class:`Input` that every estimator, the path and the CV
 estimators read the same way (its stacks are :mod:`._data`'s).
 
-A source is one of five kinds, decided from ``kernels=`` and the type of ``X`` alone:
+A source is one of four kinds, decided from ``kernels=`` and the type of ``X`` alone:
 a precomputed ``(M, n, n)`` stack (:class:`PrecomputedStack`), precomputed feature blocks
 (:class:`PrecomputedBlocks`), low-rank factors (:class:`Factors`), or raw points
 (:class:`RawPoints`) with a FeatureBank or kernel specifications. How the kernels of
 specifications are computed is decided once too, before any is, by :meth:`Recipe.how`: a
-stored stack, on demand, or, for linear kernels that the fit's solver reads as features, their
-feature blocks. Each caller states what it takes by one :class:`Accepts` value
-(:data:`ESTIMATORS` and its :meth:`~Accepts.fitting`, :data:`ONE_CLASS`, :data:`PATH`,
-:data:`PATH_CV`). Dask arrays are no source of their own: a fit reads them as arrays, and
-prediction dispatches them in :mod:`._dask` (``by_row_blocks``).
+stored stack (always for Python functions), on demand, or, for linear kernels that the fit's
+solver reads as features, their feature blocks. Each caller states what it takes by one
+:class:`Accepts` value (:data:`ESTIMATORS` and its :meth:`~Accepts.fitting`,
+:data:`ONE_CLASS`, :data:`PATH`, :data:`PATH_CV`). Dask arrays are no source of their own: a
+fit validates them into memory like any array, and prediction dispatches them in
+:mod:`._dask` (``by_row_blocks``).
 """
 
 from __future__ import annotations
