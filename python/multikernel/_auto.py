@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from . import _core
@@ -24,7 +24,7 @@ from ._config import (
     WrapperConfig,
     _NativeSolver,
 )
-from ._data import Blocks, OnDemand, OnDemandRule, Stack
+from ._data import Blocks, Dense, OnDemand, OnDemandRule, Stack
 from ._validation import check_real
 from .exceptions import InvalidParameterError
 from .kernels import FeatureBank
@@ -116,12 +116,22 @@ class Choice:
     continued : bool
         A wrapper fit that stops above ``tol`` is continued by SpicyMKL in the same engine
         call (the wrapper's setting ``continued``: the engine's ``solvers::continued``).
+    rule : Rule or None
+        The rule that made this choice (None: a fixed solver, e.g. a one-class fit's), which
+        :meth:`on` asks again for another stack; not compared.
     """
 
     solver: _NativeSolver
     drop: tuple[str, ...] = ()
     add: tuple[tuple[str, str], ...] = ()
     continued: bool = False
+    rule: Rule | None = field(default=None, compare=False, repr=False)
+
+    def on(self, stack: Stack | StackInfo) -> Choice:
+        """The choice of the same rule for a fit on ``stack``: the training stack once it is
+        resolved, or a part of it with its own ``n`` (the points of positive weight, a
+        one-vs-one pair, a fold); this choice itself when it has no rule."""
+        return self if self.rule is None else self.rule.on(stack)
 
     def settings(self, settings: _core.Settings) -> _core.Settings:
         """``settings`` for :attr:`solver`: themselves when they are its settings, else
@@ -133,6 +143,43 @@ class Choice:
         if self.continued:
             kept["continued"] = True
         return _core.Settings(self.solver, kept)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What chooses the engine solver of an estimator's fits: its parameters, read once.
+
+    :meth:`on` is the one decision (:func:`choose`): before the input is resolved (the
+    solver the estimator validates and the input layer reads), then once per training stack,
+    whose :class:`Choice` the fit carries to that stack's warm-start key and engine fit.
+
+    Parameters
+    ----------
+    penalty, loss, solver : str
+        The estimator's (``loss`` resolved from None), checked by it.
+    p : float
+        The ℓp norm.
+    solver_config : SolverConfig or None
+        The estimator's ``solver_config``.
+    warm_start : bool
+        The estimator's ``warm_start``.
+    """
+
+    penalty: str
+    p: float
+    loss: str
+    solver: str
+    solver_config: SolverConfig | None
+    warm_start: bool
+
+    def on(self, stack: Stack | StackInfo | None) -> Choice:
+        """The engine solver of a fit on ``stack`` (None: before the input is resolved)."""
+        info = StackInfo.of(stack) if isinstance(stack, (Dense, Blocks, OnDemand)) else stack
+        choice = choose(
+            penalty=self.penalty, p=self.p, loss=self.loss, solver=self.solver,
+            solver_config=self.solver_config, warm_start=self.warm_start, stack=info,
+        )  # fmt: skip
+        return dataclasses.replace(choice, rule=self)
 
 
 def choose(
@@ -171,10 +218,12 @@ def choose(
 
     ``stack`` None: before the input is resolved. The parameters alone then decide, and the
     estimators validate that choice early (its config, loss and settings) and read it in
-    :func:`on_demand`; the stack can only move the wrapper to ``prox_newton`` and decide the
-    continuation, so a fit calls this again on each stack it fits (one-vs-one pairs, folds
-    and the points of non-zero weight have their own ``n``). ``penalty`` and ``solver`` are
-    checked by the caller.
+    :func:`on_demand` and the input layer (linear kernel specifications are fitted as feature
+    blocks when this rule moves their blocks to a feature solver); the stack can only move
+    the solver to ``prox_newton`` and decide the continuation, so a fit asks again, through
+    :meth:`Rule.on`, once for each stack it fits (one-vs-one pairs, folds and the points of
+    non-zero weight have their own ``n``). ``penalty`` and ``solver`` are checked by the
+    caller.
     """
     if solver != "auto":
         return Choice(next(name for name in SOLVERS if name == solver))
@@ -219,7 +268,9 @@ def on_demand(
 
     It runs before any kernel is computed, so it cannot wait for the stack: ``solver`` is the
     choice of :func:`choose` before resolution, which is the fit's solver on specifications
-    (the stack moves only feature blocks). ``cache_size`` given where kernels cannot be
+    (the stack moves only feature blocks; linear specifications that the rule moves so are
+    fitted as feature blocks, :meth:`multikernel._sources.Recipe.how`, unless ``cache_size``
+    is given). ``cache_size`` given where kernels cannot be
     computed on demand is an :class:`~multikernel.exceptions.InvalidParameterError`.
     """
     forced = cache_size is not None

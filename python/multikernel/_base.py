@@ -16,9 +16,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _auto, _core, _progress
-from ._config import SOLVERS, Setting, SolverConfig, _NativeSolver
-from ._data import Blocks, Stack, TestSide, TestStack, resolve, scatter_kept
+from ._config import SOLVERS, Setting, SolverConfig
+from ._data import Blocks, Stack, TestSide, TestStack, scatter_kept
 from ._record import FitRecord, group_weights, history, warn_not_psd, warn_unconverged
+from ._sources import ESTIMATORS, Accepts, resolve
 from ._typing import LossName, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
     check_bool,
@@ -233,10 +234,12 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     # --- validation ---------------------------------------------------------------------
 
-    def _check_params(self) -> tuple[_NativeSolver, _core.Settings]:
+    def _check_params(self) -> tuple[_auto.Choice, _core.Settings]:
         """Validate the hyper-parameters before any kernel is computed; return the solver
-        and the engine's settings, validated once here by the engine's own ``validate``
-        (every numeric setting); choices between names are checked here."""
+        chosen before the input is resolved (its rule then chooses once per stack,
+        :meth:`_auto.Choice.on`) and the engine's settings, validated once here by the
+        engine's own ``validate`` (every numeric setting); choices between names are checked
+        here."""
         if self.penalty not in _PENALTIES:
             valid = ", ".join(_PENALTIES)
             raise InvalidParameterError(
@@ -256,9 +259,10 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
                 f"auto, {', '.join(solvers)}",
                 parameter="solver",
             )
-        # The parameters' choice, checked here before any kernel is computed; the stack
-        # refines it per engine fit (_native_fit).
-        solver = self._choice(loss, None).solver
+        # The parameters' choice, checked here before any kernel is computed; the fit asks
+        # its rule again once per stack it fits (Choice.on).
+        early = self._rule(loss).on(None)
+        solver = early.solver
         row = SOLVERS[solver]
         if loss not in row.losses:
             raise InvalidParameterError(
@@ -331,7 +335,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
             if self.penalty == "group":
                 # Checked per fit against the stack's kernels (_solve_logged).
                 named["groups"] = group_ids(self.groups, None)[0]
-        return solver, _core.Settings(solver, named)
+        return early, _core.Settings(solver, named)
 
     @staticmethod
     def _default_kernels(n_features: int) -> list[Kernel]:
@@ -342,18 +346,18 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         self,
         X: Any,
         y: Any,
-        solver: str,
+        accepts: Accepts,
         check_input: bool = True,
         sample_weight: Any = None,
         weigh: Weigh | None = None,
     ) -> tuple[Stack, NDArray[Any], NDArray[np.float64] | None]:
         """Validate ``X``, ``y`` and ``sample_weight``, each once; return the training stack,
         repaired by ``psd="clip"`` (``psd_shifts_``), the targets (ones for a one-class fit,
-        which takes none; ``check_input``: see ``fit``) and the weights of the samples'
-        losses: ``sample_weight`` as ``weigh`` makes it (a classifier's ``class_weight``),
-        None for none. Kernels computed from ``X`` have their normalisation statistics
-        weighted by the same weights."""
-        one_class = solver == "one_class"
+        which takes none; ``accepts``: what the fit takes, :meth:`_accepts`; ``check_input``:
+        see ``fit``) and the weights of the samples' losses: ``sample_weight`` as ``weigh``
+        makes it (a classifier's ``class_weight``), None for none. Kernels computed from
+        ``X`` have their normalisation statistics weighted by the same weights."""
+        one_class = not accepts.targets
         threads = check_n_threads(self.n_threads)
         # The loss weights, made once: by resolve on raw points (the kernels' statistics
         # need them before the kernels are computed), else once the stack is known.
@@ -373,15 +377,9 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
             return out
 
         data, yv = resolve(
-            self.kernels, X, None if one_class else y, points=points,
+            self.kernels, X, None if one_class else y, accepts=accepts, points=points,
             default_specs=self._default_kernels, normalize=self.normalize, n_threads=threads,
-            check_input=check_input, targets=not one_class,
-            blocks_only=solver if solver in _FEATURE_SOLVERS else None,
-            on_demand=None if one_class else _auto.on_demand(
-                solver, self._losses[0] if self.loss is None else self.loss, self.kernels,
-                getattr(self, "cache_size", None),  # (absent from older pickles)
-            ),
-            sample_weight=weights, verbose=int(self.verbose),
+            check_input=check_input, sample_weight=weights, verbose=int(self.verbose),
         )  # fmt: skip
         w = made[0] if made else weights(yv, data.n)
         self.kernel_bank_ = data.bank
@@ -393,11 +391,22 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         G, self.psd_shifts_ = data.stack.repair(self.psd, threads)
         return G, np.ones(data.n) if yv is None else yv, w
 
-    def _choice(self, loss: str, stack: _auto.StackInfo | None) -> _auto.Choice:
-        """The engine solver of a fit on ``stack`` (None: before the input is resolved)."""
-        return _auto.choose(
+    def _accepts(self, early: _auto.Choice) -> Accepts:
+        """What a fit whose solver before the input is resolved is ``early`` takes: the
+        estimators' input, kernels computed on demand when :func:`_auto.on_demand` says so,
+        and linear specifications fitted as feature blocks when ``early``'s rule moves their
+        blocks to a feature solver (:meth:`_sources.Recipe.how`)."""
+        on_demand = _auto.on_demand(
+            early.solver, self._losses[0] if self.loss is None else self.loss, self.kernels,
+            getattr(self, "cache_size", None),  # (absent from older pickles)
+        )  # fmt: skip
+        return ESTIMATORS.fitting(early, on_demand)
+
+    def _rule(self, loss: str) -> _auto.Rule:
+        """The rule that chooses the engine solver of this estimator's fits."""
+        return _auto.Rule(
             penalty=self.penalty, p=self.p, loss=loss, solver=self.solver,
-            solver_config=self.solver_config, warm_start=self.warm_start, stack=stack,
+            solver_config=self.solver_config, warm_start=self.warm_start,
         )  # fmt: skip
 
     def _test_stack(self, X: Any) -> TestStack:
@@ -419,7 +428,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     def _solve(
         self,
-        solver: _NativeSolver,
+        choice: _auto.Choice,
         G: Stack,
         y: NDArray[np.float64],
         settings: _core.Settings,
@@ -427,15 +436,17 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         start: Start | None = None,
         weight: NDArray[np.float64] | None = None,
     ) -> _core.FitResult | FitRecord:
+        """One binary (or regression, one-class) problem on ``G`` by ``choice``, the engine
+        solver chosen for ``G`` (``choice.on(G)``, carried from the fit)."""
         # SVRG records one iteration per epoch: its bar counts epochs.
-        unit = "epoch" if solver == "svrg" else "it"
+        unit = "epoch" if choice.solver == "svrg" else "it"
         name = f"{type(self).__name__}{label}"
         with _progress.iteration_log(name, self.verbose, int(self.max_iter), unit) as log:
-            return self._solve_logged(solver, G, y, settings, start, weight, log)
+            return self._solve_logged(choice, G, y, settings, start, weight, log)
 
     def _solve_logged(
         self,
-        solver: _NativeSolver,
+        choice: _auto.Choice,
         G: Stack,
         y: NDArray[np.float64],
         settings: _core.Settings,
@@ -450,13 +461,14 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         if self.penalty == "group":
             settings = settings.replace(groups=group_ids(self.groups, G.M)[0])
         if weight is None or bool(np.all(weight > 0)):
-            return self._native_fit(solver, G, yc, settings, start, weight, threads, log)
+            return self._native_fit(choice, G, yc, settings, start, weight, threads, log)
         keep = np.flatnonzero(weight > 0)
         part = start
         if start is not None and start[0].ndim == 2:  # SpicyMKL's: one column per point
             part = (np.ascontiguousarray(start[0][:, keep]), start[1])
+        kept = G.subset(keep)  # a stack of its own n: its own choice
         r = self._native_fit(
-            solver, G.subset(keep), np.ascontiguousarray(yc[keep]), settings, part,
+            choice.on(kept), kept, np.ascontiguousarray(yc[keep]), settings, part,
             weight[keep], threads, log,
         )  # fmt: skip
         record = r if isinstance(r, FitRecord) else FitRecord.of(r)
@@ -464,7 +476,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
 
     def _native_fit(
         self,
-        solver: _NativeSolver,
+        choice: _auto.Choice,
         G: Stack,
         yc: NDArray[np.float64],
         settings: _core.Settings,
@@ -473,13 +485,10 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         threads: int,
         log: _progress.IterationLog | None,
     ) -> _core.FitResult:
-        """One engine fit: from ``start`` as given (a SpicyMKL warm start), or the rule's
-        choice on this stack (SpicyMKL continuing the wrapper: :attr:`._auto.Choice.continued`)."""
+        """One engine fit by ``choice``, the solver chosen for ``G``: from ``start`` as given
+        (a warm start of that solver), or with SpicyMKL continuing the wrapper in the same
+        engine call (:attr:`._auto.Choice.continued`)."""
         w = None if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
-        if self.solver == "auto":
-            choice = self._choice(str(settings["loss"]), _auto.StackInfo.of(G))
-        else:  # a named solver (and one-class fits, which have no other) runs as named
-            choice = _auto.Choice(solver)
         init = None if start is None else _start_args(choice.solver, start)
         if init is not None:
             return _core.fit(
@@ -528,13 +537,13 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         return [(A[k][:, idx], float(b[k])) for k, idx in enumerate(index)]
 
     def _warm_key_of(
-        self, solver: str, settings: _core.Settings, G: Stack, *extra: Any
+        self, choice: _auto.Choice, settings: _core.Settings, G: Stack, *extra: Any
     ) -> tuple[Any, ...] | None:
-        """What a warm start must share with the previous fit: the engine solver of ``G``
-        (one that takes a start, :data:`~multikernel._auto.WARM_SOLVERS`), the loss, n, M and
-        the feature widths (and for classifiers the classes and the scheme)."""
-        if self.solver == "auto":
-            solver = self._choice(str(settings["loss"]), _auto.StackInfo.of(G)).solver
+        """What a warm start must share with the previous fit: ``choice``, the engine solver
+        chosen for ``G`` (one that takes a start, :data:`~multikernel._auto.WARM_SOLVERS`),
+        the loss, n, M and the feature widths (and for classifiers the classes and the
+        scheme)."""
+        solver = choice.solver
         if solver not in _auto.WARM_SOLVERS:
             return None
         widths = tuple(G.widths) if isinstance(G, Blocks) else None

@@ -30,6 +30,7 @@ from ._multiclass import (
 )
 from ._platt import couple, platt_proba
 from ._record import FitRecord
+from ._sources import ESTIMATORS
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import check_bool
 from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
@@ -146,6 +147,12 @@ class MKLClassifier(ClassifierMixin, BaseMKL):  # type: ignore[misc]
         ``"auto"`` picks ``"prox_newton"`` for ``"group"`` unless a ``MirrorConfig`` is given:
         Newton steps on a smoothed penalty whose smoothing is lowered step by step, certified
         by the exact group dual.
+        Kernel specifications that are all ``Linear`` are explicit features too, the blocks
+        ``sqrt(s_m) X[:, features]`` (``s_m`` the scale of ``normalize`` ``"none"``,
+        ``"trace"`` or ``"mean_diag"`` on the training points): where ``"auto"`` picks
+        ``"prox_newton"`` for those blocks, it fits them so, as the same kernels given as a
+        ``FeatureBank`` (``coef_`` is then set; ``kernel_bank_`` is their ``KernelBank``),
+        unless ``cache_size`` asks for kernels computed on demand.
         ``"svrg"`` also solves ``"lp"`` (smooth losses: logistic, squared, squared_hinge) by
         multi-epoch stochastic variance-reduced gradient on explicit features, for large n:
         it needs ``kernels=FeatureBank(...)`` and is seeded by ``random_state``.
@@ -288,8 +295,9 @@ default "mean_diag"
         ``FeatureBank`` (None for precomputed kernels); its kernels read columns by index
         (names resolved).
     coef_ : list of ndarray of shape (D_m,) or (n_problems, D_m)
-        With ``kernels=FeatureBank``: per kernel, the weights ``w_m = Φ_mᵀ A[m]`` in its
-        feature space, so that ``f_m(x) = φ_m(x)ᵀ w_m`` (not set otherwise).
+        With ``kernels=FeatureBank``, feature blocks or factors, and linear specifications
+        fitted as their blocks (see ``solver``): per kernel, the weights ``w_m = Φ_mᵀ A[m]``
+        in its feature space, so that ``f_m(x) = φ_m(x)ᵀ w_m`` (not set otherwise).
     n_features_in_ : int
         Columns of ``X`` (not set for precomputed kernels).
     n_kernels_ : int
@@ -432,7 +440,7 @@ default "mean_diag"
         shared = self.multi_class == "shared"
         if shared:
             check_shared(self)
-        solver, settings = self._check_params()
+        early, settings = self._check_params()
         if self.multi_class not in ("ovr", "ovo", "shared"):
             raise InvalidParameterError(
                 f"multi_class must be 'ovr', 'ovo' or 'shared', got {self.multi_class!r}",
@@ -448,10 +456,11 @@ default "mean_diag"
             classes, yi = np.unique(yv, return_inverse=True)
             return class_weights(self.class_weight, classes, yi, w)
 
-        # A shared fit reads a dense stack: never kernels computed on demand.
+        # A shared fit reads a dense stack: never kernels computed on demand or linear
+        # specifications as feature blocks.
         G, yv, sw = self._training_stack(
-            X, y, "shared" if shared else solver, check_bool(check_input, "check_input"),
-            sample_weight, weigh,
+            X, y, ESTIMATORS if shared else self._accepts(early),
+            check_bool(check_input, "check_input"), sample_weight, weigh,
         )  # fmt: skip
         if shared and not isinstance(G, Dense):
             raise InvalidParameterError(
@@ -476,23 +485,24 @@ default "mean_diag"
         coefs: list[NDArray[Any]] | None = None
         problems: list[tuple[int, int]] = []
         scheme = self.multi_class if len(classes) > 2 else None
-        key = self._warm_key_of(solver, settings, G, tuple(classes.tolist()), scheme)
+        choice = early.on(G)  # the solver of this stack, for its warm start and its fits
+        key = self._warm_key_of(choice, settings, G, tuple(classes.tolist()), scheme)
         # Each problem and its weights, for Platt.
         binary: list[Binary] = []
         if len(classes) == 2:
             st = self._warm_starts(previous, key)
             yb = np.where(yi == 1, 1.0, -1.0)
             binary = [(G, yb, sw)]
-            results = [self._solve(solver, G, yb, settings, start=st[0] if st else None, weight=sw)]
+            results = [self._solve(choice, G, yb, settings, start=st[0] if st else None, weight=sw)]
         elif shared:
             assert isinstance(G, Dense)  # checked above
             set_shared(self, G, yi, len(classes), settings, sw)
         elif self.multi_class == "ovr":
             starts = self._warm_starts(previous, key)
-            results, binary = one_vs_rest(self, solver, settings, G, yi, classes, sw, starts)
+            results, binary = one_vs_rest(self, choice, settings, G, yi, classes, sw, starts)
         else:
             results, binary, coefs, problems = one_vs_one(
-                self, solver, settings, G, yi, classes, sw, previous, key, platt
+                self, choice, settings, G, yi, classes, sw, previous, key, platt
             )
         if results:
             self._set_results(results, multi=len(classes) > 2, coefs=coefs)
@@ -501,7 +511,7 @@ default "mean_diag"
         self.n_train_ = G.n
         self._feature_coefs(G)
         ab = (
-            [platt_problem(self, solver, settings, *problem) for problem in binary] if platt else []
+            [platt_problem(self, choice, settings, *problem) for problem in binary] if platt else []
         )
         self.probA_ = np.array([a for a, _ in ab], dtype=np.float64)
         self.probB_ = np.array([b for _, b in ab], dtype=np.float64)

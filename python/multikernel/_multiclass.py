@@ -14,8 +14,9 @@ from joblib import Parallel, delayed
 from numpy.typing import NDArray
 
 from . import _core, _progress
+from ._auto import Choice
 from ._base import BaseMKL, Previous, Start
-from ._config import AnalyticConfig, _NativeSolver
+from ._config import AnalyticConfig
 from ._data import Dense, Stack, scatter_kept
 from ._platt import out_of_fold, platt_fit
 from ._record import FitRecord
@@ -27,10 +28,10 @@ from .kernels import FeatureBank
 if TYPE_CHECKING:
     from ._classifier import MKLClassifier
 
-#: One binary problem of a multiclass fit: its stack, ±1 targets, log label, warm start and
-#: sample weights.
+#: One binary problem of a multiclass fit: the solver chosen for its stack, the stack, ±1
+#: targets, log label, warm start and sample weights.
 Problem: TypeAlias = (
-    "tuple[Stack, NDArray[np.float64], str, Start | None, NDArray[np.float64] | None]"
+    "tuple[Choice, Stack, NDArray[np.float64], str, Start | None, NDArray[np.float64] | None]"
 )
 
 #: One binary problem as Platt's folds read it: its stack, ±1 targets and sample weights.
@@ -85,7 +86,7 @@ def log_name(c: Any) -> str:
 
 def solve_record(
     est: BaseMKL,
-    solver: _NativeSolver,
+    choice: Choice,
     G: Stack,
     y: NDArray[np.float64],
     settings: _core.Settings,
@@ -94,23 +95,23 @@ def solve_record(
     weight: NDArray[np.float64] | None = None,
 ) -> FitRecord:
     """One binary problem of a multiclass fit (a joblib task, maybe in another process)."""
-    r = est._solve(solver, G.aligned(), y, settings, label, start, weight)
+    r = est._solve(choice, G.aligned(), y, settings, label, start, weight)
     return r if isinstance(r, FitRecord) else FitRecord.of(r)
 
 
 def solve_many(
     est: BaseMKL,
-    solver: _NativeSolver,
     problems: Iterable[Problem],
     settings: _core.Settings,
 ) -> list[FitRecord]:
-    """The binary problems ``(G, y, label)`` of a multiclass fit, through joblib: one after
-    the other by default, fanned out under a parallel backend (``joblib.parallel_backend
-    ("dask")`` runs them on a Dask cluster). Each fit is deterministic: the same bits
-    wherever it runs."""
+    """The binary problems ``(choice, G, y, label, start, w)`` of a multiclass fit, through
+    joblib: one after the other by default, fanned out under a parallel backend
+    (``joblib.parallel_backend("dask")`` runs them on a Dask cluster). Each fit is
+    deterministic: the same bits wherever it runs."""
     todo = list(problems)
     jobs = (
-        delayed(solve_record)(est, solver, G, y, settings, lb, st, w) for G, y, lb, st, w in todo
+        delayed(solve_record)(est, choice, G, y, settings, lb, st, w)
+        for choice, G, y, lb, st, w in todo
     )
     if not _progress.bars_on(est.verbose):
         out: list[FitRecord] = Parallel()(jobs)
@@ -127,7 +128,7 @@ def solve_many(
 
 def one_vs_rest(
     est: MKLClassifier,
-    solver: _NativeSolver,
+    choice: Choice,
     settings: _core.Settings,
     G: Stack,
     yi: NDArray[np.intp],
@@ -135,23 +136,23 @@ def one_vs_rest(
     sw: NDArray[np.float64] | None,
     starts: list[Start | None] | None,
 ) -> tuple[list[FitRecord], list[Binary]]:
-    """One problem per class (``starts``: their warm starts, None: cold), through joblib;
-    the fits and the problems."""
+    """One problem per class on ``G``, by ``choice``, the solver chosen for it (``starts``:
+    their warm starts, None: cold), through joblib; the fits and the problems."""
     start = starts or [None] * len(classes)
 
     def ovr() -> Iterator[Problem]:
         for k in range(len(classes)):
             name = f" (class {log_name(classes[k])} vs rest)"
-            yield G, np.where(yi == k, 1.0, -1.0), name, start[k], sw
+            yield choice, G, np.where(yi == k, 1.0, -1.0), name, start[k], sw
 
-    results = solve_many(est, solver, ovr(), settings)
+    results = solve_many(est, ovr(), settings)
     binary = [(G, np.where(yi == k, 1.0, -1.0), sw) for k in range(len(classes))]
     return results, binary
 
 
 def one_vs_one(
     est: MKLClassifier,
-    solver: _NativeSolver,
+    choice: Choice,
     settings: _core.Settings,
     G: Stack,
     yi: NDArray[np.intp],
@@ -161,9 +162,10 @@ def one_vs_one(
     key: tuple[Any, ...] | None,
     platt: bool,
 ) -> tuple[list[FitRecord], list[Binary], list[NDArray[Any]], list[tuple[int, int]]]:
-    """One problem per pair of classes, each on its own points, through joblib (warm
-    started from ``previous`` when it shares ``key``); the fits, the problems (for Platt's
-    folds when ``platt``), the coefficients scattered back to all n points, and the pairs."""
+    """One problem per pair of classes, each on its own points (a stack with its own choice
+    of ``choice``'s rule), through joblib (warm started from ``previous`` when it shares
+    ``key``); the fits, the problems (for Platt's folds when ``platt``), the coefficients
+    scattered back to all n points, and the pairs."""
     n = G.n
     problems = [(a, b) for a in range(len(classes)) for b in range(a + 1, len(classes))]
     index = [np.flatnonzero((yi == a) | (yi == b)) for a, b in problems]
@@ -173,9 +175,10 @@ def one_vs_one(
         for (a, b), idx, st in zip(problems, index, pair_starts, strict=True):
             name = f" (class {log_name(classes[a])} vs {log_name(classes[b])})"
             w = None if sw is None else sw[idx]
-            yield G.subset(idx), np.where(yi[idx] == a, 1.0, -1.0), name, st, w
+            pair = G.subset(idx)
+            yield choice.on(pair), pair, np.where(yi[idx] == a, 1.0, -1.0), name, st, w
 
-    results = solve_many(est, solver, ovo(), settings)
+    results = solve_many(est, ovo(), settings)
     binary: list[Binary] = []
     if platt:
         binary = [
@@ -289,7 +292,7 @@ def _fit_shared(
 
 def platt_problem(
     est: MKLClassifier,
-    solver: _NativeSolver,
+    choice: Choice,
     settings: _core.Settings,
     G: Stack,
     y: NDArray[np.float64],
@@ -297,7 +300,8 @@ def platt_problem(
 ) -> tuple[float, float]:
     """Platt's ``(A, B)`` of one binary problem from out-of-fold decision values (5
     stratified folds, fewer when a class has fewer points; each fold's fit weighted by
-    ``w``, the sigmoid's fit unweighted, as libsvm's)."""
+    ``w``, the sigmoid's fit unweighted, as libsvm's; each fold's solver ``choice``'s rule
+    chooses for its stack)."""
     smallest = int(min((y > 0).sum(), (y < 0).sum()))
     if smallest < 2:
         raise InvalidInputError(
@@ -313,7 +317,7 @@ def platt_problem(
             # A fit on the points tr, evaluated on the points te of the same stack.
             sub = G.subset(tr)
             wt = None if w is None else w[tr]
-            r = est._solve(solver, sub, y[tr], settings, " (probability fold)", weight=wt)
+            r = est._solve(choice.on(sub), sub, y[tr], settings, " (probability fold)", weight=wt)
             A = np.asarray(r.coef)
             b.update()
             return G.cross(te, tr).decision(A, float(r.intercept), sub.weights(A))

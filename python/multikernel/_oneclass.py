@@ -12,8 +12,10 @@ from numpy.typing import NDArray
 from sklearn.base import OutlierMixin
 
 from . import _core
+from ._auto import Choice
 from ._base import BaseMKL, default_kernels
 from ._config import Setting
+from ._sources import ONE_CLASS
 from ._typing import Normalization, PsdRepair
 from ._validation import check_bool, check_psd, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
@@ -213,13 +215,13 @@ psd_shifts_
         self._clear()
         settings = self._settings()
         G, ones, sw = self._training_stack(
-            X, None, "one_class", check_bool(check_input, "check_input"), sample_weight
+            X, None, ONE_CLASS, check_bool(check_input, "check_input"), sample_weight
         )
         if ones.shape[0] < 2:
             raise InvalidInputError(
                 f"one-class MKL needs at least 2 samples; got n_samples = {ones.shape[0]}"
             )
-        result = self._solve("one_class", G, ones, settings, weight=sw)
+        result = self._solve(Choice("one_class"), G, ones, settings, weight=sw)
         self._set_results([result], multi=False)
         self.offset_ = -float(self.intercept_)
         self.n_train_ = int(ones.shape[0])

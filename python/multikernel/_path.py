@@ -18,16 +18,8 @@ from sklearn.utils.validation import check_array
 
 from . import _core, _progress
 from ._base import default_kernels
-from ._data import (
-    Blocks,
-    Dense,
-    Input,
-    TestSide,
-    TestStack,
-    check_targets,
-    resolve,
-    scatter_kept,
-)
+from ._data import Blocks, Dense, TestSide, TestStack, scatter_kept
+from ._sources import PATH, Input, check_targets, resolve
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight, check_verbose
 from .exceptions import InvalidInputError, InvalidParameterError
@@ -561,9 +553,9 @@ def mkl_path(
     """
     threads = _check_settings(loss, n_threads, verbose, psd, max_points)
     data, yv = resolve(
-        kernels, X, y, points=lambda Xr, yr: (_raw(Xr), yr), default_specs=default_kernels,
-        normalize=normalize, n_threads=threads, block_lists=False, stack_if_3d=True,
-        verbose=verbose, sample_weight=sample_weight,
+        kernels, X, y, accepts=PATH, points=lambda Xr, yr: (_raw(Xr), yr),
+        default_specs=default_kernels, normalize=normalize, n_threads=threads, verbose=verbose,
+        sample_weight=sample_weight,
     )  # fmt: skip
     return _follow(
         data, yv, loss=loss, d=d, tol=tol, mu=mu, C_max=C_max, max_points=max_points, psd=psd,

@@ -24,9 +24,10 @@ from ._base import decision_labels as _decision_labels
 from ._base import default_kernels
 from ._base import logistic_proba as _logistic_proba
 from ._classifier import MKLClassifier
-from ._data import Input, TestStack, resolve
+from ._data import TestStack
 from ._path import MKLPath, path_on
 from ._regressor import MKLRegressor
+from ._sources import PATH_CV, Input, resolve
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight
 from .exceptions import InvalidInputError, InvalidParameterError
@@ -274,8 +275,8 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         ``sample_weight``) and the targets; a classifier's ``classes_`` (at least two)."""
         check_psd(self.psd)
         data, yv = resolve(
-            self.kernels, X, y, default_specs=default_kernels, normalize=self.normalize,
-            n_threads=check_n_threads(self.n_threads), block_lists=False,
+            self.kernels, X, y, accepts=PATH_CV, default_specs=default_kernels,
+            normalize=self.normalize, n_threads=check_n_threads(self.n_threads),
             verbose=int(self.verbose), sample_weight=sample_weight,
             points=lambda Xr, yr: validate_data(
                 self, Xr, yr, dtype=np.float64, y_numeric=not self._classifier

@@ -130,9 +130,9 @@ warm_start, cache_size
         started = time.perf_counter()
         previous = self._previous_fit()
         self._clear()
-        solver, settings = self._check_params()
+        early, settings = self._check_params()
         G, yv, sw = self._training_stack(
-            X, y, solver, check_bool(check_input, "check_input"), sample_weight
+            X, y, self._accepts(early), check_bool(check_input, "check_input"), sample_weight
         )
         yf = np.asarray(yv, dtype=np.float64)
         if not np.isfinite(yf).all():
@@ -142,9 +142,10 @@ warm_start, cache_size
                 f"loss='epsilon_insensitive' needs at least 2 samples; got n_samples = "
                 f"{yf.shape[0]}"
             )
-        st = self._warm_starts(previous, self._warm_key_of(solver, settings, G))
+        choice = early.on(G)  # the solver of this stack, for its warm start and its fit
+        st = self._warm_starts(previous, self._warm_key_of(choice, settings, G))
         self._set_results(
-            [self._solve(solver, G, yf, settings, start=st[0] if st else None, weight=sw)],
+            [self._solve(choice, G, yf, settings, start=st[0] if st else None, weight=sw)],
             multi=False,
         )
         self.n_train_ = G.n

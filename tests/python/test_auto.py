@@ -19,7 +19,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
 
 import multikernel as mk
-from multikernel import _core
+from multikernel import _auto, _core
 from multikernel._auto import Choice, StackInfo, choose, on_demand
 from multikernel._config import ALL_LOSSES, SOLVERS, SolverConfig
 from multikernel._data import Blocks, Dense, OnDemand, OnDemandRule
@@ -344,6 +344,34 @@ def test_each_fitted_stack_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     est.fit(X, y)
     est.fit(X, y, sample_weight=np.r_[0.0, np.ones(19)])
     assert calls == ["prox_newton", "wrapper"]
+
+
+def test_a_fit_chooses_once_per_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule decides once before the input is resolved, then once per stack a fit runs
+    on, its choice carried to that stack's warm-start key and engine fit: the training stack,
+    the points of positive weight, each one-vs-one pair."""
+    X, y = _cancer(40)
+    bank = FeatureBank([Linear(features=list(range(k, k + 5))) for k in (0, 5)], normalize="none")
+    asked: list[StackInfo | None] = []
+    real = _auto.choose
+
+    def spy(**kw: Any) -> Choice:
+        asked.append(kw["stack"])
+        return real(**kw)
+
+    monkeypatch.setattr(_auto, "choose", spy)
+    est = mk.MKLClassifier(kernels=bank, penalty="l1", loss="logistic", warm_start=True)
+    est.fit(X, y)
+    assert asked == [None, StackInfo("features", 40, 2, width=10)]
+    asked.clear()
+    est.fit(X, y, sample_weight=np.r_[0.0, np.ones(39)])
+    assert asked == [None, StackInfo("features", 40, 2, 10), StackInfo("features", 39, 2, 10)]
+    asked.clear()
+    labels = np.arange(40) % 3
+    est.set_params(multi_class="ovo", warm_start=False).fit(X, labels)
+    pairs = [StackInfo("features", int(np.sum((labels == a) | (labels == b))), 2, 10)
+             for a, b in ((0, 1), (0, 2), (1, 2))]  # fmt: skip
+    assert asked == [None, StackInfo("features", 40, 2, 10), *pairs]
 
 
 def test_a_stopped_wrapper_is_continued_under_auto_only(

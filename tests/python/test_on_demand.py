@@ -181,6 +181,34 @@ def test_the_rule_switches_above_the_threshold(
     assert isinstance(centred._test_stack(Xt), _data.Dense)
 
 
+def test_the_fallback_is_decided_before_any_kernel(
+    points: tuple[FloatArray, FloatArray, FloatArray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above the threshold, kernels the engine cannot compute on demand (the multiplicative
+    normalisation, a Python function) are stored without trying: no refusal is caught."""
+    X, y, Xt = points
+    yb = (y[:90] > 0).astype(float)
+    monkeypatch.setattr(_data, "ON_DEMAND_ABOVE", 0)
+    tried: list[int] = []
+    real = KernelBank.fit_on_demand
+
+    def spy(self: KernelBank, *args: Any, **kwargs: Any) -> Any:
+        tried.append(len(self.specs))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(KernelBank, "fit_on_demand", spy)
+    function = mk.kernels.Callable(lambda A, B: A @ B.T)
+    changes: list[dict[str, Any]] = [
+        {"normalize": "multiplicative"},
+        {"kernels": [*SPECS, function]},
+    ]
+    for kw in changes:
+        clf = mk.MKLClassifier(**{"kernels": SPECS, **kw}).fit(X[:90], yb)
+        assert isinstance(clf._test_stack(Xt), _data.Dense) and tried == [], kw
+    clf = mk.MKLClassifier(kernels=SPECS).fit(X[:90], yb)
+    assert isinstance(clf._test_stack(Xt), _data.CrossOnDemand) and tried == [len(SPECS)]
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [

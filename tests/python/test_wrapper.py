@@ -113,11 +113,11 @@ def test_many_kernels_meet_spicy(penalty: str, l1_ratio: float, loss: str) -> No
 def test_auto_picks_the_wrapper_unless_warm_started() -> None:
     G, y = small_problem("sonar", False, n=60, seed=1)
     warm = mk.MKLClassifier(kernels="precomputed", penalty="l1", warm_start=True)
-    assert warm._check_params()[0] == "spicy"
+    assert warm._check_params()[0].solver == "spicy"
     for loss, expected in [("hinge", "wrapper"), ("logistic", "wrapper")]:
         clf = mk.MKLClassifier(kernels="precomputed", penalty="l1", loss=loss, normalize=None)
-        solver, _ = clf._check_params()
-        assert solver == expected
+        early, _ = clf._check_params()
+        assert early.solver == expected
         clf.fit(G, y)
         forced = mk.MKLClassifier(
             kernels="precomputed", penalty="l1", loss=loss, normalize=None, solver="spicy"

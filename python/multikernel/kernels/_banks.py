@@ -24,6 +24,7 @@ from .._validation import (
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 from ._specs import (
+    Callable,
     Gaussian,
     Kernel,
     Linear,
@@ -450,6 +451,58 @@ class KernelBank:
         K = _core.OnDemandKernels(Xc, entries, self.normalize, int(cache_bytes), w)
         self._keep_fit(Xc.copy(), K.stats(), entries, names)
         return K
+
+    def _on_demand_ok(self) -> bool:
+        """Whether :meth:`fit_on_demand` takes these kernels: it refuses centring, the
+        multiplicative normalisation (their statistics need every kernel entry) and kernels
+        given as Python functions, which the engine does not evaluate on demand."""
+        return (
+            not self.center
+            and self.normalize != "multiplicative"
+            and not any(isinstance(s, Callable) for s in self.specs)
+        )
+
+    def _linear_widths(self, n_features: int) -> list[int] | None:
+        """The widths ``D_m`` of the feature blocks ``Φ_m = sqrt(s_m) X[:, cols_m]`` whose
+        products are these kernels exactly (``K_m = s_m X_m X_mᵀ = Φ_m Φ_mᵀ``), on points of
+        ``n_features`` columns: when every kernel is :class:`Linear`, uncentred, float64,
+        under a normalisation that multiplies a kernel by a scale ``s_m`` of its diagonal
+        (``"none"``, ``"trace"``, ``"mean_diag"``; the multiplicative one reads every entry,
+        the spherical one scales each point). None otherwise."""
+        linear = [s for s in self.specs if isinstance(s, Linear)]
+        if (
+            self.center
+            or self.dtype != np.float64
+            or self.normalize not in ("none", "trace", "mean_diag")
+            or len(linear) < len(self.specs)
+        ):
+            return None
+        return [n_features if s.features is None else len(s.features) for s in linear]
+
+    def _fit_linear(self, X: Any, sample_weight: Any = None) -> list[NDArray[np.float64]]:
+        """Keep the statistics of ``X`` (from the kernels' diagonals, weighted by
+        ``sample_weight``: the engine's, as for a stored stack) and return its feature blocks
+        (:meth:`_linear_features`); no ``n × n`` matrix is formed. The kernels are those
+        :meth:`_linear_widths` describes."""
+        self.fit_on_demand(X, 0, sample_weight=sample_weight)
+        return self._linear_features(self.X_train_)
+
+    def _linear_features(self, X: Any) -> list[NDArray[np.float64]]:
+        """The feature blocks ``Φ_m = sqrt(s_m) X[:, cols_m]`` of the points ``X`` for a bank
+        fitted by :meth:`_fit_linear`, with the training scales ``s_m``: column ranges of one
+        row-major array, as a FeatureBank's."""
+        Xc = check_features(X)
+        if Xc.shape[1] != self.X_train_.shape[1]:
+            raise InvalidInputError(
+                f"X has {Xc.shape[1]} features but the bank was fitted on {self.X_train_.shape[1]}"
+            )
+        cols = [range(Xc.shape[1]) if t[-1] is None else t[-1] for t in self._tuples]
+        scales = np.sqrt(np.asarray(self.stats_["scales"], dtype=np.float64))
+        ends = np.cumsum([len(c) for c in cols])
+        out = np.empty((Xc.shape[0], int(ends[-1])))
+        for c, s, end in zip(cols, scales, ends, strict=True):
+            out[:, end - len(c) : end] = Xc[:, list(c)] * s
+        return [out[:, end - len(c) : end] for c, end in zip(cols, ends, strict=True)]
 
     def transform(self, X: Any, columns: Any = None) -> NDArray[Any]:
         """Cross kernels between ``X`` and the training points, with the training
