@@ -817,9 +817,11 @@ fn nystroem_features<'py>(
 
 /// Normalisation statistics from per-kernel sums of the raw training kernels: `row_sums`
 /// `(M, n)` (or `(M, 0)` without centring), the diagonals `(M, n)` and the sums of all entries
-/// `(M,)`; the same statistics (same code) as `gram_fit` computes from the whole kernels.
+/// `(M,)`; the same statistics (same code) as `gram_fit` computes from the whole kernels,
+/// which also checks the diagonals of the kernels `check_psd` (Python functions) before any
+/// normalisation.
 #[pyfunction]
-#[pyo3(signature = (normalize, center, row_sums, diag, totals))]
+#[pyo3(signature = (normalize, center, row_sums, diag, totals, check_psd=Vec::new()))]
 fn norm_stats<'py>(
     py: Python<'py>,
     normalize: &str,
@@ -827,6 +829,7 @@ fn norm_stats<'py>(
     row_sums: PyReadonlyArray2<'py, f64>,
     diag: PyReadonlyArray2<'py, f64>,
     totals: PyReadonlyArray1<'py, f64>,
+    check_psd: Vec<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let normalization = Normalization::parse(normalize)?;
     let (d, r, t) = (diag.as_array(), row_sums.as_array(), totals.as_array());
@@ -856,7 +859,13 @@ fn norm_stats<'py>(
                 None,
             )
         })
-        .collect();
+        .collect::<Vec<_>>();
+    for &k in &check_psd {
+        if let Some(st) = per.get(k) {
+            // The sums may come from float32 kernels: float32's rounding.
+            st.check_diagonal(k, 1e-6)?;
+        }
+    }
     stats_to_dict(py, NormStats::collect(normalization, center, n, per, None))
 }
 

@@ -411,9 +411,12 @@ class Callable(Kernel):
     shape, :class:`~multikernel.exceptions.NonFiniteError` for a NaN or infinite value and
     :class:`~multikernel.exceptions.KernelNotSymmetricError` for a training kernel that is not
     symmetric (to rounding), and :class:`~multikernel.exceptions.KernelNotPSDError` when the
-    normalised training kernel breaks a condition every PSD kernel meets (a negative diagonal
-    entry, or ``|K_ij| > sqrt(K_ii K_jj)``), each with ``kernel`` the index of the
-    specification; an exception raised by ``fn`` itself propagates as it is. MKL needs PSD
+    training kernel breaks a condition every PSD kernel meets: a negative diagonal entry
+    (checked on the raw kernel, or the centred one with ``center=True``, before any
+    normalisation, which would otherwise hide it), ``|K_ij| > sqrt(K_ii K_jj)`` once
+    normalised, or under the spherical normalisation a negative self-value ``k(a, a)`` of a
+    new point; each with ``kernel`` the index of the specification. An exception raised by
+    ``fn`` itself propagates as it is. MKL needs PSD
     kernels: ``"additive_chi2"`` is only conditionally PSD (its diagonal is 0), so it is
     refused unless ``center=True`` makes it PSD; ``"sigmoid"`` is not PSD in general.
 

@@ -1,0 +1,126 @@
+"""Hostile inputs on the newer surfaces (issue 54): nothing repaired silently, nothing leaked.
+
+Each case failed before its fix: a kernel function with a negative diagonal that a
+normalisation hid, a kernel function writing to the caller's ``X``, a cache size the engine
+cannot hold, an internal ±1 label in a probability error, Platt's sigmoid fitted to NaN, a bare
+``assert`` as an error, and a fit publishing its attributes one by one. The references are
+independent where values can be checked: a fit with samples of weight 0 against the fit
+without them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+import multikernel as mk
+from multikernel.exceptions import (
+    KernelNotPSDError,
+)
+from multikernel.kernels import Callable, Gaussian, KernelBank, Linear
+
+FloatArray = NDArray[np.float64]
+NORMS = ["none", "trace", "mean_diag", "multiplicative", "spherical"]
+#: The largest cache in MB whose bytes a 64-bit engine holds (a usize).
+LARGEST_MB = (2**64 - 1) >> 20
+
+
+def _data(n: int = 40, d: int = 3, seed: int = 0) -> tuple[FloatArray, NDArray[np.int64]]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(np.int64)
+
+
+def negative_linear(A: FloatArray, B: FloatArray) -> FloatArray:
+    """``−<a, b>``: negative semi-definite, its diagonal ``−|x|²``."""
+    out: FloatArray = -(A @ B.T)
+    return out
+
+
+def three_negative_rows(A: FloatArray, B: FloatArray) -> FloatArray:
+    """The linear kernel with ``k(x, x) = −30`` for the points whose first value is one of the
+    first three training points' (their diagonal entries in the training kernel)."""
+    K = A @ B.T
+    marked = np.isin(A[:, 0], _data()[0][:3, 0])
+    same = (A[:, None, :] == B[None, :, :]).all(axis=2)
+    K[same & marked[:, None]] = -30.0
+    out: FloatArray = K
+    return out
+
+
+# --- 1. a kernel that is not a kernel is never repaired -----------------------------------
+
+
+@pytest.mark.parametrize("normalize", NORMS)
+@pytest.mark.parametrize("fn", [negative_linear, three_negative_rows])
+def test_a_negative_diagonal_is_refused_under_every_normalisation(normalize: str, fn: Any) -> None:
+    """Beside a Gaussian, as the estimators take them: the trace and mean-diagonal
+    normalisations scaled ``−<a, b>`` (negative trace) to zero as degenerate, and the
+    spherical one zeroed the rows of negative self-values; now every one raises, naming
+    kernel 1 and the raw entry."""
+    X, y = _data()
+    clf = mk.MKLClassifier(kernels=[Gaussian(), Callable(fn)], normalize=normalize)
+    with pytest.raises(KernelNotPSDError, match="kernel 1 is not positive semi-definite") as e:
+        clf.fit(X, y)
+    assert e.value.kernel == 1
+    i, j = e.value.entry or (-1, -1)
+    assert i == j
+    raw = np.diagonal(fn(X, X))
+    assert raw[i] == raw.min() < 0
+    # The raw value, not a scaled one.
+    found = re.search(rf"K\[{i},{i}\] = (\S+) is negative", str(e.value))
+    assert found is not None and float(found.group(1)) == raw[i]
+    assert "before any normalisation" in str(e.value)
+
+
+def test_a_centred_negative_diagonal_is_refused_and_a_conditionally_psd_kernel_is_not() -> None:
+    """With ``center=True`` the check reads the centred diagonal: ``−<a, b>`` centred is still
+    negative, while ``−|a − b|² − 5`` (conditionally PSD, raw diagonal −5) is PSD once
+    centred and passes."""
+    X = _data()[0]
+
+    def cpd(A: FloatArray, B: FloatArray) -> FloatArray:
+        sq = (A**2).sum(1)[:, None] + (B**2).sum(1)[None, :] - 2 * A @ B.T
+        out: FloatArray = -np.maximum(sq, 0.0) - 5.0
+        return out
+
+    for normalize in NORMS:
+        with pytest.raises(KernelNotPSDError, match="after centring") as e:
+            mk.kernels.gram(X, [Callable(negative_linear)], normalize=normalize, center=True)
+        assert e.value.kernel == 0
+        G = mk.kernels.gram(X, [Callable(cpd)], normalize=normalize, center=True)
+        assert np.all(np.isfinite(G)) and np.diagonal(G[0]).min() >= -1e-9
+    with pytest.raises(KernelNotPSDError, match=r"K\[\d+,\d+\] = -5\.0"):
+        mk.kernels.gram(X, [Callable(cpd)], normalize="trace")
+
+
+def test_a_negative_self_value_of_a_new_point_is_refused_by_the_spherical_normalisation() -> None:
+    """The spherical normalisation divides by the new points' ``k(x, x)``: a negative one
+    zeroed the point's row; now it is an error naming the kernel and the new point."""
+    X = _data()[0]
+
+    def negative_far_away(A: FloatArray, B: FloatArray) -> FloatArray:
+        K = A @ B.T + 1.0
+        same = (A[:, None, :] == B[None, :, :]).all(axis=2)
+        K[same & (A[:, 0] > 100.0)[:, None]] = -5.0
+        out: FloatArray = K
+        return out
+
+    bank = KernelBank([Linear(), Callable(negative_far_away)], normalize="spherical").fit(X)
+    new = np.vstack([X[:2], [[200.0, 0.0, 0.0]]])
+    with pytest.raises(KernelNotPSDError, match="new point 2") as e:
+        bank.transform(new)
+    assert e.value.kernel == 1 and e.value.entry == (2, 2)
+    assert np.all(np.isfinite(bank.transform(X[:5])))  # the training points are fine
+
+
+def test_the_dask_statistics_check_the_diagonal_too() -> None:
+    da = pytest.importorskip("dask.array")
+    X = _data()[0]
+    bank = KernelBank([Gaussian(), Callable(negative_linear)], normalize="mean_diag")
+    with pytest.raises(KernelNotPSDError, match="kernel 1") as e:
+        bank.fit_transform(da.from_array(X, chunks=15))
+    assert e.value.kernel == 1
