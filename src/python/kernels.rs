@@ -299,16 +299,19 @@ fn py_kernels<'py>(
     a: &PyReadonlyArray2<'py, f64>,
     b: Option<&PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<Vec<PyBlockKernel>> {
-    let columns = |x: &PyReadonlyArray2<'py, f64>, f: &Option<Vec<usize>>| -> Py<PyAny> {
-        match f {
-            None => x.as_any().clone().unbind(),
+    // The function gets read-only arrays: a view of the caller's points (never the caller's
+    // array itself, which it could otherwise overwrite), or the selected columns.
+    let columns = |x: &PyReadonlyArray2<'py, f64>, f: &Option<Vec<usize>>| -> PyResult<Py<PyAny>> {
+        let arr = match f {
+            None => x.as_any().call_method0("view")?,
             Some(f) => x
                 .as_array()
                 .select(ndarray::Axis(1), f)
                 .into_pyarray(py)
-                .into_any()
-                .unbind(),
-        }
+                .into_any(),
+        };
+        arr.getattr("flags")?.setattr("writeable", false)?;
+        Ok(arr.unbind())
     };
     let mut out = Vec::new();
     for (m, e) in entries.iter().enumerate() {
@@ -319,9 +322,9 @@ fn py_kernels<'py>(
                 validate_features(features, x.as_array().ncols())
                     .map_err(|e| PyErr::from(of_kernel(m, e)))?;
             }
-            let xa = columns(a, features);
+            let xa = columns(a, features)?;
             let (xb, n_cols) = match b {
-                Some(b) => (columns(b, features), b.as_array().nrows()),
+                Some(b) => (columns(b, features)?, b.as_array().nrows()),
                 None => (xa.clone_ref(py), a.as_array().nrows()),
             };
             out.push(PyBlockKernel {

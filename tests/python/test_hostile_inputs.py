@@ -124,3 +124,35 @@ def test_the_dask_statistics_check_the_diagonal_too() -> None:
     with pytest.raises(KernelNotPSDError, match="kernel 1") as e:
         bank.fit_transform(da.from_array(X, chunks=15))
     assert e.value.kernel == 1
+
+
+# --- 2. the function gets read-only arrays ------------------------------------------------
+
+
+@pytest.mark.parametrize("features", [None, [0, 2]])
+def test_a_kernel_function_cannot_write_to_the_callers_x(features: list[int] | None) -> None:
+    X, y = _data()
+    before = X.copy()
+    seen: list[bool] = []
+
+    def writer(A: FloatArray, B: FloatArray) -> FloatArray:
+        seen.extend([A.flags.writeable, B.flags.writeable])
+        A[:] = 0.0
+        return A @ B.T
+
+    clf = mk.MKLClassifier(kernels=[Callable(writer, features=features)])
+    with pytest.raises(ValueError, match="read-only"):
+        clf.fit(X, y)
+    np.testing.assert_array_equal(X, before)
+    assert seen and not any(seen)
+    # A function that only reads fits, on read-only blocks at fit and at predict.
+    flags: list[bool] = []
+
+    def reader(A: FloatArray, B: FloatArray) -> FloatArray:
+        flags.extend([A.flags.writeable, B.flags.writeable])
+        return A @ B.T
+
+    fitted = mk.MKLClassifier(kernels=[Callable(reader, features=features)]).fit(X, y)
+    fitted.predict(X[:5])
+    assert flags and not any(flags)
+    np.testing.assert_array_equal(X, before)
