@@ -241,13 +241,14 @@ default "mean_diag"
     cache_size : float or None, default None
         Megabytes of kernel values the solver may hold when the kernels are computed on
         demand (half for columns of the combined kernel, half for a packed working set of
-        points). Given, the kernels of specifications are always computed on demand: entries
-        are evaluated from ``X`` when the solver reads them and no ``(M, n, n)`` stack is
-        stored (solvers ``analytic``, ``wrapper`` and ``mirror`` with the hinge, squared
-        hinge or ε-insensitive loss; normalisations ``none``, ``trace``, ``mean_diag``,
-        ``spherical``). None: on demand
-        only when the float64 stack would exceed 2 GiB and the fit allows it, with a
-        1024 MB cache (docs/performance.md, "Beyond memory").
+        points), in (0, 2**44 − 1], the bytes the engine can address. Given, the kernels
+        of specifications are always computed on demand: entries are evaluated from ``X``
+        when the solver reads them and no ``(M, n, n)`` stack is stored (solvers
+        ``analytic``, ``wrapper`` and ``mirror`` with the hinge, squared hinge or
+        ε-insensitive loss; normalisations ``none``, ``trace``, ``mean_diag``,
+        ``spherical``). None: on demand only when the float64 stack would exceed 2 GiB
+        and the fit allows it, with a 1024 MB cache (docs/performance.md, "Beyond
+        memory").
 
     Attributes
     ----------

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 import multikernel as mk
 from multikernel.exceptions import (
+    InvalidParameterError,
     KernelNotPSDError,
 )
 from multikernel.kernels import Callable, Gaussian, KernelBank, Linear
@@ -156,3 +157,19 @@ def test_a_kernel_function_cannot_write_to_the_callers_x(features: list[int] | N
     fitted.predict(X[:5])
     assert flags and not any(flags)
     np.testing.assert_array_equal(X, before)
+
+
+# --- 3. the cache size the engine can hold ------------------------------------------------
+
+
+@pytest.mark.parametrize("cache_size", [1e18, 1e308, 2.0**44])
+def test_a_cache_size_beyond_the_engines_range_names_it(cache_size: float) -> None:
+    X, y = _data()
+    with pytest.raises(InvalidParameterError, match="cache_size must be in") as e:
+        mk.MKLClassifier(cache_size=cache_size).fit(X, y)
+    assert e.value.parameter == "cache_size"
+    assert f"(0, {LARGEST_MB}] MB" in str(e.value)
+    # The largest accepted size fits, as any other cache.
+    big = mk.MKLClassifier(cache_size=float(LARGEST_MB), tol=1e-8).fit(X, y)
+    small = mk.MKLClassifier(cache_size=1.0, tol=1e-8).fit(X, y)
+    np.testing.assert_allclose(big.decision_function(X), small.decision_function(X), atol=1e-6)
