@@ -14,7 +14,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 
 from . import _core, _dask
-from ._base import BaseMKL, decision_labels, logistic_proba
+from ._base import BaseMKL, decision_labels, logistic_proba, publishes
 from ._config import SolverConfig
 from ._data import Dense
 from ._multiclass import (
@@ -373,6 +373,7 @@ default "mean_diag"
         self.probability = probability
         self.class_weight = class_weight
 
+    @publishes
     def fit(
         self, X: Any, y: Any, sample_weight: Any = None, check_input: bool = True
     ) -> MKLClassifier:

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from sklearn.base import OutlierMixin
 
 from . import _core
-from ._base import BaseMKL, default_kernels
+from ._base import BaseMKL, default_kernels, publishes
 from ._config import Setting
 from ._typing import Normalization, PsdRepair
 from ._validation import check_bool, check_psd, check_verbose
@@ -163,6 +163,7 @@ psd_shifts_
         }
         return _core.Settings("one_class", named)
 
+    @publishes
     def fit(
         self, X: Any, y: Any = None, sample_weight: Any = None, check_input: bool = True
     ) -> MKLOneClass:

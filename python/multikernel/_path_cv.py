@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _progress
 from ._base import FITTED as _FITTED
 from ._base import decision_labels as _decision_labels
-from ._base import default_kernels
+from ._base import default_kernels, publishes
 from ._base import logistic_proba as _logistic_proba
 from ._classifier import MKLClassifier
 from ._data import Input, TestStack, resolve
@@ -147,6 +147,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 paths.append(path_on(Xtr, yb, loss="logistic", d=np.ones(M), **common))
             return paths, 0.0
 
+    @publishes
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Any:
         """Fit a path per fold, choose ``C`` on the held-out scores, refit at ``C_``.
 

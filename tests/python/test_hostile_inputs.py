@@ -10,14 +10,18 @@ without them."""
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
+from sklearn.exceptions import NotFittedError
 
 import multikernel as mk
+from multikernel import _core
 from multikernel.exceptions import (
+    InvalidInputError,
     InvalidParameterError,
     KernelNotPSDError,
 )
@@ -173,3 +177,81 @@ def test_a_cache_size_beyond_the_engines_range_names_it(cache_size: float) -> No
     big = mk.MKLClassifier(cache_size=float(LARGEST_MB), tol=1e-8).fit(X, y)
     small = mk.MKLClassifier(cache_size=1.0, tol=1e-8).fit(X, y)
     np.testing.assert_allclose(big.decision_function(X), small.decision_function(X), atol=1e-6)
+
+
+# --- 7. a fit publishes its attributes at once --------------------------------------------
+
+
+def _estimators() -> list[Any]:
+    return [
+        mk.MKLClassifier(kernels=[Linear(), Gaussian()]),
+        mk.MKLClassifier(kernels=[Linear(), Gaussian()], probability=True, multi_class="ovo"),
+        mk.MKLRegressor(kernels=[Linear(), Gaussian()]),
+        mk.MKLOneClass(kernels=[Linear(), Gaussian()], nu=0.3),
+        mk.MKLClassifierCV(kernels=[Linear(), Gaussian()], Cs=3, cv=2),
+    ]
+
+
+@pytest.mark.parametrize("est", _estimators(), ids=lambda e: type(e).__name__)
+def test_nothing_of_a_fit_is_visible_before_it_ends(
+    est: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refitted on other data, the estimator keeps the previous fit's attributes, all of
+    them, until the new fit ends; then it has the new fit's, all of them."""
+    X1, y1 = _data(30, 3, seed=1)
+    X2, y2 = _data(36, 5, seed=2)
+    est.fit(X1, y1)
+    old = dict(est.__dict__)
+    fitted = sorted(k for k in old if k.endswith("_") and not k.startswith("__"))
+    assert "n_features_in_" in fitted
+    seen: list[int] = []
+    fit = _core.fit
+
+    def watching(*args: Any, **kwargs: Any) -> Any:
+        # Every engine fit of the refit (folds, binary problems) sees the old state only.
+        assert est.n_features_in_ == 3
+        for k in fitted:
+            assert est.__dict__[k] is old[k], k
+        seen.append(1)
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(_core, "fit", watching)
+    est.fit(X2, y2)
+    assert seen
+    assert est.n_features_in_ == 5 and est.n_train_ == 36
+    assert np.all(np.isfinite(np.asarray(est.predict(X2), dtype=np.float64)))
+
+
+def test_a_fit_that_fails_leaves_no_fitted_attribute() -> None:
+    X, y = _data()
+    est = mk.MKLClassifier(kernels=[Linear()]).fit(X, y)
+    with pytest.raises(InvalidInputError, match="NaN"):
+        est.fit(np.full_like(X, np.nan), y)
+    assert not [k for k in est.__dict__ if k.endswith("_") and not k.startswith("__")]
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+
+
+def test_one_estimator_fitted_from_two_threads_holds_one_fit() -> None:
+    """Two threads refit one estimator on data of different shapes: it ends with one of the
+    two fits whole (before, 2 rounds in 8 mixed ``n_features_in_`` of one fit with
+    ``dual_coef_`` of the other)."""
+    data = [_data(30, 3, seed=3), _data(44, 6, seed=4)]
+    shape = {3: 30, 6: 44}
+    est = mk.MKLClassifier(kernels=[Linear(), Gaussian()], n_threads=1)
+    for _ in range(6):
+        barrier = threading.Barrier(2)
+
+        def refit(k: int, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait()
+            est.fit(*data[k])
+
+        threads = [threading.Thread(target=refit, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        d = est.n_features_in_
+        assert est.dual_coef_.shape[-1] == est.n_train_ == shape[d]
+        X = data[0][0] if d == 3 else data[1][0]
+        assert est.predict(X).shape == (len(X),)
