@@ -198,7 +198,9 @@ default "mean_diag"
         values from an internal 5-fold cross-validation of every binary problem (as
         scikit-learn's ``SVC(probability=True)``: five more fits per problem), so that
         ``predict_proba`` is available; one-vs-one pairs are coupled (Wu, Lin & Weng 2004).
-        The logistic loss has probabilities of its own and ignores it.
+        Samples of weight 0 take no part in the folds nor in the sigmoid's fit (libsvm
+        removes them too), so each class of each problem needs two samples of nonzero
+        weight. The logistic loss has probabilities of its own and ignores it.
     class_weight : dict, "balanced" or None, default None
         A weight per class on the loss of its samples, as scikit-learn's ``SVC``: a dict maps
         labels to weights (missing labels: 1); ``"balanced"`` weights class ``k`` by
@@ -413,7 +415,8 @@ default "mean_diag"
         ValueError
             An invalid hyper-parameter, a solver that does not handle the penalty or the
             loss, non-finite or ill-shaped data, fewer than two classes, or (precomputed)
-            a stack that is not symmetric.
+            a stack that is not symmetric; with ``probability=True``, a binary problem
+            with fewer than two samples of nonzero weight in one of its classes.
 
         Examples
         --------
@@ -484,7 +487,8 @@ default "mean_diag"
         if len(classes) == 2:
             st = self._warm_starts(previous, key)
             yb = np.where(yi == 1, 1.0, -1.0)
-            binary = [(G, yb, sw)]
+            pos, neg = f"class {log_name(classes[1])}", f"class {log_name(classes[0])}"
+            binary = [(G, yb, sw, pos, neg)]
             results = [self._solve(solver, G, yb, settings, start=st[0] if st else None, weight=sw)]
         elif shared:
             assert isinstance(G, Dense)  # checked above

@@ -33,8 +33,9 @@ Problem: TypeAlias = (
     "tuple[Stack, NDArray[np.float64], str, Start | None, NDArray[np.float64] | None]"
 )
 
-#: One binary problem as Platt's folds read it: its stack, ±1 targets and sample weights.
-Binary: TypeAlias = "tuple[Stack, NDArray[np.float64], NDArray[np.float64] | None]"
+#: One binary problem as Platt's folds read it: its stack, ±1 targets, sample weights and
+#: the names of its +1 and −1 sides (for errors: ``"class 2"``, ``"the rest"``).
+Binary: TypeAlias = "tuple[Stack, NDArray[np.float64], NDArray[np.float64] | None, str, str]"
 
 
 def class_weights(
@@ -145,7 +146,10 @@ def one_vs_rest(
             yield G, np.where(yi == k, 1.0, -1.0), name, start[k], sw
 
     results = solve_many(est, solver, ovr(), settings)
-    binary = [(G, np.where(yi == k, 1.0, -1.0), sw) for k in range(len(classes))]
+    binary: list[Binary] = [
+        (G, np.where(yi == k, 1.0, -1.0), sw, f"class {log_name(c)}", "the rest")
+        for k, c in enumerate(classes)
+    ]
     return results, binary
 
 
@@ -183,8 +187,10 @@ def one_vs_one(
                 G.subset(idx),
                 np.where(yi[idx] == a, 1.0, -1.0),
                 None if sw is None else sw[idx],
+                f"class {log_name(classes[a])}",
+                f"class {log_name(classes[b])}",
             )
-            for (a, _), idx in zip(problems, index, strict=True)
+            for (a, b), idx in zip(problems, index, strict=True)
         ]
     coefs = []
     for r, idx in zip(results, index, strict=True):
@@ -294,15 +300,28 @@ def platt_problem(
     G: Stack,
     y: NDArray[np.float64],
     w: NDArray[np.float64] | None,
+    pos: str = "one class",
+    neg: str = "the other",
 ) -> tuple[float, float]:
-    """Platt's ``(A, B)`` of one binary problem from out-of-fold decision values (5
-    stratified folds, fewer when a class has fewer points; each fold's fit weighted by
-    ``w``, the sigmoid's fit unweighted, as libsvm's)."""
-    smallest = int(min((y > 0).sum(), (y < 0).sum()))
+    """Platt's ``(A, B)`` of one binary problem (its sides named ``pos`` and ``neg``) from
+    out-of-fold decision values (5 stratified folds, fewer when a class has fewer points;
+    each fold's fit weighted by ``w``, the sigmoid's fit unweighted, as libsvm's). Samples
+    of weight 0 are left out of the folds and of the sigmoid's fit, as libsvm removes them
+    before its cross-validation: a fold would otherwise train on none of a class's weighted
+    samples. Non-finite decision values (a stack with NaN that ``check_input=False`` let
+    through) are a :class:`~multikernel.exceptions.NonFiniteError`."""
+    weighted = w is not None and not bool(np.all(w > 0))
+    if w is not None and weighted:
+        keep = np.flatnonzero(w > 0)
+        G, y, w = G.subset(keep), y[keep], w[keep]
+    sides = [(int((y > 0).sum()), pos), (int((y < 0).sum()), neg)]
+    smallest, name = min(sides, key=lambda s: s[0])
     if smallest < 2:
+        of = " of nonzero weight" if weighted else ""
         raise InvalidInputError(
             f"probability=True cross-validates every binary problem and needs at least two "
-            f"points of each of its classes; one has {smallest}"
+            f"points{of} of each of its classes for the probability folds; {name} has "
+            f"{smallest} in the problem {pos} vs {neg}"
         )
 
     n_splits = min(5, smallest)

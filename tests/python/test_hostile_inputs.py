@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
+from sklearn.datasets import load_iris
 from sklearn.exceptions import NotFittedError
 
 import multikernel as mk
@@ -177,6 +178,39 @@ def test_a_cache_size_beyond_the_engines_range_names_it(cache_size: float) -> No
     big = mk.MKLClassifier(cache_size=float(LARGEST_MB), tol=1e-8).fit(X, y)
     small = mk.MKLClassifier(cache_size=1.0, tol=1e-8).fit(X, y)
     np.testing.assert_allclose(big.decision_function(X), small.decision_function(X), atol=1e-6)
+
+
+# --- 4. the probability folds on samples of nonzero weight --------------------------------
+
+
+def test_probability_folds_name_the_class_short_of_weighted_samples() -> None:
+    X, y = load_iris(return_X_y=True)
+    w = np.ones(len(y))
+    w[np.flatnonzero(y == 2)[1:]] = 0.0
+    clf = mk.MKLClassifier(multi_class="ovo", probability=True)
+    with pytest.raises(InvalidInputError, match="nonzero weight") as e:
+        clf.fit(X, y, sample_weight=w)
+    msg = str(e.value)
+    assert "class 2 has 1" in msg and "probability" in msg
+    assert "+1" not in msg and "-1" not in msg
+
+
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_probabilities_with_zero_weights_equal_those_without_the_samples(multi_class: str) -> None:
+    """Samples of weight 0 take no part in the folds nor in the sigmoid (libsvm removes
+    them): the probabilities equal those of the fit on the other samples. Seed 4 left a fold
+    with no weighted sample of class 2 (an error about internal ±1 labels)."""
+    X, y = load_iris(return_X_y=True)
+    w = np.ones(len(y))
+    w[np.flatnonzero(y == 2)[2:40]] = 0.0
+    keep = np.flatnonzero(w > 0)
+    for seed in (0, 4):
+        kw: dict[str, Any] = {"multi_class": multi_class, "probability": True, "tol": 1e-9}
+        a = mk.MKLClassifier(random_state=seed, **kw).fit(X, y, sample_weight=w)
+        b = mk.MKLClassifier(random_state=seed, **kw).fit(X[keep], y[keep])
+        np.testing.assert_allclose(a.probA_, b.probA_, rtol=1e-5)
+        np.testing.assert_allclose(a.probB_, b.probB_, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-6)
 
 
 # --- 7. a fit publishes its attributes at once --------------------------------------------
