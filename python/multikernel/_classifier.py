@@ -32,7 +32,7 @@ from ._platt import couple, platt_proba
 from ._record import FitRecord
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import check_bool
-from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
+from .exceptions import InternalError, InvalidInputError, InvalidParameterError, NotFittedError
 from .kernels import FeatureBank, Kernel
 
 __all__ = ["MKLClassifier"]
@@ -400,7 +400,10 @@ default "mean_diag"
             False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
             precomputed stack (shape and dtype are still checked), for a stack known to be
             valid, as scikit-learn's ``Lasso.fit``; see docs/guide.md §6. Ignored for other
-            inputs.
+            inputs. A stack with NaN or infinity that leads to non-finite decision values
+            in Platt's folds (``probability=True``), or to no finite iterate of
+            ``multi_class="shared"``, still raises
+            :class:`~multikernel.exceptions.NonFiniteError`.
 
         Returns
         -------
@@ -491,7 +494,8 @@ default "mean_diag"
             binary = [(G, yb, sw, pos, neg)]
             results = [self._solve(solver, G, yb, settings, start=st[0] if st else None, weight=sw)]
         elif shared:
-            assert isinstance(G, Dense)  # checked above
+            if not isinstance(G, Dense):  # refused above
+                raise InternalError("multi_class='shared' reached the fit without a dense stack")
             set_shared(self, G, yi, len(classes), settings, sw)
         elif self.multi_class == "ovr":
             starts = self._warm_starts(previous, key)

@@ -25,7 +25,12 @@ from ._validation import (
     check_stack,
     column_names,
 )
-from .exceptions import InvalidInputError, InvalidParameterError, MultikernelError
+from .exceptions import (
+    InternalError,
+    InvalidInputError,
+    InvalidParameterError,
+    MultikernelError,
+)
 from .kernels import FeatureBank, Kernel, KernelBank, LowRankFactors, shift_to_psd, validate_stack
 from .kernels._specs import _resolve_columns
 
@@ -162,7 +167,8 @@ class Blocks:
         self, A: NDArray[Any], b: Any, W: Sequence[NDArray[Any]] | None = None
     ) -> NDArray[np.float64]:
         """``f = Σ_m Φ_m w_m + b`` from the feature weights ``W`` (``A`` is not read)."""
-        assert W is not None
+        if W is None:
+            raise InternalError("the decision of feature blocks needs their feature weights W")
         parts = [F @ np.asarray(w).T for F, w in zip(self.F, W, strict=True)]
         out: NDArray[np.float64] = np.sum(parts, axis=0) + b
         return out
@@ -418,7 +424,8 @@ class Input:
         only (honest cross-validation), a precomputed stack is sliced."""
         if self.points is None:
             return Input(self.stack.subset(rows), factors=self.factors)
-        assert self.spec is not None
+        if self.spec is None:
+            raise InternalError("an input of raw points without its kernels")
         w = None if self.sample_weight is None else self.sample_weight[rows]
         points = self.points[rows]
         return _fit_bank(self.spec, points, self.normalize, self.n_threads, self.on_demand, w)
@@ -429,10 +436,10 @@ class Input:
         sub = self.subset(train)
         if self.points is None:
             return sub, self.stack.cross(test, train)
-        if isinstance(sub.stack, OnDemand):
-            assert isinstance(sub.bank, KernelBank)
+        if isinstance(sub.stack, OnDemand) and isinstance(sub.bank, KernelBank):
             return sub, CrossOnDemand(sub.bank, self.points[test])
-        assert sub.bank is not None
+        if sub.bank is None or isinstance(sub.stack, OnDemand):
+            raise InternalError("a fold of raw points without its fitted kernel bank")
         out = sub.bank.transform(self.points[test])
         return sub, Blocks(out) if isinstance(out, list) else Dense(out)
 

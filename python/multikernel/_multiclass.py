@@ -21,7 +21,7 @@ from ._platt import out_of_fold, platt_fit
 from ._record import FitRecord
 from ._shared import SHARED_PENALTIES, fit_shared
 from ._validation import check_bool, check_n_threads, check_random_state, group_ids
-from .exceptions import InvalidInputError, InvalidParameterError
+from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 from .kernels import FeatureBank
 
 if TYPE_CHECKING:
@@ -257,9 +257,8 @@ def set_shared(
     and store the whole problem's model and certificate. ``weight``: the samples'
     weights (``class_weight`` included); samples of weight 0 have no loss in any class
     and are left out of the fit (as :meth:`BaseMKL._solve_logged`), their coefficients 0."""
-    keep = None if weight is None else np.flatnonzero(weight > 0)
-    if keep is not None and len(keep) < len(yi):
-        assert weight is not None
+    if weight is not None and not bool(np.all(weight > 0)):
+        keep = np.flatnonzero(weight > 0)
         r = _fit_shared(est, G.subset(keep), yi[keep], n_classes, settings, weight[keep])
         r = dataclasses.replace(r, coef=scatter_kept(r.coef, keep, G.n))
     else:
@@ -338,7 +337,16 @@ def platt_problem(
             return G.cross(te, tr).decision(A, float(r.intercept), sub.weights(A))
 
         seed = (check_random_state(est.random_state) or 0) % 2**32
-        return platt_fit(out_of_fold(decision, y, n_splits, seed), y)
+        f = out_of_fold(decision, y, n_splits, seed)
+    bad = np.flatnonzero(~np.isfinite(f))
+    if len(bad):
+        raise NonFiniteError(
+            f"probability=True: {len(bad)} of the {len(f)} out-of-fold decision values of the "
+            f"problem {pos} vs {neg} are not finite (e.g. {f[bad[0]]}), so Platt's sigmoid "
+            "cannot be fitted; the kernel stack or the features likely hold NaN or infinity, "
+            "which check_input=False does not look for"
+        )
+    return platt_fit(f, y)
 
 
 def vote(f: NDArray[np.float64], pairs: NDArray[np.int64], classes: NDArray[Any]) -> NDArray[Any]:

@@ -29,7 +29,7 @@ from ._path import MKLPath, path_on
 from ._regressor import MKLRegressor
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight
-from .exceptions import InvalidInputError, InvalidParameterError
+from .exceptions import InternalError, InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel
 
 __all__ = ["MKLClassifierCV", "MKLRegressorCV"]
@@ -282,7 +282,8 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 self, Xr, yr, dtype=np.float64, y_numeric=not self._classifier
             ),
         )  # fmt: skip
-        assert yv is not None
+        if yv is None:
+            raise InternalError(f"{type(self).__name__}: the input resolved without targets")
         if self._classifier:
             check_classification_targets(yv)
             self.classes_ = np.unique(yv)

@@ -9,8 +9,10 @@ without them."""
 
 from __future__ import annotations
 
+import ast
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,7 @@ from multikernel.exceptions import (
     InvalidInputError,
     InvalidParameterError,
     KernelNotPSDError,
+    NonFiniteError,
 )
 from multikernel.kernels import Callable, Gaussian, KernelBank, Linear
 
@@ -211,6 +214,46 @@ def test_probabilities_with_zero_weights_equal_those_without_the_samples(multi_c
         np.testing.assert_allclose(a.probA_, b.probA_, rtol=1e-5)
         np.testing.assert_allclose(a.probB_, b.probB_, rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-6)
+
+
+# --- 5. and 6. a NaN that check_input=False let through -----------------------------------
+
+
+def _nan_stack() -> tuple[FloatArray, NDArray[np.int64]]:
+    X, y = load_iris(return_X_y=True)
+    G = mk.kernels.gram(X, [Linear(), Gaussian(sigma=1.0), Gaussian(sigma=3.0)],
+                        normalize="mean_diag")  # fmt: skip
+    G[1, 3, 7] = G[1, 7, 3] = np.nan
+    return G, y
+
+
+def test_platt_refuses_non_finite_decision_values() -> None:
+    G, y = _nan_stack()
+    two = np.ascontiguousarray(G[:, :100, :100])
+    clf = mk.MKLClassifier(kernels="precomputed", probability=True)
+    with pytest.raises(NonFiniteError, match="out-of-fold decision values") as e:
+        clf.fit(two, y[:100], check_input=False)
+    assert "probability=True" in str(e.value) and "check_input=False" in str(e.value)
+
+
+def test_a_shared_fit_on_a_nan_stack_names_the_entry() -> None:
+    G, y = _nan_stack()
+    clf = mk.MKLClassifier(kernels="precomputed", multi_class="shared")
+    with pytest.raises(NonFiniteError, match="multi_class='shared': kernel 1") as e:
+        clf.fit(G, y, check_input=False)
+    assert e.value.kernel == 1 and e.value.entry == (3, 7)
+
+
+def test_the_package_has_no_assert_statement() -> None:
+    """An ``assert`` is no error message (and ``python -O`` skips it): the package raises
+    its own exceptions, ``InternalError`` for an internal invariant."""
+    found = [
+        f"{path.name}:{node.lineno}"
+        for path in sorted(Path(mk.__file__).parent.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Assert)
+    ]
+    assert found == []
 
 
 # --- 7. a fit publishes its attributes at once --------------------------------------------
