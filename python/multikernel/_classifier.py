@@ -31,7 +31,7 @@ from ._multiclass import (
 from ._platt import couple, platt_proba
 from ._record import FitRecord
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
-from ._validation import check_bool
+from ._validation import check_bool, check_weighted_classes
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError, NotFittedError
 from .kernels import FeatureBank, Kernel
 
@@ -473,13 +473,7 @@ default "mean_diag"
             raise InvalidInputError(
                 f"the training data must contain at least two classes, got {len(classes)} class"
             )
-        if sw is not None:
-            for k in range(len(classes)):
-                if not (sw[yi == k] > 0).any():
-                    raise InvalidInputError(
-                        f"every sample of class {classes[k]!r} has weight 0: nothing to learn "
-                        "it from"
-                    )
+        check_weighted_classes(sw, yi, classes)
         results: Sequence[_core.FitResult | FitRecord] = []
         coefs: list[NDArray[Any]] | None = None
         problems: list[tuple[int, int]] = []

@@ -6,6 +6,7 @@ folds of each binary problem, and the one-vs-one votes of ``predict``."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -64,7 +65,16 @@ def class_weights(
                 f"{classes.tolist()!r}",
                 parameter="class_weight",
             )
-        per_class = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
+        per_class = np.ones(len(classes))
+        for k, c in enumerate(classes.tolist()):
+            value = class_weight.get(c, 1.0)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                raise InvalidParameterError(
+                    f"class_weight values must be real numbers (finite and > 0), got "
+                    f"{value!r} for class {c!r}",
+                    parameter="class_weight",
+                )
+            per_class[k] = float(value)
         if not (np.isfinite(per_class).all() and (per_class > 0).all()):
             raise InvalidParameterError(
                 f"class_weight values must be finite and > 0, got {class_weight!r}",

@@ -29,7 +29,13 @@ from ._data import (
     scatter_kept,
 )
 from ._typing import Normalization, PsdRepair
-from ._validation import check_n_threads, check_psd, check_sample_weight, check_verbose
+from ._validation import (
+    check_n_threads,
+    check_psd,
+    check_sample_weight,
+    check_verbose,
+    check_weighted_classes,
+)
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank
 
@@ -636,11 +642,12 @@ def _follow(
     M = stack.M
     classes: NDArray[Any] | None = None
     if loss == "logistic":
-        classes = np.unique(yv)
+        classes, yi = np.unique(yv, return_inverse=True)
         if classes.shape[0] != 2:
             raise InvalidInputError(
                 f"the logistic path needs exactly two classes, got {classes.shape[0]}"
             )
+        check_weighted_classes(sw, yi, classes)
         target = np.where(yv == classes[1], 1.0, -1.0)
     else:
         try:

@@ -332,3 +332,25 @@ def test_one_estimator_fitted_from_two_threads_holds_one_fit() -> None:
         assert est.dual_coef_.shape[-1] == est.n_train_ == shape[d]
         X = data[0][0] if d == 3 else data[1][0]
         assert est.predict(X).shape == (len(X),)
+
+
+# --- the others ---------------------------------------------------------------------------
+
+
+def test_the_logistic_path_refuses_a_class_of_zero_weight() -> None:
+    X, y = _data()
+    G = mk.kernels.gram(X, [Linear(), Gaussian()], normalize="mean_diag")
+    yb = np.where(y == 1, 1.0, -1.0)
+    with pytest.raises(InvalidInputError, match="every sample of class -1.0 has weight 0"):
+        mk.mkl_path(G, yb, loss="logistic", sample_weight=np.where(yb > 0, 1.0, 0.0))
+    # As the estimator refuses it.
+    with pytest.raises(InvalidInputError, match="every sample of class -1.0 has weight 0"):
+        mk.MKLClassifier(kernels="precomputed").fit(G, yb, sample_weight=np.where(yb > 0, 1, 0))
+
+
+@pytest.mark.parametrize("value", ["heavy", None, [1.0], True])
+def test_a_class_weight_that_is_not_a_number_names_class_weight(value: Any) -> None:
+    X, y = _data()
+    with pytest.raises(InvalidParameterError, match="class_weight values must be real") as e:
+        mk.MKLClassifier(class_weight={0: value}).fit(X, y)
+    assert e.value.parameter == "class_weight" and "class 0" in str(e.value)
