@@ -571,6 +571,12 @@ def mkl_path(
         normalize=normalize, n_threads=threads, block_lists=False, stack_if_3d=True,
         verbose=verbose, sample_weight=sample_weight,
     )  # fmt: skip
+    if loss == "logistic":
+        # As the estimators: a class whose samples all weigh 0 has nothing to learn it
+        # from (checked on the caller's data, not in the CV estimators' folds).
+        classes, yi = np.unique(np.asarray(yv), return_inverse=True)
+        if classes.shape[0] == 2:
+            check_weighted_classes(check_sample_weight(sample_weight, data.n), yi, classes)
     return _follow(
         data, yv, loss=loss, d=d, tol=tol, mu=mu, C_max=C_max, max_points=max_points, psd=psd,
         threads=threads, verbose=verbose, sample_weight=sample_weight,
@@ -642,12 +648,11 @@ def _follow(
     M = stack.M
     classes: NDArray[Any] | None = None
     if loss == "logistic":
-        classes, yi = np.unique(yv, return_inverse=True)
+        classes = np.unique(yv)
         if classes.shape[0] != 2:
             raise InvalidInputError(
                 f"the logistic path needs exactly two classes, got {classes.shape[0]}"
             )
-        check_weighted_classes(sw, yi, classes)
         target = np.where(yv == classes[1], 1.0, -1.0)
     else:
         try:
