@@ -227,13 +227,14 @@ fn interrupt_stops_a_gram_computation() {
     assert_eq!(e, multikernel::MkError::Interrupted);
 }
 
-/// The linear kernel computed outside the engine, as a Python function would be, with `skew`
-/// added below the diagonal and `poison` written at one entry.
+/// The linear kernel computed outside the engine, as a Python function would be, times
+/// `sign`, with `skew` added below the diagonal and `poison` written at one entry.
 struct LinearBlocks<'a> {
     a: ArrayView2<'a, f64>,
     b: ArrayView2<'a, f64>,
     skew: f64,
     poison: Option<(usize, usize)>,
+    sign: f64,
 }
 
 impl BlockKernel for LinearBlocks<'_> {
@@ -246,7 +247,7 @@ impl BlockKernel for LinearBlocks<'_> {
                 out[r * nb + j] = if bad {
                     f64::NAN
                 } else {
-                    self.a.row(i).dot(&self.b.row(j)) + skew
+                    self.sign * self.a.row(i).dot(&self.b.row(j)) + skew
                 };
             }
         }
@@ -255,7 +256,7 @@ impl BlockKernel for LinearBlocks<'_> {
 
     fn self_values(&self, rows: Range<usize>, out: &mut [f64]) -> multikernel::Result<()> {
         for (o, i) in out.iter_mut().zip(rows) {
-            *o = self.a.row(i).dot(&self.a.row(i));
+            *o = self.sign * self.a.row(i).dot(&self.a.row(i));
         }
         Ok(())
     }
@@ -267,6 +268,7 @@ fn linear_blocks<'a>(a: &'a Array2<f64>, b: &'a Array2<f64>) -> LinearBlocks<'a>
         b: b.view(),
         skew: 0.0,
         poison: None,
+        sign: 1.0,
     }
 }
 
@@ -340,4 +342,86 @@ fn block_kernel_errors_name_the_kernel() {
             entry: Some((270, 5)),
         }
     );
+}
+
+/// A block kernel with a negative diagonal is refused under every normalisation, with and
+/// without centring, naming its most negative raw (or centred) entry: the trace and
+/// mean-diagonal normalisations would scale a kernel of negative trace to zero, and the
+/// spherical one zero the rows of negative self-values. A negative self-value of a new point
+/// is refused where it is read (the spherical normalisation).
+#[test]
+fn block_kernels_with_a_negative_diagonal_are_refused_before_normalisation() {
+    let x = data(50, 3);
+    let gauss = KernelSpec::new(KernelFn::Gaussian { sigma: 1.1 });
+    let negative = LinearBlocks {
+        sign: -1.0,
+        ..linear_blocks(&x, &x)
+    };
+    let norms = (0..50).map(|i| x.row(i).dot(&x.row(i)));
+    let worst = norms
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+        .unwrap();
+    let xn = data(4, 3);
+    let (train, cross) = (
+        linear_blocks(&xn, &x),
+        LinearBlocks {
+            sign: -1.0,
+            ..linear_blocks(&xn, &x)
+        },
+    );
+    for normalization in [
+        Normalization::None,
+        Normalization::Trace,
+        Normalization::MeanDiag,
+        Normalization::Multiplicative,
+        Normalization::Spherical,
+    ] {
+        for center in [false, true] {
+            let opts = GramOptions {
+                normalization,
+                center,
+                ..GramOptions::default()
+            };
+            let bank = [BankKernel::Spec(&gauss), BankKernel::Blocks(&negative)];
+            let e = gram_bank::<f64>(x.view(), &bank, &opts, &NoInterrupt).unwrap_err();
+            match &e {
+                MkError::NotPsd {
+                    kernel: 1,
+                    entry: (i, j),
+                    reason,
+                } => {
+                    assert_eq!(i, j, "{e}");
+                    if !center {
+                        assert_eq!(*i, worst, "{e}");
+                    }
+                    assert!(reason.contains("before any normalisation"), "{e}");
+                }
+                _ => panic!("{normalization:?} {center}: {e}"),
+            }
+        }
+        // New points against a PSD training kernel: their negative self-values are read by
+        // the spherical normalisation only.
+        let opts = GramOptions {
+            normalization,
+            ..GramOptions::default()
+        };
+        let own = linear_blocks(&x, &x);
+        let bank = [BankKernel::Spec(&gauss), BankKernel::Blocks(&own)];
+        let (_, st) = gram_bank::<f64>(x.view(), &bank, &opts, &NoInterrupt).unwrap();
+        let bank = [BankKernel::Spec(&gauss), BankKernel::Blocks(&train)];
+        assert!(
+            cross_gram_bank::<f64>(xn.view(), x.view(), &bank, &st, &opts, &NoInterrupt).is_ok()
+        );
+        let bank = [BankKernel::Spec(&gauss), BankKernel::Blocks(&cross)];
+        let r = cross_gram_bank::<f64>(xn.view(), x.view(), &bank, &st, &opts, &NoInterrupt);
+        if normalization == Normalization::Spherical {
+            let e = r.unwrap_err();
+            assert!(matches!(e, MkError::NotPsd { kernel: 1, .. }), "{e}");
+            assert!(e.to_string().contains("new point"), "{e}");
+        } else {
+            assert!(r.is_ok());
+        }
+    }
 }

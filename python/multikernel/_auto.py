@@ -10,7 +10,7 @@ demand. The measurements behind the choices are in docs/guide.md §4 and docs/pe
 from __future__ import annotations
 
 import dataclasses
-import math
+import sys
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -47,6 +47,10 @@ FEATURE_SOLVERS = tuple(s for s, c in CAPABILITIES.items() if c["features"])
 
 #: The row cache of kernels computed on demand when ``cache_size`` is not given (MB).
 DEFAULT_CACHE_MB = 1024.0
+
+#: The largest ``cache_size`` (MB) whose bytes the engine can hold (a 64-bit ``usize``):
+#: 2**44 - 1 MB, about 1.8e13 MB.
+MAX_CACHE_MB = float((2 * sys.maxsize + 1) >> 20)
 
 #: The wrapper's own settings, which the solvers it hands over to do not take (``continued``:
 #: SpicyMKL continues a fit that stops above ``tol``, in the same engine call).
@@ -275,7 +279,12 @@ def on_demand(
     """
     forced = cache_size is not None
     if forced:
-        check_real(cache_size, "cache_size", "in (0, inf) MB", lambda v: 0 < v < math.inf)
+        check_real(
+            cache_size,
+            "cache_size",
+            f"in (0, {MAX_CACHE_MB:.0f}] MB (the bytes the engine can address)",
+            lambda v: 0 < v <= MAX_CACHE_MB,
+        )
     specs = not isinstance(kernels, (FeatureBank, str))
     if not (loss in ON_DEMAND_LOSSES.get(solver, ()) and specs):
         if forced:

@@ -5,10 +5,11 @@ training and test inputs, the engine's fits, warm starts and the fitted attribut
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,7 +43,7 @@ from .kernels import (
     _check_normalize,
 )
 
-__all__ = ["BaseMKL", "default_kernels"]
+__all__ = ["BaseMKL", "default_kernels", "publishes"]
 
 _PENALTIES = tuple(dict.fromkeys(p for row in SOLVERS.values() for p in row.penalties))
 
@@ -100,6 +101,37 @@ FITTED = (
     "n_train_",
     "psd_shifts_",
 )
+
+
+_Fit = TypeVar("_Fit", bound=Callable[..., Any])
+
+
+def _is_fitted_name(name: str) -> bool:
+    """A fitted attribute, as scikit-learn's ``check_is_fitted`` reads them (``coef_``)."""
+    return name.endswith("_") and not name.startswith("__")
+
+
+def publishes(fit: _Fit) -> _Fit:
+    """Make an estimator's ``fit`` publish what it fits in one step: the fit runs on a
+    private shallow copy of the estimator, whose state then replaces the estimator's at
+    once (one assignment of ``__dict__``). A reader, e.g. another thread's ``predict``,
+    sees the previous fit or this one, never attributes of two fits mixed (one estimator
+    fitted from two threads ends with one of the two fits). A fit that raises publishes
+    the estimator without its fitted attributes (as a fit that cleared them first)."""
+
+    @functools.wraps(fit)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        work = object.__new__(type(self))
+        work.__dict__.update(self.__dict__)
+        try:
+            fit(work, *args, **kwargs)
+        except BaseException:
+            self.__dict__ = {k: v for k, v in self.__dict__.items() if not _is_fitted_name(k)}
+            raise
+        self.__dict__ = dict(work.__dict__)
+        return self
+
+    return cast(_Fit, run)
 
 
 def decision_labels(f: NDArray[np.float64], classes: NDArray[Any]) -> NDArray[Any]:

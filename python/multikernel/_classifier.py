@@ -14,7 +14,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 
 from . import _core, _dask
-from ._base import BaseMKL, decision_labels, logistic_proba
+from ._base import BaseMKL, decision_labels, logistic_proba, publishes
 from ._config import SolverConfig
 from ._data import Dense
 from ._multiclass import (
@@ -32,8 +32,8 @@ from ._platt import couple, platt_proba
 from ._record import FitRecord
 from ._sources import ESTIMATORS
 from ._typing import LossName, MultiClass, Normalization, Penalty, PsdRepair, SolverName
-from ._validation import check_bool
-from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
+from ._validation import check_bool, check_weighted_classes
+from .exceptions import InternalError, InvalidInputError, InvalidParameterError, NotFittedError
 from .kernels import FeatureBank, Kernel
 
 __all__ = ["MKLClassifier"]
@@ -205,7 +205,9 @@ default "mean_diag"
         values from an internal 5-fold cross-validation of every binary problem (as
         scikit-learn's ``SVC(probability=True)``: five more fits per problem), so that
         ``predict_proba`` is available; one-vs-one pairs are coupled (Wu, Lin & Weng 2004).
-        The logistic loss has probabilities of its own and ignores it.
+        Samples of weight 0 take no part in the folds nor in the sigmoid's fit (libsvm
+        removes them too), so each class of each problem needs two samples of nonzero
+        weight. The logistic loss has probabilities of its own and ignores it.
     class_weight : dict, "balanced" or None, default None
         A weight per class on the loss of its samples, as scikit-learn's ``SVC``: a dict maps
         labels to weights (missing labels: 1); ``"balanced"`` weights class ``k`` by
@@ -248,13 +250,14 @@ default "mean_diag"
     cache_size : float or None, default None
         Megabytes of kernel values the solver may hold when the kernels are computed on
         demand (half for columns of the combined kernel, half for a packed working set of
-        points). Given, the kernels of specifications are always computed on demand: entries
-        are evaluated from ``X`` when the solver reads them and no ``(M, n, n)`` stack is
-        stored (solvers ``analytic``, ``wrapper`` and ``mirror`` with the hinge, squared
-        hinge or ε-insensitive loss; normalisations ``none``, ``trace``, ``mean_diag``,
-        ``spherical``). None: on demand
-        only when the float64 stack would exceed 2 GiB and the fit allows it, with a
-        1024 MB cache (docs/performance.md, "Beyond memory").
+        points), in (0, 2**44 − 1], the bytes the engine can address. Given, the kernels
+        of specifications are always computed on demand: entries are evaluated from ``X``
+        when the solver reads them and no ``(M, n, n)`` stack is stored (solvers
+        ``analytic``, ``wrapper`` and ``mirror`` with the hinge, squared hinge or
+        ε-insensitive loss; normalisations ``none``, ``trace``, ``mean_diag``,
+        ``spherical``). None: on demand only when the float64 stack would exceed 2 GiB
+        and the fit allows it, with a 1024 MB cache (docs/performance.md, "Beyond
+        memory").
 
     Attributes
     ----------
@@ -380,6 +383,7 @@ default "mean_diag"
         self.probability = probability
         self.class_weight = class_weight
 
+    @publishes
     def fit(
         self, X: Any, y: Any, sample_weight: Any = None, check_input: bool = True
     ) -> MKLClassifier:
@@ -404,7 +408,10 @@ default "mean_diag"
             False skips :func:`~multikernel.kernels.validate_stack`'s read of a dense
             precomputed stack (shape and dtype are still checked), for a stack known to be
             valid, as scikit-learn's ``Lasso.fit``; see docs/guide.md §6. Ignored for other
-            inputs.
+            inputs. A stack with NaN or infinity that leads to non-finite decision values
+            in Platt's folds (``probability=True``), or to no finite iterate of
+            ``multi_class="shared"``, still raises
+            :class:`~multikernel.exceptions.NonFiniteError`.
 
         Returns
         -------
@@ -419,7 +426,8 @@ default "mean_diag"
         ValueError
             An invalid hyper-parameter, a solver that does not handle the penalty or the
             loss, non-finite or ill-shaped data, fewer than two classes, or (precomputed)
-            a stack that is not symmetric.
+            a stack that is not symmetric; with ``probability=True``, a binary problem
+            with fewer than two samples of nonzero weight in one of its classes.
 
         Examples
         --------
@@ -474,13 +482,7 @@ default "mean_diag"
             raise InvalidInputError(
                 f"the training data must contain at least two classes, got {len(classes)} class"
             )
-        if sw is not None:
-            for k in range(len(classes)):
-                if not (sw[yi == k] > 0).any():
-                    raise InvalidInputError(
-                        f"every sample of class {classes[k]!r} has weight 0: nothing to learn "
-                        "it from"
-                    )
+        check_weighted_classes(sw, yi, classes)
         results: Sequence[_core.FitResult | FitRecord] = []
         coefs: list[NDArray[Any]] | None = None
         problems: list[tuple[int, int]] = []
@@ -492,10 +494,12 @@ default "mean_diag"
         if len(classes) == 2:
             st = self._warm_starts(previous, key)
             yb = np.where(yi == 1, 1.0, -1.0)
-            binary = [(G, yb, sw)]
+            pos, neg = f"class {log_name(classes[1])}", f"class {log_name(classes[0])}"
+            binary = [(G, yb, sw, pos, neg)]
             results = [self._solve(choice, G, yb, settings, start=st[0] if st else None, weight=sw)]
         elif shared:
-            assert isinstance(G, Dense)  # checked above
+            if not isinstance(G, Dense):  # refused above
+                raise InternalError("multi_class='shared' reached the fit without a dense stack")
             set_shared(self, G, yi, len(classes), settings, sw)
         elif self.multi_class == "ovr":
             starts = self._warm_starts(previous, key)

@@ -210,6 +210,7 @@ def norm_stats(
     row_sums: NDArray[np.float64],
     diag: NDArray[np.float64],
     totals: NDArray[np.float64],
+    check_psd: list[int] = ...,
 ) -> dict[str, Any]: ...
 def quad_forms(
     g: NDArray[Any], v: NDArray[np.float64], n_threads: int = 0

@@ -215,13 +215,15 @@ def bank_fit_transform(job: BankJob, X: Any) -> tuple[NDArray[np.float64], dict[
         for e, r in zip(ends, Xr.chunks[0], strict=True)
     ]
     blocks = dask.compute(*parts)
-    # The engine's own statistics code (NormStats::from_sums), on the gathered sums.
+    # The engine's own statistics code (NormStats::from_sums), on the gathered sums; the
+    # diagonals of Python functions checked before any normalisation, as gram_fit does.
     stats = _core.norm_stats(
         job.normalize,
         job.center,
         np.ascontiguousarray(np.concatenate([b[0] for b in blocks], axis=1)),
         np.ascontiguousarray(np.concatenate([b[1] for b in blocks], axis=1)),
         np.ascontiguousarray(np.sum([b[2] for b in blocks], axis=0)),
+        check_psd=[m for m, t in enumerate(job.entries) if callable(t[0])],
     )
     return X_train, stats, bank_transform(job, Xr, X_train, stats)
 

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from . import _core
 from ._validation import aligned, check_feature_blocks, check_stack
-from .exceptions import InvalidInputError, InvalidParameterError, MultikernelError
+from .exceptions import InternalError, InvalidInputError, InvalidParameterError, MultikernelError
 from .kernels import FeatureBank, KernelBank, LowRankFactors, shift_to_psd
 
 #: Validates raw test points.
@@ -153,7 +153,8 @@ class Blocks:
         self, A: NDArray[Any], b: Any, W: Sequence[NDArray[Any]] | None = None
     ) -> NDArray[np.float64]:
         """``f = Σ_m Φ_m w_m + b`` from the feature weights ``W`` (``A`` is not read)."""
-        assert W is not None
+        if W is None:
+            raise InternalError("the decision of feature blocks needs their feature weights W")
         parts = [F @ np.asarray(w).T for F, w in zip(self.F, W, strict=True)]
         out: NDArray[np.float64] = np.sum(parts, axis=0) + b
         return out

@@ -6,6 +6,7 @@ folds of each binary problem, and the one-vs-one votes of ``predict``."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -22,7 +23,7 @@ from ._platt import out_of_fold, platt_fit
 from ._record import FitRecord
 from ._shared import SHARED_PENALTIES, fit_shared
 from ._validation import check_bool, check_n_threads, check_random_state, group_ids
-from .exceptions import InvalidInputError, InvalidParameterError
+from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 from .kernels import FeatureBank
 
 if TYPE_CHECKING:
@@ -34,8 +35,9 @@ Problem: TypeAlias = (
     "tuple[Choice, Stack, NDArray[np.float64], str, Start | None, NDArray[np.float64] | None]"
 )
 
-#: One binary problem as Platt's folds read it: its stack, ±1 targets and sample weights.
-Binary: TypeAlias = "tuple[Stack, NDArray[np.float64], NDArray[np.float64] | None]"
+#: One binary problem as Platt's folds read it: its stack, ±1 targets, sample weights and
+#: the names of its +1 and −1 sides (for errors: ``"class 2"``, ``"the rest"``).
+Binary: TypeAlias = "tuple[Stack, NDArray[np.float64], NDArray[np.float64] | None, str, str]"
 
 
 def class_weights(
@@ -64,7 +66,16 @@ def class_weights(
                 f"{classes.tolist()!r}",
                 parameter="class_weight",
             )
-        per_class = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
+        per_class = np.ones(len(classes))
+        for k, c in enumerate(classes.tolist()):
+            value = class_weight.get(c, 1.0)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                raise InvalidParameterError(
+                    f"class_weight values must be real numbers (finite and > 0), got "
+                    f"{value!r} for class {c!r}",
+                    parameter="class_weight",
+                )
+            per_class[k] = float(value)
         if not (np.isfinite(per_class).all() and (per_class > 0).all()):
             raise InvalidParameterError(
                 f"class_weight values must be finite and > 0, got {class_weight!r}",
@@ -146,7 +157,10 @@ def one_vs_rest(
             yield choice, G, np.where(yi == k, 1.0, -1.0), name, start[k], sw
 
     results = solve_many(est, ovr(), settings)
-    binary = [(G, np.where(yi == k, 1.0, -1.0), sw) for k in range(len(classes))]
+    binary: list[Binary] = [
+        (G, np.where(yi == k, 1.0, -1.0), sw, f"class {log_name(c)}", "the rest")
+        for k, c in enumerate(classes)
+    ]
     return results, binary
 
 
@@ -186,8 +200,10 @@ def one_vs_one(
                 G.subset(idx),
                 np.where(yi[idx] == a, 1.0, -1.0),
                 None if sw is None else sw[idx],
+                f"class {log_name(classes[a])}",
+                f"class {log_name(classes[b])}",
             )
-            for (a, _), idx in zip(problems, index, strict=True)
+            for (a, b), idx in zip(problems, index, strict=True)
         ]
     coefs = []
     for r, idx in zip(results, index, strict=True):
@@ -254,9 +270,8 @@ def set_shared(
     and store the whole problem's model and certificate. ``weight``: the samples'
     weights (``class_weight`` included); samples of weight 0 have no loss in any class
     and are left out of the fit (as :meth:`BaseMKL._solve_logged`), their coefficients 0."""
-    keep = None if weight is None else np.flatnonzero(weight > 0)
-    if keep is not None and len(keep) < len(yi):
-        assert weight is not None
+    if weight is not None and not bool(np.all(weight > 0)):
+        keep = np.flatnonzero(weight > 0)
         r = _fit_shared(est, G.subset(keep), yi[keep], n_classes, settings, weight[keep])
         r = dataclasses.replace(r, coef=scatter_kept(r.coef, keep, G.n))
     else:
@@ -297,16 +312,28 @@ def platt_problem(
     G: Stack,
     y: NDArray[np.float64],
     w: NDArray[np.float64] | None,
+    pos: str = "one class",
+    neg: str = "the other",
 ) -> tuple[float, float]:
-    """Platt's ``(A, B)`` of one binary problem from out-of-fold decision values (5
-    stratified folds, fewer when a class has fewer points; each fold's fit weighted by
-    ``w``, the sigmoid's fit unweighted, as libsvm's; each fold's solver ``choice``'s rule
-    chooses for its stack)."""
-    smallest = int(min((y > 0).sum(), (y < 0).sum()))
+    """Platt's ``(A, B)`` of one binary problem (its sides named ``pos`` and ``neg``) from
+    out-of-fold decision values (5 stratified folds, fewer when a class has fewer points;
+    each fold's fit weighted by ``w``, the sigmoid's fit unweighted, as libsvm's). Samples
+    of weight 0 are left out of the folds and of the sigmoid's fit, as libsvm removes them
+    before its cross-validation: a fold would otherwise train on none of a class's weighted
+    samples. Non-finite decision values (a stack with NaN that ``check_input=False`` let
+    through) are a :class:`~multikernel.exceptions.NonFiniteError`."""
+    weighted = w is not None and not bool(np.all(w > 0))
+    if w is not None and weighted:
+        keep = np.flatnonzero(w > 0)
+        G, y, w = G.subset(keep), y[keep], w[keep]
+    sides = [(int((y > 0).sum()), pos), (int((y < 0).sum()), neg)]
+    smallest, name = min(sides, key=lambda s: s[0])
     if smallest < 2:
+        of = " of nonzero weight" if weighted else ""
         raise InvalidInputError(
             f"probability=True cross-validates every binary problem and needs at least two "
-            f"points of each of its classes; one has {smallest}"
+            f"points{of} of each of its classes for the probability folds; {name} has "
+            f"{smallest} in the problem {pos} vs {neg}"
         )
 
     n_splits = min(5, smallest)
@@ -323,7 +350,16 @@ def platt_problem(
             return G.cross(te, tr).decision(A, float(r.intercept), sub.weights(A))
 
         seed = (check_random_state(est.random_state) or 0) % 2**32
-        return platt_fit(out_of_fold(decision, y, n_splits, seed), y)
+        f = out_of_fold(decision, y, n_splits, seed)
+    bad = np.flatnonzero(~np.isfinite(f))
+    if len(bad):
+        raise NonFiniteError(
+            f"probability=True: {len(bad)} of the {len(f)} out-of-fold decision values of the "
+            f"problem {pos} vs {neg} are not finite (e.g. {f[bad[0]]}), so Platt's sigmoid "
+            "cannot be fitted; the kernel stack or the features likely hold NaN or infinity, "
+            "which check_input=False does not look for"
+        )
+    return platt_fit(f, y)
 
 
 def vote(f: NDArray[np.float64], pairs: NDArray[np.int64], classes: NDArray[Any]) -> NDArray[Any]:

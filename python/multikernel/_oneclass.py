@@ -13,7 +13,7 @@ from sklearn.base import OutlierMixin
 
 from . import _core
 from ._auto import Choice
-from ._base import BaseMKL, default_kernels
+from ._base import BaseMKL, default_kernels, publishes
 from ._config import Setting
 from ._sources import ONE_CLASS
 from ._typing import Normalization, PsdRepair
@@ -165,6 +165,7 @@ psd_shifts_
         }
         return _core.Settings("one_class", named)
 
+    @publishes
     def fit(
         self, X: Any, y: Any = None, sample_weight: Any = None, check_input: bool = True
     ) -> MKLOneClass:

@@ -21,7 +21,13 @@ from ._base import default_kernels
 from ._data import Blocks, Dense, TestSide, TestStack, scatter_kept
 from ._sources import PATH, Input, check_targets, resolve
 from ._typing import Normalization, PsdRepair
-from ._validation import check_n_threads, check_psd, check_sample_weight, check_verbose
+from ._validation import (
+    check_n_threads,
+    check_psd,
+    check_sample_weight,
+    check_verbose,
+    check_weighted_classes,
+)
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank
 
@@ -557,6 +563,12 @@ def mkl_path(
         default_specs=default_kernels, normalize=normalize, n_threads=threads, verbose=verbose,
         sample_weight=sample_weight,
     )  # fmt: skip
+    if loss == "logistic":
+        # As the estimators: a class whose samples all weigh 0 has nothing to learn it
+        # from (checked on the caller's data, not in the CV estimators' folds).
+        classes, yi = np.unique(np.asarray(yv), return_inverse=True)
+        if classes.shape[0] == 2:
+            check_weighted_classes(check_sample_weight(sample_weight, data.n), yi, classes)
     return _follow(
         data, yv, loss=loss, d=d, tol=tol, mu=mu, C_max=C_max, max_points=max_points, psd=psd,
         threads=threads, verbose=verbose, sample_weight=sample_weight,

@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _progress
 from ._base import FITTED as _FITTED
 from ._base import decision_labels as _decision_labels
-from ._base import default_kernels
+from ._base import default_kernels, publishes
 from ._base import logistic_proba as _logistic_proba
 from ._classifier import MKLClassifier
 from ._data import TestStack
@@ -30,7 +30,7 @@ from ._regressor import MKLRegressor
 from ._sources import PATH_CV, Input, resolve
 from ._typing import Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight
-from .exceptions import InvalidInputError, InvalidParameterError
+from .exceptions import InternalError, InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel
 
 __all__ = ["MKLClassifierCV", "MKLRegressorCV"]
@@ -148,6 +148,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 paths.append(path_on(Xtr, yb, loss="logistic", d=np.ones(M), **common))
             return paths, 0.0
 
+    @publishes
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Any:
         """Fit a path per fold, choose ``C`` on the held-out scores, refit at ``C_``.
 
@@ -282,7 +283,8 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 self, Xr, yr, dtype=np.float64, y_numeric=not self._classifier
             ),
         )  # fmt: skip
-        assert yv is not None
+        if yv is None:
+            raise InternalError(f"{type(self).__name__}: the input resolved without targets")
         if self._classifier:
             check_classification_targets(yv)
             self.classes_ = np.unique(yv)

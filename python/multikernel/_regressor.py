@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from sklearn.base import RegressorMixin
 
 from . import _dask
-from ._base import BaseMKL
+from ._base import BaseMKL, publishes
 from ._validation import check_bool
 from .exceptions import InvalidInputError, NonFiniteError
 
@@ -77,6 +77,7 @@ warm_start, cache_size
     _losses = ("squared", "epsilon_insensitive")
     _y_numeric = True
 
+    @publishes
     def fit(
         self, X: Any, y: Any, sample_weight: Any = None, check_input: bool = True
     ) -> MKLRegressor:

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from . import _core
 from ._config import Setting
 from ._record import FitRecord
-from .exceptions import InvalidParameterError
+from .exceptions import InvalidParameterError, NonFiniteError, NumericalError
 
 #: The losses of a shared fit (the classifier's).
 SHARED_LOSSES = ("hinge", "squared_hinge", "logistic")
@@ -567,7 +567,8 @@ def fit_shared(
             break
         if float(s.max(initial=0.0)) > 0.0:
             omega.update(s, q, primal)
-    assert best is not None  # at least one iteration (max_iter ≥ 1)
+    if best is None:  # no iteration had a finite primal objective
+        raise _no_finite_iterate(G, it)
     if witness is not None:
         status = _core.Status.UNCERTIFIED
     coef, intercept, theta_b, norms = best
@@ -587,4 +588,26 @@ def fit_shared(
         history=np.asarray(rows, dtype=np.float64).reshape(-1, 5),
         feature_weights=np.empty(0),
         psd_witness=witness,
+    )
+
+
+def _no_finite_iterate(G: NDArray[np.float64] | NDArray[np.float32], n_iter: int) -> Exception:
+    """The error of a shared fit none of whose ``n_iter`` iterations had a finite primal
+    objective: a :class:`~multikernel.exceptions.NonFiniteError` naming the first non-finite
+    entry of the stack (which ``check_input=False`` let through), else a
+    :class:`~multikernel.exceptions.NumericalError`."""
+    for m in range(G.shape[0]):
+        bad = np.argwhere(~np.isfinite(G[m]))
+        if len(bad):
+            i, j = (int(v) for v in bad[0])
+            return NonFiniteError(
+                f"multi_class='shared': kernel {m} contains NaN or infinity (first at entry "
+                f"[{i}, {j}]), and no iteration had a finite objective; check_input=False "
+                "skips the check of the stack",
+                kernel=m,
+                entry=(i, j),
+            )
+    return NumericalError(
+        f"multi_class='shared': none of the {n_iter} iterations had a finite primal "
+        "objective (C or the kernels' scale may be extreme: normalize the kernels or lower C)"
     )

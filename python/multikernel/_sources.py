@@ -37,7 +37,7 @@ from ._data import (
     wrapped,
 )
 from ._validation import check_feature_blocks, check_sample_weight, check_stack, column_names
-from .exceptions import InvalidInputError, InvalidParameterError
+from .exceptions import InternalError, InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank, LowRankFactors, validate_stack
 from .kernels._specs import _resolve_columns
 
@@ -257,7 +257,8 @@ class Recipe:
             if how == "features":
                 stack = Blocks(bank._fit_linear(Xv, sample_weight))
             elif how == "on_demand":
-                assert self.accepts.on_demand is not None
+                if self.accepts.on_demand is None:
+                    raise InternalError("kernels on demand without the on-demand rule")
                 cache = self.accepts.on_demand.cache_bytes
                 stack = OnDemand(bank.fit_on_demand(Xv, cache, sample_weight=sample_weight))
             else:

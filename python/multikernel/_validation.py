@@ -296,3 +296,17 @@ def check_sample_weight(sample_weight: Any, n: int) -> NDArray[np.float64] | Non
     if not w.sum() > 0:
         raise InvalidInputError("sample_weight is zero for every sample: nothing to fit")
     return w
+
+
+def check_weighted_classes(
+    w: NDArray[np.float64] | None, yi: NDArray[np.intp], classes: NDArray[Any]
+) -> None:
+    """Every class (``yi`` indexes ``classes``) has a sample of positive weight ``w``: a class
+    whose samples all weigh 0 has nothing to learn it from."""
+    if w is None:
+        return
+    for k, c in enumerate(classes.tolist()):
+        if not (w[yi == k] > 0).any():
+            raise InvalidInputError(
+                f"every sample of class {c!r} has weight 0: nothing to learn it from"
+            )

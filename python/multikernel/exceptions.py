@@ -233,8 +233,10 @@ class NumericalError(MultikernelError, np.linalg.LinAlgError):
 
 
 class InternalError(MultikernelError, RuntimeError):
-    """A bug in multikernel's engine (a Rust panic), turned into an ordinary exception so
-    that ``except Exception`` catches it. Please report it with the message.
+    """A bug in multikernel: a panic of its engine (a Rust panic), turned into an ordinary
+    exception so that ``except Exception`` catches it, or an internal invariant of the Python
+    layer found broken (never a bare ``assert``, which ``python -O`` would skip). Please
+    report it with the message.
 
     Examples
     --------

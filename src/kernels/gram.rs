@@ -483,6 +483,13 @@ pub fn gram_bank_weighted<T: Element>(
             .par_chunks(n * n)
             .map(|k| NormStats::of_kernel(opts.normalization, opts.center, k, n, weights))
             .collect();
+        // A caller's function need not give a PSD kernel: its diagonal is checked before
+        // any normalisation, which would hide a negative one (see check_diagonal).
+        for (k, st) in per.iter().enumerate() {
+            if let BankKernel::Blocks(_) = kernels[k] {
+                st.check_diagonal(k, symmetry_rtol::<T>())?;
+            }
+        }
         let stats = NormStats::collect(opts.normalization, opts.center, n, per, weights);
         out.par_chunks_mut(n * n)
             .zip(selfv.par_chunks(n))
@@ -594,7 +601,24 @@ pub fn cross_gram_bank<T: Element>(
             .zip(selfv.par_chunks(na))
             .enumerate()
             .try_for_each(|(k, (g, sv))| {
-                stats.apply(k, g, sv);
+                let lowest = stats.apply(k, g, sv);
+                // The spherical normalisation divides by a caller's function's self-values
+                // k(x, x) of the new points: a negative one (beyond rounding) is a kernel
+                // that is not PSD, which would otherwise leave a row of zeros.
+                if let (BankKernel::Blocks(_), Some((a, v, terms))) = (kernels[k], lowest) {
+                    if v < -symmetry_rtol::<T>() * terms {
+                        return Err(MkError::NotPsd {
+                            kernel: k,
+                            entry: (a, a),
+                            reason: format!(
+                                "its self-value k(x, x) of new point {a} is {v}{}, negative \
+                                 (k(x, x) ≥ 0 for a PSD kernel); the spherical normalisation \
+                                 divides by it",
+                                if stats.center { " after centring" } else { "" }
+                            ),
+                        });
+                    }
+                }
                 finite(k, g, n)
             })?;
         Array3::from_shape_vec((m, na, n), out).map_err(|e| MkError::Shape(e.to_string()))

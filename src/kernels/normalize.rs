@@ -163,6 +163,25 @@ impl NormStats {
                 }
             })
             .collect();
+        // The most negative centred diagonal entry, and the size of the terms it was summed
+        // from (its rounding is relative to them): a PSD kernel, centred or not, has none
+        // below rounding.
+        let lowest = cdiag
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map_or((0, 0.0), |(i, &v)| (i, v));
+        let terms = diag
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                if center {
+                    d.abs() + 2.0 * row_means[i].abs() + total.abs()
+                } else {
+                    d.abs()
+                }
+            })
+            .fold(0.0, f64::max);
         let abs_diag: Vec<f64> = diag.iter().map(|d| d.abs()).collect();
         let raw_scale = weighted_sum(&abs_diag, w).max(f64::MIN_POSITIVE);
         let trace = weighted_sum(&cdiag, w);
@@ -196,6 +215,13 @@ impl NormStats {
                 Vec::new()
             },
             scale,
+            lowest: (
+                lowest.0,
+                lowest.1,
+                diag.get(lowest.0).copied().unwrap_or(0.0),
+            ),
+            terms,
+            center,
         }
     }
 
@@ -249,7 +275,16 @@ impl NormStats {
     ///
     /// Centring in feature space: `k̃(a,i) = k(a,i) − mean_j k(a,j) − r_i + t` and
     /// `k̃(a,a) = k(a,a) − 2 mean_j k(a,j) + t`, with `r`, `t` the training row and total means.
-    pub(crate) fn apply<T: Element>(&self, m: usize, k: &mut [T], self_values: &[f64]) {
+    ///
+    /// Returns, for the spherical normalisation (the one that reads the self-values), the
+    /// new point of the most negative centred self-value: `(a, k̃(a,a), scale of its
+    /// terms)`, which a PSD kernel has only by rounding (its row is then 0).
+    pub(crate) fn apply<T: Element>(
+        &self,
+        m: usize,
+        k: &mut [T],
+        self_values: &[f64],
+    ) -> Option<(usize, f64, f64)> {
         let n = self.n;
         let rows = self.row_means.get(m * n..(m + 1) * n);
         let t = self.total_means[m];
@@ -262,8 +297,10 @@ impl NormStats {
         };
         let w = (!self.weights.is_empty()).then_some(self.weights.as_slice());
         let weight = w.map_or(n as f64, |w| w.iter().sum());
-        for (row, &kaa) in k.chunks_exact_mut(n).zip(self_values) {
+        let mut lowest: Option<(usize, f64, f64)> = None;
+        for (a, (row, &kaa)) in k.chunks_exact_mut(n).zip(self_values).enumerate() {
             let mut self_c = kaa;
+            let mut terms = kaa.abs();
             if let (true, Some(r)) = (self.center, rows) {
                 let vals: Vec<f64> = row.iter().map(|v| v.to_f64()).collect();
                 let mean_a = weighted_sum(&vals, w) / weight;
@@ -271,8 +308,12 @@ impl NormStats {
                     *v = T::from_f64(v.to_f64() - mean_a - ri + t);
                 }
                 self_c = kaa - 2.0 * mean_a + t;
+                terms += 2.0 * mean_a.abs() + t.abs();
             }
             if spherical {
+                if !matches!(lowest, Some((_, v, _)) if v <= self_c) {
+                    lowest = Some((a, self_c, terms));
+                }
                 for (v, &di) in row.iter_mut().zip(dtrain) {
                     // A point at the origin of feature space (a self-value ≤ 0, rounding
                     // included) has no direction: its row is 0.
@@ -289,6 +330,7 @@ impl NormStats {
                 }
             }
         }
+        lowest
     }
 }
 
@@ -306,4 +348,46 @@ pub(crate) struct KernelStats {
     total: f64,
     diag: Vec<f64>,
     scale: f64,
+    /// The most negative diagonal entry after the optional centring, before any scaling:
+    /// `(i, centred K_ii, raw K_ii)`.
+    lowest: (usize, f64, f64),
+    /// The largest `|K_ii|` (`|K_ii| + 2|r_i| + |t|` when centred): the scale of the
+    /// rounding of a centred diagonal entry.
+    terms: f64,
+    center: bool,
+}
+
+impl KernelStats {
+    /// Checks, before any normalisation, the condition every PSD kernel meets on its
+    /// diagonal: `K_ii = e_iᵀ K e_i ≥ 0` (after centring, `K̃_ii ≥ 0`: a conditionally PSD
+    /// kernel passes once centred), to rounding (`rtol` of the diagonal's terms). A
+    /// normalisation would hide the failure: a kernel of negative trace is scaled to zero as
+    /// degenerate, and the spherical one zeroes the rows of negative self-values.
+    ///
+    /// # Errors
+    /// [`MkError::NotPsd`] naming kernel `m` and its most negative diagonal entry.
+    pub(crate) fn check_diagonal(&self, m: usize, rtol: f64) -> Result<()> {
+        let (i, centred, raw) = self.lowest;
+        if centred.is_nan() || centred >= -rtol * self.terms {
+            return Ok(());
+        }
+        let reason = if self.center {
+            format!(
+                "its diagonal entry after centring K̃[{i},{i}] = {centred} is negative (raw \
+                 K[{i},{i}] = {raw}; a centred PSD kernel has K̃_ii ≥ 0), before any \
+                 normalisation; fix the kernel, or shift it by adding c·I"
+            )
+        } else {
+            format!(
+                "its diagonal entry K[{i},{i}] = {raw} is negative (K_ii = e_iᵀ K e_i ≥ 0 for \
+                 a PSD kernel), before any normalisation; fix the kernel, or shift it by \
+                 adding c·I"
+            )
+        };
+        Err(MkError::NotPsd {
+            kernel: m,
+            entry: (i, i),
+            reason,
+        })
+    }
 }

@@ -299,16 +299,19 @@ fn py_kernels<'py>(
     a: &PyReadonlyArray2<'py, f64>,
     b: Option<&PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<Vec<PyBlockKernel>> {
-    let columns = |x: &PyReadonlyArray2<'py, f64>, f: &Option<Vec<usize>>| -> Py<PyAny> {
-        match f {
-            None => x.as_any().clone().unbind(),
+    // The function gets read-only arrays: a view of the caller's points (never the caller's
+    // array itself, which it could otherwise overwrite), or the selected columns.
+    let columns = |x: &PyReadonlyArray2<'py, f64>, f: &Option<Vec<usize>>| -> PyResult<Py<PyAny>> {
+        let arr = match f {
+            None => x.as_any().call_method0("view")?,
             Some(f) => x
                 .as_array()
                 .select(ndarray::Axis(1), f)
                 .into_pyarray(py)
-                .into_any()
-                .unbind(),
-        }
+                .into_any(),
+        };
+        arr.getattr("flags")?.setattr("writeable", false)?;
+        Ok(arr.unbind())
     };
     let mut out = Vec::new();
     for (m, e) in entries.iter().enumerate() {
@@ -319,9 +322,9 @@ fn py_kernels<'py>(
                 validate_features(features, x.as_array().ncols())
                     .map_err(|e| PyErr::from(of_kernel(m, e)))?;
             }
-            let xa = columns(a, features);
+            let xa = columns(a, features)?;
             let (xb, n_cols) = match b {
-                Some(b) => (columns(b, features), b.as_array().nrows()),
+                Some(b) => (columns(b, features)?, b.as_array().nrows()),
                 None => (xa.clone_ref(py), a.as_array().nrows()),
             };
             out.push(PyBlockKernel {
@@ -817,9 +820,11 @@ fn nystroem_features<'py>(
 
 /// Normalisation statistics from per-kernel sums of the raw training kernels: `row_sums`
 /// `(M, n)` (or `(M, 0)` without centring), the diagonals `(M, n)` and the sums of all entries
-/// `(M,)`; the same statistics (same code) as `gram_fit` computes from the whole kernels.
+/// `(M,)`; the same statistics (same code) as `gram_fit` computes from the whole kernels,
+/// which also checks the diagonals of the kernels `check_psd` (Python functions) before any
+/// normalisation.
 #[pyfunction]
-#[pyo3(signature = (normalize, center, row_sums, diag, totals))]
+#[pyo3(signature = (normalize, center, row_sums, diag, totals, check_psd=Vec::new()))]
 fn norm_stats<'py>(
     py: Python<'py>,
     normalize: &str,
@@ -827,6 +832,7 @@ fn norm_stats<'py>(
     row_sums: PyReadonlyArray2<'py, f64>,
     diag: PyReadonlyArray2<'py, f64>,
     totals: PyReadonlyArray1<'py, f64>,
+    check_psd: Vec<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let normalization = Normalization::parse(normalize)?;
     let (d, r, t) = (diag.as_array(), row_sums.as_array(), totals.as_array());
@@ -856,7 +862,13 @@ fn norm_stats<'py>(
                 None,
             )
         })
-        .collect();
+        .collect::<Vec<_>>();
+    for &k in &check_psd {
+        if let Some(st) = per.get(k) {
+            // The sums may come from float32 kernels: float32's rounding.
+            st.check_diagonal(k, 1e-6)?;
+        }
+    }
     stats_to_dict(py, NormStats::collect(normalization, center, n, per, None))
 }
 

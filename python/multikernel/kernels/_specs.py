@@ -375,6 +375,10 @@ class Callable(Kernel):
     of the stack against all its columns, taking the GIL only for each call, so the other
     kernels are computed meanwhile; for the training kernel, ``fn(X_rows, X)``. Spherical
     normalisation of new points also calls ``fn(A, A)`` for their self-values ``k(a, a)``.
+    ``A`` and ``B`` are read-only views of the caller's points (or of copies of the selected
+    columns): a function that writes to them gets numpy's ``ValueError`` (assignment
+    destination is read-only) and the caller's ``X`` is never changed; copy them first
+    (``np.array(A)``) where writable arrays are needed.
 
     A named metric pickles (a fitted :class:`KernelBank` or estimator with it too); a lambda or
     a local function does not (use a module-level function to pickle). :class:`FeatureBank`
@@ -411,9 +415,12 @@ class Callable(Kernel):
     shape, :class:`~multikernel.exceptions.NonFiniteError` for a NaN or infinite value and
     :class:`~multikernel.exceptions.KernelNotSymmetricError` for a training kernel that is not
     symmetric (to rounding), and :class:`~multikernel.exceptions.KernelNotPSDError` when the
-    normalised training kernel breaks a condition every PSD kernel meets (a negative diagonal
-    entry, or ``|K_ij| > sqrt(K_ii K_jj)``), each with ``kernel`` the index of the
-    specification; an exception raised by ``fn`` itself propagates as it is. MKL needs PSD
+    training kernel breaks a condition every PSD kernel meets: a negative diagonal entry
+    (checked on the raw kernel, or the centred one with ``center=True``, before any
+    normalisation, which would otherwise hide it), ``|K_ij| > sqrt(K_ii K_jj)`` once
+    normalised, or under the spherical normalisation a negative self-value ``k(a, a)`` of a
+    new point; each with ``kernel`` the index of the specification. An exception raised by
+    ``fn`` itself propagates as it is. MKL needs PSD
     kernels: ``"additive_chi2"`` is only conditionally PSD (its diagonal is 0), so it is
     refused unless ``center=True`` makes it PSD; ``"sigmoid"`` is not PSD in general.
 
@@ -474,9 +481,7 @@ class Callable(Kernel):
         with ``params``, or scikit-learn's ``pairwise_kernels`` with the metric."""
         kwargs = dict(self.params)
         if isinstance(self.fn, str):
-            from sklearn.metrics.pairwise import pairwise_kernels
-
-            return functools.partial(pairwise_kernels, metric=self.fn, **kwargs)
+            return functools.partial(_pairwise_metric, metric=self.fn, **kwargs)
         return functools.partial(self.fn, **kwargs) if kwargs else self.fn
 
     def _to_tuple(self) -> _SpecTuple:
@@ -494,6 +499,16 @@ class Callable(Kernel):
 
 #: Alias of :class:`Kernel`, kept for compatibility (it was the union of the four kernels).
 KernelSpec: TypeAlias = Kernel
+
+
+def _pairwise_metric(
+    A: NDArray[np.float64], B: NDArray[np.float64], *, metric: str, **kwargs: Any
+) -> Any:
+    """scikit-learn's ``pairwise_kernels`` of ``metric`` on copies of the engine's read-only
+    blocks (some of its compiled metrics, e.g. ``additive_chi2``, take writable arrays only)."""
+    from sklearn.metrics.pairwise import pairwise_kernels
+
+    return pairwise_kernels(np.array(A), np.array(B), metric=metric, **kwargs)
 
 
 def _flist(features: Features | None) -> list[int] | None:
