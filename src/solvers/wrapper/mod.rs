@@ -55,7 +55,10 @@
 //!    [`CheckSchedule`](crate::solvers::schedule::CheckSchedule): for the hinge-type losses
 //!    a set of points `W` (the first iterate's support vectors and margin violators), whose
 //!    restricted iterates solve SMO on `K_m[W, W]` and certify the whole problem's `D` (their
-//!    `P` is recorded as `+∞`); for the smooth losses, whose dense `β` makes the forms read
+//!    `P` is recorded as `+∞`), each standing for the whole problem only once no point outside
+//!    `W` violates optimality at its weights (else they join `W` and the weights are solved
+//!    again before the trust region judges the step: `J_W ≤ J` can be least far below the
+//!    whole problem's scale, at `w = 0` on pima); for the smooth losses, whose dense `β` makes the forms read
 //!    every kernel whole, a set of kernels (those with a weight or a negative gradient), whose
 //!    restricted iterates read only theirs and certify the whole problem's `P` (their `D`
 //!    bounds the restricted problem only).

@@ -55,11 +55,18 @@ pub(super) fn box_qp(h: &Mat<f64>, g: &[f64], lo: &[f64], hi: &[f64]) -> Vec<f64
             }
         }
         clear_upper_simd_state();
-        let p: Vec<f64> = (0..nf).map(|a| rhs[(a, 0)]).collect();
-        if p.iter().any(|v| !v.is_finite()) {
-            break;
-        }
+        let mut p: Vec<f64> = (0..nf).map(|a| rhs[(a, 0)]).collect();
         let mut t = 1.0f64;
+        if p.iter().any(|v| !v.is_finite()) {
+            // No curvature to stop the Newton step (a model with no free support vectors is
+            // linear): along steepest descent, to its minimum or the first bound.
+            p = free.iter().map(|&a| -grad[a]).collect();
+            let pp: f64 = p.iter().map(|v| v * v).sum();
+            let php: f64 = (0..nf)
+                .map(|a| p[a] * (0..nf).map(|b| h[(free[a], free[b])] * p[b]).sum::<f64>())
+                .sum();
+            t = if php > 0.0 { pp / php } else { f64::INFINITY };
+        }
         let mut block = None;
         for (a, &r) in free.iter().enumerate() {
             let limit = if p[a] > 0.0 {
@@ -73,6 +80,10 @@ pub(super) fn box_qp(h: &Mat<f64>, g: &[f64], lo: &[f64], hi: &[f64]) -> Vec<f64
                 t = limit.max(0.0);
                 block = Some((r, p[a] > 0.0));
             }
+        }
+        if !t.is_finite() {
+            // Unbounded: only an infinite box (never the wrapper's) leaves no bound to meet.
+            break;
         }
         for (a, &r) in free.iter().enumerate() {
             x[r] = (x[r] + t * p[a]).clamp(lo[r], hi[r]);
@@ -120,5 +131,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A model without curvature (no free support vectors, the regularisation below the
+    /// smallest normal number: the Newton direction overflows) goes to the bounds its
+    /// gradient points at.
+    #[test]
+    fn box_qp_without_curvature_goes_to_the_bounds() {
+        let h = Mat::from_fn(3, 3, |a, b| if a == b { 1e-318 } else { 0.0 });
+        let x = box_qp(&h, &[-0.1, -0.2, 0.3], &[0.0, 0.0, -1.0], &[3.0, 2.0, 1.0]);
+        assert_eq!(x, vec![3.0, 2.0, -1.0]);
     }
 }

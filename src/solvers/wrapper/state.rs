@@ -27,6 +27,9 @@ impl Solver for Wrapper<'_> {
         // A working set formed during this iteration restricts the next ones only.
         let restricted = self.restricted();
         let (point, j) = self.solve(d)?;
+        if let Some(grew) = self.incomplete_points(&point)? {
+            return Ok(grew);
+        }
         if let Some(refused) = self.judge(d, j, restricted) {
             return Ok(refused);
         }
