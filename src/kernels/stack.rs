@@ -205,10 +205,9 @@ fn worst_below_diagonal(n: usize, score: impl Fn(usize, usize) -> f64) -> (usize
 }
 
 /// The side of the square tiles in which [`DenseStack::validate`] visits a kernel. Long row
-/// segments keep the hardware prefetchers streaming a tile and its mirror tile: measured at
-/// n = 1000, M = 50 on 2 threads, the check runs at the speed of one streaming read of the
-/// stack with tiles of 512 (or blocks of 64 rows and all their columns); tiles of 256 took
-/// 1.15× as long, tiles of 64 1.8×.
+/// segments keep the hardware prefetchers streaming a tile and its mirror tile; tiles of 256
+/// took 1.15× as long at n = 1000, M = 50, tiles of 64 1.8× (docs/performance.md, "Checking a
+/// stack", for the check's cost against one pass over the stack).
 const TILE: usize = 512;
 
 /// The 4×4 blocks of a tile strictly below the diagonal: block rows `r0..ie`, block columns
@@ -274,38 +273,34 @@ impl Blocks {
         let (mut df, mut ex) = (lane(&st.diff), lane(&st.excess));
         let abs = |v: __m256d| _mm256_andnot_pd(_mm256_set1_pd(-0.0), v);
         let zero = _mm256_setzero_pd();
-        // Two block rows at a time: their mirror blocks share each mirror row's cache line
-        // (columns i..i+8), which is then read from memory once and used whole.
-        for i8 in (self.r0..self.ie).step_by(8) {
-            let last = if i8 + 4 < self.ie { i8 + 4 } else { i8 };
-            for j in (self.c0..self.je.min(last)).step_by(4) {
-                for i in [i8, i8 + 4] {
-                    if i >= self.ie || j >= i {
-                        continue;
-                    }
-                    let (u0, u1) = (load(j * n + i), load((j + 1) * n + i));
-                    let (u2, u3) = (load((j + 2) * n + i), load((j + 3) * n + i));
-                    let (t0, t1) = (_mm256_unpacklo_pd(u0, u1), _mm256_unpackhi_pd(u0, u1));
-                    let (t2, t3) = (_mm256_unpacklo_pd(u2, u3), _mm256_unpackhi_pd(u2, u3));
-                    let ut = [
-                        _mm256_permute2f128_pd(t0, t2, 0x20),
-                        _mm256_permute2f128_pd(t1, t3, 0x20),
-                        _mm256_permute2f128_pd(t0, t2, 0x31),
-                        _mm256_permute2f128_pd(t1, t3, 0x31),
-                    ];
-                    let rj = _mm256_loadu_pd(roots.as_ptr().add(j));
-                    for (a, &uta) in ut.iter().enumerate() {
-                        let x = load((i + a) * n + j);
-                        // SymmetryStats::add_pair, four lanes at once (`max` for its `if`s: they
-                        // differ only on NaN, which `finite` reports first).
-                        let d = _mm256_sub_pd(x, uta);
-                        fin = _mm256_fmadd_pd(zero, d, fin);
-                        let ax = abs(x);
-                        sc = _mm256_max_pd(sc, _mm256_max_pd(ax, abs(uta)));
-                        df = _mm256_max_pd(df, abs(d));
-                        let bound = _mm256_mul_pd(_mm256_set1_pd(roots[i + a]), rj);
-                        ex = _mm256_max_pd(ex, _mm256_sub_pd(ax, bound));
-                    }
+        // One block row at a time: its 4 rows and the 4 mirror rows of each block are the
+        // only streams in flight. Two or four block rows at once (sharing each mirror row's
+        // cache lines) measured 1.3-2.4x slower at n = 166-3000: more row streams than the
+        // hardware prefetchers follow (docs/performance.md, "Checking a stack").
+        for i in (self.r0..self.ie).step_by(4) {
+            for j in (self.c0..self.je.min(i)).step_by(4) {
+                let (u0, u1) = (load(j * n + i), load((j + 1) * n + i));
+                let (u2, u3) = (load((j + 2) * n + i), load((j + 3) * n + i));
+                let (t0, t1) = (_mm256_unpacklo_pd(u0, u1), _mm256_unpackhi_pd(u0, u1));
+                let (t2, t3) = (_mm256_unpacklo_pd(u2, u3), _mm256_unpackhi_pd(u2, u3));
+                let ut = [
+                    _mm256_permute2f128_pd(t0, t2, 0x20),
+                    _mm256_permute2f128_pd(t1, t3, 0x20),
+                    _mm256_permute2f128_pd(t0, t2, 0x31),
+                    _mm256_permute2f128_pd(t1, t3, 0x31),
+                ];
+                let rj = _mm256_loadu_pd(roots.as_ptr().add(j));
+                for (a, &uta) in ut.iter().enumerate() {
+                    let x = load((i + a) * n + j);
+                    // SymmetryStats::add_pair, four lanes at once (`max` for its `if`s: they
+                    // differ only on NaN, which `finite` reports first).
+                    let d = _mm256_sub_pd(x, uta);
+                    fin = _mm256_fmadd_pd(zero, d, fin);
+                    let ax = abs(x);
+                    sc = _mm256_max_pd(sc, _mm256_max_pd(ax, abs(uta)));
+                    df = _mm256_max_pd(df, abs(d));
+                    let bound = _mm256_mul_pd(_mm256_set1_pd(roots[i + a]), rj);
+                    ex = _mm256_max_pd(ex, _mm256_sub_pd(ax, bound));
                 }
             }
         }
