@@ -40,7 +40,10 @@ use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::Model;
 use crate::solvers::witness::PsdCheck;
 
+mod free;
 mod newton;
+
+use free::{FreeBlocks, Moved, FREE_GAMMA};
 
 /// How the mirror step `η_t` is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,6 +226,8 @@ struct State {
     gamma: Vec<f64>,
     /// Membership of the working set.
     in_set: Vec<bool>,
+    /// The free groups' unpenalised blocks ([`free`]).
+    blocks: FreeBlocks,
 }
 
 impl State {
@@ -239,22 +244,33 @@ impl State {
             lambda,
             gamma: vec![1.0 / j as f64; j],
             in_set: vec![true; m],
+            blocks: FreeBlocks::new(groups),
         }
     }
 
-    /// `θ_jk = λ_jk/γ_j` (zero off the working set).
-    fn theta(&self, groups: &Groups) -> Vec<f64> {
-        self.lambda
+    /// `θ_jk = λ_jk/γ_j` (zero off the working set), and the proximal weight `τ` (the largest
+    /// of them) that the free groups' kernels take ([`free`]).
+    fn theta(&self, groups: &Groups) -> (Vec<f64>, f64) {
+        let free = &self.blocks.free;
+        let mut theta: Vec<f64> = self
+            .lambda
             .iter()
             .zip(groups.ids())
             .map(|(&l, &j)| {
-                if l > 0.0 && self.gamma[j] > 0.0 {
+                if l > 0.0 && self.gamma[j] > 0.0 && !free[j] {
                     l / self.gamma[j]
                 } else {
                     0.0
                 }
             })
-            .collect()
+            .collect();
+        let tau = theta.iter().fold(0.0f64, |a, &t| a.max(t));
+        for (t, &j) in theta.iter_mut().zip(groups.ids()) {
+            if free[j] {
+                *t = tau;
+            }
+        }
+        (theta, tau)
     }
 
     fn set(&self) -> Vec<usize> {
@@ -345,7 +361,10 @@ impl State {
         if eta.is_nan() || eta <= 0.0 {
             return;
         }
-        for g in groups.members() {
+        for (j, g) in groups.members().iter().enumerate() {
+            if self.blocks.free[j] {
+                continue;
+            }
             let low = g
                 .iter()
                 .filter(|&&k| self.in_set[k])
@@ -431,10 +450,16 @@ impl State {
 
     /// [Nath] eq. 6 given `q` on the set: `γ_j ∝ √W_j`.
     fn gamma_step(&mut self, groups: &Groups, quad: &[f64]) {
+        let free = &self.blocks.free;
         let roots: Vec<f64> = groups
             .members()
             .iter()
-            .map(|g| {
+            .zip(free)
+            .map(|(g, &free)| {
+                // A free group is out of the saddle form: γ_j = 0.
+                if free {
+                    return 0.0;
+                }
                 g.iter()
                     .map(|&k| self.lambda[k] * quad[k].max(0.0))
                     .sum::<f64>()
@@ -580,15 +605,28 @@ struct Step {
     /// `λ` was reset after the certificate (the set formed, or grown by seeded weights): the
     /// step rule restarts.
     restart: bool,
+    /// The free kernels' blocks after this step's proximal step (`A[k] = v⁺_k`).
+    moved: Vec<Moved>,
+    /// The kernel weights reported: `θ`, a free kernel's `s_k / max_{k'∈G_j} sqrt(q_k')` (its
+    /// weight `λ/γ_j` at the saddle, `GroupPenalty::kernel_weights`'s rule).
+    reported: Vec<f64>,
 }
 
 impl Step {
     /// The model at `β`: the weights `θ/Σθ` and the block norms of `scale·A`.
     fn model(&self, beta: &[f64]) -> Model {
-        let total: f64 = self.theta.iter().sum();
-        let weights = self.theta.iter().map(|t| t / total).collect();
+        let total: f64 = self.reported.iter().sum();
+        let weights = self.reported.iter().map(|t| t / total).collect();
         let norms = self.norms.iter().map(|s| self.scale * s).collect();
-        Model::outer(&self.theta, beta, self.scale, self.b, weights, norms)
+        let mut model = Model::outer(&self.theta, beta, self.scale, self.b, weights, norms);
+        let n = beta.len();
+        for mv in &self.moved {
+            let row = &mut model.coef[mv.kernel * n..(mv.kernel + 1) * n];
+            row.iter_mut()
+                .zip(&mv.coef)
+                .for_each(|(a, v)| *a = self.scale * v);
+        }
+        model
     }
 }
 
@@ -634,6 +672,7 @@ impl Solver for Mirror<'_> {
         let state = &mut self.state;
         self.stepper
             .step(state, quad, st.primal, restart, groups, iterate.as_ref());
+        self.revise_free(st);
         Ok(())
     }
 }
@@ -682,18 +721,23 @@ impl<'s> Mirror<'s> {
     /// value and dual loss term.
     fn solve(&mut self, d: &Driver<'_>) -> Result<Step> {
         let (stack, y, c, cfg) = (self.stack, self.y, &self.c, self.cfg);
-        let theta = self.state.theta(self.groups);
+        let (theta, tau) = self.state.theta(self.groups);
         let tol = inner_tol(d.inner_tol(), cfg);
+        // The free groups' blocks enter as a fixed function of the model ([`free`]).
+        self.solver.set_offset(self.state.blocks.offset(y.len()));
         let (f, b) =
             self.solver
                 .solve_combined(stack, y, c, &theta, tol, &mut self.k_eff, d.interrupt)?;
+        let f = self.solver.shifted(&f);
         let beta = self.solver.beta();
         let set = self.state.set();
-        // The second-order step needs every `K_jk β` on the set, from the same one pass.
+        // The second-order step needs every `K_jk β` on the set, from the same one pass; its
+        // model knows nothing of the free groups' blocks.
         let second = cfg.step == StepRule::Newton
             && newton::dual_box(cfg.loss, c).is_some()
             && set.len() <= NEWTON_MAX
-            && self.solver.alpha().is_some();
+            && self.solver.alpha().is_some()
+            && !self.state.blocks.any();
         // The logistic dual is evaluated at the model's natural point, feasible at any scale
         // (docs/mathematics.md §1.3); `b` becomes the best intercept, the primal's too.
         let natural = natural_dual(cfg.loss, c, y, &f, b);
@@ -701,11 +745,21 @@ impl<'s> Mirror<'s> {
         let hat = natural.map(|n| n.1);
         let (quad, hat_quad) = (&mut self.quad, &mut self.hat_quad);
         let products = read_set(stack, beta, hat.as_deref(), &set, second, quad, hat_quad);
-        let norms: Vec<f64> = theta
+        let moved = self.state.blocks.step(stack, self.groups, beta, tau, quad);
+        let mut norms: Vec<f64> = theta
             .iter()
             .zip(&self.quad)
             .map(|(t, q)| t * q.max(0.0).sqrt())
             .collect();
+        let mut reported = theta.clone();
+        for mv in &moved {
+            norms[mv.kernel] = mv.norm;
+            let members = &self.groups.members()[self.groups.ids()[mv.kernel]];
+            let top = members.iter().map(|&k| self.quad[k]).fold(0.0f64, f64::max);
+            if top > 0.0 {
+                reported[mv.kernel] = mv.norm / top.sqrt();
+            }
+        }
         let penalty = group_penalty(&norms, self.groups);
         let primal = cfg.loss.weighted_total(y, &f, b, c) + penalty;
         // The model `scale·A` with intercept `b` (the margin lift of the hinge loss).
@@ -727,7 +781,74 @@ impl<'s> Mirror<'s> {
             second,
             products,
             restart: false,
+            moved,
+            reported,
         })
+    }
+
+    /// The free groups after a step ([`free`]): the free kernels' proximal steps are kept; a
+    /// free group whose norm sum exceeds every penalised group's rejoins the saddle form (`λ`
+    /// from its block norms, `γ_j` the largest); a penalised group (not the one of largest
+    /// `γ`) whose `γ_j` fell below [`FREE_GAMMA`] of the largest while its norm sum is at
+    /// least that fraction of the largest group's is freed at the step's blocks `θ_k β`.
+    fn revise_free(&mut self, st: Step) {
+        let groups = self.groups;
+        let n = self.y.len();
+        for mv in st.moved {
+            self.state.blocks.coef[mv.kernel] = mv.coef;
+            self.state.blocks.values[mv.kernel] = mv.values;
+        }
+        let sums: Vec<f64> = groups
+            .members()
+            .iter()
+            .map(|g| g.iter().map(|&k| st.norms[k]).sum())
+            .collect();
+        let state = &mut self.state;
+        let penalised = (0..groups.len())
+            .filter(|&j| !state.blocks.free[j])
+            .map(|j| sums[j])
+            .fold(0.0f64, f64::max);
+        for (j, g) in groups.members().iter().enumerate() {
+            if state.blocks.free[j] && sums[j] > penalised {
+                state.blocks.join(groups, j);
+                for &k in g {
+                    state.lambda[k] = if sums[j] > 0.0 {
+                        st.norms[k] / sums[j]
+                    } else {
+                        1.0 / g.len() as f64
+                    };
+                    state.in_set[k] = true;
+                }
+                state.gamma[j] = state.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
+            }
+        }
+        let top_sum = sums.iter().fold(0.0f64, |a, &v| a.max(v));
+        let top_gamma = state.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
+        let lead = state.gamma.iter().position(|&v| v == top_gamma);
+        let beta = self.solver.beta();
+        for (j, g) in groups.members().iter().enumerate() {
+            let carries = sums[j] > 0.0 && sums[j] >= FREE_GAMMA * top_sum;
+            if state.blocks.free[j] || Some(j) == lead || !carries {
+                continue;
+            }
+            if state.gamma[j] < FREE_GAMMA * top_gamma {
+                let kb: Vec<Vec<f64>> = g
+                    .iter()
+                    .map(|&k| {
+                        let mut out = vec![0.0; n];
+                        self.stack.matvec(k, beta, &mut out);
+                        out
+                    })
+                    .collect();
+                state.blocks.free_group(groups, j, &st.theta, beta, &kb);
+                g.iter().for_each(|&k| state.in_set[k] = true);
+                state.gamma[j] = 0.0;
+            }
+        }
+        let total: f64 = state.gamma.iter().sum();
+        if total > 0.0 {
+            state.gamma.iter_mut().for_each(|v| *v /= total);
+        }
     }
 
     /// The dual point of a step (its natural point for the logistic loss, else `β`) and the

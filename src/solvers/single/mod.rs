@@ -11,7 +11,8 @@ use crate::interrupt::Interrupt;
 use crate::kernels::{weighted, weighted_factors, KernelStack, OnDemandStack};
 use crate::losses::Loss;
 use crate::solvers::smo::{
-    l2svm, svc, svr, CachedColumns, DenseKernel, KernelColumns, SmoOptions, SvmSolution,
+    l2svm_shifted, svc_shifted, svr, CachedColumns, DenseKernel, KernelColumns, SmoOptions,
+    SvmSolution,
 };
 use newton::NewtonSolver;
 pub(crate) use newton::{bordered_many, dense_matvec, KernelOp};
@@ -28,6 +29,8 @@ pub enum SingleKernel {
         /// The warm start of the next solve when it is not the last solution.
         warm: Option<Vec<f64>>,
         zero: Vec<f64>,
+        /// A fixed function added to the model (`f = K_θ β + o + b`), empty for none.
+        offset: Vec<f64>,
     },
     Newton(NewtonSolver),
 }
@@ -45,6 +48,7 @@ impl SingleKernel {
                 last: None,
                 warm: None,
                 zero: vec![0.0; y.len()],
+                offset: Vec::new(),
             },
         })
     }
@@ -92,11 +96,13 @@ impl SingleKernel {
             y,
             last,
             warm,
+            offset,
             ..
         } = self
         else {
             unreachable!("SMO losses only")
         };
+        let o = (!offset.is_empty()).then_some(offset.as_slice());
         let opts = SmoOptions {
             eps: tol,
             ..SmoOptions::default()
@@ -107,10 +113,15 @@ impl SingleKernel {
         };
         let cs = c.as_slice();
         let sol = match *loss {
-            Loss::Hinge => svc(kernel, y, cs, &opts, warm, interrupt)?,
-            Loss::SquaredHinge => l2svm(kernel, y, cs, &opts, warm, interrupt)?,
+            Loss::Hinge => svc_shifted(kernel, y, cs, o, &opts, warm, interrupt)?,
+            Loss::SquaredHinge => l2svm_shifted(kernel, y, cs, o, &opts, warm, interrupt)?,
             Loss::EpsilonInsensitive { epsilon } => {
-                svr(kernel, y, cs, epsilon, &opts, warm, interrupt)?
+                // The offset moves the targets: |y − o − f − b|_ε.
+                let t: Vec<f64> = match o {
+                    Some(o) => y.iter().zip(o).map(|(y, o)| y - o).collect(),
+                    None => y.clone(),
+                };
+                svr(kernel, &t, cs, epsilon, &opts, warm, interrupt)?
             }
             Loss::Squared | Loss::Logistic => unreachable!("Newton losses"),
         };
@@ -140,13 +151,15 @@ impl SingleKernel {
                 s.solve(op, tol, interrupt)?;
                 let mut f = vec![0.0; n];
                 op.matvec(&s.beta, &mut f);
-                let b = s.loss().best_intercept(y, &f, c, s.b);
+                let b = s.loss().best_intercept(y, &s.shifted(&f), c, s.b);
                 return Ok((f, b));
             }
         }
         if let (SingleKernel::Smo { .. }, Some(od)) = (&*self, stack.on_demand()) {
             let f = self.solve_on_demand(od, theta, tol, interrupt)?;
-            let b = self.loss().best_intercept(y, &f, c, self.intercept());
+            let b = self
+                .loss()
+                .best_intercept(y, &self.shifted(&f), c, self.intercept());
             return Ok((f, b));
         }
         k_theta.resize(n * n, 0.0);
@@ -154,8 +167,31 @@ impl SingleKernel {
         self.solve(k_theta, tol, interrupt)?;
         let mut f = vec![0.0; n];
         dense_matvec(k_theta, self.beta(), &mut f);
-        let b = self.loss().best_intercept(y, &f, c, self.intercept());
+        let b = self
+            .loss()
+            .best_intercept(y, &self.shifted(&f), c, self.intercept());
         Ok((f, b))
+    }
+
+    /// Adds the fixed function `o` to the model of the next solves, `f = K_θ β + o + b`
+    /// (empty: none). Group MKL's unpenalised blocks (docs/mathematics.md §4, "Free groups").
+    pub(crate) fn set_offset(&mut self, o: Vec<f64>) {
+        match self {
+            SingleKernel::Newton(s) => s.offset = o,
+            SingleKernel::Smo { offset, .. } => *offset = o,
+        }
+    }
+
+    /// `f + o`, the model values of `f = K_θ β` with the offset.
+    pub(crate) fn shifted(&self, f: &[f64]) -> Vec<f64> {
+        let o = match self {
+            SingleKernel::Newton(s) => &s.offset,
+            SingleKernel::Smo { offset, .. } => offset,
+        };
+        if o.is_empty() {
+            return f.to_vec();
+        }
+        f.iter().zip(o).map(|(a, b)| a + b).collect()
     }
 
     /// Solves by SMO on `K_θ = Σ_m θ_m K_m` of a stack computed on demand, whose columns are

@@ -314,9 +314,15 @@ pub(crate) fn dense_matvec(k: &[f64], v: &[f64], out: &mut [f64]) {
 }
 
 /// `Σ c_i ℓ(y_i, f_i) + ½ βᵀ K β` with `f = Kβ + b`, given `Kβ`.
-fn objective(loss: Loss, c: &[f64], y: &[f64], kb: &[f64], beta: &[f64], b: f64) -> f64 {
+fn objective(loss: Loss, c: &[f64], y: &[f64], kb: &[f64], beta: &[f64], b: f64, o: &[f64]) -> f64 {
     let reg: f64 = beta.iter().zip(kb).map(|(x, k)| x * k).sum();
-    loss.weighted_total(y, kb, b, c) + 0.5 * reg
+    let data = if o.is_empty() {
+        loss.weighted_total(y, kb, b, c)
+    } else {
+        let f: Vec<f64> = kb.iter().zip(o).map(|(a, b)| a + b).collect();
+        loss.weighted_total(y, &f, b, c)
+    };
+    data + 0.5 * reg
 }
 
 /// The floor on the curvature `w = ℓ''` of the Newton systems, for a kernel of mean diagonal
@@ -355,12 +361,22 @@ pub struct NewtonSolver {
     /// The last solve's factorisation of its system, when it was the last system (squared
     /// loss).
     pub(super) factored: Option<Factored>,
+    /// A fixed function added to the model, `f = Kβ + o + b` (empty: none).
+    pub(super) offset: Vec<f64>,
 }
 
 impl NewtonSolver {
     /// The loss being fitted.
     pub(super) fn loss(&self) -> Loss {
         self.loss
+    }
+
+    /// `f + o`, the model values with the offset.
+    pub(super) fn shifted(&self, f: &[f64]) -> Vec<f64> {
+        if self.offset.is_empty() {
+            return f.to_vec();
+        }
+        f.iter().zip(&self.offset).map(|(a, b)| a + b).collect()
     }
 
     pub(super) fn new(loss: Loss, c: &[f64], y: &[f64]) -> Result<Self> {
@@ -381,6 +397,7 @@ impl NewtonSolver {
             pcg_min: PCG_MIN_POINTS,
             precond: None,
             factored: None,
+            offset: Vec::new(),
         })
     }
 
@@ -465,8 +482,17 @@ impl NewtonSolver {
         let c = self.c.as_slice();
         if self.loss == Loss::Squared {
             let d: Vec<f64> = c.iter().map(|ci| 1.0 / ci).collect();
-            let (beta, b, how) =
-                Self::bordered(k, precond, &d, &self.y, &self.beta, None, 0.0, 1e-10)?;
+            // The offset moves the targets: (y − o − f − b)².
+            let r: Vec<f64> = match self.offset.is_empty() {
+                true => self.y.clone(),
+                false => self
+                    .y
+                    .iter()
+                    .zip(&self.offset)
+                    .map(|(y, o)| y - o)
+                    .collect(),
+            };
+            let (beta, b, how) = Self::bordered(k, precond, &d, &r, &self.beta, None, 0.0, 1e-10)?;
             if let Solved::Factored(factor) = how {
                 // The Hessian of the l1 wrapper solves more systems with this matrix.
                 self.factored = Some(Factored { d, factor });
@@ -481,8 +507,29 @@ impl NewtonSolver {
         // The warm start's intercept belongs to the last kernel: re-fitted to this one
         // (1-D, O(n) per step), since a stale `b` can leave points misclassified by hundreds
         // when the kernel's scale is large, where Newton's quadratic model is useless.
-        self.b = self.loss.best_intercept(&self.y, &kb, c, self.b);
-        let mut obj = objective(self.loss, c, &self.y, &kb, &self.beta, self.b);
+        self.b = self
+            .loss
+            .best_intercept(&self.y, &self.shifted(&kb), c, self.b);
+        let o = std::mem::take(&mut self.offset);
+        let out = self.newton_steps(k, precond, tol, interrupt, kb, &o);
+        self.offset = o;
+        out
+    }
+
+    /// The damped Newton steps of [`NewtonSolver::solve_with`] from `β` (`kb = Kβ`) for a
+    /// smooth loss on `f = Kβ + o + b`.
+    fn newton_steps(
+        &mut self,
+        k: KernelOp<'_>,
+        precond: Option<&[f64]>,
+        tol: f64,
+        interrupt: &dyn Interrupt,
+        mut kb: Vec<f64>,
+        o: &[f64],
+    ) -> Result<()> {
+        let n = self.y.len();
+        let c = self.c.as_slice();
+        let mut obj = objective(self.loss, c, &self.y, &kb, &self.beta, self.b, o);
         let mut kb_new = vec![0.0; n];
         let w_min = curvature_floor(self.c_max, k.mean_diag(n));
         self.iterations = 0;
@@ -495,10 +542,12 @@ impl NewtonSolver {
             let mut z = vec![0.0; n];
             let mut d = vec![0.0; n];
             for i in 0..n {
-                let f = kb[i] + self.b;
+                let shift = o.get(i).copied().unwrap_or(0.0);
+                let f = kb[i] + shift + self.b;
                 let w = self.loss.deriv2(self.y[i], f).max(w_min);
                 let g = self.loss.deriv(self.y[i], f);
-                z[i] = f - g / w;
+                // The system's unknowns are `Kβ + b`: the offset stays on the right.
+                z[i] = f - shift - g / w;
                 d[i] = 1.0 / (c[i] * w);
             }
             let (beta_full, b_full, how) =
@@ -522,7 +571,7 @@ impl NewtonSolver {
                     kb_new[i] = kb[i] + t * (kb_full[i] - kb[i]);
                 }
                 let b_t = self.b + t * (b_full - self.b);
-                let obj_t = objective(self.loss, c, &self.y, &kb_new, &beta_t, b_t);
+                let obj_t = objective(self.loss, c, &self.y, &kb_new, &beta_t, b_t, o);
                 if obj_t <= obj + 1e-14 * obj.abs().max(1.0) {
                     let decrease = obj - obj_t;
                     std::mem::swap(&mut self.beta, &mut beta_t);

@@ -214,24 +214,45 @@ pub fn svc<K: KernelColumns + ?Sized>(
     warm: Option<&[f64]>,
     interrupt: &dyn Interrupt,
 ) -> Result<SvmSolution> {
-    check_labels(y)?;
-    let upper = expand_c(c, y.len())?;
-    classifier(kernel, y, &upper, None, options, warm, interrupt)
+    svc_shifted(kernel, y, c, None, options, warm, interrupt)
 }
 
-/// The two-class dual shared by [`svc`] and [`l2svm`]: `p = −1`, `Δ = 0`, `coef = y ∘ α`.
+/// [`svc`] with a fixed function `o` added to the model, `f(x_i) + o_i + b`: the margin of
+/// point `i` is `1 − y_i o_i`, so `p_i = y_i o_i − 1` (group MKL's unpenalised blocks,
+/// docs/mathematics.md §4).
+pub(crate) fn svc_shifted<K: KernelColumns + ?Sized>(
+    kernel: &K,
+    y: &[f64],
+    c: &[f64],
+    offset: Option<&[f64]>,
+    options: &SmoOptions,
+    warm: Option<&[f64]>,
+    interrupt: &dyn Interrupt,
+) -> Result<SvmSolution> {
+    check_labels(y)?;
+    let upper = expand_c(c, y.len())?;
+    classifier(kernel, y, &upper, None, offset, options, warm, interrupt)
+}
+
+/// The two-class dual shared by [`svc`] and [`l2svm`]: `p = −1` (`y ∘ o − 1` with an offset
+/// `o`), `Δ = 0`, `coef = y ∘ α`.
+#[allow(clippy::too_many_arguments)]
 fn classifier<K: KernelColumns + ?Sized>(
     kernel: &K,
     y: &[f64],
     upper: &[f64],
     diag_shift: Option<&[f64]>,
+    offset: Option<&[f64]>,
     options: &SmoOptions,
     warm: Option<&[f64]>,
     interrupt: &dyn Interrupt,
 ) -> Result<SvmSolution> {
     let n = y.len();
     check_kernel(kernel, n, "labels")?;
-    let p = vec![-1.0; n];
+    let p = match offset {
+        Some(o) => y.iter().zip(o).map(|(y, o)| y * o - 1.0).collect(),
+        None => vec![-1.0; n],
+    };
     let alpha0 = initial_alpha(warm, y, upper, 0.0, || vec![0.0; n])?;
     let spec = QpSpec {
         p: &p,
@@ -262,11 +283,33 @@ pub fn l2svm<K: KernelColumns + ?Sized>(
     warm: Option<&[f64]>,
     interrupt: &dyn Interrupt,
 ) -> Result<SvmSolution> {
+    l2svm_shifted(kernel, y, c, None, options, warm, interrupt)
+}
+
+/// [`l2svm`] with a fixed function `o` added to the model (as [`svc_shifted`]).
+pub(crate) fn l2svm_shifted<K: KernelColumns + ?Sized>(
+    kernel: &K,
+    y: &[f64],
+    c: &[f64],
+    offset: Option<&[f64]>,
+    options: &SmoOptions,
+    warm: Option<&[f64]>,
+    interrupt: &dyn Interrupt,
+) -> Result<SvmSolution> {
     check_labels(y)?;
     let n = y.len();
     let shift: Vec<f64> = expand_c(c, n)?.iter().map(|c| 1.0 / c).collect();
     let upper = vec![f64::INFINITY; n];
-    classifier(kernel, y, &upper, Some(&shift), options, warm, interrupt)
+    classifier(
+        kernel,
+        y,
+        &upper,
+        Some(&shift),
+        offset,
+        options,
+        warm,
+        interrupt,
+    )
 }
 
 /// ε-SVR, libsvm's `solve_epsilon_svr`, with `2n` variables `[α; α*]`:
