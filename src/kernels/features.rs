@@ -178,8 +178,8 @@ pub fn nystroem_landmarks(
     let cols = columns(spec, x.ncols())?;
     let diag: Vec<f64> = (0..n)
         .map(|i| {
-            let sq: f64 = cols.iter().map(|&c| x[(i, c)] * x[(i, c)]).sum();
-            spec.func.self_value(sq)
+            let row: Vec<f64> = cols.iter().map(|&c| x[(i, c)]).collect();
+            spec.func.self_value_of(&row)
         })
         .collect();
     let mut pivots = Vec::new();

@@ -1,7 +1,8 @@
 //! Training and cross Gram matrices of many kernel specifications, in parallel.
 //!
 //! Specifications that read the same feature columns share one inner-product matrix (a faer
-//! matrix product) and, for Laplacian kernels, one ℓ1-distance matrix; each kernel is then an
+//! matrix product) and one matrix of each other pairwise sum they read (ℓ1 distances, χ² sums,
+//! minima: `pairwise`); each kernel is then an
 //! elementwise map of those, computed in parallel over kernels. A bank may also hold
 //! [`BlockKernel`]s, evaluated by the caller (a Python function) in blocks of rows: their raw
 //! Gram matrices are normalised by the same code as the others.
@@ -16,6 +17,7 @@ use rayon::prelude::*;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::normalize::{KernelStats, NormStats, Normalization};
+use crate::kernels::pairwise::{sum_matrix, PairSum};
 use crate::kernels::{DenseStack, Element, KernelFn, KernelSpec};
 use crate::parallel::with_pool;
 
@@ -160,11 +162,116 @@ fn check_finite(x: &ArrayView2<f64>, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The columns `features` of `x` (all when `None`) as a contiguous row-major matrix.
-fn select(x: &ArrayView2<f64>, features: &Option<Vec<usize>>) -> Array2<f64> {
-    match features {
+/// The columns `features` of `x` (all when `None`) as a contiguous row-major matrix, of their
+/// square roots when `sqrt`.
+fn select(x: &ArrayView2<f64>, features: &Option<Vec<usize>>, sqrt: bool) -> Array2<f64> {
+    let mut out = match features {
         None => x.as_standard_layout().into_owned(),
         Some(f) => Array2::from_shape_fn((x.nrows(), f.len()), |(i, j)| x[[i, f[j]]]),
+    };
+    if sqrt {
+        out.mapv_inplace(f64::sqrt);
+    }
+    out
+}
+
+/// The pairwise sums a group of kernels reads, each computed once: the inner products (a
+/// matrix product, column `i` being row `i` of `a bᵀ`) and the others by [`sum_matrix`],
+/// with each point's sum with itself.
+struct PairSums {
+    dot: Option<Mat<f64>>,
+    others: Vec<(PairSum, Vec<f64>)>,
+    nb: usize,
+    own: Vec<(PairSum, Vec<f64>, Vec<f64>)>,
+}
+
+/// The rows of one pairwise-sum matrix.
+#[derive(Clone, Copy)]
+enum SumRows<'s> {
+    /// Column `i` of the inner products `b aᵀ` is row `i` of `a bᵀ`.
+    Columns(&'s Mat<f64>),
+    /// Row-major, rows of `nb` entries.
+    Rows(&'s [f64], usize),
+}
+
+impl<'s> SumRows<'s> {
+    fn row(self, i: usize) -> &'s [f64] {
+        match self {
+            SumRows::Columns(m) => m.col_as_slice(i),
+            SumRows::Rows(s, nb) => &s[i * nb..(i + 1) * nb],
+        }
+    }
+}
+
+impl PairSums {
+    fn of<T: Element>(
+        a: &Array2<f64>,
+        b: &Array2<f64>,
+        symmetric: bool,
+        kernels: &GroupWork<'_, T>,
+        par: Par,
+    ) -> Self {
+        let mut kinds: Vec<PairSum> = kernels.iter().map(|(f, _, _)| f.reads()).collect();
+        kinds.sort_by_key(|k| *k as u8);
+        kinds.dedup();
+        // `select` gives standard-layout (contiguous row-major) matrices.
+        let (fa, fb) = (a.as_slice().unwrap_or(&[]), b.as_slice().unwrap_or(&[]));
+        let d = a.ncols();
+        let mut dot = None;
+        let mut others = Vec::new();
+        for &kind in &kinds {
+            if kind == PairSum::Dot {
+                let mut d = inner_products(a, b, par);
+                if symmetric {
+                    // The product need not be bitwise symmetric; the Gram must be.
+                    for i in 0..a.nrows() {
+                        for j in 0..i {
+                            let v = 0.5 * (d[(i, j)] + d[(j, i)]);
+                            d[(i, j)] = v;
+                            d[(j, i)] = v;
+                        }
+                    }
+                }
+                dot = Some(d);
+            } else {
+                others.push((kind, sum_matrix(kind, fa, fb, d, symmetric)));
+            }
+        }
+        let own = kinds
+            .iter()
+            .map(|&k| {
+                let rows =
+                    |m: &[f64]| -> Vec<f64> { m.chunks(d.max(1)).map(|r| k.own(r)).collect() };
+                (k, rows(fa), rows(fb))
+            })
+            .collect();
+        PairSums {
+            dot,
+            others,
+            nb: b.nrows(),
+            own,
+        }
+    }
+
+    /// The rows of the sum `kind`, and each point's sum with itself (rows of `a`, of `b`).
+    fn get(&self, kind: PairSum) -> (SumRows<'_>, &[f64], &[f64]) {
+        let (_, oa, ob) = self
+            .own
+            .iter()
+            .find(|(k, _, _)| *k == kind)
+            .expect("computed");
+        let rows = match (&self.dot, kind) {
+            (Some(d), PairSum::Dot) => SumRows::Columns(d),
+            _ => {
+                let (_, s) = self
+                    .others
+                    .iter()
+                    .find(|(k, _)| *k == kind)
+                    .expect("computed");
+                SumRows::Rows(s, self.nb)
+            }
+        };
+        (rows, oa, ob)
     }
 }
 
@@ -183,8 +290,9 @@ type GroupWork<'a, T> = Vec<(KernelFn, &'a mut [T], &'a mut [f64])>;
 
 /// What one parallel task of [`raw_kernels`] computes.
 enum Work<'a, T> {
-    /// Specifications sharing their feature columns.
-    Group(&'a Option<Vec<usize>>, GroupWork<'a, T>),
+    /// Specifications sharing their feature columns (and whether they read their square
+    /// roots).
+    Group(&'a Option<Vec<usize>>, bool, GroupWork<'a, T>),
     /// Kernel `m`, computed by the caller block by block.
     Blocks(usize, &'a dyn BlockKernel, &'a mut [T], &'a mut [f64]),
 }
@@ -193,8 +301,8 @@ enum Work<'a, T> {
 /// and the raw self-values `k(a, a)` into `self_values` (`(M, na)`; those of cross block
 /// kernels only when `need_self`, as a call costs one more block).
 ///
-/// Specifications are grouped by the feature columns they read; each group shares one
-/// inner-product matrix (and one ℓ1-distance matrix for Laplacian kernels). Groups and block
+/// Specifications are grouped by the feature columns they read; each group shares one matrix
+/// of each pairwise sum its kernels read (inner products, ℓ1 distances, χ² sums, minima). Groups and block
 /// kernels run in parallel (a bank of many single-feature kernels has many small groups), and
 /// so do the rows within a kernel.
 #[allow(clippy::too_many_arguments)]
@@ -216,13 +324,14 @@ fn raw_kernels<T: Element>(
         match *kernel {
             BankKernel::Blocks(b) => work.push(Work::Blocks(m, b, k, sv)),
             BankKernel::Spec(s) => {
+                let sqrt = s.func.sqrt_input();
                 let group = work.iter_mut().find_map(|w| match w {
-                    Work::Group(f, g) if **f == s.features => Some(g),
+                    Work::Group(f, r, g) if **f == s.features && *r == sqrt => Some(g),
                     _ => None,
                 });
                 match group {
                     Some(g) => g.push((s.func, k, sv)),
-                    None => work.push(Work::Group(&s.features, vec![(s.func, k, sv)])),
+                    None => work.push(Work::Group(&s.features, sqrt, vec![(s.func, k, sv)])),
                 }
             }
         }
@@ -231,9 +340,10 @@ fn raw_kernels<T: Element>(
     let groups = work.iter().filter(|w| matches!(w, Work::Group(..))).count();
     let par = if groups == 1 { Par::rayon(0) } else { Par::Seq };
     work.into_par_iter().try_for_each(|w| match w {
-        Work::Group(features, kernels) => {
+        Work::Group(features, sqrt, kernels) => {
             let count = kernels.len();
-            group_kernels(xa, xb, symmetric, features, kernels, par, interrupt)?;
+            let cols = Columns { features, sqrt };
+            group_kernels(xa, xb, symmetric, cols, kernels, par, interrupt)?;
             interrupt.kernels_done(count);
             Ok(())
         }
@@ -245,66 +355,48 @@ fn raw_kernels<T: Element>(
     })
 }
 
-/// The raw kernels of one group of specifications reading the columns `features`.
+/// The columns a group of specifications reads (all when `None`), of their square roots when
+/// `sqrt`.
+struct Columns<'a> {
+    features: &'a Option<Vec<usize>>,
+    sqrt: bool,
+}
+
+/// The raw kernels of one group of specifications reading the same columns.
 fn group_kernels<T: Element>(
     xa: &ArrayView2<f64>,
     xb: &ArrayView2<f64>,
     symmetric: bool,
-    features: &Option<Vec<usize>>,
+    Columns { features, sqrt }: Columns<'_>,
     mut kernels: GroupWork<'_, T>,
     par: Par,
     interrupt: &dyn Interrupt,
 ) -> Result<()> {
     interrupt.check()?;
-    let (na, nb) = (xa.nrows(), xb.nrows());
-    let a = select(xa, features);
+    let nb = xb.nrows();
+    let a = select(xa, features, sqrt);
     let b = if symmetric {
         a.clone()
     } else {
-        select(xb, features)
+        select(xb, features, sqrt)
     };
-    let mut dot = inner_products(&a, &b, par);
-    if symmetric {
-        // The product need not be bitwise symmetric; the Gram must be.
-        for i in 0..na {
-            for j in 0..i {
-                let v = 0.5 * (dot[(i, j)] + dot[(j, i)]);
-                dot[(i, j)] = v;
-                dot[(j, i)] = v;
-            }
-        }
-    }
-    let sq_a: Vec<f64> = a.rows().into_iter().map(|r| r.dot(&r)).collect();
-    let sq_b: Vec<f64> = b.rows().into_iter().map(|r| r.dot(&r)).collect();
-    let l1 = if kernels.iter().any(|(f, _, _)| f.needs_l1()) {
-        let mut d = vec![0.0; na * nb];
-        d.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
-            let ai = a.row(i);
-            for (j, v) in row.iter_mut().enumerate() {
-                *v = ai.iter().zip(b.row(j)).map(|(p, q)| (p - q).abs()).sum();
-            }
-        });
-        Some(d)
-    } else {
-        None
-    };
+    let sums = PairSums::of(&a, &b, symmetric, &kernels, par);
     for (f, k, sv) in kernels.iter_mut() {
         interrupt.check()?;
         let f = *f;
+        let (s, own_a, own_b) = sums.get(f.reads());
         k.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
             crate::linalg::clear_upper_simd_state();
-            let d = dot.col_as_slice(i);
-            let l = l1.as_ref().map(|l| &l[i * nb..(i + 1) * nb]);
+            let si = s.row(i);
             for (j, v) in row.iter_mut().enumerate() {
-                let sq = if symmetric && i == j {
-                    0.0
+                *v = T::from_f64(if symmetric && i == j {
+                    f.self_value(si[j])
                 } else {
-                    sq_a[i] + sq_b[j] - 2.0 * d[j]
-                };
-                *v = T::from_f64(f.eval(d[j], sq, l.map_or(0.0, |l| l[j])));
+                    f.eval(si[j], own_a[i], own_b[j])
+                });
             }
         });
-        for (s, &q) in sv.iter_mut().zip(&sq_a) {
+        for (s, &q) in sv.iter_mut().zip(own_a) {
             *s = f.self_value(q);
         }
     }
@@ -401,6 +493,7 @@ fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) 
     for (m, kernel) in kernels.iter().enumerate() {
         if let BankKernel::Spec(s) = kernel {
             s.validate(x.ncols()).map_err(|e| of_kernel(m, e))?;
+            s.check_nonnegative(m, name, x.nrows(), x.ncols(), |i, j| x[(i, j)])?;
         }
     }
     Ok(())

@@ -8,6 +8,7 @@ mod lowrank;
 mod normalize;
 mod on_demand;
 mod packed;
+mod pairwise;
 mod rows;
 pub(crate) mod simd;
 mod spec;

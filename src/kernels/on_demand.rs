@@ -19,10 +19,10 @@ use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
 use crate::kernels::normalize::KernelStats;
+use crate::kernels::pairwise::{term, PairSum};
 use crate::kernels::simd::avx2_dispatch;
 use crate::kernels::stack::{nonzeros, weighted};
 use crate::kernels::{Element, KernelFn, KernelSpec, KernelStack, NormStats, Normalization};
-use crate::linalg::dot;
 
 /// The points' columns read by one or more kernels, row-major `(N, d)`.
 struct Block {
@@ -31,6 +31,8 @@ struct Block {
     /// feature contiguously, and the loop over the points vectorises.
     xt: Vec<f64>,
     d: usize,
+    /// `Σ_k x_k` of each point (what the Tanimoto kernel's union reads).
+    sums: Vec<f64>,
 }
 
 /// One kernel: its function, the block of columns it reads and its normalisation.
@@ -114,23 +116,37 @@ fn blocks(
     p: usize,
     specs: &[KernelSpec],
 ) -> Result<(Vec<Block>, Vec<OnKernel>)> {
-    let mut blocks: Vec<(Option<Vec<usize>>, Block)> = Vec::new();
+    let mut blocks: Vec<(Option<Vec<usize>>, bool, Block)> = Vec::new();
     let mut kernels = Vec::with_capacity(specs.len());
-    for spec in specs {
+    for (m, spec) in specs.iter().enumerate() {
         spec.validate(p)?;
-        let block = match blocks.iter().position(|(f, _)| *f == spec.features) {
+        spec.check_nonnegative(m, "X", n, p, |i, j| x[i * p + j])?;
+        // Hellinger reads the square roots of its columns.
+        let sqrt = spec.func.sqrt_input();
+        let found = blocks
+            .iter()
+            .position(|(f, r, _)| *f == spec.features && *r == sqrt);
+        let block = match found {
             Some(b) => b,
             None => {
                 let cols: Vec<usize> = spec.features.clone().unwrap_or((0..p).collect());
                 let d = cols.len();
                 let data: Vec<f64> = (0..n)
                     .flat_map(|i| cols.iter().map(move |&j| x[i * p + j]))
+                    .map(|v| if sqrt { v.sqrt() } else { v })
                     .collect();
                 let xt = (0..d)
                     .flat_map(|k| (0..n).map(move |i| (i, k)))
                     .map(|(i, k)| data[i * d + k])
                     .collect();
-                blocks.push((spec.features.clone(), Block { x: data, xt, d }));
+                let sums = data.chunks(d).map(|r| r.iter().sum()).collect();
+                let block = Block {
+                    x: data,
+                    xt,
+                    d,
+                    sums,
+                };
+                blocks.push((spec.features.clone(), sqrt, block));
                 blocks.len() - 1
             }
         };
@@ -140,7 +156,7 @@ fn blocks(
             scale: 1.0,
         });
     }
-    Ok((blocks.into_iter().map(|(_, b)| b).collect(), kernels))
+    Ok((blocks.into_iter().map(|(_, _, b)| b).collect(), kernels))
 }
 
 impl OnDemandStack {
@@ -341,29 +357,42 @@ impl Shared {
         let xi = &b.x[i * d..(i + 1) * d];
         let col = |f: usize| &b.xt[f * nt + start..f * nt + start + len];
         out.fill(0.0);
+        // The Gaussian accumulates squared distances; the others the sum they read.
+        let kind = match (k.func, k.func.reads()) {
+            (KernelFn::Gaussian { .. }, _) => 0,
+            (_, PairSum::L1) => 1,
+            (_, PairSum::Dot) => 2,
+            (_, PairSum::Chi2) => 3,
+            (_, PairSum::Min) => 4,
+        };
+        for (f, &a) in xi.iter().enumerate() {
+            accumulate::<f64>(out, col(f), a, kind);
+        }
+        self.finish(m, i, out, |t| start + t);
+    }
+
+    /// `out[t] = K_m(x_i, x_{j(t)})`, normalised, from `out[t]` the sum kernel `m` reads
+    /// (the squared distance for the Gaussian).
+    fn finish(&self, m: usize, i: usize, out: &mut [f64], j: impl Fn(usize) -> usize) {
+        let k = &self.kernels[m];
         match k.func {
-            KernelFn::Gaussian { sigma } => {
-                for (f, &a) in xi.iter().enumerate() {
-                    accumulate::<f64>(out, col(f), a, 0);
-                }
-                exp_all::<f64>(out, -1.0 / (2.0 * sigma * sigma));
-            }
-            KernelFn::Laplacian { sigma } => {
-                for (f, &a) in xi.iter().enumerate() {
-                    accumulate::<f64>(out, col(f), a, 1);
-                }
-                exp_all::<f64>(out, -1.0 / sigma);
-            }
-            func => {
-                for (f, &a) in xi.iter().enumerate() {
-                    accumulate::<f64>(out, col(f), a, 2);
-                }
-                if let KernelFn::Polynomial { .. } = func {
-                    out.iter_mut().for_each(|o| *o = func.eval(*o, 0.0, 0.0));
+            KernelFn::Gaussian { sigma } => exp_all::<f64>(out, -1.0 / (2.0 * sigma * sigma)),
+            KernelFn::Laplacian { sigma } => exp_all::<f64>(out, -1.0 / sigma),
+            KernelFn::Chi2 { gamma } => exp_all::<f64>(out, -gamma),
+            KernelFn::Linear | KernelFn::Intersection | KernelFn::Hellinger => {}
+            f => {
+                // Polynomial (of the inner product) and Tanimoto (of the minima and sums).
+                let sums = &self.blocks[k.block].sums;
+                for (t, o) in out.iter_mut().enumerate() {
+                    *o = if j(t) == i {
+                        f.self_value(*o)
+                    } else {
+                        f.eval(*o, sums[i], sums[j(t)])
+                    };
                 }
             }
         }
-        self.normalise(m, i, out, |t| start + t);
+        self.normalise(m, i, out, j);
     }
 
     /// Scales `out[t] = K_m(x_i, x_{j(t)})` by the normalisation of kernel `m`.
@@ -391,32 +420,20 @@ impl Shared {
         let d = b.d;
         let xi = &b.x[i * d..(i + 1) * d];
         let row = |j: usize| &b.x[j * d..(j + 1) * d];
-        let pairs = out.iter_mut().zip(js);
         match k.func {
-            KernelFn::Gaussian { sigma } => {
-                for (o, &j) in pairs {
+            KernelFn::Gaussian { .. } => {
+                for (o, &j) in out.iter_mut().zip(js) {
                     *o = sqdist(xi, row(j));
                 }
-                exp_all::<f64>(out, -1.0 / (2.0 * sigma * sigma));
             }
-            KernelFn::Linear => {
-                for (o, &j) in pairs {
-                    *o = dot(xi, row(j));
+            f => {
+                let kind = f.reads();
+                for (o, &j) in out.iter_mut().zip(js) {
+                    *o = kind.of(xi, row(j));
                 }
-            }
-            f @ KernelFn::Polynomial { .. } => {
-                for (o, &j) in pairs {
-                    *o = f.eval(dot(xi, row(j)), 0.0, 0.0);
-                }
-            }
-            KernelFn::Laplacian { sigma } => {
-                for (o, &j) in pairs {
-                    *o = xi.iter().zip(row(j)).map(|(a, c)| (a - c).abs()).sum();
-                }
-                exp_all::<f64>(out, -1.0 / sigma);
             }
         }
-        self.normalise(m, i, out, |t| js[t]);
+        self.finish(m, i, out, |t| js[t]);
     }
 }
 
@@ -473,8 +490,9 @@ avx2_dispatch! {
     fn exp_all<T>(v: &mut [f64], g: T) = exp_all_body;
 }
 
-/// `out[t] += (a − c[t])²` (`kind` 0), `|a − c[t]|` (1) or `a·c[t]` (2): one feature's
-/// contribution to the squared distances, ℓ1 distances or inner products of a run of points.
+/// `out[t] += (a − c[t])²` (`kind` 0), `|a − c[t]|` (1), `a·c[t]` (2), the χ² term
+/// `(a − c[t])² / (a + c[t])` (3) or `min(a, c[t])` (4): one feature's contribution to the
+/// squared distances, ℓ1 distances, inner products, χ² sums or minima of a run of points.
 #[inline(always)]
 fn accumulate_body<T: Element>(out: &mut [f64], c: &[T], a: f64, kind: u8) {
     let pairs = out.iter_mut().zip(c);
@@ -483,7 +501,9 @@ fn accumulate_body<T: Element>(out: &mut [f64], c: &[T], a: f64, kind: u8) {
             let t = a - x.to_f64();
             *o += t * t;
         }),
-        1 => pairs.for_each(|(o, &x)| *o += (a - x.to_f64()).abs()),
+        1 => pairs.for_each(|(o, &x)| *o += term(PairSum::L1, a, x.to_f64())),
+        3 => pairs.for_each(|(o, &x)| *o += term(PairSum::Chi2, a, x.to_f64())),
+        4 => pairs.for_each(|(o, &x)| *o += term(PairSum::Min, a, x.to_f64())),
         _ => pairs.for_each(|(o, &x)| *o += a * x.to_f64()),
     }
 }

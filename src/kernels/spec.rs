@@ -1,6 +1,7 @@
 //! Kernel specifications: a kernel function applied to a subset of the feature columns.
 
 use crate::error::{MkError, Result};
+use crate::kernels::pairwise::PairSum;
 
 /// A kernel function `k(x, x')` on feature vectors.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -13,33 +14,109 @@ pub enum KernelFn {
     Gaussian { sigma: f64 },
     /// `exp(−‖x − x'‖₁ / σ)`.
     Laplacian { sigma: f64 },
+    /// The exponential χ² `exp(−γ Σ_k (x_k − x'_k)² / (x_k + x'_k))` of histograms (terms
+    /// with `x_k + x'_k = 0` count 0).
+    Chi2 { gamma: f64 },
+    /// Histogram intersection `Σ_k min(x_k, x'_k)`.
+    Intersection,
+    /// Hellinger (Bhattacharyya) `Σ_k √(x_k x'_k)`: the inner product of `√x` and `√x'`.
+    Hellinger,
+    /// Tanimoto (min–max) `Σ_k min(x_k, x'_k) / Σ_k max(x_k, x'_k)`, 1 for two zero vectors:
+    /// Jaccard's `|x ∧ x'| / |x ∨ x'|` on binary vectors.
+    Tanimoto,
 }
 
 impl KernelFn {
-    /// `k(x, x')` from the inner product, the squared Euclidean distance and the ℓ1 distance
-    /// (each caller supplies the ones this function needs).
+    /// The pairwise sum over the features `k(x, x')` is a function of (of `√x` and `√x'`
+    /// where [`sqrt_input`](Self::sqrt_input)).
     #[inline(always)]
-    pub(crate) fn eval(&self, dot: f64, sqdist: f64, l1dist: f64) -> f64 {
+    pub(crate) fn reads(&self) -> PairSum {
+        match self {
+            KernelFn::Linear
+            | KernelFn::Polynomial { .. }
+            | KernelFn::Gaussian { .. }
+            | KernelFn::Hellinger => PairSum::Dot,
+            KernelFn::Laplacian { .. } => PairSum::L1,
+            KernelFn::Chi2 { .. } => PairSum::Chi2,
+            KernelFn::Intersection | KernelFn::Tanimoto => PairSum::Min,
+        }
+    }
+
+    /// Whether the kernel reads `√x` rather than `x` (Hellinger: a linear kernel of `√x`).
+    #[inline(always)]
+    pub(crate) fn sqrt_input(&self) -> bool {
+        matches!(self, KernelFn::Hellinger)
+    }
+
+    /// Whether the kernel is defined on non-negative features only (histograms, counts).
+    pub(crate) fn nonnegative_input(&self) -> bool {
+        matches!(
+            self,
+            KernelFn::Chi2 { .. }
+                | KernelFn::Intersection
+                | KernelFn::Hellinger
+                | KernelFn::Tanimoto
+        )
+    }
+
+    /// The kernel's name in error messages.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            KernelFn::Linear => "Linear",
+            KernelFn::Polynomial { .. } => "Polynomial",
+            KernelFn::Gaussian { .. } => "Gaussian",
+            KernelFn::Laplacian { .. } => "Laplacian",
+            KernelFn::Chi2 { .. } => "Chi2",
+            KernelFn::Intersection => "Intersection",
+            KernelFn::Hellinger => "Hellinger",
+            KernelFn::Tanimoto => "Tanimoto",
+        }
+    }
+
+    /// `k(x, x')` from `s`, the pairwise sum [`reads`](Self::reads) of `x` and `x'`, and
+    /// `na`, `nb`, the same sum of each point with itself (`‖x‖²` for the inner product, `Σx`
+    /// for the minimum, 0 for the distances). `eval(s, s, s)` is `k(x, x)` when `s` is the
+    /// sum of `x` with itself (the Gaussian's distance is then exactly 0).
+    #[inline(always)]
+    pub(crate) fn eval(&self, s: f64, na: f64, nb: f64) -> f64 {
         match *self {
-            KernelFn::Linear => dot,
+            KernelFn::Linear | KernelFn::Intersection | KernelFn::Hellinger => s,
             KernelFn::Polynomial {
                 degree,
                 coef0,
                 scale,
-            } => (scale * dot + coef0).powi(degree as i32),
-            KernelFn::Gaussian { sigma } => (-sqdist.max(0.0) / (2.0 * sigma * sigma)).exp(),
-            KernelFn::Laplacian { sigma } => (-l1dist / sigma).exp(),
+            } => (scale * s + coef0).powi(degree as i32),
+            KernelFn::Gaussian { sigma } => {
+                (-(na + nb - 2.0 * s).max(0.0) / (2.0 * sigma * sigma)).exp()
+            }
+            KernelFn::Laplacian { sigma } => (-s / sigma).exp(),
+            KernelFn::Chi2 { gamma } => (-gamma * s).exp(),
+            KernelFn::Tanimoto => {
+                // Σ max = Σ x + Σ x' − Σ min ≥ max(Σ x, Σ x'): no cancellation.
+                let union = na + nb - s;
+                if union > 0.0 {
+                    s / union
+                } else {
+                    1.0
+                }
+            }
         }
     }
 
-    /// `k(x, x)` from `‖x‖²`.
+    /// `k(x, x)` from the pairwise sum of `x` with itself.
     #[inline(always)]
-    pub(crate) fn self_value(&self, sqnorm: f64) -> f64 {
-        self.eval(sqnorm, 0.0, 0.0)
+    pub(crate) fn self_value(&self, own: f64) -> f64 {
+        self.eval(own, own, own)
     }
 
-    pub(crate) fn needs_l1(&self) -> bool {
-        matches!(self, KernelFn::Laplacian { .. })
+    /// `k(x, x)` of the row `x` (the columns the kernel reads).
+    pub(crate) fn self_value_of(&self, x: &[f64]) -> f64 {
+        let own = if self.sqrt_input() {
+            x.iter().sum()
+        } else {
+            self.reads().own(x)
+        };
+        self.self_value(own)
     }
 
     fn validate(&self) -> Result<()> {
@@ -54,7 +131,11 @@ impl KernelFn {
             }
         };
         match *self {
-            KernelFn::Linear => Ok(()),
+            KernelFn::Linear
+            | KernelFn::Intersection
+            | KernelFn::Hellinger
+            | KernelFn::Tanimoto => Ok(()),
+            KernelFn::Chi2 { gamma } => positive("gamma", gamma),
             KernelFn::Polynomial {
                 degree,
                 coef0,
@@ -106,6 +187,44 @@ impl KernelSpec {
     pub fn validate(&self, n_features: usize) -> Result<()> {
         self.func.validate()?;
         validate_features(&self.features, n_features)
+    }
+
+    /// Refuses a negative entry in the columns this kernel reads, when its function takes
+    /// non-negative features only (`x(i, j)` the entries of the `n × p` matrix `what`; `m`
+    /// the kernel's index in its bank).
+    pub(crate) fn check_nonnegative(
+        &self,
+        m: usize,
+        what: &str,
+        n: usize,
+        p: usize,
+        x: impl Fn(usize, usize) -> f64,
+    ) -> Result<()> {
+        if !self.func.nonnegative_input() {
+            return Ok(());
+        }
+        let all: Vec<usize>;
+        let cols = match &self.features {
+            Some(f) => f.as_slice(),
+            None => {
+                all = (0..p).collect();
+                &all
+            }
+        };
+        for i in 0..n {
+            if let Some(&j) = cols.iter().find(|&&j| x(i, j) < 0.0) {
+                return Err(MkError::KernelFunction {
+                    kernel: m,
+                    reason: format!(
+                        "{} takes non-negative features (histograms, counts), but column {j} \
+                         of {what} has the negative entry {what}[{i}, {j}] = {}",
+                        self.func.name(),
+                        x(i, j)
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }
 

@@ -21,7 +21,8 @@ use crate::kernels::{
 };
 
 /// A kernel specification as it crosses the binding: `(kind, a, b, c, features)`;
-/// polynomial `(degree, coef0, scale)`, gaussian and laplacian `(sigma, 0, 0)`.
+/// polynomial `(degree, coef0, scale)`, gaussian and laplacian `(sigma, 0, 0)`, chi2
+/// `(gamma, 0, 0)`, intersection, hellinger and tanimoto `(0, 0, 0)`.
 type SpecTuple = (String, f64, f64, f64, Option<Vec<usize>>);
 
 fn spec_from(t: &SpecTuple) -> PyResult<KernelSpec> {
@@ -42,9 +43,14 @@ fn spec_from(t: &SpecTuple) -> PyResult<KernelSpec> {
         }
         "gaussian" => KernelFn::Gaussian { sigma: *a },
         "laplacian" => KernelFn::Laplacian { sigma: *a },
+        "chi2" => KernelFn::Chi2 { gamma: *a },
+        "intersection" => KernelFn::Intersection,
+        "hellinger" => KernelFn::Hellinger,
+        "tanimoto" => KernelFn::Tanimoto,
         other => {
             return Err(input_error(format!(
-                "unknown kernel kind {other:?}; valid: linear, polynomial, gaussian, laplacian"
+                "unknown kernel kind {other:?}; valid: linear, polynomial, gaussian, laplacian, \
+                 chi2, intersection, hellinger, tanimoto"
             )))
         }
     };
@@ -64,6 +70,10 @@ fn spec_to(s: &KernelSpec) -> SpecTuple {
         } => ("polynomial", degree as f64, coef0, scale),
         KernelFn::Gaussian { sigma } => ("gaussian", sigma, 0.0, 0.0),
         KernelFn::Laplacian { sigma } => ("laplacian", sigma, 0.0, 0.0),
+        KernelFn::Chi2 { gamma } => ("chi2", gamma, 0.0, 0.0),
+        KernelFn::Intersection => ("intersection", 0.0, 0.0, 0.0),
+        KernelFn::Hellinger => ("hellinger", 0.0, 0.0, 0.0),
+        KernelFn::Tanimoto => ("tanimoto", 0.0, 0.0, 0.0),
     };
     (kind.to_string(), a, b, c, s.features.clone())
 }

@@ -15,9 +15,16 @@ import numpy as np
 import multikernel as mk
 from multikernel import kernels
 
-#: The public API of ``multikernel.kernels``, as it was when it was one module.
+#: The public API of ``multikernel.kernels``, as it was when it was one module, and the
+#: histogram kernels and distance kernels added since.
 PUBLIC = {
     "Callable",
+    "Chi2",
+    "DistanceKernels",
+    "Hellinger",
+    "Intersection",
+    "Tanimoto",
+    "from_distances",
     "FeatureBank",
     "FeatureMethod",
     "Gaussian",

@@ -2,8 +2,9 @@
 
 A kernel specification is a frozen dataclass naming a kernel function and, optionally, the
 feature columns it reads; each derives from :class:`Kernel` (:class:`Linear`,
-:class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian`, and :class:`Callable` for any
-function of two feature matrices, e.g. scikit-learn's χ² kernel). :func:`gram` computes the stack
+:class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian`, the histogram and set kernels
+:class:`Chi2`, :class:`Intersection`, :class:`Hellinger` and :class:`Tanimoto`, and
+:class:`Callable` for any function of two feature matrices). :func:`gram` computes the stack
 of training Gram matrices ``(M, n, n)``; :class:`KernelBank` keeps the training statistics so
 that :meth:`KernelBank.transform` gives cross kernels ``(M, n_new, n)`` normalised the same
 way.
@@ -27,8 +28,10 @@ from .._typing import Normalization
 from ..exceptions import StackTooLargeError
 from ._banks import SIMPLEMKL_WIDTHS, KernelBank, simplemkl_bank, view_bank
 from ._banks import _check_normalize as _check_normalize
+from ._distances import DistanceKernels, from_distances
 from ._feature_maps import FeatureBank, FeatureMethod
 from ._feature_maps import _row_batches as _row_batches
+from ._histogram import Chi2, Hellinger, Intersection, Tanimoto
 from ._specs import (
     Callable,
     Gaussian,
@@ -51,9 +54,13 @@ from ._stacks import (
 
 __all__ = [
     "Callable",
+    "Chi2",
+    "DistanceKernels",
     "FeatureBank",
     "FeatureMethod",
     "Gaussian",
+    "Hellinger",
+    "Intersection",
     "Kernel",
     "KernelBank",
     "KernelSpec",
@@ -64,7 +71,9 @@ __all__ = [
     "Polynomial",
     "SIMPLEMKL_WIDTHS",
     "StackTooLargeError",
+    "Tanimoto",
     "alignment",
+    "from_distances",
     "gram",
     "low_rank",
     "quad_forms",

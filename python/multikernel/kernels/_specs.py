@@ -96,11 +96,12 @@ class Kernel(abc.ABC):
     A specification is a frozen (immutable, hashable) dataclass that names a kernel function
     and, optionally, the feature columns it reads; it computes nothing itself (:func:`gram`
     and :class:`KernelBank` evaluate specifications in Rust). The concrete kernels are
-    :class:`Linear`, :class:`Polynomial`, :class:`Gaussian` and :class:`Laplacian`, which the
-    engine evaluates, and :class:`Callable`, a Python function the engine calls on blocks of
-    rows; this class gives a list of mixed specifications a common type, so that
-    ``[Gaussian(sigma=2.0), Linear()]`` is a ``list[Kernel]`` for a type checker, as
-    scikit-learn's Gaussian-process kernels share ``Kernel``. It is abstract.
+    :class:`Linear`, :class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian` and the
+    histogram kernels :class:`Chi2`, :class:`Intersection`, :class:`Hellinger` and
+    :class:`Tanimoto`, which the engine evaluates, and :class:`Callable`, a Python function
+    the engine calls on blocks of rows; this class gives a list of mixed specifications a
+    common type, so that ``[Gaussian(sigma=2.0), Linear()]`` is a ``list[Kernel]`` for a type
+    checker, as scikit-learn's Gaussian-process kernels share ``Kernel``. It is abstract.
 
     See Also
     --------
@@ -593,6 +594,11 @@ def _from_tuple(t: _SpecTuple) -> Kernel:
         return Gaussian(sigma=a, features=feats)
     if kind == "laplacian":
         return Laplacian(sigma=a, features=feats)
+    from ._histogram import _from_histogram_tuple
+
+    histogram = _from_histogram_tuple(t)
+    if histogram is not None:
+        return histogram
     raise InternalError(f"the engine returned a kernel specification of unknown kind {kind!r}")
 
 
@@ -604,7 +610,8 @@ def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:
         # and the error would name "b".
         raise InvalidParameterError(
             f"kernels must be a sequence of kernel specifications (Linear, Polynomial, "
-            f"Gaussian, Laplacian, Callable), got the string {specs!r}",
+            f"Gaussian, Laplacian, Chi2, Intersection, Hellinger, Tanimoto, Callable), got the "
+            f"string {specs!r}",
             parameter="kernels",
         )
     try:
@@ -622,7 +629,8 @@ def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:
         if not isinstance(s, Kernel):
             raise InvalidParameterError(
                 f"kernel {i} is {s!r}, not a kernel specification "
-                "(Linear, Polynomial, Gaussian, Laplacian, Callable)",
+                "(Linear, Polynomial, Gaussian, Laplacian, Chi2, Intersection, Hellinger, "
+                "Tanimoto, Callable)",
                 parameter="kernels",
             )
     return specs
