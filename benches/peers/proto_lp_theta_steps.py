@@ -88,7 +88,8 @@ def run(G, y, C, p, mode, maxit=60, Jstar=None, tol=1e-3):
             d = np.linalg.lstsq(np.eye(M) - Jl, Fv, rcond=None)[0]
             un = u + d
             th = np.exp(un)
-            theta = th / np.linalg.norm(th, p)
+            ok = bool(np.all(np.isfinite(th))) and th.max() > 0
+            theta = th / np.linalg.norm(th, p) if ok else nxt  # a failed step: the plain one
     return maxit, its[-1]
 
 

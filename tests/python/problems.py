@@ -53,12 +53,18 @@ def cpu_seconds_after_interrupt(delay: float, run: Callable[[], Any]) -> float:
         at_signal.append(time.process_time())
         os.kill(os.getpid(), signal.SIGINT)
 
-    timer = threading.Timer(delay, interrupt)
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        run()
-    end = time.process_time()
-    timer.join()
+    # Python's own Ctrl-C handler, whatever the suite was started with: a shell starts a
+    # background job with SIGINT ignored, and Python then installs no handler of its own.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(delay, interrupt)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            run()
+        end = time.process_time()
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return end - at_signal[0]
 
 
