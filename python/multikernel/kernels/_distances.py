@@ -128,7 +128,7 @@ class DistanceKernels:
 
     For each view ``v`` (a training distance matrix ``D_v``) and each width ``w``, kernel
     ``m = v · len(widths) + index of w`` is ``exp(-D_v / (w D̄_v))``, with ``D̄_v`` the mean
-    off-diagonal entry of the training matrix. :attr:`stack_` holds the training stack;
+    off-diagonal entry of the training matrix. ``stack_`` holds the training stack;
     :meth:`transform` computes the cross kernels of new points from their distances to the
     training points, with the same ``D̄_v`` (training shifts are not applied to them: a
     shift is a ridge on the training diagonal only, as with :func:`shift_to_psd`). Made by
@@ -268,7 +268,7 @@ def from_distances(
     not PSD beyond rounding raises :class:`~multikernel.exceptions.KernelNotPSDError` unless
     ``shift=True``, which adds the smallest diagonal shift that makes it PSD
     (:func:`shift_to_psd`). Fit an estimator with ``kernels="precomputed"`` on
-    :attr:`DistanceKernels.stack_` and predict on :meth:`DistanceKernels.transform` of the
+    ``DistanceKernels.stack_`` and predict on :meth:`DistanceKernels.transform` of the
     new points' distances to the training points.
 
     Parameters
@@ -280,7 +280,7 @@ def from_distances(
         Positive widths, relative to each view's mean distance.
     shift : bool, default False
         Repair kernels that are not PSD with :func:`shift_to_psd` (a ridge on the training
-        diagonal, recorded in :attr:`DistanceKernels.shifts_`) instead of refusing them.
+        diagonal, recorded in ``DistanceKernels.shifts_``) instead of refusing them.
     max_shift : float, default 1.0
         With ``shift=True``, the largest shift allowed, relative to the unit diagonal
         (``shift_to_psd``'s ``max_shift``).
