@@ -28,10 +28,17 @@ unsafe fn zero_upper() {
     std::arch::x86_64::_mm256_zeroupper();
 }
 
-/// `Σ_k a_k b_k` over the common length, with eight independent accumulators so that the
-/// loop vectorises; `a` may be f32 (a stack's or a feature matrix's entries), widened to f64.
+/// `Σ_k a_k b_k` over the common length ([`sum_terms`] of the product); `a` may be f32 (a
+/// stack's or a feature matrix's entries), widened to f64.
 #[inline(always)]
 pub fn dot<T: Copy + Into<f64>>(a: &[T], b: &[f64]) -> f64 {
+    sum_terms(a, b, |x, y| x * y)
+}
+
+/// `Σ_k t(a_k, b_k)` over the common length, with eight independent accumulators so that the
+/// loop vectorises (and a fixed summation order: the same result on every run).
+#[inline(always)]
+pub fn sum_terms<T: Copy + Into<f64>>(a: &[T], b: &[f64], t: impl Fn(f64, f64) -> f64) -> f64 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0.0f64; 8];
@@ -40,12 +47,12 @@ pub fn dot<T: Copy + Into<f64>>(a: &[T], b: &[f64]) -> f64 {
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
         for l in 0..8 {
-            acc[l] += Into::<f64>::into(x[l]) * y[l];
+            acc[l] += t(x[l].into(), y[l]);
         }
     }
     let mut s = (acc[0] + acc[4]) + (acc[1] + acc[5]) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (&x, y) in ra.iter().zip(rb) {
-        s += Into::<f64>::into(x) * y;
+    for (&x, &y) in ra.iter().zip(rb) {
+        s += t(x.into(), y);
     }
     s
 }

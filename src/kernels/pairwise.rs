@@ -60,27 +60,6 @@ pub(crate) fn term(kind: PairSum, x: f64, y: f64) -> f64 {
     }
 }
 
-/// `Σ_k t(a_k, b_k)` with eight independent accumulators, so that the loop vectorises.
-#[inline(always)]
-fn sum8(a: &[f64], b: &[f64], t: impl Fn(f64, f64) -> f64) -> f64 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0.0f64; 8];
-    let ca = a.chunks_exact(8);
-    let cb = b.chunks_exact(8);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            acc[l] += t(x[l], y[l]);
-        }
-    }
-    let mut s = (acc[0] + acc[4]) + (acc[1] + acc[5]) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (&x, &y) in ra.iter().zip(rb) {
-        s += t(x, y);
-    }
-    s
-}
-
 /// `out[j] = s(xi, rows_j)` for the consecutive rows of `rows` (`out.len()` rows of
 /// `xi.len()` features). `_e` only carries the element type the dispatch macro asks for.
 #[inline(always)]
@@ -96,7 +75,7 @@ fn sums_row_body<T: crate::kernels::Element>(
     macro_rules! each {
         ($k:expr) => {
             for (j, o) in out.iter_mut().enumerate() {
-                *o = sum8(xi, &rows[j * d..(j + 1) * d], |x, y| term($k, x, y));
+                *o = crate::linalg::sum_terms(xi, &rows[j * d..(j + 1) * d], |x, y| term($k, x, y));
             }
         };
     }

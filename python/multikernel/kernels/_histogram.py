@@ -7,6 +7,7 @@ Rust, wherever the vector kernels work (:func:`gram`, :class:`KernelBank`, kerne
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ._specs import Features, Kernel, _features, _flist, _positive, _SpecTuple
 
@@ -60,7 +61,21 @@ class Chi2(Kernel):
 
 
 @dataclass(frozen=True)
-class Intersection(Kernel):
+class _ColumnsOnly(Kernel):
+    """A histogram kernel whose only setting is its columns; ``_kind`` names it to the engine."""
+
+    _kind: ClassVar[str]
+    features: Features | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", _features(self.features))
+
+    def _to_tuple(self) -> _SpecTuple:
+        return (self._kind, 0.0, 0.0, 0.0, _flist(self.features))
+
+
+@dataclass(frozen=True)
+class Intersection(_ColumnsOnly):
     """Histogram intersection kernel ``k(x, x') = Σ_k min(x_k, x'_k)``.
 
     Positive semidefinite on non-negative features (Swain & Ballard; Barla et al.), with
@@ -90,17 +105,11 @@ class Intersection(Kernel):
            [2., 7.]])
     """
 
-    features: Features | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "features", _features(self.features))
-
-    def _to_tuple(self) -> _SpecTuple:
-        return ("intersection", 0.0, 0.0, 0.0, _flist(self.features))
+    _kind: ClassVar[str] = "intersection"
 
 
 @dataclass(frozen=True)
-class Hellinger(Kernel):
+class Hellinger(_ColumnsOnly):
     """Hellinger (Bhattacharyya) kernel ``k(x, x') = Σ_k sqrt(x_k x'_k)``.
 
     The linear kernel of the square roots of the features, so PSD, with
@@ -132,17 +141,11 @@ class Hellinger(Kernel):
            [0.5, 1. ]])
     """
 
-    features: Features | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "features", _features(self.features))
-
-    def _to_tuple(self) -> _SpecTuple:
-        return ("hellinger", 0.0, 0.0, 0.0, _flist(self.features))
+    _kind: ClassVar[str] = "hellinger"
 
 
 @dataclass(frozen=True)
-class Tanimoto(Kernel):
+class Tanimoto(_ColumnsOnly):
     """Tanimoto (min–max) kernel ``k(x, x') = Σ_k min(x_k, x'_k) / Σ_k max(x_k, x'_k)``.
 
     On binary vectors (sets, molecular fingerprints) it is Jaccard's similarity
@@ -175,13 +178,7 @@ class Tanimoto(Kernel):
            [0. , 0. , 1. ]])
     """
 
-    features: Features | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "features", _features(self.features))
-
-    def _to_tuple(self) -> _SpecTuple:
-        return ("tanimoto", 0.0, 0.0, 0.0, _flist(self.features))
+    _kind: ClassVar[str] = "tanimoto"
 
 
 def _from_histogram_tuple(t: _SpecTuple) -> Kernel | None:
