@@ -108,7 +108,7 @@ pub(crate) fn read_forms(
 /// `top` is returned after two evaluations (the usual case near an optimum). Otherwise the
 /// search narrows `[0, top]` to `10⁻⁹ top` (44 evaluations): near its maximum `d` is flat to
 /// second order, so the value is then exact to rounding.
-fn best_multiple(top: f64, d: impl Fn(f64) -> f64) -> f64 {
+pub(crate) fn best_multiple(top: f64, d: impl Fn(f64) -> f64) -> f64 {
     const INV_PHI: f64 = 0.618_033_988_749_894_9;
     let at_top = d(top);
     if at_top >= d(top * (1.0 - 1e-6)) {
@@ -199,6 +199,76 @@ pub(crate) fn best_scale(
     best_multiple(penalty.top(norms), |t| {
         scaled_dual_value(t, norms, y, rho, c, loss, penalty)
     })
+}
+
+/// A feasible dual point with its forms `q_m = ρᵀK_mρ` and its dual value.
+#[derive(Debug, Clone)]
+pub(crate) struct DualPoint {
+    pub(crate) rho: Vec<f64>,
+    pub(crate) q: Vec<f64>,
+    pub(crate) value: f64,
+}
+
+/// The best dual point on the segment between the feasible points `a` and `b`, each at its
+/// best multiple: `t((1 − λ)a + λb)` with `λ ∈ [0, 1]` and `t` those of the largest value,
+/// from the forms of `a` and `b` and those of their sum `qs` (the cross forms
+/// `aᵀK_mb = (qs − qa − qb)/2`, so one pass over the kernels gives `qb` and `qs` together).
+///
+/// Why: every point of the segment is feasible (the conjugate's domain is convex and the
+/// sums stay 0) and the dual is concave in the point, so its best value on the segment is at
+/// least both ends'. Near an optimum a solver's dual points scatter around the solution's
+/// (a dual point inherits the first-order error of its weights, a primal value the second
+/// order), and their combination cancels much of it (docs/mathematics.md §2.11, "Dual
+/// aggregation"). Each evaluation costs O(n + M), no kernel read.
+pub(crate) fn best_on_segment(
+    a: &DualPoint,
+    (b, qb): (&[f64], &[f64]),
+    qs: &[f64],
+    y: &[f64],
+    c: &[f64],
+    loss: Loss,
+    penalty: BlockPenalty,
+) -> DualPoint {
+    let cross: Vec<f64> = (0..qb.len())
+        .map(|m| 0.5 * (qs[m] - a.q[m] - qb[m]))
+        .collect();
+    let forms = |l: f64| -> Vec<f64> {
+        (0..qb.len())
+            .map(|m| {
+                let v =
+                    (1.0 - l) * (1.0 - l) * a.q[m] + 2.0 * l * (1.0 - l) * cross[m] + l * l * qb[m];
+                v.max(0.0)
+            })
+            .collect()
+    };
+    let point = |l: f64| -> Vec<f64> {
+        a.rho
+            .iter()
+            .zip(b)
+            .map(|(&x, &z)| (1.0 - l) * x + l * z)
+            .collect()
+    };
+    let value = |l: f64| -> f64 {
+        let roots: Vec<f64> = forms(l).iter().map(|v| v.sqrt()).collect();
+        best_envelope_dual(&roots, y, &point(l), c, loss.into(), &penalty)
+    };
+    // The segment from `a`'s end (`best_multiple` searches `[0, top]` from its top), then
+    // `b`'s end, which a search of a function that need not be concave can miss.
+    let inner = 1.0 - best_multiple(1.0, |u| value(1.0 - u));
+    let l = if value(1.0) > value(inner) {
+        1.0
+    } else {
+        inner
+    };
+    let (q, rho) = (forms(l), point(l));
+    let roots: Vec<f64> = q.iter().map(|v| v.sqrt()).collect();
+    let t = best_scale(&roots, y, &rho, c, loss.into(), &penalty);
+    let value = scaled_dual_value(t, &roots, y, &rho, c, loss.into(), &penalty);
+    DualPoint {
+        rho: rho.iter().map(|v| t * v).collect(),
+        q: q.iter().map(|v| t * t * v).collect(),
+        value,
+    }
 }
 
 /// [`dual_value`] at `t ρ̃` (block norms `t · norms`), without forming the scaled point.

@@ -6,9 +6,12 @@ use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::linalg::dot;
-use crate::penalties::duals::best_dual;
+use crate::losses::Loss;
+use crate::penalties::duals::{best_dual, best_on_segment, best_scale, DualPoint};
 use crate::penalties::kernel_weights;
+use crate::penalties::BlockPenalty;
 use crate::result::PsdWitness;
+use crate::solvers::points::{gather_points, scatter_points};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
@@ -99,6 +102,121 @@ pub(super) fn forms(
         prod[k * n..(k + 1) * n].copy_from_slice(pk);
     }
     Some(prod)
+}
+
+/// The forms `q_m = βᵀK_mβ` of every kernel into `q`, and those of `partner` (`β` plus the
+/// best dual point, [`Aggregate::partner`]) returned, from one pass over the kernels.
+pub(super) fn forms_with_partner(
+    stack: &dyn KernelStack,
+    beta: &[f64],
+    partner: &[f64],
+    q: &mut [f64],
+) -> Vec<f64> {
+    let m = stack.m();
+    let all: Vec<usize> = (0..m).collect();
+    let mut out = vec![0.0; 2 * m];
+    stack.quad_forms_batch_subset(&[beta, partner].concat(), &all, &mut out);
+    let mut qs = vec![0.0; m];
+    for (k, pair) in out.chunks_exact(2).enumerate() {
+        q[k] = pair[0];
+        qs[k] = pair[1];
+    }
+    qs
+}
+
+/// Dual aggregation (docs/mathematics.md §2.11): the best dual point of the whole problem
+/// so far, which each new iterate's `β` is combined with
+/// ([`best_on_segment`](crate::penalties::duals::best_on_segment)) for the hinge-type losses.
+/// On pima (SimpleMKL's bank, `l1`, C = 1) the iterates' own dual values scattered by up to
+/// 50 % once the primal value was within 1e-3 of the optimum, and the fit needed 61 solves
+/// to certify a gap of 1e-3.
+#[derive(Debug, Default)]
+pub(super) struct Aggregate {
+    /// Over all `n` points, at its best multiple.
+    best: Option<DualPoint>,
+}
+
+impl Aggregate {
+    /// The best point on the iterated problem's points `idx` (all when `None`); `None`
+    /// without one, or when it is non-zero off `idx` (a working set of points only grows,
+    /// so only a whole-problem point is ever dropped).
+    fn local(&self, idx: Option<&[usize]>) -> Option<Vec<f64>> {
+        let best = self.best.as_ref()?;
+        let Some(idx) = idx else {
+            return Some(best.rho.clone());
+        };
+        let local = gather_points(&best.rho, best.rho.len(), idx);
+        let on: f64 = local.iter().map(|v| v.abs()).sum();
+        let all: f64 = best.rho.iter().map(|v| v.abs()).sum();
+        (on == all).then_some(local)
+    }
+
+    /// `β + ρ`, `ρ` the best point on the points `idx` of `β`: the second vector of the
+    /// forms' pass ([`forms_with_partner`]).
+    pub(super) fn partner(&self, beta: &[f64], idx: Option<&[usize]>) -> Option<Vec<f64>> {
+        let rho = self.local(idx)?;
+        Some(beta.iter().zip(&rho).map(|(a, b)| a + b).collect())
+    }
+
+    /// Offers the iterate's `β` (on the points `idx` of the `n`, forms `q`, own dual value
+    /// `own`; `qs` the forms of [`partner`](Self::partner) when it was read): the best point
+    /// becomes the best of the segment to `β` and `β` itself. Returns its value.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn offer(
+        &mut self,
+        (beta, q, own): (&[f64], &[f64], f64),
+        qs: Option<&[f64]>,
+        (idx, n): (Option<&[usize]>, usize),
+        (y, c): (&[f64], &[f64]),
+        loss: Loss,
+        penalty: BlockPenalty,
+    ) -> f64 {
+        let segment = match (qs, self.local(idx), self.best.as_ref()) {
+            (Some(qs), Some(rho), Some(best)) => {
+                let a = DualPoint {
+                    rho,
+                    q: best.q.clone(),
+                    value: best.value,
+                };
+                Some(best_on_segment(
+                    &a,
+                    (beta, q),
+                    qs,
+                    y,
+                    c,
+                    loss,
+                    penalty.clone(),
+                ))
+            }
+            _ => None,
+        };
+        let chosen = match segment {
+            Some(s) if s.value >= own => s,
+            _ => {
+                let roots: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
+                let t = best_scale(&roots, y, beta, c, loss.into(), &penalty);
+                DualPoint {
+                    rho: beta.iter().map(|v| t * v).collect(),
+                    q: q.iter().map(|v| t * t * v).collect(),
+                    value: own,
+                }
+            }
+        };
+        if self.best.as_ref().is_some_and(|b| b.value >= chosen.value) {
+            return self.best.as_ref().map_or(own, |b| b.value);
+        }
+        let rho = match idx {
+            Some(idx) => scatter_points(&chosen.rho, idx, n),
+            None => chosen.rho,
+        };
+        let value = chosen.value;
+        self.best = Some(DualPoint {
+            rho,
+            value,
+            ..chosen
+        });
+        value
+    }
 }
 
 /// The certificate values of an iterate: `P` at `A[m] = scale · w_m β` (lifted onto the

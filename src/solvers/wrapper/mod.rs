@@ -99,7 +99,7 @@ use crate::solvers::points::{PointSet, MIN_POINTS};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::witness::PsdCheck;
 
-use certificate::Point;
+use certificate::{Aggregate, Point};
 use combined::Combined;
 use newton::{NewtonModel, Penalty, START_RADIUS};
 
@@ -231,6 +231,7 @@ fn fit_from(
         inner_tol,
         first: true,
         next: Next::Recombine,
+        dual: Aggregate::default(),
     };
     Driver::new(cfg.tol, cfg.max_iter, interrupt).run(&mut wrapper)
 }
@@ -275,6 +276,8 @@ struct Wrapper<'s> {
     first: bool,
     /// What the next iteration solves, as its step decided.
     next: Next,
+    /// The best dual point so far (dual aggregation).
+    dual: Aggregate,
 }
 
 /// What the next iteration solves: decided by [`Solver::step`](crate::solvers::driver::Solver),

@@ -4,7 +4,7 @@
 
 use std::ops::ControlFlow;
 
-use super::certificate::{forms, solve_point, Certificate, Point};
+use super::certificate::{forms, forms_with_partner, solve_point, Certificate, Point};
 use super::checks::stalls;
 use super::newton::{
     gradient, model_kernels, movable, s_hessian, NewtonModel, MAX_MODEL, MAX_MODEL_SMOOTH,
@@ -256,10 +256,35 @@ impl Wrapper<'_> {
         d: &mut Driver<'_>,
         point: &Point,
     ) -> Result<ControlFlow<Outcome, Iterate>> {
+        // Dual aggregation (`Aggregate`) where `β` is sparse and every form is read.
+        let aggregate = !self.smooth && self.kset.is_none();
+        let idx: Option<Vec<usize>> = self.ws.as_ref().map(|s| s.idx().to_vec());
+        let partner = aggregate
+            .then(|| self.dual.partner(&point.beta, idx.as_deref()))
+            .flatten();
         let p = iterated(&mut self.ws, &mut self.whole, self.stack, self.y, self.c);
         let kset = self.kset.as_deref();
-        let prod = forms(p.stack, &point.beta, self.smooth, kset, &mut self.q);
-        let cert = Certificate::new(&self.psd, self.cfg, p.y, p.c, &self.w, &self.q, point);
+        let (prod, qs) = match &partner {
+            Some(v) => (
+                None,
+                Some(forms_with_partner(p.stack, &point.beta, v, &mut self.q)),
+            ),
+            None => (
+                forms(p.stack, &point.beta, self.smooth, kset, &mut self.q),
+                None,
+            ),
+        };
+        let mut cert = Certificate::new(&self.psd, self.cfg, p.y, p.c, &self.w, &self.q, point);
+        if aggregate {
+            cert.dual = self.dual.offer(
+                (&point.beta, &self.q, cert.dual),
+                qs.as_deref(),
+                (idx.as_deref(), self.stack.n()),
+                (p.y, p.c),
+                self.cfg.loss,
+                self.cfg.penalty.into(),
+            );
+        }
         if self.ws.is_some() {
             self.restricted_points(d, point, cert, prod)
         } else if self.kset.is_some() {
