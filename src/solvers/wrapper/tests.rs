@@ -454,8 +454,9 @@ fn the_sampled_scale_is_near_the_whole_problems() {
         assert!((sampled / exact).ln().abs() < 1.25f64.ln(), "{what}");
         let mut solver = SingleKernel::new(loss, &c, &y).unwrap();
         let mut kw = Combined::Dense(Vec::new());
-        let found =
-            scale_search(&mut solver, &stack, &k_lambda, &mut kw, &pen, &NoInterrupt).unwrap();
+        let found = scale_search(&mut solver, &stack, &k_lambda, &mut kw, &pen, &NoInterrupt)
+            .unwrap()
+            .t;
         assert!(
             (found / exact).ln().abs() < 1.3f64.ln(),
             "{what}, found {found}"
