@@ -148,8 +148,9 @@ const NEWTON_MAX: usize = 300;
 /// factor (see `State::newton`).
 const GAMMA_TRUST: f64 = 4.0;
 
-/// The step-size state of [`StepRule`].
-struct Stepper {
+/// The step-size state of [`StepRule`] (also the shared multiclass fit's group step,
+/// `solvers::shared`).
+pub(crate) struct Stepper {
     rule: StepRule,
     /// `c_t` of the adaptive rule.
     scale: f64,
@@ -160,7 +161,7 @@ struct Stepper {
 }
 
 impl Stepper {
-    fn new(rule: StepRule, groups: &Groups) -> Self {
+    pub(crate) fn new(rule: StepRule, groups: &Groups) -> Self {
         Stepper {
             rule,
             scale: 1.0,
@@ -218,8 +219,23 @@ impl Stepper {
     }
 }
 
+impl Stepper {
+    /// The step of an iterate whose forms `quad` are summed over several single-kernel
+    /// problems (the shared multiclass fit, `solvers::shared`): the rule's first-order step,
+    /// since the second-order model differentiates one SVM's free set.
+    pub(crate) fn first_order(
+        &mut self,
+        state: &mut State,
+        quad: &[f64],
+        primal: f64,
+        groups: &Groups,
+    ) {
+        self.step(state, quad, primal, false, groups, None);
+    }
+}
+
 /// The iterate `(λ, γ)` and the working set of kernels.
-struct State {
+pub(crate) struct State {
     /// `λ_jk`, summing to one in each group; zero off the working set.
     lambda: Vec<f64>,
     /// `γ_j` on the simplex.
@@ -231,7 +247,7 @@ struct State {
 }
 
 impl State {
-    fn new(groups: &Groups) -> Self {
+    pub(crate) fn new(groups: &Groups) -> Self {
         let m = groups.ids().len();
         let mut lambda = vec![0.0; m];
         for g in groups.members() {
@@ -250,7 +266,7 @@ impl State {
 
     /// `θ_jk = λ_jk/γ_j` (zero off the working set), and the proximal weight `τ` (the largest
     /// of them) that the free groups' kernels take ([`free`]).
-    fn theta(&self, groups: &Groups) -> (Vec<f64>, f64) {
+    pub(crate) fn theta(&self, groups: &Groups) -> (Vec<f64>, f64) {
         let free = &self.blocks.free;
         let mut theta: Vec<f64> = self
             .lambda

@@ -1,0 +1,114 @@
+//! The kernel weights of the shared fit's single-kernel solves and their step, per penalty
+//! (docs/mathematics.md §3.8), each the binary solver's step on the forms summed over the
+//! classes: Kloft's eq. 17 with the analytic solver's over-relaxation (`lp`), the same
+//! alternation with `θ = s` (`l1`, `elasticnet`), group MKL's mirror step (`group`).
+
+use crate::penalties::{kernel_weights, theta_update, BlockPenalty, Groups};
+use crate::solvers::lp::{extrapolate, over_relaxation};
+use crate::solvers::mirror::{State, StepRule, Stepper};
+
+/// The weights' state between iterations.
+pub(super) enum Weights {
+    /// θ with unit p-norm (θ ≡ 1 at `p = ∞`: one solve per class).
+    Lp { p: f64, theta: Vec<f64> },
+    /// `θ = s` of the last iterate; the solves are on `θ̃ = θ/(r_1 + r_2 θ)`.
+    Sparse { r1: f64, r2: f64, theta: Vec<f64> },
+    /// [Nath]'s `(λ, γ)`, `θ̃ = λ/γ`, and the adaptive step's state (§4).
+    Group {
+        groups: Groups,
+        state: Box<State>,
+        stepper: Stepper,
+    },
+}
+
+impl Weights {
+    /// The starting weights of `penalty` on `m` kernels: uniform θ of unit p-norm, θ ≡ 1,
+    /// uniform `λ` and `γ`.
+    pub fn new(penalty: &BlockPenalty, m: usize) -> Self {
+        match penalty {
+            BlockPenalty::Lp { p } => Weights::Lp {
+                p: *p,
+                theta: theta_update(&vec![1.0; m], *p),
+            },
+            BlockPenalty::Sparse(s) => {
+                let (r1, r2) = s.weights();
+                Weights::Sparse {
+                    r1,
+                    r2,
+                    theta: vec![1.0; m],
+                }
+            }
+            BlockPenalty::Group(g) => Weights::Group {
+                groups: g.groups.clone(),
+                state: Box::new(State::new(&g.groups)),
+                stepper: Stepper::new(StepRule::Adaptive, &g.groups),
+            },
+        }
+    }
+
+    /// The over-relaxation of the θ step while it helps (ℓp's, §3.3 (c); 1: none).
+    pub fn over_relaxation(&self) -> f64 {
+        match self {
+            Weights::Lp { p, .. } => over_relaxation(*p),
+            _ => 1.0,
+        }
+    }
+
+    /// Iterations without progress before a stall: mirror descent is not monotone (§4).
+    pub fn patience(&self) -> usize {
+        match self {
+            Weights::Group { .. } => 50,
+            _ => 10,
+        }
+    }
+
+    /// The kernel weights of the single-kernel solves.
+    pub fn solve_weights(&self) -> Vec<f64> {
+        match self {
+            Weights::Lp { theta, .. } => theta.clone(),
+            // r1 = 0: the sum kernel, whatever θ.
+            Weights::Sparse { r1, r2, theta } if *r1 == 0.0 => vec![1.0 / r2; theta.len()],
+            Weights::Sparse { r1, r2, theta } => theta.iter().map(|t| t / (r1 + r2 * t)).collect(),
+            Weights::Group { groups, state, .. } => state.theta(groups).0,
+        }
+    }
+
+    /// The kernel weights reported at block norms `norms` of an iterate on `theta`: θ
+    /// (`lp`), `d/Σ d` with `d_m = s_m/(r_1 + r_2 s_m)` (`l1`, `elasticnet`, §2.9), `θ̃/Σ θ̃`
+    /// (`group`, as the binary fit, §4).
+    pub fn reported(&self, norms: &[f64], theta: &[f64]) -> Vec<f64> {
+        match self {
+            Weights::Lp { .. } => theta.to_vec(),
+            Weights::Sparse { r1, r2, .. } => {
+                let penalty = if *r2 == 0.0 {
+                    crate::penalties::SparsePenalty::L1
+                } else {
+                    crate::penalties::SparsePenalty::ElasticNet { l1_ratio: *r1 }
+                };
+                kernel_weights(penalty, norms)
+            }
+            Weights::Group { .. } => {
+                let total: f64 = theta.iter().sum();
+                theta.iter().map(|t| t / total).collect()
+            }
+        }
+    }
+
+    /// The step from an iterate with block norms `norms` (`s_m = θ̃_m sqrt(q_m)`), summed forms
+    /// `forms` (`q_m`) and primal value `primal`; `omega` is the over-relaxation now allowed.
+    pub fn update(&mut self, norms: &[f64], forms: &[f64], primal: f64, omega: f64) {
+        match self {
+            Weights::Lp { p, theta } => {
+                let next = theta_update(norms, *p);
+                *theta = extrapolate(theta, &next, omega, *p);
+            }
+            // The minimiser of ½ Σ (s²/θ + θ) (the η-trick, §3.8).
+            Weights::Sparse { theta, .. } => theta.copy_from_slice(norms),
+            Weights::Group {
+                groups,
+                state,
+                stepper,
+            } => stepper.first_order(state, forms, primal, groups),
+        }
+    }
+}
