@@ -24,7 +24,7 @@ use crate::interrupt::Interrupt;
 use crate::kernels::{weighted_factors, KernelStack};
 use crate::losses::{costs, Loss};
 use crate::penalties::duals::{best_shared_dual, natural_dual};
-use crate::penalties::BlockPenalty;
+use crate::penalties::{BlockPenalty, SparsePenalty};
 use crate::result::FitResult;
 use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::schedule::GapSchedule;
@@ -95,6 +95,16 @@ pub fn fit_shared(
     interrupt: &dyn Interrupt,
 ) -> Result<SharedFit> {
     cfg.validate()?;
+    // `l1_ratio = 1` is `l1` (§0.4 (5)): the same iterates, and the dual's norm constraint.
+    let cfg = &SharedConfig {
+        penalty: match cfg.penalty {
+            BlockPenalty::Sparse(SparsePenalty::ElasticNet { l1_ratio }) if l1_ratio == 1.0 => {
+                BlockPenalty::Sparse(SparsePenalty::L1)
+            }
+            ref other => other.clone(),
+        },
+        ..cfg.clone()
+    };
     if ys.is_empty() {
         return Err(MkError::config("y", "needs at least one class"));
     }
