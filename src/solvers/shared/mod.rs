@@ -280,7 +280,12 @@ impl Shared<'_> {
             .into_par_iter()
             .map(|j| loss.weighted_total(&self.ys[j], &solved[j].0, intercepts[j], c))
             .sum();
-        let primal = data + self.cfg.penalty.value(&norms);
+        // A non-finite form (a stack with NaN let through) makes no primal value: the penalty's
+        // maxima would skip it.
+        let primal = match forms.iter().all(|q| q.is_finite()) {
+            true => data + self.cfg.penalty.value(&norms),
+            false => f64::NAN,
+        };
         let t: Vec<f64> = dual_forms.iter().map(|q| q.max(0.0).sqrt()).collect();
         let dual = best_shared_dual(&t, self.ys, &rhos, c, loss, &self.cfg.penalty);
         let mass = || {
