@@ -13,6 +13,7 @@
 //! ρ_cᵀK_mρ_c)`, at the best common multiple of the points `ρ_c` (`β_c`, or the logistic
 //! loss's natural point), [`best_shared_dual`].
 
+mod sparse;
 mod weights;
 #[cfg(test)]
 mod tests;
@@ -21,16 +22,17 @@ use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{weighted_factors, KernelStack};
+use crate::kernels::KernelStack;
 use crate::losses::{costs, Loss};
 use crate::penalties::duals::{best_shared_dual, natural_dual};
 use crate::penalties::{BlockPenalty, SparsePenalty};
 use crate::result::FitResult;
 use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::schedule::GapSchedule;
-use crate::solvers::single::{dense_matvec, KernelOp, SingleKernel};
+use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::Model;
 use crate::solvers::witness::PsdCheck;
+use crate::solvers::wrapper::Combined;
 use weights::Weights;
 
 /// Settings of a shared fit.
@@ -127,7 +129,9 @@ pub fn fit_shared(
         cfg,
         classes,
         weights,
-        k_theta: Vec::new(),
+        kw: Combined::Dense(Vec::new()),
+        solved: Vec::new(),
+        j: f64::INFINITY,
         forms: Vec::new(),
         norms: Vec::new(),
         primal: f64::INFINITY,
@@ -154,7 +158,12 @@ struct Shared<'s> {
     /// One warm-started single-kernel solver per class.
     classes: Vec<SingleKernel>,
     weights: Weights,
-    k_theta: Vec<f64>,
+    /// `K_θ` of the last solves.
+    kw: Combined,
+    /// The last solves' `(f_c, b_c)` and the value `J` of the sparse penalties' Newton model
+    /// ([`sparse`]) at them.
+    solved: Vec<(Vec<f64>, f64)>,
+    j: f64,
     /// `q_m = Σ_c β_cᵀK_mβ_c`, `s_m = θ_m sqrt(q_m)` and `P` of the last iterate: the input
     /// of the next θ step.
     forms: Vec<f64>,
@@ -163,10 +172,26 @@ struct Shared<'s> {
 }
 
 impl Solver for Shared<'_> {
+    /// The K solves at the current weights; a trial step of the sparse penalties' Newton
+    /// model that raised `J` is refused (retried in a smaller region, nothing recorded),
+    /// else the iterate is certified.
     fn step(&mut self, d: &mut Driver<'_>) -> Result<Outcome> {
         let theta = self.weights.solve_weights();
-        let solved = self.solve(&theta, d.inner_tol(), d.interrupt)?;
-        let gap = self.certify(d, &theta, solved);
+        // The Newton model differentiates the exact solutions, and its trust region compares
+        // their values: SMO is asked its floor from the first step, as in the wrapper.
+        let tol = match (&self.weights, self.classes[0].is_sparse()) {
+            (Weights::Sparse { .. }, true) => self.cfg.inner_tol.min(0.1 * self.cfg.tol),
+            _ => d.inner_tol(),
+        };
+        self.solved = self.solve(&theta, tol, d.interrupt)?;
+        if self.refused()? {
+            return Ok(Outcome::Gap {
+                gap: f64::INFINITY,
+                whole: false,
+                new_problem: false,
+            });
+        }
+        let gap = self.certify(d, &theta);
         Ok(Outcome::Gap {
             gap,
             whole: true,
@@ -175,63 +200,41 @@ impl Solver for Shared<'_> {
     }
 
     fn update(&mut self, d: &Driver<'_>) -> Result<()> {
-        if self.norms.iter().any(|&s| s > 0.0) {
-            let (norms, forms) = (&self.norms, &self.forms);
-            self.weights.update(norms, forms, self.primal, d.omega());
+        if !self.norms.iter().any(|&s| s > 0.0) {
+            return Ok(());
         }
+        if let Weights::Sparse { .. } = self.weights {
+            return self.newton_step();
+        }
+        let (norms, forms) = (&self.norms, &self.forms);
+        self.weights.update(norms, forms, self.primal, d.omega());
         Ok(())
     }
 }
 
 impl Shared<'_> {
     /// The K single-kernel solves on `K_θ`, in parallel over the classes: each class's model
-    /// values `f_c = K_θ β_c` and intercept. The dense stack forms `K_θ` once for all
-    /// classes; Newton on factors of total rank below `n` works on `K_θ = UUᵀ`; SMO on
-    /// kernels computed on demand reads the columns of `K_θ` through each class's cache.
+    /// values `f_c = K_θ β_c` and intercept. `K_θ` is formed once for all classes (the
+    /// wrapper's [`Combined`]: dense, `UUᵀ` for Newton on factors of total rank below `n`, or
+    /// its weights only on kernels computed on demand, whose columns SMO computes through
+    /// each class's cache).
     fn solve(
         &mut self,
         theta: &[f64],
         tol: f64,
         interrupt: &dyn Interrupt,
     ) -> Result<Vec<(Vec<f64>, f64)>> {
-        let (stack, c, n) = (self.stack, &self.c, self.stack.n());
-        let loss = self.cfg.loss;
-        let sparse = self.classes[0].is_sparse();
-        let finish = |s: &SingleKernel, y: &[f64], f: Vec<f64>| {
-            let b = loss.best_intercept(y, &f, c, s.intercept());
-            (f, b)
-        };
-        let classes = self.classes.par_iter_mut().zip(self.ys.par_iter());
-        if let (true, Some(od)) = (sparse, stack.on_demand()) {
-            return classes
-                .map(|(s, y)| {
-                    let f = s.solve_on_demand(od, theta, tol, interrupt)?;
-                    Ok(finish(s, y, f))
-                })
-                .collect();
-        }
-        let factors = if sparse {
-            None
-        } else {
-            weighted_factors(stack, theta)
-        };
-        let op = match &factors {
-            Some(u) => KernelOp::Factor(u),
-            None => {
-                self.k_theta.resize(n * n, 0.0);
-                stack.combine(theta, &mut self.k_theta);
-                KernelOp::Dense(&self.k_theta)
-            }
-        };
-        classes
+        let (stack, c, loss) = (self.stack, &self.c, self.cfg.loss);
+        let smooth = !self.classes[0].is_sparse();
+        self.kw.set(stack, theta, smooth);
+        let kw = &self.kw;
+        self.classes
+            .par_iter_mut()
+            .zip(self.ys.par_iter())
             .map(|(s, y)| {
-                s.solve_op(op, tol, interrupt)?;
-                let mut f = vec![0.0; n];
-                match op {
-                    KernelOp::Dense(k) => dense_matvec(k, s.beta(), &mut f),
-                    KernelOp::Factor(_) => op.matvec(s.beta(), &mut f),
-                }
-                Ok(finish(s, y, f))
+                let f = kw.solve(s, stack, tol, interrupt)?;
+                let b = loss.best_intercept(y, &f, c, s.intercept());
+                Ok((f, b))
             })
             .collect()
     }
@@ -239,15 +242,16 @@ impl Shared<'_> {
     /// The whole problem's certificate at `A^c[m] = θ_m β_c` with the model values and
     /// intercepts `solved`: the forms of every class's `β_c` (and dual point) in one pass over
     /// the stack, `P`, `D` and the witness check, recorded; returns the gap.
-    fn certify(&mut self, d: &mut Driver<'_>, theta: &[f64], solved: Vec<(Vec<f64>, f64)>) -> f64 {
+    fn certify(&mut self, d: &mut Driver<'_>, theta: &[f64]) -> f64 {
         let (stack, loss, c) = (self.stack, self.cfg.loss, &self.c);
+        let solved = &self.solved;
         let (k, m, n) = (self.ys.len(), stack.m(), stack.n());
         // The logistic loss's dual points are the models' natural ones (§1.3), with their
         // best intercepts; the others' are the solvers' β.
         let points: Vec<Option<(f64, Vec<f64>)>> = self
             .ys
             .par_iter()
-            .zip(&solved)
+            .zip(solved)
             .map(|(y, (f, b))| natural_dual(loss, c, y, f, *b))
             .collect();
         let natural = points.iter().all(Option::is_some);
@@ -268,7 +272,7 @@ impl Shared<'_> {
         let rhos: Vec<Vec<f64>> = vs[(b - k) * n..].chunks_exact(n).map(<[f64]>::to_vec).collect();
         let intercepts: Vec<f64> = points
             .iter()
-            .zip(&solved)
+            .zip(solved)
             .map(|(p, (_, b))| p.as_ref().map_or(*b, |p| p.0))
             .collect();
         let norms: Vec<f64> = theta

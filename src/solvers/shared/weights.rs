@@ -6,13 +6,21 @@
 use crate::penalties::{kernel_weights, theta_update, BlockPenalty, Groups};
 use crate::solvers::lp::{extrapolate, over_relaxation};
 use crate::solvers::mirror::{State, StepRule, Stepper};
+use crate::solvers::wrapper::Penalty;
+
+pub(super) use super::sparse::Trust;
 
 /// The weights' state between iterations.
 pub(super) enum Weights {
     /// θ with unit p-norm (θ ≡ 1 at `p = ∞`: one solve per class).
     Lp { p: f64, theta: Vec<f64> },
-    /// `θ = s` of the last iterate; the solves are on `θ̃ = θ/(r_1 + r_2 θ)`.
-    Sparse { r1: f64, r2: f64, theta: Vec<f64> },
+    /// The effective weights `w` of the solves (`w = θ/(r_1 + r_2 θ)` of the alternation
+    /// `θ = s`) and the wrapper's trust region on them ([`Trust`]).
+    Sparse {
+        pen: Penalty,
+        w: Vec<f64>,
+        trust: Trust,
+    },
     /// [Nath]'s `(λ, γ)`, `θ̃ = λ/γ`, and the adaptive step's state (§4).
     Group {
         groups: Groups,
@@ -33,9 +41,10 @@ impl Weights {
             BlockPenalty::Sparse(s) => {
                 let (r1, r2) = s.weights();
                 Weights::Sparse {
-                    r1,
-                    r2,
-                    theta: vec![1.0; m],
+                    pen: Penalty { r1, r2 },
+                    // θ ≡ 1.
+                    w: vec![1.0 / (r1 + r2); m],
+                    trust: Trust::new(),
                 }
             }
             BlockPenalty::Group(g) => Weights::Group {
@@ -66,9 +75,7 @@ impl Weights {
     pub fn solve_weights(&self) -> Vec<f64> {
         match self {
             Weights::Lp { theta, .. } => theta.clone(),
-            // r1 = 0: the sum kernel, whatever θ.
-            Weights::Sparse { r1, r2, theta } if *r1 == 0.0 => vec![1.0 / r2; theta.len()],
-            Weights::Sparse { r1, r2, theta } => theta.iter().map(|t| t / (r1 + r2 * t)).collect(),
+            Weights::Sparse { w, .. } => w.clone(),
             Weights::Group { groups, state, .. } => state.theta(groups).0,
         }
     }
@@ -79,11 +86,12 @@ impl Weights {
     pub fn reported(&self, norms: &[f64], theta: &[f64]) -> Vec<f64> {
         match self {
             Weights::Lp { .. } => theta.to_vec(),
-            Weights::Sparse { r1, r2, .. } => {
-                let penalty = if *r2 == 0.0 {
+            Weights::Sparse { pen, .. } => {
+                let (r1, r2) = (pen.r1, pen.r2);
+                let penalty = if r2 == 0.0 {
                     crate::penalties::SparsePenalty::L1
                 } else {
-                    crate::penalties::SparsePenalty::ElasticNet { l1_ratio: *r1 }
+                    crate::penalties::SparsePenalty::ElasticNet { l1_ratio: r1 }
                 };
                 kernel_weights(penalty, norms)
             }
@@ -102,13 +110,23 @@ impl Weights {
                 let next = theta_update(norms, *p);
                 *theta = extrapolate(theta, &next, omega, *p);
             }
-            // The minimiser of ½ Σ (s²/θ + θ) (the η-trick, §3.8).
-            Weights::Sparse { theta, .. } => theta.copy_from_slice(norms),
+            Weights::Sparse { pen, w, .. } => alternate(pen, w, norms),
             Weights::Group {
                 groups,
                 state,
                 stepper,
             } => stepper.first_order(state, forms, primal, groups),
+        }
+    }
+}
+
+/// The alternation's step of the sparse penalties (§3.8): `θ = s`, the minimiser of
+/// `½ Σ (s²/θ + θ)` (the η-trick), as effective weights `w = θ/(r_1 + r_2 θ)`; `r_1 = 0` keeps
+/// the sum kernel `w ≡ 1/r_2`, whatever θ.
+pub(super) fn alternate(pen: &Penalty, w: &mut [f64], norms: &[f64]) {
+    if pen.r1 > 0.0 {
+        for (v, &s) in w.iter_mut().zip(norms) {
+            *v = s / (pen.r1 + pen.r2 * s);
         }
     }
 }
