@@ -13,7 +13,8 @@ each repeat (``_timing.paired_median_times``).
 
 BEFORE / AFTER in one run: ``--main PATH`` runs the same measurement in a second process
 whose ``multikernel`` is imported from ``PATH`` (e.g. the main checkout's ``python`` folder,
-the Python loop of ``_shared.py``); without it only this checkout is measured.
+the Python loop of ``_shared.py``); without it only this checkout is measured. ``--before
+FILE`` reads that second process's JSON line (``--json`` mode) saved earlier instead.
 
     python benches/peers/shared_multiclass.py [--repeats 3] [--main PATH] [--out FILE]
 """
@@ -80,6 +81,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--main", default=None)
+    ap.add_argument("--before", default=None, help="a child's JSON line saved from --main's run")
     ap.add_argument("--out", default=None)
     ap.add_argument("--json", action="store_true", help="print one JSON line (child mode)")
     a = ap.parse_args()
@@ -88,7 +90,9 @@ def main() -> None:
         return
     after = measure(a.repeats)
     before = None
-    if a.main is not None:
+    if a.before is not None:
+        before = json.loads(Path(a.before).read_text(encoding="utf-8").strip().splitlines()[-1])
+    elif a.main is not None:
         env = dict(os.environ, PYTHONPATH=a.main)
         out = subprocess.run(
             [sys.executable, __file__, "--json", "--repeats", str(a.repeats)],

@@ -13,6 +13,7 @@
 //! ρ_cᵀK_mρ_c)`, at the best common multiple of the points `ρ_c` (`β_c`, or the logistic
 //! loss's natural point), [`best_shared_dual`].
 
+mod group;
 mod sparse;
 mod weights;
 #[cfg(test)]
@@ -30,6 +31,7 @@ use crate::result::FitResult;
 use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::schedule::GapSchedule;
 use crate::solvers::single::SingleKernel;
+use crate::solvers::mirror::Moved;
 use crate::solvers::tracker::Model;
 use crate::solvers::witness::PsdCheck;
 use crate::solvers::wrapper::Combined;
@@ -118,7 +120,7 @@ pub fn fit_shared(
         .iter()
         .map(|y| SingleKernel::new(cfg.loss, &c, y))
         .collect::<Result<Vec<_>>>()?;
-    let weights = Weights::new(&cfg.penalty, stack.m());
+    let weights = Weights::new(&cfg.penalty, stack.m(), ys.len());
     let gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, weights.over_relaxation())
         .with_patience(weights.patience());
     let mut solver = Shared {
@@ -132,6 +134,7 @@ pub fn fit_shared(
         kw: Combined::Dense(Vec::new()),
         solved: Vec::new(),
         j: f64::INFINITY,
+        moved: None,
         forms: Vec::new(),
         norms: Vec::new(),
         primal: f64::INFINITY,
@@ -164,6 +167,8 @@ struct Shared<'s> {
     /// ([`sparse`]) at them.
     solved: Vec<(Vec<f64>, f64)>,
     j: f64,
+    /// Group MKL's free blocks after the last iterate's proximal steps, per class.
+    moved: Option<Vec<Vec<Moved>>>,
     /// `q_m = Σ_c β_cᵀK_mβ_c`, `s_m = θ_m sqrt(q_m)` and `P` of the last iterate: the input
     /// of the next θ step.
     forms: Vec<f64>,
@@ -183,6 +188,7 @@ impl Solver for Shared<'_> {
             (Weights::Sparse { .. }, true) => self.cfg.inner_tol.min(0.1 * self.cfg.tol),
             _ => d.inner_tol(),
         };
+        self.set_offsets();
         self.solved = self.solve(&theta, tol, d.interrupt)?;
         if self.refused()? {
             return Ok(Outcome::Gap {
@@ -203,11 +209,14 @@ impl Solver for Shared<'_> {
         if !self.norms.iter().any(|&s| s > 0.0) {
             return Ok(());
         }
-        if let Weights::Sparse { .. } = self.weights {
-            return self.newton_step();
+        match self.weights {
+            Weights::Sparse { .. } => return self.newton_step(),
+            Weights::Group { .. } => {
+                let moved = self.moved.take();
+                self.group_step(moved);
+            }
+            Weights::Lp { .. } => self.weights.update(&self.norms, d.omega()),
         }
-        let (norms, forms) = (&self.norms, &self.forms);
-        self.weights.update(norms, forms, self.primal, d.omega());
         Ok(())
     }
 }
@@ -232,7 +241,9 @@ impl Shared<'_> {
             .par_iter_mut()
             .zip(self.ys.par_iter())
             .map(|(s, y)| {
+                // The model values with group MKL's free blocks (`group`), if any.
                 let f = kw.solve(s, stack, tol, interrupt)?;
+                let f = s.shifted(&f);
                 let b = loss.best_intercept(y, &f, c, s.intercept());
                 Ok((f, b))
             })
@@ -275,11 +286,13 @@ impl Shared<'_> {
             .zip(solved)
             .map(|(p, (_, b))| p.as_ref().map_or(*b, |p| p.0))
             .collect();
-        let norms: Vec<f64> = theta
+        let mut norms: Vec<f64> = theta
             .iter()
             .zip(&forms)
             .map(|(t, q)| t * q.max(0.0).sqrt())
             .collect();
+        let tau = theta.iter().fold(0.0f64, |a, &v| a.max(v));
+        let moved = self.free_steps(tau, &mut norms);
         let data: f64 = (0..k)
             .into_par_iter()
             .map(|j| loss.weighted_total(&self.ys[j], &solved[j].0, intercepts[j], c))
@@ -301,8 +314,13 @@ impl Shared<'_> {
         let reported = self.weights.reported(&norms, theta);
         let model = || {
             let mut coef = Vec::with_capacity(k * m * n + k);
-            for s in &self.classes {
-                coef.extend(Model::outer(theta, s.beta(), 1.0, 0.0, Vec::new(), Vec::new()).coef);
+            for (c, s) in self.classes.iter().enumerate() {
+                let mut a = Model::outer(theta, s.beta(), 1.0, 0.0, Vec::new(), Vec::new()).coef;
+                // A free kernel's block is its proximal step's, `v_k^c + τ β_c`.
+                for mv in moved.iter().flat_map(|all| &all[c]) {
+                    a[mv.kernel * n..(mv.kernel + 1) * n].copy_from_slice(&mv.coef);
+                }
+                coef.extend(a);
             }
             // The intercepts ride at the end of `coef` until `split` takes them off.
             coef.extend(&intercepts);
@@ -315,6 +333,7 @@ impl Shared<'_> {
         };
         let gap = d.tracker.record_with(primal, (dual, witness), active, model);
         (self.forms, self.norms, self.primal) = (forms, norms, primal);
+        self.moved = moved;
         gap
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::penalties::{kernel_weights, theta_update, BlockPenalty, Groups};
 use crate::solvers::lp::{extrapolate, over_relaxation};
-use crate::solvers::mirror::{State, StepRule, Stepper};
+use crate::solvers::mirror::{FreeBlocks, State, StepRule, Stepper};
 use crate::solvers::wrapper::Penalty;
 
 pub(super) use super::sparse::Trust;
@@ -26,13 +26,15 @@ pub(super) enum Weights {
         groups: Groups,
         state: Box<State>,
         stepper: Stepper,
+        /// Every class's free blocks (`super::group`).
+        blocks: Vec<FreeBlocks>,
     },
 }
 
 impl Weights {
-    /// The starting weights of `penalty` on `m` kernels: uniform θ of unit p-norm, θ ≡ 1,
-    /// uniform `λ` and `γ`.
-    pub fn new(penalty: &BlockPenalty, m: usize) -> Self {
+    /// The starting weights of `penalty` on `m` kernels and `k` classes: uniform θ of unit
+    /// p-norm, θ ≡ 1, uniform `λ` and `γ`.
+    pub fn new(penalty: &BlockPenalty, m: usize, k: usize) -> Self {
         match penalty {
             BlockPenalty::Lp { p } => Weights::Lp {
                 p: *p,
@@ -51,6 +53,7 @@ impl Weights {
                 groups: g.groups.clone(),
                 state: Box::new(State::new(&g.groups)),
                 stepper: Stepper::new(StepRule::Adaptive, &g.groups),
+                blocks: (0..k).map(|_| FreeBlocks::new(&g.groups)).collect(),
             },
         }
     }
@@ -102,20 +105,13 @@ impl Weights {
         }
     }
 
-    /// The step from an iterate with block norms `norms` (`s_m = θ̃_m sqrt(q_m)`), summed forms
-    /// `forms` (`q_m`) and primal value `primal`; `omega` is the over-relaxation now allowed.
-    pub fn update(&mut self, norms: &[f64], forms: &[f64], primal: f64, omega: f64) {
-        match self {
-            Weights::Lp { p, theta } => {
-                let next = theta_update(norms, *p);
-                *theta = extrapolate(theta, &next, omega, *p);
-            }
-            Weights::Sparse { pen, w, .. } => alternate(pen, w, norms),
-            Weights::Group {
-                groups,
-                state,
-                stepper,
-            } => stepper.first_order(state, forms, primal, groups),
+    /// ℓp's step from an iterate with block norms `norms` (`s_m = θ_m sqrt(q_m)`): eq. 17,
+    /// over-relaxed by `omega` (the sparse penalties' and group's steps read the classes'
+    /// solves: `super::sparse`, `super::group`).
+    pub fn update(&mut self, norms: &[f64], omega: f64) {
+        if let Weights::Lp { p, theta } = self {
+            let next = theta_update(norms, *p);
+            *theta = extrapolate(theta, &next, omega, *p);
         }
     }
 }
