@@ -45,9 +45,10 @@ CASES = [
 
 def measure(repeats: int) -> dict[str, object]:
     """The shared / one-vs-rest timings of this process's ``multikernel``."""
-    import multikernel as mk
     from sklearn.datasets import load_digits
     from sklearn.preprocessing import StandardScaler
+
+    import multikernel as mk
 
     X, y = load_digits(return_X_y=True)
     X = StandardScaler().fit_transform(X)

@@ -15,9 +15,9 @@
 
 mod group;
 mod sparse;
-mod weights;
 #[cfg(test)]
 mod tests;
+mod weights;
 
 use rayon::prelude::*;
 
@@ -29,9 +29,9 @@ use crate::penalties::duals::{best_shared_dual, natural_dual};
 use crate::penalties::{BlockPenalty, SparsePenalty};
 use crate::result::FitResult;
 use crate::solvers::driver::{Driver, Outcome, Solver};
+use crate::solvers::mirror::Moved;
 use crate::solvers::schedule::GapSchedule;
 use crate::solvers::single::SingleKernel;
-use crate::solvers::mirror::Moved;
 use crate::solvers::tracker::Model;
 use crate::solvers::witness::PsdCheck;
 use crate::solvers::wrapper::Combined;
@@ -102,7 +102,7 @@ pub fn fit_shared(
     // `l1_ratio = 1` is `l1` (§0.4 (5)): the same iterates, and the dual's norm constraint.
     let cfg = &SharedConfig {
         penalty: match cfg.penalty {
-            BlockPenalty::Sparse(SparsePenalty::ElasticNet { l1_ratio }) if l1_ratio == 1.0 => {
+            BlockPenalty::Sparse(SparsePenalty::ElasticNet { l1_ratio: 1.0 }) => {
                 BlockPenalty::Sparse(SparsePenalty::L1)
             }
             ref other => other.clone(),
@@ -266,7 +266,11 @@ impl Shared<'_> {
             .map(|(y, (f, b))| natural_dual(loss, c, y, f, *b))
             .collect();
         let natural = points.iter().all(Option::is_some);
-        let mut vs: Vec<f64> = self.classes.iter().flat_map(|s| s.beta().to_vec()).collect();
+        let mut vs: Vec<f64> = self
+            .classes
+            .iter()
+            .flat_map(|s| s.beta().to_vec())
+            .collect();
         if natural {
             vs.extend(points.iter().flatten().flat_map(|(_, r)| r.iter().copied()));
         }
@@ -280,7 +284,10 @@ impl Shared<'_> {
         };
         let forms = sum(0);
         let dual_forms = if natural { sum(k) } else { forms.clone() };
-        let rhos: Vec<Vec<f64>> = vs[(b - k) * n..].chunks_exact(n).map(<[f64]>::to_vec).collect();
+        let rhos: Vec<Vec<f64>> = vs[(b - k) * n..]
+            .chunks_exact(n)
+            .map(<[f64]>::to_vec)
+            .collect();
         let intercepts: Vec<f64> = points
             .iter()
             .zip(solved)
@@ -309,7 +316,9 @@ impl Shared<'_> {
             let l1 = |r: &Vec<f64>| r.iter().map(|v| v.abs()).sum::<f64>().powi(2);
             rhos.iter().map(l1).sum::<f64>().sqrt()
         };
-        let witness = self.psd.scan_with(n, mass, dual_forms.iter().copied().enumerate());
+        let witness = self
+            .psd
+            .scan_with(n, mass, dual_forms.iter().copied().enumerate());
         let active = theta.iter().filter(|&&v| v > 0.0).count();
         let reported = self.weights.reported(&norms, theta);
         let model = || {
@@ -331,7 +340,9 @@ impl Shared<'_> {
                 norms: norms.clone(),
             }
         };
-        let gap = d.tracker.record_with(primal, (dual, witness), active, model);
+        let gap = d
+            .tracker
+            .record_with(primal, (dual, witness), active, model);
         (self.forms, self.norms, self.primal) = (forms, norms, primal);
         self.moved = moved;
         gap

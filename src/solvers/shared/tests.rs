@@ -22,7 +22,13 @@ fn config(penalty: BlockPenalty, loss: Loss, c: f64) -> SharedConfig {
 }
 
 /// The binary solver's optimum of `penalty` on `(stack, y)` at `c`.
-fn binary(stack: &DenseStack<'_, f64>, y: &[f64], penalty: &BlockPenalty, loss: Loss, c: f64) -> f64 {
+fn binary(
+    stack: &DenseStack<'_, f64>,
+    y: &[f64],
+    penalty: &BlockPenalty,
+    loss: Loss,
+    c: f64,
+) -> f64 {
     let r = match penalty {
         BlockPenalty::Lp { p } => {
             let cfg = LpConfig {
@@ -59,7 +65,11 @@ fn binary(stack: &DenseStack<'_, f64>, y: &[f64], penalty: &BlockPenalty, loss: 
         }
     }
     .unwrap();
-    assert!(r.gap <= 10.0 * TOL, "binary {penalty:?} {loss:?}: gap {}", r.gap);
+    assert!(
+        r.gap <= 10.0 * TOL,
+        "binary {penalty:?} {loss:?}: gap {}",
+        r.gap
+    );
     r.primal
 }
 
@@ -84,7 +94,7 @@ fn one_class_is_the_binary_fit() {
     for loss in [Loss::Hinge, Loss::Logistic] {
         for penalty in penalties() {
             let cfg = config(penalty.clone(), loss, 2.0);
-            let r = fit_shared(&stack, &[y.clone()], None, &cfg, &NoInterrupt).unwrap();
+            let r = fit_shared(&stack, std::slice::from_ref(&y), None, &cfg, &NoInterrupt).unwrap();
             let what = format!("{penalty:?} {loss:?}");
             assert_eq!(r.fit.status, SolveStatus::Converged, "{what}");
             let want = binary(&stack, &y, &penalty, loss, 2.0);
@@ -107,12 +117,15 @@ fn two_opposite_classes_are_the_binary_fit_rescaled() {
     let neg: Vec<f64> = y.iter().map(|v| -v).collect();
     for loss in [Loss::Hinge, Loss::SquaredHinge, Loss::Logistic] {
         for penalty in penalties() {
-            if matches!(penalty, BlockPenalty::Sparse(SparsePenalty::ElasticNet { .. })) {
+            if matches!(
+                penalty,
+                BlockPenalty::Sparse(SparsePenalty::ElasticNet { .. })
+            ) {
                 continue; // neither homogeneous of degree 1 nor 2
             }
             let cfg = config(penalty.clone(), loss, 2.0);
-            let r = fit_shared(&stack, &[y.clone(), neg.clone()], None, &cfg, &NoInterrupt)
-                .unwrap();
+            let r =
+                fit_shared(&stack, &[y.clone(), neg.clone()], None, &cfg, &NoInterrupt).unwrap();
             let what = format!("{penalty:?} {loss:?}");
             assert_eq!(r.fit.status, SolveStatus::Converged, "{what}");
             let want = match penalty {
@@ -145,9 +158,15 @@ fn integer_weights_are_duplicated_rows() {
     let (gd, idx) = crate::solvers::test_util::duplicated(&g, m, n, &reps);
     let nd = idx.len();
     let dup = DenseStack::new(&gd, m, nd).unwrap();
-    let ysd: Vec<Vec<f64>> = ys.iter().map(|t| idx.iter().map(|&i| t[i]).collect()).collect();
+    let ysd: Vec<Vec<f64>> = ys
+        .iter()
+        .map(|t| idx.iter().map(|&i| t[i]).collect())
+        .collect();
     let w: Vec<f64> = reps.iter().map(|&r| r as f64).collect();
-    for penalty in [BlockPenalty::Lp { p: 2.0 }, BlockPenalty::Sparse(SparsePenalty::L1)] {
+    for penalty in [
+        BlockPenalty::Lp { p: 2.0 },
+        BlockPenalty::Sparse(SparsePenalty::L1),
+    ] {
         let cfg = config(penalty.clone(), Loss::Hinge, 1.5);
         let a = fit_shared(&stack, &ys, Some(&w), &cfg, &NoInterrupt).unwrap();
         let b = fit_shared(&dup, &ysd, None, &cfg, &NoInterrupt).unwrap();
@@ -156,6 +175,85 @@ fn integer_weights_are_duplicated_rows() {
             "{penalty:?}: {} vs {}",
             a.fit.primal,
             b.fit.primal
+        );
+    }
+}
+
+/// Three classes with the rank-one linear kernel of `problem` alone in its group, at tol 1e-6:
+/// the certificate is the whole problem's (`D ≤ P`) and the fit gets within 1e-5. Not 1e-6 in
+/// every case: here the three groups' norm sums tie at the optimum (to 1e-3), where the
+/// first-order mirror step zigzags and the fit stalls at gaps of 3e-6 to 6e-6 (the binary
+/// solver's second-order step is not used by the shared fit, docs/mathematics.md §3.8).
+#[test]
+fn a_rank_one_kernel_alone_in_its_group_is_certified() {
+    let n = 50;
+    let (g, m, y) = problem(n, false, 21);
+    let (_, _, y2) = problem(n, false, 22);
+    let stack = DenseStack::new(&g, m, n).unwrap();
+    let third: Vec<f64> = y
+        .iter()
+        .zip(&y2)
+        .map(|(a, b)| if a + b < 0.0 { 1.0 } else { -1.0 })
+        .collect();
+    let ys = vec![y, y2, third];
+    let groups = crate::penalties::Groups::new(&[0, 0, 0, 1, 2]).unwrap();
+    for loss in [Loss::Hinge, Loss::Logistic] {
+        for c in [10.0, 1.0] {
+            let cfg = SharedConfig {
+                tol: 1e-6,
+                max_iter: 3000,
+                ..config(
+                    BlockPenalty::Group(GroupPenalty::exact(groups.clone())),
+                    loss,
+                    c,
+                )
+            };
+            let r = fit_shared(&stack, &ys, None, &cfg, &NoInterrupt).unwrap();
+            assert!(r.fit.gap <= 1e-5, "{loss:?} C = {c}: gap {}", r.fit.gap);
+            assert!(
+                r.fit.dual <= r.fit.primal * (1.0 + 1e-12),
+                "{loss:?} C = {c}"
+            );
+        }
+    }
+}
+
+/// Newton on a stack of factors (total rank below n, `K_θ = UUᵀ`) reaches the optimum of the
+/// same kernels stored dense, and SMO on kernels computed on demand that of the stored ones.
+#[test]
+fn factors_and_kernels_on_demand_fit_like_the_stored_stack() {
+    let n = 60;
+    let (g, m, y) = problem(n, false, 5);
+    let (_, _, y2) = problem(n, false, 6);
+    let ys = vec![y, y2];
+    let (lr, products) = crate::solvers::test_util::factored(&g, m, n, 3);
+    let dense = DenseStack::new(&products, m, n).unwrap();
+    let pb = crate::solvers::test_util::OnDemandProblem::new();
+    let od = pb.on_demand(3 * 8 * pb.n);
+    let stored = pb.stored();
+    let labels = vec![pb.labels.clone(), pb.labels.iter().map(|v| -v).collect()];
+    for penalty in [
+        BlockPenalty::Lp { p: 2.0 },
+        BlockPenalty::Sparse(SparsePenalty::L1),
+    ] {
+        let cfg = config(penalty.clone(), Loss::Logistic, 3.0);
+        let a = fit_shared(&lr, &ys, None, &cfg, &NoInterrupt).unwrap();
+        let b = fit_shared(&dense, &ys, None, &cfg, &NoInterrupt).unwrap();
+        assert!(
+            (a.fit.primal - b.fit.primal).abs() <= 1e-7 * b.fit.primal,
+            "{penalty:?}"
+        );
+        let cfg = config(penalty.clone(), Loss::Hinge, 2.0);
+        let a = fit_shared(&od, &labels, None, &cfg, &NoInterrupt).unwrap();
+        let b = fit_shared(&stored, &labels, None, &cfg, &NoInterrupt).unwrap();
+        assert_eq!(
+            a.fit.status,
+            SolveStatus::Converged,
+            "{penalty:?} on demand"
+        );
+        assert!(
+            (a.fit.primal - b.fit.primal).abs() <= 1e-7 * b.fit.primal,
+            "{penalty:?}"
         );
     }
 }
