@@ -183,9 +183,12 @@ impl Solver for Shared<'_> {
     fn step(&mut self, d: &mut Driver<'_>) -> Result<Outcome> {
         let theta = self.weights.solve_weights();
         // The Newton model differentiates the exact solutions, and its trust region compares
-        // their values: SMO is asked its floor from the first step, as in the wrapper.
+        // their values: SMO is asked its floor at every iterate that the model reads, as in
+        // the wrapper (not at one that only the alternation's step reads, e.g. the first).
         let tol = match (&self.weights, self.classes[0].is_sparse()) {
-            (Weights::Sparse { .. }, true) => self.cfg.inner_tol.min(0.1 * self.cfg.tol),
+            (Weights::Sparse { trust, .. }, true) if trust.modelled() => {
+                self.cfg.inner_tol.min(0.1 * self.cfg.tol)
+            }
             _ => d.inner_tol(),
         };
         self.set_offsets();

@@ -40,6 +40,11 @@ impl Trust {
             alternate: true,
         }
     }
+
+    /// Whether the Newton model reads the next iterate (its step is not the alternation's).
+    pub(super) fn modelled(&self) -> bool {
+        !self.alternate
+    }
 }
 
 impl Shared<'_> {
