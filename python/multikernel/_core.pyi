@@ -11,11 +11,13 @@ __all__ = [
     "OnDemandKernels",
     "PathResult",
     "Settings",
+    "SharedFitResult",
     "Status",
     "_panic_for_tests",
     "_set_min_cores_for_tests",
     "capabilities",
     "fit",
+    "fit_shared",
     "fourier_features",
     "fourier_params",
     "gram_cross",
@@ -99,6 +101,34 @@ class FitResult:
     def psd_witness(self) -> tuple[int, float, float, float] | None: ...
     @property
     def solvers(self) -> list[str]: ...  # the solvers that ran: ["wrapper", "spicy"] when continued
+
+@final
+class SharedFitResult:
+    """A shared multiclass fit (``fit_shared``): every class's model, the one θ and the
+    whole problem's certificate (shapes in the comments)."""
+
+    @property
+    def coef(self) -> NDArray[np.float64]: ...  # (K, M, n)
+    @property
+    def intercept(self) -> NDArray[np.float64]: ...  # (K,)
+    @property
+    def kernel_weights(self) -> NDArray[np.float64]: ...  # (M,)
+    @property
+    def kernel_norms(self) -> NDArray[np.float64]: ...  # (M,)
+    @property
+    def primal(self) -> float: ...
+    @property
+    def dual(self) -> float: ...
+    @property
+    def gap(self) -> float: ...
+    @property
+    def n_iter(self) -> int: ...
+    @property
+    def status(self) -> Status: ...
+    @property
+    def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
+    @property
+    def psd_witness(self) -> tuple[int, float, float, float] | None: ...
 
 @final
 class PathResult:
@@ -265,6 +295,19 @@ def fit(
     init_feature_weights: NDArray[np.float64] | None = None,
     sample_weight: NDArray[np.float64] | None = None,
 ) -> FitResult: ...
+def fit_shared(
+    settings: Settings,
+    g: NDArray[Any] | OnDemandKernels,
+    y: NDArray[np.float64],
+    *,
+    penalty: str = "lp",
+    p: float = 2.0,
+    l1_ratio: float = 1.0,
+    groups: list[int] | None = None,
+    n_threads: int = 0,
+    on_iteration: Callable[[float, float, float, int, float], object] | None = None,
+    sample_weight: NDArray[np.float64] | None = None,
+) -> SharedFitResult: ...
 def path(
     g: NDArray[Any] | list[NDArray[np.float64]],
     y: NDArray[np.float64],

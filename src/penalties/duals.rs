@@ -271,6 +271,32 @@ pub(crate) fn best_on_segment(
     }
 }
 
+/// [`best_dual`] of several problems that share one penalty (the shared multiclass fit,
+/// docs/mathematics.md §3.8): the loss parts of the points `rhos[c]` (targets `ys[c]`, the
+/// same per-sample weights `c`) summed, the penalty's conjugate at the block norms
+/// `norms[m] = sqrt(Σ_c ρ_cᵀK_mρ_c)`, at the best common multiple `t ∈ [0, top]`.
+pub(crate) fn best_shared_dual(
+    norms: &[f64],
+    ys: &[Vec<f64>],
+    rhos: &[Vec<f64>],
+    c: &[f64],
+    loss: Loss,
+    penalty: &BlockPenalty,
+) -> f64 {
+    let value = |t: f64| {
+        let conj: f64 = ys
+            .par_iter()
+            .zip(rhos)
+            .map(|(y, rho)| {
+                let scaled: Vec<f64> = rho.iter().map(|r| t * r).collect();
+                loss_dual(loss, c, y, &scaled)
+            })
+            .sum();
+        conj - penalty.conjugate(t, norms)
+    };
+    value(best_multiple(penalty.top(norms), value))
+}
+
 /// [`dual_value`] at `t ρ̃` (block norms `t · norms`), without forming the scaled point.
 fn scaled_dual_value(
     t: f64,

@@ -20,16 +20,16 @@ use crate::solvers::witness::PsdCheck;
 const ALL_PRODUCTS_MAX: usize = 1 << 24;
 
 /// The solution of the single-kernel problem on `K_w` as the wrapper uses it.
-pub(super) struct Point {
+pub(crate) struct Point {
     /// The dual point `β`: SMO's, or for the smooth losses the natural point
     /// `−Cℓ'(f + b)` of Newton's model, centred (feasible, docs/mathematics.md §1.4).
-    pub(super) beta: Vec<f64>,
+    pub(crate) beta: Vec<f64>,
     /// `K_w β`.
-    pub(super) f: Vec<f64>,
+    pub(crate) f: Vec<f64>,
     /// The intercept that minimises the loss for `f`.
-    pub(super) b: f64,
+    pub(crate) b: f64,
     /// `S(w)`: SMO's dual value (a lower bound), or the primal value at `β` (an upper bound).
-    pub(super) value: f64,
+    pub(crate) value: f64,
 }
 
 /// Solves the single-kernel problem on `kw` (of `stack`) to accuracy `tol` (warm-started).

@@ -99,9 +99,15 @@ use crate::solvers::points::{PointSet, MIN_POINTS};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::witness::PsdCheck;
 
-use certificate::{Aggregate, Point};
-use combined::Combined;
-use newton::{NewtonModel, Penalty, START_RADIUS};
+// The Newton model on the kernel weights, which the shared multiclass fit takes over with the
+// forms summed over the classes (`solvers::shared`).
+use certificate::Aggregate;
+pub(crate) use certificate::Point;
+pub(crate) use combined::Combined;
+pub(crate) use newton::{
+    gradient, model_kernels, s_hessian, NewtonModel, Penalty, MAX_MODEL, MAX_MODEL_SMOOTH,
+    MIN_RADIUS, START_RADIUS,
+};
 
 /// The most exact SMO solve asked for when the model stalls above `tol`.
 const MIN_INNER_TOL: f64 = 1e-12;
