@@ -55,6 +55,13 @@ pub trait BlockKernel: Sync {
 
     /// Writes the self-values `k(a_i, a_i)` of the rows `i` in `rows` into `out`.
     fn self_values(&self, rows: Range<usize>, out: &mut [f64]) -> Result<()>;
+
+    /// Whether, for a training stack, [`rows`](Self::rows) writes only the entries `j ≤ i`
+    /// of an exactly symmetric kernel (the engine's own sequence kernels): the engine then
+    /// mirrors them instead of checking the symmetry of both triangles.
+    fn lower_triangle(&self) -> bool {
+        false
+    }
 }
 
 /// One kernel of a bank: a specification the engine evaluates, or a [`BlockKernel`].
@@ -438,7 +445,12 @@ fn block_kernel<T: Element>(
             }
         }
     }
-    if symmetric {
+    if symmetric && kernel.lower_triangle() {
+        for i in 0..na {
+            self_values[i] = out[i * na + i].to_f64();
+        }
+        mirror_lower(out, na);
+    } else if symmetric {
         interrupt.check()?;
         // Finite and symmetric; whether it is PSD is checked after normalisation (a
         // conditionally PSD kernel, e.g. additive χ², is PSD once centred).
@@ -482,7 +494,10 @@ fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) 
     if kernels.is_empty() {
         return Err(MkError::config("kernels", "at least one kernel is needed"));
     }
-    if x.nrows() == 0 || x.ncols() == 0 {
+    // Kernels evaluated by the caller (functions, sequence kernels) may come with no
+    // numeric column at all.
+    let specs = kernels.iter().any(|k| matches!(k, BankKernel::Spec(_)));
+    if x.nrows() == 0 || (x.ncols() == 0 && specs) {
         return Err(MkError::Shape(format!(
             "{name} must have at least one row and one column, got shape ({}, {})",
             x.nrows(),
@@ -511,6 +526,21 @@ fn finite<T: Element>(k: usize, g: &[T], cols: usize) -> Result<()> {
             ", evaluated on these points (its values overflow: rescale X or the kernel's \
              parameters),",
         )),
+    }
+}
+
+/// Copies the lower triangle of the row-major `n×n` kernel `k` onto the upper one, in tiles
+/// that stay in cache.
+fn mirror_lower<T: Element>(k: &mut [T], n: usize) {
+    const B: usize = 64;
+    for bi in (0..n).step_by(B) {
+        for bj in (0..=bi).step_by(B) {
+            for i in bi..(bi + B).min(n) {
+                for j in bj..(bj + B).min(i) {
+                    k[j * n + i] = k[i * n + j];
+                }
+            }
+        }
     }
 }
 
