@@ -7,7 +7,7 @@ import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -359,10 +359,10 @@ class Points:
     @property
     def shape(self) -> tuple[int, int]:
         """``(n_samples, n_columns)``."""
-        return (self.numeric.shape[0], len(self.columns))
+        return (int(self.numeric.shape[0]), len(self.columns))
 
     def __len__(self) -> int:
-        return self.numeric.shape[0]
+        return int(self.numeric.shape[0])
 
     def __getitem__(self, rows: Any) -> Points:
         numeric = np.require(self.numeric[rows], requirements=("C", "A"))
@@ -375,6 +375,10 @@ class Points:
     def engine(self) -> list[tuple[NDArray[np.uint8], NDArray[np.int64]]]:
         """The sequence columns as the engine takes them."""
         return [(c.data, c.offsets) for c in self.sequences]
+
+
+#: Validated raw points: a float64 matrix, or points with sequence columns.
+CheckedPoints: TypeAlias = "NDArray[np.float64] | Points"
 
 
 def _encode(values: Sequence[str | bytes]) -> SeqColumn:
@@ -414,7 +418,7 @@ def has_sequences(X: Any) -> bool:
     return False
 
 
-def check_points(X: Any, name: str = "X") -> NDArray[np.float64] | Points:
+def check_points(X: Any, name: str = "X") -> CheckedPoints:
     """The one place raw points are validated: ``X`` as a finite float64 matrix
     (:func:`check_features`), or, when it holds sequences (:func:`has_sequences`), as
     :class:`Points`: a DataFrame's string columns (every value a str or bytes) become sequence

@@ -114,10 +114,10 @@ impl SeqKernelFn {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<()> {
         match *self {
-            SeqKernelFn::Spectrum { k } if k == 0 => {
+            SeqKernelFn::Spectrum { k: 0 } => {
                 Err(MkError::config("k", "must be a positive integer, got 0"))
             }
-            SeqKernelFn::WeightedDegree { degree, .. } if degree == 0 => Err(MkError::config(
+            SeqKernelFn::WeightedDegree { degree: 0, .. } => Err(MkError::config(
                 "degree",
                 "must be a positive integer, got 0",
             )),

@@ -5,10 +5,10 @@ feature columns it reads; each derives from :class:`Kernel` (:class:`Linear`,
 :class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian`, the histogram and set kernels
 :class:`Chi2`, :class:`Intersection`, :class:`Hellinger` and :class:`Tanimoto`, the sequence
 kernels :class:`Spectrum` and :class:`WeightedDegree` (on a 1-D array of strings or the string
-columns of a DataFrame), and :class:`Callable` for any function of two feature matrices). :func:`gram` computes the stack
-of training Gram matrices ``(M, n, n)``; :class:`KernelBank` keeps the training statistics so
-that :meth:`KernelBank.transform` gives cross kernels ``(M, n_new, n)`` normalised the same
-way.
+columns of a DataFrame), and :class:`Callable` for any function of two feature matrices).
+:func:`gram` computes the stack of training Gram matrices ``(M, n, n)``; :class:`KernelBank`
+keeps the training statistics so that :meth:`KernelBank.transform` gives cross kernels
+``(M, n_new, n)`` normalised the same way.
 All heavy work runs in Rust, in parallel, with the GIL released (taken back only to call a
 :class:`Callable`'s function on a block of rows).
 

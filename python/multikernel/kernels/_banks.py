@@ -15,6 +15,7 @@ from numpy.typing import DTypeLike, NDArray
 from .. import _core, _dask, _progress
 from .._typing import Normalization
 from .._validation import (
+    CheckedPoints,
     Points,
     aligned,
     check_features,
@@ -25,6 +26,7 @@ from .._validation import (
     column_names,
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
+from ._sequence import _engine_entries, _SequenceKernel
 from ._specs import (
     Callable,
     Gaussian,
@@ -38,7 +40,6 @@ from ._specs import (
     _positive,
     _resolve_columns,
 )
-from ._sequence import _engine_entries, _SequenceKernel
 
 __all__ = ["SIMPLEMKL_WIDTHS", "KernelBank", "simplemkl_bank", "view_bank"]
 
@@ -389,7 +390,7 @@ class KernelBank:
             self._keep_fit(X_train, train_stats, entries, names)
             return stack  # type: ignore[no-any-return]
         Xc = check_points(X)
-        entries = _engine_entries(_resolve_columns(self.specs, names), Xc)
+        entries = _engine_entries(_resolve_columns(self.specs, names), Xc, names)
         verbose = getattr(self, "verbose", 0)  # (absent from banks pickled before it)
         with _progress.bar(verbose, len(entries), "Gram stack", "kernel") as bar:
             G, stats = _core.gram_fit(
@@ -549,6 +550,10 @@ class KernelBank:
             raise NotFittedError("this KernelBank is not fitted yet: call fit(X_train) first")
         _check_same_columns(X, getattr(self, "feature_names_in_", None))
         if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            if isinstance(self.X_train_, Points):
+                raise InvalidInputError(
+                    "a bank fitted on sequences maps NumPy arrays or DataFrames, not Dask arrays"
+                )
             return _dask.bank_transform(  # type: ignore[no-any-return]
                 self._dask_job(), X, self.X_train_, self.stats_
             )
@@ -604,7 +609,7 @@ class KernelBank:
 
     def _keep_fit(
         self,
-        X_train: NDArray[np.float64] | Points,
+        X_train: CheckedPoints,
         stats: dict[str, Any],
         entries: list[_Entry],
         names: list[str] | None,
@@ -646,17 +651,17 @@ def _check_same_columns(X: Any, fitted: NDArray[Any] | None) -> None:
     )
 
 
-def _numeric(X: NDArray[np.float64] | Points) -> NDArray[np.float64]:
+def _numeric(X: CheckedPoints) -> NDArray[np.float64]:
     """The numeric columns of checked points, as the engine takes them."""
     return X.numeric if isinstance(X, Points) else X
 
 
-def _sequences(X: NDArray[np.float64] | Points) -> Any:
+def _sequences(X: CheckedPoints) -> Any:
     """The sequence columns of checked points, as the engine takes them (None: none)."""
     return X.engine() if isinstance(X, Points) else None
 
 
-def _check_same_kinds(X: NDArray[np.float64] | Points, fitted: NDArray[np.float64] | Points) -> None:
+def _check_same_kinds(X: CheckedPoints, fitted: CheckedPoints) -> None:
     """New points with the training points' columns: as many, with strings (sequences) in
     the same ones."""
     if X.shape[1] != fitted.shape[1]:

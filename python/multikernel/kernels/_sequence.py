@@ -33,7 +33,7 @@ def _count(name: str, value: Any, least: int) -> int:
         raise InvalidParameterError(
             f"{name} must be {what} integer, got {value!r}", parameter=name
         )
-    return int(value)
+    return int(float(value))
 
 
 def _one_column(features: Features | None) -> tuple[int | str, ...] | None:
@@ -117,8 +117,9 @@ class WeightedDegree(_SequenceKernel):
 
     where every compared substring lies inside the sequences (docs/mathematics.md §1.4).
     Sequences must all have the same length (the training and the new ones); bytes are
-    compared, a ``str`` being encoded in UTF-8. PSD without shifts; the shifted kernel is
-    symmetric but need not be PSD (the engine checks its Gram matrix). Computed in Rust: one
+    compared, a ``str`` being encoded in UTF-8. PSD, shifts included: the position weights
+    form a Toeplitz matrix whose symbol ``1 + Σ_σ cos(σθ) / (σ + 1)`` stays above 1/2
+    (docs/mathematics.md §1.4). Computed in Rust: one
     byte-compare pass per pair builds the bit mask of the matching positions, and ``β_k``
     times the number of starts of matches of length ``k`` follows from it by ``k`` shifts.
 
@@ -169,11 +170,12 @@ class WeightedDegree(_SequenceKernel):
 
 
 def _engine_entries(
-    specs: Sequence[Kernel], X: NDArray[np.float64] | Points
+    specs: Sequence[Kernel], X: NDArray[np.float64] | Points, names: Sequence[str] | None = None
 ) -> list[_Entry]:
     """The engine's kernels of ``specs`` (column names resolved) on the checked points
     ``X``: on :class:`Points`, each kernel's columns are mapped to the numeric columns or to
-    the sequence columns, and a kernel reading the other kind is refused.
+    the sequence columns, and a kernel reading the other kind is refused (errors name the
+    columns by ``names``, those of a DataFrame ``X``, when given).
 
     Raises
     ------
@@ -191,6 +193,10 @@ def _engine_entries(
                     f"strings"
                 )
         return [s._entry() for s in specs]
+
+    def col(j: int) -> str:
+        return f"column {names[j]!r}" if names is not None else f"column {j}"
+
     seq_cols = [j for j, (is_seq, _) in enumerate(X.columns) if is_seq]
     num_cols = [j for j, (is_seq, _) in enumerate(X.columns) if not is_seq]
     out: list[_Entry] = []
@@ -213,8 +219,8 @@ def _engine_entries(
             j = wanted[0]
             if j not in seq_cols:
                 raise InvalidInputError(
-                    f"kernel {m}, {s!r}, reads sequences, but column {j} of X holds numbers; "
-                    f"the columns of strings are {seq_cols}"
+                    f"kernel {m}, {s!r}, reads sequences, but {col(j)} of X holds numbers; "
+                    f"the columns of strings are {', '.join(col(c) for c in seq_cols)}"
                 )
             out.append(s._with_features((X.columns[j][1],))._entry())
             continue
@@ -223,7 +229,7 @@ def _engine_entries(
         strings = [j for j in wanted if j in seq_cols]
         if strings or not wanted:
             raise InvalidInputError(
-                f"kernel {m}, {s!r}, reads numeric features, but column {strings[0]} of X "
+                f"kernel {m}, {s!r}, reads numeric features, but {col(strings[0])} of X "
                 f"holds strings (sequences): use a sequence kernel (Spectrum, WeightedDegree) "
                 f"for it"
                 if strings
