@@ -56,11 +56,22 @@ pub trait BlockKernel: Sync {
     /// Writes the self-values `k(a_i, a_i)` of the rows `i` in `rows` into `out`.
     fn self_values(&self, rows: Range<usize>, out: &mut [f64]) -> Result<()>;
 
-    /// Whether, for a training stack, [`rows`](Self::rows) writes only the entries `j ≤ i`
-    /// of an exactly symmetric kernel (the engine's own sequence kernels): the engine then
-    /// mirrors them instead of checking the symmetry of both triangles.
-    fn lower_triangle(&self) -> bool {
+    /// Whether this is one of the engine's own kernels (the sequence kernels): finite, PSD
+    /// and exactly symmetric, so that for a training stack [`rows`](Self::rows) writes only
+    /// the entries `j ≤ i` (the engine mirrors them), blocks of rows may be computed in
+    /// parallel, and none of the checks a caller's function needs is made.
+    fn exact(&self) -> bool {
         false
+    }
+}
+
+impl BankKernel<'_> {
+    /// A kernel whose values need no check: a specification, or an exact block kernel.
+    fn trusted(&self) -> bool {
+        match self {
+            BankKernel::Spec(_) => true,
+            BankKernel::Blocks(b) => b.exact(),
+        }
     }
 }
 
@@ -424,6 +435,9 @@ fn block_kernel<T: Element>(
 ) -> Result<()> {
     let na = self_values.len();
     let nb = out.len() / na;
+    if kernel.exact() {
+        return exact_block_kernel(kernel, symmetric, need_self, out, self_values, interrupt);
+    }
     let step = block_rows(nb);
     let mut buf = vec![0.0; step * nb];
     for (r0, rows) in (0..na).step_by(step).zip(out.chunks_mut(step * nb)) {
@@ -445,12 +459,7 @@ fn block_kernel<T: Element>(
             }
         }
     }
-    if symmetric && kernel.lower_triangle() {
-        for i in 0..na {
-            self_values[i] = out[i * na + i].to_f64();
-        }
-        mirror_lower(out, na);
-    } else if symmetric {
+    if symmetric {
         interrupt.check()?;
         // Finite and symmetric; whether it is PSD is checked after normalisation (a
         // conditionally PSD kernel, e.g. additive χ², is PSD once centred).
@@ -468,6 +477,61 @@ fn block_kernel<T: Element>(
         }
     }
     Ok(())
+}
+
+/// An exact block kernel ([`BlockKernel::exact`]) into `out` (`na × nb`): blocks of rows in
+/// parallel, no checks. A training kernel's blocks compute their lower triangle only, and
+/// each block also writes its transpose into the columns of its rows above the diagonal (the
+/// `ROWS` consecutive entries of each earlier row: whole cache lines), so no separate mirror
+/// pass reads the matrix across.
+fn exact_block_kernel<T: Element>(
+    kernel: &dyn BlockKernel,
+    symmetric: bool,
+    need_self: bool,
+    out: &mut [T],
+    self_values: &mut [f64],
+    interrupt: &dyn Interrupt,
+) -> Result<()> {
+    /// `out` shared by the blocks, each writing entries no other block writes.
+    struct Shared<T>(*mut T);
+    // SAFETY: the blocks write disjoint entries (see below), and nothing reads them meanwhile.
+    unsafe impl<T> Sync for Shared<T> {}
+    const ROWS: usize = 16;
+    let na = self_values.len();
+    let nb = out.len() / na;
+    let shared = Shared(out.as_mut_ptr());
+    let shared = &shared;
+    self_values
+        .par_chunks_mut(ROWS)
+        .enumerate()
+        .try_for_each_init(Vec::new, |buf, (t, sv)| {
+            interrupt.check()?;
+            let (r0, count) = (t * ROWS, sv.len());
+            buf.resize(count * nb, 0.0);
+            kernel.rows(r0..r0 + count, buf)?;
+            for (r, b) in buf.chunks(nb).enumerate() {
+                let i = r0 + r;
+                let width = if symmetric { i + 1 } else { nb };
+                // SAFETY: row i, entries j ≤ i (all of a cross row) are this block's; the
+                // transposed entries (j, i), j < r0, lie above the diagonal in rows of earlier
+                // blocks, which write only on and below it; inside the block, (j, i) for
+                // r0 ≤ j < i is above the diagonal of row j, written by no one else.
+                let row = unsafe { std::slice::from_raw_parts_mut(shared.0.add(i * nb), width) };
+                for (o, &v) in row.iter_mut().zip(&b[..width]) {
+                    *o = T::from_f64(v);
+                }
+                if symmetric {
+                    sv[r] = b[i];
+                    for (j, &v) in b[..i].iter().enumerate() {
+                        unsafe { *shared.0.add(j * nb + i) = T::from_f64(v) };
+                    }
+                }
+            }
+            if need_self && !symmetric {
+                kernel.self_values(r0..r0 + count, sv)?;
+            }
+            Ok(())
+        })
 }
 
 /// Entry `entry` of kernel `m` is not finite.
@@ -526,21 +590,6 @@ fn finite<T: Element>(k: usize, g: &[T], cols: usize) -> Result<()> {
             ", evaluated on these points (its values overflow: rescale X or the kernel's \
              parameters),",
         )),
-    }
-}
-
-/// Copies the lower triangle of the row-major `n×n` kernel `k` onto the upper one, in tiles
-/// that stay in cache.
-fn mirror_lower<T: Element>(k: &mut [T], n: usize) {
-    const B: usize = 64;
-    for bi in (0..n).step_by(B) {
-        for bj in (0..=bi).step_by(B) {
-            for i in bi..(bi + B).min(n) {
-                for j in bj..(bj + B).min(i) {
-                    k[j * n + i] = k[i * n + j];
-                }
-            }
-        }
     }
 }
 
@@ -609,7 +658,7 @@ pub fn gram_bank_weighted<T: Element>(
         // A caller's function need not give a PSD kernel: its diagonal is checked before
         // any normalisation, which would hide a negative one (see check_diagonal).
         for (k, st) in per.iter().enumerate() {
-            if let BankKernel::Blocks(_) = kernels[k] {
+            if !kernels[k].trusted() {
                 st.check_diagonal(k, symmetry_rtol::<T>())?;
             }
         }
@@ -619,7 +668,11 @@ pub fn gram_bank_weighted<T: Element>(
             .enumerate()
             .try_for_each(|(k, (g, sv))| {
                 stats.apply(k, g, sv);
-                mirror_upper(g, n);
+                if opts.center {
+                    // Without centring, the scales and the spherical factors keep K exactly
+                    // symmetric (products of the same two numbers).
+                    mirror_upper(g, n);
+                }
                 if opts.normalization == Normalization::Spherical {
                     // k(x,x)/k(x,x) is 1; the centred diagonal entry and the centred
                     // self-value it is divided by are summed in different orders.
@@ -631,7 +684,7 @@ pub fn gram_bank_weighted<T: Element>(
                     // A specification's kernel is PSD, so |k| ≤ 1 (Cauchy–Schwarz): beyond
                     // it is rounding, amplified where centring cancels (a nearly constant
                     // kernel in float32). A caller's function is checked instead, below.
-                    if let BankKernel::Spec(_) = kernels[k] {
+                    if kernels[k].trusted() {
                         for v in g.iter_mut() {
                             *v = T::from_f64(v.to_f64().clamp(-1.0, 1.0));
                         }
@@ -639,11 +692,12 @@ pub fn gram_bank_weighted<T: Element>(
                 }
                 // A caller's function need not give a PSD kernel (sigmoid, additive χ²
                 // uncentred): the normalised kernel must pass the PSD conditions.
-                match kernels[k] {
-                    BankKernel::Blocks(_) => DenseStack::new(g, 1, n)?
+                if kernels[k].trusted() {
+                    finite(k, g, n)
+                } else {
+                    DenseStack::new(g, 1, n)?
                         .validate(symmetry_rtol::<T>())
-                        .map_err(|e| as_kernel(k, e)),
-                    BankKernel::Spec(_) => finite(k, g, n),
+                        .map_err(|e| as_kernel(k, e))
                 }
             })?;
         let arr =
@@ -728,7 +782,7 @@ pub fn cross_gram_bank<T: Element>(
                 // The spherical normalisation divides by a caller's function's self-values
                 // k(x, x) of the new points: a negative one (beyond rounding) is a kernel
                 // that is not PSD, which would otherwise leave a row of zeros.
-                if let (BankKernel::Blocks(_), Some((a, v, terms))) = (kernels[k], lowest) {
+                if let (false, Some((a, v, terms))) = (kernels[k].trusted(), lowest) {
                     if v < -symmetry_rtol::<T>() * terms {
                         return Err(MkError::NotPsd {
                             kernel: k,

@@ -3,9 +3,9 @@
 //!
 //! A column of sequences is one byte buffer and `n + 1` offsets ([`SeqColumn`]), never one
 //! allocation per string. A [`SeqKernel`] between the sequences of the stack's rows and those
-//! of its columns is a [`BlockKernel`]: the engine normalises it with the code of every other
-//! kernel, and the kernel fills only the lower triangle of a training block (its values are
-//! exactly symmetric).
+//! of its columns is an exact [`BlockKernel`]: the engine normalises it with the code of every
+//! other kernel and computes its blocks of rows in parallel, and the kernel fills only the
+//! lower triangle of a training block (its values are exactly symmetric).
 //!
 //! - Spectrum (Leslie, Eskin & Noble, "The spectrum kernel: a string kernel for SVM protein
 //!   classification"): the inner product of the k-mer count vectors. The k-mers of both sides
@@ -25,8 +25,6 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
-
-use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
 use crate::kernels::gram::BlockKernel;
@@ -55,6 +53,8 @@ impl SeqColumn {
                 offsets.len()
             )));
         }
+        let mut data = data;
+        data.resize(data.len() + PAD, 0);
         Ok(SeqColumn { data, offsets })
     }
 
@@ -66,6 +66,7 @@ impl SeqColumn {
             data.extend_from_slice(s.as_ref());
             offsets.push(data.len());
         }
+        data.resize(data.len() + PAD, 0);
         SeqColumn { data, offsets }
     }
 
@@ -85,12 +86,23 @@ impl SeqColumn {
         &self.data[self.offsets[i]..self.offsets[i + 1]]
     }
 
+    /// Sequence `i` followed by at least [`PAD`] more bytes of the buffer (the next sequences,
+    /// then zeros): whole 32-byte loads from any position of the sequence stay inside it.
+    #[inline(always)]
+    fn padded(&self, i: usize) -> &[u8] {
+        &self.data[self.offsets[i]..self.offsets[i + 1] + PAD]
+    }
+
     /// The sequences `idx`, in that order.
     pub fn subset(&self, idx: &[usize]) -> Self {
         let seqs: Vec<&[u8]> = idx.iter().map(|&i| self.get(i)).collect();
         SeqColumn::from_strings(&seqs)
     }
 }
+
+/// Zero bytes after the last sequence of a column, so that a 32-byte load starting inside
+/// any sequence stays inside the buffer.
+const PAD: usize = 32;
 
 /// A kernel function on sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,39 +146,78 @@ pub fn wd_weights(degree: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Bit `t` of word `t / 64` of `mask` is set where `x[t] == y[t]` (`x`, `y` of equal
-/// length); the words beyond the strings stay 0.
+/// Bit `t` of word `t / 64` of `mask` is set where `x[t] == y[t]`, `t < len`, for `x` and
+/// `y` of at least `len + 31` bytes (sequences read with their padding); the bits from `len`
+/// on are 0. `avx2`: the CPU has AVX2 (byte compares and move-masks of 32 bytes at a time).
 #[inline(always)]
-fn match_mask(x: &[u8], y: &[u8], mask: &mut [u64]) {
-    let mut xs = x.chunks_exact(64);
-    let mut ys = y.chunks_exact(64);
-    let mut w = 0;
-    for (a, b) in (&mut xs).zip(&mut ys) {
-        // A plain loop over 64 bytes: compiled to byte compares and a move-mask.
-        let mut m = 0u64;
-        for t in 0..64 {
-            m |= ((a[t] == b[t]) as u64) << t;
-        }
-        mask[w] = m;
-        w += 1;
+fn match_mask(x: &[u8], y: &[u8], len: usize, mask: &mut [u64], avx2: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: the caller checked that the CPU has AVX2.
+        return unsafe { match_mask_avx2(x, y, len, mask) };
     }
-    let (a, b) = (xs.remainder(), ys.remainder());
-    if !a.is_empty() {
+    let _ = avx2;
+    for (w, (a, b)) in x[..len].chunks(64).zip(y[..len].chunks(64)).enumerate() {
         let mut m = 0u64;
-        for t in 0..a.len() {
-            m |= ((a[t] == b[t]) as u64) << t;
+        for (t, (p, q)) in a.iter().zip(b).enumerate() {
+            m |= ((p == q) as u64) << t;
         }
         mask[w] = m;
     }
 }
 
-/// `Σ_{k=1..β.len()} β_k · #{l : x[l..l+k] = y[l..l+k]}` for `x`, `y` of equal length, with
-/// `mask` scratch space of at least `⌈len / 64⌉` words.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn match_mask_avx2(x: &[u8], y: &[u8], len: usize, mask: &mut [u64]) {
+    use std::arch::x86_64::{__m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8};
+    assert!(x.len().min(y.len()) + 1 >= len + PAD);
+    // A macro, not a closure: a closure would not inherit this function's target features.
+    macro_rules! bits {
+        ($p:expr) => {{
+            // SAFETY: $p < len, and both strings have len + 31 readable bytes.
+            let a = _mm256_loadu_si256(x.as_ptr().add($p) as *const __m256i);
+            let b = _mm256_loadu_si256(y.as_ptr().add($p) as *const __m256i);
+            _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, b)) as u32 as u64
+        }};
+    }
+    let words = len.div_ceil(64);
+    for (w, m) in mask[..words].iter_mut().enumerate() {
+        let k = 64 * w;
+        let hi = if k + 32 < len { bits!(k + 32) << 32 } else { 0 };
+        *m = bits!(k) | hi;
+    }
+    if len % 64 != 0 {
+        // The bytes past the end (padding, or the next sequence) are no matches.
+        mask[words - 1] &= (1u64 << (len % 64)) - 1;
+    }
+}
+
+/// `Σ_{k=1..β.len()} β_k · #{l : x[l..l+k] = y[l..l+k]}` for `x`, `y` of length `len`, read
+/// with their padding ([`match_mask`]), with `mask` scratch space of at least `⌈len / 64⌉`
+/// words.
 #[inline(always)]
-fn wd_unshifted(x: &[u8], y: &[u8], beta: &[f64], mask: &mut [u64]) -> f64 {
-    let words = x.len().div_ceil(64);
+fn wd_unshifted(x: &[u8], y: &[u8], len: usize, beta: &[f64], mask: &mut [u64], avx2: bool) -> f64 {
+    let words = len.div_ceil(64);
+    if words <= SHORT_WORDS {
+        // Up to 256 bytes: the mask stays in registers.
+        let mut m = [0u64; SHORT_WORDS];
+        match_mask(x, y, len, &mut m[..words], avx2);
+        return wd_of_mask(&mut m, beta);
+    }
     let mask = &mut mask[..words];
-    match_mask(x, y, mask);
+    match_mask(x, y, len, mask, avx2);
+    wd_of_mask(mask, beta)
+}
+
+/// Words of the mask kept in registers (sequences of up to 256 bytes).
+const SHORT_WORDS: usize = 4;
+
+/// `Σ_k β_k popcount(R_k)` from the match mask `R_1` (bits beyond the strings 0), `mask`
+/// overwritten.
+#[inline(always)]
+fn wd_of_mask(mask: &mut [u64], beta: &[f64]) -> f64 {
+    let words = mask.len();
     let mut sum = 0.0;
     for &b in beta {
         let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
@@ -183,16 +234,25 @@ fn wd_unshifted(x: &[u8], y: &[u8], beta: &[f64], mask: &mut [u64]) -> f64 {
     sum
 }
 
-/// The weighted-degree kernel with shifts of `x` and `y` (equal lengths):
-/// `WD(x, y) + Σ_{s=1..S} (WD(x[s..], y[..L−s]) + WD(x[..L−s], y[s..])) / (2(s + 1))`.
+/// Whether the byte compares may use AVX2.
 #[inline(always)]
-fn wd_pair(x: &[u8], y: &[u8], beta: &[f64], shift: usize, mask: &mut [u64]) -> f64 {
-    let len = x.len();
-    let mut sum = wd_unshifted(x, y, beta, mask);
+fn avx2_cpu() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return crate::kernels::simd::avx2_fma();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The weighted-degree kernel with shifts of `x` and `y` (of length `len`, read with their
+/// padding): `WD(x, y) + Σ_{s=1..S} (WD(x[s..], y[..L−s]) + WD(x[..L−s], y[s..])) / (2(s + 1))`.
+#[inline(always)]
+fn wd_pair(x: &[u8], y: &[u8], len: usize, beta: &[f64], shift: usize, mask: &mut [u64]) -> f64 {
+    let avx2 = avx2_cpu();
+    let mut sum = wd_unshifted(x, y, len, beta, mask, avx2);
     for s in 1..=shift.min(len.saturating_sub(1)) {
         let delta = 1.0 / (2.0 * (s as f64 + 1.0));
-        let a = wd_unshifted(&x[s..], &y[..len - s], beta, mask);
-        let b = wd_unshifted(&x[..len - s], &y[s..], beta, mask);
+        let a = wd_unshifted(&x[s..], y, len - s, beta, mask, avx2);
+        let b = wd_unshifted(x, &y[s..], len - s, beta, mask, avx2);
         sum += delta * (a + b);
     }
     sum
@@ -203,6 +263,7 @@ fn wd_pair(x: &[u8], y: &[u8], beta: &[f64], shift: usize, mask: &mut [u64]) -> 
 #[inline(always)]
 fn wd_row_body<T: Element>(
     x: &[u8],
+    len: usize,
     cols: &SeqColumn,
     beta: &[f64],
     shift: usize,
@@ -211,14 +272,14 @@ fn wd_row_body<T: Element>(
     _e: T,
 ) {
     for (j, o) in out.iter_mut().enumerate() {
-        *o = wd_pair(x, cols.get(j), beta, shift, mask);
+        *o = wd_pair(x, cols.padded(j), len, beta, shift, mask);
     }
 }
 
 avx2_dispatch! {
     fn wd_row<T>(
-        x: &[u8], cols: &SeqColumn, beta: &[f64], shift: usize, mask: &mut [u64],
-        out: &mut [f64], _e: T
+        x: &[u8], len: usize, cols: &SeqColumn, beta: &[f64], shift: usize,
+        mask: &mut [u64], out: &mut [f64], _e: T
     ) = wd_row_body;
 }
 
@@ -423,9 +484,18 @@ impl<'c> SeqKernel<'c> {
                 }
             }
             Prepared::WeightedDegree { beta, shift } => {
-                let x = self.a.get(i);
-                mask.resize(x.len().div_ceil(64), 0);
-                wd_row(x, self.cols(), beta, *shift, mask, out, 0.0);
+                let len = self.a.get(i).len();
+                mask.resize(len.div_ceil(64), 0);
+                wd_row(
+                    self.a.padded(i),
+                    len,
+                    self.cols(),
+                    beta,
+                    *shift,
+                    mask,
+                    out,
+                    0.0,
+                );
             }
         }
     }
@@ -456,14 +526,13 @@ impl BlockKernel for SeqKernel<'_> {
         let nb = self.cols().len();
         let start = rows.start;
         let lower = self.b.is_none();
-        out.par_chunks_mut(nb.max(1))
-            .enumerate()
-            .for_each_init(Vec::new, |mask, (r, row)| {
-                let i = start + r;
-                // A training block is filled on and below the diagonal (then mirrored).
-                let width = if lower { i + 1 } else { nb };
-                self.row(i, &mut row[..width.min(nb)], mask);
-            });
+        let mut mask = Vec::new();
+        for (r, row) in out.chunks_mut(nb.max(1)).enumerate() {
+            let i = start + r;
+            // A training block is filled on and below the diagonal (then mirrored).
+            let width = if lower { i + 1 } else { nb };
+            self.row(i, &mut row[..width.min(nb)], &mut mask);
+        }
         Ok(())
     }
 
@@ -473,17 +542,17 @@ impl BlockKernel for SeqKernel<'_> {
             *o = match &self.prepared {
                 Prepared::Spectrum { self_a, .. } => self_a[i],
                 Prepared::WeightedDegree { beta, shift } => {
-                    let x = self.a.get(i);
-                    mask.resize(x.len().div_ceil(64), 0);
-                    wd_pair(x, x, beta, *shift, &mut mask)
+                    let (x, len) = (self.a.padded(i), self.a.get(i).len());
+                    mask.resize(len.div_ceil(64), 0);
+                    wd_pair(x, x, len, beta, *shift, &mut mask)
                 }
             };
         }
         Ok(())
     }
 
-    fn lower_triangle(&self) -> bool {
-        self.b.is_none()
+    fn exact(&self) -> bool {
+        true
     }
 }
 
