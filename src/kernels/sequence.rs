@@ -1,5 +1,5 @@
 //! Kernels on sequences (strings of bytes, any alphabet): the spectrum kernel and the
-//! weighted-degree kernel with shifts (docs/mathematics.md §1.4).
+//! weighted-degree kernel with shifts (docs/mathematics.md §7).
 //!
 //! A column of sequences is one byte buffer and `n + 1` offsets ([`SeqColumn`]), never one
 //! allocation per string. A [`SeqKernel`] between the sequences of the stack's rows and those

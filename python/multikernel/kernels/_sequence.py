@@ -115,11 +115,11 @@ class WeightedDegree(_SequenceKernel):
         k(s, t) = Σ_k β_k Σ_l [ 1[s[l:l+k] = t[l:l+k]]
                   + Σ_{σ=1..S} δ_σ (1[s[l+σ:l+σ+k] = t[l:l+k]] + 1[s[l:l+k] = t[l+σ:l+σ+k]]) ]
 
-    where every compared substring lies inside the sequences (docs/mathematics.md §1.4).
+    where every compared substring lies inside the sequences (docs/mathematics.md §7).
     Sequences must all have the same length (the training and the new ones); bytes are
     compared, a ``str`` being encoded in UTF-8. PSD, shifts included: the position weights
     form a Toeplitz matrix whose symbol ``1 + Σ_σ cos(σθ) / (σ + 1)`` stays above 1/2
-    (docs/mathematics.md §1.4). Computed in Rust: one
+    (docs/mathematics.md §7). Computed in Rust: one
     byte-compare pass per pair builds the bit mask of the matching positions, and ``β_k``
     times the number of starts of matches of length ``k`` follows from it by ``k`` shifts.
 
