@@ -1,4 +1,5 @@
-"""Sequence kernels on E. coli promoters, fused with a numeric column
+"""
+Sequence kernels on E. coli promoters, fused with a numeric column
 =====================================================================
 
 MKL over a bank of string kernels on a DNA column, beside a numeric column, against an SVC on
@@ -185,7 +186,7 @@ def draw(r: Result, path: str | None = None) -> object:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0] if __doc__ else None)
     ap.add_argument("--plot", help="write the shares and accuracies to this PNG")
     args = ap.parse_args()
     t0 = time.perf_counter()
