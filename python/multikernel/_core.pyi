@@ -161,6 +161,7 @@ class OnDemandKernels:
         normalize: str,
         cache_bytes: int,
         sample_weight: NDArray[np.float64] | None = None,
+        sequences: list[_SeqColumn] | None = None,
     ) -> OnDemandKernels: ...
     @property
     def n(self) -> int: ...

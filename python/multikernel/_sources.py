@@ -38,6 +38,7 @@ from ._data import (
 )
 from ._validation import (
     CheckedPoints,
+    Points,
     check_feature_blocks,
     check_sample_weight,
     check_stack,
@@ -260,6 +261,8 @@ class Recipe:
                 self.kernels, normalize=self.normalize, n_threads=self.n_threads, verbose=verbose
             )
             how = self.how(bank, Xv.shape[0], Xv.shape[1])
+            if how == "features" and isinstance(Xv, Points):
+                how = "stack"  # feature blocks are of numeric points only
             if how == "features":
                 stack = Blocks(bank._fit_linear(Xv, sample_weight))
             elif how == "on_demand":

@@ -26,7 +26,7 @@ pub(crate) use lowrank::factor_matvec;
 pub use lowrank::{pivoted_cholesky, weighted_factors, LowRankStack};
 pub use normalize::{NormStats, Normalization};
 pub(crate) use on_demand::support_products;
-pub use on_demand::{CombinedKernel, OnDemandStack};
+pub use on_demand::{CombinedKernel, OnDemandKernel, OnDemandStack};
 pub use packed::{point_subset, PackedStack, PointSubset};
 pub use rows::RowFeatures;
 pub use sequence::{wd_weights, SeqColumn, SeqKernel, SeqKernelFn};

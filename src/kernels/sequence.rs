@@ -283,6 +283,101 @@ avx2_dispatch! {
     ) = wd_row_body;
 }
 
+/// `out[t] = k(x, cols_{js[t]})` of the weighted-degree kernel (the columns `js` of a kernel
+/// computed on demand). `_e` only carries the element type the dispatch macro asks for.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn wd_list_body<T: Element>(
+    x: &[u8],
+    len: usize,
+    cols: &SeqColumn,
+    js: &[usize],
+    beta: &[f64],
+    shift: usize,
+    mask: &mut [u64],
+    out: &mut [f64],
+    _e: T,
+) {
+    for (o, &j) in out.iter_mut().zip(js) {
+        *o = wd_pair(x, cols.padded(j), len, beta, shift, mask);
+    }
+}
+
+avx2_dispatch! {
+    fn wd_list<T>(
+        x: &[u8], len: usize, cols: &SeqColumn, js: &[usize], beta: &[f64], shift: usize,
+        mask: &mut [u64], out: &mut [f64], _e: T
+    ) = wd_list_body;
+}
+
+/// A sequence kernel on one column, evaluated pair by pair for kernels computed on demand
+/// (`kernels::on_demand`): the spectrum kernel as a merge of two sorted count rows, the
+/// weighted-degree kernel as in a Gram row.
+pub(crate) struct SeqPairs {
+    func: SeqKernelFn,
+    col: SeqColumn,
+    counts: Option<CountRows>,
+    beta: Vec<f64>,
+}
+
+impl SeqPairs {
+    /// The kernel `func` (kernel `m` of its bank, for errors) on the sequences `col`.
+    pub(crate) fn new(m: usize, func: SeqKernelFn, col: SeqColumn) -> Result<Self> {
+        func.validate()?;
+        let (counts, beta) = match func {
+            SeqKernelFn::Spectrum { k } => {
+                (Some(count_rows(&col, k, &mut KmerIds::default())), vec![])
+            }
+            SeqKernelFn::WeightedDegree { degree, .. } => {
+                check_equal_lengths(m, &col, None)?;
+                (None, wd_weights(degree))
+            }
+        };
+        Ok(SeqPairs {
+            func,
+            col,
+            counts,
+            beta,
+        })
+    }
+
+    /// `out[t] = k(s_i, s_{js[t]})`, raw.
+    pub(crate) fn values(&self, i: usize, js: &[usize], out: &mut [f64]) {
+        match (self.func, &self.counts) {
+            (SeqKernelFn::Spectrum { .. }, Some(rows)) => {
+                let (ai, ac) = rows.row(i);
+                for (o, &j) in out.iter_mut().zip(js) {
+                    let (bi, bc) = rows.row(j);
+                    let (mut p, mut q, mut sum) = (0, 0, 0.0);
+                    while p < ai.len() && q < bi.len() {
+                        match ai[p].cmp(&bi[q]) {
+                            std::cmp::Ordering::Less => p += 1,
+                            std::cmp::Ordering::Greater => q += 1,
+                            std::cmp::Ordering::Equal => {
+                                sum += ac[p] * bc[q];
+                                p += 1;
+                                q += 1;
+                            }
+                        }
+                    }
+                    *o = sum;
+                }
+            }
+            (SeqKernelFn::WeightedDegree { shift, .. }, _) => {
+                let len = self.col.get(i).len();
+                let mut mask = vec![0u64; len.div_ceil(64)];
+                let x = self.col.padded(i);
+                wd_list(
+                    x, len, &self.col, js, &self.beta, shift, &mut mask, out, 0.0,
+                );
+            }
+            (SeqKernelFn::Spectrum { .. }, None) => {
+                unreachable!("spectrum counts are built in new")
+            }
+        }
+    }
+}
+
 /// The spectrum features of one side: each sequence's distinct k-mer ids with their counts,
 /// sorted by id (a CSR matrix).
 struct CountRows {

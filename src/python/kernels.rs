@@ -17,7 +17,7 @@ use crate::kernels::features;
 use crate::kernels::{
     cross_gram_bank, gram_bank_weighted, of_kernel, simplemkl_bank, validate_features, BankKernel,
     BlockKernel, DenseStack, Element, GramOptions, KernelFn, KernelSpec, KernelStack, LowRankStack,
-    NormStats, Normalization, OnDemandStack, SeqColumn, SeqKernel, SeqKernelFn,
+    NormStats, Normalization, OnDemandKernel, OnDemandStack, SeqColumn, SeqKernel, SeqKernelFn,
 };
 
 /// A kernel specification as it crosses the binding: `(kind, a, b, c, features)`;
@@ -650,35 +650,47 @@ pub(crate) struct PyOnDemand {
 #[pymethods]
 impl PyOnDemand {
     #[new]
-    #[pyo3(signature = (x, specs, normalize, cache_bytes, sample_weight=None))]
+    #[pyo3(signature = (x, specs, normalize, cache_bytes, sample_weight=None, sequences=None))]
     fn new(
         x: PyReadonlyArray2<'_, f64>,
         specs: Vec<Bound<'_, PyAny>>,
         normalize: &str,
         cache_bytes: usize,
         sample_weight: Option<PyReadonlyArray1<'_, f64>>,
+        sequences: Option<SeqArrays<'_>>,
     ) -> PyResult<Self> {
         let w = sample_weight.map(|w| w.as_array().to_vec());
-        let specs = specs
-            .iter()
-            .map(|s| {
-                let t: SpecTuple = s.extract().map_err(|_| {
-                    input_error(
-                        "kernels computed on demand take the built-in kernel specifications \
-                         only (Linear, Polynomial, Gaussian, Laplacian), not Python functions",
-                    )
-                })?;
-                spec_from(&t)
+        let columns = seq_columns(sequences)?;
+        let kernels = entries_from(&specs)?
+            .into_iter()
+            .enumerate()
+            .map(|(m, e)| match e {
+                Entry::Spec(s) => Ok(OnDemandKernel::Spec(s)),
+                Entry::Seq(f, column) => columns
+                    .get(column)
+                    .map(|c| OnDemandKernel::Seq(f, c.clone()))
+                    .ok_or_else(|| {
+                        input_error(format!(
+                            "kernel {m}, {}, reads sequence column {column}, but X has {} \
+                             sequence columns",
+                            f.name(),
+                            columns.len()
+                        ))
+                    }),
+                Entry::Func(..) => Err(input_error(
+                    "kernels computed on demand take the engine's kernel specifications \
+                     only (vector, histogram and sequence kernels), not Python functions",
+                )),
             })
             .collect::<PyResult<Vec<_>>>()?;
         let xa = x.as_array();
         let (n, p) = xa.dim();
         let data: Vec<f64> = xa.iter().copied().collect();
-        let stack = OnDemandStack::new(
+        let stack = OnDemandStack::of_bank(
             &data,
             n,
             p,
-            &specs,
+            kernels,
             Normalization::parse(normalize)?,
             w.as_deref(),
             cache_bytes,

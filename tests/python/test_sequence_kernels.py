@@ -298,3 +298,34 @@ def test_sequences_in_the_cv_estimators_and_the_path() -> None:
     assert cv.predict(seqs[:5]).shape == (5,)
     path = mk.mkl_path(seqs, 2.0 * y - 1, kernels=specs, loss="squared")
     assert path.predict(seqs[:3], C=float(path.Cs[-1])).shape == (3,)
+
+
+@pytest.mark.parametrize("normalize", ["none", "trace", "mean_diag", "spherical"])
+def test_on_demand_reads_equal_the_stored_stack(normalize: Any) -> None:
+    df, _ = mixed_frame(40, 6)
+    specs = [*MIXED_SPECS, WeightedDegree(degree=5, shift=2, features=["sequence"])]
+    bank = KernelBank(specs, normalize=normalize)
+    G = bank.fit_transform(df)
+    K = KernelBank(specs, normalize=normalize).fit_on_demand(df, cache_bytes=1 << 20)
+    assert (K.n, K.m) == (40, len(specs))
+    # vᵀ K_m v for random v and for v = e_i + e_j read every entry (the engine's own reads).
+    rng = np.random.default_rng(0)
+    for v in [rng.normal(size=40) for _ in range(3)] + [np.eye(40)[3] + np.eye(40)[17]]:
+        want = np.einsum("i,mij,j->m", v, G, v)
+        assert np.allclose(mk._core.quad_forms(K, v), want, rtol=1e-12, atol=1e-13)
+    assert np.allclose(bank.stats_["scales"], KernelBank(specs, normalize=normalize).fit_on_demand(
+        df, cache_bytes=0).stats()["scales"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("penalty", ["lp", "l1"])
+def test_fit_on_demand_reaches_the_stored_objective(penalty: str) -> None:
+    df, y = mixed_frame(90, 7)
+    kw: dict[str, Any] = {"penalty": penalty, "normalize": "spherical", "tol": 1e-6}
+    stored = mk.MKLClassifier(kernels=MIXED_SPECS, **kw).fit(df, y)
+    lazy = mk.MKLClassifier(kernels=MIXED_SPECS, cache_size=1 << 20, **kw).fit(df, y)
+    assert lazy._on_demand and not stored._on_demand
+    assert lazy.converged_ and lazy.duality_gap_ <= lazy.tol
+    rel = abs(lazy.primal_objective_ - stored.primal_objective_) / abs(stored.primal_objective_)
+    assert rel <= 1e-5
+    new, _ = mixed_frame(12, 8)
+    assert np.allclose(lazy.decision_function(new), stored.decision_function(new), atol=1e-4)

@@ -26,7 +26,7 @@ from .._validation import (
     column_names,
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
-from ._sequence import _engine_entries, _SequenceKernel
+from ._sequence import _engine_entries
 from ._specs import (
     Callable,
     Gaussian,
@@ -451,10 +451,12 @@ class KernelBank:
                 parameter="center",
             )
         names = column_names(X)
-        entries = [s._entry() for s in _resolve_columns(self.specs, names)]
-        Xc = check_features(X)
+        Xc = check_points(X)
+        entries = _engine_entries(_resolve_columns(self.specs, names), Xc, names)
         w = check_sample_weight(sample_weight, Xc.shape[0])
-        K = _core.OnDemandKernels(Xc, entries, self.normalize, int(cache_bytes), w)
+        K = _core.OnDemandKernels(
+            _numeric(Xc), entries, self.normalize, int(cache_bytes), w, sequences=_sequences(Xc)
+        )
         self._keep_fit(Xc.copy(), K.stats(), entries, names)
         return K
 
@@ -465,7 +467,7 @@ class KernelBank:
         return (
             not self.center
             and self.normalize != "multiplicative"
-            and not any(isinstance(s, (Callable, _SequenceKernel)) for s in self.specs)
+            and not any(isinstance(s, Callable) for s in self.specs)
         )
 
     def _linear_widths(self, n_features: int) -> list[int] | None:
