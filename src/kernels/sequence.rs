@@ -260,6 +260,7 @@ fn wd_pair(x: &[u8], y: &[u8], len: usize, beta: &[f64], shift: usize, mask: &mu
 
 /// `out[j] = k(x, cols_j)` of the weighted-degree kernel for the first `out.len()`
 /// sequences of `cols`. `_e` only carries the element type the dispatch macro asks for.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn wd_row_body<T: Element>(
     x: &[u8],
