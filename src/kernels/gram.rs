@@ -668,11 +668,7 @@ pub fn gram_bank_weighted<T: Element>(
             .enumerate()
             .try_for_each(|(k, (g, sv))| {
                 stats.apply(k, g, sv);
-                if opts.center {
-                    // Without centring, the scales and the spherical factors keep K exactly
-                    // symmetric (products of the same two numbers).
-                    mirror_upper(g, n);
-                }
+                mirror_upper(g, n);
                 if opts.normalization == Normalization::Spherical {
                     // k(x,x)/k(x,x) is 1; the centred diagonal entry and the centred
                     // self-value it is divided by are summed in different orders.
