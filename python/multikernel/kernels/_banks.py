@@ -315,7 +315,7 @@ class KernelBank:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training points.
+            Training points (strings too: see :meth:`fit_transform`).
 
         Returns
         -------
@@ -349,6 +349,9 @@ class KernelBank:
         X : array-like of shape (n_samples, n_features)
             Training points; for a Dask array the points are gathered, the statistics
             computed block by block on the workers, and a Dask array returned (docs/dask.md).
+            For sequence kernels, a 1-D array or list of strings (str or bytes), or a
+            DataFrame whose columns of strings hold sequences beside numeric columns: each
+            kernel reads its own kind of column.
         sample_weight : array-like of shape (n_samples,), optional
             Weights of the points in the normalisation statistics (trace, mean diagonal,
             centring, the multiplicative variance): a point of weight 2 counts as two copies,
@@ -417,7 +420,7 @@ class KernelBank:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training points.
+            Training points (strings too: see :meth:`fit_transform`).
         cache_bytes : int
             Bytes the solvers may spend on cached kernel columns.
         sample_weight : array-like of shape (n_samples,), optional
