@@ -47,7 +47,7 @@ def main() -> None:
     specs = [Spectrum(2), Spectrum(3), Spectrum(4), WeightedDegree(degree=8)]
     clf = mk.MKLClassifier(
         kernels=specs, penalty="lp", normalize="spherical", tol=1e-3,
-        cache_size=args.cache_mb << 20,
+        cache_size=args.cache_mb,
     )  # fmt: skip
     seconds, extra_mb, _ = peak_extra_mb(lambda: clf.fit(seqs, y))
     print(

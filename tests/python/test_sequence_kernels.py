@@ -322,7 +322,7 @@ def test_fit_on_demand_reaches_the_stored_objective(penalty: str) -> None:
     df, y = mixed_frame(90, 7)
     kw: dict[str, Any] = {"penalty": penalty, "normalize": "spherical", "tol": 1e-6}
     stored = mk.MKLClassifier(kernels=MIXED_SPECS, **kw).fit(df, y)
-    lazy = mk.MKLClassifier(kernels=MIXED_SPECS, cache_size=1 << 20, **kw).fit(df, y)
+    lazy = mk.MKLClassifier(kernels=MIXED_SPECS, cache_size=16, **kw).fit(df, y)
     assert lazy._on_demand and not stored._on_demand
     assert lazy.converged_ and lazy.duality_gap_ <= lazy.tol
     rel = abs(lazy.primal_objective_ - stored.primal_objective_) / abs(stored.primal_objective_)
