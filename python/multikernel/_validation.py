@@ -407,8 +407,10 @@ def has_sequences(X: Any) -> bool:
     if isinstance(X, Points):
         return True
     dtypes = getattr(X, "dtypes", None)
-    if dtypes is not None and hasattr(X, "columns"):
-        return any(_text_column(X.iloc[:, j].to_numpy()) for j in range(X.shape[1]))
+    if dtypes is not None and hasattr(X, "columns") and hasattr(X, "iloc"):
+        # Only columns of objects (str, pandas' string dtype, categories) can hold strings.
+        objects = [j for j, dt in enumerate(dtypes) if getattr(dt, "kind", "O") in "OSU"]
+        return any(_text_column(X.iloc[:, j].to_numpy()) for j in objects)
     if isinstance(X, np.ndarray):
         return X.dtype.kind in "USO" and X.ndim >= 1 and X.size > 0 and _text_column(X.ravel())
     if isinstance(X, (list, tuple)) and len(X) > 0:
