@@ -19,6 +19,12 @@ from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 def check_features(X: Any, name: str = "X", *, row_offset: int = 0) -> NDArray[np.float64]:
     """Return ``X`` as a finite, C-contiguous float64 matrix of shape (n_samples, n_features);
     ``row_offset`` is added to the row an error names (``X`` being a batch of rows)."""
+    if isinstance(X, Points) or has_sequences(X):
+        raise InvalidInputError(
+            f"{name} holds strings (sequences), which only kernel specifications read "
+            f"(Spectrum, WeightedDegree, and vector kernels on the numeric columns); feature "
+            f"maps, low-rank factors and Dask arrays take numeric points"
+        )
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
