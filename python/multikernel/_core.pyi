@@ -1,7 +1,7 @@
 """Type stub of the native module (checked by ``python -m mypy.stubtest multikernel._core``)."""
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Final, Literal, TypedDict, final
+from typing import Any, ClassVar, Final, Literal, TypeAlias, TypedDict, final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -165,6 +165,10 @@ class PathResult:
     @property
     def factorizations(self) -> int: ...
 
+#: A column of sequences: their bytes one after another (uint8) and the n + 1 offsets of
+#: their starts (int64).
+_SeqColumn: TypeAlias = tuple[NDArray[np.uint8], NDArray[np.int64]]
+
 def gram_fit(
     x: NDArray[np.float64],
     specs: list[_SpecTuple | _FuncEntry],
@@ -175,6 +179,7 @@ def gram_fit(
     max_bytes: int | None = None,
     sample_weight: NDArray[np.float64] | None = None,
     on_kernels: Callable[[int], object] | None = None,
+    sequences: list[_SeqColumn] | None = None,
 ) -> tuple[NDArray[Any], dict[str, Any]]: ...
 
 @final
@@ -186,6 +191,7 @@ class OnDemandKernels:
         normalize: str,
         cache_bytes: int,
         sample_weight: NDArray[np.float64] | None = None,
+        sequences: list[_SeqColumn] | None = None,
     ) -> OnDemandKernels: ...
     @property
     def n(self) -> int: ...
@@ -204,6 +210,8 @@ def gram_cross(
     float32: bool,
     n_threads: int,
     max_bytes: int | None = None,
+    sequences_new: list[_SeqColumn] | None = None,
+    sequences_train: list[_SeqColumn] | None = None,
 ) -> NDArray[Any]: ...
 def fourier_params(
     spec: _SpecTuple, dim: int, n_components: int, seed: int
