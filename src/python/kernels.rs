@@ -678,7 +678,7 @@ impl PyOnDemand {
                         ))
                     }),
                 Entry::Func(..) => Err(input_error(
-                    "kernels computed on demand take the engine's kernel specifications \
+                    "kernels computed on demand take the built-in kernel specifications \
                      only (vector, histogram and sequence kernels), not Python functions",
                 )),
             })
