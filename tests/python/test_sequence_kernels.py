@@ -60,9 +60,7 @@ def ref_wd_pair(s: bytes, t: bytes, d: int, shift: int) -> float:
 
 
 def ref_wd(A: list[Any], B: list[Any], d: int, shift: int = 0) -> FloatArray:
-    return np.array(
-        [[ref_wd_pair(as_bytes(a), as_bytes(b), d, shift) for b in B] for a in A]
-    )
+    return np.array([[ref_wd_pair(as_bytes(a), as_bytes(b), d, shift) for b in B] for a in A])
 
 
 def random_strings(
@@ -313,8 +311,11 @@ def test_on_demand_reads_equal_the_stored_stack(normalize: Any) -> None:
     for v in [rng.normal(size=40) for _ in range(3)] + [np.eye(40)[3] + np.eye(40)[17]]:
         want = np.einsum("i,mij,j->m", v, G, v)
         assert np.allclose(mk._core.quad_forms(K, v), want, rtol=1e-12, atol=1e-13)
-    assert np.allclose(bank.stats_["scales"], KernelBank(specs, normalize=normalize).fit_on_demand(
-        df, cache_bytes=0).stats()["scales"], rtol=1e-12)
+    assert np.allclose(
+        bank.stats_["scales"],
+        KernelBank(specs, normalize=normalize).fit_on_demand(df, cache_bytes=0).stats()["scales"],
+        rtol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("penalty", ["lp", "l1"])

@@ -30,9 +30,7 @@ def _count(name: str, value: Any, least: int) -> int:
         or value < least
     ):
         what = "a positive" if least > 0 else "a non-negative"
-        raise InvalidParameterError(
-            f"{name} must be {what} integer, got {value!r}", parameter=name
-        )
+        raise InvalidParameterError(f"{name} must be {what} integer, got {value!r}", parameter=name)
     return int(float(value))
 
 
@@ -205,8 +203,7 @@ def _engine_entries(
         wanted: list[int] = list(range(len(X.columns))) if feats is None else list(feats)
         if any(j >= len(X.columns) for j in wanted):
             raise InvalidInputError(
-                f"kernel {m}, {s!r}, reads column {max(wanted)}, but X has "
-                f"{len(X.columns)} columns"
+                f"kernel {m}, {s!r}, reads column {max(wanted)}, but X has {len(X.columns)} columns"
             )
         if isinstance(s, _SequenceKernel):
             if feats is None:
