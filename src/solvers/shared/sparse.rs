@@ -18,8 +18,8 @@ use crate::kernels::support_products;
 use crate::linalg::dot;
 use crate::penalties::SparsePenalty;
 use crate::solvers::wrapper::{
-    gradient, model_kernels, s_hessian, NewtonModel, Penalty, Point, WrapperConfig, MAX_MODEL,
-    MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
+    gradient, model_kernels, s_hessian, step_rose, NewtonModel, Penalty, Point, WrapperConfig,
+    MAX_MODEL, MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
 };
 
 /// The trust region of the Newton model on the effective weights.
@@ -81,14 +81,7 @@ impl Shared<'_> {
         let Some((prev, pred)) = trust.model.as_mut() else {
             return Ok(false);
         };
-        let rose = j.is_nan() || j > prev.j + 1e-12 * prev.j.abs();
-        if !rose {
-            let ratio = (prev.j - j) / pred.max(f64::MIN_POSITIVE);
-            if ratio > 0.5 {
-                trust.radius = (2.0 * trust.radius).min(1e6);
-            } else if ratio < 0.1 {
-                trust.radius = trust.radius.sqrt().max(MIN_RADIUS);
-            }
+        if !step_rose(&mut trust.radius, prev.j, *pred, j) {
             return Ok(false);
         }
         if trust.radius > MIN_RADIUS {

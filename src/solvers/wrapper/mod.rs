@@ -105,8 +105,8 @@ use certificate::Aggregate;
 pub(crate) use certificate::Point;
 pub(crate) use combined::Combined;
 pub(crate) use newton::{
-    gradient, model_kernels, s_hessian, NewtonModel, Penalty, MAX_MODEL, MAX_MODEL_SMOOTH,
-    MIN_RADIUS, START_RADIUS,
+    gradient, model_kernels, s_hessian, step_rose, NewtonModel, Penalty, MAX_MODEL,
+    MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
 };
 
 /// The most exact SMO solve asked for when the model stalls above `tol`.

@@ -21,6 +21,23 @@ pub(crate) const START_RADIUS: f64 = 4.0;
 /// of its optimum, steps refused for the model's error, not the SVM's.
 pub(crate) const MIN_RADIUS: f64 = 1.001;
 
+/// The trust region's verdict on a trial step from the model of value `prev_j` that
+/// predicted the decrease `pred`, by `J` at the trial weights: whether `J` rose (the step is
+/// refused). An accepted step resizes `radius` by the decrease it achieved against the
+/// predicted one (module docs of `wrapper`, step 2); the caller shrinks it on a refusal.
+pub(crate) fn step_rose(radius: &mut f64, prev_j: f64, pred: f64, j: f64) -> bool {
+    let rose = j.is_nan() || j > prev_j + 1e-12 * prev_j.abs();
+    if !rose {
+        let ratio = (prev_j - j) / pred.max(f64::MIN_POSITIVE);
+        if ratio > 0.5 {
+            *radius = (2.0 * *radius).min(1e6);
+        } else if ratio < 0.1 {
+            *radius = radius.sqrt().max(MIN_RADIUS);
+        }
+    }
+    rose
+}
+
 /// The most kernels a Newton model takes (its QP costs `O(s³)` per change of its active set):
 /// beyond, those with the largest `|∂J/∂w_m| · max(w_m, mean w)` (the decrease a first-order
 /// step on them could give); the others keep their weights for that step.

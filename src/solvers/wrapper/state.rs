@@ -7,8 +7,8 @@ use std::ops::ControlFlow;
 use super::certificate::{forms, forms_with_partner, solve_point, Certificate, Point};
 use super::checks::stalls;
 use super::newton::{
-    gradient, model_kernels, movable, s_hessian, NewtonModel, MAX_MODEL, MAX_MODEL_SMOOTH,
-    MIN_RADIUS, START_RADIUS,
+    gradient, model_kernels, movable, s_hessian, step_rose, NewtonModel, MAX_MODEL,
+    MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
 };
 use super::{Next, Wrapper, MIN_INNER_TOL};
 use crate::error::Result;
@@ -177,14 +177,7 @@ impl Wrapper<'_> {
     /// the model saw no progress).
     fn judge(&mut self, d: &mut Driver<'_>, j: f64, restricted: bool) -> Option<Outcome> {
         let (prev, pred) = self.model.as_mut()?;
-        let rose = j.is_nan() || j > prev.j + 1e-12 * prev.j.abs();
-        if !rose {
-            let ratio = (prev.j - j) / pred.max(f64::MIN_POSITIVE);
-            if ratio > 0.5 {
-                self.radius = (2.0 * self.radius).min(1e6);
-            } else if ratio < 0.1 {
-                self.radius = self.radius.sqrt().max(MIN_RADIUS);
-            }
+        if !step_rose(&mut self.radius, prev.j, *pred, j) {
             return None;
         }
         if self.radius > MIN_RADIUS {
