@@ -4,7 +4,7 @@
 
 use std::ops::ControlFlow;
 
-use super::certificate::{forms, forms_with_partner, solve_point, Certificate, Point};
+use super::certificate::{forms, solve_point, Certificate, Point};
 use super::checks::stalls;
 use super::newton::{
     gradient, model_kernels, movable, s_hessian, step_rose, NewtonModel, MAX_MODEL,
@@ -17,6 +17,10 @@ use crate::result::SolveStatus;
 use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::points::{gather_points, new_points, PointSet};
 use crate::solvers::single::SingleKernel;
+
+/// The kernels whose cross forms dual aggregation reads beyond twice the active ones
+/// ([`Aggregate::segment_forms`](super::certificate::Aggregate::segment_forms)).
+const AGGREGATE_KERNELS: usize = 20;
 
 impl Solver for Wrapper<'_> {
     /// One SVM solve at `w` and what it decides: a refused trial step is retried; an iterate
@@ -252,26 +256,21 @@ impl Wrapper<'_> {
         // Dual aggregation (`Aggregate`) where `β` is sparse and every form is read.
         let aggregate = !self.smooth && self.kset.is_none();
         let idx: Option<Vec<usize>> = self.ws.as_ref().map(|s| s.idx().to_vec());
-        let partner = aggregate
-            .then(|| self.dual.partner(&point.beta, idx.as_deref()))
-            .flatten();
         let p = iterated(&mut self.ws, &mut self.whole, self.stack, self.y, self.c);
         let kset = self.kset.as_deref();
-        let (prod, qs) = match &partner {
-            Some(v) => (
-                None,
-                Some(forms_with_partner(p.stack, &point.beta, v, &mut self.q)),
-            ),
-            None => (
-                forms(p.stack, &point.beta, self.smooth, kset, &mut self.q),
-                None,
-            ),
+        let prod = forms(p.stack, &point.beta, self.smooth, kset, &mut self.q);
+        let segment = if aggregate {
+            let cap = AGGREGATE_KERNELS + 2 * self.w.iter().filter(|&&v| v > 0.0).count();
+            let read = (&point.beta[..], &self.q[..]);
+            self.dual.segment_forms(p.stack, read, idx.as_deref(), cap)
+        } else {
+            None
         };
         let mut cert = Certificate::new(&self.psd, self.cfg, p.y, p.c, &self.w, &self.q, point);
         if aggregate {
             cert.dual = self.dual.offer(
                 (&point.beta, &self.q, cert.dual),
-                qs.as_deref(),
+                segment,
                 (idx.as_deref(), self.stack.n()),
                 (p.y, p.c),
                 self.cfg.loss,
