@@ -543,11 +543,11 @@ avx2_dispatch! {
 }
 
 /// [`quad_upper`] for the `b = out.len()` vectors of `vs` in one pass over the kernel: each
-/// row is read from memory once and stays in cache for the other vectors. Only the rows `nz`
-/// where some vector is non-zero (the others add nothing): the wrapper's dual aggregation
-/// passes two SVM duals, zero off their support vectors.
+/// row is read from memory once and stays in cache for the other vectors. Every row, also
+/// where every vector is zero: a non-finite entry anywhere makes the forms non-finite, which
+/// is how the solvers see a stack let through with `check_input=False`.
 #[inline(always)]
-fn quad_batch_upper<T: Element>(k: &[T], n: usize, vs: &[f64], nz: &[usize], out: &mut [f64]) {
+fn quad_batch_upper<T: Element>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) {
     let b = out.len();
     let mut diag = [0.0f64; 8];
     let mut off = [0.0f64; 8];
@@ -556,9 +556,9 @@ fn quad_batch_upper<T: Element>(k: &[T], n: usize, vs: &[f64], nz: &[usize], out
         let jn = (b - j0).min(8);
         diag[..jn].fill(0.0);
         off[..jn].fill(0.0);
-        for (idx, &i) in nz.iter().enumerate() {
-            if let Some(&next) = nz.get(idx + 2) {
-                prefetch(&k[next * n + next..(next + 1) * n]);
+        for i in 0..n {
+            if i + 2 < n {
+                prefetch(&k[(i + 2) * n + i + 2..(i + 3) * n]);
             }
             let row = &k[i * n..(i + 1) * n];
             let kii = row[i].to_f64();
@@ -575,7 +575,7 @@ fn quad_batch_upper<T: Element>(k: &[T], n: usize, vs: &[f64], nz: &[usize], out
 }
 
 avx2_dispatch! {
-    fn quad_batch_dispatch<T>(k: &[T], n: usize, vs: &[f64], nz: &[usize], out: &mut [f64]) = quad_batch_upper;
+    fn quad_batch_dispatch<T>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) = quad_batch_upper;
 }
 
 /// `K v_k` for the `b` vectors of `vs` from the upper triangle, half the bytes of a full pass:
@@ -810,12 +810,9 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
     fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
         let n = self.n;
         let b = vs.len() / n;
-        let nz: Vec<usize> = (0..n)
-            .filter(|&i| (0..b).any(|l| vs[l * n + i] != 0.0))
-            .collect();
         out.par_chunks_mut(b)
             .zip(idx.par_iter())
-            .for_each(|(o, &m)| quad_batch_dispatch(self.kernel(m), n, vs, &nz, o));
+            .for_each(|(o, &m)| quad_batch_dispatch(self.kernel(m), n, vs, o));
     }
 
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {
