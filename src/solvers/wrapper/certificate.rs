@@ -114,10 +114,9 @@ pub(super) struct Segment {
 
 /// Dual aggregation (docs/mathematics.md §2.11): the best dual point of the whole problem
 /// so far, which each new iterate's `β` is combined with
-/// ([`best_on_segment`](crate::penalties::duals::best_on_segment)) for the hinge-type losses.
-/// On pima (SimpleMKL's bank, `l1`, C = 1) the iterates' own dual values scattered by up to
-/// 50 % once the primal value was within 1e-3 of the optimum, and the fit needed 61 solves
-/// to certify a gap of 1e-3.
+/// ([`best_on_segment`](crate::penalties::duals::best_on_segment)) for the hinge-type losses:
+/// near the optimum the iterates' own dual values scatter (the measurements are in
+/// docs/mathematics.md §2.11, "Dual aggregation").
 #[derive(Debug, Default)]
 pub(super) struct Aggregate {
     /// Over all `n` points, at its best multiple.
@@ -144,9 +143,8 @@ impl Aggregate {
     /// kernels with the largest forms of either point (the kernels that bound the dual) and
     /// upper bounds on the others: `ρ`'s stored ones, and Cauchy–Schwarz's `(√q + √q̂)²`.
     /// Larger forms only lower the dual value, so the certificate stays valid while one pass
-    /// over `cap` kernels is all the aggregation reads. (Reading every kernel's cross forms
-    /// cost 1.3–1.5× the iterate's own forms' pass on ionosphere and sonar, M = 945 and 1647,
-    /// where aggregation gains nothing.)
+    /// over `cap` kernels is all the aggregation reads (why not every kernel:
+    /// docs/mathematics.md §2.11, "Dual aggregation").
     pub(super) fn segment_forms(
         &self,
         stack: &dyn KernelStack,

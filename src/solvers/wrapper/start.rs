@@ -301,9 +301,8 @@ pub(super) fn start(
     let mut w = ranked_start(&q, scale.t, pen);
     if scale.collapsed {
         // The uniform ray's minimum is the zero model, but the ranked kernels' need not be:
-        // their own scale, as the trust region would otherwise reach it by doubling from
-        // `t ≈ 0` (liver, SimpleMKL's bank, `l1`, C = 1: 30 of 44 solves; docs/mathematics.md
-        // §2.11, step 1).
+        // their own scale, which the trust region would otherwise reach by doubling from
+        // `t ≈ 0` (docs/mathematics.md §2.11, step 1, "A collapsed ray").
         let total: f64 = w.iter().sum();
         let mut k_ranked = Combined::Dense(Vec::new());
         k_ranked.set(
