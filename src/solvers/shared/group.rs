@@ -17,7 +17,7 @@ impl Shared<'_> {
         let n = self.stack.n();
         if let Weights::Group { blocks, .. } = &self.weights {
             for (s, b) in self.classes.iter_mut().zip(blocks) {
-                s.set_offset(b.offset(n));
+                s.whole.set_offset(b.offset(n));
             }
         }
     }
