@@ -364,6 +364,7 @@ impl State {
         &mut self,
         groups: &Groups,
         norms: &[f64],
+        quad: &[f64],
     ) -> (Vec<usize>, Vec<usize>) {
         let sums: Vec<f64> = groups
             .members()
@@ -374,10 +375,23 @@ impl State {
             .filter(|&j| !self.blocks.free[j])
             .map(|j| sums[j])
             .fold(0.0f64, f64::max);
+        // The penalised groups' common ratio `γ_i / √W_i` of eq. 6, from the one of largest γ.
+        let root = |lambda: &[f64], g: &[usize]| {
+            g.iter()
+                .map(|&k| lambda[k] * quad[k].max(0.0))
+                .sum::<f64>()
+                .sqrt()
+        };
+        let top = self.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
+        let ratio = (0..groups.len())
+            .find(|&j| !self.blocks.free[j] && self.gamma[j] == top)
+            .map(|j| top / root(&self.lambda, &groups.members()[j]))
+            .filter(|r| r.is_finite() && *r > 0.0);
         let mut joined = Vec::new();
         for (j, g) in groups.members().iter().enumerate() {
             if self.blocks.free[j] && sums[j] > penalised {
                 self.blocks.join(groups, j);
+                self.blocks.rejoined[j] = true;
                 for &k in g {
                     self.lambda[k] = if sums[j] > 0.0 {
                         norms[k] / sums[j]
@@ -386,7 +400,16 @@ impl State {
                     };
                     self.in_set[k] = true;
                 }
-                self.gamma[j] = self.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
+                // Eq. 6 at the block's λ, on the penalised groups' scale: the group re-enters
+                // near the weight its block had (at the largest γ its kernels' θ, and the
+                // fit, collapsed: a 10 % jump of the primal, then a cycle of freeing and
+                // rejoining on tied groups, docs/mathematics.md §4).
+                let at = ratio.map_or(0.0, |r| r * root(&self.lambda, g));
+                self.gamma[j] = if at > 0.0 && at.is_finite() {
+                    at.min(top)
+                } else {
+                    top
+                };
                 joined.push(j);
             }
         }
@@ -396,7 +419,9 @@ impl State {
         let mut freed = Vec::new();
         for (j, g) in groups.members().iter().enumerate() {
             let carries = sums[j] > 0.0 && sums[j] >= FREE_GAMMA * top_sum;
-            if self.blocks.free[j] || Some(j) == lead || !carries {
+            // A group that rejoined carries the largest norm sum at some iterate: tied at the
+            // optimum, not below it; freed again it would cycle.
+            if self.blocks.free[j] || self.blocks.rejoined[j] || Some(j) == lead || !carries {
                 continue;
             }
             if self.gamma[j] < FREE_GAMMA * top_gamma {
@@ -872,7 +897,7 @@ impl<'s> Mirror<'s> {
             self.state.blocks.coef[mv.kernel] = mv.coef;
             self.state.blocks.values[mv.kernel] = mv.values;
         }
-        let (_, freed) = self.state.revise_groups(groups, &st.norms);
+        let (_, freed) = self.state.revise_groups(groups, &st.norms, &self.quad);
         let beta = self.solver.beta();
         for j in freed {
             let kb: Vec<Vec<f64>> = groups.members()[j]

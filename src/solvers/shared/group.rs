@@ -71,7 +71,7 @@ impl Shared<'_> {
                 b.values[mv.kernel] = mv.values;
             }
         }
-        let (joined, freed) = state.revise_groups(groups, &self.norms);
+        let (joined, freed) = state.revise_groups(groups, &self.norms, &self.forms);
         for b in blocks.iter_mut() {
             joined.iter().for_each(|&j| b.join(groups, j));
         }
