@@ -54,6 +54,20 @@ pub(crate) fn problem(n: usize, regression: bool, seed: u64) -> (Vec<f64>, usize
     (g, m, y)
 }
 
+/// [`problem`]'s kernels under three labellings (seeds 21, 22 and their sign product): with
+/// the groups `[0, 0, 0, 1, 2]` the rank-one linear kernel sits alone in its group and the
+/// groups' norm sums tie at group MKL's optimum (docs/mathematics.md §4, "Free groups").
+pub(crate) fn tied_groups_problem(n: usize) -> (Vec<f64>, usize, Vec<Vec<f64>>) {
+    let (g, m, y) = problem(n, false, 21);
+    let (_, _, y2) = problem(n, false, 22);
+    let third: Vec<f64> = y
+        .iter()
+        .zip(&y2)
+        .map(|(a, b)| if a + b < 0.0 { 1.0 } else { -1.0 })
+        .collect();
+    (g, m, vec![y, y2, third])
+}
+
 fn gauss(a: &[f64; 3], b: &[f64; 3], sigma: f64, d: usize) -> f64 {
     let s: f64 = (0..d).map(|i| (a[i] - b[i]).powi(2)).sum();
     (-s / (2.0 * sigma * sigma)).exp()

@@ -451,16 +451,10 @@ fn on_demand_kernels_fit_like_the_stored_stack() {
 #[test]
 fn tied_groups_are_certified_at_tol_1e6() {
     let n = 50;
-    let (g, m, y) = crate::solvers::test_util::problem(n, false, 21);
-    let (_, _, y2) = crate::solvers::test_util::problem(n, false, 22);
+    let (g, m, ys) = crate::solvers::test_util::tied_groups_problem(n);
     let stack = DenseStack::new(&g, m, n).unwrap();
-    let third: Vec<f64> = y
-        .iter()
-        .zip(&y2)
-        .map(|(a, b)| if a + b < 0.0 { 1.0 } else { -1.0 })
-        .collect();
     let groups = Groups::new(&[0, 0, 0, 1, 2]).unwrap();
-    for (name, labels) in [("y", &y), ("y2", &y2), ("third", &third)] {
+    for (name, labels) in ys.iter().enumerate() {
         for loss in [Loss::Hinge, Loss::Logistic] {
             for c in [10.0, 1.0] {
                 let cfg = MirrorConfig {
@@ -471,7 +465,7 @@ fn tied_groups_are_certified_at_tol_1e6() {
                     ..MirrorConfig::default()
                 };
                 let r = fit_group(&stack, labels, &groups, &cfg, &NoInterrupt).unwrap();
-                let what = format!("{name} {loss:?} C = {c}");
+                let what = format!("labelling {name} {loss:?} C = {c}");
                 assert_eq!(r.status, SolveStatus::Converged, "{what}: gap {}", r.gap);
                 assert!(
                     r.gap <= 1e-6 && r.dual <= r.primal * (1.0 + 1e-12),

@@ -187,15 +187,8 @@ fn integer_weights_are_duplicated_rows() {
 #[test]
 fn a_rank_one_kernel_alone_in_its_group_is_certified() {
     let n = 50;
-    let (g, m, y) = problem(n, false, 21);
-    let (_, _, y2) = problem(n, false, 22);
+    let (g, m, ys) = crate::solvers::test_util::tied_groups_problem(n);
     let stack = DenseStack::new(&g, m, n).unwrap();
-    let third: Vec<f64> = y
-        .iter()
-        .zip(&y2)
-        .map(|(a, b)| if a + b < 0.0 { 1.0 } else { -1.0 })
-        .collect();
-    let ys = vec![y, y2, third];
     let groups = crate::penalties::Groups::new(&[0, 0, 0, 1, 2]).unwrap();
     for loss in [Loss::Hinge, Loss::Logistic] {
         for c in [10.0, 1.0] {
