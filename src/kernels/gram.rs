@@ -578,36 +578,96 @@ fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) 
     Ok(())
 }
 
-/// An error naming the first non-finite entry of kernel `k` (`g`, rows of `cols` entries):
+/// An error naming the first non-finite entry of kernel `k` (`g`, rows of `cols` entries, the
+/// first of them row `first_row`):
 /// a specification's kernel overflows on large inputs or parameters (a Gaussian of tiny width,
 /// a polynomial of huge degree), which no solver could fit.
-fn finite<T: Element>(k: usize, g: &[T], cols: usize) -> Result<()> {
+fn finite<T: Element>(k: usize, g: &[T], cols: usize, first_row: usize) -> Result<()> {
     match g.iter().position(|v| !v.to_f64().is_finite()) {
         None => Ok(()),
         Some(at) => Err(non_finite(
             k,
-            (at / cols, at % cols),
+            (first_row + at / cols, at % cols),
             ", evaluated on these points (its values overflow: rescale X or the kernel's \
              parameters),",
         )),
     }
 }
 
-/// Copies the upper triangle of the row-major `n×n` kernel `k` onto the lower one, in tiles
-/// that stay in cache. Centring computes `K[i,j]` and `K[j,i]` in different orders, and where it
-/// cancels (a nearly constant kernel) the two may differ far beyond one rounding; a training
-/// kernel must be exactly symmetric.
-fn mirror_upper<T: Element>(k: &mut [T], n: usize) {
-    const B: usize = 64;
-    for bi in (0..n).step_by(B) {
-        for bj in (0..=bi).step_by(B) {
-            for i in bi..(bi + B).min(n) {
-                for j in bj..(bj + B).min(i) {
-                    k[i * n + j] = k[j * n + i];
+/// Normalises the raw training kernel `m` (`g`, `n × n`, its raw self-values `sv`) in place
+/// and leaves it exactly symmetric, in parallel blocks of rows.
+///
+/// Centring computes `K[i,j]` and `K[j,i]` in different orders, and where it cancels (a nearly
+/// constant kernel) the two may differ far beyond one rounding; a specification's raw kernel
+/// (a matrix product) need not be bitwise symmetric either; and a float32 spherical kernel
+/// divides by its raw self-values and by its rounded diagonal. These kernels get the upper
+/// triangle copied onto the lower one. A block kernel's raw Gram is exactly symmetric
+/// (`block_kernel`), and the scales and the spherical factors `1/√(K_ii K_jj)` of float64
+/// keep it so (products of the same two numbers): no mirror pass.
+fn normalise_training<T: Element>(
+    m: usize,
+    kernel: &BankKernel<'_>,
+    stats: &NormStats,
+    opts: &GramOptions,
+    g: &mut [T],
+    sv: &[f64],
+) -> Result<()> {
+    const ROWS: usize = 16;
+    let n = sv.len();
+    let spherical = opts.normalization == Normalization::Spherical;
+    let mirror = opts.center
+        || matches!(kernel, BankKernel::Spec(_))
+        || (spherical && std::mem::size_of::<T>() < 8);
+    let trusted = kernel.trusted();
+    // k(x,x)/k(x,x) is 1; the centred diagonal entry and the centred self-value it is
+    // divided by are summed in different orders. A specification's kernel is PSD, so
+    // |k| ≤ 1 (Cauchy–Schwarz): beyond it is rounding, amplified where centring cancels (a
+    // nearly constant kernel in float32). A caller's function is checked instead, below.
+    let finish = |r0: usize, rows: &mut [T]| -> Result<()> {
+        for (r, row) in rows.chunks_exact_mut(n).enumerate() {
+            let i = r0 + r;
+            if spherical {
+                if row[i].to_f64() != 0.0 {
+                    row[i] = T::from_f64(1.0);
+                }
+                if trusted {
+                    for v in row.iter_mut() {
+                        *v = T::from_f64(v.to_f64().clamp(-1.0, 1.0));
+                    }
                 }
             }
+            if trusted {
+                finite(m, row, n, i)?;
+            }
         }
+        Ok(())
+    };
+    g.par_chunks_mut(ROWS * n)
+        .zip(sv.par_chunks(ROWS))
+        .enumerate()
+        .try_for_each(|(t, (rows, s))| {
+            crate::linalg::clear_upper_simd_state();
+            stats.apply_rows(m, t * ROWS, rows, s);
+            if mirror {
+                Ok(())
+            } else {
+                finish(t * ROWS, rows)
+            }
+        })?;
+    if mirror {
+        crate::kernels::stack::mirror(g, n, true);
+        g.par_chunks_mut(ROWS * n)
+            .enumerate()
+            .try_for_each(|(t, rows)| finish(t * ROWS, rows))?;
     }
+    // A caller's function need not give a PSD kernel (sigmoid, additive χ² uncentred): the
+    // normalised kernel must pass the PSD conditions.
+    if !trusted {
+        DenseStack::new(g, 1, n)?
+            .validate(symmetry_rtol::<T>())
+            .map_err(|e| as_kernel(m, e))?;
+    }
+    Ok(())
 }
 
 /// The normalised training Gram stack `(M, n, n)` of `specs` on the rows of `x`, and the
@@ -647,7 +707,7 @@ pub fn gram_bank_weighted<T: Element>(
     let (m, n) = (kernels.len(), x.nrows());
     check_memory::<T>(m, n, n, opts)?;
     with_pool(opts.n_threads, || {
-        let mut out = vec![T::default(); m * n * n];
+        let mut out = crate::kernels::stack::zeros_huge::<T>(m * n * n);
         let mut selfv = vec![0.0; m * n];
         raw_kernels(&x, &x, true, kernels, &mut out, &mut selfv, true, interrupt)?;
         interrupt.check()?;
@@ -666,36 +726,7 @@ pub fn gram_bank_weighted<T: Element>(
         out.par_chunks_mut(n * n)
             .zip(selfv.par_chunks(n))
             .enumerate()
-            .try_for_each(|(k, (g, sv))| {
-                stats.apply(k, g, sv);
-                mirror_upper(g, n);
-                if opts.normalization == Normalization::Spherical {
-                    // k(x,x)/k(x,x) is 1; the centred diagonal entry and the centred
-                    // self-value it is divided by are summed in different orders.
-                    for i in 0..n {
-                        if g[i * n + i].to_f64() != 0.0 {
-                            g[i * n + i] = T::from_f64(1.0);
-                        }
-                    }
-                    // A specification's kernel is PSD, so |k| ≤ 1 (Cauchy–Schwarz): beyond
-                    // it is rounding, amplified where centring cancels (a nearly constant
-                    // kernel in float32). A caller's function is checked instead, below.
-                    if kernels[k].trusted() {
-                        for v in g.iter_mut() {
-                            *v = T::from_f64(v.to_f64().clamp(-1.0, 1.0));
-                        }
-                    }
-                }
-                // A caller's function need not give a PSD kernel (sigmoid, additive χ²
-                // uncentred): the normalised kernel must pass the PSD conditions.
-                if kernels[k].trusted() {
-                    finite(k, g, n)
-                } else {
-                    DenseStack::new(g, 1, n)?
-                        .validate(symmetry_rtol::<T>())
-                        .map_err(|e| as_kernel(k, e))
-                }
-            })?;
+            .try_for_each(|(k, (g, sv))| normalise_training(k, &kernels[k], &stats, opts, g, sv))?;
         let arr =
             Array3::from_shape_vec((m, n, n), out).map_err(|e| MkError::Shape(e.to_string()))?;
         Ok((arr, stats))
@@ -792,7 +823,7 @@ pub fn cross_gram_bank<T: Element>(
                         });
                     }
                 }
-                finite(k, g, n)
+                finite(k, g, n, 0)
             })?;
         Array3::from_shape_vec((m, na, n), out).map_err(|e| MkError::Shape(e.to_string()))
     })?

@@ -721,7 +721,7 @@ impl SmoState {
         let mut steps = 0usize;
         let mut converged = false;
         while steps < self.max_iter {
-            if steps % CHECK_EVERY == 0 {
+            if steps.is_multiple_of(CHECK_EVERY) {
                 interrupt.check()?;
                 // The gradient is known to about ε times its own size at best: below that no
                 // pair can be told optimal, and a smaller eps only spins to max_iter
