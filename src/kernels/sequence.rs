@@ -496,50 +496,69 @@ fn wd_values(
 }
 
 /// A sequence kernel on one column, evaluated pair by pair for kernels computed on demand
-/// (`kernels::on_demand`): the spectrum kernel as a merge of two sorted count rows, the
-/// weighted-degree kernel as in a Gram row.
+/// (`kernels::on_demand`); the weighted-degree kernel as in a Gram row, the spectrum kernel
+/// as `k(s, t) = Σ_u c_u(s) c_u(t) = Σ_l c_{t[l..l+k]}(s)`: the counts of `s` scattered once
+/// into a dense vector over the k-mer ids, then for each `t` one lookup per window of `t`
+/// (its k-mer ids in order, 4 bytes a window: no merge of two sorted lists, no counts read).
 pub(crate) struct SeqPairs {
     func: SeqKernelFn,
     col: SeqColumn,
-    counts: Option<CountRows>,
+    windows: Option<WindowIds>,
+    /// The number of distinct k-mers of the spectrum kernel.
+    n_ids: usize,
+}
+
+thread_local! {
+    /// Each thread's dense count vector of the spectrum kernel on demand, all zeros between
+    /// calls (a sequence's counts are scattered into it and cleared after use), grown to the
+    /// largest number of k-mer ids met.
+    static DENSE_COUNTS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl SeqPairs {
     /// The kernel `func` (kernel `m` of its bank, for errors) on the sequences `col`.
     pub(crate) fn new(m: usize, func: SeqKernelFn, col: SeqColumn) -> Result<Self> {
         func.validate()?;
-        let counts = match func {
-            SeqKernelFn::Spectrum { k } => Some(count_rows(&col, k, &mut KmerIds::default())),
+        let (windows, n_ids) = match func {
+            SeqKernelFn::Spectrum { k } => {
+                let mut ids = KmerIds::default();
+                let windows = WindowIds::of(&col, k, &mut ids);
+                (Some(windows), ids.len())
+            }
             SeqKernelFn::WeightedDegree { .. } => {
                 check_equal_lengths(m, &col, None)?;
-                None
+                (None, 0)
             }
         };
-        Ok(SeqPairs { func, col, counts })
+        Ok(SeqPairs {
+            func,
+            col,
+            windows,
+            n_ids,
+        })
     }
 
     /// `out[t] = k(s_i, s_{js[t]})`, raw.
     pub(crate) fn values(&self, i: usize, js: &[usize], out: &mut [f64]) {
-        match (self.func, &self.counts) {
-            (SeqKernelFn::Spectrum { .. }, Some(rows)) => {
-                let (ai, ac) = rows.row(i);
-                for (o, &j) in out.iter_mut().zip(js) {
-                    let (bi, bc) = rows.row(j);
-                    let (mut p, mut q, mut sum) = (0, 0, 0.0);
-                    while p < ai.len() && q < bi.len() {
-                        match ai[p].cmp(&bi[q]) {
-                            std::cmp::Ordering::Less => p += 1,
-                            std::cmp::Ordering::Greater => q += 1,
-                            std::cmp::Ordering::Equal => {
-                                sum += ac[p] * bc[q];
-                                p += 1;
-                                q += 1;
-                            }
-                        }
-                    }
-                    *o = sum;
+        match (self.func, &self.windows) {
+            (SeqKernelFn::Spectrum { .. }, Some(windows)) => DENSE_COUNTS.with(|dense| {
+                let mut dense = dense.borrow_mut();
+                if dense.len() < self.n_ids {
+                    dense.resize(self.n_ids, 0);
                 }
-            }
+                let wi = windows.row(i);
+                for &u in wi {
+                    dense[u as usize] += 1;
+                }
+                for (o, &j) in out.iter_mut().zip(js) {
+                    let w = windows.row(j);
+                    // Integers: exact in any order (≤ L², far below 2⁵³).
+                    *o = w.iter().map(|&u| dense[u as usize] as u64).sum::<u64>() as f64;
+                }
+                for &u in wi {
+                    dense[u as usize] = 0;
+                }
+            }),
             (SeqKernelFn::WeightedDegree { degree, shift }, _) => {
                 let pairs = WdPairs::List {
                     x: self.col.padded(i),
@@ -550,9 +569,38 @@ impl SeqPairs {
                 wd_values(&pairs, len, Wd { degree, shift }, &mut Vec::new(), out);
             }
             (SeqKernelFn::Spectrum { .. }, None) => {
-                unreachable!("spectrum counts are built in new")
+                unreachable!("spectrum windows are built in new")
             }
         }
+    }
+}
+
+impl SeqPairs {
+    /// For the spectrum kernel, `z = Σ_t coef[t] c(s_{js[t]})`: the k-mer counts of the
+    /// sequences `js` weighted by `coef`, dense over the k-mer ids; `None` for the other
+    /// kernels. Then `Σ_t coef[t] k(s_i, s_{js[t]}) = c(s_i) · z` ([`SeqPairs::dot_counts`])
+    /// for every `i`: a product with the kernel costs one pass over the windows of `js` and
+    /// one of the rows, not `|js|` evaluations per row.
+    pub(crate) fn weighted_counts(&self, js: &[usize], coef: &[f64]) -> Option<Vec<f64>> {
+        let windows = self.windows.as_ref()?;
+        let mut z = vec![0.0; self.n_ids];
+        for (&j, &a) in js.iter().zip(coef) {
+            for &u in windows.row(j) {
+                z[u as usize] += a;
+            }
+        }
+        Some(z)
+    }
+
+    /// Whether the kernel has explicit features ([`SeqPairs::weighted_counts`]).
+    pub(crate) fn explicit(&self) -> bool {
+        self.windows.is_some()
+    }
+
+    /// `c(s_i) · z` for `z` from [`SeqPairs::weighted_counts`].
+    pub(crate) fn dot_counts(&self, i: usize, z: &[f64]) -> f64 {
+        let windows = self.windows.as_ref().expect("a spectrum kernel");
+        windows.row(i).iter().map(|&u| z[u as usize]).sum()
     }
 }
 
@@ -601,18 +649,43 @@ impl Hasher for Fnv {
 
 type KmerIds<'s> = HashMap<&'s [u8], u32, BuildHasherDefault<Fnv>>;
 
+/// Each sequence's k-mer ids, window by window (a CSR matrix whose row `i` lists the id of
+/// `s_i[l..l+k]` for every `l`, repeats included).
+struct WindowIds {
+    ptr: Vec<usize>,
+    ids: Vec<u32>,
+}
+
+impl WindowIds {
+    /// The windows of `col`, giving each new k-mer the next id of `ids`.
+    fn of<'s>(col: &'s SeqColumn, k: usize, ids: &mut KmerIds<'s>) -> Self {
+        let mut ptr = Vec::with_capacity(col.len() + 1);
+        ptr.push(0);
+        let mut out = Vec::new();
+        for i in 0..col.len() {
+            for w in col.get(i).windows(k) {
+                let next = ids.len() as u32;
+                out.push(*ids.entry(w).or_insert(next));
+            }
+            ptr.push(out.len());
+        }
+        WindowIds { ptr, ids: out }
+    }
+
+    fn row(&self, i: usize) -> &[u32] {
+        &self.ids[self.ptr[i]..self.ptr[i + 1]]
+    }
+}
+
 /// The k-mer count rows of `col`, giving each new k-mer the next id of `ids`.
 fn count_rows<'s>(col: &'s SeqColumn, k: usize, ids: &mut KmerIds<'s>) -> CountRows {
+    let windows = WindowIds::of(col, k, ids);
     let mut ptr = vec![0];
     let (mut out_ids, mut counts) = (Vec::new(), Vec::new());
     let mut row: Vec<u32> = Vec::new();
     for i in 0..col.len() {
-        let s = col.get(i);
         row.clear();
-        for w in s.windows(k) {
-            let next = ids.len() as u32;
-            row.push(*ids.entry(w).or_insert(next));
-        }
+        row.extend_from_slice(windows.row(i));
         row.sort_unstable();
         let mut t = 0;
         while t < row.len() {
