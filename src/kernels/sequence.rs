@@ -506,6 +506,78 @@ pub(crate) struct SeqPairs {
     windows: Option<WindowIds>,
     /// The number of distinct k-mers of the spectrum kernel.
     n_ids: usize,
+    /// The spectrum kernel's counts as dense rows of bytes, when they fit ([`ByteCounts`]).
+    bytes: Option<ByteCounts>,
+}
+
+/// The k-mer counts of every sequence as a dense row of bytes, `width` per sequence (the ids
+/// padded to a multiple of 64), when few k-mers occur (`k ≤ 4` on DNA) and every count fits a
+/// byte: a pair is then a dot product of two byte rows (vector instructions) instead of one
+/// lookup per window. Its sum is at most `256 · 255²` (exact in `u32`).
+struct ByteCounts {
+    width: usize,
+    counts: Vec<u8>,
+}
+
+impl ByteCounts {
+    /// The most k-mer ids kept as byte rows: a row then reads no more bytes than the window
+    /// ids of a sequence of about 64 windows.
+    const MAX_IDS: usize = 256;
+
+    fn of(windows: &WindowIds, n_ids: usize) -> Option<Self> {
+        if n_ids > Self::MAX_IDS {
+            return None;
+        }
+        let width = n_ids.div_ceil(64).max(1) * 64;
+        let n = windows.ptr.len() - 1;
+        let mut counts = vec![0u8; n * width];
+        for i in 0..n {
+            for &u in windows.row(i) {
+                let c = &mut counts[i * width + u as usize];
+                *c = c.checked_add(1)?;
+            }
+        }
+        Some(ByteCounts { width, counts })
+    }
+
+    fn row(&self, i: usize) -> &[u8] {
+        &self.counts[i * self.width..(i + 1) * self.width]
+    }
+}
+
+/// `out[t] = Σ_u q[u] r_{js[t]}[u]` over the byte rows `rows`.
+#[inline(always)]
+fn byte_dots_body(q: &[u8], rows: &ByteCounts, js: &[usize], out: &mut [f64]) {
+    for (o, &j) in out.iter_mut().zip(js) {
+        let r = rows.row(j);
+        *o = q
+            .iter()
+            .zip(r)
+            .map(|(&a, &b)| a as u32 * b as u32)
+            .sum::<u32>() as f64;
+    }
+}
+
+/// [`byte_dots_body`] compiled for the instruction set `isa`.
+fn byte_dots(isa: Isa, q: &[u8], rows: &ByteCounts, js: &[usize], out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+        unsafe fn avx512(q: &[u8], rows: &ByteCounts, js: &[usize], out: &mut [f64]) {
+            byte_dots_body(q, rows, js, out)
+        }
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(q: &[u8], rows: &ByteCounts, js: &[usize], out: &mut [f64]) {
+            byte_dots_body(q, rows, js, out)
+        }
+        match isa {
+            // SAFETY: `isa` is what the CPU runs (Isa::detected, or checked by the tests).
+            Isa::Avx512 => return unsafe { avx512(q, rows, js, out) },
+            Isa::Avx2 => return unsafe { avx2(q, rows, js, out) },
+            Isa::Baseline => {}
+        }
+    }
+    byte_dots_body(q, rows, js, out)
 }
 
 thread_local! {
@@ -530,17 +602,23 @@ impl SeqPairs {
                 (None, 0)
             }
         };
+        let bytes = windows.as_ref().and_then(|w| ByteCounts::of(w, n_ids));
         Ok(SeqPairs {
             func,
             col,
             windows,
             n_ids,
+            bytes,
         })
     }
 
     /// `out[t] = k(s_i, s_{js[t]})`, raw.
     pub(crate) fn values(&self, i: usize, js: &[usize], out: &mut [f64]) {
         match (self.func, &self.windows) {
+            (SeqKernelFn::Spectrum { .. }, _) if self.bytes.is_some() => {
+                let rows = self.bytes.as_ref().expect("checked");
+                byte_dots(Isa::detected(), rows.row(i), rows, js, out);
+            }
             (SeqKernelFn::Spectrum { .. }, Some(windows)) => DENSE_COUNTS.with(|dense| {
                 let mut dense = dense.borrow_mut();
                 if dense.len() < self.n_ids {
@@ -1084,6 +1162,35 @@ mod tests {
             for i in 0..5 {
                 for j in 0..12 {
                     assert_eq!(cross[i * 12 + j], spectrum_naive(b.get(i), a.get(j), k));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn spectrum_pairs_on_demand_match_the_count_vectors() {
+        // Few k-mers (byte rows), many (window lookups), and a count beyond a byte (300
+        // letters of a one-letter alphabet: window lookups); empty sequences among them.
+        for (col, k, bytes) in [
+            (random(20, |i| i * 4, b"ACGT", 9), 3, true),
+            (random(20, |i| 10 + i, b"ACGTNRYKM", 10), 5, false),
+            (random(6, |_| 300, b"A", 11), 2, false),
+        ] {
+            let pairs = SeqPairs::new(0, SeqKernelFn::Spectrum { k }, col.clone()).unwrap();
+            assert_eq!(pairs.bytes.is_some(), bytes);
+            let js: Vec<usize> = (0..col.len()).rev().collect();
+            for i in 0..col.len() {
+                let mut out = vec![0.0; js.len()];
+                pairs.values(i, &js, &mut out);
+                for (t, &j) in js.iter().enumerate() {
+                    assert_eq!(out[t], spectrum_naive(col.get(i), col.get(j), k));
+                }
+                if let Some(rows) = &pairs.bytes {
+                    for isa in isas() {
+                        let mut again = vec![0.0; js.len()];
+                        byte_dots(isa, rows.row(i), rows, &js, &mut again);
+                        assert_eq!(again, out, "{isa:?}");
+                    }
                 }
             }
         }
