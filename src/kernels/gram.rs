@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use faer::linalg::matmul::matmul;
-use faer::{Accum, Mat, MatRef, Par};
+use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::{Array2, Array3, ArrayView2};
 use rayon::prelude::*;
 
@@ -193,11 +193,11 @@ fn select(x: &ArrayView2<f64>, features: &Option<Vec<usize>>, sqrt: bool) -> Arr
     out
 }
 
-/// The pairwise sums a group of kernels reads, each computed once: the inner products (a
-/// matrix product, column `i` being row `i` of `a bᵀ`) and the others by [`sum_matrix`],
-/// with each point's sum with itself.
+/// The pairwise sums a group of kernels reads, each computed once: the sums other than the
+/// inner products by [`sum_matrix`], with each point's sum with itself. The inner products
+/// are computed by blocks of rows where they are read ([`dot_rows`]): no `na × nb` matrix of
+/// them is stored.
 struct PairSums {
-    dot: Option<Mat<f64>>,
     others: Vec<(PairSum, Vec<f64>)>,
     nb: usize,
     own: Vec<(PairSum, Vec<f64>, Vec<f64>)>,
@@ -206,19 +206,10 @@ struct PairSums {
 /// The rows of one pairwise-sum matrix.
 #[derive(Clone, Copy)]
 enum SumRows<'s> {
-    /// Column `i` of the inner products `b aᵀ` is row `i` of `a bᵀ`.
-    Columns(&'s Mat<f64>),
+    /// The inner products: the rows of the block being computed.
+    Dot,
     /// Row-major, rows of `nb` entries.
     Rows(&'s [f64], usize),
-}
-
-impl<'s> SumRows<'s> {
-    fn row(self, i: usize) -> &'s [f64] {
-        match self {
-            SumRows::Columns(m) => m.col_as_slice(i),
-            SumRows::Rows(s, nb) => &s[i * nb..(i + 1) * nb],
-        }
-    }
 }
 
 impl PairSums {
@@ -227,7 +218,6 @@ impl PairSums {
         b: &Array2<f64>,
         symmetric: bool,
         kernels: &GroupWork<'_, T>,
-        par: Par,
     ) -> Self {
         let mut kinds: Vec<PairSum> = kernels.iter().map(|(f, _, _)| f.reads()).collect();
         kinds.sort_by_key(|k| *k as u8);
@@ -235,26 +225,11 @@ impl PairSums {
         // `select` gives standard-layout (contiguous row-major) matrices.
         let (fa, fb) = (a.as_slice().unwrap_or(&[]), b.as_slice().unwrap_or(&[]));
         let d = a.ncols();
-        let mut dot = None;
-        let mut others = Vec::new();
-        for &kind in &kinds {
-            if kind == PairSum::Dot {
-                let mut d = inner_products(a, b, par);
-                if symmetric {
-                    // The product need not be bitwise symmetric; the Gram must be.
-                    for i in 0..a.nrows() {
-                        for j in 0..i {
-                            let v = 0.5 * (d[(i, j)] + d[(j, i)]);
-                            d[(i, j)] = v;
-                            d[(j, i)] = v;
-                        }
-                    }
-                }
-                dot = Some(d);
-            } else {
-                others.push((kind, sum_matrix(kind, fa, fb, d, symmetric)));
-            }
-        }
+        let others = kinds
+            .iter()
+            .filter(|&&k| k != PairSum::Dot)
+            .map(|&kind| (kind, sum_matrix(kind, fa, fb, d, symmetric)))
+            .collect();
         let own = kinds
             .iter()
             .map(|&k| {
@@ -264,7 +239,6 @@ impl PairSums {
             })
             .collect();
         PairSums {
-            dot,
             others,
             nb: b.nrows(),
             own,
@@ -278,8 +252,8 @@ impl PairSums {
             .iter()
             .find(|(k, _, _)| *k == kind)
             .expect("computed");
-        let rows = match (&self.dot, kind) {
-            (Some(d), PairSum::Dot) => SumRows::Columns(d),
+        let rows = match kind {
+            PairSum::Dot => SumRows::Dot,
             _ => {
                 let (_, s) = self
                     .others
@@ -293,14 +267,23 @@ impl PairSums {
     }
 }
 
-/// Inner products as a column-major `nb × na` matrix `xb xaᵀ`: its column `i` is row `i` of
-/// `xa xbᵀ`, contiguous in memory.
-fn inner_products(xa: &Array2<f64>, xb: &Array2<f64>, par: Par) -> Mat<f64> {
-    let a = MatRef::from_row_major_slice(xa.as_slice().unwrap_or(&[]), xa.nrows(), xa.ncols());
-    let b = MatRef::from_row_major_slice(xb.as_slice().unwrap_or(&[]), xb.nrows(), xb.ncols());
-    let mut out = Mat::<f64>::zeros(xb.nrows(), xa.nrows());
-    matmul(out.as_mut(), Accum::Replace, b, a.transpose(), 1.0, par);
-    out
+/// The inner products of the rows `rows` of `xa` with the rows `cols` of `xb`, into `out`
+/// (row-major, `rows.len() × cols.len()`): one sequential matrix product per block of rows,
+/// the blocks run in parallel.
+fn dot_rows(
+    xa: &Array2<f64>,
+    xb: &Array2<f64>,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    out: &mut [f64],
+) {
+    let d = xa.ncols();
+    let fa = &xa.as_slice().unwrap_or(&[])[rows.start * d..rows.end * d];
+    let fb = &xb.as_slice().unwrap_or(&[])[cols.start * d..cols.end * d];
+    let a = MatRef::from_row_major_slice(fa, rows.len(), d);
+    let b = MatRef::from_row_major_slice(fb, cols.len(), d);
+    let o = MatMut::from_row_major_slice_mut(out, rows.len(), cols.len());
+    matmul(o, Accum::Replace, a, b.transpose(), 1.0, Par::Seq);
 }
 
 /// The kernels of one group of specifications that read the same feature columns.
@@ -317,7 +300,9 @@ enum Work<'a, T> {
 
 /// Raw kernels between the rows of `xa` and of `xb` into `out` (`(M, na, nb)`, kernel-major),
 /// and the raw self-values `k(a, a)` into `self_values` (`(M, na)`; those of cross block
-/// kernels only when `need_self`, as a call costs one more block).
+/// kernels only when `need_self`, as a call costs one more block). With `upper`, the
+/// specifications of a training kernel (`symmetric`) fill its upper triangle only (for
+/// statistics that read the diagonal alone; `normalise_training` mirrors it).
 ///
 /// Specifications are grouped by the feature columns they read; each group shares one matrix
 /// of each pairwise sum its kernels read (inner products, ℓ1 distances, χ² sums, minima). Groups and block
@@ -327,7 +312,7 @@ enum Work<'a, T> {
 fn raw_kernels<T: Element>(
     xa: &ArrayView2<f64>,
     xb: &ArrayView2<f64>,
-    symmetric: bool,
+    (symmetric, upper): (bool, bool),
     kernels: &[BankKernel<'_>],
     out: &mut [T],
     self_values: &mut [f64],
@@ -354,14 +339,11 @@ fn raw_kernels<T: Element>(
             }
         }
     }
-    // One big product parallelises inside faer; many small ones run side by side.
-    let groups = work.iter().filter(|w| matches!(w, Work::Group(..))).count();
-    let par = if groups == 1 { Par::rayon(0) } else { Par::Seq };
     work.into_par_iter().try_for_each(|w| match w {
         Work::Group(features, sqrt, kernels) => {
             let count = kernels.len();
             let cols = Columns { features, sqrt };
-            group_kernels(xa, xb, symmetric, cols, kernels, par, interrupt)?;
+            group_kernels(xa, xb, symmetric, upper, cols, kernels, interrupt)?;
             interrupt.kernels_done(count);
             Ok(())
         }
@@ -380,16 +362,23 @@ struct Columns<'a> {
     sqrt: bool,
 }
 
-/// The raw kernels of one group of specifications reading the same columns.
+/// The raw kernels of one group of specifications reading the same columns, in parallel
+/// blocks of rows: each block computes its rows of the inner products once (when the group
+/// reads them) and then its rows of every kernel. With `upper`, a training kernel's block of
+/// rows `r0..` is computed from column `r0` on only (the rest left as it is, for a mirror of
+/// the upper triangle): half the products.
+#[allow(clippy::too_many_arguments)]
 fn group_kernels<T: Element>(
     xa: &ArrayView2<f64>,
     xb: &ArrayView2<f64>,
     symmetric: bool,
+    upper: bool,
     Columns { features, sqrt }: Columns<'_>,
     mut kernels: GroupWork<'_, T>,
-    par: Par,
     interrupt: &dyn Interrupt,
 ) -> Result<()> {
+    /// Rows per block: a block of inner products is `ROWS × nb` values.
+    const ROWS: usize = 32;
     interrupt.check()?;
     let nb = xb.nrows();
     let a = select(xa, features, sqrt);
@@ -398,22 +387,55 @@ fn group_kernels<T: Element>(
     } else {
         select(xb, features, sqrt)
     };
-    let sums = PairSums::of(&a, &b, symmetric, &kernels, par);
-    for (f, k, sv) in kernels.iter_mut() {
-        interrupt.check()?;
-        let f = *f;
-        let (s, own_a, own_b) = sums.get(f.reads());
-        k.par_chunks_mut(nb).enumerate().for_each(|(i, row)| {
-            crate::linalg::clear_upper_simd_state();
-            let si = s.row(i);
-            for (j, v) in row.iter_mut().enumerate() {
-                *v = T::from_f64(if symmetric && i == j {
-                    f.self_value(si[j])
-                } else {
-                    f.eval(si[j], own_a[i], own_b[j])
-                });
+    let sums = PairSums::of(&a, &b, symmetric, &kernels);
+    let funcs: Vec<KernelFn> = kernels.iter().map(|(f, _, _)| *f).collect();
+    let reads_dot = funcs.iter().any(|f| f.reads() == PairSum::Dot);
+    // blocks[t][k]: rows ROWS·t.. of kernel k.
+    let mut blocks: Vec<Vec<&mut [T]>> = Vec::new();
+    for (_, k, _) in kernels.iter_mut() {
+        for (t, rows) in k.chunks_mut(ROWS * nb.max(1)).enumerate() {
+            if t == blocks.len() {
+                blocks.push(Vec::new());
             }
-        });
+            blocks[t].push(rows);
+        }
+    }
+    blocks
+        .into_par_iter()
+        .enumerate()
+        .try_for_each_init(Vec::new, |dot, (t, mut outs)| {
+            interrupt.check()?;
+            crate::linalg::clear_upper_simd_state();
+            let r0 = t * ROWS;
+            let count = outs.first().map_or(0, |o| o.len() / nb.max(1));
+            let c0 = if upper && symmetric { r0.min(nb) } else { 0 };
+            let w = nb - c0;
+            if reads_dot {
+                dot.resize(count * w, 0.0);
+                dot_rows(&a, &b, r0..r0 + count, c0..nb, dot);
+            }
+            for (&f, out) in funcs.iter().zip(outs.iter_mut()) {
+                let (s, own_a, own_b) = sums.get(f.reads());
+                for (r, row) in out.chunks_mut(nb.max(1)).enumerate() {
+                    let i = r0 + r;
+                    let si = match s {
+                        SumRows::Dot => &dot[r * w..(r + 1) * w],
+                        SumRows::Rows(m, nb) => &m[i * nb + c0..(i + 1) * nb],
+                    };
+                    for (j, v) in (c0..).zip(row[c0..].iter_mut()) {
+                        let sij = si[j - c0];
+                        *v = T::from_f64(if symmetric && i == j {
+                            f.self_value(sij)
+                        } else {
+                            f.eval(sij, own_a[i], own_b[j])
+                        });
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    for (f, _, sv) in kernels.iter_mut() {
+        let (_, own_a, _) = sums.get(f.reads());
         for (s, &q) in sv.iter_mut().zip(own_a) {
             *s = f.self_value(q);
         }
@@ -578,36 +600,96 @@ fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) 
     Ok(())
 }
 
-/// An error naming the first non-finite entry of kernel `k` (`g`, rows of `cols` entries):
+/// An error naming the first non-finite entry of kernel `k` (`g`, rows of `cols` entries, the
+/// first of them row `first_row`):
 /// a specification's kernel overflows on large inputs or parameters (a Gaussian of tiny width,
 /// a polynomial of huge degree), which no solver could fit.
-fn finite<T: Element>(k: usize, g: &[T], cols: usize) -> Result<()> {
+fn finite<T: Element>(k: usize, g: &[T], cols: usize, first_row: usize) -> Result<()> {
     match g.iter().position(|v| !v.to_f64().is_finite()) {
         None => Ok(()),
         Some(at) => Err(non_finite(
             k,
-            (at / cols, at % cols),
+            (first_row + at / cols, at % cols),
             ", evaluated on these points (its values overflow: rescale X or the kernel's \
              parameters),",
         )),
     }
 }
 
-/// Copies the upper triangle of the row-major `n×n` kernel `k` onto the lower one, in tiles
-/// that stay in cache. Centring computes `K[i,j]` and `K[j,i]` in different orders, and where it
-/// cancels (a nearly constant kernel) the two may differ far beyond one rounding; a training
-/// kernel must be exactly symmetric.
-fn mirror_upper<T: Element>(k: &mut [T], n: usize) {
-    const B: usize = 64;
-    for bi in (0..n).step_by(B) {
-        for bj in (0..=bi).step_by(B) {
-            for i in bi..(bi + B).min(n) {
-                for j in bj..(bj + B).min(i) {
-                    k[i * n + j] = k[j * n + i];
+/// Normalises the raw training kernel `m` (`g`, `n × n`, its raw self-values `sv`) in place
+/// and leaves it exactly symmetric, in parallel blocks of rows.
+///
+/// Centring computes `K[i,j]` and `K[j,i]` in different orders, and where it cancels (a nearly
+/// constant kernel) the two may differ far beyond one rounding; a specification's raw kernel
+/// (a matrix product) need not be bitwise symmetric either; and a float32 spherical kernel
+/// divides by its raw self-values and by its rounded diagonal. These kernels get the upper
+/// triangle copied onto the lower one. A block kernel's raw Gram is exactly symmetric
+/// (`block_kernel`), and the scales and the spherical factors `1/√(K_ii K_jj)` of float64
+/// keep it so (products of the same two numbers): no mirror pass.
+fn normalise_training<T: Element>(
+    m: usize,
+    kernel: &BankKernel<'_>,
+    stats: &NormStats,
+    opts: &GramOptions,
+    g: &mut [T],
+    sv: &[f64],
+) -> Result<()> {
+    const ROWS: usize = 16;
+    let n = sv.len();
+    let spherical = opts.normalization == Normalization::Spherical;
+    let mirror = opts.center
+        || matches!(kernel, BankKernel::Spec(_))
+        || (spherical && std::mem::size_of::<T>() < 8);
+    let trusted = kernel.trusted();
+    // k(x,x)/k(x,x) is 1; the centred diagonal entry and the centred self-value it is
+    // divided by are summed in different orders. A specification's kernel is PSD, so
+    // |k| ≤ 1 (Cauchy–Schwarz): beyond it is rounding, amplified where centring cancels (a
+    // nearly constant kernel in float32). A caller's function is checked instead, below.
+    let finish = |r0: usize, rows: &mut [T]| -> Result<()> {
+        for (r, row) in rows.chunks_exact_mut(n).enumerate() {
+            let i = r0 + r;
+            if spherical {
+                if row[i].to_f64() != 0.0 {
+                    row[i] = T::from_f64(1.0);
+                }
+                if trusted {
+                    for v in row.iter_mut() {
+                        *v = T::from_f64(v.to_f64().clamp(-1.0, 1.0));
+                    }
                 }
             }
+            if trusted {
+                finite(m, row, n, i)?;
+            }
         }
+        Ok(())
+    };
+    g.par_chunks_mut(ROWS * n)
+        .zip(sv.par_chunks(ROWS))
+        .enumerate()
+        .try_for_each(|(t, (rows, s))| {
+            crate::linalg::clear_upper_simd_state();
+            stats.apply_rows(m, t * ROWS, rows, s);
+            if mirror {
+                Ok(())
+            } else {
+                finish(t * ROWS, rows)
+            }
+        })?;
+    if mirror {
+        crate::kernels::stack::mirror(g, n, true);
+        g.par_chunks_mut(ROWS * n)
+            .enumerate()
+            .try_for_each(|(t, rows)| finish(t * ROWS, rows))?;
     }
+    // A caller's function need not give a PSD kernel (sigmoid, additive χ² uncentred): the
+    // normalised kernel must pass the PSD conditions.
+    if !trusted {
+        DenseStack::new(g, 1, n)?
+            .validate(symmetry_rtol::<T>())
+            .map_err(|e| as_kernel(m, e))?;
+    }
+    Ok(())
 }
 
 /// The normalised training Gram stack `(M, n, n)` of `specs` on the rows of `x`, and the
@@ -647,9 +729,15 @@ pub fn gram_bank_weighted<T: Element>(
     let (m, n) = (kernels.len(), x.nrows());
     check_memory::<T>(m, n, n, opts)?;
     with_pool(opts.n_threads, || {
-        let mut out = vec![T::default(); m * n * n];
+        let mut out = crate::kernels::stack::zeros_huge::<T>(m * n * n);
         let mut selfv = vec![0.0; m * n];
-        raw_kernels(&x, &x, true, kernels, &mut out, &mut selfv, true, interrupt)?;
+        // Without centring, the statistics other than the multiplicative one read the
+        // diagonal alone, and a specification's kernel is mirrored anyway.
+        let upper = !opts.center && opts.normalization != Normalization::Multiplicative;
+        let entries = (true, upper);
+        raw_kernels(
+            &x, &x, entries, kernels, &mut out, &mut selfv, true, interrupt,
+        )?;
         interrupt.check()?;
         let per: Vec<KernelStats> = out
             .par_chunks(n * n)
@@ -666,36 +754,7 @@ pub fn gram_bank_weighted<T: Element>(
         out.par_chunks_mut(n * n)
             .zip(selfv.par_chunks(n))
             .enumerate()
-            .try_for_each(|(k, (g, sv))| {
-                stats.apply(k, g, sv);
-                mirror_upper(g, n);
-                if opts.normalization == Normalization::Spherical {
-                    // k(x,x)/k(x,x) is 1; the centred diagonal entry and the centred
-                    // self-value it is divided by are summed in different orders.
-                    for i in 0..n {
-                        if g[i * n + i].to_f64() != 0.0 {
-                            g[i * n + i] = T::from_f64(1.0);
-                        }
-                    }
-                    // A specification's kernel is PSD, so |k| ≤ 1 (Cauchy–Schwarz): beyond
-                    // it is rounding, amplified where centring cancels (a nearly constant
-                    // kernel in float32). A caller's function is checked instead, below.
-                    if kernels[k].trusted() {
-                        for v in g.iter_mut() {
-                            *v = T::from_f64(v.to_f64().clamp(-1.0, 1.0));
-                        }
-                    }
-                }
-                // A caller's function need not give a PSD kernel (sigmoid, additive χ²
-                // uncentred): the normalised kernel must pass the PSD conditions.
-                if kernels[k].trusted() {
-                    finite(k, g, n)
-                } else {
-                    DenseStack::new(g, 1, n)?
-                        .validate(symmetry_rtol::<T>())
-                        .map_err(|e| as_kernel(k, e))
-                }
-            })?;
+            .try_for_each(|(k, (g, sv))| normalise_training(k, &kernels[k], &stats, opts, g, sv))?;
         let arr =
             Array3::from_shape_vec((m, n, n), out).map_err(|e| MkError::Shape(e.to_string()))?;
         Ok((arr, stats))
@@ -767,7 +826,14 @@ pub fn cross_gram_bank<T: Element>(
         let mut out = vec![T::default(); m * na * n];
         let mut selfv = vec![0.0; m * na];
         raw_kernels(
-            &x_new, &x_train, false, kernels, &mut out, &mut selfv, need_self, interrupt,
+            &x_new,
+            &x_train,
+            (false, false),
+            kernels,
+            &mut out,
+            &mut selfv,
+            need_self,
+            interrupt,
         )?;
         interrupt.check()?;
         out.par_chunks_mut(na * n)
@@ -792,7 +858,7 @@ pub fn cross_gram_bank<T: Element>(
                         });
                     }
                 }
-                finite(k, g, n)
+                finite(k, g, n, 0)
             })?;
         Array3::from_shape_vec((m, na, n), out).map_err(|e| MkError::Shape(e.to_string()))
     })?

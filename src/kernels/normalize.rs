@@ -285,6 +285,19 @@ impl NormStats {
         k: &mut [T],
         self_values: &[f64],
     ) -> Option<(usize, f64, f64)> {
+        self.apply_rows(m, 0, k, self_values)
+    }
+
+    /// [`NormStats::apply`] to the rows `first_row..` of kernel `m` only (`k` holds those
+    /// rows, `self_values` their self-values), so blocks of rows can be normalised in
+    /// parallel; the point of the returned self-value counts from row 0.
+    pub(crate) fn apply_rows<T: Element>(
+        &self,
+        m: usize,
+        first_row: usize,
+        k: &mut [T],
+        self_values: &[f64],
+    ) -> Option<(usize, f64, f64)> {
         let n = self.n;
         let rows = self.row_means.get(m * n..(m + 1) * n);
         let t = self.total_means[m];
@@ -298,7 +311,8 @@ impl NormStats {
         let w = (!self.weights.is_empty()).then_some(self.weights.as_slice());
         let weight = w.map_or(n as f64, |w| w.iter().sum());
         let mut lowest: Option<(usize, f64, f64)> = None;
-        for (a, (row, &kaa)) in k.chunks_exact_mut(n).zip(self_values).enumerate() {
+        for (r, (row, &kaa)) in k.chunks_exact_mut(n).zip(self_values).enumerate() {
+            let a = first_row + r;
             let mut self_c = kaa;
             let mut terms = kaa.abs();
             if let (true, Some(r)) = (self.center, rows) {

@@ -471,6 +471,36 @@ impl Shared {
         }
     }
 
+    /// For a kernel with explicit features (the spectrum kernel: k-mer counts `c`), `z =
+    /// Σ_t v[t] f(g[t]) c(x_{g[t]})`, `f` the spherical factors `1/√k(x, x)` (1 for the other
+    /// normalisations); `None` for the other kernels. Then `Σ_t v[t] K_m(x_i, x_{g[t]}) =
+    /// scale · f(i) · c(x_i) · z` ([`Shared::explicit_value`]) and `vᵀK_m v = scale · ‖z‖²`.
+    fn explicit_products(&self, m: usize, g: &[usize], v: &[f64]) -> Option<Vec<f64>> {
+        let s = self.kernels[m].seq?;
+        let coef: Vec<f64> = g
+            .iter()
+            .zip(v)
+            .map(|(&j, &a)| a * self.factor(m, j))
+            .collect();
+        self.seqs[s].weighted_counts(g, &coef)
+    }
+
+    /// `Σ_t v[t] K_m(x_i, x_{g[t]})` from `z` of [`Shared::explicit_products`].
+    fn explicit_value(&self, m: usize, i: usize, z: &[f64]) -> f64 {
+        let k = &self.kernels[m];
+        let s = k.seq.expect("a kernel with explicit features");
+        k.scale * self.factor(m, i) * self.seqs[s].dot_counts(i, z)
+    }
+
+    /// The spherical factor `1/√k_m(x_i, x_i)` of point `i` (1 for the other normalisations).
+    fn factor(&self, m: usize, i: usize) -> f64 {
+        if self.inv_sqrt_diag.is_empty() {
+            1.0
+        } else {
+            self.inv_sqrt_diag[m * self.n_total + i]
+        }
+    }
+
     /// `out[k] = K_m(x_i, x_{js[k]})`, normalised (training indices). The kernel's function
     /// is matched once per call, so that the loop over `js` is a plain one.
     fn values(&self, m: usize, i: usize, js: &[usize], out: &mut [f64]) {
@@ -700,12 +730,28 @@ impl KernelStack for OnDemandStack {
             .flat_map(|l| support.iter().map(move |&i| vs[l * n + i]))
             .collect();
         let nk = idx.len();
+        // Kernels with explicit features: vᵀK_m v = scale · ‖z‖² (explicit_products).
+        let mut explicit = vec![false; nk];
+        let mut forms = vec![0.0; nk * b];
+        for (k, &m) in idx.iter().enumerate() {
+            for l in 0..b {
+                let v = &vsup[l * s..(l + 1) * s];
+                if let Some(z) = self.shared.explicit_products(m, &g, v) {
+                    let scale = self.shared.kernels[m].scale;
+                    forms[k * b + l] = scale * z.iter().map(|x| x * x).sum::<f64>();
+                    explicit[k] = true;
+                }
+            }
+        }
         let acc = (0..s)
             .into_par_iter()
             .fold(
                 || (vec![0.0; nk * b], vec![0.0; s]),
                 |(mut acc, mut tmp), a| {
                     for (k, &m) in idx.iter().enumerate() {
+                        if explicit[k] {
+                            continue;
+                        }
                         let t = &mut tmp[..=a];
                         self.shared.values(m, g[a], &g[..=a], t);
                         for l in 0..b {
@@ -725,7 +771,9 @@ impl KernelStack for OnDemandStack {
                     x
                 },
             );
-        out[..nk * b].copy_from_slice(&acc);
+        for ((o, &a), &f) in out[..nk * b].iter_mut().zip(&acc).zip(&forms) {
+            *o = a + f;
+        }
     }
 
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {
@@ -767,19 +815,45 @@ impl KernelStack for OnDemandStack {
 }
 
 impl OnDemandStack {
+    /// `out = Σ_{(m, w)} w K_m v` when some kernel of `weights` has explicit features (the
+    /// spectrum kernel), which make its product one pass over the points instead of `n`
+    /// evaluations per non-zero of `v` ([`Shared::explicit_products`]); `false` otherwise (the
+    /// solver then reads columns it may cache).
+    pub fn combined_products(&self, weights: &[(usize, f64)], v: &[f64], out: &mut [f64]) -> bool {
+        let explicit = weights.iter().any(|&(m, _)| {
+            self.shared.kernels[m]
+                .seq
+                .is_some_and(|s| self.shared.seqs[s].explicit())
+        });
+        if explicit {
+            self.combined_matvec_of(weights, v, out);
+        }
+        explicit
+    }
+
     /// `out = Σ_{(m, w)} w K_m v`, reading only the columns of the non-zeros of `v`:
     /// `n·|S|` evaluations per kernel, in parallel over the points.
     fn combined_matvec_of(&self, weights: &[(usize, f64)], v: &[f64], out: &mut [f64]) {
         let support = nonzeros(v);
         let g: Vec<usize> = support.iter().map(|&i| self.rows[i]).collect();
         let vs: Vec<f64> = support.iter().map(|&i| v[i]).collect();
+        // Kernels with explicit features: one pass over the support, then one per row.
+        let explicit: Vec<Option<Vec<f64>>> = weights
+            .iter()
+            .map(|&(m, _)| self.shared.explicit_products(m, &g, &vs))
+            .collect();
         out.par_iter_mut().zip(self.rows.par_iter()).for_each_init(
             || vec![0.0; g.len()],
             |tmp, (o, &gi)| {
                 *o = 0.0;
-                for &(m, w) in weights {
-                    self.shared.values(m, gi, &g, tmp);
-                    *o += w * tmp.iter().zip(&vs).map(|(x, y)| x * y).sum::<f64>();
+                for (&(m, w), z) in weights.iter().zip(&explicit) {
+                    *o += w * match z {
+                        Some(z) => self.shared.explicit_value(m, gi, z),
+                        None => {
+                            self.shared.values(m, gi, &g, tmp);
+                            tmp.iter().zip(&vs).map(|(x, y)| x * y).sum::<f64>()
+                        }
+                    };
                 }
             },
         );

@@ -20,7 +20,8 @@
 //!   of the positions where the strings agree and `R_k = R_{k−1} & (R_{k−1} >> 1)` (`R_1 = m`),
 //!   `R_k` marks the positions where a match of length `k` starts, so the kernel is
 //!   `Σ_k β_k popcount(R_k)`: one byte-compare pass builds `m`, and the loop over `k` stops at
-//!   the longest run of matches.
+//!   the longest run of matches. Eight pairs run side by side in the lanes of vector registers
+//!   (AVX-512 or AVX2, chosen at run time), their sums integers scaled once.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -28,8 +29,6 @@ use std::ops::Range;
 
 use crate::error::{MkError, Result};
 use crate::kernels::gram::BlockKernel;
-use crate::kernels::simd::avx2_dispatch;
-use crate::kernels::Element;
 
 /// A column of `n` sequences: the bytes of all of them, one after another, and the `n + 1`
 /// offsets of their starts (sequence `i` is `data[offsets[i]..offsets[i + 1]]`).
@@ -86,8 +85,8 @@ impl SeqColumn {
         &self.data[self.offsets[i]..self.offsets[i + 1]]
     }
 
-    /// Sequence `i` followed by at least [`PAD`] more bytes of the buffer (the next sequences,
-    /// then zeros): whole 32-byte loads from any position of the sequence stay inside it.
+    /// Sequence `i` followed by [`PAD`] more bytes of the buffer (the next sequences, then
+    /// zeros): whole 64-byte loads from any position of the sequence stay inside it.
     #[inline(always)]
     fn padded(&self, i: usize) -> &[u8] {
         &self.data[self.offsets[i]..self.offsets[i + 1] + PAD]
@@ -100,9 +99,9 @@ impl SeqColumn {
     }
 }
 
-/// Zero bytes after the last sequence of a column, so that a 32-byte load starting inside
+/// Zero bytes after the last sequence of a column, so that a 64-byte load starting inside
 /// any sequence stays inside the buffer.
-const PAD: usize = 32;
+const PAD: usize = 64;
 
 /// A kernel function on sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,236 +145,540 @@ pub fn wd_weights(degree: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Bit `t` of word `t / 64` of `mask` is set where `x[t] == y[t]`, `t < len`, for `x` and
-/// `y` of at least `len + 31` bytes (sequences read with their padding); the bits from `len`
-/// on are 0. `avx2`: the CPU has AVX2 (byte compares and move-masks of 32 bytes at a time).
-#[inline(always)]
-fn match_mask(x: &[u8], y: &[u8], len: usize, mask: &mut [u64], avx2: bool) {
-    #[cfg(target_arch = "x86_64")]
-    if avx2 {
-        // SAFETY: the caller checked that the CPU has AVX2.
-        return unsafe { match_mask_avx2(x, y, len, mask) };
-    }
-    let _ = avx2;
-    for (w, (a, b)) in x[..len].chunks(64).zip(y[..len].chunks(64)).enumerate() {
-        let mut m = 0u64;
-        for (t, (p, q)) in a.iter().zip(b).enumerate() {
-            m |= ((p == q) as u64) << t;
+/// The instruction sets of the weighted-degree loops, chosen at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isa {
+    Baseline,
+    /// 32-byte compares and move-masks; popcounts of 64-bit lanes from nibble lookups.
+    Avx2,
+    /// 64-byte compares straight into a 64-bit mask; `vpopcntq`.
+    Avx512,
+}
+
+impl Isa {
+    /// The best this CPU runs (see `kernels::simd`).
+    fn detected() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::kernels::simd::avx512_popcnt() {
+                return Isa::Avx512;
+            }
+            if crate::kernels::simd::avx2_fma() {
+                return Isa::Avx2;
+            }
         }
-        mask[w] = m;
+        Isa::Baseline
+    }
+}
+
+/// `r[w][l]` = word `w` of the match mask of `xs[l]` and `ys[l]`: bit `t` of word `t / 64` is
+/// set where `x[t] == y[t]`, `t < len`, the bits from `len` on 0, for sequences of at least
+/// `len + PAD − 1` bytes (read with their padding); `r` has `⌈len / 64⌉` words.
+#[inline(always)]
+fn lane_masks(
+    xs: &[&[u8]; LANES],
+    ys: &[&[u8]; LANES],
+    len: usize,
+    r: &mut [[u64; LANES]],
+    isa: Isa,
+) {
+    assert!(r.len() == len.div_ceil(64));
+    if len == 0 {
+        return;
+    }
+    assert!(xs.iter().chain(ys).all(|s| s.len() + 1 >= len + PAD));
+    #[cfg(target_arch = "x86_64")]
+    match isa {
+        // SAFETY: `isa` is what the CPU runs (Isa::detected), and the lengths are checked.
+        Isa::Avx512 => return unsafe { lane_masks_avx512(xs, ys, len, r) },
+        Isa::Avx2 => return unsafe { lane_masks_avx2(xs, ys, len, r) },
+        Isa::Baseline => {}
+    }
+    let _ = isa;
+    for l in 0..LANES {
+        let (x, y) = (&xs[l][..len], &ys[l][..len]);
+        for (w, (a, b)) in x.chunks(64).zip(y.chunks(64)).enumerate() {
+            let mut m = 0u64;
+            for (t, (p, q)) in a.iter().zip(b).enumerate() {
+                m |= ((p == q) as u64) << t;
+            }
+            r[w][l] = m;
+        }
+    }
+}
+
+/// The bits of the last word of a match mask of `len` bits that lie inside the strings
+/// (the bytes past the end, padding or the next sequence, are no matches).
+#[inline(always)]
+fn last_word_bits(len: usize) -> u64 {
+    if len.is_multiple_of(64) {
+        u64::MAX
+    } else {
+        (1u64 << (len % 64)) - 1
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt")]
-#[inline]
-unsafe fn match_mask_avx2(x: &[u8], y: &[u8], len: usize, mask: &mut [u64]) {
+unsafe fn lane_masks_avx2(
+    xs: &[&[u8]; LANES],
+    ys: &[&[u8]; LANES],
+    len: usize,
+    r: &mut [[u64; LANES]],
+) {
     use std::arch::x86_64::{__m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8};
-    assert!(x.len().min(y.len()) + 1 >= len + PAD);
-    // A macro, not a closure: a closure would not inherit this function's target features.
-    macro_rules! bits {
-        ($p:expr) => {{
-            // SAFETY: $p < len, and both strings have len + 31 readable bytes.
-            let a = _mm256_loadu_si256(x.as_ptr().add($p) as *const __m256i);
-            let b = _mm256_loadu_si256(y.as_ptr().add($p) as *const __m256i);
-            _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, b)) as u32 as u64
-        }};
-    }
-    let words = len.div_ceil(64);
-    for (w, m) in mask[..words].iter_mut().enumerate() {
-        let k = 64 * w;
-        let hi = if k + 32 < len { bits!(k + 32) << 32 } else { 0 };
-        *m = bits!(k) | hi;
-    }
-    if len % 64 != 0 {
-        // The bytes past the end (padding, or the next sequence) are no matches.
-        mask[words - 1] &= (1u64 << (len % 64)) - 1;
+    let words = r.len();
+    for l in 0..LANES {
+        let (x, y) = (xs[l].as_ptr(), ys[l].as_ptr());
+        // A macro, not a closure: a closure would not inherit this function's features.
+        macro_rules! bits {
+            ($p:expr) => {{
+                // SAFETY: $p < len, and both strings have len + PAD − 1 readable bytes.
+                let a = _mm256_loadu_si256(x.add($p) as *const __m256i);
+                let b = _mm256_loadu_si256(y.add($p) as *const __m256i);
+                _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, b)) as u32 as u64
+            }};
+        }
+        for (w, rw) in r.iter_mut().enumerate() {
+            let k = 64 * w;
+            let hi = if k + 32 < len { bits!(k + 32) << 32 } else { 0 };
+            rw[l] = bits!(k) | hi;
+        }
+        r[words - 1][l] &= last_word_bits(len);
     }
 }
 
-/// `Σ_{k=1..β.len()} β_k · #{l : x[l..l+k] = y[l..l+k]}` for `x`, `y` of length `len`, read
-/// with their padding ([`match_mask`]), with `mask` scratch space of at least `⌈len / 64⌉`
-/// words.
-#[inline(always)]
-fn wd_unshifted(x: &[u8], y: &[u8], len: usize, beta: &[f64], mask: &mut [u64], avx2: bool) -> f64 {
-    let words = len.div_ceil(64);
-    if words <= SHORT_WORDS {
-        // Up to 256 bytes: the mask stays in registers.
-        let mut m = [0u64; SHORT_WORDS];
-        match_mask(x, y, len, &mut m[..words], avx2);
-        return wd_of_mask(&mut m, beta);
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn lane_masks_avx512(
+    xs: &[&[u8]; LANES],
+    ys: &[&[u8]; LANES],
+    len: usize,
+    r: &mut [[u64; LANES]],
+) {
+    use std::arch::x86_64::{_mm512_cmpeq_epi8_mask, _mm512_loadu_si512};
+    let words = r.len();
+    for l in 0..LANES {
+        let (x, y) = (xs[l].as_ptr(), ys[l].as_ptr());
+        for (w, rw) in r.iter_mut().enumerate() {
+            // SAFETY: 64w < len, and both strings have len + PAD − 1 ≥ 64w + 64 readable
+            // bytes.
+            let a = _mm512_loadu_si512(x.add(64 * w).cast());
+            let b = _mm512_loadu_si512(y.add(64 * w).cast());
+            rw[l] = _mm512_cmpeq_epi8_mask(a, b);
+        }
+        r[words - 1][l] &= last_word_bits(len);
     }
-    let mask = &mut mask[..words];
-    match_mask(x, y, len, mask, avx2);
-    wd_of_mask(mask, beta)
 }
 
-/// Words of the mask kept in registers (sequences of up to 256 bytes).
-const SHORT_WORDS: usize = 4;
+/// Pairs whose weighted-degree sums run side by side, one per lane: the loops over lanes
+/// compile to vector instructions (shifts, ands and popcounts of 64-bit lanes).
+const LANES: usize = 8;
 
-/// `Σ_k β_k popcount(R_k)` from the match mask `R_1` (bits beyond the strings 0), `mask`
-/// overwritten.
+/// For each lane `l`, `Σ_{k=1..degree} (degree − k + 1) · popcount(R_k)` where `R_1 = m` is
+/// the match mask of pair `l` (`r[w][l]` its word `w`, bits beyond the strings 0) and
+/// `R_{k+1} = R_k & (R_k >> 1)`; `r` is overwritten. The kernel is this integer times
+/// `2/(d(d + 1))` (`β_k = 2(d − k + 1)/(d(d + 1))`): one rounding, whatever the order of the
+/// sums.
+///
+/// The weight `d − k + 1` of `popcount(R_k)` is accumulated as `Σ_{j ≤ d} q_j`, `q_j =
+/// Σ_{k ≤ j} popcount(R_k)`: two additions per length, no multiplication. Once every `R_k`
+/// is 0 (the longest run of matches has ended in all lanes), `q` stays as it is for the
+/// remaining lengths.
 #[inline(always)]
-fn wd_of_mask(mask: &mut [u64], beta: &[f64]) -> f64 {
-    let words = mask.len();
-    let mut sum = 0.0;
-    for &b in beta {
-        let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
-        if count == 0 {
+fn wd_sums(r: &mut [[u64; LANES]], degree: usize) -> [u64; LANES] {
+    let words = r.len();
+    let (mut q, mut acc) = ([0u64; LANES], [0u64; LANES]);
+    for k in 0..degree {
+        for rw in r.iter() {
+            for (ql, &v) in q.iter_mut().zip(rw) {
+                *ql += v.count_ones() as u64;
+            }
+        }
+        for (a, &ql) in acc.iter_mut().zip(&q) {
+            *a += ql;
+        }
+        // R_{k+1}(l) = R_k(l) & R_k(l + 1): the whole mask shifted right by one bit (word
+        // w + 1 is read before it is overwritten).
+        let mut any = [0u64; LANES];
+        for w in 0..words {
+            let next = if w + 1 < words { r[w + 1] } else { [0; LANES] };
+            for l in 0..LANES {
+                r[w][l] &= (r[w][l] >> 1) | (next[l] << 63);
+                any[l] |= r[w][l];
+            }
+        }
+        if any.iter().all(|&a| a == 0) {
+            let rest = (degree - k - 1) as u64;
+            for (a, &ql) in acc.iter_mut().zip(&q) {
+                *a += rest * ql;
+            }
             break;
         }
-        sum += b * count as f64;
-        // R_{k+1}(l) = R_k(l) & R_k(l + 1): shift the whole mask right by one bit.
-        for w in 0..words {
-            let next = if w + 1 < words { mask[w + 1] << 63 } else { 0 };
-            mask[w] &= (mask[w] >> 1) | next;
+    }
+    acc
+}
+
+/// Settings of the weighted-degree kernel.
+#[derive(Debug, Clone, Copy)]
+struct Wd {
+    degree: usize,
+    shift: usize,
+}
+
+impl Wd {
+    /// [`wd_sums`] of the unshifted pairs `xs[l]`, `ys[l]` of length `len` (read with their
+    /// padding), `scratch` holding the masks of sequences longer than four words (256 bytes).
+    #[inline(always)]
+    fn sums(
+        self,
+        xs: &[&[u8]; LANES],
+        ys: &[&[u8]; LANES],
+        len: usize,
+        scratch: &mut Vec<[u64; LANES]>,
+        isa: Isa,
+    ) -> [u64; LANES] {
+        /// The masks in registers: `W` words.
+        #[inline(always)]
+        fn short<const W: usize>(
+            xs: &[&[u8]; LANES],
+            ys: &[&[u8]; LANES],
+            len: usize,
+            degree: usize,
+            isa: Isa,
+        ) -> [u64; LANES] {
+            let mut r = [[0u64; LANES]; W];
+            lane_masks(xs, ys, len, &mut r, isa);
+            wd_sums(&mut r, degree)
+        }
+        let d = self.degree;
+        match len.div_ceil(64) {
+            0 => [0; LANES],
+            1 => short::<1>(xs, ys, len, d, isa),
+            2 => short::<2>(xs, ys, len, d, isa),
+            3 => short::<3>(xs, ys, len, d, isa),
+            4 => short::<4>(xs, ys, len, d, isa),
+            words => {
+                scratch.resize(words, [0; LANES]);
+                lane_masks(xs, ys, len, scratch, isa);
+                wd_sums(scratch, d)
+            }
         }
     }
-    sum
+
+    /// The kernel with shifts of each pair `xs[l]`, `ys[l]` of length `len` (read with their
+    /// padding): `WD(x, y) + Σ_{s=1..S} (WD(x[s..], y[..L−s]) + WD(x[..L−s], y[s..])) /
+    /// (2(s + 1))`.
+    #[inline(always)]
+    fn lanes(
+        self,
+        xs: &[&[u8]; LANES],
+        ys: &[&[u8]; LANES],
+        len: usize,
+        scratch: &mut Vec<[u64; LANES]>,
+        isa: Isa,
+    ) -> [f64; LANES] {
+        let d = self.degree as f64;
+        let unit = 2.0 / (d * (d + 1.0));
+        let plain = self.sums(xs, ys, len, scratch, isa);
+        let mut out = plain.map(|v| unit * v as f64);
+        for s in 1..=self.shift.min(len.saturating_sub(1)) {
+            let delta = unit / (2.0 * (s as f64 + 1.0));
+            let a = self.sums(&xs.map(|x| &x[s..]), ys, len - s, scratch, isa);
+            let b = self.sums(xs, &ys.map(|y| &y[s..]), len - s, scratch, isa);
+            for l in 0..LANES {
+                out[l] += delta * (a[l] + b[l]) as f64;
+            }
+        }
+        out
+    }
 }
 
-/// Whether the byte compares may use AVX2.
+/// The pairs of sequences a weighted-degree evaluation runs over, pair `t` for `out[t]`.
+enum WdPairs<'s> {
+    /// `(x, cols_t)`: a row of a Gram block.
+    Row { x: &'s [u8], cols: &'s SeqColumn },
+    /// `(x, cols_{js[t]})`: the columns `js` of a row of a kernel computed on demand.
+    List {
+        x: &'s [u8],
+        cols: &'s SeqColumn,
+        js: &'s [usize],
+    },
+    /// `(s_{first + t}, s_{first + t})`: self-values.
+    Own { col: &'s SeqColumn, first: usize },
+}
+
+impl<'s> WdPairs<'s> {
+    /// Pair `t`, both sequences read with their padding.
+    #[inline(always)]
+    fn get(&self, t: usize) -> (&'s [u8], &'s [u8]) {
+        match *self {
+            WdPairs::Row { x, cols } => (x, cols.padded(t)),
+            WdPairs::List { x, cols, js } => (x, cols.padded(js[t])),
+            WdPairs::Own { col, first } => (col.padded(first + t), col.padded(first + t)),
+        }
+    }
+}
+
+/// `out[t]` = the weighted-degree kernel of pair `t` of `pairs` (all of length `len`),
+/// [`LANES`] pairs at a time (the last group padded with copies of its first pair).
 #[inline(always)]
-fn avx2_cpu() -> bool {
+fn wd_values_body(
+    pairs: &WdPairs<'_>,
+    len: usize,
+    wd: Wd,
+    scratch: &mut Vec<[u64; LANES]>,
+    out: &mut [f64],
+    isa: Isa,
+) {
+    for (g, o) in out.chunks_mut(LANES).enumerate() {
+        let first = pairs.get(g * LANES);
+        let (mut xs, mut ys) = ([first.0; LANES], [first.1; LANES]);
+        for l in 1..o.len() {
+            (xs[l], ys[l]) = pairs.get(g * LANES + l);
+        }
+        let v = wd.lanes(&xs, &ys, len, scratch, isa);
+        o.copy_from_slice(&v[..o.len()]);
+    }
+}
+
+/// [`wd_values_body`] compiled for the instruction set `isa` (the loops over lanes become
+/// 256- or 512-bit vector instructions).
+fn wd_values_with(
+    isa: Isa,
+    pairs: &WdPairs<'_>,
+    len: usize,
+    wd: Wd,
+    scratch: &mut Vec<[u64; LANES]>,
+    out: &mut [f64],
+) {
     #[cfg(target_arch = "x86_64")]
-    return crate::kernels::simd::avx2_fma();
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
-/// The weighted-degree kernel with shifts of `x` and `y` (of length `len`, read with their
-/// padding): `WD(x, y) + Σ_{s=1..S} (WD(x[s..], y[..L−s]) + WD(x[..L−s], y[s..])) / (2(s + 1))`.
-#[inline(always)]
-fn wd_pair(x: &[u8], y: &[u8], len: usize, beta: &[f64], shift: usize, mask: &mut [u64]) -> f64 {
-    let avx2 = avx2_cpu();
-    let mut sum = wd_unshifted(x, y, len, beta, mask, avx2);
-    for s in 1..=shift.min(len.saturating_sub(1)) {
-        let delta = 1.0 / (2.0 * (s as f64 + 1.0));
-        let a = wd_unshifted(&x[s..], y, len - s, beta, mask, avx2);
-        let b = wd_unshifted(x, &y[s..], len - s, beta, mask, avx2);
-        sum += delta * (a + b);
+    {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vpopcntdq,avx2,popcnt")]
+        unsafe fn avx512(
+            p: &WdPairs<'_>,
+            len: usize,
+            wd: Wd,
+            s: &mut Vec<[u64; LANES]>,
+            o: &mut [f64],
+        ) {
+            wd_values_body(p, len, wd, s, o, Isa::Avx512)
+        }
+        #[target_feature(enable = "avx2,popcnt")]
+        unsafe fn avx2(
+            p: &WdPairs<'_>,
+            len: usize,
+            wd: Wd,
+            s: &mut Vec<[u64; LANES]>,
+            o: &mut [f64],
+        ) {
+            wd_values_body(p, len, wd, s, o, Isa::Avx2)
+        }
+        match isa {
+            // SAFETY: `isa` is what the CPU runs (Isa::detected, or checked by the tests).
+            Isa::Avx512 => return unsafe { avx512(pairs, len, wd, scratch, out) },
+            Isa::Avx2 => return unsafe { avx2(pairs, len, wd, scratch, out) },
+            Isa::Baseline => {}
+        }
     }
-    sum
+    wd_values_body(pairs, len, wd, scratch, out, Isa::Baseline)
 }
 
-/// `out[j] = k(x, cols_j)` of the weighted-degree kernel for the first `out.len()`
-/// sequences of `cols`. `_e` only carries the element type the dispatch macro asks for.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn wd_row_body<T: Element>(
-    x: &[u8],
+/// [`wd_values_with`] the instruction set of this CPU.
+fn wd_values(
+    pairs: &WdPairs<'_>,
     len: usize,
-    cols: &SeqColumn,
-    beta: &[f64],
-    shift: usize,
-    mask: &mut [u64],
+    wd: Wd,
+    scratch: &mut Vec<[u64; LANES]>,
     out: &mut [f64],
-    _e: T,
 ) {
-    for (j, o) in out.iter_mut().enumerate() {
-        *o = wd_pair(x, cols.padded(j), len, beta, shift, mask);
-    }
-}
-
-avx2_dispatch! {
-    fn wd_row<T>(
-        x: &[u8], len: usize, cols: &SeqColumn, beta: &[f64], shift: usize,
-        mask: &mut [u64], out: &mut [f64], _e: T
-    ) = wd_row_body;
-}
-
-/// `out[t] = k(x, cols_{js[t]})` of the weighted-degree kernel (the columns `js` of a kernel
-/// computed on demand). `_e` only carries the element type the dispatch macro asks for.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn wd_list_body<T: Element>(
-    x: &[u8],
-    len: usize,
-    cols: &SeqColumn,
-    js: &[usize],
-    beta: &[f64],
-    shift: usize,
-    mask: &mut [u64],
-    out: &mut [f64],
-    _e: T,
-) {
-    for (o, &j) in out.iter_mut().zip(js) {
-        *o = wd_pair(x, cols.padded(j), len, beta, shift, mask);
-    }
-}
-
-avx2_dispatch! {
-    fn wd_list<T>(
-        x: &[u8], len: usize, cols: &SeqColumn, js: &[usize], beta: &[f64], shift: usize,
-        mask: &mut [u64], out: &mut [f64], _e: T
-    ) = wd_list_body;
+    wd_values_with(Isa::detected(), pairs, len, wd, scratch, out)
 }
 
 /// A sequence kernel on one column, evaluated pair by pair for kernels computed on demand
-/// (`kernels::on_demand`): the spectrum kernel as a merge of two sorted count rows, the
-/// weighted-degree kernel as in a Gram row.
+/// (`kernels::on_demand`); the weighted-degree kernel as in a Gram row, the spectrum kernel
+/// as `k(s, t) = Σ_u c_u(s) c_u(t) = Σ_l c_{t[l..l+k]}(s)`: the counts of `s` scattered once
+/// into a dense vector over the k-mer ids, then for each `t` one lookup per window of `t`
+/// (its k-mer ids in order, 4 bytes a window: no merge of two sorted lists, no counts read).
 pub(crate) struct SeqPairs {
     func: SeqKernelFn,
     col: SeqColumn,
-    counts: Option<CountRows>,
-    beta: Vec<f64>,
+    windows: Option<WindowIds>,
+    /// The number of distinct k-mers of the spectrum kernel.
+    n_ids: usize,
+    /// The spectrum kernel's counts as dense rows of bytes, when they fit ([`ByteCounts`]).
+    bytes: Option<ByteCounts>,
+}
+
+/// The k-mer counts of every sequence as a dense row of bytes, `width` per sequence (the ids
+/// padded to a multiple of 64), when few k-mers occur (`k ≤ 4` on DNA) and every count fits a
+/// byte: a pair is then a dot product of two byte rows (vector instructions) instead of one
+/// lookup per window. Its sum is at most `256 · 255²` (exact in `u32`).
+struct ByteCounts {
+    width: usize,
+    counts: Vec<u8>,
+}
+
+impl ByteCounts {
+    /// The most k-mer ids kept as byte rows: a row then reads no more bytes than the window
+    /// ids of a sequence of about 64 windows.
+    const MAX_IDS: usize = 256;
+
+    fn of(windows: &WindowIds, n_ids: usize) -> Option<Self> {
+        if n_ids > Self::MAX_IDS {
+            return None;
+        }
+        let width = n_ids.div_ceil(64).max(1) * 64;
+        let n = windows.ptr.len() - 1;
+        let mut counts = vec![0u8; n * width];
+        for i in 0..n {
+            for &u in windows.row(i) {
+                let c = &mut counts[i * width + u as usize];
+                *c = c.checked_add(1)?;
+            }
+        }
+        Some(ByteCounts { width, counts })
+    }
+
+    fn row(&self, i: usize) -> &[u8] {
+        &self.counts[i * self.width..(i + 1) * self.width]
+    }
+}
+
+/// `out[t] = Σ_u q[u] r_{js[t]}[u]` over the byte rows `rows`.
+#[inline(always)]
+fn byte_dots_body(q: &[u8], rows: &ByteCounts, js: &[usize], out: &mut [f64]) {
+    for (o, &j) in out.iter_mut().zip(js) {
+        let r = rows.row(j);
+        *o = q
+            .iter()
+            .zip(r)
+            .map(|(&a, &b)| a as u32 * b as u32)
+            .sum::<u32>() as f64;
+    }
+}
+
+/// [`byte_dots_body`] compiled for the instruction set `isa`.
+fn byte_dots(isa: Isa, q: &[u8], rows: &ByteCounts, js: &[usize], out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+        unsafe fn avx512(q: &[u8], rows: &ByteCounts, js: &[usize], out: &mut [f64]) {
+            byte_dots_body(q, rows, js, out)
+        }
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(q: &[u8], rows: &ByteCounts, js: &[usize], out: &mut [f64]) {
+            byte_dots_body(q, rows, js, out)
+        }
+        match isa {
+            // SAFETY: `isa` is what the CPU runs (Isa::detected, or checked by the tests).
+            Isa::Avx512 => return unsafe { avx512(q, rows, js, out) },
+            Isa::Avx2 => return unsafe { avx2(q, rows, js, out) },
+            Isa::Baseline => {}
+        }
+    }
+    byte_dots_body(q, rows, js, out)
+}
+
+thread_local! {
+    /// Each thread's dense count vector of the spectrum kernel on demand, all zeros between
+    /// calls (a sequence's counts are scattered into it and cleared after use), grown to the
+    /// largest number of k-mer ids met.
+    static DENSE_COUNTS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl SeqPairs {
     /// The kernel `func` (kernel `m` of its bank, for errors) on the sequences `col`.
     pub(crate) fn new(m: usize, func: SeqKernelFn, col: SeqColumn) -> Result<Self> {
         func.validate()?;
-        let (counts, beta) = match func {
+        let (windows, n_ids) = match func {
             SeqKernelFn::Spectrum { k } => {
-                (Some(count_rows(&col, k, &mut KmerIds::default())), vec![])
+                let mut ids = KmerIds::default();
+                let windows = WindowIds::of(&col, k, &mut ids);
+                (Some(windows), ids.len())
             }
-            SeqKernelFn::WeightedDegree { degree, .. } => {
+            SeqKernelFn::WeightedDegree { .. } => {
                 check_equal_lengths(m, &col, None)?;
-                (None, wd_weights(degree))
+                (None, 0)
             }
         };
+        let bytes = windows.as_ref().and_then(|w| ByteCounts::of(w, n_ids));
         Ok(SeqPairs {
             func,
             col,
-            counts,
-            beta,
+            windows,
+            n_ids,
+            bytes,
         })
     }
 
     /// `out[t] = k(s_i, s_{js[t]})`, raw.
     pub(crate) fn values(&self, i: usize, js: &[usize], out: &mut [f64]) {
-        match (self.func, &self.counts) {
-            (SeqKernelFn::Spectrum { .. }, Some(rows)) => {
-                let (ai, ac) = rows.row(i);
-                for (o, &j) in out.iter_mut().zip(js) {
-                    let (bi, bc) = rows.row(j);
-                    let (mut p, mut q, mut sum) = (0, 0, 0.0);
-                    while p < ai.len() && q < bi.len() {
-                        match ai[p].cmp(&bi[q]) {
-                            std::cmp::Ordering::Less => p += 1,
-                            std::cmp::Ordering::Greater => q += 1,
-                            std::cmp::Ordering::Equal => {
-                                sum += ac[p] * bc[q];
-                                p += 1;
-                                q += 1;
-                            }
-                        }
-                    }
-                    *o = sum;
-                }
+        match (self.func, &self.windows) {
+            (SeqKernelFn::Spectrum { .. }, _) if self.bytes.is_some() => {
+                let rows = self.bytes.as_ref().expect("checked");
+                byte_dots(Isa::detected(), rows.row(i), rows, js, out);
             }
-            (SeqKernelFn::WeightedDegree { shift, .. }, _) => {
+            (SeqKernelFn::Spectrum { .. }, Some(windows)) => DENSE_COUNTS.with(|dense| {
+                let mut dense = dense.borrow_mut();
+                if dense.len() < self.n_ids {
+                    dense.resize(self.n_ids, 0);
+                }
+                let wi = windows.row(i);
+                for &u in wi {
+                    dense[u as usize] += 1;
+                }
+                for (o, &j) in out.iter_mut().zip(js) {
+                    let w = windows.row(j);
+                    // Integers: exact in any order (≤ L², far below 2⁵³).
+                    *o = w.iter().map(|&u| dense[u as usize] as u64).sum::<u64>() as f64;
+                }
+                for &u in wi {
+                    dense[u as usize] = 0;
+                }
+            }),
+            (SeqKernelFn::WeightedDegree { degree, shift }, _) => {
+                let pairs = WdPairs::List {
+                    x: self.col.padded(i),
+                    cols: &self.col,
+                    js,
+                };
                 let len = self.col.get(i).len();
-                let mut mask = vec![0u64; len.div_ceil(64)];
-                let x = self.col.padded(i);
-                wd_list(
-                    x, len, &self.col, js, &self.beta, shift, &mut mask, out, 0.0,
-                );
+                wd_values(&pairs, len, Wd { degree, shift }, &mut Vec::new(), out);
             }
             (SeqKernelFn::Spectrum { .. }, None) => {
-                unreachable!("spectrum counts are built in new")
+                unreachable!("spectrum windows are built in new")
             }
         }
+    }
+}
+
+impl SeqPairs {
+    /// For the spectrum kernel, `z = Σ_t coef[t] c(s_{js[t]})`: the k-mer counts of the
+    /// sequences `js` weighted by `coef`, dense over the k-mer ids; `None` for the other
+    /// kernels. Then `Σ_t coef[t] k(s_i, s_{js[t]}) = c(s_i) · z` ([`SeqPairs::dot_counts`])
+    /// for every `i`: a product with the kernel costs one pass over the windows of `js` and
+    /// one of the rows, not `|js|` evaluations per row.
+    pub(crate) fn weighted_counts(&self, js: &[usize], coef: &[f64]) -> Option<Vec<f64>> {
+        let windows = self.windows.as_ref()?;
+        let mut z = vec![0.0; self.n_ids];
+        for (&j, &a) in js.iter().zip(coef) {
+            for &u in windows.row(j) {
+                z[u as usize] += a;
+            }
+        }
+        Some(z)
+    }
+
+    /// Whether the kernel has explicit features ([`SeqPairs::weighted_counts`]).
+    pub(crate) fn explicit(&self) -> bool {
+        self.windows.is_some()
+    }
+
+    /// `c(s_i) · z` for `z` from [`SeqPairs::weighted_counts`].
+    pub(crate) fn dot_counts(&self, i: usize, z: &[f64]) -> f64 {
+        let windows = self.windows.as_ref().expect("a spectrum kernel");
+        windows.row(i).iter().map(|&u| z[u as usize]).sum()
     }
 }
 
@@ -424,18 +727,43 @@ impl Hasher for Fnv {
 
 type KmerIds<'s> = HashMap<&'s [u8], u32, BuildHasherDefault<Fnv>>;
 
+/// Each sequence's k-mer ids, window by window (a CSR matrix whose row `i` lists the id of
+/// `s_i[l..l+k]` for every `l`, repeats included).
+struct WindowIds {
+    ptr: Vec<usize>,
+    ids: Vec<u32>,
+}
+
+impl WindowIds {
+    /// The windows of `col`, giving each new k-mer the next id of `ids`.
+    fn of<'s>(col: &'s SeqColumn, k: usize, ids: &mut KmerIds<'s>) -> Self {
+        let mut ptr = Vec::with_capacity(col.len() + 1);
+        ptr.push(0);
+        let mut out = Vec::new();
+        for i in 0..col.len() {
+            for w in col.get(i).windows(k) {
+                let next = ids.len() as u32;
+                out.push(*ids.entry(w).or_insert(next));
+            }
+            ptr.push(out.len());
+        }
+        WindowIds { ptr, ids: out }
+    }
+
+    fn row(&self, i: usize) -> &[u32] {
+        &self.ids[self.ptr[i]..self.ptr[i + 1]]
+    }
+}
+
 /// The k-mer count rows of `col`, giving each new k-mer the next id of `ids`.
 fn count_rows<'s>(col: &'s SeqColumn, k: usize, ids: &mut KmerIds<'s>) -> CountRows {
+    let windows = WindowIds::of(col, k, ids);
     let mut ptr = vec![0];
     let (mut out_ids, mut counts) = (Vec::new(), Vec::new());
     let mut row: Vec<u32> = Vec::new();
     for i in 0..col.len() {
-        let s = col.get(i);
         row.clear();
-        for w in s.windows(k) {
-            let next = ids.len() as u32;
-            row.push(*ids.entry(w).or_insert(next));
-        }
+        row.extend_from_slice(windows.row(i));
         row.sort_unstable();
         let mut t = 0;
         while t < row.len() {
@@ -497,10 +825,7 @@ enum Prepared {
         postings: Postings,
         self_a: Vec<f64>,
     },
-    WeightedDegree {
-        beta: Vec<f64>,
-        shift: usize,
-    },
+    WeightedDegree(Wd),
 }
 
 /// A sequence kernel between the sequences `a` (the stack's rows) and `b` (its columns;
@@ -539,10 +864,7 @@ impl<'c> SeqKernel<'c> {
             }
             SeqKernelFn::WeightedDegree { degree, shift } => {
                 check_equal_lengths(m, a, b)?;
-                Prepared::WeightedDegree {
-                    beta: wd_weights(degree),
-                    shift,
-                }
+                Prepared::WeightedDegree(Wd { degree, shift })
             }
         };
         Ok(SeqKernel {
@@ -563,7 +885,7 @@ impl<'c> SeqKernel<'c> {
     }
 
     /// Row `i` of the kernel, columns `0..out.len()`.
-    fn row(&self, i: usize, out: &mut [f64], mask: &mut Vec<u64>) {
+    fn row(&self, i: usize, out: &mut [f64], scratch: &mut Vec<[u64; LANES]>) {
         match &self.prepared {
             Prepared::Spectrum { rows, postings, .. } => {
                 out.fill(0.0);
@@ -579,19 +901,12 @@ impl<'c> SeqKernel<'c> {
                     }
                 }
             }
-            Prepared::WeightedDegree { beta, shift } => {
-                let len = self.a.get(i).len();
-                mask.resize(len.div_ceil(64), 0);
-                wd_row(
-                    self.a.padded(i),
-                    len,
-                    self.cols(),
-                    beta,
-                    *shift,
-                    mask,
-                    out,
-                    0.0,
-                );
+            Prepared::WeightedDegree(wd) => {
+                let pairs = WdPairs::Row {
+                    x: self.a.padded(i),
+                    cols: self.cols(),
+                };
+                wd_values(&pairs, self.a.get(i).len(), *wd, scratch, out);
             }
         }
     }
@@ -622,27 +937,28 @@ impl BlockKernel for SeqKernel<'_> {
         let nb = self.cols().len();
         let start = rows.start;
         let lower = self.b.is_none();
-        let mut mask = Vec::new();
+        let mut scratch = Vec::new();
         for (r, row) in out.chunks_mut(nb.max(1)).enumerate() {
             let i = start + r;
             // A training block is filled on and below the diagonal (then mirrored).
             let width = if lower { i + 1 } else { nb };
-            self.row(i, &mut row[..width.min(nb)], &mut mask);
+            self.row(i, &mut row[..width.min(nb)], &mut scratch);
         }
         Ok(())
     }
 
     fn self_values(&self, rows: Range<usize>, out: &mut [f64]) -> Result<()> {
-        let mut mask = Vec::new();
-        for (i, o) in rows.zip(out.iter_mut()) {
-            *o = match &self.prepared {
-                Prepared::Spectrum { self_a, .. } => self_a[i],
-                Prepared::WeightedDegree { beta, shift } => {
-                    let (x, len) = (self.a.padded(i), self.a.get(i).len());
-                    mask.resize(len.div_ceil(64), 0);
-                    wd_pair(x, x, len, beta, *shift, &mut mask)
-                }
-            };
+        match &self.prepared {
+            Prepared::Spectrum { self_a, .. } => out.copy_from_slice(&self_a[rows]),
+            Prepared::WeightedDegree(wd) if !rows.is_empty() => {
+                let pairs = WdPairs::Own {
+                    col: self.a,
+                    first: rows.start,
+                };
+                let len = self.a.get(rows.start).len();
+                wd_values(&pairs, len, *wd, &mut Vec::new(), out);
+            }
+            Prepared::WeightedDegree(_) => {}
         }
         Ok(())
     }
@@ -721,6 +1037,78 @@ mod tests {
         out
     }
 
+    /// The instruction sets this CPU runs, the baseline first.
+    fn isas() -> Vec<Isa> {
+        let mut out = vec![Isa::Baseline];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt") {
+                out.push(Isa::Avx2);
+            }
+            if out.len() == 2
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512vl")
+                && std::is_x86_feature_detected!("avx512vpopcntdq")
+            {
+                out.push(Isa::Avx512);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_instruction_set_gives_the_definition() {
+        // Lengths around the words of the masks, masks beyond the four words kept in
+        // registers (300), the empty string; pairs of rows, lists and self-values, groups of
+        // lanes with a partial last one (13 sequences).
+        for (len, alphabet, d, shift) in [
+            (0, &b"AB"[..], 3, 1),
+            (1, &b"AB"[..], 3, 0),
+            (63, &b"AB"[..], 10, 1),
+            (64, &b"A"[..], 70, 0),
+            (65, &b"AB"[..], 4, 2),
+            (141, &b"ACGT"[..], 10, 0),
+            (256, &b"AB"[..], 20, 1),
+            (300, &b"AB"[..], 12, 3),
+        ] {
+            let a = random(13, |_| len, alphabet, 5);
+            let wd = Wd { degree: d, shift };
+            let js: Vec<usize> = (0..13).rev().collect();
+            for isa in isas() {
+                let mut scratch = Vec::new();
+                for i in 0..13 {
+                    let x = a.padded(i);
+                    let mut row = vec![0.0; 13];
+                    let pairs = WdPairs::Row { x, cols: &a };
+                    wd_values_with(isa, &pairs, len, wd, &mut scratch, &mut row);
+                    let mut list = vec![0.0; 13];
+                    let pairs = WdPairs::List {
+                        x,
+                        cols: &a,
+                        js: &js,
+                    };
+                    wd_values_with(isa, &pairs, len, wd, &mut scratch, &mut list);
+                    for j in 0..13 {
+                        let want = wd_naive(a.get(i), a.get(j), d, shift);
+                        assert!(
+                            (row[j] - want).abs() <= 1e-12 * want.max(1.0),
+                            "{isa:?} {len}"
+                        );
+                        assert_eq!(list[12 - j], row[j]);
+                    }
+                }
+                let mut own = vec![0.0; 11];
+                let pairs = WdPairs::Own { col: &a, first: 2 };
+                wd_values_with(isa, &pairs, len, wd, &mut scratch, &mut own);
+                for (t, v) in own.iter().enumerate() {
+                    let want = wd_naive(a.get(2 + t), a.get(2 + t), d, shift);
+                    assert!((v - want).abs() <= 1e-12 * want.max(1.0), "{isa:?} {len}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn weighted_degree_matches_its_definition() {
         // Lengths across the 64-bit words of the mask; a two-letter alphabet gives long runs.
@@ -774,6 +1162,35 @@ mod tests {
             for i in 0..5 {
                 for j in 0..12 {
                     assert_eq!(cross[i * 12 + j], spectrum_naive(b.get(i), a.get(j), k));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn spectrum_pairs_on_demand_match_the_count_vectors() {
+        // Few k-mers (byte rows), many (window lookups), and a count beyond a byte (300
+        // letters of a one-letter alphabet: window lookups); empty sequences among them.
+        for (col, k, bytes) in [
+            (random(20, |i| i * 4, b"ACGT", 9), 3, true),
+            (random(20, |i| 10 + i, b"ACGTNRYKM", 10), 5, false),
+            (random(6, |_| 300, b"A", 11), 2, false),
+        ] {
+            let pairs = SeqPairs::new(0, SeqKernelFn::Spectrum { k }, col.clone()).unwrap();
+            assert_eq!(pairs.bytes.is_some(), bytes);
+            let js: Vec<usize> = (0..col.len()).rev().collect();
+            for i in 0..col.len() {
+                let mut out = vec![0.0; js.len()];
+                pairs.values(i, &js, &mut out);
+                for (t, &j) in js.iter().enumerate() {
+                    assert_eq!(out[t], spectrum_naive(col.get(i), col.get(j), k));
+                }
+                if let Some(rows) = &pairs.bytes {
+                    for isa in isas() {
+                        let mut again = vec![0.0; js.len()];
+                        byte_dots(isa, rows.row(i), rows, &js, &mut again);
+                        assert_eq!(again, out, "{isa:?}");
+                    }
                 }
             }
         }

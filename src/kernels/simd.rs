@@ -18,6 +18,23 @@ pub(crate) fn avx2_fma() -> bool {
     })
 }
 
+/// Whether the CPU runs the AVX-512 variants (F, BW, VL and VPOPCNTDQ: 64-byte compares into
+/// bit masks, popcounts of 64-bit lanes) of the loops that have one. `MULTIKERNEL_NO_AVX512`
+/// in the environment forces the AVX2 variants, and `MULTIKERNEL_NO_AVX2` the baseline.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn avx512_popcnt() -> bool {
+    static USE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USE.get_or_init(|| {
+        avx2_fma()
+            && std::env::var_os("MULTIKERNEL_NO_AVX512").is_none()
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+    })
+}
+
 /// Hints the first cache lines of `s` into cache (no effect off x86-64): the start of a row
 /// segment that begins mid-row, where the hardware prefetcher has lost the stream.
 #[inline(always)]

@@ -1030,12 +1030,17 @@ fn _set_min_cores_for_tests(cores: usize) {
     crate::parallel::set_min_cores(cores);
 }
 
-/// The kernels' SIMD level in use: `"avx2+fma"` or `"baseline"` (`MULTIKERNEL_NO_AVX2` set,
-/// a CPU without AVX2, or not x86-64).
+/// The kernels' SIMD level in use: `"avx512+avx2+fma"` (the loops that have AVX-512
+/// variants run them, the others AVX2), `"avx2+fma"` (`MULTIKERNEL_NO_AVX512` set, or a CPU
+/// without AVX-512 F, BW, VL and VPOPCNTDQ) or `"baseline"` (`MULTIKERNEL_NO_AVX2` set, a CPU
+/// without AVX2, or not x86-64).
 #[pyfunction]
 fn simd_level() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
+        if crate::kernels::simd::avx512_popcnt() {
+            return "avx512+avx2+fma";
+        }
         if crate::kernels::simd::avx2_fma() {
             return "avx2+fma";
         }

@@ -119,7 +119,7 @@ impl<'a> PsdCheck<'a> {
                 continue;
             }
             let strength = -q / scale;
-            if best.as_ref().map_or(true, |(s, _)| strength > *s) {
+            if best.as_ref().is_none_or(|(s, _)| strength > *s) {
                 let w = PsdWitness {
                     kernel: m,
                     quad_form: q,

@@ -28,6 +28,7 @@ from multikernel.kernels import (
     from_distances,
     gram,
     low_rank,
+    view_bank,
 )
 
 FloatArray = NDArray[np.float64]
@@ -264,11 +265,47 @@ def test_low_rank_and_nystroem() -> None:
     for m in range(len(specs)):
         R = F.factors[m]
         assert np.allclose(R @ R.T, G[m], atol=1e-9)
+    # At full rank, a fit on the factors is the fit on the stack.
+    y = (X[:, 0] > np.median(X[:, 0])).astype(int)
+    kw: dict[str, Any] = {"penalty": "lp", "tol": 1e-8}
+    stored = mk.MKLClassifier(kernels="precomputed", **kw).fit(G, y)
+    factored = mk.MKLClassifier(kernels="precomputed", **kw).fit(F, y)
+    rel = abs(factored.primal_objective_ - stored.primal_objective_)
+    assert rel <= 1e-6 * abs(stored.primal_objective_)
+    assert np.allclose(factored.kernel_weights_, stored.kernel_weights_, atol=1e-4)
     phi = FeatureBank(specs, method="nystroem", n_components=50, normalize="none").fit(X)
     feats = phi.transform(X)
     raw = gram(X, specs)
     for m, P in enumerate(feats):
         assert np.allclose(P @ P.T, raw[m], atol=1e-6 * np.abs(raw[m]).max())
+
+
+def test_view_bank_of_histogram_views() -> None:
+    """view_bank's histogram kernels per view equal the references on the view's columns,
+    fit as groups, and refuse a negative entry of a view they read, naming its column."""
+    rng = np.random.default_rng(5)
+    X = rng.random((36, 7))
+    views = {"colour": range(4), "shape": [4, 5, 6]}
+    specs, groups = view_bank(
+        views, widths=(), chi2=(0.5, 2.0), intersection=True, hellinger=True
+    )  # fmt: skip
+    assert groups == [0] * 4 + [1] * 4
+    G = gram(X, specs)
+    for j, cols in enumerate(views.values()):
+        V = X[:, list(cols)]
+        want = [chi2_kernel(V, gamma=0.5), chi2_kernel(V, gamma=2.0)]
+        want += [ref_intersection(V, V), ref_hellinger(V, V)]
+        for t, W in enumerate(want):
+            assert np.allclose(G[4 * j + t], W, rtol=1e-12, atol=1e-14)
+    y = (X[:, 0] + X[:, 5] > 1.0).astype(int)
+    clf = mk.MKLClassifier(kernels=specs, penalty="group", groups=groups, tol=1e-4).fit(X, y)
+    assert clf.converged_ and clf.duality_gap_ <= clf.tol
+    bad = X.copy()
+    bad[3, 5] = -0.1
+    with pytest.raises(InvalidInputError, match="column 5"):
+        gram(bad, specs)
+    with pytest.raises(ValueError, match="chi2"):
+        view_bank(views, chi2=(0.0,))
 
 
 def test_groups_and_a_mixed_mkl_fit() -> None:

@@ -22,7 +22,16 @@ from sklearn.preprocessing import FunctionTransformer
 
 import multikernel as mk
 from multikernel.exceptions import InvalidInputError, InvalidParameterError
-from multikernel.kernels import Gaussian, KernelBank, Linear, Spectrum, WeightedDegree, gram
+from multikernel.kernels import (
+    FeatureBank,
+    Gaussian,
+    KernelBank,
+    Linear,
+    Spectrum,
+    WeightedDegree,
+    gram,
+    low_rank,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -238,6 +247,28 @@ def test_fit_is_certified_and_equals_the_precomputed_fit(penalty: str) -> None:
     Gt = KernelBank(specs, normalize="spherical").fit(seqs).transform(new)
     assert np.allclose(clf.decision_function(new), ref.decision_function(Gt), atol=1e-9)
     assert clf.score(seqs, y) > 0.8
+
+
+def test_low_rank_factors_of_a_sequence_bank() -> None:
+    """Full-rank factors reproduce the Gram matrices, and a fit on them equals the fit on the
+    stack; feature maps refuse sequence kernels, pointing to the factors."""
+    seqs, y = motif_problem(40, 11)
+    specs = [Spectrum(3), WeightedDegree(degree=5, shift=1)]
+    G = gram(seqs, specs, normalize="spherical")
+    with pytest.warns(UserWarning, match="compress nothing"):
+        lr = low_rank(G, tol=0.0)
+    for m in range(len(specs)):
+        R = lr.factors[m]
+        assert np.max(np.abs(R @ R.T - G[m])) <= 1e-12
+    kw: dict[str, Any] = {"penalty": "lp", "tol": 1e-8}
+    stored = mk.MKLClassifier(kernels="precomputed", **kw).fit(G, y)
+    factored = mk.MKLClassifier(kernels="precomputed", **kw).fit(lr, y)
+    rel = abs(factored.primal_objective_ - stored.primal_objective_)
+    assert rel <= 1e-6 * abs(stored.primal_objective_)
+    assert np.allclose(factored.kernel_weights_, stored.kernel_weights_, atol=1e-4)
+    for spec in specs:
+        with pytest.raises(InvalidParameterError, match="low_rank"):
+            FeatureBank([spec])
 
 
 def mixed_frame(n: int, seed: int) -> tuple[pd.DataFrame, NDArray[np.int64]]:

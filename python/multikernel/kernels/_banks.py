@@ -26,6 +26,7 @@ from .._validation import (
     column_names,
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
+from ._histogram import Chi2, Hellinger, Intersection
 from ._sequence import _engine_entries
 from ._specs import (
     Callable,
@@ -133,10 +134,15 @@ def view_bank(
     widths: Sequence[float] = (0.5, 1.0, 2.0, 5.0, 10.0),
     degrees: Sequence[int] = (),
     linear: bool = False,
+    chi2: Sequence[float] = (),
+    intersection: bool = False,
+    hellinger: bool = False,
 ) -> tuple[list[Kernel], list[int]]:
     """Kernels per named view (a set of columns) and the group of each: the input of
     ``penalty="group"`` (Nath et al.'s multi-view setting: sparse within a view, every
-    view used).
+    view used). Views of histograms (image descriptors, bags of words) take the histogram
+    kernels: exponential χ² kernels of several ``gamma`` (Nath et al.'s Gaussians of χ²
+    distances), the intersection and the Hellinger kernel.
 
     Parameters
     ----------
@@ -152,12 +158,19 @@ def view_bank(
         Polynomial degrees (``(<x, x'> + 1) ** d``), one kernel each per view.
     linear : bool, default False
         Also a linear kernel per view.
+    chi2 : sequence of float, default ()
+        Scales ``gamma`` of exponential χ² kernels (:class:`Chi2`), one kernel each per
+        view; a view's columns must then be non-negative.
+    intersection : bool, default False
+        Also an intersection kernel (:class:`Intersection`) per view.
+    hellinger : bool, default False
+        Also a Hellinger kernel (:class:`Hellinger`) per view.
 
     Returns
     -------
     specs : list of Kernel
-        Per view, in the order of ``views``: the Gaussians, the polynomials, then the linear
-        kernel.
+        Per view, in the order of ``views``: the Gaussians, the polynomials, the linear
+        kernel, the χ² kernels, the intersection and the Hellinger kernel.
     groups : list of int
         The view (group) index of every specification, for ``groups=``.
 
@@ -165,8 +178,8 @@ def view_bank(
     ------
     ValueError
         ``views`` is not a mapping, no view, a view without columns or with a negative
-        index or a column neither an integer nor a string, a width that is not positive, a
-        degree that is not a positive integer, or no kernel per view.
+        index or a column neither an integer nor a string, a width or χ² scale that is not
+        positive, a degree that is not a positive integer, or no kernel per view.
 
     Examples
     --------
@@ -178,6 +191,8 @@ def view_bank(
     (Linear(features=(0, 1)), Gaussian(sigma=1.0, features=(2,)))
     >>> view_bank({"size": ["mean radius", "mean area"]}, widths=[1.0])[0]
     [Gaussian(sigma=1.0, features=('mean radius', 'mean area'))]
+    >>> view_bank({"colour": range(3)}, widths=[], chi2=[0.5], hellinger=True)[0]
+    [Chi2(gamma=0.5, features=(0, 1, 2)), Hellinger(features=(0, 1, 2))]
     """
     if not isinstance(views, Mapping):
         raise InvalidParameterError(
@@ -189,9 +204,12 @@ def view_bank(
         raise InvalidParameterError("view_bank needs at least one view", parameter="views")
     ws = [_positive("width", w) for w in widths]
     ds = [Polynomial(degree=d).degree for d in degrees]
-    if not ws and not ds and not linear:
+    gs = [_positive("chi2", g) for g in chi2]
+    if not ws and not ds and not linear and not gs and not intersection and not hellinger:
         raise InvalidParameterError(
-            "view_bank needs a width, a degree or linear=True", parameter="widths"
+            "view_bank needs a width, a degree, a χ² scale, or linear, intersection or "
+            "hellinger=True",
+            parameter="widths",
         )
     specs: list[Kernel] = []
     groups: list[int] = []
@@ -207,6 +225,11 @@ def view_bank(
         view += [Polynomial(degree=d, features=feats) for d in ds]
         if linear:
             view.append(Linear(features=feats))
+        view += [Chi2(gamma=g, features=feats) for g in gs]
+        if intersection:
+            view.append(Intersection(features=feats))
+        if hellinger:
+            view.append(Hellinger(features=feats))
         specs += view
         groups += [j] * len(view)
     return specs, groups

@@ -22,6 +22,7 @@ from .._validation import (
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 from ._banks import _bank_repr, _check_same_columns, _is_float32
+from ._sequence import _SequenceKernel
 from ._specs import (
     Callable,
     Gaussian,
@@ -81,8 +82,9 @@ class FeatureBank:
     InvalidParameterError
         An unknown ``method``, ``landmarks`` or ``normalize``, ``n_components < 1``, a
         non-integer ``random_state``, ``method="rff"`` for a kernel that is not
-        shift-invariant, or a :class:`Callable` (it has no feature map here, with either
-        method).
+        shift-invariant, or a :class:`Callable`, :class:`Spectrum` or :class:`WeightedDegree`
+        (they have no feature map here, with either method: factor a sequence kernel's Gram
+        matrix with :func:`low_rank`).
 
     Attributes
     ----------
@@ -123,6 +125,14 @@ class FeatureBank:
     ) -> None:
         self.specs: list[Kernel] = _check_specs(specs)
         for m, s in enumerate(self.specs):
+            if isinstance(s, _SequenceKernel):
+                raise InvalidParameterError(
+                    f"kernel {m}, {s!r}, has no feature map here: feature maps read numeric "
+                    "columns; for a low-rank sequence kernel factor its Gram matrix, "
+                    "low_rank(gram(X, specs)), or pass the specifications as kernels=[...] "
+                    "(exact, on demand beyond memory)",
+                    parameter="specs",
+                )
             if isinstance(s, Callable):
                 raise InvalidParameterError(
                     f"kernel {m}, {s!r}, has no feature map: random Fourier features need a "

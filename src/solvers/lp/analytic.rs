@@ -102,7 +102,7 @@ impl Step {
         let natural = natural_dual(cfg.loss, c, y, f, b);
         let hat = natural.as_ref().map(|n| n.1.as_slice());
         // Newton's losses never use a working set: with `hat`, `v` is the whole `β`.
-        debug_assert!(hat.map_or(true, |h| h.len() == v.len()));
+        debug_assert!(hat.is_none_or(|h| h.len() == v.len()));
         let (mut quad, mut hat_quad) = (vec![0.0; m], vec![0.0; m]);
         read_forms(stack, v, hat, &all, &mut quad, &mut hat_quad);
         let (b, point, scanned, forms) = match &natural {

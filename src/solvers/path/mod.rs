@@ -1293,7 +1293,7 @@ impl<'a> PathState<'a> {
         let m = stack.m();
         let (beta, ratio0, lam0) = start_point(stack, y, w, &d, cfg.loss)?;
         let set: Vec<usize> = (0..m)
-            .filter(|&j| cfg.working_set.map_or(true, |a| ratio0[j] >= a * lam0))
+            .filter(|&j| cfg.working_set.is_none_or(|a| ratio0[j] >= a * lam0))
             .collect();
         let mut pb = Barrier::new(stack, set, &d, y, w, cfg.loss, cfg.mu);
         let (c0, c, c_max) = range(cfg, lam0)?;

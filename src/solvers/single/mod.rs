@@ -214,7 +214,9 @@ impl SingleKernel {
         let mut diag = vec![0.0; od.n()];
         od.combined_diag(&w, &mut diag);
         let compute = |i: usize, out: &mut [f64]| od.combined_column(&w, i, out);
-        let kernel = CachedColumns::new(diag, compute, od.column_cache_bytes());
+        let products = |v: &[f64], out: &mut [f64]| od.combined_products(&w, v, out);
+        let kernel =
+            CachedColumns::new(diag, compute, od.column_cache_bytes()).with_products(&products);
         self.solve_smo(&kernel, tol, interrupt)?;
         match self {
             SingleKernel::Smo { last: Some(s), .. } => Ok(s.values.clone()),

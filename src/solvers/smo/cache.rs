@@ -13,17 +13,22 @@ struct Lru {
     capacity: usize,
 }
 
+/// The product `out = K w` of a kernel, where it is faster than its columns
+/// ([`KernelColumns::products`]); returns whether it computed it.
+pub type Products<'a> = &'a (dyn Fn(&[f64], &mut [f64]) -> bool + Sync);
+
 /// [`KernelColumns`] of an `n×n` kernel whose column `i` is computed by `compute(i, out)`,
 /// with the most recently used columns kept in at most `bytes` (at least two columns: an SMO
-/// step reads two).
-pub struct CachedColumns<F: Fn(usize, &mut [f64]) + Sync> {
+/// step reads two), and optionally a product with the kernel.
+pub struct CachedColumns<'p, F: Fn(usize, &mut [f64]) + Sync> {
     n: usize,
     diag: Vec<f64>,
     compute: F,
+    products: Option<Products<'p>>,
     lru: Mutex<Lru>,
 }
 
-impl<F: Fn(usize, &mut [f64]) + Sync> CachedColumns<F> {
+impl<'p, F: Fn(usize, &mut [f64]) + Sync> CachedColumns<'p, F> {
     /// The kernel of diagonal `diag` and columns `compute`, cached in `bytes`.
     pub fn new(diag: Vec<f64>, compute: F, bytes: usize) -> Self {
         let n = diag.len();
@@ -32,6 +37,7 @@ impl<F: Fn(usize, &mut [f64]) + Sync> CachedColumns<F> {
             n,
             diag,
             compute,
+            products: None,
             lru: Mutex::new(Lru {
                 columns: HashMap::with_capacity(capacity.min(1 << 16)),
                 clock: 0,
@@ -40,15 +46,25 @@ impl<F: Fn(usize, &mut [f64]) + Sync> CachedColumns<F> {
         }
     }
 
+    /// This kernel with the product `products` ([`KernelColumns::products`]).
+    pub fn with_products(mut self, products: Products<'p>) -> Self {
+        self.products = Some(products);
+        self
+    }
+
     /// How many columns the cache holds.
     pub fn capacity(&self) -> usize {
         self.lru.lock().map_or(0, |l| l.capacity)
     }
 }
 
-impl<F: Fn(usize, &mut [f64]) + Sync> KernelColumns for CachedColumns<F> {
+impl<F: Fn(usize, &mut [f64]) + Sync> KernelColumns for CachedColumns<'_, F> {
     fn n(&self) -> usize {
         self.n
+    }
+
+    fn products(&self, w: &[f64], out: &mut [f64]) -> bool {
+        self.products.is_some_and(|p| p(w, out))
     }
 
     fn diag(&self, out: &mut [f64]) {

@@ -86,6 +86,13 @@ pub trait KernelColumns: Sync {
     fn column_slice(&self, _i: usize) -> Option<&[f64]> {
         None
     }
+    /// `out = K̃ w` (`w`, `out` of length `n`) when the kernel computes it faster than the
+    /// columns of the non-zeros of `w` (a kernel with explicit features: one pass over the
+    /// points); `false`, `out` untouched, when it has no such product and the solver reads the
+    /// columns.
+    fn products(&self, _w: &[f64], _out: &mut [f64]) -> bool {
+        false
+    }
 }
 
 /// A dense, row-major, symmetric `n×n` kernel borrowed without copying: column `i` is row `i`.

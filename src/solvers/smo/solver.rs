@@ -565,6 +565,43 @@ impl SmoState {
         }
     }
 
+    /// `Σ_{(s, c)} c K̃_{kidx[s], ·}` (over the kernel's points) when the kernel has a product
+    /// faster than its columns ([`KernelColumns::products`]) and there are terms to gather;
+    /// `None` when the columns are to be read.
+    fn products<K: KernelColumns + ?Sized>(
+        &self,
+        kernel: &K,
+        terms: &[(usize, f64)],
+    ) -> Option<Vec<f64>> {
+        if terms.len() < 2 {
+            return None;
+        }
+        let mut w = vec![0.0; self.n];
+        for &(s, c) in terms {
+            w[self.kidx[s] as usize] += c;
+        }
+        let mut out = vec![0.0; self.n];
+        kernel.products(&w, &mut out).then_some(out)
+    }
+
+    /// `out[t] += Σ_{(s, c)} c K̃_{kidx[s], kidx[t]}` for `t` in `range`: one product with the
+    /// kernel ([`SmoState::products`]), or one column per term.
+    fn add_columns<K: KernelColumns + ?Sized>(
+        &mut self,
+        kernel: &K,
+        terms: &[(usize, f64)],
+        range: std::ops::Range<usize>,
+        out: &mut [f64],
+    ) {
+        if let Some(prod) = self.products(kernel, terms) {
+            return Self::add_column(&prod, &self.kidx, out, range, 1.0);
+        }
+        for &(s, c) in terms {
+            let row = self.cache.one(kernel, self.kidx[s] as usize);
+            Self::add_column(row, &self.kidx, out, range.clone(), c);
+        }
+    }
+
     /// Recomputes `diag(K̃)` and `G = Qα + p` from scratch on `kernel` (e.g. after an outer
     /// MKL step changed it) and restores the full working problem. Costs one column per
     /// nonzero α.
@@ -575,13 +612,14 @@ impl SmoState {
         for ((h, &y), &p) in self.h.iter_mut().zip(&self.y).zip(&self.p) {
             *h = -y * p;
         }
-        for s in 0..l {
-            if self.status[s] == Bound::Lower {
-                continue;
-            }
-            let row = self.cache.one(kernel, self.kidx[s] as usize);
-            let c = -self.alpha[s] * self.y[s];
-            Self::add_column(row, &self.kidx, &mut self.h, 0..l, c);
+        let terms: Vec<(usize, f64)> = (0..l)
+            .filter(|&s| self.status[s] != Bound::Lower)
+            .map(|s| (s, -self.alpha[s] * self.y[s]))
+            .collect();
+        let mut h = std::mem::take(&mut self.h);
+        self.add_columns(kernel, &terms, 0..l, &mut h);
+        self.h = h;
+        for &(s, _) in &terms {
             self.h[s] -= self.y[s] * self.shift[s] * self.alpha[s];
         }
         Ok(())
@@ -611,14 +649,15 @@ impl SmoState {
     /// `Ḡ_t = Σ_{s: α_s = U_s} U_s Q_ts` from scratch (one column per variable at its bound).
     fn compute_grad_bar<K: KernelColumns + ?Sized>(&mut self, kernel: &K) {
         let l = self.l;
-        self.grad_bar.iter_mut().for_each(|g| *g = 0.0);
-        for s in 0..l {
-            if self.status[s] != Bound::Upper {
-                continue;
-            }
-            let row = self.cache.one(kernel, self.kidx[s] as usize);
-            let c = self.upper[s] * self.y[s];
-            Self::add_column(row, &self.kidx, &mut self.grad_bar, 0..l, c);
+        let terms: Vec<(usize, f64)> = (0..l)
+            .filter(|&s| self.status[s] == Bound::Upper)
+            .map(|s| (s, self.upper[s] * self.y[s]))
+            .collect();
+        let mut g = std::mem::take(&mut self.grad_bar);
+        g.iter_mut().for_each(|v| *v = 0.0);
+        self.add_columns(kernel, &terms, 0..l, &mut g);
+        self.grad_bar = g;
+        for &(s, _) in &terms {
             // Pre-signed: the loop below multiplies by y_s again.
             self.grad_bar[s] += self.y[s] * self.shift[s] * self.upper[s];
         }
@@ -721,7 +760,7 @@ impl SmoState {
         let mut steps = 0usize;
         let mut converged = false;
         while steps < self.max_iter {
-            if steps % CHECK_EVERY == 0 {
+            if steps.is_multiple_of(CHECK_EVERY) {
                 interrupt.check()?;
                 // The gradient is known to about ε times its own size at best: below that no
                 // pair can be told optimal, and a smaller eps only spins to max_iter
@@ -1024,8 +1063,16 @@ impl SmoState {
             .iter()
             .filter(|&&s| s == Bound::Free)
             .count();
-        // Pick the loop order that reads fewer kernel columns.
-        if nr_free * l > 2 * a * (l - a) {
+        let free: Vec<(usize, f64)> = (0..a)
+            .filter(|&s| self.status[s] == Bound::Free)
+            .map(|s| (s, self.alpha[s] * self.y[s]))
+            .collect();
+        if let Some(prod) = self.products(kernel, &free) {
+            for t in a..l {
+                self.h[t] += self.y[t] * prod[self.kidx[t] as usize];
+            }
+        } else if nr_free * l > 2 * a * (l - a) {
+            // The loop order that reads fewer kernel columns.
             for t in a..l {
                 let row = self.cache.one(kernel, self.kidx[t] as usize);
                 let mut acc = 0.0;

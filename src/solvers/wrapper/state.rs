@@ -329,7 +329,7 @@ impl Wrapper<'_> {
     ) -> Result<Option<Outcome>> {
         let grad_all = gradient(&self.w, &self.q, &self.pen);
         // Outside the kernel set no weight is left (their forms read as 0).
-        debug_assert!(self.kset.as_ref().map_or(true, |s| {
+        debug_assert!(self.kset.as_ref().is_none_or(|s| {
             (0..self.w.len()).all(|k| self.w[k] == 0.0 || s.binary_search(&k).is_ok())
         }));
         let cap = if self.smooth {
