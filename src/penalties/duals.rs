@@ -108,35 +108,39 @@ pub(crate) fn read_forms(
 /// `top` is returned after two evaluations (the usual case near an optimum). Otherwise the
 /// search narrows `[0, top]` to `10⁻⁹ top` (44 evaluations): near its maximum `d` is flat to
 /// second order, so the value is then exact to rounding.
-fn best_multiple(top: f64, d: impl Fn(f64) -> f64) -> f64 {
+///
+/// `d` takes several multiples at once (one pass over the rows for all): the first two are
+/// asked together.
+fn best_multiple<E>(
+    top: f64,
+    mut dd: impl FnMut(&[f64]) -> std::result::Result<Vec<f64>, E>,
+) -> std::result::Result<f64, E> {
     const INV_PHI: f64 = 0.618_033_988_749_894_9;
-    let at_top = d(top);
-    if at_top >= d(top * (1.0 - 1e-6)) {
-        return top;
+    let first = dd(&[top, top * (1.0 - 1e-6)])?;
+    let at_top = first[0];
+    if at_top >= first[1] {
+        return Ok(top);
     }
+    let mut d = |t: f64| Ok(dd(&[t])?[0]);
     let (mut lo, mut hi) = (0.0, top);
     let mut x1 = hi - INV_PHI * (hi - lo);
     let mut x2 = lo + INV_PHI * (hi - lo);
-    let (mut d1, mut d2) = (d(x1), d(x2));
+    let (mut d1, mut d2) = (d(x1)?, d(x2)?);
     while hi - lo > 1e-9 * top {
         if d1 < d2 {
             lo = x1;
             (x1, d1) = (x2, d2);
             x2 = lo + INV_PHI * (hi - lo);
-            d2 = d(x2);
+            d2 = d(x2)?;
         } else {
             hi = x2;
             (x2, d2) = (x1, d1);
             x1 = hi - INV_PHI * (hi - lo);
-            d1 = d(x1);
+            d1 = d(x1)?;
         }
     }
     let t = 0.5 * (lo + hi);
-    if d(t) > at_top {
-        t
-    } else {
-        top
-    }
+    Ok(if d(t)? > at_top { t } else { top })
 }
 
 /// `D(ρ̃) = −Σ_i c_i ℓ*(y_i, −ρ̃_i/c_i)` (`c`: the per-sample loss weights), minus
@@ -196,9 +200,34 @@ pub(crate) fn best_scale(
     loss: Envelope,
     penalty: &BlockPenalty,
 ) -> f64 {
-    best_multiple(penalty.top(norms), |t| {
-        scaled_dual_value(t, norms, y, rho, c, loss, penalty)
+    best_multiple(penalty.top(norms), |ts| {
+        Ok::<Vec<f64>, std::convert::Infallible>(
+            ts.iter()
+                .map(|&t| scaled_dual_value(t, norms, y, rho, c, loss, penalty))
+                .collect(),
+        )
     })
+    .unwrap_or_else(|e| match e {})
+}
+
+/// [`best_envelope_dual`] given the loss part `conj(t) = Σ_i c_i ℓ_μ*(y_i, −t ρ̃_i/c_i)` at
+/// several multiples at once (a pass over the rows, wherever they are: proximal Newton's
+/// chunks on a cluster).
+pub(crate) fn best_envelope_dual_by<E>(
+    norms: &[f64],
+    penalty: &BlockPenalty,
+    mut conj: impl FnMut(&[f64]) -> std::result::Result<Vec<f64>, E>,
+) -> std::result::Result<f64, E> {
+    let mut values = |ts: &[f64]| -> std::result::Result<Vec<f64>, E> {
+        let cs = conj(ts)?;
+        Ok(ts
+            .iter()
+            .zip(cs)
+            .map(|(&t, c)| -c - penalty.conjugate(t, norms))
+            .collect())
+    };
+    let t = best_multiple(penalty.top(norms), &mut values)?;
+    Ok(values(&[t])?[0])
 }
 
 /// [`dual_value`] at `t ρ̃` (block norms `t · norms`), without forming the scaled point.

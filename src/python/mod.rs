@@ -3,6 +3,7 @@
 
 mod convert;
 mod kernels;
+mod rows;
 mod solvers;
 
 use pyo3::prelude::*;
@@ -12,5 +13,6 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kernels::register(m)?;
     solvers::register(m)?;
+    rows::register(m)?;
     Ok(())
 }
