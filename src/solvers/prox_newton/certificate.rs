@@ -37,12 +37,6 @@ impl Best {
     }
 }
 
-/// Points per pass of the one-dimensional searches over the rows (the intercept, the dual
-/// point's shift): each pass shrinks the bracket `SEARCH_POINTS + 1`-fold, a few passes
-/// where bisection takes fifty (a pass is a round trip on a cluster; its `exp`s dominate it
-/// in memory).
-const SEARCH_POINTS: usize = 31;
-
 /// The problem a step reads: the rows (features, targets, loss weights and the per-row
 /// state), the settings, and the interrupt polled between the passes over the rows.
 #[derive(Clone, Copy)]
@@ -79,7 +73,7 @@ impl Problem<'_> {
         let env: Envelope = self.cfg.loss.into();
         intercept_search(
             start,
-            SEARCH_POINTS,
+            self.x.search_points(),
             |bs| self.reduce(&Op::InterceptSlope { env, bs: bs.to_vec() }),
             |bs| self.reduce(&Op::Loss { env, bs: bs.to_vec(), step: None }),
         )
@@ -94,7 +88,7 @@ impl Problem<'_> {
             Shift::Mean(mean)
         } else {
             let span = s[3] + s[4] + 1.0;
-            let tau = centre_tau(span, SEARCH_POINTS, |taus| {
+            let tau = centre_tau(span, self.x.search_points(), |taus| {
                 self.reduce(&Op::CentreTau { env, b, taus: taus.to_vec() })
             })?;
             // Remove the bisection's rounding residual from the entries strictly inside.

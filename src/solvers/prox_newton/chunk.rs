@@ -30,6 +30,28 @@ pub struct Chunks<'a, T> {
     y: &'a [f64],
     c: &'a [f64],
     state: RwLock<RowState>,
+    /// The rows of the last dual point's `(μ, b)` ([`Kept`]); dropped when `z` changes.
+    slopes: RwLock<Option<Kept>>,
+}
+
+/// `ℓ' = c ℓ_μ'(y, z + b)` of a dual point's `(μ, b)`, its candidate `v = clip(−ℓ')` and the
+/// domain `[lo, hi]` per row: a certificate's passes (the centring's search, some fifty
+/// passes, the gradient, the conjugates) read them instead of an `exp` per row each.
+struct Kept {
+    env: Envelope,
+    b: f64,
+    d1: Vec<f64>,
+    v: Vec<f64>,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+}
+
+/// A row's `ℓ'`, candidate and domain.
+#[derive(Clone, Copy)]
+struct Slope {
+    d1: f64,
+    v: f64,
+    bd: (f64, f64),
 }
 
 /// `clip(v, lo, hi)`.
@@ -43,15 +65,20 @@ fn bounds(env: Envelope, y: f64, c: f64) -> (f64, f64) {
     (-c * hi_u, -c * lo_u)
 }
 
-/// The natural candidate `clip(−c ℓ_μ'(y, z + b))` and its domain.
-fn candidate(env: Envelope, b: f64, y: f64, c: f64, z: f64) -> (f64, (f64, f64)) {
+/// A row's `ℓ' = c ℓ_μ'(y, z + b)`, natural candidate `clip(−ℓ')` and domain.
+fn slope(env: Envelope, b: f64, y: f64, c: f64, z: f64) -> Slope {
+    let d1 = c * env.deriv(y, z + b);
     let bd = bounds(env, y, c);
-    (clip(-(c * env.deriv(y, z + b)), bd), bd)
+    Slope {
+        d1,
+        v: clip(-d1, bd),
+        bd,
+    }
 }
 
-/// `ρ̃_i` of `dual` at the prediction `z`.
-fn dual_entry(dual: &DualPoint, y: f64, c: f64, z: f64) -> f64 {
-    let (v, bd) = candidate(dual.env, dual.b, y, c, z);
+/// `ρ̃_i` of `dual` from the row's [`Slope`].
+fn dual_entry(dual: &DualPoint, s: Slope) -> f64 {
+    let (v, bd) = (s.v, s.bd);
     match dual.shift {
         Shift::Mean(m) => v - m,
         Shift::Clipped { tau, shift } => {
@@ -85,6 +112,7 @@ impl<'a, T: Element> Chunks<'a, T> {
             y,
             c,
             state: RwLock::new(state),
+            slopes: RwLock::new(None),
         }
     }
 
@@ -118,8 +146,39 @@ impl<'a, T: Element> Chunks<'a, T> {
             });
     }
 
-    /// One chunk's part of `op`.
-    fn part(&self, op: &Op, st: &RowState, r: Range<usize>) -> Vec<f64> {
+    /// The [`Kept`] rows of `(env, b)`.
+    fn keep_slopes(&self, st: &RowState, env: Envelope, b: f64) {
+        let mut kept = self.slopes.write().unwrap_or_else(|e| e.into_inner());
+        if matches!(&*kept, Some(k) if k.env == env && k.b.to_bits() == b.to_bits()) {
+            return;
+        }
+        let (y, c) = (self.y, self.c);
+        let rows: Vec<Slope> = (0..st.z.len())
+            .into_par_iter()
+            .with_min_len(CHUNK)
+            .map(|i| slope(env, b, y[i], c[i], st.z[i]))
+            .collect();
+        *kept = Some(Kept {
+            env,
+            b,
+            d1: rows.iter().map(|s| s.d1).collect(),
+            v: rows.iter().map(|s| s.v).collect(),
+            lo: rows.iter().map(|s| s.bd.0).collect(),
+            hi: rows.iter().map(|s| s.bd.1).collect(),
+        });
+    }
+
+    /// One chunk's part of `op` (`kept`: the [`Kept`] rows of the op's dual point, when it
+    /// has one).
+    fn part(&self, op: &Op, st: &RowState, kept: Option<&Kept>, r: Range<usize>) -> Vec<f64> {
+        let row = |i: usize| -> Slope {
+            let k = kept.expect("the rows of the op's dual point are kept");
+            Slope {
+                d1: k.d1[i],
+                v: k.v[i],
+                bd: (k.lo[i], k.hi[i]),
+            }
+        };
         let (x, y, c, z, d) = (self.x, self.y, self.c, &st.z, &st.d);
         let width = x.width();
         match op {
@@ -145,10 +204,10 @@ impl<'a, T: Element> Chunks<'a, T> {
                 .iter()
                 .map(|&b| r.clone().map(|i| c[i] * env.deriv(y[i], z[i] + b)).sum())
                 .collect(),
-            Op::Centre { env, b } => {
+            Op::Centre { .. } => {
                 let mut out = [0.0, f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0];
                 for i in r {
-                    let (v, (lo, hi)) = candidate(*env, *b, y[i], c[i], z[i]);
+                    let Slope { v, bd: (lo, hi), .. } = row(i);
                     out[0] += v;
                     out[1] = out[1].min(v - lo);
                     out[2] = out[2].max(v - hi);
@@ -157,20 +216,20 @@ impl<'a, T: Element> Chunks<'a, T> {
                 }
                 out.to_vec()
             }
-            Op::CentreTau { env, b, taus } => {
+            Op::CentreTau { taus, .. } => {
                 let mut out = vec![0.0; taus.len()];
                 for i in r {
-                    let (v, bd) = candidate(*env, *b, y[i], c[i], z[i]);
+                    let Slope { v, bd, .. } = row(i);
                     out.iter_mut()
                         .zip(taus)
                         .for_each(|(o, tau)| *o += clip(v - tau, bd));
                 }
                 out
             }
-            Op::CentreFree { env, b, tau } => {
+            Op::CentreFree { tau, .. } => {
                 let mut out = [0.0, 0.0];
                 for i in r {
-                    let (v, bd) = candidate(*env, *b, y[i], c[i], z[i]);
+                    let Slope { v, bd, .. } = row(i);
                     let ri = clip(v - tau, bd);
                     out[0] += ri;
                     if ri > bd.0 && ri < bd.1 {
@@ -185,24 +244,24 @@ impl<'a, T: Element> Chunks<'a, T> {
                 let (grad, rest) = acc.split_at_mut(width);
                 let (u, total) = rest.split_at_mut(width);
                 for i in r {
-                    let d1 = c[i] * dual.env.deriv(y[i], z[i] + dual.b);
-                    let rho = dual_entry(dual, y[i], c[i], z[i]);
-                    let row = x.row(i);
-                    for (v, a) in [(d1, &mut *grad), (rho, &mut *u)] {
+                    let s = row(i);
+                    let rho = dual_entry(dual, s);
+                    let xi = x.row(i);
+                    for (v, a) in [(s.d1, &mut *grad), (rho, &mut *u)] {
                         if v != 0.0 {
                             a.iter_mut()
-                                .zip(row)
+                                .zip(xi)
                                 .for_each(|(s, xj)| *s += v * xj.to_f64());
                         }
                     }
-                    total[0] += d1;
+                    total[0] += s.d1;
                 }
                 acc
             }
             Op::Conjugate { dual, conj, ts } => {
                 let mut out = vec![0.0; ts.len()];
                 for i in r {
-                    let rho = dual_entry(dual, y[i], c[i], z[i]);
+                    let rho = dual_entry(dual, row(i));
                     out.iter_mut()
                         .zip(ts)
                         .for_each(|(o, t)| *o += c[i] * conj.conjugate(y[i], -t * rho / c[i]));
@@ -266,6 +325,18 @@ impl<T: Element> Rows for Chunks<'_, T> {
 
     fn reduce(&self, op: &Op, interrupt: &dyn Interrupt) -> Result<Vec<f64>> {
         let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let dual = match op {
+            Op::Centre { env, b } | Op::CentreTau { env, b, .. } | Op::CentreFree { env, b, .. } => {
+                Some((*env, *b))
+            }
+            Op::Gradient { dual } | Op::Conjugate { dual, .. } => Some((dual.env, dual.b)),
+            _ => None,
+        };
+        if let Some((env, b)) = dual {
+            self.keep_slopes(&st, env, b);
+        }
+        let kept = self.slopes.read().unwrap_or_else(|e| e.into_inner());
+        let kept = kept.as_ref().filter(|_| dual.is_some());
         let ranges = self.ranges();
         // Chunks per batch: up to 16, fewer for wide Hessians, whose parts are `k²` each
         // (benches/peers/results/fit_memory.md); the other parts are at most `2R + 1`.
@@ -281,7 +352,7 @@ impl<T: Element> Rows for Chunks<'_, T> {
             interrupt.check()?;
             let parts: Vec<Vec<f64>> = group
                 .par_iter()
-                .map(|r| self.part(op, &st, r.clone()))
+                .map(|r| self.part(op, &st, kept, r.clone()))
                 .collect();
             for p in parts {
                 op.combine(&mut acc, &p);
@@ -291,6 +362,9 @@ impl<T: Element> Rows for Chunks<'_, T> {
     }
 
     fn update(&self, op: &Update) -> Result<()> {
+        if matches!(op, Update::Point { .. } | Update::Accept { .. }) {
+            *self.slopes.write().unwrap_or_else(|e| e.into_inner()) = None;
+        }
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
         let st = &mut *st;
         match op {
@@ -308,10 +382,10 @@ impl<T: Element> Rows for Chunks<'_, T> {
 
     fn best_dual_rows(&self, dual: &DualPoint) -> Option<Vec<f64>> {
         let st = self.state.read().unwrap_or_else(|e| e.into_inner());
-        let (y, c) = (self.y, self.c);
+        let (y, c, (env, b)) = (self.y, self.c, (dual.env, dual.b));
         Some(
             (0..st.best.len())
-                .map(|i| dual_entry(dual, y[i], c[i], st.best[i]))
+                .map(|i| dual_entry(dual, slope(env, b, y[i], c[i], st.best[i])))
                 .collect(),
         )
     }

@@ -29,6 +29,13 @@ pub trait Rows: Sync {
     /// back).
     fn best_dual_rows(&self, dual: &DualPoint) -> Option<Vec<f64>>;
 
+    /// Points per pass of the one-dimensional searches over the rows (the intercept, the
+    /// dual point's shift): 1 (bisection) where a pass is cheap, more where it costs a round
+    /// trip (a cluster), each pass then shrinking the bracket that many times + 1.
+    fn search_points(&self) -> usize {
+        1
+    }
+
     /// Kernels.
     fn m(&self) -> usize {
         self.offsets().len() - 1
