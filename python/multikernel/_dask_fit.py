@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,8 +82,24 @@ class Features:
         return [*self.x, *self.y, *self.w]
 
 
-#: Each estimator's persisted rows, dropped (and so released on the cluster) with it.
-_CACHE: weakref.WeakKeyDictionary[Any, Features] = weakref.WeakKeyDictionary()
+class Held:
+    """An estimator's persisted rows (``_dask_rows``), released on the cluster with the
+    estimator; a pickled estimator keeps none (futures belong to one client)."""
+
+    def __init__(self, data: Features | None = None) -> None:
+        self.data = data
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.data = None
+
+
+def held(est: Any) -> Features | None:
+    """The rows ``est`` keeps on the cluster, if any."""
+    h = est.__dict__.get("_dask_rows")
+    return h.data if isinstance(h, Held) else None
 
 
 def _chunk_features(bank: FeatureBank, X: NDArray[Any]) -> NDArray[Any]:
@@ -144,10 +159,10 @@ class ChunkRows:
     def _each(self, fn: Any, code: list[float]) -> list[Any]:
         d = self._data
         self.tasks += len(d.x)
-        return [
-            self._client.submit(fn, x, y, st, d.dims, list(code), self._threads)
-            for x, y, st in zip(d.x, d.y, self.states, strict=True)
-        ]
+        out: list[Any] = self._client.map(
+            fn, d.x, d.y, self.states, dims=d.dims, code=list(code), threads=self._threads
+        )
+        return out
 
     def reduce(self, code: list[float]) -> list[list[float]]:
         out: list[list[float]] = self._client.gather(self._each(_reduce, code))
@@ -203,11 +218,12 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
         X.name, yv.name, None if wv is None else wv.name, classifier,
         repr(template.get_params() if hasattr(template, "get_params") else template),
     )  # fmt: skip
-    cached = _CACHE.get(est)
+    cached = held(est)
     if cached is not None and cached.key == key:
         return cached
     if cached is not None:
         _client().cancel(cached.futures())
+        est.__dict__["_dask_rows"].data = None
     n = int(X.shape[0])
     bank = copy.deepcopy(template)
     seed = getattr(bank, "random_state", None)
@@ -246,7 +262,7 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
         key, bank, futs[:k], futs[k : 2 * k], futs[2 * k :],
         [int(v) for v in bank.n_components_], n, classes,
     )  # fmt: skip
-    _CACHE[est] = data
+    est._dask_rows = Held(data)
     return data
 
 
@@ -313,7 +329,7 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> Any:
             )
     except BaseException:
         rows.close()
-        _CACHE.pop(est, None)
+        est.__dict__["_dask_rows"].data = None  # shared with the estimator's own dict
         client.cancel(data.futures())
         raise
     rows.close()

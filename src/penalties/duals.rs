@@ -218,13 +218,22 @@ pub(crate) fn best_envelope_dual_by<E>(
     penalty: &BlockPenalty,
     mut conj: impl FnMut(&[f64]) -> std::result::Result<Vec<f64>, E>,
 ) -> std::result::Result<f64, E> {
+    // The values already computed: the search's last point is usually one of them.
+    let mut seen: Vec<(f64, f64)> = Vec::new();
     let mut values = |ts: &[f64]| -> std::result::Result<Vec<f64>, E> {
+        if let [t] = ts {
+            if let Some(&(_, v)) = seen.iter().find(|(s, _)| s.to_bits() == t.to_bits()) {
+                return Ok(vec![v]);
+            }
+        }
         let cs = conj(ts)?;
-        Ok(ts
+        let out: Vec<f64> = ts
             .iter()
             .zip(cs)
             .map(|(&t, c)| -c - penalty.conjugate(t, norms))
-            .collect())
+            .collect();
+        seen.extend(ts.iter().copied().zip(out.iter().copied()));
+        Ok(out)
     };
     let t = best_multiple(penalty.top(norms), &mut values)?;
     Ok(values(&[t])?[0])

@@ -81,7 +81,8 @@ impl Problem<'_> {
 
     /// The natural dual point `ρ̃_i = −c_i ℓ_μ'(z_i + b)` centred into the dual's domain
     /// ([`Loss::centre_dual`](crate::losses::Loss::centre_dual), by its passes over the rows).
-    fn dual_point(&self, env: Envelope, b: f64) -> Result<DualPoint> {
+    /// Also the data term `Σ c ℓ_μ(y, z + b)`, from the same pass.
+    fn dual_point(&self, env: Envelope, b: f64) -> Result<(DualPoint, f64)> {
         let s = self.reduce(&Op::Centre { env, b })?;
         let mean = s[0] / self.x.n() as f64;
         let shift = if s[1] >= mean && s[2] <= mean {
@@ -96,7 +97,7 @@ impl Problem<'_> {
             let shift = if free[1] > 0.0 { free[0] / free[1] } else { 0.0 };
             Shift::Clipped { tau, shift }
         };
-        Ok(DualPoint { env, b, shift })
+        Ok((DualPoint { env, b, shift }, s[5]))
     }
 }
 
@@ -139,7 +140,7 @@ pub(super) fn certify(
     let loss = cfg.loss;
     let norms: Vec<f64> = (0..x.m()).map(|m| norm(&w[x.block(m)])).collect();
     let pen = cfg.penalty.value(&norms);
-    let data = p.data_term(env, b)?;
+    let (dual, data) = p.dual_point(env, b)?;
     let primal = data + level.value(&norms);
     let (exact, b_exact) = if env.mu == 0.0 {
         (data + pen, b)
@@ -147,7 +148,6 @@ pub(super) fn certify(
         let bx = p.best_intercept(b)?;
         (p.data_term(loss.into(), bx)? + pen, bx)
     };
-    let dual = p.dual_point(env, b)?;
     let r = x.width();
     let mut prods = p.reduce(&Op::Gradient { dual })?;
     let d1_sum = prods[2 * r];

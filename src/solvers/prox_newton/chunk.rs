@@ -204,9 +204,10 @@ impl<'a, T: Element> Chunks<'a, T> {
                 .iter()
                 .map(|&b| r.clone().map(|i| c[i] * env.deriv(y[i], z[i] + b)).sum())
                 .collect(),
-            Op::Centre { .. } => {
-                let mut out = [0.0, f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0];
+            Op::Centre { env, b } => {
+                let mut out = [0.0, f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0, 0.0];
                 for i in r {
+                    out[5] += c[i] * env.value(y[i], z[i] + b);
                     let Slope { v, bd: (lo, hi), .. } = row(i);
                     out[0] += v;
                     out[1] = out[1].min(v - lo);

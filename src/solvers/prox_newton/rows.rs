@@ -102,8 +102,8 @@ pub enum Op {
     },
     /// For each `b` of `bs`: the intercept's slope `Σ c ℓ'(y, z + b)`.
     InterceptSlope { env: Envelope, bs: Vec<f64> },
-    /// The candidate `v` of [`DualPoint`]: `[Σ v, min (v − lo), max (v − hi), max |v|,
-    /// max c]`.
+    /// The candidate `v` of [`DualPoint`] and the loss: `[Σ v, min (v − lo), max (v − hi),
+    /// max |v|, max c, Σ c ℓ_μ(y, z + b)]` (the certificate's first pass).
     Centre { env: Envelope, b: f64 },
     /// For each `τ` of `taus`: `Σ clip(v − τ)`.
     CentreTau {
@@ -165,6 +165,7 @@ impl Op {
                 acc[2] = acc[2].max(part[2]);
                 acc[3] = acc[3].max(part[3]);
                 acc[4] = acc[4].max(part[4]);
+                acc[5] += part[5];
             }
             _ => acc.iter_mut().zip(part).for_each(|(a, p)| *a += p),
         }
