@@ -445,7 +445,8 @@ default "mean_diag"
         if _dask.is_dask_array(X):
             from . import _dask_fit  # imports Dask's parts only when handed a Dask array
 
-            return _dask_fit.fit(self, X, y, sample_weight, classifier=True)
+            _dask_fit.fit(self, X, y, sample_weight, classifier=True)
+            return self
         started = time.perf_counter()
         previous = self._previous_fit()
         self._clear()

@@ -15,7 +15,10 @@ __all__ = [
     "_panic_for_tests",
     "_set_min_cores_for_tests",
     "capabilities",
+    "chunk_reduce",
+    "chunk_update",
     "fit",
+    "fit_rows",
     "fourier_features",
     "fourier_params",
     "gram_cross",
@@ -265,6 +268,39 @@ def fit(
     init_feature_weights: NDArray[np.float64] | None = None,
     sample_weight: NDArray[np.float64] | None = None,
 ) -> FitResult: ...
+def fit_rows(
+    settings: Settings,
+    rows: Any,
+    dims: list[int],
+    n: int,
+    *,
+    n_threads: int = 0,
+    on_iteration: Callable[[float, float, float, int, float], object] | None = None,
+    init_feature_weights: NDArray[np.float64] | None = None,
+    init_intercept: float = 0.0,
+) -> FitResult: ...
+def chunk_reduce(
+    x: NDArray[Any],
+    dims: list[int],
+    y: NDArray[np.float64],
+    c: NDArray[np.float64],
+    z: NDArray[np.float64],
+    d: NDArray[np.float64],
+    code: list[float],
+    *,
+    n_threads: int = 1,
+) -> list[float]: ...
+def chunk_update(
+    x: NDArray[Any],
+    dims: list[int],
+    y: NDArray[np.float64],
+    c: NDArray[np.float64],
+    z: NDArray[np.float64],
+    d: NDArray[np.float64],
+    code: list[float],
+    *,
+    n_threads: int = 1,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
 def path(
     g: NDArray[Any] | list[NDArray[np.float64]],
     y: NDArray[np.float64],

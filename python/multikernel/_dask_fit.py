@@ -119,6 +119,8 @@ def _reduce(
     dims: list[int], code: list[float], threads: int,
 ) -> list[float]:  # fmt: skip
     c, z, d = st
+    # (Arrays that crossed processes can arrive without their C order.)
+    x = np.ascontiguousarray(x)
     return _core.chunk_reduce(x, dims, y, c, z, d, code, n_threads=threads)
 
 
@@ -127,6 +129,7 @@ def _update(
     dims: list[int], code: list[float], threads: int,
 ) -> tuple[NDArray[np.float64], ...]:  # fmt: skip
     c, z, d = st
+    x = np.ascontiguousarray(x)
     z2, d2 = _core.chunk_update(x, dims, y, c, z, d, code, n_threads=threads)
     return c, z2, d2
 
@@ -293,8 +296,9 @@ def _settings(est: Any, data: Features) -> tuple[_core.Settings, tuple[Any, ...]
     return settings, (*key, None) if classes is not None else key
 
 
-def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> Any:
-    """``est.fit(X, y, sample_weight)`` with ``X`` a Dask array (module docs)."""
+def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> None:
+    """``est.fit(X, y, sample_weight)`` with ``X`` a Dask array (module docs): ``est``
+    fitted."""
     started = time.perf_counter()
     if not isinstance(est.kernels, FeatureBank):
         raise InvalidParameterError(
@@ -335,7 +339,6 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> Any:
     rows.close()
     _set_fitted(est, data, r)
     est._log_summary(started)
-    return est
 
 
 def _set_fitted(est: Any, data: Features, r: _core.FitResult) -> None:

@@ -49,7 +49,12 @@ impl PyRows {
         self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
-    fn call<R>(&self, method: &str, code: Vec<f64>, read: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>) -> Result<R> {
+    fn call<R>(
+        &self,
+        method: &str,
+        code: Vec<f64>,
+        read: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
+    ) -> Result<R> {
         Python::attach(|py| {
             self.obj
                 .bind(py)
@@ -110,9 +115,11 @@ fn with_chunk<T: Element + numpy::Element, R: Send>(
     n_threads: usize,
     f: impl FnOnce(&Chunks<'_, T>) -> Result<R> + Send,
 ) -> PyResult<R> {
-    let data = x
-        .as_slice()
-        .map_err(|_| PyErr::from(MkError::Shape("a chunk's features must be C-ordered".into())))?;
+    let data = x.as_slice().map_err(|_| {
+        PyErr::from(MkError::Shape(
+            "a chunk's features must be C-ordered".into(),
+        ))
+    })?;
     let n = x.as_array().nrows();
     if y.len() != n || c.len() != n {
         return Err(PyErr::from(MkError::Shape(format!(

@@ -64,7 +64,11 @@ impl Problem<'_> {
     /// `Σ c ℓ_μ(y, z + b)`.
     pub(super) fn data_term(&self, env: Envelope, b: f64) -> Result<f64> {
         let bs = vec![b];
-        self.scalar(&Op::Loss { env, bs, step: None })
+        self.scalar(&Op::Loss {
+            env,
+            bs,
+            step: None,
+        })
     }
 
     /// The intercept minimising the loss's own data term for the current `z`, from `start`
@@ -74,8 +78,19 @@ impl Problem<'_> {
         intercept_search(
             start,
             self.x.search_points(),
-            |bs| self.reduce(&Op::InterceptSlope { env, bs: bs.to_vec() }),
-            |bs| self.reduce(&Op::Loss { env, bs: bs.to_vec(), step: None }),
+            |bs| {
+                self.reduce(&Op::InterceptSlope {
+                    env,
+                    bs: bs.to_vec(),
+                })
+            },
+            |bs| {
+                self.reduce(&Op::Loss {
+                    env,
+                    bs: bs.to_vec(),
+                    step: None,
+                })
+            },
         )
     }
 
@@ -90,11 +105,19 @@ impl Problem<'_> {
         } else {
             let span = s[3] + s[4] + 1.0;
             let tau = centre_tau(span, self.x.search_points(), |taus| {
-                self.reduce(&Op::CentreTau { env, b, taus: taus.to_vec() })
+                self.reduce(&Op::CentreTau {
+                    env,
+                    b,
+                    taus: taus.to_vec(),
+                })
             })?;
             // Remove the bisection's rounding residual from the entries strictly inside.
             let free = self.reduce(&Op::CentreFree { env, b, tau })?;
-            let shift = if free[1] > 0.0 { free[0] / free[1] } else { 0.0 };
+            let shift = if free[1] > 0.0 {
+                free[0] / free[1]
+            } else {
+                0.0
+            };
             Shift::Clipped { tau, shift }
         };
         Ok((DualPoint { env, b, shift }, s[5]))

@@ -208,7 +208,9 @@ impl<'a, T: Element> Chunks<'a, T> {
                 let mut out = [0.0, f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0, 0.0];
                 for i in r {
                     out[5] += c[i] * env.value(y[i], z[i] + b);
-                    let Slope { v, bd: (lo, hi), .. } = row(i);
+                    let Slope {
+                        v, bd: (lo, hi), ..
+                    } = row(i);
                     out[0] += v;
                     out[1] = out[1].min(v - lo);
                     out[2] = out[2].max(v - hi);
@@ -296,9 +298,7 @@ impl<'a, T: Element> Chunks<'a, T> {
                     let h = match weight {
                         Curvature::Cost => c[i],
                         Curvature::Zone { mu } => c[i] / mu,
-                        Curvature::Second { env, b } => {
-                            c[i] * env.deriv2(y[i], z[i] + b).max(1e-3)
-                        }
+                        Curvature::Second { env, b } => c[i] * env.deriv2(y[i], z[i] + b).max(1e-3),
                     };
                     acc.iter_mut()
                         .zip(x.row(i))
@@ -327,9 +327,9 @@ impl<T: Element> Rows for Chunks<'_, T> {
     fn reduce(&self, op: &Op, interrupt: &dyn Interrupt) -> Result<Vec<f64>> {
         let st = self.state.read().unwrap_or_else(|e| e.into_inner());
         let dual = match op {
-            Op::Centre { env, b } | Op::CentreTau { env, b, .. } | Op::CentreFree { env, b, .. } => {
-                Some((*env, *b))
-            }
+            Op::Centre { env, b }
+            | Op::CentreTau { env, b, .. }
+            | Op::CentreFree { env, b, .. } => Some((*env, *b)),
             Op::Gradient { dual } | Op::Conjugate { dual, .. } => Some((dual.env, dual.b)),
             _ => None,
         };
@@ -371,11 +371,11 @@ impl<T: Element> Rows for Chunks<'_, T> {
         match op {
             Update::Point { cols, vals } => self.product(cols, vals, &mut st.z),
             Update::Direction { cols, delta } => self.product(cols, delta, &mut st.d),
-            Update::Accept { t } => st
-                .z
-                .par_chunks_mut(CHUNK)
-                .zip(st.d.par_chunks(CHUNK))
-                .for_each(|(zc, dc)| zc.iter_mut().zip(dc).for_each(|(z, d)| *z += t * d)),
+            Update::Accept { t } => {
+                st.z.par_chunks_mut(CHUNK)
+                    .zip(st.d.par_chunks(CHUNK))
+                    .for_each(|(zc, dc)| zc.iter_mut().zip(dc).for_each(|(z, d)| *z += t * d))
+            }
             Update::KeepBest => st.best.clone_from(&st.z),
         }
         Ok(())

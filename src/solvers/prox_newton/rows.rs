@@ -390,7 +390,10 @@ impl Op {
                 let weight = match kind {
                     0 => Curvature::Cost,
                     1 => Curvature::Zone { mu: a },
-                    _ => Curvature::Second { env: r.env()?, b: a },
+                    _ => Curvature::Second {
+                        env: r.env()?,
+                        b: a,
+                    },
                 };
                 Op::Squares { weight }
             }

@@ -51,8 +51,7 @@ pub(super) fn line_search(
     while t > 1e-10 {
         let env = p.cfg.loss.into();
         let (bs, step) = (vec![b], Some((t, delta[k])));
-        let value =
-            p.scalar(&Op::Loss { env, bs, step })? + (pt.primal - pt.data - pen0) + pen(t);
+        let value = p.scalar(&Op::Loss { env, bs, step })? + (pt.primal - pt.data - pen0) + pen(t);
         if flat || value <= pt.primal + 1e-4 * t * decrease {
             return Ok(Some(Step { t, flat }));
         }
