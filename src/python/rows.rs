@@ -115,12 +115,17 @@ fn with_chunk<T: Element + numpy::Element, R: Send>(
     n_threads: usize,
     f: impl FnOnce(&Chunks<'_, T>) -> Result<R> + Send,
 ) -> PyResult<R> {
-    let data = x.as_slice().map_err(|_| {
-        PyErr::from(MkError::Shape(
-            "a chunk's features must be C-ordered".into(),
-        ))
-    })?;
     let n = x.as_array().nrows();
+    // Read in place when C-ordered; otherwise (an array rebuilt from another process's
+    // buffers can come without the flag) one copy in row order.
+    let copied: Vec<T>;
+    let data: &[T] = match x.as_slice() {
+        Ok(s) => s,
+        Err(_) => {
+            copied = x.as_array().iter().copied().collect();
+            &copied
+        }
+    };
     if y.len() != n || c.len() != n {
         return Err(PyErr::from(MkError::Shape(format!(
             "a chunk of {n} rows with {} targets and {} loss weights",

@@ -168,42 +168,18 @@ impl<'a, T: Element> Chunks<'a, T> {
         });
     }
 
-    /// One chunk's part of `op` (`kept`: the [`Kept`] rows of the op's dual point, when it
-    /// has one).
-    fn part(&self, op: &Op, st: &RowState, kept: Option<&Kept>, r: Range<usize>) -> Vec<f64> {
-        let row = |i: usize| -> Slope {
-            let k = kept.expect("the rows of the op's dual point are kept");
-            Slope {
-                d1: k.d1[i],
-                v: k.v[i],
-                bd: (k.lo[i], k.hi[i]),
-            }
-        };
-        let (x, y, c, z, d) = (self.x, self.y, self.c, &st.z, &st.d);
+    /// One chunk's part of a certificate's `op` (the dual point's: [`Op::Centre`] to
+    /// [`Op::Conjugate`]), from the [`Kept`] rows of its dual point.
+    fn dual_part(&self, op: &Op, st: &RowState, kept: Option<&Kept>, r: Range<usize>) -> Vec<f64> {
+        let (x, y, c, z) = (self.x, self.y, self.c, &st.z);
         let width = x.width();
+        let k = kept.expect("the rows of the op's dual point are kept");
+        let row = |i: usize| Slope {
+            d1: k.d1[i],
+            v: k.v[i],
+            bd: (k.lo[i], k.hi[i]),
+        };
         match op {
-            Op::Loss { env, bs, step } => bs
-                .iter()
-                .map(|&b| match step {
-                    None => r.clone().map(|i| c[i] * env.value(y[i], z[i] + b)).sum(),
-                    Some((t, db)) => {
-                        let bt = b + t * db;
-                        r.clone()
-                            .map(|i| c[i] * env.value(y[i], (z[i] + t * d[i]) + bt))
-                            .sum()
-                    }
-                })
-                .collect(),
-            Op::Slope { env, b, t, db } => vec![r
-                .map(|i| {
-                    let zi = z[i] + t * d[i] + b + t * db;
-                    c[i] * env.deriv(y[i], zi) * (d[i] + db)
-                })
-                .sum()],
-            Op::InterceptSlope { env, bs } => bs
-                .iter()
-                .map(|&b| r.clone().map(|i| c[i] * env.deriv(y[i], z[i] + b)).sum())
-                .collect(),
             Op::Centre { env, b } => {
                 let mut out = [0.0, f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0, 0.0];
                 for i in r {
@@ -271,6 +247,38 @@ impl<'a, T: Element> Chunks<'a, T> {
                 }
                 out
             }
+            _ => unreachable!("not a certificate's operation"),
+        }
+    }
+
+    /// One chunk's part of `op` (`kept`: the [`Kept`] rows of the op's dual point, when it
+    /// has one).
+    fn part(&self, op: &Op, st: &RowState, kept: Option<&Kept>, r: Range<usize>) -> Vec<f64> {
+        let (x, y, c, z, d) = (self.x, self.y, self.c, &st.z, &st.d);
+        let width = x.width();
+        match op {
+            Op::Loss { env, bs, step } => bs
+                .iter()
+                .map(|&b| match step {
+                    None => r.clone().map(|i| c[i] * env.value(y[i], z[i] + b)).sum(),
+                    Some((t, db)) => {
+                        let bt = b + t * db;
+                        r.clone()
+                            .map(|i| c[i] * env.value(y[i], (z[i] + t * d[i]) + bt))
+                            .sum()
+                    }
+                })
+                .collect(),
+            Op::Slope { env, b, t, db } => vec![r
+                .map(|i| {
+                    let zi = z[i] + t * d[i] + b + t * db;
+                    c[i] * env.deriv(y[i], zi) * (d[i] + db)
+                })
+                .sum()],
+            Op::InterceptSlope { env, bs } => bs
+                .iter()
+                .map(|&b| r.clone().map(|i| c[i] * env.deriv(y[i], z[i] + b)).sum())
+                .collect(),
             Op::Hessian { env, b, cols, zone } => {
                 let k = cols.len() + 1;
                 let (rows, sq): (Vec<usize>, Vec<f64>) = r
@@ -311,6 +319,7 @@ impl<'a, T: Element> Chunks<'a, T> {
                 vec![y[r.clone()].iter().sum(), len, c[r].iter().sum()]
             }
             Op::AbsDev { mean } => vec![y[r].iter().map(|v| (v - mean).abs()).sum()],
+            _ => self.dual_part(op, st, kept, r),
         }
     }
 }
