@@ -348,6 +348,10 @@ impl<T: Element> Rows for Chunks<'_, T> {
         let kept = self.slopes.read().unwrap_or_else(|e| e.into_inner());
         let kept = kept.as_ref().filter(|_| dual.is_some());
         let ranges = self.ranges();
+        let reads_features = matches!(
+            op,
+            Op::Gradient { .. } | Op::Hessian { .. } | Op::Squares { .. }
+        );
         // Chunks per batch: up to 16, fewer for wide Hessians, whose parts are `k²` each
         // (benches/peers/results/fit_memory.md); the other parts are at most `2R + 1`.
         let batch = match op {
@@ -360,8 +364,11 @@ impl<T: Element> Rows for Chunks<'_, T> {
         let mut acc = Vec::new();
         for group in ranges.chunks(batch) {
             interrupt.check()?;
+            // Passes over `z` alone are short: fewer, longer rayon jobs for them.
+            let grain = if reads_features { 1 } else { 8 };
             let parts: Vec<Vec<f64>> = group
                 .par_iter()
+                .with_min_len(grain)
                 .map(|r| self.part(op, &st, kept, r.clone()))
                 .collect();
             for p in parts {
