@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, cast
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from . import _auto, _core, _progress
 from ._config import SOLVERS, Setting, SolverConfig
@@ -31,6 +31,7 @@ from ._validation import (
     check_sample_weight,
     check_verbose,
     group_ids,
+    validate_points,
 )
 from .exceptions import InvalidParameterError
 from .kernels import (
@@ -402,9 +403,9 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
 
         def points(Xr: Any, yr: Any) -> tuple[NDArray[np.float64], Any]:
             if one_class:
-                return validate_data(self, Xr, dtype=np.float64), None
-            out: tuple[NDArray[np.float64], Any] = validate_data(
-                self, Xr, yr, dtype=np.float64, y_numeric=self._y_numeric
+                return validate_points(self, Xr), None
+            out: tuple[NDArray[np.float64], Any] = validate_points(
+                self, Xr, yr, y_numeric=self._y_numeric
             )
             return out
 
@@ -448,7 +449,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
             getattr(self, "_factors", False),  # (absent from fits pickled before it)
             getattr(self, "_on_demand", False),
         )  # fmt: skip
-        return side.stack(X, lambda Xr: validate_data(self, Xr, dtype=np.float64, reset=False))
+        return side.stack(X, lambda Xr: validate_points(self, Xr, reset=False))
 
     _y_numeric = False
 

@@ -1,7 +1,7 @@
 """Type stub of the native module (checked by ``python -m mypy.stubtest multikernel._core``)."""
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Final, Literal, TypedDict, final
+from typing import Any, ClassVar, Final, Literal, TypeAlias, TypedDict, final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -11,6 +11,7 @@ __all__ = [
     "OnDemandKernels",
     "PathResult",
     "Settings",
+    "SharedFitResult",
     "Status",
     "_panic_for_tests",
     "_set_min_cores_for_tests",
@@ -19,6 +20,7 @@ __all__ = [
     "chunk_update",
     "fit",
     "fit_rows",
+    "fit_shared",
     "fourier_features",
     "fourier_params",
     "gram_cross",
@@ -104,6 +106,34 @@ class FitResult:
     def solvers(self) -> list[str]: ...  # the solvers that ran: ["wrapper", "spicy"] when continued
 
 @final
+class SharedFitResult:
+    """A shared multiclass fit (``fit_shared``): every class's model, the one θ and the
+    whole problem's certificate (shapes in the comments)."""
+
+    @property
+    def coef(self) -> NDArray[np.float64]: ...  # (K, M, n)
+    @property
+    def intercept(self) -> NDArray[np.float64]: ...  # (K,)
+    @property
+    def kernel_weights(self) -> NDArray[np.float64]: ...  # (M,)
+    @property
+    def kernel_norms(self) -> NDArray[np.float64]: ...  # (M,)
+    @property
+    def primal(self) -> float: ...
+    @property
+    def dual(self) -> float: ...
+    @property
+    def gap(self) -> float: ...
+    @property
+    def n_iter(self) -> int: ...
+    @property
+    def status(self) -> Status: ...
+    @property
+    def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
+    @property
+    def psd_witness(self) -> tuple[int, float, float, float] | None: ...
+
+@final
 class PathResult:
     """A regularization path, one row per point (shapes in the comments)."""
 
@@ -138,6 +168,10 @@ class PathResult:
     @property
     def factorizations(self) -> int: ...
 
+#: A column of sequences: their bytes one after another (uint8) and the n + 1 offsets of
+#: their starts (int64).
+_SeqColumn: TypeAlias = tuple[NDArray[np.uint8], NDArray[np.int64]]
+
 def gram_fit(
     x: NDArray[np.float64],
     specs: list[_SpecTuple | _FuncEntry],
@@ -148,6 +182,7 @@ def gram_fit(
     max_bytes: int | None = None,
     sample_weight: NDArray[np.float64] | None = None,
     on_kernels: Callable[[int], object] | None = None,
+    sequences: list[_SeqColumn] | None = None,
 ) -> tuple[NDArray[Any], dict[str, Any]]: ...
 
 @final
@@ -159,6 +194,7 @@ class OnDemandKernels:
         normalize: str,
         cache_bytes: int,
         sample_weight: NDArray[np.float64] | None = None,
+        sequences: list[_SeqColumn] | None = None,
     ) -> OnDemandKernels: ...
     @property
     def n(self) -> int: ...
@@ -177,6 +213,8 @@ def gram_cross(
     float32: bool,
     n_threads: int,
     max_bytes: int | None = None,
+    sequences_new: list[_SeqColumn] | None = None,
+    sequences_train: list[_SeqColumn] | None = None,
 ) -> NDArray[Any]: ...
 def fourier_params(
     spec: _SpecTuple, dim: int, n_components: int, seed: int
@@ -301,6 +339,19 @@ def chunk_update(
     *,
     n_threads: int = 1,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+def fit_shared(
+    settings: Settings,
+    g: NDArray[Any] | OnDemandKernels,
+    y: NDArray[np.float64],
+    *,
+    penalty: str = "lp",
+    p: float = 2.0,
+    l1_ratio: float = 1.0,
+    groups: list[int] | None = None,
+    n_threads: int = 0,
+    on_iteration: Callable[[float, float, float, int, float], object] | None = None,
+    sample_weight: NDArray[np.float64] | None = None,
+) -> SharedFitResult: ...
 def path(
     g: NDArray[Any] | list[NDArray[np.float64]],
     y: NDArray[np.float64],

@@ -18,12 +18,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
-from ._validation import aligned, check_feature_blocks, check_stack
+from ._validation import CheckedPoints, aligned, check_feature_blocks, check_stack
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError, MultikernelError
 from .kernels import FeatureBank, KernelBank, LowRankFactors, shift_to_psd
 
 #: Validates raw test points.
-TestPoints: TypeAlias = Callable[[Any], NDArray[np.float64]]
+TestPoints: TypeAlias = Callable[[Any], CheckedPoints]
 
 _BANK_NOTE = (
     " (a FeatureBank maps raw points (n_samples, n_features); a kernel stack or low-rank "
@@ -231,12 +231,12 @@ class CrossOnDemand:
     ----------
     bank : KernelBank
         The fitted bank.
-    X : ndarray of shape (n_test, n_features)
+    X : ndarray of shape (n_test, n_features) or Points
         Validated test points.
     """
 
     bank: KernelBank
-    X: NDArray[np.float64]
+    X: CheckedPoints
 
     #: Bytes of one block of cross kernels.
     BLOCK_BYTES = 1 << 27
@@ -383,11 +383,11 @@ def wrapped(f: Callable[..., Any], is_bank: bool, *args: Any) -> Any:
         raise InvalidInputError(f"{e}{_BANK_NOTE if is_bank else ''}") from e
 
 
-def _raw_points(X: Any, points: TestPoints, is_bank: bool) -> NDArray[np.float64]:
+def _raw_points(X: Any, points: TestPoints, is_bank: bool) -> CheckedPoints:
     """Raw test points for a bank, validated by ``points``."""
     if is_bank and isinstance(X, LowRankFactors):
         raise InvalidInputError(
             f"X must have shape (n_samples, n_features), got {type(X).__name__}{_BANK_NOTE}"
         )
-    out: NDArray[np.float64] = wrapped(points, is_bank, X)
+    out: CheckedPoints = wrapped(points, is_bank, X)
     return out

@@ -228,9 +228,9 @@ def check_shared(est: MKLClassifier) -> None:
     elif est.solver not in ("auto", "analytic") or (est.penalty != "lp" and est.solver != "auto"):
         what = (
             "solver",
-            f"solver={est.solver!r}; its solver is 'auto' (Kloft's alternation, or "
-            "mirror descent for penalty='group', on the engine's single-kernel solves; "
-            "'analytic' names it for penalty='lp')",
+            f"solver={est.solver!r}; its solver is 'auto' (the engine's shared solver: "
+            "the classes' single-kernel solves with the binary solvers' steps on the "
+            "kernel weights; 'analytic' names it for penalty='lp')",
         )
     elif est.solver_config is not None and not isinstance(est.solver_config, AnalyticConfig):
         what = "solver_config", "a solver_config other than AnalyticConfig"

@@ -22,11 +22,14 @@ from ._data import Blocks, Dense, TestSide, TestStack, scatter_kept
 from ._sources import PATH, Input, check_targets, resolve
 from ._typing import Normalization, PsdRepair
 from ._validation import (
+    Points,
     check_n_threads,
+    check_points,
     check_psd,
     check_sample_weight,
     check_verbose,
     check_weighted_classes,
+    has_sequences,
 )
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank
@@ -356,8 +359,10 @@ class MKLPath:
         return ax
 
 
-def _raw(X: Any) -> NDArray[np.float64]:
+def _raw(X: Any) -> NDArray[np.float64] | Points:
     """Raw points for a bank."""
+    if has_sequences(X):
+        return check_points(X)
     out: NDArray[np.float64] = check_array(X, dtype=np.float64)
     return out
 

@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from . import _progress
 from ._base import FITTED as _FITTED
@@ -29,7 +29,7 @@ from ._path import MKLPath, path_on
 from ._regressor import MKLRegressor
 from ._sources import PATH_CV, Input, resolve
 from ._typing import Normalization, PsdRepair
-from ._validation import check_n_threads, check_psd, check_sample_weight
+from ._validation import check_n_threads, check_psd, check_sample_weight, validate_points
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel
 
@@ -279,9 +279,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
             self.kernels, X, y, accepts=PATH_CV, default_specs=default_kernels,
             normalize=self.normalize, n_threads=check_n_threads(self.n_threads),
             verbose=int(self.verbose), sample_weight=sample_weight,
-            points=lambda Xr, yr: validate_data(
-                self, Xr, yr, dtype=np.float64, y_numeric=not self._classifier
-            ),
+            points=lambda Xr, yr: validate_points(self, Xr, yr, y_numeric=not self._classifier),
         )  # fmt: skip
         if yv is None:
             raise InternalError(f"{type(self).__name__}: the input resolved without targets")

@@ -36,13 +36,20 @@ from ._data import (
     TestStack,
     wrapped,
 )
-from ._validation import check_feature_blocks, check_sample_weight, check_stack, column_names
+from ._validation import (
+    CheckedPoints,
+    Points,
+    check_feature_blocks,
+    check_sample_weight,
+    check_stack,
+    column_names,
+)
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank, LowRankFactors, validate_stack
 from .kernels._specs import _resolve_columns
 
 #: Validates raw training points and their targets (the estimators' ``validate_data``).
-FitPoints: TypeAlias = Callable[[Any, Any], tuple[NDArray[np.float64], Any]]
+FitPoints: TypeAlias = Callable[[Any, Any], tuple[CheckedPoints, Any]]
 
 #: How the kernels of specifications are computed (:meth:`Recipe.how`).
 How: TypeAlias = Literal["stack", "on_demand", "features"]
@@ -237,7 +244,7 @@ class Recipe:
 
     def fit(
         self,
-        Xv: NDArray[np.float64],
+        Xv: CheckedPoints,
         sample_weight: NDArray[np.float64] | None = None,
         verbose: int = 0,
     ) -> Input:
@@ -254,6 +261,8 @@ class Recipe:
                 self.kernels, normalize=self.normalize, n_threads=self.n_threads, verbose=verbose
             )
             how = self.how(bank, Xv.shape[0], Xv.shape[1])
+            if how == "features" and isinstance(Xv, Points):
+                how = "stack"  # feature blocks are of numeric points only
             if how == "features":
                 stack = Blocks(bank._fit_linear(Xv, sample_weight))
             elif how == "on_demand":
@@ -289,7 +298,7 @@ class Input:
 
     stack: Stack
     bank: KernelBank | FeatureBank | None = None
-    points: NDArray[np.float64] | None = None
+    points: CheckedPoints | None = None
     recipe: Recipe | None = None
     factors: bool = False
     sample_weight: NDArray[np.float64] | None = None

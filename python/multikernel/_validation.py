@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +19,12 @@ from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 def check_features(X: Any, name: str = "X", *, row_offset: int = 0) -> NDArray[np.float64]:
     """Return ``X`` as a finite, C-contiguous float64 matrix of shape (n_samples, n_features);
     ``row_offset`` is added to the row an error names (``X`` being a batch of rows)."""
+    if isinstance(X, Points) or has_sequences(X):
+        raise InvalidInputError(
+            f"{name} holds strings (sequences), which only kernel specifications read "
+            f"(Spectrum, WeightedDegree, and vector kernels on the numeric columns); feature "
+            f"maps, low-rank factors and Dask arrays take numeric points"
+        )
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -310,3 +317,178 @@ def check_weighted_classes(
             raise InvalidInputError(
                 f"every sample of class {c!r} has weight 0: nothing to learn it from"
             )
+
+
+@dataclass(frozen=True, eq=False)
+class SeqColumn:
+    """A column of ``n`` sequences as the engine reads it: their bytes one after another
+    (``data``, uint8) and the ``n + 1`` offsets of their starts (int64)."""
+
+    data: NDArray[np.uint8]
+    offsets: NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def take(self, rows: Any) -> SeqColumn:
+        """The sequences ``rows`` (indices, a slice or a mask), in that order."""
+        idx = np.arange(len(self))[rows]
+        return _encode([self.get(int(i)) for i in idx])
+
+    def get(self, i: int) -> bytes:
+        """Sequence ``i``."""
+        return self.data[self.offsets[i] : self.offsets[i + 1]].tobytes()
+
+
+@dataclass(frozen=True, eq=False)
+class Points:
+    """Points with sequence columns (strings): the numeric columns as one float64 matrix and
+    each sequence column as a :class:`SeqColumn`, what :func:`check_points` makes of a
+    DataFrame with string columns or a 1-D array of strings. It has a ``shape`` and takes row
+    indices, as the arrays of numeric points do.
+
+    Parameters
+    ----------
+    numeric : ndarray of shape (n, p)
+        The numeric columns, in their order (``p`` may be 0).
+    sequences : tuple of SeqColumn
+        The sequence columns, in their order.
+    columns : tuple of (bool, int)
+        For each column of ``X``: whether it holds sequences, and its index among the
+        numeric columns or among the sequence columns.
+    """
+
+    numeric: NDArray[np.float64]
+    sequences: tuple[SeqColumn, ...]
+    columns: tuple[tuple[bool, int], ...]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n_samples, n_columns)``."""
+        return (int(self.numeric.shape[0]), len(self.columns))
+
+    def __len__(self) -> int:
+        return int(self.numeric.shape[0])
+
+    def __getitem__(self, rows: Any) -> Points:
+        numeric = np.require(self.numeric[rows], requirements=("C", "A"))
+        return Points(numeric, tuple(c.take(rows) for c in self.sequences), self.columns)
+
+    def copy(self) -> Points:
+        """The points themselves (immutable)."""
+        return self
+
+    def engine(self) -> list[tuple[NDArray[np.uint8], NDArray[np.int64]]]:
+        """The sequence columns as the engine takes them."""
+        return [(c.data, c.offsets) for c in self.sequences]
+
+
+#: Validated raw points: a float64 matrix, or points with sequence columns.
+CheckedPoints: TypeAlias = "NDArray[np.float64] | Points"
+
+
+def _encode(values: Sequence[str | bytes]) -> SeqColumn:
+    """The column of ``values`` (str are encoded in UTF-8: the kernels count bytes)."""
+    raw = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
+    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in raw], out=offsets[1:])
+    return SeqColumn(np.frombuffer(b"".join(raw), dtype=np.uint8).copy(), offsets)
+
+
+def _is_text(v: Any) -> bool:
+    return isinstance(v, (str, bytes, np.str_, np.bytes_))
+
+
+def _text_column(values: Any) -> bool:
+    """Whether a column holds strings (a numpy str/bytes array, or objects that are)."""
+    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if arr.dtype.kind in "US":
+        return True
+    return arr.dtype.kind == "O" and len(arr) > 0 and _is_text(arr.flat[0])
+
+
+def has_sequences(X: Any) -> bool:
+    """Whether ``X`` holds sequences: :class:`Points`, a DataFrame with a column of strings,
+    or a 1-D array or list of strings (str or bytes)."""
+    if isinstance(X, Points):
+        return True
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "columns") and hasattr(X, "iloc"):
+        # Only columns of objects (str, pandas' string dtype, categories) can hold strings.
+        objects = [j for j, dt in enumerate(dtypes) if getattr(dt, "kind", "O") in "OSU"]
+        return any(_text_column(X.iloc[:, j].to_numpy()) for j in objects)
+    if isinstance(X, np.ndarray):
+        return X.dtype.kind in "USO" and X.ndim >= 1 and X.size > 0 and _text_column(X.ravel())
+    if isinstance(X, (list, tuple)) and len(X) > 0:
+        return _is_text(X[0]) or (
+            isinstance(X[0], (list, tuple)) and any(_is_text(v) for v in X[0])
+        )
+    return False
+
+
+def check_points(X: Any, name: str = "X") -> CheckedPoints:
+    """The one place raw points are validated: ``X`` as a finite float64 matrix
+    (:func:`check_features`), or, when it holds sequences (:func:`has_sequences`), as
+    :class:`Points`: a DataFrame's string columns (every value a str or bytes) become sequence
+    columns and the others numeric columns; a 1-D array of strings is one sequence column."""
+    if isinstance(X, Points):
+        return X
+    if not has_sequences(X):
+        return check_features(X, name)
+    if hasattr(X, "columns") and hasattr(X, "iloc"):
+        cols = [X.iloc[:, j].to_numpy() for j in range(X.shape[1])]
+        labels = [repr(c) for c in X.columns]
+    else:
+        arr = np.asarray(X, dtype=object)
+        if arr.ndim == 1:
+            arr = arr.reshape(-1, 1)
+        if arr.ndim != 2 or arr.shape[0] == 0:
+            raise InvalidInputError(
+                f"{name} must be a 1-D array of strings or a 2-D table, got shape {arr.shape}"
+            )
+        cols = [arr[:, j] for j in range(arr.shape[1])]
+        labels = [str(j) for j in range(arr.shape[1])]
+    numeric: list[NDArray[Any]] = []
+    sequences: list[SeqColumn] = []
+    columns: list[tuple[bool, int]] = []
+    for col, label in zip(cols, labels, strict=True):
+        if _text_column(col):
+            bad = next((i for i, v in enumerate(col) if not _is_text(v)), None)
+            if bad is not None:
+                raise InvalidInputError(
+                    f"column {label} of {name} holds strings (sequences), but row {bad} is "
+                    f"{col[bad]!r}: every entry of a sequence column must be a str or bytes"
+                )
+            columns.append((True, len(sequences)))
+            sequences.append(_encode(list(col)))
+        else:
+            try:
+                numeric.append(np.asarray(col, dtype=np.float64))
+            except (TypeError, ValueError) as e:
+                raise InvalidInputError(
+                    f"column {label} of {name} is neither numeric nor a column of strings: {e}"
+                ) from None
+            columns.append((False, len(numeric) - 1))
+    n = len(cols[0])
+    num = np.column_stack(numeric) if numeric else np.empty((n, 0))
+    if numeric:
+        num = check_features(num, name)
+    return Points(np.require(num, requirements=("C", "A")), tuple(sequences), tuple(columns))
+
+
+def validate_points(estimator: Any, X: Any, y: Any = "no_validation", **kwargs: Any) -> Any:
+    """scikit-learn's ``validate_data`` of an estimator's raw points (``X``, with ``y`` when
+    given): numeric points as float64 arrays; points with sequences as :class:`Points`
+    (:func:`check_points`), scikit-learn's checks of the columns (``n_features_in_``,
+    ``feature_names_in_``) and of the targets running on a stand-in of ``X``'s shape and
+    column names."""
+    from sklearn.utils.validation import validate_data
+
+    if not has_sequences(X):
+        return validate_data(estimator, X, y, dtype=np.float64, **kwargs)
+    points = check_points(X)
+    stand_in: Any = np.zeros(points.shape)
+    if hasattr(X, "columns") and hasattr(X, "iloc"):
+        stand_in = type(X)(stand_in, columns=X.columns)
+    out = validate_data(estimator, stand_in, y, dtype=np.float64, **kwargs)
+    return points if isinstance(y, str) and y == "no_validation" else (points, out[1])

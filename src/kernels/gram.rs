@@ -55,6 +55,24 @@ pub trait BlockKernel: Sync {
 
     /// Writes the self-values `k(a_i, a_i)` of the rows `i` in `rows` into `out`.
     fn self_values(&self, rows: Range<usize>, out: &mut [f64]) -> Result<()>;
+
+    /// Whether this is one of the engine's own kernels (the sequence kernels): finite, PSD
+    /// and exactly symmetric, so that for a training stack [`rows`](Self::rows) writes only
+    /// the entries `j ≤ i` (the engine mirrors them), blocks of rows may be computed in
+    /// parallel, and none of the checks a caller's function needs is made.
+    fn exact(&self) -> bool {
+        false
+    }
+}
+
+impl BankKernel<'_> {
+    /// A kernel whose values need no check: a specification, or an exact block kernel.
+    fn trusted(&self) -> bool {
+        match self {
+            BankKernel::Spec(_) => true,
+            BankKernel::Blocks(b) => b.exact(),
+        }
+    }
 }
 
 /// One kernel of a bank: a specification the engine evaluates, or a [`BlockKernel`].
@@ -417,6 +435,9 @@ fn block_kernel<T: Element>(
 ) -> Result<()> {
     let na = self_values.len();
     let nb = out.len() / na;
+    if kernel.exact() {
+        return exact_block_kernel(kernel, symmetric, need_self, out, self_values, interrupt);
+    }
     let step = block_rows(nb);
     let mut buf = vec![0.0; step * nb];
     for (r0, rows) in (0..na).step_by(step).zip(out.chunks_mut(step * nb)) {
@@ -458,6 +479,61 @@ fn block_kernel<T: Element>(
     Ok(())
 }
 
+/// An exact block kernel ([`BlockKernel::exact`]) into `out` (`na × nb`): blocks of rows in
+/// parallel, no checks. A training kernel's blocks compute their lower triangle only, and
+/// each block also writes its transpose into the columns of its rows above the diagonal (the
+/// `ROWS` consecutive entries of each earlier row: whole cache lines), so no separate mirror
+/// pass reads the matrix across.
+fn exact_block_kernel<T: Element>(
+    kernel: &dyn BlockKernel,
+    symmetric: bool,
+    need_self: bool,
+    out: &mut [T],
+    self_values: &mut [f64],
+    interrupt: &dyn Interrupt,
+) -> Result<()> {
+    /// `out` shared by the blocks, each writing entries no other block writes.
+    struct Shared<T>(*mut T);
+    // SAFETY: the blocks write disjoint entries (see below), and nothing reads them meanwhile.
+    unsafe impl<T> Sync for Shared<T> {}
+    const ROWS: usize = 16;
+    let na = self_values.len();
+    let nb = out.len() / na;
+    let shared = Shared(out.as_mut_ptr());
+    let shared = &shared;
+    self_values
+        .par_chunks_mut(ROWS)
+        .enumerate()
+        .try_for_each_init(Vec::new, |buf, (t, sv)| {
+            interrupt.check()?;
+            let (r0, count) = (t * ROWS, sv.len());
+            buf.resize(count * nb, 0.0);
+            kernel.rows(r0..r0 + count, buf)?;
+            for (r, b) in buf.chunks(nb).enumerate() {
+                let i = r0 + r;
+                let width = if symmetric { i + 1 } else { nb };
+                // SAFETY: row i, entries j ≤ i (all of a cross row) are this block's; the
+                // transposed entries (j, i), j < r0, lie above the diagonal in rows of earlier
+                // blocks, which write only on and below it; inside the block, (j, i) for
+                // r0 ≤ j < i is above the diagonal of row j, written by no one else.
+                let row = unsafe { std::slice::from_raw_parts_mut(shared.0.add(i * nb), width) };
+                for (o, &v) in row.iter_mut().zip(&b[..width]) {
+                    *o = T::from_f64(v);
+                }
+                if symmetric {
+                    sv[r] = b[i];
+                    for (j, &v) in b[..i].iter().enumerate() {
+                        unsafe { *shared.0.add(j * nb + i) = T::from_f64(v) };
+                    }
+                }
+            }
+            if need_self && !symmetric {
+                kernel.self_values(r0..r0 + count, sv)?;
+            }
+            Ok(())
+        })
+}
+
 /// Entry `entry` of kernel `m` is not finite.
 fn non_finite(m: usize, entry: (usize, usize), cause: &str) -> MkError {
     MkError::NonFinite {
@@ -482,7 +558,10 @@ fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) 
     if kernels.is_empty() {
         return Err(MkError::config("kernels", "at least one kernel is needed"));
     }
-    if x.nrows() == 0 || x.ncols() == 0 {
+    // Kernels evaluated by the caller (functions, sequence kernels) may come with no
+    // numeric column at all.
+    let specs = kernels.iter().any(|k| matches!(k, BankKernel::Spec(_)));
+    if x.nrows() == 0 || (x.ncols() == 0 && specs) {
         return Err(MkError::Shape(format!(
             "{name} must have at least one row and one column, got shape ({}, {})",
             x.nrows(),
@@ -579,7 +658,7 @@ pub fn gram_bank_weighted<T: Element>(
         // A caller's function need not give a PSD kernel: its diagonal is checked before
         // any normalisation, which would hide a negative one (see check_diagonal).
         for (k, st) in per.iter().enumerate() {
-            if let BankKernel::Blocks(_) = kernels[k] {
+            if !kernels[k].trusted() {
                 st.check_diagonal(k, symmetry_rtol::<T>())?;
             }
         }
@@ -601,7 +680,7 @@ pub fn gram_bank_weighted<T: Element>(
                     // A specification's kernel is PSD, so |k| ≤ 1 (Cauchy–Schwarz): beyond
                     // it is rounding, amplified where centring cancels (a nearly constant
                     // kernel in float32). A caller's function is checked instead, below.
-                    if let BankKernel::Spec(_) = kernels[k] {
+                    if kernels[k].trusted() {
                         for v in g.iter_mut() {
                             *v = T::from_f64(v.to_f64().clamp(-1.0, 1.0));
                         }
@@ -609,11 +688,12 @@ pub fn gram_bank_weighted<T: Element>(
                 }
                 // A caller's function need not give a PSD kernel (sigmoid, additive χ²
                 // uncentred): the normalised kernel must pass the PSD conditions.
-                match kernels[k] {
-                    BankKernel::Blocks(_) => DenseStack::new(g, 1, n)?
+                if kernels[k].trusted() {
+                    finite(k, g, n)
+                } else {
+                    DenseStack::new(g, 1, n)?
                         .validate(symmetry_rtol::<T>())
-                        .map_err(|e| as_kernel(k, e)),
-                    BankKernel::Spec(_) => finite(k, g, n),
+                        .map_err(|e| as_kernel(k, e))
                 }
             })?;
         let arr =
@@ -698,7 +778,7 @@ pub fn cross_gram_bank<T: Element>(
                 // The spherical normalisation divides by a caller's function's self-values
                 // k(x, x) of the new points: a negative one (beyond rounding) is a kernel
                 // that is not PSD, which would otherwise leave a row of zeros.
-                if let (BankKernel::Blocks(_), Some((a, v, terms))) = (kernels[k], lowest) {
+                if let (false, Some((a, v, terms))) = (kernels[k].trusted(), lowest) {
                     if v < -symmetry_rtol::<T>() * terms {
                         return Err(MkError::NotPsd {
                             kernel: k,

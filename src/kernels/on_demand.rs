@@ -20,9 +20,19 @@ use rayon::prelude::*;
 use crate::error::{MkError, Result};
 use crate::kernels::normalize::KernelStats;
 use crate::kernels::pairwise::{term, PairSum};
+use crate::kernels::sequence::SeqPairs;
 use crate::kernels::simd::avx2_dispatch;
 use crate::kernels::stack::{nonzeros, weighted};
-use crate::kernels::{Element, KernelFn, KernelSpec, KernelStack, NormStats, Normalization};
+use crate::kernels::{
+    Element, KernelFn, KernelSpec, KernelStack, NormStats, Normalization, SeqColumn, SeqKernelFn,
+};
+
+/// A kernel of an on-demand stack: a specification on the numeric columns, or a sequence
+/// kernel on a column of sequences (one per point).
+pub enum OnDemandKernel {
+    Spec(KernelSpec),
+    Seq(SeqKernelFn, SeqColumn),
+}
 
 /// The points' columns read by one or more kernels, row-major `(N, d)`.
 struct Block {
@@ -39,6 +49,8 @@ struct Block {
 struct OnKernel {
     func: KernelFn,
     block: usize,
+    /// A sequence kernel: its index in [`Shared::seqs`] (then `func` and `block` are unused).
+    seq: Option<usize>,
     /// Factor after evaluation (1 for `none` and `spherical`).
     scale: f64,
 }
@@ -46,6 +58,7 @@ struct OnKernel {
 /// What every view of one training set shares.
 struct Shared {
     blocks: Vec<Block>,
+    seqs: Vec<SeqPairs>,
     kernels: Vec<OnKernel>,
     /// `(M, N)`: `1/sqrt(k_m(x_i, x_i))` for the spherical normalisation (0 for a point at
     /// the origin of feature space, whose row is 0), empty otherwise.
@@ -114,11 +127,32 @@ fn blocks(
     x: &[f64],
     n: usize,
     p: usize,
-    specs: &[KernelSpec],
-) -> Result<(Vec<Block>, Vec<OnKernel>)> {
+    entries: Vec<OnDemandKernel>,
+) -> Result<(Vec<Block>, Vec<OnKernel>, Vec<SeqPairs>)> {
     let mut blocks: Vec<(Option<Vec<usize>>, bool, Block)> = Vec::new();
-    let mut kernels = Vec::with_capacity(specs.len());
-    for (m, spec) in specs.iter().enumerate() {
+    let mut kernels = Vec::with_capacity(entries.len());
+    let mut seqs = Vec::new();
+    for (m, entry) in entries.into_iter().enumerate() {
+        let spec = match entry {
+            OnDemandKernel::Spec(spec) => spec,
+            OnDemandKernel::Seq(func, col) => {
+                if col.len() != n {
+                    return Err(MkError::Shape(format!(
+                        "kernel {m} reads {} sequences for {n} points",
+                        col.len()
+                    )));
+                }
+                seqs.push(SeqPairs::new(m, func, col)?);
+                kernels.push(OnKernel {
+                    func: KernelFn::Linear,
+                    block: usize::MAX,
+                    seq: Some(seqs.len() - 1),
+                    scale: 1.0,
+                });
+                continue;
+            }
+        };
+        let spec = &spec;
         spec.validate(p)?;
         spec.check_nonnegative(m, "X", n, p, |i, j| x[i * p + j])?;
         // Hellinger reads the square roots of its columns.
@@ -153,10 +187,12 @@ fn blocks(
         kernels.push(OnKernel {
             func: spec.func,
             block,
+            seq: None,
             scale: 1.0,
         });
     }
-    Ok((blocks.into_iter().map(|(_, _, b)| b).collect(), kernels))
+    let blocks = blocks.into_iter().map(|(_, _, b)| b).collect();
+    Ok((blocks, kernels, seqs))
 }
 
 impl OnDemandStack {
@@ -176,10 +212,29 @@ impl OnDemandStack {
         weights: Option<&[f64]>,
         cache_bytes: usize,
     ) -> Result<Self> {
-        check_input(x, n, p, specs.len(), normalization, weights)?;
-        let (blocks, kernels) = blocks(x, n, p, specs)?;
+        let kernels = specs.iter().cloned().map(OnDemandKernel::Spec).collect();
+        Self::of_bank(x, n, p, kernels, normalization, weights, cache_bytes)
+    }
+
+    /// [`new`](Self::new) of a bank that may hold sequence kernels.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new), and a sequence column of another length than `n`.
+    pub fn of_bank(
+        x: &[f64],
+        n: usize,
+        p: usize,
+        entries: Vec<OnDemandKernel>,
+        normalization: Normalization,
+        weights: Option<&[f64]>,
+        cache_bytes: usize,
+    ) -> Result<Self> {
+        let n_kernels = entries.len();
+        check_input(x, n, p, n_kernels, normalization, weights)?;
+        let (blocks, kernels, seqs) = blocks(x, n, p, entries)?;
         let mut shared = Shared {
             blocks,
+            seqs,
             kernels,
             inv_sqrt_diag: Vec::new(),
             diag: Vec::new(),
@@ -188,7 +243,7 @@ impl OnDemandStack {
                 center: false,
                 n,
                 row_means: Vec::new(),
-                total_means: vec![0.0; specs.len()],
+                total_means: vec![0.0; n_kernels],
                 diag: Vec::new(),
                 scales: Vec::new(),
                 weights: Vec::new(),
@@ -352,6 +407,10 @@ impl Shared {
     /// points, reading the column-major copy feature by feature.
     fn values_run(&self, m: usize, i: usize, start: usize, out: &mut [f64]) {
         let k = &self.kernels[m];
+        if k.seq.is_some() {
+            let js: Vec<usize> = (start..start + out.len()).collect();
+            return self.values(m, i, &js, out);
+        }
         let b = &self.blocks[k.block];
         let (d, nt, len) = (b.d, self.n_total, out.len());
         let xi = &b.x[i * d..(i + 1) * d];
@@ -416,6 +475,10 @@ impl Shared {
     /// is matched once per call, so that the loop over `js` is a plain one.
     fn values(&self, m: usize, i: usize, js: &[usize], out: &mut [f64]) {
         let k = &self.kernels[m];
+        if let Some(s) = k.seq {
+            self.seqs[s].values(i, js, out);
+            return self.normalise(m, i, out, |t| js[t]);
+        }
         let b = &self.blocks[k.block];
         let d = b.d;
         let xi = &b.x[i * d..(i + 1) * d];

@@ -543,7 +543,9 @@ avx2_dispatch! {
 }
 
 /// [`quad_upper`] for the `b = out.len()` vectors of `vs` in one pass over the kernel: each
-/// row is read from memory once and stays in cache for the other vectors.
+/// row is read from memory once and stays in cache for the other vectors. Every row, also
+/// where every vector is zero: a non-finite entry anywhere makes the forms non-finite, which
+/// is how the solvers see a stack let through with `check_input=False`.
 #[inline(always)]
 fn quad_batch_upper<T: Element>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) {
     let b = out.len();

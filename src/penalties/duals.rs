@@ -108,10 +108,16 @@ pub(crate) fn read_forms(
 /// `top` is returned after two evaluations (the usual case near an optimum). Otherwise the
 /// search narrows `[0, top]` to `10⁻⁹ top` (44 evaluations): near its maximum `d` is flat to
 /// second order, so the value is then exact to rounding.
-///
-/// `d` takes several multiples at once (one pass over the rows for all): the first two are
-/// asked together.
-fn best_multiple<E>(
+pub(crate) fn best_multiple(top: f64, d: impl Fn(f64) -> f64) -> f64 {
+    best_multiple_by(top, |ts| {
+        Ok::<Vec<f64>, std::convert::Infallible>(ts.iter().map(|&t| d(t)).collect())
+    })
+    .unwrap_or_else(|e| match e {})
+}
+
+/// [`best_multiple`] with `d` taking several multiples at once (one pass over the rows for
+/// all, wherever they are): the first two are asked together.
+fn best_multiple_by<E>(
     top: f64,
     mut dd: impl FnMut(&[f64]) -> std::result::Result<Vec<f64>, E>,
 ) -> std::result::Result<f64, E> {
@@ -200,14 +206,9 @@ pub(crate) fn best_scale(
     loss: Envelope,
     penalty: &BlockPenalty,
 ) -> f64 {
-    best_multiple(penalty.top(norms), |ts| {
-        Ok::<Vec<f64>, std::convert::Infallible>(
-            ts.iter()
-                .map(|&t| scaled_dual_value(t, norms, y, rho, c, loss, penalty))
-                .collect(),
-        )
+    best_multiple(penalty.top(norms), |t| {
+        scaled_dual_value(t, norms, y, rho, c, loss, penalty)
     })
-    .unwrap_or_else(|e| match e {})
 }
 
 /// [`best_envelope_dual`] given the loss part `conj(t) = Σ_i c_i ℓ_μ*(y_i, −t ρ̃_i/c_i)` at
@@ -235,8 +236,104 @@ pub(crate) fn best_envelope_dual_by<E>(
         seen.extend(ts.iter().copied().zip(out.iter().copied()));
         Ok(out)
     };
-    let t = best_multiple(penalty.top(norms), &mut values)?;
+    let t = best_multiple_by(penalty.top(norms), &mut values)?;
     Ok(values(&[t])?[0])
+}
+
+/// A feasible dual point with its forms `q_m = ρᵀK_mρ` and its dual value.
+#[derive(Debug, Clone)]
+pub(crate) struct DualPoint {
+    pub(crate) rho: Vec<f64>,
+    pub(crate) q: Vec<f64>,
+    pub(crate) value: f64,
+}
+
+/// The best dual point on the segment between the feasible points `a` and `b`, each at its
+/// best multiple: `t((1 − λ)a + λb)` with `λ ∈ [0, 1]` and `t` those of the largest value,
+/// from the forms of `a` and `b` and those of their sum `qs` (the cross forms
+/// `aᵀK_mb = (qs − qa − qb)/2`, so one pass over the kernels gives `qb` and `qs` together).
+///
+/// Why: every point of the segment is feasible (the conjugate's domain is convex and the
+/// sums stay 0) and the dual is concave in the point, so its best value on the segment is at
+/// least both ends'. Near an optimum a solver's dual points scatter around the solution's
+/// (a dual point inherits the first-order error of its weights, a primal value the second
+/// order), and their combination cancels much of it (docs/mathematics.md §2.11, "Dual
+/// aggregation"). Each evaluation costs O(n + M), no kernel read.
+pub(crate) fn best_on_segment(
+    a: &DualPoint,
+    (b, qb): (&[f64], &[f64]),
+    qs: &[f64],
+    y: &[f64],
+    c: &[f64],
+    loss: Loss,
+    penalty: BlockPenalty,
+) -> DualPoint {
+    let cross: Vec<f64> = (0..qb.len())
+        .map(|m| 0.5 * (qs[m] - a.q[m] - qb[m]))
+        .collect();
+    let forms = |l: f64| -> Vec<f64> {
+        (0..qb.len())
+            .map(|m| {
+                let v =
+                    (1.0 - l) * (1.0 - l) * a.q[m] + 2.0 * l * (1.0 - l) * cross[m] + l * l * qb[m];
+                v.max(0.0)
+            })
+            .collect()
+    };
+    let point = |l: f64| -> Vec<f64> {
+        a.rho
+            .iter()
+            .zip(b)
+            .map(|(&x, &z)| (1.0 - l) * x + l * z)
+            .collect()
+    };
+    let value = |l: f64| -> f64 {
+        let roots: Vec<f64> = forms(l).iter().map(|v| v.sqrt()).collect();
+        best_envelope_dual(&roots, y, &point(l), c, loss.into(), &penalty)
+    };
+    // The segment from `a`'s end (`best_multiple` searches `[0, top]` from its top), then
+    // `b`'s end, which a search of a function that need not be concave can miss.
+    let inner = 1.0 - best_multiple(1.0, |u| value(1.0 - u));
+    let l = if value(1.0) > value(inner) {
+        1.0
+    } else {
+        inner
+    };
+    let (q, rho) = (forms(l), point(l));
+    let roots: Vec<f64> = q.iter().map(|v| v.sqrt()).collect();
+    let t = best_scale(&roots, y, &rho, c, loss.into(), &penalty);
+    let value = scaled_dual_value(t, &roots, y, &rho, c, loss.into(), &penalty);
+    DualPoint {
+        rho: rho.iter().map(|v| t * v).collect(),
+        q: q.iter().map(|v| t * t * v).collect(),
+        value,
+    }
+}
+
+/// [`best_dual`] of several problems that share one penalty (the shared multiclass fit,
+/// docs/mathematics.md §3.8): the loss parts of the points `rhos[c]` (targets `ys[c]`, the
+/// same per-sample weights `c`) summed, the penalty's conjugate at the block norms
+/// `norms[m] = sqrt(Σ_c ρ_cᵀK_mρ_c)`, at the best common multiple `t ∈ [0, top]`.
+pub(crate) fn best_shared_dual(
+    norms: &[f64],
+    ys: &[Vec<f64>],
+    rhos: &[Vec<f64>],
+    c: &[f64],
+    loss: Loss,
+    penalty: &BlockPenalty,
+) -> f64 {
+    let value = |t: f64| {
+        let conj: f64 = ys
+            .par_iter()
+            .zip(rhos)
+            .map(|(y, rho)| {
+                let scaled: Vec<f64> = rho.iter().map(|r| t * r).collect();
+                loss_dual(loss, c, y, &scaled)
+            })
+            .sum();
+        conj - penalty.conjugate(t, norms)
+    };
+    value(best_multiple(penalty.top(norms), value))
 }
 
 /// [`dual_value`] at `t ρ̃` (block norms `t · norms`), without forming the scaled point.

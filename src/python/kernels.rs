@@ -17,13 +17,64 @@ use crate::kernels::features;
 use crate::kernels::{
     cross_gram_bank, gram_bank_weighted, of_kernel, simplemkl_bank, validate_features, BankKernel,
     BlockKernel, DenseStack, Element, GramOptions, KernelFn, KernelSpec, KernelStack, LowRankStack,
-    NormStats, Normalization, OnDemandStack,
+    NormStats, Normalization, OnDemandKernel, OnDemandStack, SeqColumn, SeqKernel, SeqKernelFn,
 };
 
 /// A kernel specification as it crosses the binding: `(kind, a, b, c, features)`;
 /// polynomial `(degree, coef0, scale)`, gaussian and laplacian `(sigma, 0, 0)`, chi2
-/// `(gamma, 0, 0)`, intersection, hellinger and tanimoto `(0, 0, 0)`.
+/// `(gamma, 0, 0)`, intersection, hellinger and tanimoto `(0, 0, 0)`; the sequence kernels
+/// spectrum `(k, 0, 0)` and weighted_degree `(degree, shift, 0)`, whose features are one index
+/// into the sequence columns.
 type SpecTuple = (String, f64, f64, f64, Option<Vec<usize>>);
+
+/// A non-negative integer setting of a sequence kernel.
+fn count(name: &str, v: f64) -> PyResult<usize> {
+    if v.fract() == 0.0 && v >= 0.0 && v <= u32::MAX as f64 {
+        Ok(v as usize)
+    } else {
+        Err(input_error(format!(
+            "{name} must be a non-negative integer, got {v}"
+        )))
+    }
+}
+
+/// The sequence kernel of `t` and the sequence column it reads; None for a vector kernel.
+fn seq_from(t: &SpecTuple) -> Option<PyResult<(SeqKernelFn, usize)>> {
+    let (kind, a, b, _, features) = t;
+    let func = match kind.as_str() {
+        "spectrum" => count("k", *a).map(|k| SeqKernelFn::Spectrum { k }),
+        "weighted_degree" => count("degree", *a).and_then(|degree| {
+            count("shift", *b).map(|shift| SeqKernelFn::WeightedDegree { degree, shift })
+        }),
+        _ => return None,
+    };
+    Some(func.and_then(|f| match features.as_deref() {
+        Some(&[column]) => Ok((f, column)),
+        _ => Err(input_error(format!(
+            "a {} kernel reads one sequence column, got columns {features:?}",
+            f.name()
+        ))),
+    }))
+}
+
+/// The sequence columns as they cross the binding: `(data, offsets)`, the bytes of a
+/// column's sequences one after another (uint8) and the `n + 1` offsets of their starts.
+type SeqArrays<'py> = Vec<(PyReadonlyArray1<'py, u8>, PyReadonlyArray1<'py, i64>)>;
+
+fn seq_columns(arrays: Option<SeqArrays<'_>>) -> PyResult<Vec<SeqColumn>> {
+    arrays
+        .unwrap_or_default()
+        .iter()
+        .map(|(data, offsets)| {
+            let offsets = offsets
+                .as_array()
+                .iter()
+                .map(|&o| usize::try_from(o).map_err(|_| input_error("negative offset")))
+                .collect::<PyResult<Vec<usize>>>()?;
+            SeqColumn::new(data.as_array().to_vec(), offsets).map_err(PyErr::from)
+        })
+        .collect()
+}
 
 fn spec_from(t: &SpecTuple) -> PyResult<KernelSpec> {
     let (kind, a, b, c, features) = t;
@@ -170,6 +221,8 @@ fn options(
 enum Entry {
     Spec(KernelSpec),
     Func(Py<PyAny>, Option<Vec<usize>>),
+    /// A sequence kernel and the index of the sequence column it reads.
+    Seq(SeqKernelFn, usize),
 }
 
 fn entries_from(specs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Entry>> {
@@ -178,6 +231,10 @@ fn entries_from(specs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Entry>> {
         .enumerate()
         .map(|(m, s)| {
             if let Ok(t) = s.extract::<SpecTuple>() {
+                if let Some(seq) = seq_from(&t) {
+                    let (f, column) = seq?;
+                    return Ok(Entry::Seq(f, column));
+                }
                 return Ok(Entry::Spec(spec_from(&t)?));
             }
             match s.extract::<(Bound<'_, PyAny>, Option<Vec<usize>>)>() {
@@ -350,15 +407,62 @@ fn py_kernels<'py>(
     Ok(out)
 }
 
-/// The bank as the engine sees it: the specifications, and `funcs` in place of the functions.
-fn bank<'a>(entries: &'a [Entry], funcs: &'a [PyBlockKernel]) -> Vec<BankKernel<'a>> {
+/// The sequence kernels of `entries` between the sequence columns `a` (the stack's rows) and
+/// `b` (its columns; None for a training stack), each checked to have as many sequences as
+/// the stack has rows (`na`) and columns (`nb`).
+fn seq_kernels<'c>(
+    entries: &[Entry],
+    a: &'c [SeqColumn],
+    b: Option<&'c [SeqColumn]>,
+    na: usize,
+    nb: usize,
+) -> PyResult<Vec<SeqKernel<'c>>> {
+    let mut out = Vec::new();
+    for (m, e) in entries.iter().enumerate() {
+        if let Entry::Seq(f, column) = *e {
+            let pick = |cols: &'c [SeqColumn], n: usize, what: &str| -> PyResult<&'c SeqColumn> {
+                let col = cols.get(column).ok_or_else(|| {
+                    input_error(format!(
+                        "kernel {m}, {}, reads sequence column {column}, but {what} has {} \
+                         sequence columns",
+                        f.name(),
+                        cols.len()
+                    ))
+                })?;
+                if col.len() != n {
+                    return Err(input_error(format!(
+                        "sequence column {column} of {what} has {} sequences for {n} points",
+                        col.len()
+                    )));
+                }
+                Ok(col)
+            };
+            let sa = pick(a, na, "X")?;
+            let sb = b.map(|b| pick(b, nb, "X_train")).transpose()?;
+            out.push(SeqKernel::new(m, f, sa, sb).map_err(|e| PyErr::from(of_kernel(m, e)))?);
+        }
+    }
+    Ok(out)
+}
+
+/// The bank as the engine sees it: the specifications, `funcs` in place of the functions and
+/// `seqs` in place of the sequence kernels.
+fn bank<'a>(
+    entries: &'a [Entry],
+    funcs: &'a [PyBlockKernel],
+    seqs: &'a [SeqKernel<'a>],
+) -> Vec<BankKernel<'a>> {
     let mut funcs = funcs.iter();
+    let mut seqs = seqs.iter();
     entries
         .iter()
         .map(|e| match e {
             Entry::Spec(s) => BankKernel::Spec(s),
             Entry::Func(..) => {
                 BankKernel::Blocks(funcs.next().expect("one PyBlockKernel per function"))
+            }
+            Entry::Seq(..) => {
+                BankKernel::Blocks(seqs.next().expect("one SeqKernel per sequence kernel"))
             }
         })
         .collect()
@@ -380,7 +484,7 @@ fn reraise(funcs: &[PyBlockKernel], err: PyErr) -> PyErr {
 #[pyfunction]
 #[pyo3(signature = (
     x, specs, normalize, center, float32, n_threads, max_bytes=None, sample_weight=None,
-    on_kernels=None
+    on_kernels=None, sequences=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn gram_fit<'py>(
@@ -394,13 +498,17 @@ fn gram_fit<'py>(
     max_bytes: Option<u64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     on_kernels: Option<Bound<'py, PyAny>>,
+    sequences: Option<SeqArrays<'py>>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
     let report = on_kernels.as_ref().map(Report::Kernels);
     let w = sample_weight.map(|w| w.as_array().to_vec());
     let entries = entries_from(&specs)?;
     let opts = options(normalize, center, n_threads, max_bytes)?;
     let funcs = py_kernels(py, &entries, &x, None)?;
-    let kernels = bank(&entries, &funcs);
+    let columns = seq_columns(sequences)?;
+    let n = x.as_array().nrows();
+    let seqs = py.detach(|| seq_kernels(&entries, &columns, None, n, n))?;
+    let kernels = bank(&entries, &funcs, &seqs);
     let xv = x.as_array();
     let (g, s) = if float32 {
         let (g, s) = run_reporting(py, n_threads, report, |i| {
@@ -420,7 +528,10 @@ fn gram_fit<'py>(
 
 /// Cross kernels between new points and the training points.
 #[pyfunction]
-#[pyo3(signature = (x_new, x_train, specs, stats, float32, n_threads, max_bytes=None))]
+#[pyo3(signature = (
+    x_new, x_train, specs, stats, float32, n_threads, max_bytes=None, sequences_new=None,
+    sequences_train=None
+))]
 #[allow(clippy::too_many_arguments)]
 fn gram_cross<'py>(
     py: Python<'py>,
@@ -431,12 +542,17 @@ fn gram_cross<'py>(
     float32: bool,
     n_threads: usize,
     max_bytes: Option<u64>,
+    sequences_new: Option<SeqArrays<'py>>,
+    sequences_train: Option<SeqArrays<'py>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let entries = entries_from(&specs)?;
     let st = stats_from_dict(stats)?;
     let opts = options(norm_name(st.normalization), st.center, n_threads, max_bytes)?;
     let funcs = py_kernels(py, &entries, &x_new, Some(&x_train))?;
-    let kernels = bank(&entries, &funcs);
+    let (cols_a, cols_b) = (seq_columns(sequences_new)?, seq_columns(sequences_train)?);
+    let (na, nb) = (x_new.as_array().nrows(), x_train.as_array().nrows());
+    let seqs = py.detach(|| seq_kernels(&entries, &cols_a, Some(&cols_b), na, nb))?;
+    let kernels = bank(&entries, &funcs, &seqs);
     let (a, b) = (x_new.as_array(), x_train.as_array());
     if float32 {
         let g = run_detached(py, n_threads, None, |i| {
@@ -534,35 +650,47 @@ pub(crate) struct PyOnDemand {
 #[pymethods]
 impl PyOnDemand {
     #[new]
-    #[pyo3(signature = (x, specs, normalize, cache_bytes, sample_weight=None))]
+    #[pyo3(signature = (x, specs, normalize, cache_bytes, sample_weight=None, sequences=None))]
     fn new(
         x: PyReadonlyArray2<'_, f64>,
         specs: Vec<Bound<'_, PyAny>>,
         normalize: &str,
         cache_bytes: usize,
         sample_weight: Option<PyReadonlyArray1<'_, f64>>,
+        sequences: Option<SeqArrays<'_>>,
     ) -> PyResult<Self> {
         let w = sample_weight.map(|w| w.as_array().to_vec());
-        let specs = specs
-            .iter()
-            .map(|s| {
-                let t: SpecTuple = s.extract().map_err(|_| {
-                    input_error(
-                        "kernels computed on demand take the built-in kernel specifications \
-                         only (Linear, Polynomial, Gaussian, Laplacian), not Python functions",
-                    )
-                })?;
-                spec_from(&t)
+        let columns = seq_columns(sequences)?;
+        let kernels = entries_from(&specs)?
+            .into_iter()
+            .enumerate()
+            .map(|(m, e)| match e {
+                Entry::Spec(s) => Ok(OnDemandKernel::Spec(s)),
+                Entry::Seq(f, column) => columns
+                    .get(column)
+                    .map(|c| OnDemandKernel::Seq(f, c.clone()))
+                    .ok_or_else(|| {
+                        input_error(format!(
+                            "kernel {m}, {}, reads sequence column {column}, but X has {} \
+                             sequence columns",
+                            f.name(),
+                            columns.len()
+                        ))
+                    }),
+                Entry::Func(..) => Err(input_error(
+                    "kernels computed on demand take the built-in kernel specifications \
+                     only (vector, histogram and sequence kernels), not Python functions",
+                )),
             })
             .collect::<PyResult<Vec<_>>>()?;
         let xa = x.as_array();
         let (n, p) = xa.dim();
         let data: Vec<f64> = xa.iter().copied().collect();
-        let stack = OnDemandStack::new(
+        let stack = OnDemandStack::of_bank(
             &data,
             n,
             p,
-            &specs,
+            kernels,
             Normalization::parse(normalize)?,
             w.as_deref(),
             cache_bytes,

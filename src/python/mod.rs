@@ -4,6 +4,7 @@
 mod convert;
 mod kernels;
 mod rows;
+mod shared;
 mod solvers;
 
 use pyo3::prelude::*;
@@ -14,5 +15,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kernels::register(m)?;
     solvers::register(m)?;
     rows::register(m)?;
+    shared::register(m)?;
     Ok(())
 }

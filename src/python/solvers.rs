@@ -616,6 +616,17 @@ type Reduced<'py> = (Bound<'py, PyAny>, (&'static str, Bound<'py, PyDict>));
 #[pyclass(frozen, eq, name = "Settings", module = "multikernel._core")]
 pub(crate) struct PySettings(Settings);
 
+impl PySettings {
+    /// The settings of the analytic ℓp solver (`Settings("analytic", ...)`), which the shared
+    /// multiclass fit reads (`super::shared`).
+    pub(crate) fn lp(&self) -> Option<&LpConfig> {
+        match &self.0 {
+            Settings::Lp(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
 impl PartialEq for PySettings {
     fn eq(&self, other: &Self) -> bool {
         self.0 == other.0

@@ -9,6 +9,7 @@ pub mod path;
 mod points;
 pub mod prox_newton;
 mod schedule;
+pub mod shared;
 pub mod single;
 pub mod smo;
 pub mod spicy;

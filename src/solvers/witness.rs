@@ -92,15 +92,29 @@ impl<'a> PsdCheck<'a> {
         rho: &[f64],
         quads: impl IntoIterator<Item = (usize, f64)>,
     ) -> Option<PsdWitness> {
+        let l1 = || rho.iter().map(|v| v.abs()).sum::<f64>();
+        self.scan_with(rho.len(), l1, quads)
+    }
+
+    /// [`PsdCheck::scan`] of forms summed over several dual points of `n` entries each (the
+    /// shared multiclass fit, docs/mathematics.md §3.8): `mass()` is `sqrt(Σ_c ‖ρ_c‖₁²)`, in
+    /// place of `‖ρ‖₁` (the bound of a sum of forms is the sum of their bounds).
+    pub fn scan_with(
+        &self,
+        n: usize,
+        mass: impl FnOnce() -> f64,
+        quads: impl IntoIterator<Item = (usize, f64)>,
+    ) -> Option<PsdWitness> {
+        let mut mass = Some(mass);
         let mut l1 = None;
         let mut best: Option<(f64, PsdWitness)> = None;
         for (m, q) in quads {
             if q >= 0.0 || q.is_nan() {
                 continue;
             }
-            let l1 = *l1.get_or_insert_with(|| rho.iter().map(|v| v.abs()).sum::<f64>());
+            let l1 = *l1.get_or_insert_with(|| mass.take().map_or(0.0, |f| f()));
             let scale = self.max_diag(m) * l1 * l1;
-            let bound = quad_form_rounding(rho.len(), self.max_diag(m), l1);
+            let bound = quad_form_rounding(n, self.max_diag(m), l1);
             if !is_witness(q, bound) {
                 continue;
             }

@@ -243,3 +243,25 @@ def solvers_called(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(_core, "fit", spy)
     return calls
+
+
+def free_group_problem(
+    seed: int,
+) -> tuple[FloatArray, FloatArray, tuple[int, ...], FloatArray]:
+    """Issue 56's stall: two Gaussians on each half of 4 features (two groups), a linear kernel
+    and a rank-one kernel ``x₃x₃ᵀ`` alone in the last group, which ends below the largest group
+    norm at the optimum (a free group: ``γ_j = 0``, its block unpenalised)."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    X = rng.normal(size=(n, 4))
+    score = X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.5 + 0.5 * rng.normal(size=n)
+    y = np.where(score >= 0, 1.0, -1.0)
+
+    def gauss(Z: FloatArray, width: float) -> FloatArray:
+        d = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+        return np.exp(-d / (2 * width**2))
+
+    Ks = [gauss(X[:, :2], 0.5), gauss(X[:, :2], 2.0), gauss(X[:, 2:], 0.5)]
+    Ks += [gauss(X[:, 2:], 2.0), X @ X.T, np.outer(X[:, 3], X[:, 3])]
+    G = np.stack([K * (n / np.trace(K)) for K in Ks])
+    return G, y, (0, 0, 1, 1, 2, 3), score

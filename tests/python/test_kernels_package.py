@@ -16,8 +16,10 @@ import multikernel as mk
 from multikernel import kernels
 
 #: The public API of ``multikernel.kernels``, as it was when it was one module, and the
-#: histogram kernels and distance kernels added since.
+#: histogram kernels, distance kernels and sequence kernels added since.
 PUBLIC = {
+    "Spectrum",
+    "WeightedDegree",
     "Callable",
     "Chi2",
     "DistanceKernels",

@@ -8,6 +8,7 @@ from functools import cache
 import numpy as np
 import pytest
 from numpy.typing import NDArray
+from problems import free_group_problem
 from reference import RefSolution, cvxpy_shared_mkl
 from sklearn.exceptions import ConvergenceWarning
 
@@ -523,3 +524,22 @@ def test_group_max_iter_warns() -> None:
     with pytest.warns(ConvergenceWarning, match="shared"):
         clf = group_fit(G, y, GROUPS, max_iter=2).fit(G, y)
     assert clf.converged_ is False and clf.n_iter_ == 2
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+@pytest.mark.parametrize("seed", [0, 4])
+def test_shared_free_group_is_certified_at_tol_1e6(loss: LossName, seed: int) -> None:
+    """Issue 56's stall in the shared fit: the rank-one kernel alone in its group, three
+    classes (the score's tertiles). The free groups, one block per class, certify it at 1e-6
+    (docs/mathematics.md §3.8), at cvxpy's optimum."""
+    G, _, groups, score = free_group_problem(seed)
+    y = np.searchsorted(np.quantile(score, [1 / 3, 2 / 3]), score)
+    clf = mk.MKLClassifier(
+        kernels="precomputed", multi_class="shared", penalty="group", groups=list(groups),
+        loss=loss, C=10.0, tol=1e-6, max_iter=2000,
+    ).fit(G, y)  # fmt: skip
+    assert clf.converged_ is True, (clf.duality_gap_, clf.n_iter_)
+    ref = cvxpy_shared_mkl(G, y, C=10.0, loss=loss, penalty="group", groups=groups)
+    primal, dual = float(clf.primal_objective_), float(clf.dual_objective_)
+    assert primal == pytest.approx(ref.objective, rel=1e-5)
+    assert dual <= ref.objective + 1e-6 * abs(ref.objective)

@@ -3,11 +3,12 @@
 A kernel specification is a frozen dataclass naming a kernel function and, optionally, the
 feature columns it reads; each derives from :class:`Kernel` (:class:`Linear`,
 :class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian`, the histogram and set kernels
-:class:`Chi2`, :class:`Intersection`, :class:`Hellinger` and :class:`Tanimoto`, and
-:class:`Callable` for any function of two feature matrices). :func:`gram` computes the stack
-of training Gram matrices ``(M, n, n)``; :class:`KernelBank` keeps the training statistics so
-that :meth:`KernelBank.transform` gives cross kernels ``(M, n_new, n)`` normalised the same
-way.
+:class:`Chi2`, :class:`Intersection`, :class:`Hellinger` and :class:`Tanimoto`, the sequence
+kernels :class:`Spectrum` and :class:`WeightedDegree` (on a 1-D array of strings or the string
+columns of a DataFrame), and :class:`Callable` for any function of two feature matrices).
+:func:`gram` computes the stack of training Gram matrices ``(M, n, n)``; :class:`KernelBank`
+keeps the training statistics so that :meth:`KernelBank.transform` gives cross kernels
+``(M, n_new, n)`` normalised the same way.
 All heavy work runs in Rust, in parallel, with the GIL released (taken back only to call a
 :class:`Callable`'s function on a block of rows).
 
@@ -32,6 +33,7 @@ from ._distances import DistanceKernels, from_distances
 from ._feature_maps import FeatureBank, FeatureMethod
 from ._feature_maps import _row_batches as _row_batches
 from ._histogram import Chi2, Hellinger, Intersection, Tanimoto
+from ._sequence import Spectrum, WeightedDegree
 from ._specs import (
     Callable,
     Gaussian,
@@ -69,9 +71,11 @@ __all__ = [
     "LowRankFactors",
     "Normalization",
     "Polynomial",
+    "Spectrum",
     "SIMPLEMKL_WIDTHS",
     "StackTooLargeError",
     "Tanimoto",
+    "WeightedDegree",
     "alignment",
     "from_distances",
     "gram",

@@ -15,14 +15,18 @@ from numpy.typing import DTypeLike, NDArray
 from .. import _core, _dask, _progress
 from .._typing import Normalization
 from .._validation import (
+    CheckedPoints,
+    Points,
     aligned,
     check_features,
     check_n_threads,
+    check_points,
     check_sample_weight,
     check_verbose,
     column_names,
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
+from ._sequence import _engine_entries
 from ._specs import (
     Callable,
     Gaussian,
@@ -311,7 +315,7 @@ class KernelBank:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training points.
+            Training points (strings too: see :meth:`fit_transform`).
 
         Returns
         -------
@@ -345,6 +349,9 @@ class KernelBank:
         X : array-like of shape (n_samples, n_features)
             Training points; for a Dask array the points are gathered, the statistics
             computed block by block on the workers, and a Dask array returned (docs/dask.md).
+            For sequence kernels, a 1-D array or list of strings (str or bytes), or a
+            DataFrame whose columns of strings hold sequences beside numeric columns: each
+            kernel reads its own kind of column.
         sample_weight : array-like of shape (n_samples,), optional
             Weights of the points in the normalisation statistics (trace, mean diagonal,
             centring, the multiplicative variance): a point of weight 2 counts as two copies,
@@ -374,8 +381,8 @@ class KernelBank:
         # Column names resolve against this X's columns, so a refit on other columns reads
         # the right ones.
         names = column_names(X)
-        entries = [s._entry() for s in _resolve_columns(self.specs, names)]
         if _dask.is_dask_array(X):  # statistics and blocks on the workers (docs/dask.md)
+            entries = [s._entry() for s in _resolve_columns(self.specs, names)]
             if sample_weight is not None:
                 raise InvalidParameterError(
                     "sample_weight in the statistics of a Dask array is not supported; "
@@ -385,11 +392,12 @@ class KernelBank:
             X_train, train_stats, stack = _dask.bank_fit_transform(self._dask_job(entries), X)
             self._keep_fit(X_train, train_stats, entries, names)
             return stack  # type: ignore[no-any-return]
-        Xc = check_features(X)
+        Xc = check_points(X)
+        entries = _engine_entries(_resolve_columns(self.specs, names), Xc, names)
         verbose = getattr(self, "verbose", 0)  # (absent from banks pickled before it)
         with _progress.bar(verbose, len(entries), "Gram stack", "kernel") as bar:
             G, stats = _core.gram_fit(
-                Xc,
+                _numeric(Xc),
                 entries,
                 self.normalize,
                 self.center,
@@ -397,6 +405,7 @@ class KernelBank:
                 self.n_threads,
                 sample_weight=check_sample_weight(sample_weight, Xc.shape[0]),
                 on_kernels=_progress.counter(bar) if _progress.bars_on(verbose) else None,
+                sequences=_sequences(Xc),
             )
         self._keep_fit(Xc.copy(), stats, entries, names)
         return G
@@ -411,7 +420,7 @@ class KernelBank:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training points.
+            Training points (strings too: see :meth:`fit_transform`).
         cache_bytes : int
             Bytes the solvers may spend on cached kernel columns.
         sample_weight : array-like of shape (n_samples,), optional
@@ -445,10 +454,12 @@ class KernelBank:
                 parameter="center",
             )
         names = column_names(X)
-        entries = [s._entry() for s in _resolve_columns(self.specs, names)]
-        Xc = check_features(X)
+        Xc = check_points(X)
+        entries = _engine_entries(_resolve_columns(self.specs, names), Xc, names)
         w = check_sample_weight(sample_weight, Xc.shape[0])
-        K = _core.OnDemandKernels(Xc, entries, self.normalize, int(cache_bytes), w)
+        K = _core.OnDemandKernels(
+            _numeric(Xc), entries, self.normalize, int(cache_bytes), w, sequences=_sequences(Xc)
+        )
         self._keep_fit(Xc.copy(), K.stats(), entries, names)
         return K
 
@@ -544,14 +555,15 @@ class KernelBank:
             raise NotFittedError("this KernelBank is not fitted yet: call fit(X_train) first")
         _check_same_columns(X, getattr(self, "feature_names_in_", None))
         if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            if isinstance(self.X_train_, Points):
+                raise InvalidInputError(
+                    "a bank fitted on sequences maps NumPy arrays or DataFrames, not Dask arrays"
+                )
             return _dask.bank_transform(  # type: ignore[no-any-return]
                 self._dask_job(), X, self.X_train_, self.stats_
             )
-        Xc = check_features(X)
-        if Xc.shape[1] != self.X_train_.shape[1]:
-            raise InvalidInputError(
-                f"X has {Xc.shape[1]} features but the bank was fitted on {self.X_train_.shape[1]}"
-            )
+        Xc = check_points(X)
+        _check_same_kinds(Xc, self.X_train_)
         X_train, stats = self.X_train_, self.stats_
         if columns is not None:
             if self.center:
@@ -568,8 +580,9 @@ class KernelBank:
                      "diag": np.ascontiguousarray(diag[:, cols]) if diag.shape[1] else diag,
                      "weights": np.ascontiguousarray(w[cols]) if len(w) else w}  # fmt: skip
         return _core.gram_cross(
-            Xc, X_train, self._tuples, stats, self.dtype == np.float32, self.n_threads
-        )
+            _numeric(Xc), _numeric(X_train), self._tuples, stats, self.dtype == np.float32,
+            self.n_threads, sequences_new=_sequences(Xc), sequences_train=_sequences(X_train),
+        )  # fmt: skip
 
     def nbytes(self, n_samples: int, n_train: int | None = None) -> int:
         """Bytes of a stack of these kernels on ``n_samples`` (× ``n_train``) points.
@@ -601,7 +614,7 @@ class KernelBank:
 
     def _keep_fit(
         self,
-        X_train: NDArray[np.float64],
+        X_train: CheckedPoints,
         stats: dict[str, Any],
         entries: list[_Entry],
         names: list[str] | None,
@@ -641,3 +654,33 @@ def _check_same_columns(X: Any, fitted: NDArray[Any] | None) -> None:
         f"X's columns differ from those the bank was fitted on: column {j} is {names[j]!r}, "
         f"at fit {train[j]!r} (pass the training columns in their order)"
     )
+
+
+def _numeric(X: CheckedPoints) -> NDArray[np.float64]:
+    """The numeric columns of checked points, as the engine takes them."""
+    return X.numeric if isinstance(X, Points) else X
+
+
+def _sequences(X: CheckedPoints) -> Any:
+    """The sequence columns of checked points, as the engine takes them (None: none)."""
+    return X.engine() if isinstance(X, Points) else None
+
+
+def _check_same_kinds(X: CheckedPoints, fitted: CheckedPoints) -> None:
+    """New points with the training points' columns: as many, with strings (sequences) in
+    the same ones."""
+    if X.shape[1] != fitted.shape[1]:
+        raise InvalidInputError(
+            f"X has {X.shape[1]} features but the bank was fitted on {fitted.shape[1]}"
+        )
+    kinds = X.columns if isinstance(X, Points) else None
+    train = fitted.columns if isinstance(fitted, Points) else None
+    if kinds != train:
+
+        def strings(columns: Any) -> list[int]:
+            return [j for j, (is_seq, _) in enumerate(columns or ()) if is_seq]
+
+        raise InvalidInputError(
+            f"X has strings (sequences) in the columns {strings(kinds)}, but the bank was "
+            f"fitted on points with strings in the columns {strings(train)}"
+        )

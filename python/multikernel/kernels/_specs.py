@@ -96,9 +96,10 @@ class Kernel(abc.ABC):
     A specification is a frozen (immutable, hashable) dataclass that names a kernel function
     and, optionally, the feature columns it reads; it computes nothing itself (:func:`gram`
     and :class:`KernelBank` evaluate specifications in Rust). The concrete kernels are
-    :class:`Linear`, :class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian` and the
+    :class:`Linear`, :class:`Polynomial`, :class:`Gaussian`, :class:`Laplacian`, the
     histogram kernels :class:`Chi2`, :class:`Intersection`, :class:`Hellinger` and
-    :class:`Tanimoto`, which the engine evaluates, and :class:`Callable`, a Python function
+    :class:`Tanimoto` and the sequence kernels :class:`Spectrum` and :class:`WeightedDegree`,
+    which the engine evaluates, and :class:`Callable`, a Python function
     the engine calls on blocks of rows; this class gives a list of mixed specifications a
     common type, so that ``[Gaussian(sigma=2.0), Linear()]`` is a ``list[Kernel]`` for a type
     checker, as scikit-learn's Gaussian-process kernels share ``Kernel``. It is abstract.
@@ -610,8 +611,8 @@ def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:
         # and the error would name "b".
         raise InvalidParameterError(
             f"kernels must be a sequence of kernel specifications (Linear, Polynomial, "
-            f"Gaussian, Laplacian, Chi2, Intersection, Hellinger, Tanimoto, Callable), got the "
-            f"string {specs!r}",
+            f"Gaussian, Laplacian, Chi2, Intersection, Hellinger, Tanimoto, Spectrum, "
+            f"WeightedDegree, Callable), got the string {specs!r}",
             parameter="kernels",
         )
     try:
@@ -630,7 +631,7 @@ def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:
             raise InvalidParameterError(
                 f"kernel {i} is {s!r}, not a kernel specification "
                 "(Linear, Polynomial, Gaussian, Laplacian, Chi2, Intersection, Hellinger, "
-                "Tanimoto, Callable)",
+                "Tanimoto, Spectrum, WeightedDegree, Callable)",
                 parameter="kernels",
             )
     return specs

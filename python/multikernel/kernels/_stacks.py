@@ -54,7 +54,9 @@ def gram(
     ----------
     X : array-like of shape (n_samples, n_features)
         Training points; a Dask array gives a Dask array of row blocks, computed on the
-        workers (docs/dask.md).
+        workers (docs/dask.md). For sequence kernels (:class:`Spectrum`,
+        :class:`WeightedDegree`), a 1-D array or list of strings, or a DataFrame mixing
+        columns of strings and numeric columns.
     specs : sequence of Kernel
         Kernel specifications (columns named in their ``features`` are those of a
         DataFrame ``X``).

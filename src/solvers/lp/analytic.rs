@@ -22,7 +22,7 @@ use crate::solvers::witness::PsdCheck;
 /// step. `β` moves with `θ` and damps the iteration, and half that extrapolation beyond the
 /// plain step, `ω = 1 + ρ/(2(1−ρ)) = p*`, measured best (docs/mathematics.md §3.3 (c)). The
 /// cap keeps p near 1 from overshooting.
-pub(super) fn over_relaxation(p: f64) -> f64 {
+pub(crate) fn over_relaxation(p: f64) -> f64 {
     if p.is_finite() && p > 1.0 {
         (p / (p - 1.0)).min(4.0)
     } else {
@@ -35,7 +35,7 @@ pub(super) fn over_relaxation(p: f64) -> f64 {
 /// `log T(θ) − log θ` extrapolates it. Every iterate is still certified by its own `P` and
 /// `D`, so the caller only needs to fall back to `ω = 1` when the gap stops shrinking.
 /// Weights that are zero in `θ` or `T(θ)` take `T(θ)`'s value.
-fn extrapolate(theta: &[f64], next: &[f64], omega: f64, p: f64) -> Vec<f64> {
+pub(crate) fn extrapolate(theta: &[f64], next: &[f64], omega: f64, p: f64) -> Vec<f64> {
     if omega == 1.0 || p.is_infinite() {
         return next.to_vec();
     }

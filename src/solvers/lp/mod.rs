@@ -21,6 +21,8 @@ mod analytic;
 mod interleaved;
 mod one_class;
 
+pub(crate) use analytic::{extrapolate, over_relaxation};
+
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;

@@ -21,10 +21,10 @@ use crate::penalties::Groups;
 /// A penalised group is freed when its `γ_j` falls below this fraction of the largest `γ`
 /// while its norm sum is at least this fraction of the largest group's (it still carries
 /// norm: a group that vanishes on `β`, e.g. a constant kernel, is left to the cut-off).
-pub(super) const FREE_GAMMA: f64 = 1e-3;
+pub(crate) const FREE_GAMMA: f64 = 1e-3;
 
 /// The unpenalised blocks of the free groups.
-pub(super) struct FreeBlocks {
+pub(crate) struct FreeBlocks {
     /// Whether each group is free.
     pub free: Vec<bool>,
     /// `v_k` of every kernel of a free group (empty otherwise).
@@ -34,7 +34,7 @@ pub(super) struct FreeBlocks {
 }
 
 /// A free kernel's block after one proximal step: `v⁺ = v + τ β`, `K v⁺` and `‖f⁺‖`.
-pub(super) struct Moved {
+pub(crate) struct Moved {
     pub kernel: usize,
     pub coef: Vec<f64>,
     pub values: Vec<f64>,

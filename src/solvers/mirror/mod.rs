@@ -43,7 +43,7 @@ use crate::solvers::witness::PsdCheck;
 mod free;
 mod newton;
 
-use free::{FreeBlocks, Moved, FREE_GAMMA};
+pub(crate) use free::{FreeBlocks, Moved, FREE_GAMMA};
 
 /// How the mirror step `η_t` is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,8 +148,9 @@ const NEWTON_MAX: usize = 300;
 /// factor (see `State::newton`).
 const GAMMA_TRUST: f64 = 4.0;
 
-/// The step-size state of [`StepRule`].
-struct Stepper {
+/// The step-size state of [`StepRule`] (also the shared multiclass fit's group step,
+/// `solvers::shared`).
+pub(crate) struct Stepper {
     rule: StepRule,
     /// `c_t` of the adaptive rule.
     scale: f64,
@@ -160,7 +161,7 @@ struct Stepper {
 }
 
 impl Stepper {
-    fn new(rule: StepRule, groups: &Groups) -> Self {
+    pub(crate) fn new(rule: StepRule, groups: &Groups) -> Self {
         Stepper {
             rule,
             scale: 1.0,
@@ -218,20 +219,36 @@ impl Stepper {
     }
 }
 
+impl Stepper {
+    /// The step of an iterate whose forms `quad` are summed over several single-kernel
+    /// problems (the shared multiclass fit, `solvers::shared`): the rule's first-order step,
+    /// since the second-order model differentiates one SVM's free set.
+    pub(crate) fn first_order(
+        &mut self,
+        state: &mut State,
+        quad: &[f64],
+        primal: f64,
+        groups: &Groups,
+    ) {
+        self.step(state, quad, primal, false, groups, None);
+    }
+}
+
 /// The iterate `(λ, γ)` and the working set of kernels.
-struct State {
+pub(crate) struct State {
     /// `λ_jk`, summing to one in each group; zero off the working set.
     lambda: Vec<f64>,
     /// `γ_j` on the simplex.
     gamma: Vec<f64>,
     /// Membership of the working set.
     in_set: Vec<bool>,
-    /// The free groups' unpenalised blocks ([`free`]).
-    blocks: FreeBlocks,
+    /// The free groups' unpenalised blocks ([`free`]; the shared fit reads their flags and
+    /// keeps the blocks per class).
+    pub(crate) blocks: FreeBlocks,
 }
 
 impl State {
-    fn new(groups: &Groups) -> Self {
+    pub(crate) fn new(groups: &Groups) -> Self {
         let m = groups.ids().len();
         let mut lambda = vec![0.0; m];
         for g in groups.members() {
@@ -250,7 +267,7 @@ impl State {
 
     /// `θ_jk = λ_jk/γ_j` (zero off the working set), and the proximal weight `τ` (the largest
     /// of them) that the free groups' kernels take ([`free`]).
-    fn theta(&self, groups: &Groups) -> (Vec<f64>, f64) {
+    pub(crate) fn theta(&self, groups: &Groups) -> (Vec<f64>, f64) {
         let free = &self.blocks.free;
         let mut theta: Vec<f64> = self
             .lambda
@@ -334,6 +351,65 @@ impl State {
             added += more.len();
         }
         added
+    }
+
+    /// The free groups' membership after a step with block norms `norms` ([`free`]): a free
+    /// group whose norm sum exceeds every penalised group's rejoins the saddle form (its
+    /// blocks dropped, `λ` from its block norms, `γ_j` the largest); a penalised group (not
+    /// the one of largest `γ`) whose `γ_j` fell below [`FREE_GAMMA`] of the largest while its
+    /// norm sum is at least that fraction of the largest group's leaves it (`γ_j = 0`). `γ`
+    /// is renormalised. Returns the groups that rejoined and those to free, whose blocks the
+    /// caller sets (`FreeBlocks::free_group`).
+    pub(crate) fn revise_groups(
+        &mut self,
+        groups: &Groups,
+        norms: &[f64],
+    ) -> (Vec<usize>, Vec<usize>) {
+        let sums: Vec<f64> = groups
+            .members()
+            .iter()
+            .map(|g| g.iter().map(|&k| norms[k]).sum())
+            .collect();
+        let penalised = (0..groups.len())
+            .filter(|&j| !self.blocks.free[j])
+            .map(|j| sums[j])
+            .fold(0.0f64, f64::max);
+        let mut joined = Vec::new();
+        for (j, g) in groups.members().iter().enumerate() {
+            if self.blocks.free[j] && sums[j] > penalised {
+                self.blocks.join(groups, j);
+                for &k in g {
+                    self.lambda[k] = if sums[j] > 0.0 {
+                        norms[k] / sums[j]
+                    } else {
+                        1.0 / g.len() as f64
+                    };
+                    self.in_set[k] = true;
+                }
+                self.gamma[j] = self.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
+                joined.push(j);
+            }
+        }
+        let top_sum = sums.iter().fold(0.0f64, |a, &v| a.max(v));
+        let top_gamma = self.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
+        let lead = self.gamma.iter().position(|&v| v == top_gamma);
+        let mut freed = Vec::new();
+        for (j, g) in groups.members().iter().enumerate() {
+            let carries = sums[j] > 0.0 && sums[j] >= FREE_GAMMA * top_sum;
+            if self.blocks.free[j] || Some(j) == lead || !carries {
+                continue;
+            }
+            if self.gamma[j] < FREE_GAMMA * top_gamma {
+                g.iter().for_each(|&k| self.in_set[k] = true);
+                self.gamma[j] = 0.0;
+                freed.push(j);
+            }
+        }
+        let total: f64 = self.gamma.iter().sum();
+        if total > 0.0 {
+            self.gamma.iter_mut().for_each(|v| *v /= total);
+        }
+        (joined, freed)
     }
 
     /// [Nath] eq. 6, then the entropic mirror step eq. 8 on the set, given `q` on the set;
@@ -786,11 +862,9 @@ impl<'s> Mirror<'s> {
         })
     }
 
-    /// The free groups after a step ([`free`]): the free kernels' proximal steps are kept; a
-    /// free group whose norm sum exceeds every penalised group's rejoins the saddle form (`λ`
-    /// from its block norms, `γ_j` the largest); a penalised group (not the one of largest
-    /// `γ`) whose `γ_j` fell below [`FREE_GAMMA`] of the largest while its norm sum is at
-    /// least that fraction of the largest group's is freed at the step's blocks `θ_k β`.
+    /// The free groups after a step ([`free`]): the free kernels' proximal steps are kept,
+    /// the groups revised by [`State::revise_groups`], and a group freed at the step's blocks
+    /// `θ_k β`.
     fn revise_free(&mut self, st: Step) {
         let groups = self.groups;
         let n = self.y.len();
@@ -798,56 +872,20 @@ impl<'s> Mirror<'s> {
             self.state.blocks.coef[mv.kernel] = mv.coef;
             self.state.blocks.values[mv.kernel] = mv.values;
         }
-        let sums: Vec<f64> = groups
-            .members()
-            .iter()
-            .map(|g| g.iter().map(|&k| st.norms[k]).sum())
-            .collect();
-        let state = &mut self.state;
-        let penalised = (0..groups.len())
-            .filter(|&j| !state.blocks.free[j])
-            .map(|j| sums[j])
-            .fold(0.0f64, f64::max);
-        for (j, g) in groups.members().iter().enumerate() {
-            if state.blocks.free[j] && sums[j] > penalised {
-                state.blocks.join(groups, j);
-                for &k in g {
-                    state.lambda[k] = if sums[j] > 0.0 {
-                        st.norms[k] / sums[j]
-                    } else {
-                        1.0 / g.len() as f64
-                    };
-                    state.in_set[k] = true;
-                }
-                state.gamma[j] = state.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
-            }
-        }
-        let top_sum = sums.iter().fold(0.0f64, |a, &v| a.max(v));
-        let top_gamma = state.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
-        let lead = state.gamma.iter().position(|&v| v == top_gamma);
+        let (_, freed) = self.state.revise_groups(groups, &st.norms);
         let beta = self.solver.beta();
-        for (j, g) in groups.members().iter().enumerate() {
-            let carries = sums[j] > 0.0 && sums[j] >= FREE_GAMMA * top_sum;
-            if state.blocks.free[j] || Some(j) == lead || !carries {
-                continue;
-            }
-            if state.gamma[j] < FREE_GAMMA * top_gamma {
-                let kb: Vec<Vec<f64>> = g
-                    .iter()
-                    .map(|&k| {
-                        let mut out = vec![0.0; n];
-                        self.stack.matvec(k, beta, &mut out);
-                        out
-                    })
-                    .collect();
-                state.blocks.free_group(groups, j, &st.theta, beta, &kb);
-                g.iter().for_each(|&k| state.in_set[k] = true);
-                state.gamma[j] = 0.0;
-            }
-        }
-        let total: f64 = state.gamma.iter().sum();
-        if total > 0.0 {
-            state.gamma.iter_mut().for_each(|v| *v /= total);
+        for j in freed {
+            let kb: Vec<Vec<f64>> = groups.members()[j]
+                .iter()
+                .map(|&k| {
+                    let mut out = vec![0.0; n];
+                    self.stack.matvec(k, beta, &mut out);
+                    out
+                })
+                .collect();
+            self.state
+                .blocks
+                .free_group(groups, j, &st.theta, beta, &kb);
         }
     }
 

@@ -6,9 +6,12 @@ use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::linalg::dot;
-use crate::penalties::duals::best_dual;
+use crate::losses::Loss;
+use crate::penalties::duals::{best_dual, best_on_segment, best_scale, DualPoint};
 use crate::penalties::kernel_weights;
+use crate::penalties::BlockPenalty;
 use crate::result::PsdWitness;
+use crate::solvers::points::{gather_points, scatter_points};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::{Model, Tracker};
 use crate::solvers::witness::PsdCheck;
@@ -17,16 +20,16 @@ use crate::solvers::witness::PsdCheck;
 const ALL_PRODUCTS_MAX: usize = 1 << 24;
 
 /// The solution of the single-kernel problem on `K_w` as the wrapper uses it.
-pub(super) struct Point {
+pub(crate) struct Point {
     /// The dual point `β`: SMO's, or for the smooth losses the natural point
     /// `−Cℓ'(f + b)` of Newton's model, centred (feasible, docs/mathematics.md §1.4).
-    pub(super) beta: Vec<f64>,
+    pub(crate) beta: Vec<f64>,
     /// `K_w β`.
-    pub(super) f: Vec<f64>,
+    pub(crate) f: Vec<f64>,
     /// The intercept that minimises the loss for `f`.
-    pub(super) b: f64,
+    pub(crate) b: f64,
     /// `S(w)`: SMO's dual value (a lower bound), or the primal value at `β` (an upper bound).
-    pub(super) value: f64,
+    pub(crate) value: f64,
 }
 
 /// Solves the single-kernel problem on `kw` (of `stack`) to accuracy `tol` (warm-started).
@@ -99,6 +102,133 @@ pub(super) fn forms(
         prod[k * n..(k + 1) * n].copy_from_slice(pk);
     }
     Some(prod)
+}
+
+/// What [`Aggregate::segment_forms`] read: the best point on the iterated problem's points,
+/// its forms and those of its sum with the iterate's `β` (exact or upper bounds).
+pub(super) struct Segment {
+    rho: Vec<f64>,
+    qhat: Vec<f64>,
+    qs: Vec<f64>,
+}
+
+/// Dual aggregation (docs/mathematics.md §2.11): the best dual point of the whole problem
+/// so far, which each new iterate's `β` is combined with
+/// ([`best_on_segment`](crate::penalties::duals::best_on_segment)) for the hinge-type losses:
+/// near the optimum the iterates' own dual values scatter (the measurements are in
+/// docs/mathematics.md §2.11, "Dual aggregation").
+#[derive(Debug, Default)]
+pub(super) struct Aggregate {
+    /// Over all `n` points, at its best multiple.
+    best: Option<DualPoint>,
+}
+
+impl Aggregate {
+    /// The best point on the iterated problem's points `idx` (all when `None`); `None`
+    /// without one, or when it is non-zero off `idx` (a working set of points only grows,
+    /// so only a whole-problem point is ever dropped).
+    fn local(&self, idx: Option<&[usize]>) -> Option<Vec<f64>> {
+        let best = self.best.as_ref()?;
+        let Some(idx) = idx else {
+            return Some(best.rho.clone());
+        };
+        let local = gather_points(&best.rho, best.rho.len(), idx);
+        let on: f64 = local.iter().map(|v| v.abs()).sum();
+        let all: f64 = best.rho.iter().map(|v| v.abs()).sum();
+        (on == all).then_some(local)
+    }
+
+    /// What the segment search reads ([`offer`](Self::offer)): the best point `ρ` on the
+    /// points `idx` of `β`, its forms and those of `β + ρ`. They are exact on the `cap`
+    /// kernels with the largest forms of either point (the kernels that bound the dual) and
+    /// upper bounds on the others: `ρ`'s stored ones, and Cauchy–Schwarz's `(√q + √q̂)²`.
+    /// Larger forms only lower the dual value, so the certificate stays valid while one pass
+    /// over `cap` kernels is all the aggregation reads (why not every kernel:
+    /// docs/mathematics.md §2.11, "Dual aggregation").
+    pub(super) fn segment_forms(
+        &self,
+        stack: &dyn KernelStack,
+        (beta, q): (&[f64], &[f64]),
+        idx: Option<&[usize]>,
+        cap: usize,
+    ) -> Option<Segment> {
+        let best = self.best.as_ref()?;
+        let rho = self.local(idx)?;
+        let m = q.len();
+        let mut order: Vec<usize> = (0..m).collect();
+        let top = |k: usize| q[k].max(best.q[k]);
+        order.sort_by(|&a, &b| top(b).total_cmp(&top(a)));
+        let mut read: Vec<usize> = order[..cap.min(m)].to_vec();
+        read.sort_unstable();
+        let sum: Vec<f64> = beta.iter().zip(&rho).map(|(a, b)| a + b).collect();
+        let mut out = vec![0.0; 2 * read.len()];
+        stack.quad_forms_batch_subset(&[&rho[..], &sum[..]].concat(), &read, &mut out);
+        let mut qhat = best.q.clone();
+        let mut qs: Vec<f64> = (0..m)
+            .map(|k| {
+                let r = q[k].max(0.0).sqrt() + qhat[k].max(0.0).sqrt();
+                r * r
+            })
+            .collect();
+        for (&k, pair) in read.iter().zip(out.chunks_exact(2)) {
+            qhat[k] = pair[0];
+            qs[k] = pair[1];
+        }
+        Some(Segment { rho, qhat, qs })
+    }
+
+    /// Offers the iterate's `β` (on the points `idx` of the `n`, forms `q`, own dual value
+    /// `own`; `segment` what [`segment_forms`](Self::segment_forms) read): the best point
+    /// becomes the best of the segment to `β` and `β` itself. Returns its value.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn offer(
+        &mut self,
+        (beta, q, own): (&[f64], &[f64], f64),
+        segment: Option<Segment>,
+        (idx, n): (Option<&[usize]>, usize),
+        (y, c): (&[f64], &[f64]),
+        loss: Loss,
+        penalty: BlockPenalty,
+    ) -> f64 {
+        let segment = match (segment, self.best.as_ref()) {
+            (Some(Segment { rho, qhat, qs }), Some(best)) => {
+                let a = DualPoint {
+                    rho,
+                    q: qhat,
+                    value: best.value,
+                };
+                let pen = penalty.clone();
+                Some(best_on_segment(&a, (beta, q), &qs, y, c, loss, pen))
+            }
+            _ => None,
+        };
+        let chosen = match segment {
+            Some(s) if s.value >= own => s,
+            _ => {
+                let roots: Vec<f64> = q.iter().map(|v| v.max(0.0).sqrt()).collect();
+                let t = best_scale(&roots, y, beta, c, loss.into(), &penalty);
+                DualPoint {
+                    rho: beta.iter().map(|v| t * v).collect(),
+                    q: q.iter().map(|v| t * t * v).collect(),
+                    value: own,
+                }
+            }
+        };
+        if self.best.as_ref().is_some_and(|b| b.value >= chosen.value) {
+            return self.best.as_ref().map_or(own, |b| b.value);
+        }
+        let rho = match idx {
+            Some(idx) => scatter_points(&chosen.rho, idx, n),
+            None => chosen.rho,
+        };
+        let value = chosen.value;
+        self.best = Some(DualPoint {
+            rho,
+            value,
+            ..chosen
+        });
+        value
+    }
 }
 
 /// The certificate values of an iterate: `P` at `A[m] = scale · w_m β` (lifted onto the

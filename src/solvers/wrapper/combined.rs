@@ -9,7 +9,7 @@ use crate::solvers::single::{KernelOp, SingleKernel};
 /// for the smooth losses on a stack of factors, where Newton and the Hessian's systems form
 /// nothing `n × n` (docs/mathematics.md §3.2), or on a stack computed on demand its weights
 /// `w` only (SMO computes the columns it reads, through a row cache).
-pub(super) enum Combined {
+pub(crate) enum Combined {
     Dense(Vec<f64>),
     Factor(Vec<f64>),
     OnDemand(Vec<f64>),
@@ -18,7 +18,7 @@ pub(super) enum Combined {
 impl Combined {
     /// `K_w` of `stack`: its factors when `factors` and the stack stores them, else dense (in
     /// the buffer `self` already holds).
-    pub(super) fn set(&mut self, stack: &dyn KernelStack, w: &[f64], factors: bool) {
+    pub(crate) fn set(&mut self, stack: &dyn KernelStack, w: &[f64], factors: bool) {
         if stack.on_demand().is_some() {
             *self = Combined::OnDemand(w.to_vec());
             return;
@@ -39,7 +39,7 @@ impl Combined {
 
     /// The stored kernel (`fit_wrapper_weighted` refuses the losses that would need one on a
     /// stack computed on demand, and SMO reads that stack's columns itself).
-    pub(super) fn op(&self) -> KernelOp<'_> {
+    pub(crate) fn op(&self) -> KernelOp<'_> {
         match self {
             Combined::Dense(k) => KernelOp::Dense(k),
             Combined::Factor(u) => KernelOp::Factor(u),
@@ -48,7 +48,7 @@ impl Combined {
     }
 
     /// `out = t K` (the factor scaled by `√t`).
-    pub(super) fn scaled_into(&self, t: f64, out: &mut Combined) {
+    pub(crate) fn scaled_into(&self, t: f64, out: &mut Combined) {
         let mut buf = match std::mem::replace(out, Combined::Dense(Vec::new())) {
             Combined::Dense(b) | Combined::Factor(b) | Combined::OnDemand(b) => b,
         };
@@ -71,7 +71,7 @@ impl Combined {
     }
 
     /// `tr K` of a stored kernel on `n` points (NaN on demand: [`Combined::trace`] reads those).
-    pub(super) fn trace_of(&self, n: usize) -> f64 {
+    pub(crate) fn trace_of(&self, n: usize) -> f64 {
         match self {
             Combined::Dense(k) => (0..n).map(|i| k[i * n + i]).sum(),
             Combined::Factor(u) => u.iter().map(|x| x * x).sum(),
@@ -80,7 +80,7 @@ impl Combined {
     }
 
     /// `tr K` (of `stack`'s kernels on demand, else [`Combined::trace_of`]).
-    pub(super) fn trace(&self, stack: &dyn KernelStack) -> f64 {
+    pub(crate) fn trace(&self, stack: &dyn KernelStack) -> f64 {
         let n = stack.n();
         match self {
             Combined::Dense(_) | Combined::Factor(_) => self.trace_of(n),
@@ -98,7 +98,7 @@ impl Combined {
 
     /// Solves the single-kernel problem on this kernel (of `stack`) by `solver`, warm-started,
     /// to accuracy `tol`; returns `f = Kβ` (on demand from SMO's final gradient).
-    pub(super) fn solve(
+    pub(crate) fn solve(
         &self,
         solver: &mut SingleKernel,
         stack: &dyn KernelStack,
@@ -118,7 +118,7 @@ impl Combined {
     }
 
     /// `K[F, F]` of the points `free`, row-major.
-    pub(super) fn block(&self, stack: &dyn KernelStack, free: &[usize]) -> Vec<f64> {
+    pub(crate) fn block(&self, stack: &dyn KernelStack, free: &[usize]) -> Vec<f64> {
         let kernel = match (self, stack.on_demand()) {
             (Combined::OnDemand(w), Some(od)) => CombinedKernel::OnDemand(od, w),
             (Combined::Dense(k), _) => CombinedKernel::Stored(k, stack.n()),

@@ -99,9 +99,15 @@ use crate::solvers::points::{PointSet, MIN_POINTS};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::witness::PsdCheck;
 
-use certificate::Point;
-use combined::Combined;
-use newton::{NewtonModel, Penalty, START_RADIUS};
+// The Newton model on the kernel weights, which the shared multiclass fit takes over with the
+// forms summed over the classes (`solvers::shared`).
+use certificate::Aggregate;
+pub(crate) use certificate::Point;
+pub(crate) use combined::Combined;
+pub(crate) use newton::{
+    gradient, model_kernels, s_hessian, step_rose, NewtonModel, Penalty, MAX_MODEL,
+    MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
+};
 
 /// The most exact SMO solve asked for when the model stalls above `tol`.
 const MIN_INNER_TOL: f64 = 1e-12;
@@ -231,6 +237,7 @@ fn fit_from(
         inner_tol,
         first: true,
         next: Next::Recombine,
+        dual: Aggregate::default(),
     };
     Driver::new(cfg.tol, cfg.max_iter, interrupt).run(&mut wrapper)
 }
@@ -275,6 +282,8 @@ struct Wrapper<'s> {
     first: bool,
     /// What the next iteration solves, as its step decided.
     next: Next,
+    /// The best dual point so far (dual aggregation).
+    dual: Aggregate,
 }
 
 /// What the next iteration solves: decided by [`Solver::step`](crate::solvers::driver::Solver),

@@ -11,7 +11,7 @@ use crate::losses::Loss;
 use crate::solvers::single::SingleKernel;
 
 /// The trust region's first ratio `R`.
-pub(super) const START_RADIUS: f64 = 4.0;
+pub(crate) const START_RADIUS: f64 = 4.0;
 
 /// The smallest ratio `R`: a step refused there tightens the SVM's accuracy. Not larger: with
 /// many bounded support vectors near the margin (hinge, noisy labels) `J` is piecewise
@@ -19,16 +19,33 @@ pub(super) const START_RADIUS: f64 = 4.0;
 /// vectors holds on its piece only. At 1.05 the fits of pima (SimpleMKL's bank, C = 1) and of
 /// `a_narrow_model_still_converges` stalled at gaps of 6e-3 and 1.2e-2 with `J` within 1e-6
 /// of its optimum, steps refused for the model's error, not the SVM's.
-pub(super) const MIN_RADIUS: f64 = 1.001;
+pub(crate) const MIN_RADIUS: f64 = 1.001;
+
+/// The trust region's verdict on a trial step from the model of value `prev_j` that
+/// predicted the decrease `pred`, by `J` at the trial weights: whether `J` rose (the step is
+/// refused). An accepted step resizes `radius` by the decrease it achieved against the
+/// predicted one (module docs of `wrapper`, step 2); the caller shrinks it on a refusal.
+pub(crate) fn step_rose(radius: &mut f64, prev_j: f64, pred: f64, j: f64) -> bool {
+    let rose = j.is_nan() || j > prev_j + 1e-12 * prev_j.abs();
+    if !rose {
+        let ratio = (prev_j - j) / pred.max(f64::MIN_POSITIVE);
+        if ratio > 0.5 {
+            *radius = (2.0 * *radius).min(1e6);
+        } else if ratio < 0.1 {
+            *radius = radius.sqrt().max(MIN_RADIUS);
+        }
+    }
+    rose
+}
 
 /// The most kernels a Newton model takes (its QP costs `O(s³)` per change of its active set):
 /// beyond, those with the largest `|∂J/∂w_m| · max(w_m, mean w)` (the decrease a first-order
 /// step on them could give); the others keep their weights for that step.
-pub(super) const MAX_MODEL: usize = 200;
+pub(crate) const MAX_MODEL: usize = 200;
 
 /// The most kernels a Newton model of a smooth loss takes: its Hessian costs one product of
 /// `K_w` with that many columns per conjugate-gradient iteration.
-pub(super) const MAX_MODEL_SMOOTH: usize = 40;
+pub(crate) const MAX_MODEL_SMOOTH: usize = 40;
 
 /// The relative accuracy of the smooth losses' Hessian systems: the trust region absorbs a
 /// model this inexact.
@@ -36,26 +53,26 @@ const HESSIAN_RTOL: f64 = 1e-2;
 
 /// The penalty `π(w) = ½ r_1² w/(1 − r_2 w)` on an effective weight, and its derivatives.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Penalty {
-    pub(super) r1: f64,
-    pub(super) r2: f64,
+pub(crate) struct Penalty {
+    pub(crate) r1: f64,
+    pub(crate) r2: f64,
 }
 
 impl Penalty {
-    pub(super) fn value(&self, w: f64) -> f64 {
+    pub(crate) fn value(&self, w: f64) -> f64 {
         0.5 * self.r1 * self.r1 * w / (1.0 - self.r2 * w)
     }
 
-    pub(super) fn d1(&self, w: f64) -> f64 {
+    pub(crate) fn d1(&self, w: f64) -> f64 {
         0.5 * self.r1 * self.r1 / (1.0 - self.r2 * w).powi(2)
     }
 
-    pub(super) fn d2(&self, w: f64) -> f64 {
+    pub(crate) fn d2(&self, w: f64) -> f64 {
         self.r1 * self.r1 * self.r2 / (1.0 - self.r2 * w).powi(3)
     }
 
     /// The supremum `1/r_2` of the effective weights (∞ for `l1`).
-    pub(super) fn cap(&self) -> f64 {
+    pub(crate) fn cap(&self) -> f64 {
         if self.r2 > 0.0 {
             1.0 / self.r2
         } else {
@@ -65,19 +82,19 @@ impl Penalty {
 }
 
 /// The second-order model of `J` at an iterate, on the kernels `vars`.
-pub(super) struct NewtonModel {
-    pub(super) vars: Vec<usize>,
-    pub(super) grad: Vec<f64>,
-    pub(super) hess: Mat<f64>,
+pub(crate) struct NewtonModel {
+    pub(crate) vars: Vec<usize>,
+    pub(crate) grad: Vec<f64>,
+    pub(crate) hess: Mat<f64>,
     /// `J` at the iterate and its weights.
-    pub(super) j: f64,
-    pub(super) w: Vec<f64>,
+    pub(crate) j: f64,
+    pub(crate) w: Vec<f64>,
 }
 
 impl NewtonModel {
     /// The trust-region step from the model with ratio `r`: the new weights and the predicted
     /// decrease of `J`.
-    pub(super) fn step(&self, r: f64, pen: &Penalty) -> (Vec<f64>, f64) {
+    pub(crate) fn step(&self, r: f64, pen: &Penalty) -> (Vec<f64>, f64) {
         let w = &self.w;
         let top = w.iter().fold(0.0f64, |a, &v| a.max(v));
         let (sum, count) = w
@@ -127,7 +144,7 @@ impl NewtonModel {
 
 /// The free support vectors of an SVM solution `β`: `0 < |β_i| < upper_i` (the dual's box,
 /// per sample; `∞` for the squared hinge).
-pub(super) fn free_points(beta: &[f64], upper: &[f64]) -> Vec<usize> {
+pub(crate) fn free_points(beta: &[f64], upper: &[f64]) -> Vec<usize> {
     (0..beta.len())
         .filter(|&i| {
             let floor = 1e-12 * if upper[i].is_finite() { upper[i] } else { 1.0 };
@@ -139,7 +156,7 @@ pub(super) fn free_points(beta: &[f64], upper: &[f64]) -> Vec<usize> {
 /// `H_S = Gᵀ Z G` (module docs) for the kernels `vars`, `prod` holding `K_kβ` for the kernels
 /// `0, 1, …` of its numbering, one after another (`n` values each, of which the free points'
 /// are read), and `a` the block `K_w[F, F]` of the free points `free`.
-pub(super) fn svm_hessian(
+pub(crate) fn svm_hessian(
     mut a: Vec<f64>,
     n: usize,
     free: &[usize],
@@ -175,7 +192,7 @@ pub(super) fn svm_hessian(
 /// The kernels of the next Newton model: those with a weight or a negative gradient, at most
 /// `cap` of them, by the decrease a first-order step on them could give
 /// (`|∂J/∂w_m| · max(w_m, mean w)`).
-pub(super) fn model_kernels(w: &[f64], grad: &[f64], cap: usize) -> Vec<usize> {
+pub(crate) fn model_kernels(w: &[f64], grad: &[f64], cap: usize) -> Vec<usize> {
     let mut vars = movable(w, grad);
     if vars.len() > cap {
         let mean = w.iter().sum::<f64>() / w.iter().filter(|&&v| v > 0.0).count().max(1) as f64;
@@ -191,7 +208,7 @@ pub(super) fn model_kernels(w: &[f64], grad: &[f64], cap: usize) -> Vec<usize> {
 /// `g = K_kβ` one after another: on the free support vectors by a Cholesky (SMO), or on every
 /// point with `A = K_w + (CW)⁻¹` by the systems of Newton's own kernel (block conjugate
 /// gradients, or one factorisation; the smooth losses).
-pub(super) fn s_hessian(
+pub(crate) fn s_hessian(
     solver: &SingleKernel,
     stack: &dyn KernelStack,
     kw: &Combined,
@@ -234,7 +251,7 @@ pub(super) fn s_hessian(
 }
 
 /// `∂J/∂w_m = −½ q_m + π'(w_m)` of every kernel, at weights `w` with forms `q`.
-pub(super) fn gradient(w: &[f64], q: &[f64], pen: &Penalty) -> Vec<f64> {
+pub(crate) fn gradient(w: &[f64], q: &[f64], pen: &Penalty) -> Vec<f64> {
     w.iter()
         .zip(q)
         .map(|(&wk, &qk)| -0.5 * qk + pen.d1(wk))
@@ -242,7 +259,7 @@ pub(super) fn gradient(w: &[f64], q: &[f64], pen: &Penalty) -> Vec<f64> {
 }
 
 /// The kernels a Newton model may move: those with a weight or a negative gradient.
-pub(super) fn movable(w: &[f64], grad: &[f64]) -> Vec<usize> {
+pub(crate) fn movable(w: &[f64], grad: &[f64]) -> Vec<usize> {
     (0..w.len())
         .filter(|&k| w[k] > 0.0 || grad[k] < 0.0)
         .collect()

@@ -19,6 +19,11 @@ const START_KERNELS: usize = 20;
 /// decrease): the scale is bracketed within a factor 1.2 only.
 const SCALE_TOL: f64 = 1e-3;
 
+/// The scale of a collapsed ray ([`Scale`]) as a fraction of the last one solved: the zero
+/// model's neighbourhood, where the search's 40 halvings used to end (then the first iterate
+/// certifies the zero model, when it is the solution).
+const COLLAPSED: f64 = 1e-12;
+
 /// Within this factor of its stationary value, `βᵀK_λβ` predicts the scale (its last step is
 /// taken without a solve).
 const PREDICTED_RATIO: f64 = 4.0;
@@ -33,11 +38,11 @@ pub(super) fn scale_search(
     kw: &mut Combined,
     pen: &Penalty,
     interrupt: &dyn Interrupt,
-) -> Result<f64> {
+) -> Result<Scale> {
     let t0 = unit_mean_diagonal(k_lambda.trace(stack), stack.n());
-    let t = bracket_scale(solver, stack, k_lambda, kw, t0, pen, interrupt)?;
-    k_lambda.scaled_into(t, kw);
-    Ok(t)
+    let scale = bracket_scale(solver, stack, k_lambda, kw, t0, pen, interrupt)?;
+    k_lambda.scaled_into(scale.t, kw);
+    Ok(scale)
 }
 
 /// The scale that gives a kernel of trace `trace` on `n` points a unit mean diagonal: the
@@ -127,6 +132,7 @@ impl Sample {
             pen,
             interrupt,
         )
+        .map(|scale| scale.t)
     }
 
     /// The forms `β_Sᵀ K_m[S, S] β_S` of the sample's solution, every kernel (the ranking of
@@ -179,12 +185,13 @@ fn bracket_scale(
     mut t: f64,
     pen: &Penalty,
     interrupt: &dyn Interrupt,
-) -> Result<f64> {
+) -> Result<Scale> {
     let m = stack.m();
     let cap = pen.cap() * m as f64;
     t = t.min(0.5 * cap);
     let (mut lo, mut hi) = (0.0f64, f64::INFINITY);
     let mut kb = vec![0.0; solver.beta().len()];
+    let mut below: Option<f64> = None;
     for _ in 0..40 {
         interrupt.check()?;
         k_lambda.scaled_into(t, kw);
@@ -205,6 +212,16 @@ fn bracket_scale(
         if ratio > 1.0 {
             lo = t;
         } else {
+            // `βᵀK_λβ` that stays put while `t` falls: every point on its bound (the
+            // soft-margin limit, where `β` no longer depends on `t`), so `J` rises along the
+            // whole ray and its minimum is the zero model.
+            if below.is_some_and(|prev| (v - prev).abs() <= 1e-9 * v.abs()) {
+                return Ok(Scale {
+                    t: COLLAPSED * t,
+                    collapsed: true,
+                });
+            }
+            below = Some(v);
             hi = t;
         }
         // Near the scale `βᵀK_λβ` falls like `1/t` (measured in docs/mathematics.md §2.11):
@@ -225,7 +242,17 @@ fn bracket_scale(
             break;
         }
     }
-    Ok(t)
+    Ok(Scale {
+        t,
+        collapsed: false,
+    })
+}
+
+/// The scale of a bracketing, and whether the ray collapsed to the zero model (`J` rising
+/// along all of it).
+pub(super) struct Scale {
+    pub(super) t: f64,
+    pub(super) collapsed: bool,
 }
 
 /// The first iterate (step 1 of the module docs): its weights, with `kw` holding `K_w` and
@@ -264,14 +291,30 @@ pub(super) fn start(
         k_lambda.scaled_into(m as f64 * pen.cap(), kw);
         return Ok(vec![pen.cap(); m]);
     }
-    let t = scale_search(solver, stack, &k_lambda, kw, pen, interrupt)?;
+    let scale = scale_search(solver, stack, &k_lambda, kw, pen, interrupt)?;
     if m <= 2 * START_KERNELS {
-        return Ok(vec![t / m as f64; m]);
+        return Ok(vec![scale.t / m as f64; m]);
     }
     drop(k_lambda);
     let mut q = vec![0.0; m];
     stack.quad_forms(solver.beta(), &mut q);
-    let w = ranked_start(&q, t, pen);
+    let mut w = ranked_start(&q, scale.t, pen);
+    if scale.collapsed {
+        // The uniform ray's minimum is the zero model, but the ranked kernels' need not be:
+        // their own scale, which the trust region would otherwise reach by doubling from
+        // `t ≈ 0` (docs/mathematics.md §2.11, step 1, "A collapsed ray").
+        let total: f64 = w.iter().sum();
+        let mut k_ranked = Combined::Dense(Vec::new());
+        k_ranked.set(
+            stack,
+            &w.iter().map(|v| v / total).collect::<Vec<_>>(),
+            factors,
+        );
+        let ranked = scale_search(solver, stack, &k_ranked, kw, pen, interrupt)?;
+        if !ranked.collapsed {
+            w = ranked_start(&q, ranked.t, pen);
+        }
+    }
     kw.set(stack, &w, factors);
     Ok(w)
 }

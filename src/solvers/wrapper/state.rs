@@ -7,8 +7,8 @@ use std::ops::ControlFlow;
 use super::certificate::{forms, solve_point, Certificate, Point};
 use super::checks::stalls;
 use super::newton::{
-    gradient, model_kernels, movable, s_hessian, NewtonModel, MAX_MODEL, MAX_MODEL_SMOOTH,
-    MIN_RADIUS, START_RADIUS,
+    gradient, model_kernels, movable, s_hessian, step_rose, NewtonModel, MAX_MODEL,
+    MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
 };
 use super::{Next, Wrapper, MIN_INNER_TOL};
 use crate::error::Result;
@@ -17,6 +17,10 @@ use crate::result::SolveStatus;
 use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::points::{gather_points, new_points, PointSet};
 use crate::solvers::single::SingleKernel;
+
+/// The kernels whose cross forms dual aggregation reads beyond twice the active ones
+/// ([`Aggregate::segment_forms`](super::certificate::Aggregate::segment_forms)).
+const AGGREGATE_KERNELS: usize = 20;
 
 impl Solver for Wrapper<'_> {
     /// One SVM solve at `w` and what it decides: a refused trial step is retried; an iterate
@@ -177,14 +181,7 @@ impl Wrapper<'_> {
     /// the model saw no progress).
     fn judge(&mut self, d: &mut Driver<'_>, j: f64, restricted: bool) -> Option<Outcome> {
         let (prev, pred) = self.model.as_mut()?;
-        let rose = j.is_nan() || j > prev.j + 1e-12 * prev.j.abs();
-        if !rose {
-            let ratio = (prev.j - j) / pred.max(f64::MIN_POSITIVE);
-            if ratio > 0.5 {
-                self.radius = (2.0 * self.radius).min(1e6);
-            } else if ratio < 0.1 {
-                self.radius = self.radius.sqrt().max(MIN_RADIUS);
-            }
+        if !step_rose(&mut self.radius, prev.j, *pred, j) {
             return None;
         }
         if self.radius > MIN_RADIUS {
@@ -256,10 +253,30 @@ impl Wrapper<'_> {
         d: &mut Driver<'_>,
         point: &Point,
     ) -> Result<ControlFlow<Outcome, Iterate>> {
+        // Dual aggregation (`Aggregate`) where `β` is sparse and every form is read.
+        let aggregate = !self.smooth && self.kset.is_none();
+        let idx: Option<Vec<usize>> = self.ws.as_ref().map(|s| s.idx().to_vec());
         let p = iterated(&mut self.ws, &mut self.whole, self.stack, self.y, self.c);
         let kset = self.kset.as_deref();
         let prod = forms(p.stack, &point.beta, self.smooth, kset, &mut self.q);
-        let cert = Certificate::new(&self.psd, self.cfg, p.y, p.c, &self.w, &self.q, point);
+        let segment = if aggregate {
+            let cap = AGGREGATE_KERNELS + 2 * self.w.iter().filter(|&&v| v > 0.0).count();
+            let read = (&point.beta[..], &self.q[..]);
+            self.dual.segment_forms(p.stack, read, idx.as_deref(), cap)
+        } else {
+            None
+        };
+        let mut cert = Certificate::new(&self.psd, self.cfg, p.y, p.c, &self.w, &self.q, point);
+        if aggregate {
+            cert.dual = self.dual.offer(
+                (&point.beta, &self.q, cert.dual),
+                segment,
+                (idx.as_deref(), self.stack.n()),
+                (p.y, p.c),
+                self.cfg.loss,
+                self.cfg.penalty.into(),
+            );
+        }
         if self.ws.is_some() {
             self.restricted_points(d, point, cert, prod)
         } else if self.kset.is_some() {

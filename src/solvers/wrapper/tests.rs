@@ -5,10 +5,11 @@ use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
 use crate::linalg::dot;
+use crate::penalties::duals::{best_dual, best_on_segment, dual_value, DualPoint};
 use crate::result::SolveStatus;
 use crate::solvers::single::bordered_many;
 use crate::solvers::spicy::{fit_spicy, SpicyConfig};
-use crate::solvers::test_util::problem;
+use crate::solvers::test_util::{problem, Lcg};
 
 fn losses() -> [Loss; 3] {
     [
@@ -453,8 +454,9 @@ fn the_sampled_scale_is_near_the_whole_problems() {
         assert!((sampled / exact).ln().abs() < 1.25f64.ln(), "{what}");
         let mut solver = SingleKernel::new(loss, &c, &y).unwrap();
         let mut kw = Combined::Dense(Vec::new());
-        let found =
-            scale_search(&mut solver, &stack, &k_lambda, &mut kw, &pen, &NoInterrupt).unwrap();
+        let found = scale_search(&mut solver, &stack, &k_lambda, &mut kw, &pen, &NoInterrupt)
+            .unwrap()
+            .t;
         assert!(
             (found / exact).ln().abs() < 1.3f64.ln(),
             "{what}, found {found}"
@@ -606,4 +608,82 @@ fn a_narrow_model_still_converges() {
     let stack = DenseStack::new(&g, m, n).unwrap();
     let cfg = WrapperConfig::default();
     meets_spicy_from(&stack, &y, &cfg, 0, (1e-8, 2e-3), "noisy labels");
+}
+/// A feasible hinge dual point: `β = yα`, `0 ≤ α ≤ c`, `Σβ = 0` (the larger class's
+/// `α` scaled down to the other's total).
+fn hinge_point(y: &[f64], c: f64, rng: &mut Lcg) -> Vec<f64> {
+    let mut alpha: Vec<f64> = y.iter().map(|_| c * 0.5 * (rng.next() + 1.0)).collect();
+    let total = |s: f64, a: &[f64]| -> f64 {
+        a.iter()
+            .zip(y)
+            .filter(|(_, &yi)| yi == s)
+            .map(|(a, _)| a)
+            .sum()
+    };
+    let (pos, neg) = (total(1.0, &alpha), total(-1.0, &alpha));
+    let (big, ratio) = if pos > neg {
+        (1.0, neg / pos)
+    } else {
+        (-1.0, pos / neg)
+    };
+    for (a, &yi) in alpha.iter_mut().zip(y) {
+        if yi == big {
+            *a *= ratio;
+        }
+    }
+    alpha.iter().zip(y).map(|(a, yi)| a * yi).collect()
+}
+
+#[test]
+fn the_best_point_of_a_segment_is_feasible_and_beats_both_ends() {
+    let n = 40;
+    let (g, m, y) = problem(n, false, 3);
+    let stack = DenseStack::new(&g, m, n).unwrap();
+    let c = vec![1.0; n];
+    let mut rng = Lcg(11);
+    for penalty in [
+        SparsePenalty::L1,
+        SparsePenalty::ElasticNet { l1_ratio: 0.5 },
+    ] {
+        let (a, b) = (
+            hinge_point(&y, 1.0, &mut rng),
+            hinge_point(&y, 1.0, &mut rng),
+        );
+        let forms = |v: &[f64]| -> Vec<f64> {
+            let mut q = vec![0.0; m];
+            stack.quad_forms(v, &mut q);
+            q
+        };
+        let roots = |q: &[f64]| -> Vec<f64> { q.iter().map(|v| v.max(0.0).sqrt()).collect() };
+        let own = |v: &[f64]| best_dual(&roots(&forms(v)), &y, v, &c, Loss::Hinge, penalty.into());
+        let sum: Vec<f64> = a.iter().zip(&b).map(|(x, z)| x + z).collect();
+        let start = DualPoint {
+            rho: a.clone(),
+            q: forms(&a),
+            value: own(&a),
+        };
+        let best = best_on_segment(
+            &start,
+            (&b, &forms(&b)),
+            &forms(&sum),
+            &y,
+            &c,
+            Loss::Hinge,
+            penalty.into(),
+        );
+        assert!(best.value >= own(&a).max(own(&b)) - 1e-12 * best.value.abs());
+        // Its forms and value are those of the point it returns, read directly.
+        let q = forms(&best.rho);
+        for (x, z) in q.iter().zip(&best.q) {
+            assert!((x - z).abs() <= 1e-10 * x.abs().max(1.0), "{x} vs {z}");
+        }
+        let direct = dual_value(&roots(&q), &y, &best.rho, &c, Loss::Hinge, penalty);
+        assert!((direct - best.value).abs() <= 1e-10 * best.value.abs());
+        assert!(best.rho.iter().sum::<f64>().abs() < 1e-12 * n as f64);
+        assert!(best
+            .rho
+            .iter()
+            .zip(&y)
+            .all(|(r, yi)| r * yi >= -1e-15 && r * yi <= 1.0 + 1e-15));
+    }
 }

@@ -1,0 +1,237 @@
+"""Kernel specifications on sequences (strings of any alphabet, read as bytes):
+:class:`Spectrum` and :class:`WeightedDegree`, and the mapping of a bank's specifications onto
+points with sequence columns (:func:`_engine_entries`). Like the vector kernels they compute
+nothing themselves; the engine evaluates them in Rust (:func:`gram`, :class:`KernelBank` and
+the estimators' ``kernels=``), on a 1-D array of strings or the string columns of a
+DataFrame."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._validation import Points
+from ..exceptions import InvalidInputError, InvalidParameterError
+from ._specs import Features, Kernel, _Entry, _features, _flist, _SpecTuple
+
+__all__ = ["Spectrum", "WeightedDegree"]
+
+
+def _count(name: str, value: Any, least: int) -> int:
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not float(value).is_integer()
+        or value < least
+    ):
+        what = "a positive" if least > 0 else "a non-negative"
+        raise InvalidParameterError(f"{name} must be {what} integer, got {value!r}", parameter=name)
+    return int(float(value))
+
+
+def _one_column(features: Features | None) -> tuple[int | str, ...] | None:
+    feats = _features(features)
+    if feats is not None and len(feats) != 1:
+        raise InvalidParameterError(
+            f"a sequence kernel reads one column of sequences, got features={list(feats)}",
+            parameter="features",
+        )
+    return feats
+
+
+@dataclass(frozen=True)
+class _SequenceKernel(Kernel):
+    """A kernel on one column of sequences (what :func:`_engine_entries` maps to one)."""
+
+
+@dataclass(frozen=True)
+class Spectrum(_SequenceKernel):
+    """Spectrum kernel ``k(s, t) = Σ_u c_u(s) c_u(t)``: the inner product of the counts of
+    every substring ``u`` of length ``k`` (k-mer) in ``s`` and in ``t``.
+
+    Leslie, Eskin & Noble, "The spectrum kernel: a string kernel for SVM protein
+    classification". Sequences may have any lengths (one shorter than ``k``, or empty, has no
+    k-mer: its row of the kernel is 0) and any alphabet: the kernel counts bytes, a ``str``
+    being encoded in UTF-8 (so a non-ASCII character is several bytes). PSD. The usual
+    normalisation is the cosine one, ``normalize="spherical"`` (``k(s, t) /
+    sqrt(k(s, s) k(t, t))``), which removes the effect of the lengths. Computed in Rust: each
+    k-mer gets an exact integer id once, and each row of the kernel is a sparse product, rows
+    in parallel.
+
+    Parameters
+    ----------
+    k : int, default 3
+        Length of the substrings counted.
+    features : sequence of one int or str, optional
+        The column of sequences the kernel reads (an index or a DataFrame's column name); when
+        None, the only column of strings of ``X``.
+
+    Raises
+    ------
+    ValueError
+        ``k`` is not a positive integer, or ``features`` names more than one column. At
+        evaluation, :class:`~multikernel.exceptions.InvalidInputError` when the column it
+        reads holds numbers, or ``X`` holds no strings.
+
+    Examples
+    --------
+    >>> from multikernel.kernels import Spectrum, gram
+    >>> gram(["GATTACA", "TACAGAT", "CC"], [Spectrum(k=3)])[0]
+    array([[5., 3., 0.],
+           [3., 5., 0.],
+           [0., 0., 0.]])
+    """
+
+    k: int = 3
+    features: Features | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", _count("k", self.k, 1))
+        object.__setattr__(self, "features", _one_column(self.features))
+
+    def _to_tuple(self) -> _SpecTuple:
+        return ("spectrum", float(self.k), 0.0, 0.0, _flist(self.features))
+
+
+@dataclass(frozen=True)
+class WeightedDegree(_SequenceKernel):
+    """Weighted-degree kernel (Rätsch & Sonnenburg), with shifts.
+
+    ``k(s, t) = Σ_{k=1..d} β_k Σ_l 1[s[l:l+k] = t[l:l+k]]`` with ``β_k = 2(d − k + 1) / (d(d +
+    1))``: the matches of the substrings of every length up to ``d`` at the same positions
+    (Rätsch & Sonnenburg, "Accurate splice site prediction using support vector machines").
+    With ``shift = S > 0`` it adds the matches shifted by ``σ = 1 .. S`` positions with weight
+    ``δ_σ = 1 / (2(σ + 1))`` (Rätsch, Sonnenburg & Schölkopf, "RASE: recognition of
+    alternatively spliced exons in C. elegans"; Sonnenburg, Rätsch & Rieck, "Large scale
+    learning with string kernels")::
+
+        k(s, t) = Σ_k β_k Σ_l [ 1[s[l:l+k] = t[l:l+k]]
+                  + Σ_{σ=1..S} δ_σ (1[s[l+σ:l+σ+k] = t[l:l+k]] + 1[s[l:l+k] = t[l+σ:l+σ+k]]) ]
+
+    where every compared substring lies inside the sequences (docs/mathematics.md §7).
+    Sequences must all have the same length (the training and the new ones); bytes are
+    compared, a ``str`` being encoded in UTF-8. PSD, shifts included: the position weights
+    form a Toeplitz matrix whose symbol ``1 + Σ_σ cos(σθ) / (σ + 1)`` stays above 1/2
+    (docs/mathematics.md §7). Computed in Rust: one
+    byte-compare pass per pair builds the bit mask of the matching positions, and ``β_k``
+    times the number of starts of matches of length ``k`` follows from it by ``k`` shifts.
+
+    Parameters
+    ----------
+    degree : int, default 10
+        The longest substrings compared, ``d``.
+    shift : int, default 0
+        The largest shift ``S`` (0: the plain weighted-degree kernel).
+    features : sequence of one int or str, optional
+        The column of sequences the kernel reads (an index or a DataFrame's column name); when
+        None, the only column of strings of ``X``.
+
+    Raises
+    ------
+    ValueError
+        ``degree`` is not a positive integer, ``shift`` not a non-negative one, or
+        ``features`` names more than one column. At evaluation,
+        :class:`~multikernel.exceptions.InvalidInputError` for sequences of different lengths,
+        a column of numbers, or ``X`` without strings.
+
+    Examples
+    --------
+    >>> from multikernel.kernels import WeightedDegree, gram
+    >>> G = gram(["ACGT", "ACGA"], [WeightedDegree(degree=2)])[0]
+    >>> G  # β = (2/3, 1/3): 4·2/3 + 3·1/3 = 11/3; 3·2/3 + 2·1/3 = 8/3
+    array([[3.66666667, 2.66666667],
+           [2.66666667, 3.66666667]])
+    """
+
+    degree: int = 10
+    shift: int = 0
+    features: Features | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "degree", _count("degree", self.degree, 1))
+        object.__setattr__(self, "shift", _count("shift", self.shift, 0))
+        object.__setattr__(self, "features", _one_column(self.features))
+
+    def _to_tuple(self) -> _SpecTuple:
+        return (
+            "weighted_degree",
+            float(self.degree),
+            float(self.shift),
+            0.0,
+            _flist(self.features),
+        )
+
+
+def _engine_entries(
+    specs: Sequence[Kernel], X: NDArray[np.float64] | Points, names: Sequence[str] | None = None
+) -> list[_Entry]:
+    """The engine's kernels of ``specs`` (column names resolved) on the checked points
+    ``X``: on :class:`Points`, each kernel's columns are mapped to the numeric columns or to
+    the sequence columns, and a kernel reading the other kind is refused (errors name the
+    columns by ``names``, those of a DataFrame ``X``, when given).
+
+    Raises
+    ------
+    InvalidInputError
+        A sequence kernel on numeric points or on a numeric column, a vector kernel on a
+        column of strings, or a kernel that does not say which column it reads when that is
+        ambiguous.
+    """
+    if not isinstance(X, Points):
+        for m, s in enumerate(specs):
+            if isinstance(s, _SequenceKernel):
+                raise InvalidInputError(
+                    f"kernel {m}, {s!r}, reads sequences, but X is numeric: pass the sequences "
+                    f"as a 1-D array (or list) of strings, or a DataFrame with a column of "
+                    f"strings"
+                )
+        return [s._entry() for s in specs]
+
+    def col(j: int) -> str:
+        return f"column {names[j]!r}" if names is not None else f"column {j}"
+
+    seq_cols = [j for j, (is_seq, _) in enumerate(X.columns) if is_seq]
+    num_cols = [j for j, (is_seq, _) in enumerate(X.columns) if not is_seq]
+    out: list[_Entry] = []
+    for m, s in enumerate(specs):
+        feats = getattr(s, "features", None)
+        wanted: list[int] = list(range(len(X.columns))) if feats is None else list(feats)
+        if any(j >= len(X.columns) for j in wanted):
+            raise InvalidInputError(
+                f"kernel {m}, {s!r}, reads column {max(wanted)}, but X has {len(X.columns)} columns"
+            )
+        if isinstance(s, _SequenceKernel):
+            if feats is None:
+                if len(seq_cols) != 1:
+                    raise InvalidInputError(
+                        f"kernel {m}, {s!r}, does not say which column of sequences it reads "
+                        f"and X has {len(seq_cols)}: pass features=[column]"
+                    )
+                wanted = seq_cols
+            j = wanted[0]
+            if j not in seq_cols:
+                raise InvalidInputError(
+                    f"kernel {m}, {s!r}, reads sequences, but {col(j)} of X holds numbers; "
+                    f"the columns of strings are {', '.join(col(c) for c in seq_cols)}"
+                )
+            out.append(s._with_features((X.columns[j][1],))._entry())
+            continue
+        if feats is None:
+            wanted = num_cols
+        strings = [j for j in wanted if j in seq_cols]
+        if strings or not wanted:
+            raise InvalidInputError(
+                f"kernel {m}, {s!r}, reads numeric features, but {col(strings[0])} of X "
+                f"holds strings (sequences): use a sequence kernel (Spectrum, WeightedDegree) "
+                f"for it"
+                if strings
+                else f"kernel {m}, {s!r}, reads numeric features, but X has only columns of "
+                f"strings (sequences): use a sequence kernel (Spectrum, WeightedDegree)"
+            )
+        out.append(s._with_features(tuple(X.columns[j][1] for j in wanted))._entry())
+    return out

@@ -1,0 +1,134 @@
+//! The binding of the shared multiclass fit (`multi_class="shared"`,
+//! [`crate::solvers::shared`]): a stack, the one-vs-rest targets `(K, n)` and the analytic
+//! solver's settings in, a [`PySharedFitResult`] with a leading class axis out.
+
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+
+use super::convert::run_detached;
+use super::kernels::with_dense;
+use super::solvers::{PySettings, Status};
+use crate::error::MkError;
+use crate::penalties::BlockPenalty;
+use crate::solvers::shared::{fit_shared as engine_fit_shared, SharedConfig, SharedFit};
+
+/// A shared fit: every class's model and the whole problem's certificate.
+#[pyclass(frozen, name = "SharedFitResult", module = "multikernel._core")]
+pub(crate) struct PySharedFitResult {
+    /// `(K, M, n)`: `coef[c, m] = θ_m β_c`.
+    #[pyo3(get)]
+    coef: Py<PyArray3<f64>>,
+    /// `(K,)` the classes' intercepts.
+    #[pyo3(get)]
+    intercept: Py<PyArray1<f64>>,
+    /// `(M,)` the kernel weights every class shares.
+    #[pyo3(get)]
+    kernel_weights: Py<PyArray1<f64>>,
+    /// `(M,)` the block norms `s_m` over the classes.
+    #[pyo3(get)]
+    kernel_norms: Py<PyArray1<f64>>,
+    #[pyo3(get)]
+    primal: f64,
+    #[pyo3(get)]
+    dual: f64,
+    #[pyo3(get)]
+    gap: f64,
+    #[pyo3(get)]
+    n_iter: usize,
+    #[pyo3(get)]
+    status: Status,
+    /// `(n_records, 5)`: primal, dual, gap, active kernels, seconds per iteration.
+    #[pyo3(get)]
+    history: Py<PyArray2<f64>>,
+    /// `(kernel, quad_form, bound, entry_rounding)` as `FitResult.psd_witness`.
+    #[pyo3(get)]
+    psd_witness: Option<(usize, f64, f64, f64)>,
+}
+
+impl PySharedFitResult {
+    fn new(py: Python<'_>, r: SharedFit, n: usize) -> PyResult<Self> {
+        let (fit, k) = (r.fit, r.intercepts.len());
+        let m = fit.kernel_weights.len();
+        let shape_err = |e: ndarray::ShapeError| PyErr::from(MkError::Panic(e.to_string()));
+        let coef = ndarray::Array3::from_shape_vec((k, m, n), fit.coef).map_err(shape_err)?;
+        let rows: Vec<f64> = fit
+            .history
+            .iter()
+            .flat_map(|h| [h.primal, h.dual, h.gap, h.active as f64, h.seconds])
+            .collect();
+        let history =
+            ndarray::Array2::from_shape_vec((fit.history.len(), 5), rows).map_err(shape_err)?;
+        Ok(PySharedFitResult {
+            coef: coef.into_pyarray(py).unbind(),
+            intercept: r.intercepts.into_pyarray(py).unbind(),
+            kernel_weights: fit.kernel_weights.into_pyarray(py).unbind(),
+            kernel_norms: fit.kernel_norms.into_pyarray(py).unbind(),
+            primal: fit.primal,
+            dual: fit.dual,
+            gap: fit.gap,
+            n_iter: fit.n_iter,
+            status: fit.status.into(),
+            history: history.into_pyarray(py).unbind(),
+            psd_witness: fit
+                .psd_witness
+                .map(|w| (w.kernel, w.quad_form, w.bound, w.entry_rounding)),
+        })
+    }
+}
+
+/// Fits the one-vs-rest problems of the targets `y` `(K, n)` (`±1`) coupled through one set
+/// of kernel weights (docs/mathematics.md §3.8) on a dense (float64 or float32) stack or
+/// kernels computed on demand (hinge-type losses). `settings`: `Settings("analytic", ...)`
+/// (C, loss, tol, max_iter, inner_tol); `penalty` `lp` (`p ∈ [1, ∞]`), `l1`, `elasticnet`
+/// (`l1_ratio`) or `group` (`groups`, a group id per kernel). `sample_weight` `(n,)` weights
+/// each sample's loss in every class; `on_iteration(primal, dual, gap, active, seconds)` is
+/// called for every iteration.
+#[pyfunction]
+#[pyo3(signature = (
+    settings, g, y, *, penalty="lp", p=2.0, l1_ratio=1.0, groups=None, n_threads=0,
+    on_iteration=None, sample_weight=None
+))]
+#[allow(clippy::too_many_arguments)]
+fn fit_shared<'py>(
+    py: Python<'py>,
+    settings: &Bound<'py, PySettings>,
+    g: &Bound<'py, PyAny>,
+    y: PyReadonlyArray2<'py, f64>,
+    penalty: &str,
+    p: f64,
+    l1_ratio: f64,
+    groups: Option<Vec<usize>>,
+    n_threads: usize,
+    on_iteration: Option<&Bound<'py, PyAny>>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+) -> PyResult<PySharedFitResult> {
+    let lp = settings.get().lp().copied().ok_or_else(|| {
+        PyErr::from(MkError::config(
+            "solver",
+            "the shared fit reads the settings of solver 'analytic'",
+        ))
+    })?;
+    let cfg = SharedConfig {
+        penalty: BlockPenalty::parse(penalty, l1_ratio, p, groups.as_deref())?,
+        c: lp.c,
+        loss: lp.loss,
+        tol: lp.tol,
+        max_iter: lp.max_iter,
+        inner_tol: lp.inner_tol,
+    };
+    let ys: Vec<Vec<f64>> = y.as_array().outer_iter().map(|r| r.to_vec()).collect();
+    let n = y.as_array().ncols();
+    let weights = sample_weight.map(|w| w.as_array().to_vec());
+    let r = with_dense(g, |s| {
+        run_detached(py, n_threads, on_iteration, |i| {
+            engine_fit_shared(s, &ys, weights.as_deref(), &cfg, i)
+        })
+    })?;
+    PySharedFitResult::new(py, r, n)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySharedFitResult>()?;
+    m.add_function(wrap_pyfunction!(fit_shared, m)?)?;
+    Ok(())
+}
