@@ -7,6 +7,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "ChunkMemo",
     "FitResult",
     "OnDemandKernels",
     "PathResult",
@@ -16,8 +17,7 @@ __all__ = [
     "_panic_for_tests",
     "_set_min_cores_for_tests",
     "capabilities",
-    "chunk_reduce",
-    "chunk_update",
+    "chunk_run",
     "fit",
     "fit_rows",
     "fit_shared",
@@ -317,28 +317,25 @@ def fit_rows(
     init_feature_weights: NDArray[np.float64] | None = None,
     init_intercept: float = 0.0,
 ) -> FitResult: ...
-def chunk_reduce(
+@final
+class ChunkMemo:
+    """What a worker keeps of one chunk between the tasks of a Dask fit."""
+
+    def __new__(cls) -> ChunkMemo: ...
+    @property
+    def applied(self) -> int: ...
+
+def chunk_run(
     x: NDArray[Any],
     dims: list[int],
     y: NDArray[np.float64],
     c: NDArray[np.float64],
-    z: NDArray[np.float64],
-    d: NDArray[np.float64],
-    code: list[float],
+    memo: ChunkMemo,
+    log: list[list[float]],
+    ops: list[list[float]],
     *,
     n_threads: int = 1,
-) -> list[float]: ...
-def chunk_update(
-    x: NDArray[Any],
-    dims: list[int],
-    y: NDArray[np.float64],
-    c: NDArray[np.float64],
-    z: NDArray[np.float64],
-    d: NDArray[np.float64],
-    code: list[float],
-    *,
-    n_threads: int = 1,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+) -> list[list[float]]: ...
 def fit_shared(
     settings: Settings,
     g: NDArray[Any] | OnDemandKernels,

@@ -109,36 +109,44 @@ def _chunk_features(bank: FeatureBank, X: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-def _start(w: NDArray[np.float64], C: float) -> tuple[NDArray[np.float64], ...]:
-    """A chunk's state at the start: the loss weights ``c = C w``, ``z = 0``, ``d = 0``."""
-    return C * w, np.zeros(w.shape[0]), np.zeros(w.shape[0])
+def _costs(w: NDArray[np.float64], C: float) -> NDArray[np.float64]:
+    """A chunk's loss weights ``c = C w``."""
+    return C * w
 
 
-def _reduce(
-    x: NDArray[Any], y: NDArray[np.float64], st: tuple[NDArray[np.float64], ...],
-    dims: list[int], code: list[float], threads: int,
-) -> list[float]:  # fmt: skip
-    c, z, d = st
+#: What the workers of this process keep of the chunks of the fits running on them, by fit,
+#: chunk and worker: a ``_core.ChunkMemo`` each (the per-row state, the certificate's rows).
+_MEMOS: dict[tuple[str, int, str], Any] = {}
+
+
+def _run(
+    x: NDArray[Any], y: NDArray[np.float64], c: NDArray[np.float64], index: int, fit: str,
+    dims: list[int], log: list[list[float]], ops: list[list[float]], threads: int,
+) -> list[list[float]]:  # fmt: skip
+    """A chunk's task: the log's updates its memo lacks, then the reductions ``ops``."""
+    from distributed import get_worker
+
+    key = (fit, index, get_worker().address)
+    memo = _MEMOS.get(key)
+    if memo is None or memo.applied > len(log):
+        memo = _MEMOS[key] = _core.ChunkMemo()
     # (Arrays that crossed processes can arrive without their C order.)
     x = np.ascontiguousarray(x)
-    return _core.chunk_reduce(x, dims, y, c, z, d, code, n_threads=threads)
+    return _core.chunk_run(x, dims, y, c, memo, log, ops, n_threads=threads)
 
 
-def _update(
-    x: NDArray[Any], y: NDArray[np.float64], st: tuple[NDArray[np.float64], ...],
-    dims: list[int], code: list[float], threads: int,
-) -> tuple[NDArray[np.float64], ...]:  # fmt: skip
-    c, z, d = st
-    x = np.ascontiguousarray(x)
-    z2, d2 = _core.chunk_update(x, dims, y, c, z, d, code, n_threads=threads)
-    return c, z2, d2
+def _drop(fit: str) -> None:
+    """Forgets a fit's memos (``client.run`` on every worker)."""
+    for k in [k for k in _MEMOS if k[0] == fit]:
+        del _MEMOS[k]
 
 
 class ChunkRows:
     """The rows of one fit as the engine reads them (``_core.fit_rows``): ``reduce(code)``
-    returns every chunk's part of an encoded reduction, in chunk order; ``update(code)``
-    replaces every chunk's state by its update (a new future: the old one stays the lineage
-    of the new while it is needed).
+    returns every chunk's part of an encoded reduction, in chunk order, from one task per
+    chunk; ``update(code)`` appends to the fit's log of updates, which the next tasks apply
+    to the state their worker keeps (``_MEMOS``: no round trip of its own, no copy of the
+    state). A chunk whose memo is gone (a lost worker, a task moved) replays the whole log.
 
     Parameters
     ----------
@@ -153,31 +161,35 @@ class ChunkRows:
     """
 
     def __init__(self, client: Any, data: Features, C: float, threads: int) -> None:
+        import uuid
+
         self._client = client
         self._data = data
         self._threads = threads
-        self.states = [client.submit(_start, w, C) for w in data.w]
+        self._fit = uuid.uuid4().hex
+        self.costs = [client.submit(_costs, w, C) for w in data.w]
+        self.log: list[list[float]] = []
         self.tasks = 0
 
-    def _each(self, fn: Any, code: list[float]) -> list[Any]:
+    def reduce(self, code: list[float]) -> list[list[float]]:
         d = self._data
         self.tasks += len(d.x)
-        out: list[Any] = self._client.map(
-            fn, d.x, d.y, self.states, dims=d.dims, code=list(code), threads=self._threads
-        )
-        return out
-
-    def reduce(self, code: list[float]) -> list[list[float]]:
-        out: list[list[float]] = self._client.gather(self._each(_reduce, code))
-        return out
+        futs = self._client.map(
+            _run, d.x, d.y, self.costs, list(range(len(d.x))), fit=self._fit,
+            dims=d.dims, log=list(self.log), ops=[list(code)], threads=self._threads,
+            pure=False,
+        )  # fmt: skip
+        parts: list[list[list[float]]] = self._client.gather(futs)
+        return [p[0] for p in parts]
 
     def update(self, code: list[float]) -> None:
-        self.states = self._each(_update, code)
+        self.log.append(list(code))
 
     def close(self) -> None:
-        """Releases the states (cancelled: nothing of the fit runs on after it)."""
-        self._client.cancel(self.states)
-        self.states = []
+        """Releases the loss weights and the workers' memos (nothing of the fit runs on)."""
+        self._client.cancel(self.costs)
+        self.costs = []
+        self._client.run(_drop, self._fit)
 
 
 def _client() -> Any:

@@ -1,18 +1,19 @@
 //! Proximal Newton's rows on a Dask cluster (`multikernel._dask_fit`): [`PyRows`] forwards the
 //! engine's reductions and updates ([`Rows`]) to a Python object that runs them on every chunk,
-//! and `chunk_reduce` / `chunk_update` are what its tasks call on a worker — the in-memory
-//! [`Chunks`] on that chunk, so the cluster's fit computes what the in-memory one does.
+//! and `chunk_run` is what its tasks call on a worker — the in-memory [`Chunks`] on that
+//! chunk, its state kept between tasks ([`ChunkMemo`]), so the cluster's fit computes what
+//! the in-memory one does.
 
 use std::sync::Mutex;
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 use super::convert::detached;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{Element, RowFeatures};
-use crate::solvers::prox_newton::{check_finite, Chunks, DualPoint, Op, RowState, Rows, Update};
+use crate::solvers::prox_newton::{check_finite, Chunks, DualPoint, Memo, Op, Rows, Update};
 
 /// The rows of a fit held by a Python object with `reduce(code) -> list[list[float]]` (every
 /// chunk's part, in chunk order) and `update(code)`; its first error is kept for the caller
@@ -105,15 +106,44 @@ impl Rows for PyRows {
     }
 }
 
-/// A worker's chunk: `(n_c, R)` C-ordered features, targets, loss weights, state.
-fn with_chunk<T: Element + numpy::Element, R: Send>(
+/// A chunk's features as float64 or float32.
+#[derive(FromPyObject)]
+enum Features<'py> {
+    F64(PyReadonlyArray2<'py, f64>),
+    F32(PyReadonlyArray2<'py, f32>),
+}
+
+/// What a worker keeps of one chunk between the tasks of a fit ([`Memo`]: its per-row state
+/// and the certificate's rows), with the number of updates of the fit's log it has applied.
+#[pyclass(module = "multikernel._core")]
+#[derive(Default)]
+struct ChunkMemo {
+    kept: Mutex<(usize, Memo)>,
+}
+
+#[pymethods]
+impl ChunkMemo {
+    #[new]
+    fn new() -> Self {
+        ChunkMemo::default()
+    }
+
+    /// Updates of the log applied.
+    #[getter]
+    fn applied(&self) -> usize {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+}
+
+/// Runs `f` on the chunk `(x, y, c)` with what `memo` kept, which it keeps again.
+fn on_chunk<T: Element + numpy::Element, R: Send>(
     py: Python<'_>,
     x: &PyReadonlyArray2<'_, T>,
     dims: &[usize],
     (y, c): (&[f64], &[f64]),
-    state: RowState,
+    memo: &ChunkMemo,
     n_threads: usize,
-    f: impl FnOnce(&Chunks<'_, T>) -> Result<R> + Send,
+    f: impl FnOnce(&Chunks<'_, T>, &mut usize) -> Result<R> + Send,
 ) -> PyResult<R> {
     let n = x.as_array().nrows();
     // Read in place when C-ordered; otherwise (an array rebuilt from another process's
@@ -133,91 +163,62 @@ fn with_chunk<T: Element + numpy::Element, R: Send>(
             c.len()
         ))));
     }
-    detached(py, n_threads, || {
+    let mut guard = memo.kept.lock().unwrap_or_else(|e| e.into_inner());
+    let (applied, kept) = std::mem::take(&mut *guard);
+    let (out, applied, kept) = detached(py, n_threads, || {
         let feats = RowFeatures::new(data, n, dims)?;
         check_finite(&feats)?;
-        let rows = Chunks::with_state(&feats, y, c, state);
-        f(&rows)
-    })
+        let rows = Chunks::with_memo(&feats, y, c, kept);
+        let mut applied = applied;
+        let out = f(&rows, &mut applied);
+        Ok((out, applied, rows.into_memo()))
+    })?;
+    *guard = (applied, kept);
+    Ok(out?)
 }
 
-/// A chunk's features as float64 or float32.
-#[derive(FromPyObject)]
-enum Features<'py> {
-    F64(PyReadonlyArray2<'py, f64>),
-    F32(PyReadonlyArray2<'py, f32>),
-}
-
-/// One chunk's part of the reduction `code` (an encoded engine operation) on `(n_c, R)`
-/// features `x` (kernel `k` owns `dims[k]` consecutive columns) with targets `y`, loss weights
-/// `c`, predictions `z` and step `d`: what a Dask task runs on a worker, in a pool of
-/// `n_threads` (the worker's threads).
+/// One chunk's task of a fit on a cluster: the updates of `log` (the fit's encoded updates
+/// from its start, [`Update::encode`]) that `memo` has not applied yet, then each reduction
+/// of `ops` ([`Op::encode`]), whose parts it returns, on `(n_c, R)` features `x` (kernel `k`
+/// owns `dims[k]` consecutive columns) with targets `y` and loss weights `c`, in a pool of
+/// `n_threads`. A new (or lost) memo replays the whole log, so a chunk recomputed elsewhere
+/// reaches the same bits.
 #[pyfunction]
-#[pyo3(signature = (x, dims, y, c, z, d, code, *, n_threads=1))]
+#[pyo3(signature = (x, dims, y, c, memo, log, ops, *, n_threads=1))]
 #[allow(clippy::too_many_arguments)]
-fn chunk_reduce(
+fn chunk_run(
     py: Python<'_>,
     x: Features<'_>,
     dims: Vec<usize>,
     y: PyReadonlyArray1<'_, f64>,
     c: PyReadonlyArray1<'_, f64>,
-    z: PyReadonlyArray1<'_, f64>,
-    d: PyReadonlyArray1<'_, f64>,
-    code: Vec<f64>,
+    memo: &ChunkMemo,
+    log: Vec<Vec<f64>>,
+    ops: Vec<Vec<f64>>,
     n_threads: usize,
-) -> PyResult<Vec<f64>> {
-    let op = Op::decode(&code)?;
-    let state = RowState {
-        z: z.as_array().to_vec(),
-        d: d.as_array().to_vec(),
-        best: Vec::new(),
+) -> PyResult<Vec<Vec<f64>>> {
+    let log: Vec<Update> = log.iter().map(|u| Update::decode(u)).collect::<Result<_>>()?;
+    let ops: Vec<Op> = ops.iter().map(|o| Op::decode(o)).collect::<Result<_>>()?;
+    let (y, c) = (y.as_slice()?, c.as_slice()?);
+    let run = |rows: &dyn Rows, applied: &mut usize| -> Result<Vec<Vec<f64>>> {
+        if *applied > log.len() {
+            return Err(MkError::config("log", "shorter than what the chunk applied"));
+        }
+        for u in &log[*applied..] {
+            rows.update(u)?;
+            *applied += 1;
+        }
+        let none = crate::interrupt::NoInterrupt;
+        ops.iter().map(|op| rows.reduce(op, &none)).collect()
     };
-    let (y, c) = (y.as_array().to_vec(), c.as_array().to_vec());
-    let run = |rows: &dyn Rows| rows.reduce(&op, &crate::interrupt::NoInterrupt);
     match &x {
-        Features::F64(x) => with_chunk(py, x, &dims, (&y, &c), state, n_threads, |r| run(r)),
-        Features::F32(x) => with_chunk(py, x, &dims, (&y, &c), state, n_threads, |r| run(r)),
+        Features::F64(x) => on_chunk(py, x, &dims, (y, c), memo, n_threads, |r, a| run(r, a)),
+        Features::F32(x) => on_chunk(py, x, &dims, (y, c), memo, n_threads, |r, a| run(r, a)),
     }
 }
 
-/// One chunk's state `(z, d)` after the update `code` ([`chunk_reduce`]'s arguments): new
-/// arrays, so that a lost chunk is recomputed from the ones before.
-#[pyfunction]
-#[pyo3(signature = (x, dims, y, c, z, d, code, *, n_threads=1))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-fn chunk_update<'py>(
-    py: Python<'py>,
-    x: Features<'py>,
-    dims: Vec<usize>,
-    y: PyReadonlyArray1<'py, f64>,
-    c: PyReadonlyArray1<'py, f64>,
-    z: PyReadonlyArray1<'py, f64>,
-    d: PyReadonlyArray1<'py, f64>,
-    code: Vec<f64>,
-    n_threads: usize,
-) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
-    let op = Update::decode(&code)?;
-    let state = RowState {
-        z: z.as_array().to_vec(),
-        d: d.as_array().to_vec(),
-        best: Vec::new(),
-    };
-    let (y, c) = (y.as_array().to_vec(), c.as_array().to_vec());
-    let st = match &x {
-        Features::F64(x) => with_chunk(py, x, &dims, (&y, &c), state, n_threads, |r| {
-            r.update(&op)?;
-            Ok(r.state())
-        })?,
-        Features::F32(x) => with_chunk(py, x, &dims, (&y, &c), state, n_threads, |r| {
-            r.update(&op)?;
-            Ok(r.state())
-        })?,
-    };
-    Ok((st.z.into_pyarray(py), st.d.into_pyarray(py)))
-}
-
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(chunk_reduce, m)?)?;
-    m.add_function(wrap_pyfunction!(chunk_update, m)?)?;
+    m.add_class::<ChunkMemo>()?;
+    m.add_function(wrap_pyfunction!(chunk_run, m)?)?;
     Ok(())
 }

@@ -178,7 +178,7 @@ pub(super) fn certify(
     let grad = prods;
     let dual_norms: Vec<f64> = (0..x.m()).map(|m| norm(&u[x.block(m)])).collect();
     let dual_of = |conj: Envelope| {
-        best_envelope_dual_by(&dual_norms, &cfg.penalty, |ts| {
+        best_envelope_dual_by(&dual_norms, &cfg.penalty, x.search_points(), |ts| {
             let ts = ts.to_vec();
             p.reduce(&Op::Conjugate { dual, conj, ts })
         })

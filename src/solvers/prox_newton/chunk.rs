@@ -34,9 +34,18 @@ pub struct Chunks<'a, T> {
     slopes: RwLock<Option<Kept>>,
 }
 
+/// What a chunk keeps between a cluster's tasks (`ChunkMemo` in the binding): its state and
+/// its [`Kept`] rows, so that a pass over `z` alone costs what it costs in memory.
+#[derive(Default)]
+pub struct Memo {
+    state: RowState,
+    slopes: Option<Kept>,
+}
+
 /// `ℓ' = c ℓ_μ'(y, z + b)` of a dual point's `(μ, b)`, its candidate `v = clip(−ℓ')` and the
 /// domain `[lo, hi]` per row: a certificate's passes (the centring's search, some fifty
-/// passes, the gradient, the conjugates) read them instead of an `exp` per row each.
+/// passes, the gradient, the conjugates) read them instead of an `exp` per row each; and the
+/// rows `ρ̃` of the last centred point (its shift), which the conjugates' passes read.
 struct Kept {
     env: Envelope,
     b: f64,
@@ -44,6 +53,18 @@ struct Kept {
     v: Vec<f64>,
     lo: Vec<f64>,
     hi: Vec<f64>,
+    rho: Option<(Shift, Vec<f64>)>,
+}
+
+impl Kept {
+    /// Row `i`'s [`Slope`].
+    fn row(&self, i: usize) -> Slope {
+        Slope {
+            d1: self.d1[i],
+            v: self.v[i],
+            bd: (self.lo[i], self.hi[i]),
+        }
+    }
 }
 
 /// A row's `ℓ'`, candidate and domain.
@@ -100,19 +121,38 @@ impl<'a, T: Element> Chunks<'a, T> {
 
     /// The rows with a given state (a worker's chunk); empty vectors read as zeros.
     pub fn with_state(x: &'a RowFeatures<'a, T>, y: &'a [f64], c: &'a [f64], st: RowState) -> Self {
+        let memo = Memo {
+            state: st,
+            slopes: None,
+        };
+        Chunks::with_memo(x, y, c, memo)
+    }
+
+    /// The rows with what a task before kept ([`Memo`]; the default: `z = 0`).
+    pub fn with_memo(x: &'a RowFeatures<'a, T>, y: &'a [f64], c: &'a [f64], memo: Memo) -> Self {
         let n = x.n();
         let fill = |v: Vec<f64>| if v.len() == n { v } else { vec![0.0; n] };
+        let st = memo.state;
         let state = RowState {
             z: fill(st.z),
             d: fill(st.d),
             best: st.best,
         };
+        let slopes = memo.slopes.filter(|k| k.v.len() == n);
         Chunks {
             x,
             y,
             c,
             state: RwLock::new(state),
-            slopes: RwLock::new(None),
+            slopes: RwLock::new(slopes),
+        }
+    }
+
+    /// What the next task on these rows starts from.
+    pub fn into_memo(self) -> Memo {
+        Memo {
+            state: self.state.into_inner().unwrap_or_else(|e| e.into_inner()),
+            slopes: self.slopes.into_inner().unwrap_or_else(|e| e.into_inner()),
         }
     }
 
@@ -146,69 +186,72 @@ impl<'a, T: Element> Chunks<'a, T> {
             });
     }
 
-    /// The [`Kept`] rows of `(env, b)`.
-    fn keep_slopes(&self, st: &RowState, env: Envelope, b: f64) {
+    /// The [`Kept`] rows of `(env, b)`, and those of `dual`'s point when given.
+    fn keep_slopes(&self, st: &RowState, env: Envelope, b: f64, dual: Option<&DualPoint>) {
         let mut kept = self.slopes.write().unwrap_or_else(|e| e.into_inner());
-        if matches!(&*kept, Some(k) if k.env == env && k.b.to_bits() == b.to_bits()) {
-            return;
+        if !matches!(&*kept, Some(k) if k.env == env && k.b.to_bits() == b.to_bits()) {
+            *kept = Some(self.slopes_of(st, env, b));
         }
+        if let (Some(k), Some(dual)) = (kept.as_mut(), dual) {
+            if !matches!(&k.rho, Some((s, _)) if *s == dual.shift) {
+                let rho = (0..k.v.len())
+                    .into_par_iter()
+                    .with_min_len(CHUNK)
+                    .map(|i| dual_entry(dual, k.row(i)))
+                    .collect();
+                k.rho = Some((dual.shift, rho));
+            }
+        }
+    }
+
+    /// The [`Kept`] rows of `(env, b)` at `z`.
+    fn slopes_of(&self, st: &RowState, env: Envelope, b: f64) -> Kept {
         let (y, c) = (self.y, self.c);
         let rows: Vec<Slope> = (0..st.z.len())
             .into_par_iter()
             .with_min_len(CHUNK)
             .map(|i| slope(env, b, y[i], c[i], st.z[i]))
             .collect();
-        *kept = Some(Kept {
+        Kept {
             env,
             b,
             d1: rows.iter().map(|s| s.d1).collect(),
             v: rows.iter().map(|s| s.v).collect(),
             lo: rows.iter().map(|s| s.bd.0).collect(),
             hi: rows.iter().map(|s| s.bd.1).collect(),
-        });
+            rho: None,
+        }
     }
 
     /// One chunk's part of a certificate's `op` (the dual point's: [`Op::Centre`] to
-    /// [`Op::Conjugate`]), from the [`Kept`] rows of its dual point.
+    /// [`Op::Conjugate`]), from the [`Kept`] rows of its dual point: loops over slices, the
+    /// points of a search outside (a pass reads three vectors per point, no `exp`).
     fn dual_part(&self, op: &Op, st: &RowState, kept: Option<&Kept>, r: Range<usize>) -> Vec<f64> {
-        let (x, y, c, z) = (self.x, self.y, self.c, &st.z);
+        let (x, y, c, z) = (self.x, &self.y[r.clone()], &self.c[r.clone()], &st.z[r.clone()]);
         let width = x.width();
         let k = kept.expect("the rows of the op's dual point are kept");
-        let row = |i: usize| Slope {
-            d1: k.d1[i],
-            v: k.v[i],
-            bd: (k.lo[i], k.hi[i]),
-        };
+        let (d1, v, lo, hi) = (&k.d1[r.clone()], &k.v[r.clone()], &k.lo[r.clone()], &k.hi[r.clone()]);
+        let rows = || v.iter().zip(lo).zip(hi).map(|((&v, &lo), &hi)| (v, (lo, hi)));
         match op {
             Op::Centre { env, b } => {
                 let mut out = [0.0, f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0, 0.0];
-                for i in r {
-                    out[5] += c[i] * env.value(y[i], z[i] + b);
-                    let Slope {
-                        v, bd: (lo, hi), ..
-                    } = row(i);
+                out[5] = (0..z.len()).map(|i| c[i] * env.value(y[i], z[i] + b)).sum();
+                for (v, (lo, hi)) in rows() {
                     out[0] += v;
                     out[1] = out[1].min(v - lo);
                     out[2] = out[2].max(v - hi);
                     out[3] = out[3].max(v.abs());
-                    out[4] = out[4].max(c[i]);
                 }
+                out[4] = c.iter().copied().fold(0.0, f64::max);
                 out.to_vec()
             }
-            Op::CentreTau { taus, .. } => {
-                let mut out = vec![0.0; taus.len()];
-                for i in r {
-                    let Slope { v, bd, .. } = row(i);
-                    out.iter_mut()
-                        .zip(taus)
-                        .for_each(|(o, tau)| *o += clip(v - tau, bd));
-                }
-                out
-            }
+            Op::CentreTau { taus, .. } => taus
+                .iter()
+                .map(|tau| rows().map(|(v, bd)| clip(v - tau, bd)).sum())
+                .collect(),
             Op::CentreFree { tau, .. } => {
                 let mut out = [0.0, 0.0];
-                for i in r {
-                    let Slope { v, bd, .. } = row(i);
+                for (v, bd) in rows() {
                     let ri = clip(v - tau, bd);
                     out[0] += ri;
                     if ri > bd.0 && ri < bd.1 {
@@ -217,35 +260,34 @@ impl<'a, T: Element> Chunks<'a, T> {
                 }
                 out.to_vec()
             }
-            Op::Gradient { dual } => {
+            Op::Gradient { .. } => {
                 // `[Gᵀℓ', Gᵀρ̃, Σℓ']`.
+                let rho = &k.rho.as_ref().expect("the dual point's rows are kept").1[r.clone()];
                 let mut acc = vec![0.0; 2 * width + 1];
                 let (grad, rest) = acc.split_at_mut(width);
                 let (u, total) = rest.split_at_mut(width);
-                for i in r {
-                    let s = row(i);
-                    let rho = dual_entry(dual, s);
+                for (t, i) in r.enumerate() {
                     let xi = x.row(i);
-                    for (v, a) in [(s.d1, &mut *grad), (rho, &mut *u)] {
+                    for (v, a) in [(d1[t], &mut *grad), (rho[t], &mut *u)] {
                         if v != 0.0 {
                             a.iter_mut()
                                 .zip(xi)
                                 .for_each(|(s, xj)| *s += v * xj.to_f64());
                         }
                     }
-                    total[0] += s.d1;
+                    total[0] += d1[t];
                 }
                 acc
             }
-            Op::Conjugate { dual, conj, ts } => {
-                let mut out = vec![0.0; ts.len()];
-                for i in r {
-                    let rho = dual_entry(dual, row(i));
-                    out.iter_mut()
-                        .zip(ts)
-                        .for_each(|(o, t)| *o += c[i] * conj.conjugate(y[i], -t * rho / c[i]));
-                }
-                out
+            Op::Conjugate { conj, ts, .. } => {
+                let rho = &k.rho.as_ref().expect("the dual point's rows are kept").1[r];
+                ts.iter()
+                    .map(|t| {
+                        (0..rho.len())
+                            .map(|i| c[i] * conj.conjugate(y[i], -t * rho[i] / c[i]))
+                            .sum()
+                    })
+                    .collect()
             }
             _ => unreachable!("not a certificate's operation"),
         }
@@ -338,12 +380,12 @@ impl<T: Element> Rows for Chunks<'_, T> {
         let dual = match op {
             Op::Centre { env, b }
             | Op::CentreTau { env, b, .. }
-            | Op::CentreFree { env, b, .. } => Some((*env, *b)),
-            Op::Gradient { dual } | Op::Conjugate { dual, .. } => Some((dual.env, dual.b)),
+            | Op::CentreFree { env, b, .. } => Some((*env, *b, None)),
+            Op::Gradient { dual } | Op::Conjugate { dual, .. } => Some((dual.env, dual.b, Some(dual))),
             _ => None,
         };
-        if let Some((env, b)) = dual {
-            self.keep_slopes(&st, env, b);
+        if let Some((env, b, point)) = dual {
+            self.keep_slopes(&st, env, b, point);
         }
         let kept = self.slopes.read().unwrap_or_else(|e| e.into_inner());
         let kept = kept.as_ref().filter(|_| dual.is_some());
