@@ -21,8 +21,12 @@ plus noise. A ``LocalCluster`` of 2 workers × 1 thread, 3 GB each (processes).
 with groups. Results: ``benches/peers/results/dask_fit.md``.
 
     PYTHONPATH=python /work/peers-venv/bin/python benches/peers/dask_fit.py [--n 1000000]
-        [--skip-daskml] [--daskml-solvers admm,proximal_grad]
-        [--out benches/peers/results/dask_fit.md]
+        [--skip-daskml] [--daskml-solvers admm,proximal_grad] [--repeats 3]
+        [--blocks 20x5,100x1] [--chunks 8] [--out benches/peers/results/dask_fit.md]
+
+The features-persisted Dask fit and the in-memory fit are medians of ``--repeats``; the
+whole Dask fit (features computed) is one run; "passes" counts the rounds of one task per
+chunk (round trips) of the whole fit.
 """
 
 from __future__ import annotations
@@ -41,11 +45,11 @@ from multikernel.kernels import FeatureBank, Linear
 D = 100
 
 
-def data(n: int) -> tuple[Any, Any]:
+def data(n: int, chunks: int = 8) -> tuple[Any, Any]:
     import dask.array as da
 
     rs = da.random.RandomState(0)
-    X = rs.standard_normal((n, D), chunks=(max(n // 8, 1), D))
+    X = rs.standard_normal((n, D), chunks=(max(n // chunks, 1), D))
     w = np.zeros(D)
     w[:25] = np.random.default_rng(1).standard_normal(25)
     y = da.sign(X @ w + rs.standard_normal(n, chunks=X.chunks[0]))
@@ -83,12 +87,36 @@ def timed(fn: Any) -> tuple[float, Any]:
     return time.perf_counter() - t, out
 
 
+#: Passes over the chunks (round trips) of the last Dask fit.
+PASSES = {"n": 0}
+
+
+def count_passes() -> None:
+    """Counts ``ChunkRows.reduce`` calls: one task per chunk and one round trip each."""
+    from multikernel import _dask_fit
+
+    original = _dask_fit.ChunkRows.reduce
+
+    def reduce(self: Any, code: list[float]) -> list[list[float]]:
+        PASSES["n"] += 1
+        return original(self, code)
+
+    _dask_fit.ChunkRows.reduce = reduce  # type: ignore[method-assign]
+
+
+def median_fit(fit: Any, repeats: int) -> float:
+    return float(np.median([timed(fit)[0] for _ in range(repeats)]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--skip-daskml", action="store_true")
     ap.add_argument("--daskml-solvers", default="admm,proximal_grad")
     ap.add_argument("--out", default="")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--blocks", default="20x5,100x1")
+    ap.add_argument("--chunks", type=int, default=8)
     args = ap.parse_args()
     from distributed import Client, LocalCluster
 
@@ -103,7 +131,8 @@ def main() -> None:
         ) as cluster,
         Client(cluster) as client,
     ):  # fmt: skip
-        X, y = data(args.n)
+        X, y = data(args.n, args.chunks)
+        count_passes()
         X, y = client.persist(X), client.persist(y)
         C = 10.0 / lambda_max(X, y)
         groups20 = [list(range(5 * j, 5 * j + 5)) for j in range(20)]
@@ -116,23 +145,29 @@ def main() -> None:
             print(rows[-1], flush=True)
 
         results: dict[str, float] = {}
-        for label, groups in (("20 × 5", groups20), ("100 × 1", singles)):
+        labels = {"20x5": ("20 × 5", groups20), "100x1": ("100 × 1", singles)}
+        for label, groups in (labels[b] for b in args.blocks.split(",")):
             est = ours(groups, C)
+            PASSES["n"] = 0
             t, _ = timed(lambda est=est: est.fit(X, y))
+            passes = PASSES["n"]
             w = np.concatenate(est.coef_).astype(np.float64)
             P = objective(X, y, w, float(est.intercept_), C)
-            row(f"ours, Dask, {label} (whole fit)", t, P, est.duality_gap_, est.n_iter_)
-            t2, _ = timed(lambda est=est: est.fit(X, y))
-            row(f"ours, Dask, {label} (features persisted)", t2, P, est.duality_gap_,
+            row(f"ours, Dask, {label} (whole fit; {passes} passes)", t, P, est.duality_gap_,
                 est.n_iter_)  # fmt: skip
+            t2 = median_fit(lambda est=est: est.fit(X, y), args.repeats)
+            row(f"ours, Dask, {label} (features persisted, median of {args.repeats})", t2, P,
+                est.duality_gap_, est.n_iter_)  # fmt: skip
             results[f"dask {label}"], results[f"dask steps {label}"] = t, t2
             results[f"P {label}"] = P
             Xn, yn = X.compute(), y.compute()
             mem = ours(groups, C)
-            tm, _ = timed(lambda mem=mem, Xn=Xn, yn=yn: mem.fit(Xn, yn))
+            tm = median_fit(lambda mem=mem, Xn=Xn, yn=yn: mem.fit(Xn, yn), args.repeats)
+            del Xn, yn
             Pm = objective(X, y, np.concatenate(mem.coef_).astype(np.float64),
                            float(mem.intercept_), C)  # fmt: skip
-            row(f"ours, in memory, {label}", tm, Pm, mem.duality_gap_, mem.n_iter_)
+            row(f"ours, in memory, {label} (median of {args.repeats})", tm, Pm,
+                mem.duality_gap_, mem.n_iter_)  # fmt: skip
             results[f"mem {label}"] = tm
         if not args.skip_daskml:
             from dask_ml.linear_model import LogisticRegression
@@ -148,6 +183,8 @@ def main() -> None:
                 results[f"daskml {solver}"], results[f"P daskml {solver}"] = t, P
     lines += rows + ["", f"C = {C:.6g} (10/λ_max)", ""]
     for label in ("20 × 5", "100 × 1"):
+        if f"mem {label}" not in results:
+            continue
         mem = results[f"mem {label}"]
         lines.append(
             f"- {label}: Dask / in memory = {results[f'dask {label}'] / mem:.2f} (whole fit), "
@@ -155,7 +192,7 @@ def main() -> None:
             "whole fit)"
         )
     for solver in ("admm", "proximal_grad"):
-        if f"daskml {solver}" in results:
+        if f"daskml {solver}" in results and "dask 100 × 1" in results:
             lines.append(
                 f"- ours (Dask, 100 × 1) / dask-ml {solver} = "
                 f"{results['dask 100 × 1'] / results[f'daskml {solver}']:.3f}; objective ours − "

@@ -8,6 +8,7 @@ Cases: n Gaussian points in 100 dimensions as 20 blocks of 5 features, labels th
 sparse linear model plus noise (targets the model plus noise for ``squared``), ``tol=1e-6``.
 
     python benches/peers/engine_ab.py --before OLD/python --after NEW/python [--repeats 3]
+        [--cases 0,1]
 """
 
 from __future__ import annotations
@@ -60,12 +61,14 @@ def main() -> None:
     ap.add_argument("--after", required=False)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--child", nargs=3)
+    ap.add_argument("--cases", default="", help="indices into CASES, e.g. 1,2 (default all)")
     args = ap.parse_args()
     if args.child:
         child(int(args.child[0]), args.child[1], args.child[2])
         return
     builds = {"before": args.before, "after": args.after}
-    for case in CASES:
+    chosen = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES
+    for case in chosen:
         times: dict[str, list[float]] = {k: [] for k in builds}
         last: dict[str, list[str]] = {}
         for _ in range(args.repeats):

@@ -299,28 +299,46 @@ impl<'a, T: Element> Chunks<'a, T> {
         let (x, y, c, z, d) = (self.x, self.y, self.c, &st.z, &st.d);
         let width = x.width();
         match op {
-            Op::Loss { env, bs, step } => bs
-                .iter()
-                .map(|&b| match step {
-                    None => r.clone().map(|i| c[i] * env.value(y[i], z[i] + b)).sum(),
-                    Some((t, db)) => {
-                        let bt = b + t * db;
-                        r.clone()
-                            .map(|i| c[i] * env.value(y[i], (z[i] + t * d[i]) + bt))
+            Op::Loss { env, bs, step } => {
+                let (y, c, z, d) = (&y[r.clone()], &c[r.clone()], &z[r.clone()], &d[r.clone()]);
+                let rows = || y.iter().zip(c).zip(z);
+                bs.iter()
+                    .map(|&b| match step {
+                        None => rows().map(|((&y, &c), &z)| c * env.value(y, z + b)).sum(),
+                        Some((t, db)) => {
+                            let bt = b + t * db;
+                            rows()
+                                .zip(d)
+                                .map(|(((&y, &c), &z), &d)| c * env.value(y, (z + t * d) + bt))
+                                .sum()
+                        }
+                    })
+                    .collect()
+            }
+            Op::Slope { env, b, t, db } => {
+                let (y, c, z, d) = (&y[r.clone()], &c[r.clone()], &z[r.clone()], &d[r]);
+                vec![y
+                    .iter()
+                    .zip(c)
+                    .zip(z)
+                    .zip(d)
+                    .map(|(((&y, &c), &z), &d)| {
+                        c * env.deriv(y, z + t * d + b + t * db) * (d + db)
+                    })
+                    .sum()]
+            }
+            Op::InterceptSlope { env, bs } => {
+                let (y, c, z) = (&y[r.clone()], &c[r.clone()], &z[r]);
+                bs.iter()
+                    .map(|&b| {
+                        y.iter()
+                            .zip(c)
+                            .zip(z)
+                            .map(|((&y, &c), &z)| c * env.deriv(y, z + b))
                             .sum()
-                    }
-                })
-                .collect(),
-            Op::Slope { env, b, t, db } => vec![r
-                .map(|i| {
-                    let zi = z[i] + t * d[i] + b + t * db;
-                    c[i] * env.deriv(y[i], zi) * (d[i] + db)
-                })
-                .sum()],
-            Op::InterceptSlope { env, bs } => bs
-                .iter()
-                .map(|&b| r.clone().map(|i| c[i] * env.deriv(y[i], z[i] + b)).sum())
-                .collect(),
+                    })
+                    .collect()
+            }
             Op::Hessian { env, b, cols, zone } => {
                 let k = cols.len() + 1;
                 let (rows, sq): (Vec<usize>, Vec<f64>) = r
@@ -403,11 +421,25 @@ impl<T: Element> Rows for Chunks<'_, T> {
             }
             _ => ranges.len().max(1),
         };
+        // The searches' passes (the intercept's, the centring's: some sixty per search, a
+        // few operations per row each) run on one thread: a parallel pass's join costs as
+        // much as the pass, and on a loaded machine a time slice.
+        let serial = matches!(
+            op,
+            Op::InterceptSlope { .. } | Op::CentreTau { .. } | Op::CentreFree { .. }
+        );
         let mut acc = Vec::new();
         for group in ranges.chunks(batch) {
             interrupt.check()?;
-            // Passes over `z` alone are short: fewer, longer rayon jobs for them.
-            let grain = if reads_features { 1 } else { 8 };
+            // Passes over `z` alone are short: jobs of two chunks (the dual's passes' size),
+            // small enough to balance the threads of a loaded machine.
+            let grain = if serial {
+                group.len()
+            } else if reads_features {
+                1
+            } else {
+                2
+            };
             let parts: Vec<Vec<f64>> = group
                 .par_iter()
                 .with_min_len(grain)

@@ -70,6 +70,10 @@ impl Solver for ProxNewton<'_> {
     /// are the best iterate's `w`, its coefficients their representer form.
     fn finish(&mut self, mut fit: FitResult) -> Result<FitResult> {
         fit.n_iter = self.steps;
+        if let Some(m) = self.best.model.take() {
+            (fit.intercept, fit.kernel_weights) = (m.intercept, m.weights);
+            fit.kernel_norms = m.norms;
+        }
         fit.coef = self.best.coef(self.prob.x);
         fit.feature_weights = std::mem::take(&mut self.best.w);
         Ok(fit)
@@ -90,6 +94,7 @@ impl<'a> ProxNewton<'a> {
             w: w.clone(),
             dual: None,
             scale: vec![0.0; x.m()],
+            model: None,
         };
         let smoothing = Smoothing::start(&prob, warm)?;
         let group = match &cfg.penalty {
