@@ -130,8 +130,9 @@ def _run(
     memo = _MEMOS.get(key)
     if memo is None or memo.applied > len(log):
         memo = _MEMOS[key] = _core.ChunkMemo()
-    # (Arrays that crossed processes can arrive without their C order.)
-    x = np.ascontiguousarray(x)
+    # (Arrays that crossed processes can arrive without their C order, or misaligned.)
+    x = np.require(x, requirements=["C", "A"])
+    y, c = (np.require(v, np.float64, ["C", "A"]) for v in (y, c))
     return _core.chunk_run(x, dims, y, c, memo, log, ops, n_threads=threads)
 
 

@@ -119,6 +119,8 @@ enum Features<'py> {
 #[derive(Default)]
 struct ChunkMemo {
     kept: Mutex<(usize, Memo)>,
+    /// The chunk's features were checked finite (once: a full read of them).
+    checked: std::sync::atomic::AtomicBool,
 }
 
 #[pymethods]
@@ -167,7 +169,10 @@ fn on_chunk<T: Element + numpy::Element, R: Send>(
     let (applied, kept) = std::mem::take(&mut *guard);
     let (out, applied, kept) = detached(py, n_threads, || {
         let feats = RowFeatures::new(data, n, dims)?;
-        check_finite(&feats)?;
+        if !memo.checked.load(std::sync::atomic::Ordering::Relaxed) {
+            check_finite(&feats)?;
+            memo.checked.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let rows = Chunks::with_memo(&feats, y, c, kept);
         let mut applied = applied;
         let out = f(&rows, &mut applied);

@@ -102,7 +102,9 @@ def test_dask_fit_equals_the_in_memory_fit(
     w, w_ref = np.concatenate(est.coef_), np.concatenate(ref.coef_)
     assert rel(w, w_ref) < 1e-10
     assert abs(est.intercept_ - ref.intercept_) < 1e-10 * (1 + np.abs(w_ref).max())
-    assert rel(est.kernel_weights_, ref.kernel_weights_) < 1e-10
+    # The kernel weights read the dual point too, whose centring a cluster finds to 1e-9 of
+    # its bracket (15 points per pass, where memory bisects to the last bit).
+    assert rel(est.kernel_weights_, ref.kernel_weights_) < 1e-9
     assert est.n_iter_ == ref.n_iter_
     np.testing.assert_allclose(est.predict(X), ref.predict(blocks), rtol=1e-9, atol=1e-12)
 

@@ -96,6 +96,27 @@ impl Problem<'_> {
         )
     }
 
+    /// The intercept minimising the loss's data term at `z = 0` (the cold start): with
+    /// targets `±1` the term is `c₊ ℓ(1, b) + c₋ ℓ(−1, b)`, whose search needs one pass for
+    /// the labels' weights and no more (a cluster's round trips); otherwise
+    /// [`Problem::best_intercept`].
+    pub(super) fn start_intercept(&self) -> Result<f64> {
+        let s = self.reduce(&Op::LabelWeights)?;
+        if s[2] > 0.0 {
+            return self.best_intercept(0.0);
+        }
+        let env: Envelope = self.cfg.loss.into();
+        let both = |f: &dyn Fn(f64, f64) -> f64, bs: &[f64]| -> Result<Vec<f64>> {
+            Ok(bs.iter().map(|&b| s[0] * f(1.0, b) + s[1] * f(-1.0, b)).collect())
+        };
+        intercept_search(
+            0.0,
+            1,
+            |bs| both(&|y, b| env.deriv(y, b), bs),
+            |bs| both(&|y, b| env.value(y, b), bs),
+        )
+    }
+
     /// The natural dual point `ρ̃_i = −c_i ℓ_μ'(z_i + b)` centred into the dual's domain
     /// ([`Loss::centre_dual`](crate::losses::Loss::centre_dual), by its passes over the rows).
     /// Also the data term `Σ c ℓ_μ(y, z + b)`, from the same pass.

@@ -379,6 +379,20 @@ impl<'a, T: Element> Chunks<'a, T> {
                 vec![y[r.clone()].iter().sum(), len, c[r].iter().sum()]
             }
             Op::AbsDev { mean } => vec![y[r].iter().map(|v| (v - mean).abs()).sum()],
+            Op::LabelWeights => {
+                let mut out = vec![0.0; 3];
+                for (&y, &c) in y[r.clone()].iter().zip(&c[r]) {
+                    let k = if y == 1.0 {
+                        0
+                    } else if y == -1.0 {
+                        1
+                    } else {
+                        2
+                    };
+                    out[k] += if k == 2 { 1.0 } else { c };
+                }
+                out
+            }
             _ => self.dual_part(op, st, kept, r),
         }
     }

@@ -166,7 +166,7 @@ pub fn fit_prox_newton_on(
                 cols: Vec::new(),
                 vals: Vec::new(),
             })?;
-            (vec![0.0; width], prob.best_intercept(0.0)?)
+            (vec![0.0; width], prob.start_intercept()?)
         }
         Some(s) => {
             if s.weights.len() != width {

@@ -133,6 +133,8 @@ pub enum Op {
     Squares { weight: Curvature },
     /// `[Σ y, n, Σ c]`.
     Moments,
+    /// `[Σ_{y=1} c, Σ_{y=−1} c, #{y ∉ {±1}}]`.
+    LabelWeights,
     /// `[Σ |y − mean|]`.
     AbsDev { mean: f64 },
 }
@@ -335,6 +337,7 @@ impl Op {
             }
             Op::Moments => o.push(10.0),
             Op::AbsDev { mean } => o.extend([11.0, *mean]),
+            Op::LabelWeights => o.push(12.0),
         }
         o
     }
@@ -399,6 +402,7 @@ impl Op {
             }
             10 => Op::Moments,
             11 => Op::AbsDev { mean: r.num()? },
+            12 => Op::LabelWeights,
             k => return Err(MkError::config("op", format!("no operation {k}"))),
         })
     }
