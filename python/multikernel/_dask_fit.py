@@ -244,14 +244,20 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     bank = copy.deepcopy(template)
     seed = getattr(bank, "random_state", None)
     if n <= FIT_SAMPLE:
-        sample = X.compute()
+        sample_x = X
     else:
         idx = np.sort(np.random.default_rng(seed).choice(n, FIT_SAMPLE, replace=False))
-        sample = X[idx].compute()
+        sample_x = X[idx]
+    wf = da.ones(n, chunks=(rows,)) if wv is None else wv.astype(np.float64)
+    good_w = (da.isfinite(wf) & (wf > 0)).all()
+    # The labels (a classifier's) or their check (a regressor's), in the same pass as the
+    # sample and the weights' check: one round of the cluster.
+    about_y = da.unique(yv) if classifier else da.isfinite(yv.astype(np.float64)).all()
+    sample, ok_w, y_info = da.compute(sample_x, good_w, about_y)
     bank.fit(np.asarray(sample, dtype=np.float64))
     classes = None
     if classifier:
-        classes = np.unique(yv.compute() if n <= FIT_SAMPLE else da.unique(yv).compute())
+        classes = np.unique(y_info)
         if len(classes) != 2:
             raise InvalidInputError(
                 f"a Dask fit takes two classes, got {len(classes)}: fit one-vs-rest problems "
@@ -259,13 +265,9 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
             )
         yf = da.where(yv == classes[1], 1.0, -1.0)
     else:
+        if not y_info:
+            raise NonFiniteError("y contains NaN or infinity")
         yf = yv.astype(np.float64)
-    wf = da.ones(n, chunks=(rows,)) if wv is None else wv.astype(np.float64)
-    finite_y = da.isfinite(yf).all()
-    good_w = (da.isfinite(wf) & (wf > 0)).all()
-    ok_y, ok_w = da.compute(finite_y, good_w)
-    if not ok_y:
-        raise NonFiniteError("y contains NaN or infinity")
     if not ok_w:
         raise InvalidInputError("a Dask fit takes sample weights that are finite and > 0")
     task_bank = copy.copy(bank)
