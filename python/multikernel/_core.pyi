@@ -317,6 +317,7 @@ def fit_rows(
     init_feature_weights: NDArray[np.float64] | None = None,
     init_intercept: float = 0.0,
 ) -> FitResult: ...
+
 @final
 class ChunkMemo:
     """What a worker keeps of one chunk between the tasks of a Dask fit."""

@@ -11,14 +11,16 @@ with ``X`` a Dask array and ``kernels=FeatureBank(...)`` comes here (:func:`fit`
   same arrays (``warm_start``, a grid of ``C``) reuse them;
 - the engine's ``prox_newton`` runs on the client (``_core.fit_rows``) and sees the rows only
   through :class:`ChunkRows`: every pass over the rows is one task per chunk calling the
-  engine on that chunk (``_core.chunk_reduce`` / ``chunk_update``), the per-row state
-  (predictions, step) a future per chunk replaced at each update, and the chunks' parts are
-  combined by the engine in chunk order. Nothing of size ``n`` reaches the client.
+  engine on that chunk (``_core.chunk_run``), the per-row state (predictions, step, the
+  certificate's rows) kept on the worker between tasks (:data:`_MEMOS`), its updates sent
+  as a log with the next pass, and the chunks' parts are combined by the engine in chunk
+  order. Nothing of size ``n`` reaches the client.
 
-A worker lost during the fit loses its chunks' state, which Dask recomputes from the chain
-of updates before it (each update a new future, its task kept while a later one needs it);
-the updates are deterministic, so the fit ends where it would have. A fit that raises, or is
-interrupted, cancels its futures (its features' too) before the error propagates.
+A worker lost during the fit loses its chunks' features and memos: Dask recomputes the
+features elsewhere, and a chunk without a memo replays the fit's log of updates from the
+start; the updates are deterministic, so the fit ends where it would have. A fit that
+raises, or is interrupted, cancels its futures (its features' too) and drops its memos
+before the error propagates.
 
 Threads: a task runs the engine with one thread for ``n_threads=0`` or ``-1`` and with
 ``n_threads`` otherwise (as :mod:`._dask`): Dask fills the cores with one task per worker

@@ -171,7 +171,8 @@ fn on_chunk<T: Element + numpy::Element, R: Send>(
         let feats = RowFeatures::new(data, n, dims)?;
         if !memo.checked.load(std::sync::atomic::Ordering::Relaxed) {
             check_finite(&feats)?;
-            memo.checked.store(true, std::sync::atomic::Ordering::Relaxed);
+            memo.checked
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let rows = Chunks::with_memo(&feats, y, c, kept);
         let mut applied = applied;
@@ -202,12 +203,18 @@ fn chunk_run(
     ops: Vec<Vec<f64>>,
     n_threads: usize,
 ) -> PyResult<Vec<Vec<f64>>> {
-    let log: Vec<Update> = log.iter().map(|u| Update::decode(u)).collect::<Result<_>>()?;
+    let log: Vec<Update> = log
+        .iter()
+        .map(|u| Update::decode(u))
+        .collect::<Result<_>>()?;
     let ops: Vec<Op> = ops.iter().map(|o| Op::decode(o)).collect::<Result<_>>()?;
     let (y, c) = (y.as_slice()?, c.as_slice()?);
     let run = |rows: &dyn Rows, applied: &mut usize| -> Result<Vec<Vec<f64>>> {
         if *applied > log.len() {
-            return Err(MkError::config("log", "shorter than what the chunk applied"));
+            return Err(MkError::config(
+                "log",
+                "shorter than what the chunk applied",
+            ));
         }
         for u in &log[*applied..] {
             rows.update(u)?;

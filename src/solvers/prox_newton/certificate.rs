@@ -107,7 +107,10 @@ impl Problem<'_> {
         }
         let env: Envelope = self.cfg.loss.into();
         let both = |f: &dyn Fn(f64, f64) -> f64, bs: &[f64]| -> Result<Vec<f64>> {
-            Ok(bs.iter().map(|&b| s[0] * f(1.0, b) + s[1] * f(-1.0, b)).collect())
+            Ok(bs
+                .iter()
+                .map(|&b| s[0] * f(1.0, b) + s[1] * f(-1.0, b))
+                .collect())
         };
         intercept_search(
             0.0,

@@ -1,7 +1,8 @@
 //! [`Rows`] in memory ([`Chunks`]): row-major features (f64 or f32, [`RowFeatures`]) with
 //! their targets, loss weights and per-row state, reduced by chunks of [`CHUNK`] rows in
 //! parallel and combined in chunk order, so results do not depend on the number of threads. A
-//! cluster's worker runs the same code on its array chunk (`chunk_reduce` in the binding).
+//! cluster's worker runs the same code on its array chunk (`chunk_run` in the binding), its
+//! state kept between tasks ([`Memo`]).
 
 use std::ops::Range;
 use std::sync::RwLock;
@@ -53,24 +54,24 @@ struct Kept {
     v: Vec<f64>,
     lo: Vec<f64>,
     hi: Vec<f64>,
-    rho: Option<(Shift, Vec<f64>)>,
+    rho: Vec<f64>,
+    /// The shift of the dual point whose rows `rho` holds (`None`: none yet at this `z`).
+    rho_of: Option<Shift>,
 }
 
 impl Kept {
     /// Row `i`'s [`Slope`].
     fn row(&self, i: usize) -> Slope {
         Slope {
-            d1: self.d1[i],
             v: self.v[i],
             bd: (self.lo[i], self.hi[i]),
         }
     }
 }
 
-/// A row's `ℓ'`, candidate and domain.
+/// A row's candidate and domain.
 #[derive(Clone, Copy)]
 struct Slope {
-    d1: f64,
     v: f64,
     bd: (f64, f64),
 }
@@ -86,12 +87,11 @@ fn bounds(env: Envelope, y: f64, c: f64) -> (f64, f64) {
     (-c * hi_u, -c * lo_u)
 }
 
-/// A row's `ℓ' = c ℓ_μ'(y, z + b)`, natural candidate `clip(−ℓ')` and domain.
+/// A row's natural candidate `clip(−ℓ')`, `ℓ' = c ℓ_μ'(y, z + b)`, and domain.
 fn slope(env: Envelope, b: f64, y: f64, c: f64, z: f64) -> Slope {
     let d1 = c * env.deriv(y, z + b);
     let bd = bounds(env, y, c);
     Slope {
-        d1,
         v: clip(-d1, bd),
         bd,
     }
@@ -190,48 +190,89 @@ impl<'a, T: Element> Chunks<'a, T> {
     fn keep_slopes(&self, st: &RowState, env: Envelope, b: f64, dual: Option<&DualPoint>) {
         let mut kept = self.slopes.write().unwrap_or_else(|e| e.into_inner());
         if !matches!(&*kept, Some(k) if k.env == env && k.b.to_bits() == b.to_bits()) {
-            *kept = Some(self.slopes_of(st, env, b));
+            *kept = Some(self.slopes_of(st, env, b, kept.take()));
         }
         if let (Some(k), Some(dual)) = (kept.as_mut(), dual) {
-            if !matches!(&k.rho, Some((s, _)) if *s == dual.shift) {
-                let rho = (0..k.v.len())
-                    .into_par_iter()
-                    .with_min_len(CHUNK)
-                    .map(|i| dual_entry(dual, k.row(i)))
-                    .collect();
-                k.rho = Some((dual.shift, rho));
+            if k.rho_of != Some(dual.shift) {
+                let mut rho = std::mem::take(&mut k.rho);
+                rho.resize(k.v.len(), 0.0);
+                rho.par_chunks_mut(CHUNK).enumerate().for_each(|(ch, out)| {
+                    for (t, o) in out.iter_mut().enumerate() {
+                        *o = dual_entry(dual, k.row(ch * CHUNK + t));
+                    }
+                });
+                (k.rho, k.rho_of) = (rho, Some(dual.shift));
             }
         }
     }
 
-    /// The [`Kept`] rows of `(env, b)` at `z`.
-    fn slopes_of(&self, st: &RowState, env: Envelope, b: f64) -> Kept {
-        let (y, c) = (self.y, self.c);
-        let rows: Vec<Slope> = (0..st.z.len())
-            .into_par_iter()
-            .with_min_len(CHUNK)
-            .map(|i| slope(env, b, y[i], c[i], st.z[i]))
-            .collect();
-        Kept {
-            env,
-            b,
-            d1: rows.iter().map(|s| s.d1).collect(),
-            v: rows.iter().map(|s| s.v).collect(),
-            lo: rows.iter().map(|s| s.bd.0).collect(),
-            hi: rows.iter().map(|s| s.bd.1).collect(),
-            rho: None,
-        }
+    /// The [`Kept`] rows of `(env, b)` at `z`, in the vectors of `old` when it has them (the
+    /// last certificate's: a certificate allocates nothing), its domains kept when its loss
+    /// is the same (they do not depend on `z`).
+    fn slopes_of(&self, st: &RowState, env: Envelope, b: f64, old: Option<Kept>) -> Kept {
+        let (y, c, n) = (self.y, self.c, st.z.len());
+        let mut k = match old {
+            Some(k) if k.v.len() == n && k.env.loss == env.loss => k,
+            old => {
+                let (lo, hi) = (0..n)
+                    .into_par_iter()
+                    .with_min_len(CHUNK)
+                    .map(|i| bounds(env, y[i], c[i]))
+                    .unzip();
+                let rho = old.map(|k| k.rho).unwrap_or_default();
+                Kept {
+                    env,
+                    b,
+                    d1: vec![0.0; n],
+                    v: vec![0.0; n],
+                    lo,
+                    hi,
+                    rho,
+                    rho_of: None,
+                }
+            }
+        };
+        let Kept { d1, v, lo, hi, .. } = &mut k;
+        d1.par_chunks_mut(CHUNK)
+            .zip(v.par_chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(|(ch, (d1c, vc))| {
+                for (t, (d, vv)) in d1c.iter_mut().zip(vc.iter_mut()).enumerate() {
+                    let i = ch * CHUNK + t;
+                    *d = c[i] * env.deriv(y[i], st.z[i] + b);
+                    *vv = clip(-*d, (lo[i], hi[i]));
+                }
+            });
+        (k.env, k.b) = (env, b);
+        // The dual point's rows are of the old `z`: kept as an allocation only.
+        k.rho_of = None;
+        k
     }
 
     /// One chunk's part of a certificate's `op` (the dual point's: [`Op::Centre`] to
     /// [`Op::Conjugate`]), from the [`Kept`] rows of its dual point: loops over slices, the
     /// points of a search outside (a pass reads three vectors per point, no `exp`).
     fn dual_part(&self, op: &Op, st: &RowState, kept: Option<&Kept>, r: Range<usize>) -> Vec<f64> {
-        let (x, y, c, z) = (self.x, &self.y[r.clone()], &self.c[r.clone()], &st.z[r.clone()]);
+        let (x, y, c, z) = (
+            self.x,
+            &self.y[r.clone()],
+            &self.c[r.clone()],
+            &st.z[r.clone()],
+        );
         let width = x.width();
         let k = kept.expect("the rows of the op's dual point are kept");
-        let (d1, v, lo, hi) = (&k.d1[r.clone()], &k.v[r.clone()], &k.lo[r.clone()], &k.hi[r.clone()]);
-        let rows = || v.iter().zip(lo).zip(hi).map(|((&v, &lo), &hi)| (v, (lo, hi)));
+        let (d1, v, lo, hi) = (
+            &k.d1[r.clone()],
+            &k.v[r.clone()],
+            &k.lo[r.clone()],
+            &k.hi[r.clone()],
+        );
+        let rows = || {
+            v.iter()
+                .zip(lo)
+                .zip(hi)
+                .map(|((&v, &lo), &hi)| (v, (lo, hi)))
+        };
         match op {
             Op::Centre { env, b } => {
                 let mut out = [0.0, f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0, 0.0];
@@ -262,7 +303,7 @@ impl<'a, T: Element> Chunks<'a, T> {
             }
             Op::Gradient { .. } => {
                 // `[Gᵀℓ', Gᵀρ̃, Σℓ']`.
-                let rho = &k.rho.as_ref().expect("the dual point's rows are kept").1[r.clone()];
+                let rho = &k.rho[r.clone()];
                 let mut acc = vec![0.0; 2 * width + 1];
                 let (grad, rest) = acc.split_at_mut(width);
                 let (u, total) = rest.split_at_mut(width);
@@ -280,7 +321,7 @@ impl<'a, T: Element> Chunks<'a, T> {
                 acc
             }
             Op::Conjugate { conj, ts, .. } => {
-                let rho = &k.rho.as_ref().expect("the dual point's rows are kept").1[r];
+                let rho = &k.rho[r];
                 ts.iter()
                     .map(|t| {
                         (0..rho.len())
@@ -322,9 +363,7 @@ impl<'a, T: Element> Chunks<'a, T> {
                     .zip(c)
                     .zip(z)
                     .zip(d)
-                    .map(|(((&y, &c), &z), &d)| {
-                        c * env.deriv(y, z + t * d + b + t * db) * (d + db)
-                    })
+                    .map(|(((&y, &c), &z), &d)| c * env.deriv(y, z + t * d + b + t * db) * (d + db))
                     .sum()]
             }
             Op::InterceptSlope { env, bs } => {
@@ -413,7 +452,9 @@ impl<T: Element> Rows for Chunks<'_, T> {
             Op::Centre { env, b }
             | Op::CentreTau { env, b, .. }
             | Op::CentreFree { env, b, .. } => Some((*env, *b, None)),
-            Op::Gradient { dual } | Op::Conjugate { dual, .. } => Some((dual.env, dual.b, Some(dual))),
+            Op::Gradient { dual } | Op::Conjugate { dual, .. } => {
+                Some((dual.env, dual.b, Some(dual)))
+            }
             _ => None,
         };
         if let Some((env, b, point)) = dual {
