@@ -19,10 +19,10 @@ use crate::losses::Envelope;
 /// The per-row state of a fit: the predictions `z` (without the intercept), the step's
 /// `d = G_W δ`, and `z` at the best point.
 #[derive(Debug, Clone, Default)]
-pub struct RowState {
-    pub z: Vec<f64>,
-    pub d: Vec<f64>,
-    pub best: Vec<f64>,
+struct RowState {
+    z: Vec<f64>,
+    d: Vec<f64>,
+    best: Vec<f64>,
 }
 
 /// The rows of a fit in memory.
@@ -116,19 +116,11 @@ fn dual_entry(dual: &DualPoint, s: Slope) -> f64 {
 impl<'a, T: Element> Chunks<'a, T> {
     /// The rows `x` with targets `y`, loss weights `c` and predictions `z = 0`.
     pub fn new(x: &'a RowFeatures<'a, T>, y: &'a [f64], c: &'a [f64]) -> Self {
-        Chunks::with_state(x, y, c, RowState::default())
+        Chunks::with_memo(x, y, c, Memo::default())
     }
 
-    /// The rows with a given state (a worker's chunk); empty vectors read as zeros.
-    pub fn with_state(x: &'a RowFeatures<'a, T>, y: &'a [f64], c: &'a [f64], st: RowState) -> Self {
-        let memo = Memo {
-            state: st,
-            slopes: None,
-        };
-        Chunks::with_memo(x, y, c, memo)
-    }
-
-    /// The rows with what a task before kept ([`Memo`]; the default: `z = 0`).
+    /// The rows with what a task before kept ([`Memo`]; the default: `z = 0`); vectors of
+    /// another length read as zeros.
     pub fn with_memo(x: &'a RowFeatures<'a, T>, y: &'a [f64], c: &'a [f64], memo: Memo) -> Self {
         let n = x.n();
         let fill = |v: Vec<f64>| if v.len() == n { v } else { vec![0.0; n] };
@@ -154,11 +146,6 @@ impl<'a, T: Element> Chunks<'a, T> {
             state: self.state.into_inner().unwrap_or_else(|e| e.into_inner()),
             slopes: self.slopes.into_inner().unwrap_or_else(|e| e.into_inner()),
         }
-    }
-
-    /// A copy of the state.
-    pub fn state(&self) -> RowState {
-        self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn ranges(&self) -> Vec<Range<usize>> {

@@ -43,7 +43,7 @@ use certificate::Problem;
 use features::rows_of;
 use solver::ProxNewton;
 
-pub use chunk::{Chunks, Memo, RowState};
+pub use chunk::{Chunks, Memo};
 pub use features::check_finite;
 pub use rows::{Curvature, DualPoint, Op, Rows, Shift, Update};
 
