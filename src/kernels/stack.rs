@@ -104,6 +104,12 @@ pub trait KernelStack: Sync {
         false
     }
 
+    /// Whether [`column_at`](Self::column_at) gathers stored entries (a dense stack), so that
+    /// products on a few rows cost the entries they read.
+    fn stores_entries(&self) -> bool {
+        false
+    }
+
     /// The factors `K_m = G_m G_mᵀ` when the stack is stored as them: solvers whose systems
     /// are a diagonal plus a combination of kernels then work at the total rank instead of `n`.
     fn low_rank(&self) -> Option<&crate::kernels::LowRankStack> {
@@ -543,34 +549,28 @@ avx2_dispatch! {
 }
 
 /// [`quad_upper`] for the `b = out.len()` vectors of `vs` in one pass over the kernel: each
-/// row is read from memory once and stays in cache for the other vectors. Every row, also
-/// where every vector is zero: a non-finite entry anywhere makes the forms non-finite, which
-/// is how the solvers see a stack let through with `check_input=False`.
+/// row is read from memory once and stays in cache for every vector (the shared multiclass
+/// fit passes ten or twenty). Every row, also where every vector is zero: a non-finite entry
+/// anywhere makes the forms non-finite, which is how the solvers see a stack let through with
+/// `check_input=False`.
 #[inline(always)]
 fn quad_batch_upper<T: Element>(k: &[T], n: usize, vs: &[f64], out: &mut [f64]) {
     let b = out.len();
-    let mut diag = [0.0f64; 8];
-    let mut off = [0.0f64; 8];
-    // Up to 8 vectors per sweep (the solvers pass 2): accumulators stay in registers.
-    for j0 in (0..b).step_by(8) {
-        let jn = (b - j0).min(8);
-        diag[..jn].fill(0.0);
-        off[..jn].fill(0.0);
-        for i in 0..n {
-            if i + 2 < n {
-                prefetch(&k[(i + 2) * n + i + 2..(i + 3) * n]);
-            }
-            let row = &k[i * n..(i + 1) * n];
-            let kii = row[i].to_f64();
-            for j in 0..jn {
-                let v = &vs[(j0 + j) * n..(j0 + j + 1) * n];
-                diag[j] += kii * v[i] * v[i];
-                off[j] += v[i] * dot(&row[i + 1..], &v[i + 1..]);
-            }
+    let mut diag = vec![0.0f64; b];
+    let mut off = vec![0.0f64; b];
+    for i in 0..n {
+        if i + 2 < n {
+            prefetch(&k[(i + 2) * n + i + 2..(i + 3) * n]);
         }
-        for j in 0..jn {
-            out[j0 + j] = diag[j] + 2.0 * off[j];
+        let row = &k[i * n..(i + 1) * n];
+        let kii = row[i].to_f64();
+        for (j, v) in vs.chunks_exact(n).enumerate() {
+            diag[j] += kii * v[i] * v[i];
+            off[j] += v[i] * dot(&row[i + 1..], &v[i + 1..]);
         }
+    }
+    for j in 0..b {
+        out[j] = diag[j] + 2.0 * off[j];
     }
 }
 
@@ -872,6 +872,10 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
 
     fn single_precision(&self) -> bool {
         std::mem::size_of::<T>() == 4
+    }
+
+    fn stores_entries(&self) -> bool {
+        true
     }
 
     fn column(&self, m: usize, i: usize, out: &mut [f64]) {

@@ -100,6 +100,10 @@ impl KernelStack for SubStack<'_> {
         self.inner.single_precision()
     }
 
+    fn stores_entries(&self) -> bool {
+        self.inner.stores_entries()
+    }
+
     fn diag(&self, m: usize, out: &mut [f64]) {
         self.inner.diag(self.idx[m], out);
     }

@@ -20,11 +20,10 @@ TOL = 1e-7
 
 
 @cache
-def problem() -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Three classes, n = 40, M = 4 kernels (three Gaussians and a linear one), unit mean
-    diagonal."""
+def problem(n: int = 40) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Three classes, n = 40 (or ``n``), M = 4 kernels (three Gaussians and a linear one),
+    unit mean diagonal."""
     rng = np.random.default_rng(0)
-    n = 40
     X = rng.normal(size=(n, 4))
     y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(n, 3)), axis=1)
     sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
@@ -261,6 +260,30 @@ def test_l1_is_lp_at_p_1_at_C_times_the_norms() -> None:
     # lp's objective at C·S, evaluated at the l1 model: C·S·L + ½ S² = S (P_l1 − S) + ½ S².
     loss_l1 = float(l1.primal_objective_) - S
     assert S * loss_l1 + 0.5 * S * S == pytest.approx(lp.primal_objective_, rel=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_working_sets_of_points_reach_the_whole_optimum(loss: LossName) -> None:
+    """From 400 points on, each class of a hinge-type fit solves on its own working set of
+    points (its support vectors and margin violators, grown until no other point violates
+    optimality): the ``l1`` fit is certified on the whole problem, its ``P`` recomputed from the
+    reported model, and it is the ``lp`` fit at p = 1 at ``C · Σ s`` (§0.4 (6))."""
+    G, y = problem(450)
+    kw: dict[str, object] = {"kernels": "precomputed", "multi_class": "shared", "loss": loss}
+    l1 = mk.MKLClassifier(penalty="l1", tol=1e-7, max_iter=1000, **kw).fit(G, y)  # type: ignore[arg-type]
+    assert l1.converged_ is True and float(l1.duality_gap_) <= 1e-7
+    A, b = l1.dual_coef_, np.asarray(l1.intercept_)
+    F = np.einsum("mij,kmj->ik", G, A) + b
+    Y = np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0)
+    margin = np.maximum(0.0, 1.0 - Y * F)
+    data = float((margin if loss == "hinge" else 0.5 * margin**2).sum())
+    S = float(np.sqrt(np.einsum("kmi,mij,kmj->m", A, G, A)).sum())
+    assert data + S == pytest.approx(l1.primal_objective_, rel=1e-9)
+    lp = mk.MKLClassifier(p=1.0, C=S, tol=1e-8, max_iter=1000, **kw).fit(G, y)  # type: ignore[arg-type]
+    assert lp.converged_ is True
+    f1, f2 = l1.decision_function(G), lp.decision_function(G)
+    np.testing.assert_allclose(f1, f2, atol=1e-4 * np.abs(f1).max())
+    np.testing.assert_allclose(l1.kernel_weights_, lp.kernel_weights_, atol=1e-4)
 
 
 @pytest.mark.parametrize(("loss", "r"), [("hinge", 0.5), ("logistic", 0.5), ("squared_hinge", 0.9)])

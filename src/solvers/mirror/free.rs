@@ -27,6 +27,8 @@ pub(crate) const FREE_GAMMA: f64 = 1e-3;
 pub(crate) struct FreeBlocks {
     /// Whether each group is free.
     pub free: Vec<bool>,
+    /// Whether each group rejoined the saddle form after being free (never freed again).
+    pub rejoined: Vec<bool>,
     /// `v_k` of every kernel of a free group (empty otherwise).
     pub coef: Vec<Vec<f64>>,
     /// `K_k v_k`, alongside.
@@ -46,6 +48,7 @@ impl FreeBlocks {
         let m = groups.ids().len();
         FreeBlocks {
             free: vec![false; groups.len()],
+            rejoined: vec![false; groups.len()],
             coef: vec![Vec::new(); m],
             values: vec![Vec::new(); m],
         }

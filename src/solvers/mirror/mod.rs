@@ -44,6 +44,7 @@ mod free;
 mod newton;
 
 pub(crate) use free::{FreeBlocks, Moved, FREE_GAMMA};
+pub(crate) use newton::{dual_box, Iterate as NewtonIterate};
 
 /// How the mirror step `η_t` is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +143,7 @@ const MAX_SCALE: f64 = 8.0;
 
 /// The largest working set that takes the second-order step: its QP costs `O(s³)` per change
 /// of its active set, and sets this large occur only without the kernel working set.
-const NEWTON_MAX: usize = 300;
+pub(crate) const NEWTON_MAX: usize = 300;
 
 /// The second-order step is taken only if it changes no group weight `γ_j` by more than this
 /// factor (see `State::newton`).
@@ -193,7 +194,7 @@ impl Stepper {
         primal: f64,
         restart: bool,
         groups: &Groups,
-        second: Option<&newton::Iterate>,
+        second: Option<&[newton::Iterate]>,
     ) {
         self.t += 1;
         if self.rule == StepRule::Paper {
@@ -221,16 +222,17 @@ impl Stepper {
 
 impl Stepper {
     /// The step of an iterate whose forms `quad` are summed over several single-kernel
-    /// problems (the shared multiclass fit, `solvers::shared`): the rule's first-order step,
-    /// since the second-order model differentiates one SVM's free set.
-    pub(crate) fn first_order(
+    /// problems on one `K_eff` (the shared multiclass fit, `solvers::shared`): the rule's step,
+    /// second-order with the classes' iterates `second` ([`newton::model`] takes them all).
+    pub(crate) fn summed(
         &mut self,
         state: &mut State,
         quad: &[f64],
         primal: f64,
         groups: &Groups,
+        second: Option<&[newton::Iterate]>,
     ) {
-        self.step(state, quad, primal, false, groups, None);
+        self.step(state, quad, primal, false, groups, second);
     }
 }
 
@@ -290,7 +292,7 @@ impl State {
         (theta, tau)
     }
 
-    fn set(&self) -> Vec<usize> {
+    pub(crate) fn set(&self) -> Vec<usize> {
         (0..self.in_set.len()).filter(|&m| self.in_set[m]).collect()
     }
 
@@ -310,7 +312,7 @@ impl State {
     /// Adds the kernels of `q` above their group's largest in the set (at most `top(n_j)` per
     /// group, the largest first), each at the group's mean weight if `seeded`, else at zero;
     /// returns how many.
-    fn grow(
+    pub(crate) fn grow(
         &mut self,
         groups: &Groups,
         quad: &[f64],
@@ -364,6 +366,7 @@ impl State {
         &mut self,
         groups: &Groups,
         norms: &[f64],
+        quad: &[f64],
     ) -> (Vec<usize>, Vec<usize>) {
         let sums: Vec<f64> = groups
             .members()
@@ -374,10 +377,23 @@ impl State {
             .filter(|&j| !self.blocks.free[j])
             .map(|j| sums[j])
             .fold(0.0f64, f64::max);
+        // The penalised groups' common ratio `γ_i / √W_i` of eq. 6, from the one of largest γ.
+        let root = |lambda: &[f64], g: &[usize]| {
+            g.iter()
+                .map(|&k| lambda[k] * quad[k].max(0.0))
+                .sum::<f64>()
+                .sqrt()
+        };
+        let top = self.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
+        let ratio = (0..groups.len())
+            .find(|&j| !self.blocks.free[j] && self.gamma[j] == top)
+            .map(|j| top / root(&self.lambda, &groups.members()[j]))
+            .filter(|r| r.is_finite() && *r > 0.0);
         let mut joined = Vec::new();
         for (j, g) in groups.members().iter().enumerate() {
             if self.blocks.free[j] && sums[j] > penalised {
                 self.blocks.join(groups, j);
+                self.blocks.rejoined[j] = true;
                 for &k in g {
                     self.lambda[k] = if sums[j] > 0.0 {
                         norms[k] / sums[j]
@@ -386,7 +402,16 @@ impl State {
                     };
                     self.in_set[k] = true;
                 }
-                self.gamma[j] = self.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
+                // Eq. 6 at the block's λ, on the penalised groups' scale: the group re-enters
+                // near the weight its block had (at the largest γ its kernels' θ, and the
+                // fit, collapsed: a 10 % jump of the primal, then a cycle of freeing and
+                // rejoining on tied groups, docs/mathematics.md §4).
+                let at = ratio.map_or(0.0, |r| r * root(&self.lambda, g));
+                self.gamma[j] = if at > 0.0 && at.is_finite() {
+                    at.min(top)
+                } else {
+                    top
+                };
                 joined.push(j);
             }
         }
@@ -396,7 +421,9 @@ impl State {
         let mut freed = Vec::new();
         for (j, g) in groups.members().iter().enumerate() {
             let carries = sums[j] > 0.0 && sums[j] >= FREE_GAMMA * top_sum;
-            if self.blocks.free[j] || Some(j) == lead || !carries {
+            // A group that rejoined carries the largest norm sum at some iterate: tied at the
+            // optimum, not below it; freed again it would cycle.
+            if self.blocks.free[j] || self.blocks.rejoined[j] || Some(j) == lead || !carries {
                 continue;
             }
             if self.gamma[j] < FREE_GAMMA * top_gamma {
@@ -480,8 +507,8 @@ impl State {
     /// then the saddle point has (or nears) a group at `γ_j = 0` (its kernels vanish on `α`,
     /// e.g. a low-rank kernel alone in its group), where `φ_γγ = −W_j/γ_j³` is singular and
     /// the model is no guide (docs/mathematics.md §4, "Safeguard", has the measurements).
-    fn newton(&mut self, groups: &Groups, quad: &[f64], it: &newton::Iterate) -> bool {
-        let Some(model) = newton::model(it, groups.ids(), &self.lambda, &self.gamma, quad) else {
+    fn newton(&mut self, groups: &Groups, quad: &[f64], its: &[newton::Iterate]) -> bool {
+        let Some(model) = newton::model(its, groups.ids(), &self.lambda, &self.gamma, quad) else {
             return false;
         };
         let s = model.vars.len();
@@ -746,8 +773,14 @@ impl Solver for Mirror<'_> {
         let groups = self.groups;
         let (quad, restart) = (&self.quad, st.restart);
         let state = &mut self.state;
-        self.stepper
-            .step(state, quad, st.primal, restart, groups, iterate.as_ref());
+        self.stepper.step(
+            state,
+            quad,
+            st.primal,
+            restart,
+            groups,
+            iterate.as_ref().map(std::slice::from_ref),
+        );
         self.revise_free(st);
         Ok(())
     }
@@ -872,7 +905,7 @@ impl<'s> Mirror<'s> {
             self.state.blocks.coef[mv.kernel] = mv.coef;
             self.state.blocks.values[mv.kernel] = mv.values;
         }
-        let (_, freed) = self.state.revise_groups(groups, &st.norms);
+        let (_, freed) = self.state.revise_groups(groups, &st.norms, &self.quad);
         let beta = self.solver.beta();
         for j in freed {
             let kb: Vec<Vec<f64>> = groups.members()[j]

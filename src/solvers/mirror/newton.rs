@@ -20,6 +20,11 @@
 //! `u_j = Σ_k λ_jk (Q_jkα)_F`, `φ_γ_jγ_j = −W_j/γ_j³`, `φ_λ_jk = −½ q_jk/γ_j` (the mirror
 //! step's gradient), `φ_λ_jk α = −(Q_jkα)_F/γ_j`, `φ_λ_jk γ_j = ½ q_jk/γ_j²`. The step
 //! minimises the model over the product of simplexes (a QP in the working-set weights).
+//!
+//! The shared multiclass fit (docs/mathematics.md §3.8) has one `α_c` per class on one `K_eff`
+//! and one `γ`: `φ = Σ_c φ_c` with `W_j` summed over the classes, `x = (α_1F, …, α_KF, γ)`,
+//! and `φ_xx` an arrow (the classes' blocks couple only through `γ`), solved by eliminating
+//! each class's block (a Schur complement on `(γ, μ)`).
 
 use faer::linalg::solvers::Solve;
 use faer::Mat;
@@ -29,7 +34,7 @@ use crate::linalg::clear_upper_simd_state;
 use crate::losses::Loss;
 
 /// What an iterate offers the second-order step, on the kernels of `set`.
-pub(super) struct Iterate<'a> {
+pub(crate) struct Iterate<'a> {
     pub y: &'a [f64],
     /// The SVM's `α ∈ [0, upper]ⁿ`.
     pub alpha: &'a [f64],
@@ -64,7 +69,7 @@ pub(super) struct Model {
 
 /// The box and ridge of the SVM dual of `loss` at the per-sample loss weights `c`, for the
 /// losses that take the second-order step (the hinge-type classifiers).
-pub(super) fn dual_box(loss: Loss, c: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
+pub(crate) fn dual_box(loss: Loss, c: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
     match loss {
         Loss::Hinge => Some((c.to_vec(), vec![0.0; c.len()])),
         Loss::SquaredHinge => Some((
@@ -76,21 +81,24 @@ pub(super) fn dual_box(loss: Loss, c: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
 }
 
 /// The model at the iterate, or `None` when it is degenerate (no live group, a singular or
-/// non-finite system).
+/// non-finite system). Several iterates are the shared multiclass fit's classes on one
+/// `K_eff` (docs/mathematics.md §3.8): `x` holds every class's `α_F` and the one `γ`, each
+/// class adds its own block, its coupling to `γ` and its `y`-constraint, and `quad` holds the
+/// forms summed over the classes (so `W_j` and `φ_λ` are the sums of the classes' terms).
 pub(super) fn model(
-    it: &Iterate,
+    its: &[Iterate],
     ids: &[usize],
     lambda: &[f64],
     gamma: &[f64],
     quad: &[f64],
 ) -> Option<Model> {
-    let n = it.y.len();
+    let n = its.first()?.y.len();
     let mut pos = Vec::new();
     let mut vars = Vec::new();
     let mut local = vec![usize::MAX; gamma.len()];
     let mut live = Vec::new();
     let mut group = Vec::new();
-    for (p, &k) in it.set.iter().enumerate() {
+    for (p, &k) in its[0].set.iter().enumerate() {
         let j = ids[k];
         if gamma[j] > 0.0 {
             if local[j] == usize::MAX {
@@ -106,73 +114,54 @@ pub(super) fn model(
     if s == 0 {
         return None;
     }
-    let free: Vec<usize> = (0..n)
-        .filter(|&i| it.alpha[i] > 0.0 && it.alpha[i] < it.upper[i] * (1.0 - 1e-12))
+    // Each class's free support vectors, and where its block starts in `x`.
+    let frees: Vec<Vec<usize>> = its
+        .iter()
+        .map(|it| {
+            (0..n)
+                .filter(|&i| it.alpha[i] > 0.0 && it.alpha[i] < it.upper[i] * (1.0 - 1e-12))
+                .collect()
+        })
         .collect();
-    let nf = free.len();
-    let k_ff = it.k_eff.block(&free);
-    // The y-constraint row only when some α is free (else it is a zero row).
-    let rows = nf + jl + 1 + usize::from(nf > 0);
+    let starts: Vec<usize> = frees
+        .iter()
+        .scan(0, |o, f| {
+            let at = *o;
+            *o += f.len();
+            Some(at)
+        })
+        .collect();
+    let nf: usize = frees.iter().map(Vec::len).sum();
     let g_of = |r: usize| gamma[live[group[r]]];
-    // (Q_k α)_F = y_F (K_k β)_F.
-    let qa = |r: usize, a: usize| {
-        let i = free[a];
-        it.y[i] * it.products[pos[r] * n + i]
+    // (Q_k α)_F = y_F (K_k β)_F, class `c`'s `a`-th free point.
+    let qa = |c: usize, r: usize, a: usize| {
+        let i = frees[c][a];
+        its[c].y[i] * its[c].products[pos[r] * n + i]
     };
     let mut w = vec![0.0; jl];
     for r in 0..s {
         w[group[r]] += lambda[vars[r]] * quad[vars[r]].max(0.0);
     }
-    let mut kkt = Mat::<f64>::zeros(rows, rows);
-    for a in 0..nf {
-        for b in 0..nf {
-            kkt[(a, b)] = -it.y[free[a]] * it.y[free[b]] * k_ff[a * nf + b];
-        }
-        kkt[(a, a)] -= it.ridge[free[a]];
-    }
-    for r in 0..s {
-        let scale = lambda[vars[r]] / (g_of(r) * g_of(r));
-        let col = nf + group[r];
-        for a in 0..nf {
-            kkt[(a, col)] += scale * qa(r, a);
-            kkt[(col, a)] += scale * qa(r, a);
-        }
-    }
-    for (l, &j) in live.iter().enumerate() {
-        kkt[(nf + l, nf + l)] = -w[l] / gamma[j].powi(3);
-        kkt[(nf + jl, nf + l)] = 1.0;
-        kkt[(nf + l, nf + jl)] = 1.0;
-    }
-    if nf > 0 {
-        for a in 0..nf {
-            kkt[(nf + jl + 1, a)] = it.y[free[a]];
-            kkt[(a, nf + jl + 1)] = it.y[free[a]];
-        }
-    }
-    // Right-hand sides −φ_xλ (one column per variable) and −φ_x.
+    // −φ_xλ (one column per variable): the α rows of every class, then γ's.
     let nx = nf + jl;
     let mut pxl = Mat::<f64>::zeros(nx, s);
     for r in 0..s {
-        for a in 0..nf {
-            pxl[(a, r)] = -qa(r, a) / g_of(r);
+        for (c, free) in frees.iter().enumerate() {
+            for a in 0..free.len() {
+                pxl[(starts[c] + a, r)] = -qa(c, r, a) / g_of(r);
+            }
         }
         pxl[(nf + group[r], r)] = 0.5 * quad[vars[r]].max(0.0) / (g_of(r) * g_of(r));
     }
-    let mut rhs = Mat::<f64>::zeros(rows, s + 1);
-    for r in 0..s {
-        for i in 0..nx {
-            rhs[(i, r)] = -pxl[(i, r)];
-        }
-    }
-    for a in 0..nf {
-        let i = free[a];
-        rhs[(a, s)] = -(1.0 - it.y[i] * it.f[i] - it.ridge[i] * it.alpha[i]);
-    }
-    for (l, &j) in live.iter().enumerate() {
-        rhs[(nf + l, s)] = -0.5 * w[l] / (gamma[j] * gamma[j]);
-    }
-    kkt.partial_piv_lu().solve_in_place(rhs.as_mut());
-    let x = rhs.subrows(0, nx);
+    let x = solve_arrow(
+        its,
+        (&frees, &starts),
+        &pxl,
+        lambda,
+        (&vars, &group),
+        (&live, gamma),
+        &w,
+    );
     let h = pxl.transpose() * x.subcols(0, s);
     clear_upper_simd_state();
     let grad: Vec<f64> = (0..s)
@@ -195,6 +184,91 @@ pub(super) fn model(
         gamma0,
         dgamma,
     })
+}
+
+/// The model's system (module docs) for the right-hand sides `−φ_xλ` (`pxl`, one column per
+/// variable) and `−φ_x`: `X` and `dx₀` on the classes' `α_F` (each class's free points `frees`
+/// from `starts` in `x`) and `γ`. The KKT matrix is an arrow: each class's block
+/// `[φ_αα y; yᵀ 0]` couples only to the shared `(γ, μ)` (μ the simplex's multiplier), so each
+/// block is eliminated on its own (the Schur complement on `(γ, μ)`), at `Σ_c |F_c|³`, not
+/// `(Σ_c |F_c|)³`.
+fn solve_arrow(
+    its: &[Iterate],
+    (frees, starts): (&[Vec<usize>], &[usize]),
+    pxl: &Mat<f64>,
+    lambda: &[f64],
+    (vars, group): (&[usize], &[usize]),
+    (live, gamma): (&[usize], &[f64]),
+    w: &[f64],
+) -> Mat<f64> {
+    let (nx, s) = (pxl.nrows(), pxl.ncols());
+    let jl = live.len();
+    let nf = nx - jl;
+    let g_of = |r: usize| gamma[live[group[r]]];
+    let (ng, cols) = (jl + 1, s + 1);
+    let mut schur = Mat::<f64>::zeros(ng, ng);
+    let mut rg = Mat::<f64>::zeros(ng, cols);
+    for (l, &j) in live.iter().enumerate() {
+        schur[(l, l)] = -w[l] / gamma[j].powi(3);
+        schur[(jl, l)] = 1.0;
+        schur[(l, jl)] = 1.0;
+        for r in 0..s {
+            rg[(l, r)] = -pxl[(nf + l, r)];
+        }
+        rg[(l, s)] = -0.5 * w[l] / (gamma[j] * gamma[j]);
+    }
+    let mut eliminated = Vec::with_capacity(its.len());
+    for (c, it) in its.iter().enumerate() {
+        let (free, o) = (&frees[c], starts[c]);
+        let nc = free.len();
+        if nc == 0 {
+            eliminated.push(None);
+            continue;
+        }
+        let k_ff = it.k_eff.block(free);
+        let mut a_c = Mat::<f64>::zeros(nc + 1, nc + 1);
+        let mut b_c = Mat::<f64>::zeros(nc + 1, ng);
+        let mut r_c = Mat::<f64>::zeros(nc + 1, cols);
+        for a in 0..nc {
+            for b in 0..nc {
+                a_c[(a, b)] = -it.y[free[a]] * it.y[free[b]] * k_ff[a * nc + b];
+            }
+            a_c[(a, a)] -= it.ridge[free[a]];
+            a_c[(nc, a)] = it.y[free[a]];
+            a_c[(a, nc)] = it.y[free[a]];
+            for r in 0..s {
+                // φ_αγ_j = Σ_k λ_jk (Q_jkα)_F/γ_j², and pxl's α rows are −(Q_jkα)_F/γ_j.
+                b_c[(a, group[r])] -= lambda[vars[r]] / g_of(r) * pxl[(o + a, r)];
+                r_c[(a, r)] = -pxl[(o + a, r)];
+            }
+            let i = free[a];
+            r_c[(a, s)] = -(1.0 - it.y[i] * it.f[i] - it.ridge[i] * it.alpha[i]);
+        }
+        let lu = a_c.partial_piv_lu();
+        let (ab, ar) = (lu.solve(&b_c), lu.solve(&r_c));
+        schur -= b_c.transpose() * &ab;
+        rg -= b_c.transpose() * &ar;
+        eliminated.push(Some((ab, ar)));
+    }
+    schur.partial_piv_lu().solve_in_place(rg.as_mut());
+    // Back substitution: every class's `α_F`, then γ.
+    let mut x = Mat::<f64>::zeros(nx, cols);
+    for (c, e) in eliminated.iter().enumerate() {
+        if let Some((ab, ar)) = e {
+            let xc = ar - ab * &rg;
+            for a in 0..frees[c].len() {
+                for col in 0..cols {
+                    x[(starts[c] + a, col)] = xc[(a, col)];
+                }
+            }
+        }
+    }
+    for l in 0..jl {
+        for col in 0..cols {
+            x[(nf + l, col)] = rg[(l, col)];
+        }
+    }
+    x
 }
 
 /// `argmin ½xᵀHx + cᵀx` over `x ≥ 0` with `Σ_{r: group[r] = g} x_r = 1` for every group, by a

@@ -6,10 +6,12 @@
 //! the classes `s_k = sqrt(Σ_c ‖f_k^c‖²)` counted by the exact penalty. Which groups are free
 //! is decided on those norms by the mirror solver's own rule ([`State::revise_groups`]).
 
+use rayon::prelude::*;
+
 use super::weights::Weights;
 use super::Shared;
-use crate::kernels::KernelStack;
-use crate::solvers::mirror::{FreeBlocks, Moved};
+use crate::kernels::{support_products, KernelStack};
+use crate::solvers::mirror::{dual_box, FreeBlocks, Moved, NewtonIterate, NEWTON_MAX};
 
 impl Shared<'_> {
     /// Adds every class's free blocks to its next solve as a fixed function of the model.
@@ -17,7 +19,7 @@ impl Shared<'_> {
         let n = self.stack.n();
         if let Weights::Group { blocks, .. } = &self.weights {
             for (s, b) in self.classes.iter_mut().zip(blocks) {
-                s.set_offset(b.offset(n));
+                s.whole.set_offset(b.offset(n));
             }
         }
     }
@@ -64,14 +66,50 @@ impl Shared<'_> {
             return;
         };
         let theta = state.theta(groups).0;
-        stepper.first_order(state, &self.forms, self.primal, groups);
+        // The second-order step on every class's iterate (hinge-type losses, as the binary
+        // fit: its model knows nothing of free blocks, and its QP is cubic in the set).
+        let m = self.forms.len();
+        let boxes = dual_box(self.cfg.loss, &self.c).filter(|_| {
+            !blocks[0].any() && m <= NEWTON_MAX && self.classes[0].whole.alpha().is_some()
+        });
+        // Kernels whose weight fell to zero (the second-order step's QP sets them there) come
+        // back when their form exceeds their group's largest in the set, the dual's violators,
+        // as the binary fit's checks bring them (every form is read at every iterate here): at
+        // zero weight for the second-order step, seeded for the mirror step, which cannot move
+        // a zero weight. Without it a shared fit stalled at a gap of 2e-2.
+        state.grow(groups, &self.forms, |size| size, boxes.is_none());
+        let set = state.set();
+        let support: Vec<Vec<f64>> = match boxes {
+            Some(_) => self
+                .classes
+                .par_iter()
+                .map(|s| support_products(stack, s.beta(), &set))
+                .collect(),
+            None => Vec::new(),
+        };
+        let iterates: Option<Vec<NewtonIterate>> = boxes.as_ref().map(|(upper, ridge)| {
+            (self.classes.iter().zip(self.ys).zip(&self.solved))
+                .zip(&support)
+                .map(|(((s, y), (f, _)), p)| NewtonIterate {
+                    y,
+                    alpha: s.whole.alpha().unwrap_or_default(),
+                    upper,
+                    ridge,
+                    k_eff: self.kw.kernel(stack),
+                    f,
+                    products: p,
+                    set: &set,
+                })
+                .collect()
+        });
+        stepper.summed(state, &self.forms, self.primal, groups, iterates.as_deref());
         for (b, class) in blocks.iter_mut().zip(moved.into_iter().flatten()) {
             for mv in class {
                 b.coef[mv.kernel] = mv.coef;
                 b.values[mv.kernel] = mv.values;
             }
         }
-        let (joined, freed) = state.revise_groups(groups, &self.norms);
+        let (joined, freed) = state.revise_groups(groups, &self.norms, &self.forms);
         for b in blocks.iter_mut() {
             joined.iter().for_each(|&j| b.join(groups, j));
         }

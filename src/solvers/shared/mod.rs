@@ -13,6 +13,7 @@
 //! ρ_cᵀK_mρ_c)`, at the best common multiple of the points `ρ_c` (`β_c`, or the logistic
 //! loss's natural point), [`best_shared_dual`].
 
+mod class;
 mod group;
 mod sparse;
 #[cfg(test)]
@@ -30,11 +31,13 @@ use crate::penalties::{BlockPenalty, SparsePenalty};
 use crate::result::FitResult;
 use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::mirror::Moved;
+use crate::solvers::points::MIN_POINTS;
 use crate::solvers::schedule::GapSchedule;
 use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::Model;
 use crate::solvers::witness::PsdCheck;
 use crate::solvers::wrapper::Combined;
+use class::Class;
 use weights::Weights;
 
 /// Settings of a shared fit.
@@ -118,7 +121,7 @@ pub fn fit_shared(
     let c = costs(cfg.c, sample_weight, stack.n())?;
     let classes = ys
         .iter()
-        .map(|y| SingleKernel::new(cfg.loss, &c, y))
+        .map(|y| SingleKernel::new(cfg.loss, &c, y).map(Class::new))
         .collect::<Result<Vec<_>>>()?;
     let weights = Weights::new(&cfg.penalty, stack.m(), ys.len());
     let gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, weights.over_relaxation())
@@ -138,6 +141,7 @@ pub fn fit_shared(
         forms: Vec::new(),
         norms: Vec::new(),
         primal: f64::INFINITY,
+        first: true,
     };
     let fit = Driver::new(cfg.tol, cfg.max_iter, interrupt)
         .with_gaps(gaps)
@@ -158,8 +162,8 @@ struct Shared<'s> {
     ys: &'s [Vec<f64>],
     c: Vec<f64>,
     cfg: &'s SharedConfig,
-    /// One warm-started single-kernel solver per class.
-    classes: Vec<SingleKernel>,
+    /// One warm-started single-kernel solver per class, with its working set of points.
+    classes: Vec<Class>,
     weights: Weights,
     /// `K_θ` of the last solves.
     kw: Combined,
@@ -174,6 +178,8 @@ struct Shared<'s> {
     forms: Vec<f64>,
     norms: Vec<f64>,
     primal: f64,
+    /// Whether the next iterate is the first (whose solves form the working sets).
+    first: bool,
 }
 
 impl Solver for Shared<'_> {
@@ -185,7 +191,7 @@ impl Solver for Shared<'_> {
         // The Newton model differentiates the exact solutions, and its trust region compares
         // their values: SMO is asked its floor at every iterate that the model reads, as in
         // the wrapper (not at one that only the alternation's step reads, e.g. the first).
-        let tol = match (&self.weights, self.classes[0].is_sparse()) {
+        let tol = match (&self.weights, self.classes[0].whole.is_sparse()) {
             (Weights::Sparse { trust, .. }, true) if trust.modelled() => {
                 self.cfg.inner_tol.min(0.1 * self.cfg.tol)
             }
@@ -201,6 +207,9 @@ impl Solver for Shared<'_> {
             });
         }
         let gap = self.certify(d, &theta);
+        if std::mem::take(&mut self.first) {
+            self.form_sets()?;
+        }
         Ok(Outcome::Gap {
             gap,
             whole: true,
@@ -226,10 +235,11 @@ impl Solver for Shared<'_> {
 
 impl Shared<'_> {
     /// The K single-kernel solves on `K_θ`, in parallel over the classes: each class's model
-    /// values `f_c = K_θ β_c` and intercept. `K_θ` is formed once for all classes (the
-    /// wrapper's [`Combined`]: dense, `UUᵀ` for Newton on factors of total rank below `n`, or
-    /// its weights only on kernels computed on demand, whose columns SMO computes through
-    /// each class's cache).
+    /// values `f_c = K_θ β_c` on every point and intercept. A class with a working set of
+    /// points solves on it ([`class`]); `K_θ` on every point is formed once for the others
+    /// (the wrapper's [`Combined`]: dense, `UUᵀ` for Newton on factors of total rank below
+    /// `n`, or its weights only on kernels computed on demand, whose columns SMO computes
+    /// through each class's cache).
     fn solve(
         &mut self,
         theta: &[f64],
@@ -237,20 +247,48 @@ impl Shared<'_> {
         interrupt: &dyn Interrupt,
     ) -> Result<Vec<(Vec<f64>, f64)>> {
         let (stack, c, loss) = (self.stack, &self.c, self.cfg.loss);
-        let smooth = !self.classes[0].is_sparse();
+        let smooth = !self.classes[0].whole.is_sparse();
+        let mut out = self
+            .classes
+            .par_iter_mut()
+            .zip(self.ys.par_iter())
+            .map(|(s, y)| s.solve_restricted(stack, theta, y, c, loss, tol, interrupt))
+            .collect::<Result<Vec<_>>>()?;
+        if out.iter().all(Option::is_some) {
+            return Ok(out.into_iter().flatten().collect());
+        }
         self.kw.set(stack, theta, smooth);
         let kw = &self.kw;
         self.classes
             .par_iter_mut()
             .zip(self.ys.par_iter())
-            .map(|(s, y)| {
+            .zip(out.par_iter_mut())
+            .filter(|(_, o)| o.is_none())
+            .try_for_each(|((s, y), o)| -> Result<()> {
                 // The model values with group MKL's free blocks (`group`), if any.
-                let f = kw.solve(s, stack, tol, interrupt)?;
-                let f = s.shifted(&f);
-                let b = loss.best_intercept(y, &f, c, s.intercept());
-                Ok((f, b))
-            })
-            .collect()
+                let f = kw.solve(&mut s.whole, stack, tol, interrupt)?;
+                let f = s.whole.shifted(&f);
+                let b = loss.best_intercept(y, &f, c, s.whole.intercept());
+                *o = Some((f, b));
+                Ok(())
+            })?;
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// The classes' working sets of points from the first iterate's solves ([`class`]), for
+    /// the hinge-type losses from [`MIN_POINTS`] points on, as the binary wrapper's; not for
+    /// group MKL, whose free blocks are functions on every point.
+    fn form_sets(&mut self) -> Result<()> {
+        let sparse = self.classes[0].whole.is_sparse();
+        if !sparse || self.stack.n() < MIN_POINTS || matches!(self.weights, Weights::Group { .. }) {
+            return Ok(());
+        }
+        let (stack, c) = (self.stack, &self.c);
+        self.classes
+            .par_iter_mut()
+            .zip(self.ys.par_iter())
+            .zip(self.solved.par_iter())
+            .try_for_each(|((s, y), (f, b))| s.form_set(stack, y, c, (f, *b)))
     }
 
     /// The whole problem's certificate at `A^c[m] = θ_m β_c` with the model values and

@@ -128,7 +128,7 @@ impl Shared<'_> {
     /// kernels the wrapper's rule picks; `None` when there is none to move.
     fn model(&self, pen: &Penalty, w: &[f64]) -> Result<Option<NewtonModel>> {
         let grad = gradient(w, &self.forms, pen);
-        let smooth = !self.classes[0].is_sparse();
+        let smooth = !self.classes[0].whole.is_sparse();
         let vars = model_kernels(w, &grad, if smooth { MAX_MODEL_SMOOTH } else { MAX_MODEL });
         if vars.is_empty() {
             return Ok(None);
@@ -148,14 +148,17 @@ impl Shared<'_> {
             .par_iter()
             .zip(&self.solved)
             .map(|(s, (f, b))| {
+                // On the class's working set of points where it has one.
+                let p = s.solved(stack, kw, c);
+                let (beta, f) = p.local.unwrap_or((s.beta(), f));
                 let point = Point {
-                    beta: s.beta().to_vec(),
-                    f: f.clone(),
+                    beta: beta.to_vec(),
+                    f: f.to_vec(),
                     b: *b,
                     value: 0.0,
                 };
-                let prod = support_products(stack, &point.beta, &vars);
-                s_hessian(s, stack, kw, &point, &prod, c, &cfg)
+                let prod = support_products(p.stack, &point.beta, &vars);
+                s_hessian(p.solver, p.stack, p.kw, &point, &prod, p.c, &cfg)
             })
             .collect::<Result<Vec<Mat<f64>>>>()?;
         let s = vars.len();

@@ -52,7 +52,7 @@ impl Weights {
             BlockPenalty::Group(g) => Weights::Group {
                 groups: g.groups.clone(),
                 state: Box::new(State::new(&g.groups)),
-                stepper: Stepper::new(StepRule::Adaptive, &g.groups),
+                stepper: Stepper::new(StepRule::Newton, &g.groups),
                 blocks: (0..k).map(|_| FreeBlocks::new(&g.groups)).collect(),
             },
         }

@@ -119,11 +119,15 @@ impl Combined {
 
     /// `K[F, F]` of the points `free`, row-major.
     pub(crate) fn block(&self, stack: &dyn KernelStack, free: &[usize]) -> Vec<f64> {
-        let kernel = match (self, stack.on_demand()) {
+        self.kernel(stack).block(free)
+    }
+
+    /// The kernel SMO solved on (of `stack`): stored, or computed on demand.
+    pub(crate) fn kernel<'a>(&'a self, stack: &'a dyn KernelStack) -> CombinedKernel<'a> {
+        match (self, stack.on_demand()) {
             (Combined::OnDemand(w), Some(od)) => CombinedKernel::OnDemand(od, w),
             (Combined::Dense(k), _) => CombinedKernel::Stored(k, stack.n()),
             _ => unreachable!("SMO runs on a dense kernel or on demand"),
-        };
-        kernel.block(free)
+        }
     }
 }
