@@ -7,6 +7,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "ChunkMemo",
     "FitResult",
     "OnDemandKernels",
     "PathResult",
@@ -16,7 +17,9 @@ __all__ = [
     "_panic_for_tests",
     "_set_min_cores_for_tests",
     "capabilities",
+    "chunk_run",
     "fit",
+    "fit_rows",
     "fit_shared",
     "fourier_features",
     "fourier_params",
@@ -303,6 +306,37 @@ def fit(
     init_feature_weights: NDArray[np.float64] | None = None,
     sample_weight: NDArray[np.float64] | None = None,
 ) -> FitResult: ...
+def fit_rows(
+    settings: Settings,
+    rows: Any,
+    dims: list[int],
+    n: int,
+    *,
+    n_threads: int = 0,
+    on_iteration: Callable[[float, float, float, int, float], object] | None = None,
+    init_feature_weights: NDArray[np.float64] | None = None,
+    init_intercept: float = 0.0,
+) -> FitResult: ...
+
+@final
+class ChunkMemo:
+    """What a worker keeps of one chunk between the tasks of a Dask fit."""
+
+    def __new__(cls) -> ChunkMemo: ...
+    @property
+    def applied(self) -> int: ...
+
+def chunk_run(
+    x: NDArray[Any],
+    dims: list[int],
+    y: NDArray[np.float64],
+    c: NDArray[np.float64],
+    memo: ChunkMemo,
+    log: list[list[float]],
+    ops: list[list[float]],
+    *,
+    n_threads: int = 1,
+) -> list[list[float]]: ...
 def fit_shared(
     settings: Settings,
     g: NDArray[Any] | OnDemandKernels,

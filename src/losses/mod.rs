@@ -472,19 +472,10 @@ impl Loss {
         }
         let total = |t: f64| -> f64 { r.iter().zip(&bounds).map(|(&v, &b)| clip(v - t, b)).sum() };
         let span = r.iter().fold(0.0f64, |a, v| a.max(v.abs())) + c_max + 1.0;
-        let (mut lo, mut hi) = (-span, span);
-        for _ in 0..200 {
-            let mid = 0.5 * (lo + hi);
-            if mid <= lo || mid >= hi {
-                break;
-            }
-            if total(mid) > 0.0 {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        let tau = 0.5 * (lo + hi);
+        let tau = centre_tau(span, 1, |ts| {
+            Ok::<Vec<f64>, std::convert::Infallible>(ts.iter().map(|&t| total(t)).collect())
+        })
+        .unwrap_or_else(|e| match e {});
         r = r
             .iter()
             .zip(&bounds)
@@ -519,18 +510,46 @@ impl Loss {
                 .sum()
         };
         let total = |b: f64| self.weighted_total(y, f, b, c);
-        let s0 = slope(start);
-        if s0 == 0.0 || !start.is_finite() {
-            return start;
+        intercept_search(
+            start,
+            1,
+            |bs| Ok::<Vec<f64>, std::convert::Infallible>(bs.iter().map(|&b| slope(b)).collect()),
+            |bs| Ok(bs.iter().map(|&b| total(b)).collect()),
+        )
+        .unwrap_or_else(|e| match e {})
+    }
+}
+
+/// [`Loss::best_intercept`] given the data term's slope and value as functions of `b`, each
+/// evaluated at `k` points at a time (`slope(bs)`, `total(bs)`: a pass over the rows wherever
+/// they are, e.g. proximal Newton's chunks on a cluster, where a pass costs a round trip):
+/// the bracket grows by doubling steps, `k` per pass, and then shrinks `k + 1`-fold per pass
+/// (bisection at `k = 1`).
+pub fn intercept_search<E>(
+    start: f64,
+    k: usize,
+    mut slope: impl FnMut(&[f64]) -> std::result::Result<Vec<f64>, E>,
+    mut total: impl FnMut(&[f64]) -> std::result::Result<Vec<f64>, E>,
+) -> std::result::Result<f64, E> {
+    let s0 = slope(&[start])?[0];
+    if s0 == 0.0 || !start.is_finite() {
+        return Ok(start);
+    }
+    // Bracket the sign change of the slope.
+    let dir = if s0 > 0.0 { -1.0 } else { 1.0 };
+    let mut step = 1e-3 * (1.0 + start.abs());
+    let (mut lo, mut hi) = (start, start);
+    let mut found = false;
+    let mut tried = 0;
+    while tried < 200 && !found {
+        let mut bs = Vec::with_capacity(k);
+        while bs.len() < k.max(1) && tried + bs.len() < 200 {
+            bs.push(start + dir * step);
+            step *= 2.0;
         }
-        // Bracket the sign change of the slope.
-        let dir = if s0 > 0.0 { -1.0 } else { 1.0 };
-        let mut step = 1e-3 * (1.0 + start.abs());
-        let (mut lo, mut hi) = (start, start);
-        let mut found = false;
-        for _ in 0..200 {
-            let b = start + dir * step;
-            if slope(b) * s0 <= 0.0 {
+        tried += bs.len();
+        for (&b, v) in bs.iter().zip(slope(&bs)?) {
+            if v * s0 <= 0.0 {
                 if dir > 0.0 {
                     hi = b;
                 } else {
@@ -544,30 +563,81 @@ impl Loss {
             } else {
                 hi = b;
             }
-            step *= 2.0;
         }
-        if !found {
-            return start;
+    }
+    if !found {
+        return Ok(start);
+    }
+    for _ in 0..100 {
+        let mids = section_points(lo, hi, k);
+        if mids.is_empty() {
+            break;
         }
-        for _ in 0..100 {
-            let mid = 0.5 * (lo + hi);
-            if mid <= lo || mid >= hi {
+        for (&m, v) in mids.iter().zip(slope(&mids)?) {
+            if v > 0.0 {
+                hi = m;
                 break;
             }
-            if slope(mid) > 0.0 {
-                hi = mid;
+            lo = m;
+        }
+    }
+    // For piecewise-linear losses the minimum is at the kink the bracket closed on; keep
+    // whichever end (or the start) is lowest, so the result is never worse than `start`.
+    let ends = [start, lo, hi];
+    let values = total(&ends)?;
+    let mut best = (values[0], start);
+    for (&b, &v) in ends.iter().zip(&values).skip(1) {
+        if v < best.0 {
+            best = (v, b);
+        }
+    }
+    Ok(best.1)
+}
+
+/// The `k` points that cut `(lo, hi)` into `k + 1` equal parts (the midpoint at `k = 1`),
+/// those strictly inside only: none once the interval holds no other number.
+fn section_points(lo: f64, hi: f64, k: usize) -> Vec<f64> {
+    let mut pts: Vec<f64> = if k <= 1 {
+        vec![0.5 * (lo + hi)]
+    } else {
+        (1..=k)
+            .map(|j| lo + (hi - lo) * (j as f64 / (k + 1) as f64))
+            .collect()
+    };
+    pts.retain(|&m| m > lo && m < hi);
+    pts.dedup();
+    pts
+}
+
+/// The shift `τ` of [`Loss::centre_dual`]'s clipped case: the root of the non-increasing
+/// `total(τ) = Σ clip(ρ̃ − τ)` in `[−span, span]`, `k` points per evaluation of `total`
+/// (a pass over the rows, wherever they are). Bisection at `k = 1`, to the last bit; with
+/// more points to `10⁻⁹ span`, since the caller's shift of the entries strictly inside
+/// removes the residual of `Σ = 0` whatever `τ` is (a few passes instead of fifty).
+pub fn centre_tau<E>(
+    span: f64,
+    k: usize,
+    mut total: impl FnMut(&[f64]) -> std::result::Result<Vec<f64>, E>,
+) -> std::result::Result<f64, E> {
+    let (mut lo, mut hi) = (-span, span);
+    for _ in 0..200 {
+        if k > 1 && hi - lo <= 1e-9 * span {
+            break;
+        }
+        let mids = section_points(lo, hi, k);
+        if mids.is_empty() {
+            break;
+        }
+        for (&m, v) in mids.iter().zip(total(&mids)?) {
+            if v > 0.0 {
+                lo = m;
             } else {
-                lo = mid;
+                hi = m;
+                break;
             }
         }
-        // For piecewise-linear losses the minimum is at the kink the bracket closed on; keep
-        // whichever end (or the start) is lowest, so the result is never worse than `start`.
-        [start, lo, hi]
-            .into_iter()
-            .map(|b| (total(b), b))
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-            .map_or(start, |(_, b)| b)
     }
+    Ok(0.5 * (lo + hi))
 }
 
 /// Hinge points this far inside the margin (`0 < 1 − y(f + b) ≤ NEAR_MARGIN`) are lifted onto

@@ -109,34 +109,66 @@ pub(crate) fn read_forms(
 /// search narrows `[0, top]` to `10⁻⁹ top` (44 evaluations): near its maximum `d` is flat to
 /// second order, so the value is then exact to rounding.
 pub(crate) fn best_multiple(top: f64, d: impl Fn(f64) -> f64) -> f64 {
+    best_multiple_by(top, 1, |ts| {
+        Ok::<Vec<f64>, std::convert::Infallible>(ts.iter().map(|&t| d(t)).collect())
+    })
+    .unwrap_or_else(|e| match e {})
+}
+
+/// [`best_multiple`] with `d` taking several multiples at once (one pass over the rows for
+/// all, wherever they are): the first two are asked together; then golden-section search at
+/// `k = 1`, and with `k > 1` points per pass (a pass costs a round trip on a cluster) the
+/// bracket around the best of `k` equally spaced points, `(k + 1)/2`-fold smaller per pass
+/// (`d` is concave), to the same `10⁻⁹ top`, the best point seen returned.
+fn best_multiple_by<E>(
+    top: f64,
+    k: usize,
+    mut dd: impl FnMut(&[f64]) -> std::result::Result<Vec<f64>, E>,
+) -> std::result::Result<f64, E> {
     const INV_PHI: f64 = 0.618_033_988_749_894_9;
-    let at_top = d(top);
-    if at_top >= d(top * (1.0 - 1e-6)) {
-        return top;
+    let first = dd(&[top, top * (1.0 - 1e-6)])?;
+    let at_top = first[0];
+    if at_top >= first[1] {
+        return Ok(top);
     }
+    if k > 1 {
+        let (mut lo, mut hi, mut best) = (0.0, top, (at_top, top));
+        while hi - lo > 1e-9 * top {
+            let pts: Vec<f64> = (1..=k)
+                .map(|j| lo + (hi - lo) * (j as f64 / (k + 1) as f64))
+                .collect();
+            let vals = dd(&pts)?;
+            let j = (0..k).fold(0, |a, j| if vals[j] > vals[a] { j } else { a });
+            if vals[j] > best.0 {
+                best = (vals[j], pts[j]);
+            }
+            (lo, hi) = (
+                if j == 0 { lo } else { pts[j - 1] },
+                if j + 1 == k { hi } else { pts[j + 1] },
+            );
+        }
+        return Ok(best.1);
+    }
+    let mut d = |t: f64| Ok(dd(&[t])?[0]);
     let (mut lo, mut hi) = (0.0, top);
     let mut x1 = hi - INV_PHI * (hi - lo);
     let mut x2 = lo + INV_PHI * (hi - lo);
-    let (mut d1, mut d2) = (d(x1), d(x2));
+    let (mut d1, mut d2) = (d(x1)?, d(x2)?);
     while hi - lo > 1e-9 * top {
         if d1 < d2 {
             lo = x1;
             (x1, d1) = (x2, d2);
             x2 = lo + INV_PHI * (hi - lo);
-            d2 = d(x2);
+            d2 = d(x2)?;
         } else {
             hi = x2;
             (x2, d2) = (x1, d1);
             x1 = hi - INV_PHI * (hi - lo);
-            d1 = d(x1);
+            d1 = d(x1)?;
         }
     }
     let t = 0.5 * (lo + hi);
-    if d(t) > at_top {
-        t
-    } else {
-        top
-    }
+    Ok(if d(t)? > at_top { t } else { top })
 }
 
 /// `D(ρ̃) = −Σ_i c_i ℓ*(y_i, −ρ̃_i/c_i)` (`c`: the per-sample loss weights), minus
@@ -199,6 +231,36 @@ pub(crate) fn best_scale(
     best_multiple(penalty.top(norms), |t| {
         scaled_dual_value(t, norms, y, rho, c, loss, penalty)
     })
+}
+
+/// [`best_envelope_dual`] given the loss part `conj(t) = Σ_i c_i ℓ_μ*(y_i, −t ρ̃_i/c_i)` at
+/// several multiples at once (a pass over the rows, wherever they are: proximal Newton's
+/// chunks on a cluster), `k` per pass after the first two ([`best_multiple_by`]).
+pub(crate) fn best_envelope_dual_by<E>(
+    norms: &[f64],
+    penalty: &BlockPenalty,
+    k: usize,
+    mut conj: impl FnMut(&[f64]) -> std::result::Result<Vec<f64>, E>,
+) -> std::result::Result<f64, E> {
+    // The values already computed: the search's last point is usually one of them.
+    let mut seen: Vec<(f64, f64)> = Vec::new();
+    let mut values = |ts: &[f64]| -> std::result::Result<Vec<f64>, E> {
+        if let [t] = ts {
+            if let Some(&(_, v)) = seen.iter().find(|(s, _)| s.to_bits() == t.to_bits()) {
+                return Ok(vec![v]);
+            }
+        }
+        let cs = conj(ts)?;
+        let out: Vec<f64> = ts
+            .iter()
+            .zip(cs)
+            .map(|(&t, c)| -c - penalty.conjugate(t, norms))
+            .collect();
+        seen.extend(ts.iter().copied().zip(out.iter().copied()));
+        Ok(out)
+    };
+    let t = best_multiple_by(penalty.top(norms), k, &mut values)?;
+    Ok(values(&[t])?[0])
 }
 
 /// A feasible dual point with its forms `q_m = ρᵀK_mρ` and its dual value.

@@ -3,6 +3,7 @@
 
 mod convert;
 mod kernels;
+mod rows;
 mod shared;
 mod solvers;
 
@@ -13,6 +14,7 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kernels::register(m)?;
     solvers::register(m)?;
+    rows::register(m)?;
     shared::register(m)?;
     Ok(())
 }

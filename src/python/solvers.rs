@@ -8,6 +8,7 @@ use pyo3::types::{PyBool, PyDict, PyString};
 
 use super::convert::run_detached;
 use super::kernels::with_dense;
+use super::rows::PyRows;
 use crate::error::MkError;
 use crate::interrupt::Interrupt;
 use crate::kernels::{KernelStack, RowFeatures};
@@ -21,7 +22,8 @@ use crate::solvers::lp::{
 use crate::solvers::mirror::{fit_group_weighted, MirrorConfig, StepRule};
 use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
 use crate::solvers::prox_newton::{
-    fit_prox_newton_rows, fit_prox_newton_weighted, FeatureStart, ProxNewtonConfig,
+    fit_prox_newton_on, fit_prox_newton_rows, fit_prox_newton_weighted, FeatureStart,
+    ProxNewtonConfig,
 };
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::{fit_spicy_weighted, SpicyConfig, SpicyStart};
@@ -1210,6 +1212,52 @@ fn fit_on_blocks<T: crate::kernels::Element + numpy::Element>(
     })
 }
 
+/// Fits `prox_newton` (`settings`) on rows held by a Python object (`multikernel._dask_fit`:
+/// the chunks of Dask arrays on a cluster) with `reduce(code)` and `update(code)`
+/// ([`PyRows`]): `n` points, kernel `k` of `dims[k]` features. The engine's loop runs here;
+/// every pass over the rows is a reduction on the chunks. From `init_feature_weights` and
+/// `init_intercept` when given. The result's `coef` is empty (`(M, 0)`): its `n` columns
+/// stay with the rows.
+#[pyfunction]
+#[pyo3(signature = (
+    settings, rows, dims, n, *, n_threads=0, on_iteration=None, init_feature_weights=None,
+    init_intercept=0.0
+))]
+#[allow(clippy::too_many_arguments)]
+fn fit_rows<'py>(
+    py: Python<'py>,
+    settings: &Bound<'py, PySettings>,
+    rows: &Bound<'py, PyAny>,
+    dims: Vec<usize>,
+    n: usize,
+    n_threads: usize,
+    on_iteration: Option<&Bound<'py, PyAny>>,
+    init_feature_weights: Option<PyReadonlyArray1<'py, f64>>,
+    init_intercept: f64,
+) -> PyResult<PyFitResult> {
+    let Settings::ProxNewton(cfg) = &settings.get().0 else {
+        return Err(PyErr::from(MkError::config(
+            "solver",
+            format!(
+                "fits on a cluster's rows run prox_newton, got {:?}",
+                settings.get().0.name()
+            ),
+        )));
+    };
+    let start = init_feature_weights.map(|v| FeatureStart {
+        weights: v.as_array().to_vec(),
+        intercept: init_intercept,
+    });
+    let held = PyRows::new(rows.clone().unbind(), n, &dims)?;
+    let r = run_detached(py, n_threads, on_iteration, |i| {
+        fit_prox_newton_on(&held, cfg, start.as_ref(), i)
+    });
+    if let Some(e) = held.take_error() {
+        return Err(e);
+    }
+    PyFitResult::new(py, r?, 0, vec!["prox_newton"])
+}
+
 /// The `(n, Σ D_k)` row-major matrix whose consecutive column ranges the blocks are, if they
 /// are: same rows, row stride `Σ D_k`, unit column stride, each block starting where the last
 /// ended.
@@ -1314,6 +1362,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(path, m)?)?;
     m.add_class::<PySettings>()?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_rows, m)?)?;
     m.add_function(wrap_pyfunction!(capabilities, m)?)?;
     m.add_function(wrap_pyfunction!(on_demand_rule, m)?)?;
     m.add_function(wrap_pyfunction!(svm, m)?)?;

@@ -1,69 +1,163 @@
 //! The certificate of a point of proximal Newton (docs/mathematics.md §2.13): `P`, the loss's
 //! gradient and the natural dual point, in one pass over the features.
 
-use rayon::prelude::*;
-
-use super::features::{FeatureOps, CHUNK};
 use super::model::{norm, violation};
+use super::rows::{DualPoint, Op, Rows, Shift, Update};
 use super::ProxNewtonConfig;
-use crate::losses::Envelope;
-use crate::penalties::duals::{best_dual, best_envelope_dual};
+use crate::error::Result;
+use crate::interrupt::Interrupt;
+use crate::losses::{centre_tau, intercept_search, Envelope};
+use crate::penalties::duals::best_envelope_dual_by;
 use crate::penalties::BlockPenalty;
 use crate::result::relative_gap;
 use crate::solvers::tracker::{Model, Tracker};
-
-/// [`Envelope::weighted_total`] `Σ_i c_i ℓ_μ(y_i, f_i + b)` in parallel, summed by fixed chunks
-/// (the same bits on any number of threads).
-pub(super) fn data_term(loss: Envelope, y: &[f64], f: &[f64], b: f64, c: &[f64]) -> f64 {
-    let parts: Vec<f64> = y
-        .par_chunks(CHUNK)
-        .zip(f.par_chunks(CHUNK))
-        .zip(c.par_chunks(CHUNK))
-        .map(|((yc, fc), cc)| loss.weighted_total(yc, fc, b, cc))
-        .collect();
-    parts.iter().sum()
-}
 
 /// The iterate with the best primal value: its feature weights and what its representer form
 /// needs.
 pub(super) struct Best {
     pub(super) w: Vec<f64>,
-    /// The centred dual point `ρ̃`.
-    pub(super) rho: Vec<f64>,
+    /// The centred dual point `ρ̃` (its rows are kept with the rows, [`Update::KeepBest`]).
+    pub(super) dual: Option<DualPoint>,
     /// `d_m = s_m/‖ρ̃‖_{K_m}`.
     pub(super) scale: Vec<f64>,
+    /// The iterate's model as the tracker records it (intercept, kernel weights, norms).
+    pub(super) model: Option<Model>,
 }
 
 impl Best {
     /// `A[m] = d_m ρ̃` (row-major `M × n`): the representer form, exact at the optimum, where
-    /// `w_m = G_mᵀ A[m]` (the feature weights are the iterate itself).
-    pub(super) fn coef(&self) -> Vec<f64> {
+    /// `w_m = G_mᵀ A[m]` (the feature weights are the iterate itself); empty where the rows
+    /// stay on a cluster ([`Rows::best_dual_rows`]).
+    pub(super) fn coef(&self, x: &dyn Rows) -> Vec<f64> {
+        let Some(rho) = self.dual.as_ref().and_then(|d| x.best_dual_rows(d)) else {
+            return Vec::new();
+        };
         self.scale
             .iter()
-            .flat_map(|&d| self.rho.iter().map(move |r| d * r))
+            .flat_map(|&d| rho.iter().map(move |r| d * r))
             .collect()
     }
 }
 
-/// The problem a step reads: the features, targets, loss weights and settings.
+/// The problem a step reads: the rows (features, targets, loss weights and the per-row
+/// state), the settings, and the interrupt polled between the passes over the rows.
 #[derive(Clone, Copy)]
 pub(super) struct Problem<'a> {
-    pub(super) x: &'a dyn FeatureOps,
-    pub(super) y: &'a [f64],
-    pub(super) c: &'a [f64],
+    pub(super) x: &'a dyn Rows,
     pub(super) cfg: &'a ProxNewtonConfig,
+    pub(super) interrupt: &'a dyn Interrupt,
+}
+
+impl Problem<'_> {
+    pub(super) fn reduce(&self, op: &Op) -> Result<Vec<f64>> {
+        self.x.reduce(op, self.interrupt)
+    }
+
+    /// A reduction to one number.
+    pub(super) fn scalar(&self, op: &Op) -> Result<f64> {
+        Ok(self.reduce(op)?[0])
+    }
+
+    pub(super) fn update(&self, op: &Update) -> Result<()> {
+        self.interrupt.check()?;
+        self.x.update(op)
+    }
+
+    /// `Σ c ℓ_μ(y, z + b)`.
+    pub(super) fn data_term(&self, env: Envelope, b: f64) -> Result<f64> {
+        let bs = vec![b];
+        self.scalar(&Op::Loss {
+            env,
+            bs,
+            step: None,
+        })
+    }
+
+    /// The intercept minimising the loss's own data term for the current `z`, from `start`
+    /// ([`Loss::best_intercept`](crate::losses::Loss::best_intercept)).
+    pub(super) fn best_intercept(&self, start: f64) -> Result<f64> {
+        let env: Envelope = self.cfg.loss.into();
+        intercept_search(
+            start,
+            self.x.search_points(),
+            |bs| {
+                self.reduce(&Op::InterceptSlope {
+                    env,
+                    bs: bs.to_vec(),
+                })
+            },
+            |bs| {
+                self.reduce(&Op::Loss {
+                    env,
+                    bs: bs.to_vec(),
+                    step: None,
+                })
+            },
+        )
+    }
+
+    /// The intercept minimising the loss's data term at `z = 0` (the cold start): with
+    /// targets `±1` the term is `c₊ ℓ(1, b) + c₋ ℓ(−1, b)`, whose search needs one pass for
+    /// the labels' weights and no more (a cluster's round trips); otherwise
+    /// [`Problem::best_intercept`].
+    pub(super) fn start_intercept(&self) -> Result<f64> {
+        let s = self.reduce(&Op::LabelWeights)?;
+        if s[2] > 0.0 {
+            return self.best_intercept(0.0);
+        }
+        let env: Envelope = self.cfg.loss.into();
+        let both = |f: &dyn Fn(f64, f64) -> f64, bs: &[f64]| -> Result<Vec<f64>> {
+            Ok(bs
+                .iter()
+                .map(|&b| s[0] * f(1.0, b) + s[1] * f(-1.0, b))
+                .collect())
+        };
+        intercept_search(
+            0.0,
+            1,
+            |bs| both(&|y, b| env.deriv(y, b), bs),
+            |bs| both(&|y, b| env.value(y, b), bs),
+        )
+    }
+
+    /// The natural dual point `ρ̃_i = −c_i ℓ_μ'(z_i + b)` centred into the dual's domain
+    /// ([`Loss::centre_dual`](crate::losses::Loss::centre_dual), by its passes over the rows).
+    /// Also the data term `Σ c ℓ_μ(y, z + b)`, from the same pass.
+    fn dual_point(&self, env: Envelope, b: f64) -> Result<(DualPoint, f64)> {
+        let s = self.reduce(&Op::Centre { env, b })?;
+        let mean = s[0] / self.x.n() as f64;
+        let shift = if s[1] >= mean && s[2] <= mean {
+            Shift::Mean(mean)
+        } else {
+            let span = s[3] + s[4] + 1.0;
+            let tau = centre_tau(span, self.x.search_points(), |taus| {
+                self.reduce(&Op::CentreTau {
+                    env,
+                    b,
+                    taus: taus.to_vec(),
+                })
+            })?;
+            // Remove the bisection's rounding residual from the entries strictly inside.
+            let free = self.reduce(&Op::CentreFree { env, b, tau })?;
+            let shift = if free[1] > 0.0 {
+                free[0] / free[1]
+            } else {
+                0.0
+            };
+            Shift::Clipped { tau, shift }
+        };
+        Ok((DualPoint { env, b, shift }, s[5]))
+    }
 }
 
 /// The point, its gradient and what the certificate found there.
 pub(super) struct Point {
-    /// `Σ_m G_m w_m` (without `b`).
-    pub(super) f: Vec<f64>,
     /// The objective the steps minimise: `P` with the loss `ℓ_μ` of the level.
     pub(super) primal: f64,
     /// The loss part `C Σ ℓ_μ` of `primal`.
     pub(super) data: f64,
-    /// `C ℓ_μ'(y_i, f_i + b)`.
-    pub(super) d1: Vec<f64>,
+    /// `Σ_i c_i ℓ_μ'(y_i, z_i + b)`: the intercept's gradient.
+    pub(super) d1_sum: f64,
     /// `g = C Gᵀℓ_μ'`, all columns.
     pub(super) grad: Vec<f64>,
     /// Per kernel: the distance to optimality ([`violation`]).
@@ -83,49 +177,45 @@ pub(super) struct Point {
 /// the penalty the steps minimise: `cfg.penalty` itself, or `group` smoothed
 /// ([`GroupLevel`](super::continuation::GroupLevel)); the certificate and the level's gap
 /// read the exact one.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn certify(
     p: &Problem<'_>,
     env: Envelope,
     level: &BlockPenalty,
-    w: &[f64],
-    b: f64,
-    f: Vec<f64>,
+    (w, b): (&[f64], f64),
     tracker: &mut Tracker<'_>,
     best: &mut Best,
-) -> Point {
-    let Problem { x, y, c, cfg } = *p;
+) -> Result<Point> {
+    let Problem { x, cfg, .. } = *p;
     let loss = cfg.loss;
     let norms: Vec<f64> = (0..x.m()).map(|m| norm(&w[x.block(m)])).collect();
     let pen = cfg.penalty.value(&norms);
-    let data = data_term(env, y, &f, b, c);
+    let (dual, data) = p.dual_point(env, b)?;
     let primal = data + level.value(&norms);
     let (exact, b_exact) = if env.mu == 0.0 {
         (data + pen, b)
     } else {
-        let bx = loss.best_intercept(y, &f, c, b);
-        (data_term(loss.into(), y, &f, bx, c) + pen, bx)
+        let bx = p.best_intercept(b)?;
+        (p.data_term(loss.into(), bx)? + pen, bx)
     };
-    let d1: Vec<f64> = y
-        .iter()
-        .zip(&f)
-        .zip(c)
-        .map(|((&yi, &fi), &ci)| ci * env.deriv(yi, fi + b))
-        .collect();
-    let raw: Vec<f64> = d1.iter().map(|v| -v).collect();
-    let centred = loss.centre_dual(y, &raw, c);
-    let mut prods = x.t_products(&[&d1, &centred]);
-    let u = prods.pop().expect("two products");
-    let grad = prods.pop().expect("two products");
+    let r = x.width();
+    let mut prods = p.reduce(&Op::Gradient { dual })?;
+    let d1_sum = prods[2 * r];
+    let u = prods.split_off(r);
+    let grad = prods;
     let dual_norms: Vec<f64> = (0..x.m()).map(|m| norm(&u[x.block(m)])).collect();
-    let dual = best_dual(&dual_norms, y, &centred, c, loss, cfg.penalty.clone());
+    let dual_of = |conj: Envelope| {
+        best_envelope_dual_by(&dual_norms, &cfg.penalty, x.search_points(), |ts| {
+            let ts = ts.to_vec();
+            p.reduce(&Op::Conjugate { dual, conj, ts })
+        })
+    };
+    let dual_value = dual_of(loss.into())?;
     let level_gap = if env.mu == 0.0 {
         0.0
     } else {
         // The exact penalty: a smoothed `group` is above it by its smoothing, which would
         // hold this gap above `tol` (docs/mathematics.md §2.13).
-        let d = best_envelope_dual(&dual_norms, y, &centred, c, env, &cfg.penalty);
-        relative_gap(data + pen, d)
+        relative_gap(data + pen, dual_of(env)?)
     };
     // ℓp's and group's steps take every kernel: no working set to choose.
     let viol = match cfg.penalty {
@@ -135,9 +225,21 @@ pub(super) fn certify(
         BlockPenalty::Lp { .. } | BlockPenalty::Group(_) => vec![0.0; x.m()],
     };
     let active = norms.iter().filter(|&&s| s > 0.0).count();
-    if exact < tracker.best_primal() {
+    // The newest iterate unless its `P` is above the best beyond rounding: near the optimum
+    // the last iterates' values agree to rounding, where a choice by `<` flips with the
+    // order of the sums (a cluster's chunks against memory), and the newest is the most
+    // accurate. The recorded `P` stays the least (at most 1e-13 relative below this one's).
+    let least = tracker.best_primal();
+    if exact < least || exact <= least + 1e-13 * least.abs() {
+        best.model = Some(Model {
+            coef: Vec::new(),
+            intercept: b_exact,
+            weights: cfg.penalty.kernel_weights(&norms, &dual_norms),
+            norms: norms.clone(),
+        });
         best.w.copy_from_slice(w);
-        best.rho.clone_from(&centred);
+        best.dual = Some(dual);
+        p.update(&Update::KeepBest)?;
         best.scale = norms
             .iter()
             .zip(&dual_norms)
@@ -145,20 +247,19 @@ pub(super) fn certify(
             .collect();
     }
     // The coefficients are formed once, at the end ([`Best::coef`]).
-    let gap = tracker.record_with(exact, (dual, None), active, || Model {
+    let gap = tracker.record_with(exact, (dual_value, None), active, || Model {
         coef: Vec::new(),
         intercept: b_exact,
         weights: cfg.penalty.kernel_weights(&norms, &dual_norms),
         norms: norms.clone(),
     });
-    Point {
-        f,
+    Ok(Point {
         primal,
         data,
-        d1,
+        d1_sum,
         grad,
         viol,
         gap,
         level_gap,
-    }
+    })
 }

@@ -4,8 +4,9 @@
 //! the exact problem's.
 
 use super::certificate::{Point, Problem};
-use super::features::FeatureOps;
 use super::model::norm;
+use super::rows::{Curvature, DualPoint, Op, Shift};
+use crate::error::Result;
 use crate::losses::{Envelope, Loss};
 use crate::penalties::{BlockPenalty, GroupPenalty};
 
@@ -34,25 +35,39 @@ impl GroupLevel {
     const FACTOR: f64 = 0.3;
     const LIGHT: f64 = 1e-2;
 
-    /// The first level at the start `(w, b)` with predictions `f` (`warm`: a given start,
+    /// The first level at the start `(w, b)` (`warm`: a given start,
     /// [`Smoothing::WARM_SKIP`] levels on), following `smoothing` when the loss has one.
+    /// The scales: from the start's block norms when it has any, else from the ridge step
+    /// `w_0 = −(diag(H) + I)⁻¹ g` at `w = 0` (`g` the loss's gradient, `H`'s diagonal from the
+    /// curvature per point, every point in the zone of a smoothed loss).
     pub(super) fn start(
         exact: &GroupPenalty,
         p: &Problem<'_>,
         smoothing: Option<&Smoothing>,
-        (w, b, f): (&[f64], f64, &[f64]),
+        (w, b): (&[f64], f64),
         warm: bool,
-    ) -> Self {
-        let Problem { x, y, c, cfg } = *p;
-        let e = smoothing.map_or(cfg.loss.into(), |s| s.env);
-        let d1: Vec<f64> = (0..x.n()).map(|i| c[i] * e.deriv(y[i], f[i] + b)).collect();
-        // Every point in the zone of a smoothed loss, as for the damping's scales.
-        let h: Vec<f64> = (0..x.n())
-            .map(|i| match smoothing {
-                Some(sm) => c[i] / sm.env.mu,
-                None => c[i] * e.deriv2(y[i], f[i] + b).max(1e-3),
-            })
-            .collect();
+    ) -> Result<Self> {
+        let x = p.x;
+        let env = smoothing.map_or(p.cfg.loss.into(), |s| s.env);
+        let block_norms =
+            |v: &[f64]| -> Vec<f64> { (0..x.m()).map(|m| norm(&v[x.block(m)])).collect() };
+        let mut s = block_norms(w);
+        if s.iter().all(|&v| v == 0.0) {
+            let shift = Shift::Mean(0.0);
+            let dual = DualPoint { env, b, shift };
+            let g = p.reduce(&Op::Gradient { dual })?;
+            let weight = match smoothing {
+                Some(sm) => Curvature::Zone { mu: sm.env.mu },
+                None => Curvature::Second { env, b },
+            };
+            let diag = p.reduce(&Op::Squares { weight })?;
+            let w0: Vec<f64> = g
+                .iter()
+                .zip(&diag)
+                .map(|(gi, di)| -gi / (di + 1.0))
+                .collect();
+            s = block_norms(&w0);
+        }
         let cold = if warm {
             GroupLevel::FACTOR.powi(Smoothing::WARM_SKIP)
         } else {
@@ -63,35 +78,13 @@ impl GroupLevel {
         } else {
             1.0
         };
-        GroupLevel::new(exact, x, w, &d1, &h, light * cold)
+        Ok(GroupLevel::new(exact, &s, light * cold))
     }
 
-    /// The first level `nu`. The scales: from the start's block norms when it has any, else
-    /// from the ridge step `w_0 = −(diag(H) + I)⁻¹ g` at `w = 0` (`g` the loss's gradient,
-    /// `H`'s diagonal from the curvature `h` per point).
-    fn new(
-        exact: &GroupPenalty,
-        x: &dyn FeatureOps,
-        w: &[f64],
-        d1: &[f64],
-        h: &[f64],
-        nu: f64,
-    ) -> Self {
-        let block_norms =
-            |v: &[f64]| -> Vec<f64> { (0..x.m()).map(|m| norm(&v[x.block(m)])).collect() };
-        let mut s = block_norms(w);
-        if s.iter().all(|&v| v == 0.0) {
-            let g = x.t_products(&[d1]).pop().expect("one product");
-            let diag = x.weighted_squares(h);
-            let w0: Vec<f64> = g
-                .iter()
-                .zip(&diag)
-                .map(|(gi, di)| -gi / (di + 1.0))
-                .collect();
-            s = block_norms(&w0);
-        }
+    /// The first level `nu` with the scales of the block norms `s`.
+    fn new(exact: &GroupPenalty, s: &[f64], nu: f64) -> Self {
         let a = s.iter().sum::<f64>() / s.len().max(1) as f64;
-        let omega0 = exact.parts(&s).1;
+        let omega0 = exact.parts(s).1;
         let (a, omega0) = if a > 0.0 && omega0 > 0.0 && (a * omega0).is_finite() {
             (a, omega0)
         } else {
@@ -164,42 +157,42 @@ impl Smoothing {
     /// loss the mean absolute deviation of `y` (the residuals' scale), or 1 when `y` is
     /// constant; [`Smoothing::WARM_SKIP`] levels lower from a warm start, which is near an
     /// optimum already. `None` for the losses with a second derivative.
-    pub(super) fn start(
-        loss: Loss,
-        x: &dyn FeatureOps,
-        y: &[f64],
-        c: &[f64],
-        warm: bool,
-    ) -> Option<Self> {
+    pub(super) fn start(p: &Problem<'_>, warm: bool) -> Result<Option<Self>> {
+        let loss = p.cfg.loss;
+        if !matches!(loss, Loss::Hinge | Loss::EpsilonInsensitive { .. }) {
+            return Ok(None);
+        }
+        let moments = p.reduce(&Op::Moments)?;
+        let n = moments[1].max(1.0);
         let mu = match loss {
-            Loss::Hinge => 1.0,
             Loss::EpsilonInsensitive { .. } => {
-                let mean = y.iter().sum::<f64>() / y.len().max(1) as f64;
-                let mad = y.iter().map(|v| (v - mean).abs()).sum::<f64>() / y.len().max(1) as f64;
+                let mean = moments[0] / n;
+                let mad = p.scalar(&Op::AbsDev { mean })? / n;
                 if mad > 0.0 && mad.is_finite() {
                     mad
                 } else {
                     1.0
                 }
             }
-            _ => return None,
+            _ => 1.0,
         };
         let mu = if warm {
             mu * Self::FACTOR.powi(Self::WARM_SKIP)
         } else {
             mu
         };
-        let mut col_scale = x.weighted_squares(c);
+        let weight = Curvature::Cost;
+        let mut col_scale = p.reduce(&Op::Squares { weight })?;
         let top = col_scale.iter().fold(0.0f64, |a, &v| a.max(v));
         col_scale.iter_mut().for_each(|v| *v = v.max(1e-12 * top));
-        Some(Smoothing {
+        Ok(Some(Smoothing {
             env: Envelope { loss, mu },
             floor: 1e-12 * mu,
             kappa: 1e-3,
             flat: false,
             col_scale,
-            total_cost: c.iter().sum(),
-        })
+            total_cost: moments[2],
+        }))
     }
 
     /// Lowers `μ` when the level is solved (its gap at most `tol/2`, or its last step flat);

@@ -21,9 +21,11 @@
 //! solve them (`continuation`).
 
 mod certificate;
+mod chunk;
 mod continuation;
 mod features;
 mod model;
+mod rows;
 mod search;
 mod solver;
 #[cfg(test)]
@@ -38,8 +40,12 @@ use crate::penalties::{BlockPenalty, SparsePenalty};
 use crate::result::FitResult;
 use crate::solvers::driver::Driver;
 use certificate::Problem;
-use features::{check_finite, rows_of, FeatureOps};
+use features::rows_of;
 use solver::ProxNewton;
+
+pub use chunk::{Chunks, Memo};
+pub use features::check_finite;
+pub use rows::{Curvature, DualPoint, Op, Rows, Shift, Update};
 
 /// Settings of [`fit_prox_newton`].
 #[derive(Debug, Clone, PartialEq)]
@@ -129,20 +135,21 @@ pub fn fit_prox_newton_rows<T: Element>(
     cfg.validate()?;
     crate::solvers::validate_targets(x.n(), y)?;
     check_finite(x)?;
-    fit_features(x, y, sample_weight, cfg, start, interrupt)
+    let c = costs(cfg.c, sample_weight, y.len())?;
+    let rows = Chunks::new(x, y, &c);
+    fit_prox_newton_on(&rows, cfg, start, interrupt)
 }
 
-/// The fit on the features `x` (module docs): the start checked, then the Newton steps
+/// The fit on rows wherever they are ([`Rows`]: in memory, or the chunks of a Dask array on a
+/// cluster), whose per-row state starts at `z = 0`: the start checked, then the Newton steps
 /// ([`ProxNewton`]) on the driver.
-fn fit_features(
-    x: &dyn FeatureOps,
-    y: &[f64],
-    sample_weight: Option<&[f64]>,
+pub fn fit_prox_newton_on(
+    x: &dyn Rows,
     cfg: &ProxNewtonConfig,
     start: Option<&FeatureStart>,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
-    let c = &costs(cfg.c, sample_weight, y.len())?;
+    cfg.validate()?;
     let width = x.width();
     if let Some(ids) = cfg.penalty.group_ids() {
         if ids.len() != x.m() {
@@ -152,11 +159,14 @@ fn fit_features(
             ));
         }
     }
+    let prob = Problem { x, cfg, interrupt };
     let point = match start {
         None => {
-            let f = vec![0.0; x.n()];
-            let b = cfg.loss.best_intercept(y, &f, c, 0.0);
-            (vec![0.0; width], b, f)
+            prob.update(&Update::Point {
+                cols: Vec::new(),
+                vals: Vec::new(),
+            })?;
+            (vec![0.0; width], prob.start_intercept()?)
         }
         Some(s) => {
             if s.weights.len() != width {
@@ -170,11 +180,11 @@ fn fit_features(
             }
             let cols: Vec<usize> = (0..width).filter(|&j| s.weights[j] != 0.0).collect();
             let vals: Vec<f64> = cols.iter().map(|&j| s.weights[j]).collect();
-            (s.weights.clone(), s.intercept, x.product(&cols, &vals))
+            prob.update(&Update::Point { cols, vals })?;
+            (s.weights.clone(), s.intercept)
         }
     };
     let mut driver = Driver::new(cfg.tol, cfg.max_iter, interrupt);
-    let prob = Problem { x, y, c, cfg };
-    let mut solver = ProxNewton::start(prob, point, start.is_some(), &mut driver.tracker);
+    let mut solver = ProxNewton::start(prob, point, start.is_some(), &mut driver.tracker)?;
     driver.run(&mut solver)
 }

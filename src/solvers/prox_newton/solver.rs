@@ -5,6 +5,7 @@
 use super::certificate::{self, Best, Point, Problem};
 use super::continuation::{GroupLevel, Smoothing};
 use super::model::{group_direction, inner, lp_direction};
+use super::rows::{Op, Update};
 use super::search::{exact_step, line_search, Step};
 use super::working_set::{model_decrease, working_set, WorkingSet};
 use crate::error::Result;
@@ -48,20 +49,20 @@ impl Solver for ProxNewton<'_> {
             if !std::mem::replace(&mut first, false) {
                 d.interrupt.check()?;
             }
-            if self.lower_smoothing(&mut d.tracker) {
+            if self.lower_smoothing(&mut d.tracker)? {
                 continue;
             }
             let ws = match self.prob.cfg.penalty {
                 BlockPenalty::Sparse(_) => working_set(self.prob.x, &self.w, &self.pt.viol),
                 BlockPenalty::Lp { .. } | BlockPenalty::Group(_) => WorkingSet::all(self.prob.x),
             };
-            let hess = self.hessian(&ws, d.interrupt)?;
+            let hess = self.hessian(&ws)?;
             let wl: Vec<f64> = ws.cols.iter().map(|&j| self.w[j]).collect();
             let delta = self.direction(&ws, &hess, &wl, d.interrupt)?;
-            if self.lower_group_level(&ws, &wl, &delta, &mut d.tracker) {
+            if self.lower_group_level(&ws, &wl, &delta, &mut d.tracker)? {
                 continue;
             }
-            return Ok(self.take_step(ws, hess, &delta, &mut d.tracker));
+            return self.take_step(ws, hess, &delta, &mut d.tracker);
         }
     }
 
@@ -69,44 +70,49 @@ impl Solver for ProxNewton<'_> {
     /// are the best iterate's `w`, its coefficients their representer form.
     fn finish(&mut self, mut fit: FitResult) -> Result<FitResult> {
         fit.n_iter = self.steps;
-        fit.coef = self.best.coef();
+        if let Some(m) = self.best.model.take() {
+            (fit.intercept, fit.kernel_weights) = (m.intercept, m.weights);
+            fit.kernel_norms = m.norms;
+        }
+        fit.coef = self.best.coef(self.prob.x);
         fit.feature_weights = std::mem::take(&mut self.best.w);
         Ok(fit)
     }
 }
 
 impl<'a> ProxNewton<'a> {
-    /// The state at the start `(w, b)` with predictions `f` (`warm`: a given start, near an
-    /// optimum, whose continuations begin further on), certified.
+    /// The state at the start `(w, b)`, whose predictions the rows hold (`warm`: a given
+    /// start, near an optimum, whose continuations begin further on), certified.
     pub(super) fn start(
         prob: Problem<'a>,
-        (w, b, f): (Vec<f64>, f64, Vec<f64>),
+        (w, b): (Vec<f64>, f64),
         warm: bool,
         tracker: &mut Tracker<'_>,
-    ) -> Self {
-        let Problem { x, y, c, cfg } = prob;
+    ) -> Result<Self> {
+        let Problem { x, cfg, .. } = prob;
         let mut best = Best {
             w: w.clone(),
-            rho: Vec::new(),
+            dual: None,
             scale: vec![0.0; x.m()],
+            model: None,
         };
-        let smoothing = Smoothing::start(cfg.loss, x, y, c, warm);
+        let smoothing = Smoothing::start(&prob, warm)?;
         let group = match &cfg.penalty {
             BlockPenalty::Group(gp) => Some(GroupLevel::start(
                 gp,
                 &prob,
                 smoothing.as_ref(),
-                (&w, b, &f),
+                (&w, b),
                 warm,
-            )),
+            )?),
             _ => None,
         };
         let level = group
             .as_ref()
             .map_or(cfg.penalty.clone(), GroupLevel::penalty);
         let env = smoothing.as_ref().map_or(cfg.loss.into(), |s| s.env);
-        let pt = certificate::certify(&prob, env, &level, &w, b, f, tracker, &mut best);
-        ProxNewton {
+        let pt = certificate::certify(&prob, env, &level, (&w, b), tracker, &mut best)?;
+        Ok(ProxNewton {
             prob,
             w,
             b,
@@ -117,7 +123,7 @@ impl<'a> ProxNewton<'a> {
             level,
             kept: None,
             steps: 0,
-        }
+        })
     }
 
     /// The loss (or its envelope at the smoothing's level) the steps minimise.
@@ -127,29 +133,29 @@ impl<'a> ProxNewton<'a> {
             .map_or(self.prob.cfg.loss.into(), |s| s.env)
     }
 
-    /// Certifies the point `(w, b)` of predictions `f` at the current levels.
-    fn certify(&mut self, f: Vec<f64>, tracker: &mut Tracker<'_>) {
+    /// Certifies the point `(w, b)` at the current levels.
+    fn certify(&mut self, tracker: &mut Tracker<'_>) -> Result<()> {
         let env = self.env();
         let (w, b, level) = (&self.w, self.b, &self.level);
-        self.pt = certificate::certify(&self.prob, env, level, w, b, f, tracker, &mut self.best);
+        self.pt = certificate::certify(&self.prob, env, level, (w, b), tracker, &mut self.best)?;
+        Ok(())
     }
 
     /// The smoothing's continuation: once its level is solved `μ` is lowered (group's level
     /// follows the loss's) and the point re-certified. Whether it was.
-    fn lower_smoothing(&mut self, tracker: &mut Tracker<'_>) -> bool {
+    fn lower_smoothing(&mut self, tracker: &mut Tracker<'_>) -> Result<bool> {
         let Some(sm) = self.smoothing.as_mut() else {
-            return false;
+            return Ok(false);
         };
         if !sm.next_level(&self.pt, self.prob.cfg.tol) {
-            return false;
+            return Ok(false);
         }
         if let Some(gl) = self.group.as_mut() {
             gl.follow();
             self.level = gl.penalty();
         }
-        let f = std::mem::take(&mut self.pt.f);
-        self.certify(f, tracker);
-        true
+        self.certify(tracker)?;
+        Ok(true)
     }
 
     /// Group's continuation with a smooth loss: the level is solved once the Newton
@@ -161,42 +167,32 @@ impl<'a> ProxNewton<'a> {
         wl: &[f64],
         delta: &[f64],
         tracker: &mut Tracker<'_>,
-    ) -> bool {
+    ) -> Result<bool> {
         let Some(gl) = self.group.as_mut().filter(|_| self.smoothing.is_none()) else {
-            return false;
+            return Ok(false);
         };
         let change = ws.penalty_change(&self.level, wl, delta);
         let decrement = -model_decrease(ws, &self.pt, delta, change);
         if !gl.lower(decrement, self.prob.cfg.tol, self.pt.primal) {
-            return false;
+            return Ok(false);
         }
         self.level = gl.penalty();
-        let f = std::mem::take(&mut self.pt.f);
-        self.certify(f, tracker);
-        true
+        self.certify(tracker)?;
+        Ok(true)
     }
 
     /// The loss's Hessian `H = C [G_W, 1]ᵀ diag(ℓ'') [G_W, 1]` on the working set (one pass
     /// over its columns), damped on a smoothed level ([`Smoothing::damp`]).
-    fn hessian(&mut self, ws: &WorkingSet, interrupt: &dyn Interrupt) -> Result<Vec<f64>> {
-        let Problem { x, y, c, .. } = self.prob;
+    fn hessian(&mut self, ws: &WorkingSet) -> Result<Vec<f64>> {
         let mut hess = match self.kept.take() {
             Some((cols, h)) if cols == ws.cols => h,
-            _ => {
-                let (e, b) = (self.env(), self.b);
-                let h2: Vec<f64> = y
-                    .iter()
-                    .zip(&self.pt.f)
-                    .zip(c)
-                    .map(|((&yi, &fi), &ci)| ci * e.deriv2(yi, fi + b))
-                    .collect();
+            _ => self.prob.reduce(&Op::Hessian {
+                env: self.env(),
+                b: self.b,
+                cols: ws.cols.clone(),
                 // A smoothed level's curvature sits on the points of its zone only.
-                let zone: Option<Vec<usize>> = self
-                    .smoothing
-                    .as_ref()
-                    .map(|_| (0..x.n()).filter(|&i| h2[i] > 0.0).collect());
-                x.hessian(&ws.cols, &h2, zone.as_deref(), interrupt)?
-            }
+                zone: self.smoothing.is_some(),
+            })?,
         };
         if let Some(sm) = &self.smoothing {
             sm.damp(&mut hess, &ws.cols);
@@ -216,7 +212,7 @@ impl<'a> ProxNewton<'a> {
     ) -> Result<Vec<f64>> {
         let pt = &self.pt;
         let mut g: Vec<f64> = ws.cols.iter().map(|&j| pt.grad[j]).collect();
-        g.push(pt.d1.iter().sum());
+        g.push(pt.d1_sum);
         match self.prob.cfg.penalty {
             BlockPenalty::Sparse(sp) => {
                 // The model is solved well below the current violation: its epochs cost
@@ -248,20 +244,21 @@ impl<'a> ProxNewton<'a> {
         hess: Vec<f64>,
         delta: &[f64],
         tracker: &mut Tracker<'_>,
-    ) -> Outcome {
+    ) -> Result<Outcome> {
         self.steps += 1;
         let (prob, level, w, b, pt) = (&self.prob, &self.level, &self.w, self.b, &self.pt);
         let step = match &mut self.smoothing {
             Some(sm) => {
-                let step = exact_step(prob, sm.env, level, &ws, w, b, pt, delta);
+                let step = exact_step(prob, sm.env, level, &ws, w, b, pt, delta)?;
                 sm.adapt(step.t);
                 Some(step)
             }
-            None => line_search(prob, level, &ws, w, b, pt, delta),
+            None => line_search(prob, level, &ws, w, b, pt, delta)?,
         };
-        let Some(Step { t, f, flat }) = step else {
-            return Outcome::Stop(SolveStatus::Stalled);
+        let Some(Step { t, flat }) = step else {
+            return Ok(Outcome::Stop(SolveStatus::Stalled));
         };
+        self.prob.update(&Update::Accept { t })?;
         let gap_before = self.pt.gap;
         for (&j, d) in ws.cols.iter().zip(delta) {
             self.w[j] += t * d;
@@ -270,7 +267,7 @@ impl<'a> ProxNewton<'a> {
         if self.prob.cfg.loss == Loss::Squared {
             self.kept = Some((ws.cols, hess));
         }
-        self.certify(f, tracker);
+        self.certify(tracker)?;
         if let Some(sm) = self.smoothing.as_mut().filter(|s| s.env.mu > s.floor) {
             // The next level goes on where this one cannot.
             sm.flat = flat;
@@ -280,12 +277,12 @@ impl<'a> ProxNewton<'a> {
             && !self.group.as_ref().is_some_and(GroupLevel::above_floor)
         {
             // Neither `P` nor the certificate moves any more: the arithmetic's limit.
-            return Outcome::Stop(SolveStatus::Stalled);
+            return Ok(Outcome::Stop(SolveStatus::Stalled));
         }
-        Outcome::Gap {
+        Ok(Outcome::Gap {
             gap: self.pt.gap,
             whole: true,
             new_problem: false,
-        }
+        })
     }
 }

@@ -1,8 +1,8 @@
 //! The working set of a step: the kernels it optimises and their columns.
 
 use super::certificate::Point;
-use super::features::FeatureOps;
 use super::model::norm;
+use super::rows::Rows;
 use crate::penalties::BlockPenalty;
 
 /// A working set: its kernels and their columns in order.
@@ -15,7 +15,7 @@ pub(super) struct WorkingSet {
 
 impl WorkingSet {
     /// Every kernel (ℓp's steps).
-    pub(super) fn all(x: &dyn FeatureOps) -> Self {
+    pub(super) fn all(x: &dyn Rows) -> Self {
         WorkingSet {
             kernels: (0..x.m()).collect(),
             cols: (0..x.width()).collect(),
@@ -93,12 +93,12 @@ pub(super) fn model_decrease(ws: &WorkingSet, pt: &Point, delta: &[f64], pen_cha
         .zip(delta)
         .map(|(&j, d)| pt.grad[j] * d)
         .sum();
-    lin + pt.d1.iter().sum::<f64>() * delta[k] + pen_change
+    lin + pt.d1_sum * delta[k] + pen_change
 }
 
 /// Kernels to optimise next (skglm's rule): the active ones and the largest violators, twice
 /// as many as are active and at least `P0`, in kernel order.
-pub(super) fn working_set(x: &dyn FeatureOps, w: &[f64], viol: &[f64]) -> WorkingSet {
+pub(super) fn working_set(x: &dyn Rows, w: &[f64], viol: &[f64]) -> WorkingSet {
     const P0: usize = 10;
     let mm = x.m();
     let active: Vec<bool> = (0..mm)

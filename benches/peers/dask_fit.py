@@ -1,0 +1,209 @@
+"""One ``prox_newton`` fit across a Dask cluster against the same fit in memory and against
+dask-ml, in one run (issue 55; docs/dask.md).
+
+Data: ``n`` standard Gaussian points in 100 dimensions made on the workers
+(``dask.array.random``, chunks of ``n/8`` rows), labels the sign of a sparse linear model
+plus noise. A ``LocalCluster`` of 2 workers × 1 thread, 3 GB each (processes).
+
+* ours, Dask: ``MKLClassifier(kernels=FeatureBank([Linear(features=g) ...],
+  normalize="none", dtype=float32), penalty="l1", loss="logistic", solver="prox_newton",
+  tol=1e-3)`` on the Dask arrays: the whole ``fit`` (the bank on a sample, the features
+  computed and persisted on the workers, the Newton steps), and the fit again with the
+  features persisted (``warm_start=False``, same ``C``: the cost of the steps alone);
+* ours, in memory: the same estimator on the same points gathered as numpy (the features
+  computed in the fit);
+* dask-ml's ``LogisticRegression(penalty="l1", C=C)`` with ``admm`` and ``proximal_grad``
+  (the solvers that take ``l1``), on singleton groups (100 blocks of 1 feature, where the
+  group lasso is the lasso), against ours on the same singleton blocks. Both objectives are
+  computed by one formula, ``C Σ_i log(1 + exp(−y_i (x_iᵀw + b))) + ‖w‖₁``.
+
+``C = 10/λ_max``, ``λ_max = max_j |X_jᵀ ℓ'(b*)|`` (singletons) as features_vs_skglm.py does
+with groups. Results: ``benches/peers/results/dask_fit.md``.
+
+    PYTHONPATH=python /work/peers-venv/bin/python benches/peers/dask_fit.py [--n 1000000]
+        [--skip-daskml] [--daskml-solvers admm,proximal_grad] [--repeats 3]
+        [--blocks 20x5,100x1] [--chunks 8] [--out benches/peers/results/dask_fit.md]
+
+The features-persisted Dask fit and the in-memory fit are medians of ``--repeats``; the
+whole Dask fit (features computed) is one run; "passes" counts the rounds of one task per
+chunk (round trips) of the whole fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+import multikernel as mk
+from multikernel.kernels import FeatureBank, Linear
+
+D = 100
+
+
+def data(n: int, chunks: int = 8) -> tuple[Any, Any]:
+    import dask.array as da
+
+    rs = da.random.RandomState(0)
+    X = rs.standard_normal((n, D), chunks=(max(n // chunks, 1), D))
+    w = np.zeros(D)
+    w[:25] = np.random.default_rng(1).standard_normal(25)
+    y = da.sign(X @ w + rs.standard_normal(n, chunks=X.chunks[0]))
+    return X, y
+
+
+def objective(X: Any, y: Any, w: Any, b: float, C: float) -> float:
+    import dask.array as da
+
+    f = X @ w + b
+    loss = da.logaddexp(0.0, -y * f).sum().compute()
+    return float(C * loss + np.abs(w).sum())
+
+
+def lambda_max(X: Any, y: Any) -> float:
+    import dask.array as da
+
+    p = float(((y + 1) / 2).mean().compute())
+    b = np.log(p / (1 - p))
+    d1 = -y / (1.0 + da.exp(y * b))
+    return float(da.absolute(X.T @ d1).max().compute())
+
+
+def ours(groups: list[list[int]], C: float, **kw: Any) -> Any:
+    bank = FeatureBank([Linear(features=g) for g in groups], normalize="none", dtype=np.float32)
+    return mk.MKLClassifier(
+        kernels=bank, penalty="l1", loss="logistic", solver="prox_newton", C=C, tol=1e-3,
+        max_iter=200, **kw,
+    )  # fmt: skip
+
+
+def timed(fn: Any) -> tuple[float, Any]:
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+#: Passes over the chunks (round trips) of the last Dask fit.
+PASSES = {"n": 0}
+
+
+def count_passes() -> None:
+    """Counts ``ChunkRows.reduce`` calls: one task per chunk and one round trip each."""
+    from multikernel import _dask_fit
+
+    original = _dask_fit.ChunkRows.reduce
+
+    def reduce(self: Any, code: list[float]) -> list[list[float]]:
+        PASSES["n"] += 1
+        return original(self, code)
+
+    _dask_fit.ChunkRows.reduce = reduce  # type: ignore[method-assign]
+
+
+def median_fit(fit: Any, repeats: int) -> float:
+    return float(np.median([timed(fit)[0] for _ in range(repeats)]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--skip-daskml", action="store_true")
+    ap.add_argument("--daskml-solvers", default="admm,proximal_grad")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--blocks", default="20x5,100x1")
+    ap.add_argument("--chunks", type=int, default=8)
+    args = ap.parse_args()
+    from distributed import Client, LocalCluster
+
+    lines = [f"# Dask fit (issue 55): n = {args.n:.0e}", ""]
+    lines.append(f"{platform.node()}, Python {platform.python_version()}; LocalCluster 2 "
+                 "workers × 1 thread, 3 GB each (processes)")  # fmt: skip
+    lines.append("")
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, memory_limit="3GB", processes=True,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        X, y = data(args.n, args.chunks)
+        count_passes()
+        X, y = client.persist(X), client.persist(y)
+        C = 10.0 / lambda_max(X, y)
+        groups20 = [list(range(5 * j, 5 * j + 5)) for j in range(20)]
+        singles = [[j] for j in range(D)]
+        rows = ["| fit | time (s) | objective | gap | Newton steps |", "|---|---|---|---|---|"]
+
+        def row(name: str, t: float, P: float, gap: float | str, it: int | str) -> None:
+            gs = gap if isinstance(gap, str) else f"{gap:.1e}"
+            rows.append(f"| {name} | {t:.2f} | {P:.10g} | {gs} | {it} |")
+            print(rows[-1], flush=True)
+
+        results: dict[str, float] = {}
+        labels = {"20x5": ("20 × 5", groups20), "100x1": ("100 × 1", singles)}
+        for label, groups in (labels[b] for b in args.blocks.split(",")):
+            est = ours(groups, C)
+            PASSES["n"] = 0
+            t, _ = timed(lambda est=est: est.fit(X, y))
+            passes = PASSES["n"]
+            w = np.concatenate(est.coef_).astype(np.float64)
+            P = objective(X, y, w, float(est.intercept_), C)
+            row(f"ours, Dask, {label} (whole fit; {passes} passes)", t, P, est.duality_gap_,
+                est.n_iter_)  # fmt: skip
+            t2 = median_fit(lambda est=est: est.fit(X, y), args.repeats)
+            row(f"ours, Dask, {label} (features persisted, median of {args.repeats})", t2, P,
+                est.duality_gap_, est.n_iter_)  # fmt: skip
+            results[f"dask {label}"], results[f"dask steps {label}"] = t, t2
+            results[f"P {label}"] = P
+            Xn, yn = X.compute(), y.compute()
+            mem = ours(groups, C)
+            tm = median_fit(lambda mem=mem, Xn=Xn, yn=yn: mem.fit(Xn, yn), args.repeats)
+            del Xn, yn
+            Pm = objective(X, y, np.concatenate(mem.coef_).astype(np.float64),
+                           float(mem.intercept_), C)  # fmt: skip
+            row(f"ours, in memory, {label} (median of {args.repeats})", tm, Pm,
+                mem.duality_gap_, mem.n_iter_)  # fmt: skip
+            results[f"mem {label}"] = tm
+        if not args.skip_daskml:
+            from dask_ml.linear_model import LogisticRegression
+
+            for solver in args.daskml_solvers.split(","):
+                lr = LogisticRegression(penalty="l1", C=C, solver=solver, fit_intercept=True)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    t, _ = timed(lambda lr=lr: lr.fit(X, (y + 1) / 2))
+                w = np.asarray(lr.coef_, dtype=np.float64).ravel()
+                P = objective(X, y, w, float(np.ravel(lr.intercept_)[0]), C)
+                row(f"dask-ml {solver}, 100 × 1", t, P, "—", "—")
+                results[f"daskml {solver}"], results[f"P daskml {solver}"] = t, P
+    lines += rows + ["", f"C = {C:.6g} (10/λ_max)", ""]
+    for label in ("20 × 5", "100 × 1"):
+        if f"mem {label}" not in results:
+            continue
+        mem = results[f"mem {label}"]
+        lines.append(
+            f"- {label}: Dask / in memory = {results[f'dask {label}'] / mem:.2f} (whole fit), "
+            f"{results[f'dask steps {label}'] / mem:.2f} (features persisted, vs the in-memory "
+            "whole fit)"
+        )
+    for solver in ("admm", "proximal_grad"):
+        if f"daskml {solver}" in results and "dask 100 × 1" in results:
+            lines.append(
+                f"- ours (Dask, 100 × 1) / dask-ml {solver} = "
+                f"{results['dask 100 × 1'] / results[f'daskml {solver}']:.3f}; objective ours − "
+                f"theirs = {results['P 100 × 1'] - results[f'P daskml {solver}']:.3e}"
+            )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "a") as fh:
+            fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

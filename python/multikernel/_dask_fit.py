@@ -1,0 +1,377 @@
+"""One ``prox_newton`` fit across a Dask cluster, on explicit features (docs/dask.md).
+
+``fit(X, y)`` of :class:`~multikernel.MKLClassifier` or :class:`~multikernel.MKLRegressor`
+with ``X`` a Dask array and ``kernels=FeatureBank(...)`` comes here (:func:`fit`):
+
+- the bank is fitted on a sample of the rows (all of them up to :data:`FIT_SAMPLE`, else a
+  uniform sample of that many, seeded by the bank's ``random_state``), gathered on the
+  client;
+- the feature maps are computed per chunk of ``X`` on the workers and kept there (one future
+  per chunk, with the chunk's targets and weights), once: refits of the same estimator on the
+  same arrays (``warm_start``, a grid of ``C``) reuse them;
+- the engine's ``prox_newton`` runs on the client (``_core.fit_rows``) and sees the rows only
+  through :class:`ChunkRows`: every pass over the rows is one task per chunk calling the
+  engine on that chunk (``_core.chunk_run``), the per-row state (predictions, step, the
+  certificate's rows) kept on the worker between tasks (:data:`_MEMOS`), its updates sent
+  as a log with the next pass, and the chunks' parts are combined by the engine in chunk
+  order. Nothing of size ``n`` reaches the client.
+
+A worker lost during the fit loses its chunks' features and memos: Dask recomputes the
+features elsewhere, and a chunk without a memo replays the fit's log of updates from the
+start; the updates are deterministic, so the fit ends where it would have. A fit that
+raises, or is interrupted, cancels its futures (its features' too) and drops its memos
+before the error propagates.
+
+Threads: a task runs the engine with one thread for ``n_threads=0`` or ``-1`` and with
+``n_threads`` otherwise (as :mod:`._dask`): Dask fills the cores with one task per worker
+thread. The client's Newton systems (``R_W × R_W``) use the estimator's ``n_threads``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _auto, _core, _progress
+from ._base import _start_args
+from ._dask import _task_threads
+from ._validation import check_n_threads, group_ids
+from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
+from .kernels import FeatureBank
+
+__all__: list[str] = []
+
+#: Rows gathered on the client to fit the bank's maps and normalisation (all rows below).
+FIT_SAMPLE = 20_000
+
+
+@dataclass
+class Features:
+    """The persisted rows of a Dask fit: per chunk, futures of the features ``(n_c, R)``,
+    the targets (±1 for a classifier) and the samples' weights.
+
+    Parameters
+    ----------
+    key : tuple
+        What the rows were made from (the arrays' names, the bank's parameters).
+    bank : FeatureBank
+        The bank fitted on the sample.
+    x, y, w : list of distributed.Future
+        Per chunk.
+    dims : list of int
+        The blocks' widths.
+    n : int
+        Points.
+    classes : ndarray or None
+        A classifier's two classes.
+    """
+
+    key: tuple[Any, ...]
+    bank: FeatureBank
+    x: list[Any]
+    y: list[Any]
+    w: list[Any]
+    dims: list[int]
+    n: int
+    classes: NDArray[Any] | None
+
+    def futures(self) -> list[Any]:
+        return [*self.x, *self.y, *self.w]
+
+
+class Held:
+    """An estimator's persisted rows (``_dask_rows``), released on the cluster with the
+    estimator; a pickled estimator keeps none (futures belong to one client)."""
+
+    def __init__(self, data: Features | None = None) -> None:
+        self.data = data
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.data = None
+
+
+def held(est: Any) -> Features | None:
+    """The rows ``est`` keeps on the cluster, if any."""
+    h = est.__dict__.get("_dask_rows")
+    return h.data if isinstance(h, Held) else None
+
+
+def _chunk_features(bank: FeatureBank, X: NDArray[Any]) -> NDArray[Any]:
+    """A chunk's features, one C-ordered ``(n_c, R)`` array."""
+    out = np.empty((X.shape[0], int(np.sum(bank.n_components_))), dtype=bank.dtype)
+    bank.transform(X, out=out)
+    return out
+
+
+def _costs(w: NDArray[np.float64], C: float) -> NDArray[np.float64]:
+    """A chunk's loss weights ``c = C w``."""
+    return C * w
+
+
+#: What the workers of this process keep of the chunks of the fits running on them, by fit,
+#: chunk and worker: a ``_core.ChunkMemo`` each (the per-row state, the certificate's rows).
+_MEMOS: dict[tuple[str, int, str], Any] = {}
+
+
+def _run(
+    x: NDArray[Any], y: NDArray[np.float64], c: NDArray[np.float64], index: int, fit: str,
+    dims: list[int], log: list[list[float]], ops: list[list[float]], threads: int,
+) -> list[list[float]]:  # fmt: skip
+    """A chunk's task: the log's updates its memo lacks, then the reductions ``ops``."""
+    from distributed import get_worker
+
+    key = (fit, index, get_worker().address)
+    memo = _MEMOS.get(key)
+    if memo is None or memo.applied > len(log):
+        memo = _MEMOS[key] = _core.ChunkMemo()
+    # (Arrays that crossed processes can arrive without their C order, or misaligned.)
+    x = np.require(x, requirements=["C", "A"])
+    y, c = (np.require(v, np.float64, ["C", "A"]) for v in (y, c))
+    return _core.chunk_run(x, dims, y, c, memo, log, ops, n_threads=threads)
+
+
+def _drop(fit: str) -> None:
+    """Forgets a fit's memos (``client.run`` on every worker)."""
+    for k in [k for k in _MEMOS if k[0] == fit]:
+        del _MEMOS[k]
+
+
+class ChunkRows:
+    """The rows of one fit as the engine reads them (``_core.fit_rows``): ``reduce(code)``
+    returns every chunk's part of an encoded reduction, in chunk order, from one task per
+    chunk; ``update(code)`` appends to the fit's log of updates, which the next tasks apply
+    to the state their worker keeps (``_MEMOS``: no round trip of its own, no copy of the
+    state). A chunk whose memo is gone (a lost worker, a task moved) replays the whole log.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The cluster's client.
+    data : Features
+        The persisted rows.
+    C : float
+        The loss weight.
+    threads : int
+        Engine threads per task.
+    """
+
+    def __init__(self, client: Any, data: Features, C: float, threads: int) -> None:
+        import uuid
+
+        self._client = client
+        self._data = data
+        self._threads = threads
+        self._fit = uuid.uuid4().hex
+        self.costs = [client.submit(_costs, w, C) for w in data.w]
+        self.log: list[list[float]] = []
+        self.tasks = 0
+
+    def reduce(self, code: list[float]) -> list[list[float]]:
+        d = self._data
+        self.tasks += len(d.x)
+        futs = self._client.map(
+            _run, d.x, d.y, self.costs, list(range(len(d.x))), fit=self._fit,
+            dims=d.dims, log=list(self.log), ops=[list(code)], threads=self._threads,
+            pure=False,
+        )  # fmt: skip
+        parts: list[list[list[float]]] = self._client.gather(futs)
+        return [p[0] for p in parts]
+
+    def update(self, code: list[float]) -> None:
+        self.log.append(list(code))
+
+    def close(self) -> None:
+        """Releases the loss weights and the workers' memos (nothing of the fit runs on)."""
+        self._client.cancel(self.costs)
+        self.costs = []
+        self._client.run(_drop, self._fit)
+
+
+def _client() -> Any:
+    try:
+        from distributed import get_client
+    except ImportError as e:  # pragma: no cover - distributed is installed with the tests
+        raise InvalidInputError(
+            "fitting on a Dask array needs dask.distributed (pip install distributed)"
+        ) from e
+    try:
+        return get_client()
+    except ValueError as e:
+        raise InvalidInputError(
+            "fitting on a Dask array needs a distributed Client (distributed.Client(...))"
+        ) from e
+
+
+def _column(v: Any, rows: tuple[int, ...], name: str) -> Any:
+    """``v`` as a 1-D float64 Dask array with the row chunks ``rows``."""
+    import dask.array as da
+
+    a = v if isinstance(v, da.Array) else da.from_array(np.asarray(v), chunks=(rows,))
+    if a.ndim != 1 or a.shape[0] != sum(rows):
+        raise InvalidInputError(f"{name} must have shape ({sum(rows)},), got {a.shape}")
+    return a.rechunk((rows,))
+
+
+def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> Features:
+    """The rows of ``X``, ``y``, ``sample_weight`` on the cluster (:class:`Features`), made
+    once per estimator and arrays."""
+    import dask.array as da
+
+    if X.ndim != 2:
+        raise InvalidInputError(f"X must be 2-D, got {X.ndim} dimensions")
+    X = X.rechunk({1: -1})
+    rows = X.chunks[0]
+    yv = _column(y, rows, "y")
+    wv = None if sample_weight is None else _column(sample_weight, rows, "sample_weight")
+    template: FeatureBank = est.kernels
+    key = (
+        X.name, yv.name, None if wv is None else wv.name, classifier,
+        repr(template.get_params() if hasattr(template, "get_params") else template),
+    )  # fmt: skip
+    cached = held(est)
+    if cached is not None and cached.key == key:
+        return cached
+    if cached is not None:
+        _client().cancel(cached.futures())
+        est.__dict__["_dask_rows"].data = None
+    n = int(X.shape[0])
+    bank = copy.deepcopy(template)
+    seed = getattr(bank, "random_state", None)
+    if n <= FIT_SAMPLE:
+        sample_x = X
+    else:
+        idx = np.sort(np.random.default_rng(seed).choice(n, FIT_SAMPLE, replace=False))
+        sample_x = X[idx]
+    wf = da.ones(n, chunks=(rows,)) if wv is None else wv.astype(np.float64)
+    good_w = (da.isfinite(wf) & (wf > 0)).all()
+    # The labels (a classifier's) or their check (a regressor's), in the same pass as the
+    # sample and the weights' check: one round of the cluster.
+    about_y = da.unique(yv) if classifier else da.isfinite(yv.astype(np.float64)).all()
+    sample, ok_w, y_info = da.compute(sample_x, good_w, about_y)
+    bank.fit(np.asarray(sample, dtype=np.float64))
+    classes = None
+    if classifier:
+        classes = np.unique(y_info)
+        if len(classes) != 2:
+            raise InvalidInputError(
+                f"a Dask fit takes two classes, got {len(classes)}: fit one-vs-rest problems "
+                "one at a time"
+            )
+        yf = da.where(yv == classes[1], 1.0, -1.0)
+    else:
+        if not y_info:
+            raise NonFiniteError("y contains NaN or infinity")
+        yf = yv.astype(np.float64)
+    if not ok_w:
+        raise InvalidInputError("a Dask fit takes sample weights that are finite and > 0")
+    task_bank = copy.copy(bank)
+    task_bank.n_threads = _task_threads(int(bank.n_threads))
+    client = _client()
+    xs = [_delayed_chunk(_chunk_features, task_bank, b) for b in X.to_delayed().ravel()]
+    futs = client.compute([*xs, *yf.to_delayed().ravel(), *wf.to_delayed().ravel()])
+    k = len(rows)
+    data = Features(
+        key, bank, futs[:k], futs[k : 2 * k], futs[2 * k :],
+        [int(v) for v in bank.n_components_], n, classes,
+    )  # fmt: skip
+    est._dask_rows = Held(data)
+    return data
+
+
+def _delayed_chunk(fn: Any, *args: Any) -> Any:
+    import dask
+
+    return dask.delayed(fn, pure=True)(*args)
+
+
+def _settings(est: Any, data: Features) -> tuple[_core.Settings, tuple[Any, ...]]:
+    """The engine settings of the fit (``prox_newton``, as ``solver="auto"`` picks it on
+    these features) and its warm-start key."""
+    early, settings = est._check_params()
+    width = int(sum(data.dims))
+    choice = early.on(_auto.StackInfo("features", data.n, len(data.dims), width))
+    if choice.solver != "prox_newton":
+        raise InvalidParameterError(
+            f"a fit on a Dask array runs solver='prox_newton', and solver={est.solver!r} with "
+            f"penalty={est.penalty!r} chose {choice.solver!r} on these features (total width "
+            f"{width} for n = {data.n}); set solver='prox_newton'",
+            parameter="solver",
+        )
+    settings = choice.settings(settings)
+    if est.penalty == "group":
+        settings = settings.replace(groups=group_ids(est.groups, len(data.dims))[0])
+    classes = None if data.classes is None else tuple(data.classes.tolist())
+    key = ("prox_newton", settings["loss"], data.n, len(data.dims), tuple(data.dims), classes)
+    return settings, (*key, None) if classes is not None else key
+
+
+def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> None:
+    """``est.fit(X, y, sample_weight)`` with ``X`` a Dask array (module docs): ``est``
+    fitted."""
+    started = time.perf_counter()
+    if not isinstance(est.kernels, FeatureBank):
+        raise InvalidParameterError(
+            "a fit on a Dask array takes kernels=FeatureBank(...): explicit features computed "
+            "chunk by chunk on the workers",
+            parameter="kernels",
+        )
+    if classifier and est.probability and est.loss != "logistic":
+        raise InvalidParameterError(
+            "a Dask fit has no Platt scaling (probability=True): use loss='logistic'",
+            parameter="probability",
+        )
+    if classifier and est.class_weight is not None:
+        raise InvalidParameterError(
+            "a Dask fit takes class_weight=None (weigh the samples with sample_weight)",
+            parameter="class_weight",
+        )
+    previous = est._previous_fit()
+    est._clear()
+    threads = check_n_threads(est.n_threads)
+    client = _client()
+    data = _persist(est, X, y, sample_weight, classifier)
+    settings, key = _settings(est, data)
+    starts = est._warm_starts(previous, key)
+    init = {} if not starts else (_start_args("prox_newton", starts[0]) or {})
+    rows = ChunkRows(client, data, float(est.C), _task_threads(threads))
+    try:
+        name = type(est).__name__
+        with _progress.iteration_log(name, est.verbose, int(est.max_iter)) as log:
+            r = _core.fit_rows(
+                settings, rows, data.dims, data.n, n_threads=threads, on_iteration=log, **init
+            )
+    except BaseException:
+        rows.close()
+        est.__dict__["_dask_rows"].data = None  # shared with the estimator's own dict
+        client.cancel(data.futures())
+        raise
+    rows.close()
+    _set_fitted(est, data, r)
+    est._log_summary(started)
+
+
+def _set_fitted(est: Any, data: Features, r: _core.FitResult) -> None:
+    """The fitted attributes of a Dask fit: as an in-memory fit on the bank's features, but
+    ``dual_coef_`` of shape ``(M, 0)`` (its ``n`` columns stay on the cluster)."""
+    est.kernel_bank_ = data.bank
+    est.n_kernels_ = len(data.dims)
+    est.n_features_in_ = int(data.bank.n_features_in_)
+    est._feature_widths, est._factors, est._on_demand = list(data.dims), False, False
+    est.psd_shifts_ = np.zeros(len(data.dims))
+    est._set_results([r], multi=False)
+    est.n_train_ = data.n
+    ends = np.cumsum(data.dims)[:-1]
+    est.coef_ = np.split(np.asarray(r.feature_weights), ends)
+    if data.classes is not None:
+        est.classes_ = data.classes
+        est.pairs_ = np.zeros((0, 2), dtype=np.int64)
+        est.probA_ = np.zeros(0)
+        est.probB_ = np.zeros(0)

@@ -1,0 +1,216 @@
+"""One ``prox_newton`` fit across a Dask cluster (multikernel._dask_fit, docs/dask.md): the
+fit of a Dask array equals the in-memory fit on the same features (the bank's features of
+all rows, ``kernels="precomputed"``) for each penalty and each loss, under uneven chunkings;
+its certificate is the in-memory one; an interrupted fit leaves no task of its own on the
+cluster; a worker lost mid-fit changes nothing. One cluster for the module (its last test
+closes a worker)."""
+
+from __future__ import annotations
+
+import _thread
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import multikernel as mk
+from multikernel import _dask_fit
+from multikernel.kernels import FeatureBank, Gaussian, Linear
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+N = 600
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def client(cluster: Any) -> Iterator[Any]:
+    with distributed.Client(cluster) as c:
+        yield c
+
+
+def data(loss: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((N, 5))
+    f = X[:, 0] - 0.7 * X[:, 1] + 0.5 * np.sin(2 * X[:, 2])
+    y = np.sign(f + 0.4 * rng.standard_normal(N)) if loss != "squared" else f
+    if loss == "squared":
+        y = y + 0.2 * rng.standard_normal(N)
+    w = rng.uniform(0.5, 2.0, N)
+    return X, y, w
+
+
+def bank() -> FeatureBank:
+    specs = [Linear(features=[j]) for j in range(5)] + [Gaussian(sigma=2.0)]
+    return FeatureBank(specs, method="rff", n_components=8, random_state=0)
+
+
+# (loss, penalty, settings, chunks): every penalty and every loss once; the continuations
+# (group's, the hinge's smoothing) to a looser tol, whose levels cost many passes.
+CASES = [
+    ("logistic", "l1", {}, (250, 50, 300)),
+    ("squared", "elasticnet", {"l1_ratio": 0.5}, 200),
+    ("logistic", "group", {"groups": [0, 0, 1, 1, 2, 2], "tol": 1e-3}, (100, 500)),
+    ("squared_hinge", "lp", {"p": 1.5, "tol": 1e-8}, 150),
+    ("hinge", "l1", {"tol": 1e-2}, (350, 250)),
+]
+
+
+def estimator(loss: str, penalty: str, kw: dict[str, Any], kernels: Any) -> Any:
+    cls = mk.MKLRegressor if loss == "squared" else mk.MKLClassifier
+    settings = {"tol": 1e-10, **kw}
+    return cls(
+        kernels=kernels, loss=loss, penalty=penalty, solver="prox_newton", C=2.0,
+        max_iter=500, **settings,
+    )  # fmt: skip
+
+
+def rel(a: Any, b: Any) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+@pytest.mark.parametrize(("loss", "penalty", "kw", "chunks"), CASES)
+def test_dask_fit_equals_the_in_memory_fit(
+    client: Any, loss: str, penalty: str, kw: Any, chunks: Any
+) -> None:
+    X, y, w = data(loss)
+    est = estimator(loss, penalty, kw, bank())
+    Xd, yd, wd = (da.from_array(a, chunks=(chunks,) + a.shape[1:]) for a in (X, y, w))
+    est.fit(Xd, yd, sample_weight=wd)
+    blocks = est.kernel_bank_.transform(X)
+    ref = estimator(loss, penalty, kw, "precomputed").fit(blocks, y, sample_weight=w)
+    assert est.dual_coef_.shape == (6, 0)
+    # The certificate is the whole problem's: the in-memory one.
+    for name in ("primal_objective_", "dual_objective_"):
+        assert rel(getattr(est, name), getattr(ref, name)) < 1e-10, name
+    assert abs(est.duality_gap_ - ref.duality_gap_) < 1e-9 * max(1.0, ref.duality_gap_)
+    # The iterates: the chunks' sums differ from the in-memory ones by rounding only, and
+    # the reported iterate is the newest unless it is worse beyond rounding (docs/dask.md).
+    w, w_ref = np.concatenate(est.coef_), np.concatenate(ref.coef_)
+    assert rel(w, w_ref) < 1e-10
+    assert abs(est.intercept_ - ref.intercept_) < 1e-10 * (1 + np.abs(w_ref).max())
+    # The kernel weights read the dual point too, whose centring a cluster finds to 1e-9 of
+    # its bracket (15 points per pass, where memory bisects to the last bit).
+    assert rel(est.kernel_weights_, ref.kernel_weights_) < 1e-9
+    assert est.n_iter_ == ref.n_iter_
+    np.testing.assert_allclose(est.predict(X), ref.predict(blocks), rtol=1e-9, atol=1e-12)
+
+
+def test_the_objective_is_the_same_formula(client: Any) -> None:
+    """The reported primal is ``C Σ w_i ℓ(y_i, f_i) + Σ_m ‖w_m‖`` of the fitted weights."""
+    X, y, w = data("logistic")
+    est = estimator("logistic", "l1", {}, bank())
+    Xd, yd, wd = (da.from_array(a, chunks=400) for a in (X, y, w))
+    est.fit(Xd, yd, sample_weight=wd)
+    F = np.hstack(est.kernel_bank_.transform(X))
+    f = F @ np.concatenate(est.coef_) + est.intercept_
+    yb = np.where(y == est.classes_[1], 1.0, -1.0)
+    P = 2.0 * np.sum(w * np.logaddexp(0.0, -yb * f)) + sum(np.linalg.norm(c) for c in est.coef_)
+    assert abs(P - est.primal_objective_) < 1e-9 * P
+    assert 0 <= est.duality_gap_ < 1e-9
+
+
+def test_warm_starts_and_a_grid_of_C_reuse_the_features(client: Any) -> None:
+    X, y, _ = data("logistic")
+    Xd, yd = da.from_array(X, chunks=400), da.from_array(y, chunks=400)
+    est = estimator("logistic", "l1", {}, bank()).set_params(warm_start=True)
+    est.fit(Xd, yd)
+    first = _dask_fit.held(est)
+    assert first is not None
+    for C in (1.0, 4.0):
+        est.set_params(C=C).fit(Xd, yd)
+        assert _dask_fit.held(est) is first  # the same persisted features
+        cold = estimator("logistic", "l1", {}, bank()).set_params(C=C).fit(Xd, yd)
+        assert rel(est.primal_objective_, cold.primal_objective_) < 1e-9
+    assert est.n_iter_ <= cold.n_iter_
+
+
+def _tasks(client: Any) -> int:
+    return int(client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)))
+
+
+def test_an_interrupted_fit_leaves_the_cluster_clean(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A suite started as a background job has SIGINT ignored: install Python's handler.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        X, y, _ = data("hinge")
+        calls = {"n": 0}
+        original = _dask_fit.ChunkRows.reduce
+
+        def reduce(self: Any, code: list[float]) -> list[list[float]]:
+            calls["n"] += 1
+            if calls["n"] == 15:
+                threading.Thread(target=_thread.interrupt_main).start()
+            return original(self, code)
+
+        monkeypatch.setattr(_dask_fit.ChunkRows, "reduce", reduce)
+        est = estimator("hinge", "l1", {"tol": 1e-12}, bank())
+        with pytest.raises(KeyboardInterrupt):
+            est.fit(da.from_array(X, chunks=300), da.from_array(y, chunks=300))
+        assert _dask_fit.held(est) is None
+        del est
+        deadline = time.monotonic() + 10
+        while _tasks(client) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _tasks(client) == 0
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_refuses_what_it_does_not_fit(client: Any) -> None:
+    X, y, _ = data("logistic")
+    Xd, yd = da.from_array(X, chunks=400), da.from_array(y, chunks=400)
+    with pytest.raises(ValueError, match="FeatureBank"):
+        mk.MKLClassifier(solver="prox_newton").fit(Xd, yd)
+    with pytest.raises(ValueError, match="two classes"):
+        estimator("logistic", "l1", {}, bank()).fit(Xd, da.from_array(np.arange(N) % 3, chunks=400))
+    bad = da.from_array(np.where(np.arange(N) == 5, 0.0, 1.0), chunks=400)
+    with pytest.raises(ValueError, match="sample weights"):
+        estimator("logistic", "l1", {}, bank()).fit(Xd, yd, sample_weight=bad)
+
+
+def _worker_killer(client: Any, cluster: Any, after: int) -> Any:
+    """A ``ChunkRows.reduce`` that closes one worker (its chunks' state lost) at its
+    ``after``-th call."""
+    calls = {"n": 0}
+    original = _dask_fit.ChunkRows.reduce
+
+    def reduce(self: Any, code: list[float]) -> list[list[float]]:
+        calls["n"] += 1
+        if calls["n"] == after:
+            name = next(iter(cluster.workers))
+            cluster.sync(cluster.workers[name].close)
+        return original(self, code)
+
+    return reduce
+
+
+def test_a_worker_lost_mid_fit_changes_nothing(
+    cluster: Any, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(Last: it closes one of the module cluster's workers.) The lost worker's chunks are
+    recomputed on the other, whose new memos replay the fit's log."""
+    X, y, _ = data("logistic", seed=1)
+    Xd, yd = da.from_array(X, chunks=150), da.from_array(y, chunks=150)
+    ref = estimator("logistic", "l1", {}, bank()).fit(Xd, yd)
+    monkeypatch.setattr(_dask_fit.ChunkRows, "reduce", _worker_killer(client, cluster, 12))
+    est = estimator("logistic", "l1", {}, bank()).fit(Xd, yd)
+    assert len(client.scheduler_info()["workers"]) < 2
+    assert est.primal_objective_ == ref.primal_objective_
+    assert est.duality_gap_ == ref.duality_gap_
+    np.testing.assert_array_equal(np.concatenate(est.coef_), np.concatenate(ref.coef_))
