@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{MkError, Result};
 
-type PoolMap = HashMap<(u32, usize), Arc<rayon::ThreadPool>>;
+type PoolMap = HashMap<(u32, usize, bool), Arc<rayon::ThreadPool>>;
 
 fn pools() -> &'static Mutex<PoolMap> {
     static POOLS: OnceLock<Mutex<PoolMap>> = OnceLock::new();
@@ -76,15 +76,28 @@ pub fn resolve_threads(n_threads: usize) -> usize {
 
 /// Runs `f` inside a rayon pool of `resolve_threads(n_threads)` threads, built once per process.
 pub fn with_pool<R: Send>(n_threads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
+    pool_run(false, n_threads, f)
+}
+
+/// [`with_pool`] in a pool of its own, which the engine's other calls never enter: for a
+/// solver whose pool thread waits on Python for work that runs the engine in this process
+/// (a fit on a Dask cluster of in-process workers, whose tasks call the engine). Sharing the
+/// pool deadlocked where it had one thread (`OMP_NUM_THREADS=1`): the solver held it while
+/// the tasks it waited for queued behind it.
+pub fn with_own_pool<R: Send>(n_threads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
+    pool_run(true, n_threads, f)
+}
+
+fn pool_run<R: Send>(apart: bool, n_threads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
     let threads = resolve_threads(n_threads);
-    let key = (std::process::id(), threads);
+    let key = (std::process::id(), threads, apart);
     let pool = {
         let mut map = pools().lock().unwrap_or_else(|e| e.into_inner());
         // A forked child inherits the parent's map but not its threads: forget (never drop,
         // which would signal threads that do not exist) the pools of other processes.
         let foreign: Vec<_> = map
             .keys()
-            .filter(|(pid, _)| *pid != key.0)
+            .filter(|(pid, _, _)| *pid != key.0)
             .copied()
             .collect();
         for k in foreign {

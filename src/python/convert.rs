@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::parallel::with_pool;
+use crate::parallel::{with_own_pool, with_pool};
 use crate::result::IterRecord;
 
 /// Raises the class `name` of `multikernel.exceptions` with `message` and keyword attributes.
@@ -163,9 +163,31 @@ pub(crate) fn run_detached<R: Send>(
     run_reporting(py, n_threads, on_iteration.map(Report::Iterations), f)
 }
 
+/// [`run_detached`] in a pool of its own ([`with_own_pool`]): for a solver that calls back
+/// into Python for work that runs the engine in this process.
+pub(crate) fn run_detached_apart<R: Send>(
+    py: Python<'_>,
+    n_threads: usize,
+    on_iteration: Option<&Bound<'_, PyAny>>,
+    f: impl FnOnce(&dyn Interrupt) -> Result<R> + Send,
+) -> PyResult<R> {
+    run_in(py, true, n_threads, on_iteration.map(Report::Iterations), f)
+}
+
 /// [`run_detached`] with either kind of [`Report`].
 pub(crate) fn run_reporting<R: Send>(
     py: Python<'_>,
+    n_threads: usize,
+    report: Option<Report<'_, '_>>,
+    f: impl FnOnce(&dyn Interrupt) -> Result<R> + Send,
+) -> PyResult<R> {
+    run_in(py, false, n_threads, report, f)
+}
+
+/// [`run_reporting`] in the shared pool, or in one of its own (`apart`).
+fn run_in<R: Send>(
+    py: Python<'_>,
+    apart: bool,
     n_threads: usize,
     report: Option<Report<'_, '_>>,
     f: impl FnOnce(&dyn Interrupt) -> Result<R> + Send,
@@ -215,7 +237,14 @@ pub(crate) fn run_reporting<R: Send>(
             let (tx, rx) = mpsc::channel();
             let bridge = &bridge;
             scope.spawn(move || {
-                let r = no_panic(|| with_pool(n_threads, || f(bridge)).and_then(|r| r));
+                let r = no_panic(|| {
+                    let run = || f(bridge);
+                    match apart {
+                        true => with_own_pool(n_threads, run),
+                        false => with_pool(n_threads, run),
+                    }
+                    .and_then(|r| r)
+                });
                 // The receiver outlives the scope: a send cannot fail.
                 let _ = tx.send(r);
             });

@@ -6,7 +6,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2}
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
 
-use super::convert::run_detached;
+use super::convert::{run_detached, run_detached_apart};
 use super::kernels::with_dense;
 use super::rows::PyRows;
 use crate::error::MkError;
@@ -1249,7 +1249,9 @@ fn fit_rows<'py>(
         intercept: init_intercept,
     });
     let held = PyRows::new(rows.clone().unbind(), n, &dims)?;
-    let r = run_detached(py, n_threads, on_iteration, |i| {
+    // Its own pool: the rows' reductions wait for tasks that may run the engine in this
+    // process (in-process workers).
+    let r = run_detached_apart(py, n_threads, on_iteration, |i| {
         fit_prox_newton_on(&held, cfg, start.as_ref(), i)
     });
     if let Some(e) = held.take_error() {

@@ -109,8 +109,12 @@ def test_dask_fit_equals_the_in_memory_fit(
     np.testing.assert_allclose(est.predict(X), ref.predict(blocks), rtol=1e-9, atol=1e-12)
 
 
-def test_the_objective_is_the_same_formula(client: Any) -> None:
-    """The reported primal is ``C Σ w_i ℓ(y_i, f_i) + Σ_m ‖w_m‖`` of the fitted weights."""
+def test_the_objective_is_the_same_formula(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reported primal is ``C Σ w_i ℓ(y_i, f_i) + Σ_m ‖w_m‖`` of the fitted weights. With
+    one engine thread per process (``OMP_NUM_THREADS=1``, as Dask sets in its worker
+    processes): the client's solver has a pool of its own, so the in-process workers' tasks do
+    not queue behind it in a pool of one thread (that deadlocked)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     X, y, w = data("logistic")
     est = estimator("logistic", "l1", {}, bank())
     Xd, yd, wd = (da.from_array(a, chunks=400) for a in (X, y, w))
