@@ -644,8 +644,7 @@ impl CombinedKernel<'_> {
 /// support vectors: `|S|²` evaluations per kernel, where every row costs `n·|S|`. A stack
 /// that stores its entries does the same from `|S|²` gathered entries while the support is
 /// small ([`GATHER_FRACTION`]), where the whole product streams `n²/2` per kernel (the shared
-/// multiclass fit's ten classes each read their own support: whole products took 20 % of its
-/// time on digits).
+/// multiclass fit reads one support per class; docs/mathematics.md §3.8).
 pub(crate) fn support_products(stack: &dyn KernelStack, v: &[f64], set: &[usize]) -> Vec<f64> {
     let n = stack.n();
     let mut prod = vec![0.0; set.len() * n];

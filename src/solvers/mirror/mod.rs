@@ -377,7 +377,8 @@ impl State {
             .filter(|&j| !self.blocks.free[j])
             .map(|j| sums[j])
             .fold(0.0f64, f64::max);
-        // The penalised groups' common ratio `γ_i / √W_i` of eq. 6, from the one of largest γ.
+        // The group of largest γ (a rejoining group re-enters at most at that γ, so it stays
+        // the largest), and the penalised groups' common ratio `γ_i / √W_i` of eq. 6 from it.
         let root = |lambda: &[f64], g: &[usize]| {
             g.iter()
                 .map(|&k| lambda[k] * quad[k].max(0.0))
@@ -385,8 +386,8 @@ impl State {
                 .sqrt()
         };
         let top = self.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
-        let ratio = (0..groups.len())
-            .find(|&j| !self.blocks.free[j] && self.gamma[j] == top)
+        let lead = (0..groups.len()).find(|&j| !self.blocks.free[j] && self.gamma[j] == top);
+        let ratio = lead
             .map(|j| top / root(&self.lambda, &groups.members()[j]))
             .filter(|r| r.is_finite() && *r > 0.0);
         let mut joined = Vec::new();
@@ -403,9 +404,8 @@ impl State {
                     self.in_set[k] = true;
                 }
                 // Eq. 6 at the block's λ, on the penalised groups' scale: the group re-enters
-                // near the weight its block had (at the largest γ its kernels' θ, and the
-                // fit, collapsed: a 10 % jump of the primal, then a cycle of freeing and
-                // rejoining on tied groups, docs/mathematics.md §4).
+                // near the weight its block had, where the largest γ would collapse its
+                // kernels' θ (docs/mathematics.md §4, "Free groups").
                 let at = ratio.map_or(0.0, |r| r * root(&self.lambda, g));
                 self.gamma[j] = if at > 0.0 && at.is_finite() {
                     at.min(top)
@@ -416,8 +416,6 @@ impl State {
             }
         }
         let top_sum = sums.iter().fold(0.0f64, |a, &v| a.max(v));
-        let top_gamma = self.gamma.iter().fold(0.0f64, |a, &v| a.max(v));
-        let lead = self.gamma.iter().position(|&v| v == top_gamma);
         let mut freed = Vec::new();
         for (j, g) in groups.members().iter().enumerate() {
             let carries = sums[j] > 0.0 && sums[j] >= FREE_GAMMA * top_sum;
@@ -426,7 +424,7 @@ impl State {
             if self.blocks.free[j] || self.blocks.rejoined[j] || Some(j) == lead || !carries {
                 continue;
             }
-            if self.gamma[j] < FREE_GAMMA * top_gamma {
+            if self.gamma[j] < FREE_GAMMA * top {
                 g.iter().for_each(|&k| self.in_set[k] = true);
                 self.gamma[j] = 0.0;
                 freed.push(j);

@@ -444,10 +444,8 @@ fn on_demand_kernels_fit_like_the_stored_stack() {
 
 /// Tied groups: the rank-one linear kernel alone in its group, whose norm sum ties the largest
 /// at the optimum, under three labellings, the hinge and the logistic loss and C = 10 and 1:
-/// every fit is certified at tol 1e-6. Before a group that rejoined the saddle form stayed
-/// there, eight of the twelve stalled at gaps of 1e-6 to 2e-5: the group was freed, its
-/// unpenalised block grew past the tie, it rejoined with the primal jumping by 10 %, and the
-/// cycle repeated (docs/mathematics.md §4, "Free groups").
+/// every fit is certified at tol 1e-6: a group that rejoined the saddle form is not freed
+/// again, where freeing and rejoining it cycled (docs/mathematics.md §4, "Free groups").
 #[test]
 fn tied_groups_are_certified_at_tol_1e6() {
     let n = 50;

@@ -76,7 +76,7 @@ impl Shared<'_> {
         // back when their form exceeds their group's largest in the set, the dual's violators,
         // as the binary fit's checks bring them (every form is read at every iterate here): at
         // zero weight for the second-order step, seeded for the mirror step, which cannot move
-        // a zero weight. Without it a shared fit stalled at a gap of 2e-2.
+        // a zero weight (docs/mathematics.md §3.8).
         state.grow(groups, &self.forms, |size| size, boxes.is_none());
         let set = state.set();
         let support: Vec<Vec<f64>> = match boxes {

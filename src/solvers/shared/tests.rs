@@ -181,9 +181,9 @@ fn integer_weights_are_duplicated_rows() {
 
 /// Three classes with the rank-one linear kernel of `problem` alone in its group, whose norm
 /// sum ties the other groups' at the optimum (to 1e-3): every fit is certified at tol 1e-6 and
-/// the certificate is the whole problem's (`D ≤ P`). Before a group that rejoined the saddle
-/// form stayed there, three of the four stalled at gaps of 3e-6 to 6e-6, freed and rejoined
-/// in a cycle (docs/mathematics.md §4, "Free groups").
+/// the certificate is the whole problem's (`D ≤ P`): a group that rejoined the saddle form is
+/// not freed again, where freeing and rejoining it cycled (docs/mathematics.md §4, "Free
+/// groups").
 #[test]
 fn a_rank_one_kernel_alone_in_its_group_is_certified() {
     let n = 50;
