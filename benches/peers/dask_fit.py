@@ -45,15 +45,64 @@ from multikernel.kernels import FeatureBank, Linear
 D = 100
 
 
-def data(n: int, chunks: int = 8) -> tuple[Any, Any]:
+def data(n: int, chunks: int = 8, dtype: str = "float64") -> tuple[Any, Any]:
     import dask.array as da
 
     rs = da.random.RandomState(0)
-    X = rs.standard_normal((n, D), chunks=(max(n // chunks, 1), D))
+    X = rs.standard_normal((n, D), chunks=(max(n // chunks, 1), D)).astype(dtype)
     w = np.zeros(D)
     w[:25] = np.random.default_rng(1).standard_normal(25)
     y = da.sign(X @ w + rs.standard_normal(n, chunks=X.chunks[0]))
     return X, y
+
+
+def stored(path: str, n: int, chunks: int, dtype: str) -> tuple[Any, Any, Any]:
+    """The points of :func:`data` written once as one ``.npy`` file per chunk under ``path``
+    (not in the repository) and read back chunk by chunk: a store the workers read from, as
+    a zarr store on a cluster, so that the Dask fit pays reading its data as a user's would,
+    and the points are not held on the workers beside the features."""
+    import os
+
+    import dask
+    import dask.array as da
+
+    tag = os.path.join(path, f"n{n}-c{chunks}-{dtype}")
+    os.makedirs(tag, exist_ok=True)
+    X, y = data(n, chunks, dtype)
+    rows = X.chunks[0]
+    if not os.path.exists(os.path.join(tag, "done")):
+        for i, (xb, yb) in enumerate(
+            zip(X.to_delayed().ravel(), y.to_delayed().ravel(), strict=True)
+        ):
+            xa, ya = dask.compute(xb, yb, scheduler="threads")
+            np.save(os.path.join(tag, f"x{i}.npy"), xa)
+            np.save(os.path.join(tag, f"y{i}.npy"), ya)
+        open(os.path.join(tag, "done"), "w").close()
+    load = dask.delayed(np.load, pure=True)
+    xs = [da.from_delayed(load(os.path.join(tag, f"x{i}.npy")), (r, D), dtype)
+          for i, r in enumerate(rows)]  # fmt: skip
+    ys = [da.from_delayed(load(os.path.join(tag, f"y{i}.npy")), (r,), np.float64)
+          for i, r in enumerate(rows)]  # fmt: skip
+
+    def local() -> tuple[Any, Any]:
+        """The points read from the store into this process (not through the workers)."""
+        Xn, yn = np.empty((n, D), dtype=dtype), np.empty(n)
+        for i, (a, b) in enumerate(zip(np.cumsum((0, *rows[:-1])), np.cumsum(rows), strict=True)):
+            Xn[a:b], yn[a:b] = (np.load(os.path.join(tag, f"{v}{i}.npy")) for v in "xy")
+        return Xn, yn
+
+    return da.concatenate(xs), da.concatenate(ys), local
+
+
+def worker_peaks(client: Any) -> str:
+    """Each worker process's peak resident memory so far (GB)."""
+
+    def peak() -> float:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+
+    return ", ".join(f"{v:.2f}" for v in client.run(peak).values())
 
 
 def objective(X: Any, y: Any, w: Any, b: float, C: float) -> float:
@@ -117,23 +166,42 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--blocks", default="20x5,100x1")
     ap.add_argument("--chunks", type=int, default=8)
+    ap.add_argument("--dtype", default="float64", help="the points' type (float32 at 10⁷)")
+    ap.add_argument("--store", default="", help="read the points from .npy chunks here")
     args = ap.parse_args()
+    import dask
     from distributed import Client, LocalCluster
 
     lines = [f"# Dask fit (issue 55): n = {args.n:.0e}", ""]
     lines.append(f"{platform.node()}, Python {platform.python_version()}; LocalCluster 2 "
                  "workers × 1 thread, 3 GB each (processes)")  # fmt: skip
     lines.append("")
+    # The features of a large fit fill the workers' memory by design: spilling them to disk
+    # (from 60 %) or pausing (80 %) would stall every pass; the 3 GB limit still holds (the
+    # nanny ends a worker at 95 %).
+    memory = {f"distributed.worker.memory.{k}": False for k in ("target", "spill", "pause")}
+    lines.append(f"Worker memory: spill and pause off ({memory}); points {args.dtype}, "
+                 f"{args.chunks} chunks, " + ("read from a store of .npy chunks" if args.store
+                                              else "persisted on the workers"))  # fmt: skip
+    lines.append("")
     with (
+        dask.config.set(memory),
         LocalCluster(
             n_workers=2, threads_per_worker=1, memory_limit="3GB", processes=True,
             dashboard_address=None,
         ) as cluster,
         Client(cluster) as client,
     ):  # fmt: skip
-        X, y = data(args.n, args.chunks)
+        if args.store:
+            X, y, local = stored(args.store, args.n, args.chunks, args.dtype)
+        else:
+            X, y = data(args.n, args.chunks, args.dtype)
+            X, y = client.persist(X), client.persist(y)
+
+            def local() -> tuple[Any, Any]:
+                return X.compute(), y.compute()
+
         count_passes()
-        X, y = client.persist(X), client.persist(y)
         C = 10.0 / lambda_max(X, y)
         groups20 = [list(range(5 * j, 5 * j + 5)) for j in range(20)]
         singles = [[j] for j in range(D)]
@@ -160,7 +228,7 @@ def main() -> None:
                 est.duality_gap_, est.n_iter_)  # fmt: skip
             results[f"dask {label}"], results[f"dask steps {label}"] = t, t2
             results[f"P {label}"] = P
-            Xn, yn = X.compute(), y.compute()
+            Xn, yn = local()
             mem = ours(groups, C)
             tm = median_fit(lambda mem=mem, Xn=Xn, yn=yn: mem.fit(Xn, yn), args.repeats)
             del Xn, yn
@@ -169,9 +237,19 @@ def main() -> None:
             row(f"ours, in memory, {label} (median of {args.repeats})", tm, Pm,
                 mem.duality_gap_, mem.n_iter_)  # fmt: skip
             results[f"mem {label}"] = tm
+            rows.append(f"| (workers' peak resident memory so far, GB: {worker_peaks(client)}) "
+                        "| | | | |")  # fmt: skip
+            print(rows[-1], flush=True)
+            del est, mem
         if not args.skip_daskml:
             from dask_ml.linear_model import LogisticRegression
 
+            # dask-ml reads the points from the workers' memory (persisted untimed, ours
+            # released by now): its time excludes the reads ours pays.
+            X, y = client.persist(X), client.persist(y)
+            from distributed import wait
+
+            wait([X, y])
             for solver in args.daskml_solvers.split(","):
                 lr = LogisticRegression(penalty="l1", C=C, solver=solver, fit_intercept=True)
                 with warnings.catch_warnings():

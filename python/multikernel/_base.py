@@ -401,11 +401,15 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
             made.append(w if weigh is None else weigh(yv, w))
             return made[0]
 
-        def points(Xr: Any, yr: Any) -> tuple[NDArray[np.float64], Any]:
+        # A FeatureBank reads its points batch by batch: float32 points stay float32 (a
+        # float64 copy would double the input's memory, and the features are the same).
+        dtype = (np.float64, np.float32) if isinstance(self.kernels, FeatureBank) else np.float64
+
+        def points(Xr: Any, yr: Any) -> tuple[NDArray[Any], Any]:
             if one_class:
-                return validate_points(self, Xr), None
-            out: tuple[NDArray[np.float64], Any] = validate_points(
-                self, Xr, yr, y_numeric=self._y_numeric
+                return validate_points(self, Xr, dtype=dtype), None
+            out: tuple[NDArray[Any], Any] = validate_points(
+                self, Xr, yr, y_numeric=self._y_numeric, dtype=dtype
             )
             return out
 

@@ -61,8 +61,12 @@ class Features:
         What the rows were made from (the arrays' names, the bank's parameters).
     bank : FeatureBank
         The bank fitted on the sample.
-    x, y, w : list of distributed.Future
+    x, y : list of distributed.Future
         Per chunk.
+    w : list of distributed.Future or None
+        Per chunk; None without sample weights (every weight 1: nothing kept for them).
+    sizes : list of int
+        The chunks' rows.
     dims : list of int
         The blocks' widths.
     n : int
@@ -75,13 +79,14 @@ class Features:
     bank: FeatureBank
     x: list[Any]
     y: list[Any]
-    w: list[Any]
+    w: list[Any] | None
+    sizes: list[int]
     dims: list[int]
     n: int
     classes: NDArray[Any] | None
 
     def futures(self) -> list[Any]:
-        return [*self.x, *self.y, *self.w]
+        return [*self.x, *self.y, *(self.w or [])]
 
 
 class Held:
@@ -111,9 +116,9 @@ def _chunk_features(bank: FeatureBank, X: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-def _costs(w: NDArray[np.float64], C: float) -> NDArray[np.float64]:
-    """A chunk's loss weights ``c = C w``."""
-    return C * w
+def _costs(w: NDArray[np.float64] | None, C: float, size: int) -> NDArray[np.float64]:
+    """A chunk's loss weights ``c = C w`` (``C`` on its ``size`` rows without weights)."""
+    return np.full(size, C) if w is None else C * w
 
 
 #: What the workers of this process keep of the chunks of the fits running on them, by fit,
@@ -170,7 +175,10 @@ class ChunkRows:
         self._data = data
         self._threads = threads
         self._fit = uuid.uuid4().hex
-        self.costs = [client.submit(_costs, w, C) for w in data.w]
+        weights = data.w if data.w is not None else [None] * len(data.x)
+        self.costs = [
+            client.submit(_costs, w, C, k) for w, k in zip(weights, data.sizes, strict=True)
+        ]
         self.log: list[list[float]] = []
         self.tasks = 0
 
@@ -250,8 +258,8 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     else:
         idx = np.sort(np.random.default_rng(seed).choice(n, FIT_SAMPLE, replace=False))
         sample_x = X[idx]
-    wf = da.ones(n, chunks=(rows,)) if wv is None else wv.astype(np.float64)
-    good_w = (da.isfinite(wf) & (wf > 0)).all()
+    wf = None if wv is None else wv.astype(np.float64)
+    good_w = True if wf is None else (da.isfinite(wf) & (wf > 0)).all()
     # The labels (a classifier's) or their check (a regressor's), in the same pass as the
     # sample and the weights' check: one round of the cluster.
     about_y = da.unique(yv) if classifier else da.isfinite(yv.astype(np.float64)).all()
@@ -276,11 +284,12 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     task_bank.n_threads = _task_threads(int(bank.n_threads))
     client = _client()
     xs = [_delayed_chunk(_chunk_features, task_bank, b) for b in X.to_delayed().ravel()]
-    futs = client.compute([*xs, *yf.to_delayed().ravel(), *wf.to_delayed().ravel()])
+    ws = [] if wf is None else list(wf.to_delayed().ravel())
+    futs = client.compute([*xs, *yf.to_delayed().ravel(), *ws])
     k = len(rows)
     data = Features(
-        key, bank, futs[:k], futs[k : 2 * k], futs[2 * k :],
-        [int(v) for v in bank.n_components_], n, classes,
+        key, bank, futs[:k], futs[k : 2 * k], futs[2 * k :] if ws else None,
+        [int(v) for v in rows], [int(v) for v in bank.n_components_], n, classes,
     )  # fmt: skip
     est._dask_rows = Held(data)
     return data

@@ -478,14 +478,16 @@ def check_points(X: Any, name: str = "X") -> CheckedPoints:
 
 def validate_points(estimator: Any, X: Any, y: Any = "no_validation", **kwargs: Any) -> Any:
     """scikit-learn's ``validate_data`` of an estimator's raw points (``X``, with ``y`` when
-    given): numeric points as float64 arrays; points with sequences as :class:`Points`
+    given): numeric points as float64 arrays (or as ``dtype`` in ``kwargs`` takes them:
+    ``(np.float64, np.float32)`` keeps float32); points with sequences as :class:`Points`
     (:func:`check_points`), scikit-learn's checks of the columns (``n_features_in_``,
     ``feature_names_in_``) and of the targets running on a stand-in of ``X``'s shape and
     column names."""
     from sklearn.utils.validation import validate_data
 
+    dtype = kwargs.pop("dtype", np.float64)
     if not has_sequences(X):
-        return validate_data(estimator, X, y, dtype=np.float64, **kwargs)
+        return validate_data(estimator, X, y, dtype=dtype, **kwargs)
     points = check_points(X)
     stand_in: Any = np.zeros(points.shape)
     if hasattr(X, "columns") and hasattr(X, "iloc"):

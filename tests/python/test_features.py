@@ -116,6 +116,27 @@ def test_fit_on_features_equals_the_fit_on_their_dense_stack() -> None:
         assert len(low.coef_) == len(specs)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float32_points_fit_as_their_float64_values(dtype: Any) -> None:
+    """A bank reads float32 points as they are (no float64 copy of ``X``): the features, the
+    fit and the predictions are those of the same values given as float64."""
+    X, y = data(150)
+    X32 = X.astype(np.float32)
+    specs: list[Kernel] = [Gaussian(sigma=2.0, features=[0, 1]), Linear(features=[2, 3])]
+
+    def fit(points: Any) -> Any:
+        bank = FeatureBank(specs, n_components=30, random_state=0, dtype=dtype)
+        kw = {"kernels": bank, "penalty": "l1", "solver": "prox_newton", "tol": 1e-8}
+        return mk.MKLClassifier(**kw).fit(points, y)  # type: ignore[arg-type]
+
+    a, b = fit(X32), fit(X32.astype(np.float64))
+    assert a.primal_objective_ == b.primal_objective_
+    np.testing.assert_array_equal(np.concatenate(a.coef_), np.concatenate(b.coef_))
+    np.testing.assert_array_equal(
+        a.decision_function(X32), b.decision_function(X32.astype(np.float64))
+    )
+
+
 @pytest.mark.parametrize("loss", ["logistic", "squared"])
 @pytest.mark.parametrize("penalty", ["lp", "l1", "elasticnet"])
 def test_smooth_losses_on_few_features_equal_the_dense_stack(loss: str, penalty: str) -> None:
