@@ -53,11 +53,26 @@ impl PsdWitness {
     }
 }
 
+/// Coefficients `A[m, i] = scale[m] · rows[i]`, kept as their two factors: a solver on explicit
+/// features whose every kernel's coefficients are one dual vector scaled (proximal Newton's
+/// representer form) would otherwise hold `M` copies of it, `8·M·n` bytes (8 GB for 100
+/// kernels at n = 10⁷).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OuterCoef {
+    /// `(M,)`.
+    pub scale: Vec<f64>,
+    /// `(n,)`.
+    pub rows: Vec<f64>,
+}
+
 /// A fitted model `f(x) = Σ_m Σ_i coef[m·n + i] k_m(x, x_i) + intercept` with its certificate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitResult {
-    /// `(M, n)` per-kernel coefficients `A` (row-major), `f_m = K_m A[m]`.
+    /// `(M, n)` per-kernel coefficients `A` (row-major), `f_m = K_m A[m]`; empty when
+    /// `coef_outer` holds them.
     pub coef: Vec<f64>,
+    /// `A` as the product of two factors, when the solver gives it so.
+    pub coef_outer: Option<OuterCoef>,
     pub intercept: f64,
     /// `(M,)` the penalty's kernel combination.
     pub kernel_weights: Vec<f64>,

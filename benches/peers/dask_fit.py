@@ -32,6 +32,7 @@ chunk (round trips) of the whole fit.
 from __future__ import annotations
 
 import argparse
+import gc
 import platform
 import time
 import warnings
@@ -130,10 +131,12 @@ def ours(groups: list[list[int]], C: float, **kw: Any) -> Any:
     )  # fmt: skip
 
 
-def timed(fn: Any) -> tuple[float, Any]:
+def timed(fn: Any) -> float:
+    """Seconds of ``fn()`` (its result dropped: a fitted estimator would hold its features
+    on the workers)."""
     t = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t, out
+    fn()
+    return time.perf_counter() - t
 
 
 #: Passes over the chunks (round trips) of the last Dask fit.
@@ -154,7 +157,7 @@ def count_passes() -> None:
 
 
 def median_fit(fit: Any, repeats: int) -> float:
-    return float(np.median([timed(fit)[0] for _ in range(repeats)]))
+    return float(np.median([timed(fit) for _ in range(repeats)]))
 
 
 def main() -> None:
@@ -168,6 +171,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=8)
     ap.add_argument("--dtype", default="float64", help="the points' type (float32 at 10⁷)")
     ap.add_argument("--store", default="", help="read the points from .npy chunks here")
+    ap.add_argument("--memory-blocks", default="20x5,100x1", help="layouts also fitted in memory")
     args = ap.parse_args()
     import dask
     from distributed import Client, LocalCluster
@@ -184,23 +188,28 @@ def main() -> None:
                  f"{args.chunks} chunks, " + ("read from a store of .npy chunks" if args.store
                                               else "persisted on the workers"))  # fmt: skip
     lines.append("")
-    with (
-        dask.config.set(memory),
-        LocalCluster(
+
+    def cluster() -> Any:
+        """A LocalCluster of 2 worker processes × 1 thread, 3 GB each, and its client."""
+        from contextlib import ExitStack
+
+        stack = ExitStack()
+        stack.enter_context(dask.config.set(memory))
+        c = stack.enter_context(LocalCluster(
             n_workers=2, threads_per_worker=1, memory_limit="3GB", processes=True,
             dashboard_address=None,
-        ) as cluster,
-        Client(cluster) as client,
-    ):  # fmt: skip
+        ))  # fmt: skip
+        return stack, stack.enter_context(Client(c))
+
+    def points(client: Any) -> tuple[Any, Any, Any]:
         if args.store:
-            X, y, local = stored(args.store, args.n, args.chunks, args.dtype)
-        else:
-            X, y = data(args.n, args.chunks, args.dtype)
-            X, y = client.persist(X), client.persist(y)
+            return stored(args.store, args.n, args.chunks, args.dtype)
+        X, y = client.persist(data(args.n, args.chunks, args.dtype))
+        return X, y, lambda: (X.compute(), y.compute())
 
-            def local() -> tuple[Any, Any]:
-                return X.compute(), y.compute()
-
+    stack, client = cluster()
+    with stack:
+        X, y, local = points(client)
         count_passes()
         C = 10.0 / lambda_max(X, y)
         groups20 = [list(range(5 * j, 5 * j + 5)) for j in range(20)]
@@ -217,7 +226,7 @@ def main() -> None:
         for label, groups in (labels[b] for b in args.blocks.split(",")):
             est = ours(groups, C)
             PASSES["n"] = 0
-            t, _ = timed(lambda est=est: est.fit(X, y))
+            t = timed(lambda est=est: est.fit(X, y))
             passes = PASSES["n"]
             w = np.concatenate(est.coef_).astype(np.float64)
             P = objective(X, y, w, float(est.intercept_), C)
@@ -228,6 +237,11 @@ def main() -> None:
                 est.duality_gap_, est.n_iter_)  # fmt: skip
             results[f"dask {label}"], results[f"dask steps {label}"] = t, t2
             results[f"P {label}"] = P
+            if label.replace(" × ", "x") not in args.memory_blocks.split(","):
+                del est
+                gc.collect()
+                time.sleep(2)
+                continue
             Xn, yn = local()
             mem = ours(groups, C)
             tm = median_fit(lambda mem=mem, Xn=Xn, yn=yn: mem.fit(Xn, yn), args.repeats)
@@ -241,20 +255,24 @@ def main() -> None:
                         "| | | | |")  # fmt: skip
             print(rows[-1], flush=True)
             del est, mem
-        if not args.skip_daskml:
-            from dask_ml.linear_model import LogisticRegression
+            gc.collect()  # the estimator's features leave the workers before the next layout
+            time.sleep(2)
+    if not args.skip_daskml:
+        from dask_ml.linear_model import LogisticRegression
+        from distributed import wait
 
-            # dask-ml reads the points from the workers' memory (persisted untimed, ours
-            # released by now): its time excludes the reads ours pays.
+        # dask-ml on a cluster of its own, the same, reading the points from the workers'
+        # memory (persisted untimed): its time excludes the reads ours pays.
+        stack, client = cluster()
+        with stack:
+            X, y, _ = points(client)
             X, y = client.persist(X), client.persist(y)
-            from distributed import wait
-
             wait([X, y])
             for solver in args.daskml_solvers.split(","):
                 lr = LogisticRegression(penalty="l1", C=C, solver=solver, fit_intercept=True)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    t, _ = timed(lambda lr=lr: lr.fit(X, (y + 1) / 2))
+                    t = timed(lambda lr=lr: lr.fit(X, (y + 1) / 2))
                 w = np.asarray(lr.coef_, dtype=np.float64).ravel()
                 P = objective(X, y, w, float(np.ravel(lr.intercept_)[0]), C)
                 row(f"dask-ml {solver}, 100 × 1", t, P, "—", "—")

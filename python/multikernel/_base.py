@@ -9,7 +9,7 @@ import functools
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -447,7 +447,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         )  # fmt: skip
 
     def _test_stack(self, X: Any) -> TestStack:
-        check_is_fitted(self, "dual_coef_")
+        check_is_fitted(self, "intercept_")
         side = TestSide(
             self.n_kernels_, self.n_train_, self.kernel_bank_, self._feature_widths,
             getattr(self, "_factors", False),  # (absent from fits pickled before it)
@@ -460,8 +460,22 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
     # --- fitting ------------------------------------------------------------------------
 
     def _clear(self) -> None:
-        for name in FITTED:
+        for name in (*FITTED, "_dual_factors"):
             self.__dict__.pop(name, None)
+
+    if not TYPE_CHECKING:  # (a ``__getattr__`` would let type checkers accept any name)
+
+        def __getattr__(self, name: str) -> Any:
+            # ``dual_coef_`` of a fit on features that gave it factored (``_set_results``):
+            # ``A[m, i] = scale[m] ρ̃_i``, formed at its first read (predictions do not).
+            factors = self.__dict__.get("_dual_factors") if name == "dual_coef_" else None
+            if factors is None:
+                raise AttributeError(
+                    f"{type(self).__name__!r} object has no attribute {name!r}"
+                )
+            A = np.outer(*factors)
+            self.__dict__["dual_coef_"] = A
+            return A
 
     def _solve(
         self,
@@ -545,7 +559,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         starting points and ``intercept_``: SpicyMKL's ``dual_coef_``, ``prox_newton``'s
         feature weights), read before ``fit`` clears it; None otherwise."""
         key = self.__dict__.get("_warm_key")
-        if not self.warm_start or key is None or not hasattr(self, "dual_coef_"):
+        if not self.warm_start or key is None or not hasattr(self, "intercept_"):
             return None
         if key[0] == "prox_newton":
             W = np.asarray(self._feature_weights)
@@ -600,7 +614,13 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         def stack(values: list[Any]) -> Any:
             return np.asarray(values) if multi else values[0]
 
-        self.dual_coef_ = stack([r.coef for r in results] if coefs is None else coefs)
+        factors = None if multi or coefs else getattr(results[0], "coef_factors", None)
+        if factors is None:
+            self.dual_coef_ = stack([r.coef for r in results] if coefs is None else coefs)
+        else:
+            # Kept factored (``dual_coef_`` is formed when read, ``__getattr__``): it would be
+            # ``M`` copies of one vector, 8 GB for 100 kernels at n = 10⁷.
+            self._dual_factors = (np.asarray(factors[0]), np.asarray(factors[1]))
         self._feature_weights = [np.asarray(r.feature_weights) for r in results]
         self.intercept_ = stack([r.intercept for r in results])
         self.kernel_weights_ = stack([r.kernel_weights for r in results])
@@ -681,7 +701,9 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         """Decision values on a test stack: dense kernels read ``dual_coef_``, feature blocks
         ``coef_``."""
         b = np.asarray(self.intercept_)
-        return G_test.decision(np.asarray(self.dual_coef_), b, getattr(self, "coef_", None))
+        # (Feature blocks read ``coef_`` only: ``dual_coef_`` is not formed for them.)
+        A = np.empty(0) if isinstance(G_test, Blocks) else np.asarray(self.dual_coef_)
+        return G_test.decision(A, b, getattr(self, "coef_", None))
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

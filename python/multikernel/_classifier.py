@@ -268,6 +268,9 @@ default "mean_diag"
         problem (one for two classes); empty otherwise.
     dual_coef_ : ndarray of shape (M, n_train), or (n_problems, M, n_train) for multiclass
         Per-kernel coefficients ``A``: ``f_m(x) = Σ_i A[m, i] k_m(x, x_i)``.
+        A binary ``prox_newton`` fit on feature blocks keeps ``A[m] = d_m ρ̃`` as its two
+        factors and forms ``A`` at its first read (``M`` times their memory; predictions read
+        ``coef_``).
     intercept_ : float, or ndarray of shape (n_problems,) for multiclass
         The offset ``b``.
     kernel_weights_ : ndarray of shape (M,) or (n_problems, M)

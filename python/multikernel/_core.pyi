@@ -79,6 +79,10 @@ class FitResult:
     @property
     def coef(self) -> NDArray[np.float64]: ...  # (M, n)
     @property
+    def coef_factors(
+        self,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None: ...  # (M,), (n,)
+    @property
     def intercept(self) -> float: ...
     @property
     def kernel_weights(self) -> NDArray[np.float64]: ...  # (M,)

@@ -257,7 +257,7 @@ def map_rows(est: Any, method: str, X: Any) -> Any:
     import dask
     from sklearn.utils.validation import check_is_fitted
 
-    check_is_fitted(est, "dual_coef_")
+    check_is_fitted(est, "intercept_")
     bank = getattr(est, "kernel_bank_", None)
     if bank is None and getattr(est, "_feature_widths", None) is not None:
         raise InvalidInputError(

@@ -40,6 +40,9 @@ warm_start, cache_size
     ----------
     dual_coef_ : ndarray of shape (M, n_train)
         Per-kernel coefficients ``A``: ``f_m(x) = Σ_i A[m, i] k_m(x, x_i)``.
+        A ``prox_newton`` fit on feature blocks keeps ``A[m] = d_m ρ̃`` as its two
+        factors and forms ``A`` at its first read (``M`` times their memory; predictions read
+        ``coef_``).
     intercept_ : float
         The offset ``b``.
     kernel_weights_, kernel_norms_ : ndarray of shape (M,)

@@ -76,9 +76,9 @@ impl From<SolveStatus> for Status {
 /// A fitted model with its certificate: `f(x) = Σ_m Σ_i coef[m, i] k_m(x, x_i) + intercept`.
 #[pyclass(frozen, name = "FitResult", module = "multikernel._core")]
 pub(crate) struct PyFitResult {
-    /// `(M, n)` per-kernel coefficients.
-    #[pyo3(get)]
-    coef: Py<PyArray2<f64>>,
+    /// `(M, n)` per-kernel coefficients, or their factors ([`crate::result::OuterCoef`]: `coef` forms them
+    /// when read).
+    coef: Coef,
     #[pyo3(get)]
     intercept: f64,
     /// `(M,)` the penalty's kernel combination.
@@ -117,8 +117,45 @@ pub(crate) struct PyFitResult {
     solvers: Vec<&'static str>,
 }
 
+/// A result's coefficients as the solver gave them.
+enum Coef {
+    Dense(Py<PyArray2<f64>>),
+    /// `A[m, i] = scale[m] · rows[i]`.
+    Outer(Py<PyArray1<f64>>, Py<PyArray1<f64>>),
+}
+
 #[pymethods]
 impl PyFitResult {
+    /// `(M, n)` per-kernel coefficients (formed from [`Self::coef_factors`] at each read when
+    /// the solver gave them factored).
+    #[getter]
+    fn coef<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        match &self.coef {
+            Coef::Dense(a) => a.bind(py).clone(),
+            Coef::Outer(scale, rows) => {
+                use numpy::PyArrayMethods;
+                let (s, r) = (scale.bind(py).readonly(), rows.bind(py).readonly());
+                let (s, r) = (s.as_array(), r.as_array());
+                ndarray::Array2::from_shape_fn((s.len(), r.len()), |(m, i)| s[m] * r[i])
+                    .into_pyarray(py)
+            }
+        }
+    }
+
+    /// `(scale (M,), rows (n,))` with `coef[m, i] = scale[m] · rows[i]` when the solver gives
+    /// its coefficients so (proximal Newton on features in memory: `M` times fewer numbers),
+    /// else None.
+    #[getter]
+    fn coef_factors<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> Option<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+        match &self.coef {
+            Coef::Dense(_) => None,
+            Coef::Outer(s, r) => Some((s.bind(py).clone(), r.bind(py).clone())),
+        }
+    }
+
     /// `status == Status.CONVERGED`.
     #[getter]
     fn converged(&self) -> bool {
@@ -141,7 +178,18 @@ impl PyFitResult {
     fn new(py: Python<'_>, r: FitResult, n: usize, solvers: Vec<&'static str>) -> PyResult<Self> {
         let m = r.kernel_weights.len();
         let shape_err = |e: ndarray::ShapeError| PyErr::from(MkError::Panic(e.to_string()));
-        let coef = ndarray::Array2::from_shape_vec((m, n), r.coef).map_err(shape_err)?;
+        let coef = match r.coef_outer {
+            Some(o) => Coef::Outer(
+                o.scale.into_pyarray(py).unbind(),
+                o.rows.into_pyarray(py).unbind(),
+            ),
+            None => Coef::Dense(
+                ndarray::Array2::from_shape_vec((m, n), r.coef)
+                    .map_err(shape_err)?
+                    .into_pyarray(py)
+                    .unbind(),
+            ),
+        };
         let rows: Vec<f64> = r
             .history
             .iter()
@@ -150,7 +198,7 @@ impl PyFitResult {
         let history =
             ndarray::Array2::from_shape_vec((r.history.len(), 5), rows).map_err(shape_err)?;
         Ok(PyFitResult {
-            coef: coef.into_pyarray(py).unbind(),
+            coef,
             intercept: r.intercept,
             kernel_weights: r.kernel_weights.into_pyarray(py).unbind(),
             kernel_norms: r.kernel_norms.into_pyarray(py).unbind(),

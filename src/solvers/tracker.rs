@@ -199,6 +199,7 @@ impl<'a> Tracker<'a> {
         })?;
         Ok(FitResult {
             coef: best.coef,
+            coef_outer: None,
             intercept: best.intercept,
             kernel_weights: best.weights,
             kernel_norms: best.norms,

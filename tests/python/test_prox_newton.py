@@ -5,6 +5,7 @@ it reports, ``solver="auto"`` picks it on narrow feature blocks, and bad use is 
 
 from __future__ import annotations
 
+import pickle
 from functools import cache
 from typing import Any
 
@@ -155,6 +156,13 @@ def test_meets_the_dense_stack_fit(loss: str) -> None:
         dense = mk.MKLClassifier(kernels="precomputed", penalty="l1", loss=loss, C=2.0,
                                  tol=1e-9, solver=solver).fit(G, y)  # fmt: skip
         assert ours.primal_objective_ == pytest.approx(dense.primal_objective_, rel=1e-6)
+    # ``dual_coef_`` is kept as its factors (M copies of one vector scaled): predictions do
+    # not form it, its first read does, and a pickled model forms the same.
+    ours.decision_function(X)
+    assert "dual_coef_" not in vars(ours)
+    again = pickle.loads(pickle.dumps(ours))
+    np.testing.assert_array_equal(again.dual_coef_, ours.dual_coef_)
+    assert ours.dual_coef_.shape == (len(F), len(y))
     f = np.einsum("mij,mj->i", G, ours.dual_coef_) + ours.intercept_
     np.testing.assert_allclose(f, ours.decision_function(X), atol=1e-4)
     P = primal_objective(G, ours.dual_coef_, ours.intercept_, y, C=2.0, loss=loss, penalty="l1")

@@ -9,7 +9,7 @@ use crate::interrupt::Interrupt;
 use crate::losses::{centre_tau, intercept_search, Envelope};
 use crate::penalties::duals::best_envelope_dual_by;
 use crate::penalties::BlockPenalty;
-use crate::result::relative_gap;
+use crate::result::{relative_gap, OuterCoef};
 use crate::solvers::tracker::{Model, Tracker};
 
 /// The iterate with the best primal value: its feature weights and what its representer form
@@ -25,17 +25,15 @@ pub(super) struct Best {
 }
 
 impl Best {
-    /// `A[m] = d_m ρ̃` (row-major `M × n`): the representer form, exact at the optimum, where
-    /// `w_m = G_mᵀ A[m]` (the feature weights are the iterate itself); empty where the rows
-    /// stay on a cluster ([`Rows::best_dual_rows`]).
-    pub(super) fn coef(&self, x: &dyn Rows) -> Vec<f64> {
-        let Some(rho) = self.dual.as_ref().and_then(|d| x.best_dual_rows(d)) else {
-            return Vec::new();
-        };
-        self.scale
-            .iter()
-            .flat_map(|&d| rho.iter().map(move |r| d * r))
-            .collect()
+    /// `A[m] = d_m ρ̃` as its factors `d` and `ρ̃`: the representer form, exact at the
+    /// optimum, where `w_m = G_mᵀ A[m]` (the feature weights are the iterate itself); `None`
+    /// where the rows stay on a cluster ([`Rows::best_dual_rows`]).
+    pub(super) fn coef(&self, x: &dyn Rows) -> Option<OuterCoef> {
+        let rows = self.dual.as_ref().and_then(|d| x.best_dual_rows(d))?;
+        Some(OuterCoef {
+            scale: self.scale.clone(),
+            rows,
+        })
     }
 }
 

@@ -45,8 +45,10 @@ pub struct Memo {
 
 /// `ℓ' = c ℓ_μ'(y, z + b)` of a dual point's `(μ, b)`, its candidate `v = clip(−ℓ')` and the
 /// domain `[lo, hi]` per row: a certificate's passes (the centring's search, some fifty
-/// passes, the gradient, the conjugates) read them instead of an `exp` per row each; and the
-/// rows `ρ̃` of the last centred point (its shift), which the conjugates' passes read.
+/// passes, the gradient, the conjugates) read them instead of an `exp` per row each. The
+/// centred point's rows `ρ̃` are a few comparisons from these, made where a pass reads them
+/// (the gradient's, the conjugates'): kept, they would be `8n` more bytes on a cluster's
+/// worker, beside its features.
 struct Kept {
     env: Envelope,
     b: f64,
@@ -54,9 +56,6 @@ struct Kept {
     v: Vec<f64>,
     lo: Vec<f64>,
     hi: Vec<f64>,
-    rho: Vec<f64>,
-    /// The shift of the dual point whose rows `rho` holds (`None`: none yet at this `z`).
-    rho_of: Option<Shift>,
 }
 
 impl Kept {
@@ -95,6 +94,11 @@ fn slope(env: Envelope, b: f64, y: f64, c: f64, z: f64) -> Slope {
         v: clip(-d1, bd),
         bd,
     }
+}
+
+/// The rows `r` of `dual`'s `ρ̃` from the [`Kept`] rows of its `(μ, b)`.
+fn dual_rows(dual: &DualPoint, k: &Kept, r: Range<usize>) -> Vec<f64> {
+    r.map(|i| dual_entry(dual, k.row(i))).collect()
 }
 
 /// `ρ̃_i` of `dual` from the row's [`Slope`].
@@ -173,23 +177,11 @@ impl<'a, T: Element> Chunks<'a, T> {
             });
     }
 
-    /// The [`Kept`] rows of `(env, b)`, and those of `dual`'s point when given.
-    fn keep_slopes(&self, st: &RowState, env: Envelope, b: f64, dual: Option<&DualPoint>) {
+    /// The [`Kept`] rows of `(env, b)`.
+    fn keep_slopes(&self, st: &RowState, env: Envelope, b: f64) {
         let mut kept = self.slopes.write().unwrap_or_else(|e| e.into_inner());
         if !matches!(&*kept, Some(k) if k.env == env && k.b.to_bits() == b.to_bits()) {
             *kept = Some(self.slopes_of(st, env, b, kept.take()));
-        }
-        if let (Some(k), Some(dual)) = (kept.as_mut(), dual) {
-            if k.rho_of != Some(dual.shift) {
-                let mut rho = std::mem::take(&mut k.rho);
-                rho.resize(k.v.len(), 0.0);
-                rho.par_chunks_mut(CHUNK).enumerate().for_each(|(ch, out)| {
-                    for (t, o) in out.iter_mut().enumerate() {
-                        *o = dual_entry(dual, k.row(ch * CHUNK + t));
-                    }
-                });
-                (k.rho, k.rho_of) = (rho, Some(dual.shift));
-            }
         }
     }
 
@@ -200,13 +192,12 @@ impl<'a, T: Element> Chunks<'a, T> {
         let (y, c, n) = (self.y, self.c, st.z.len());
         let mut k = match old {
             Some(k) if k.v.len() == n && k.env.loss == env.loss => k,
-            old => {
+            _ => {
                 let (lo, hi) = (0..n)
                     .into_par_iter()
                     .with_min_len(CHUNK)
                     .map(|i| bounds(env, y[i], c[i]))
                     .unzip();
-                let rho = old.map(|k| k.rho).unwrap_or_default();
                 Kept {
                     env,
                     b,
@@ -214,8 +205,6 @@ impl<'a, T: Element> Chunks<'a, T> {
                     v: vec![0.0; n],
                     lo,
                     hi,
-                    rho,
-                    rho_of: None,
                 }
             }
         };
@@ -231,8 +220,6 @@ impl<'a, T: Element> Chunks<'a, T> {
                 }
             });
         (k.env, k.b) = (env, b);
-        // The dual point's rows are of the old `z`: kept as an allocation only.
-        k.rho_of = None;
         k
     }
 
@@ -288,9 +275,9 @@ impl<'a, T: Element> Chunks<'a, T> {
                 }
                 out.to_vec()
             }
-            Op::Gradient { .. } => {
+            Op::Gradient { dual } => {
                 // `[Gᵀℓ', Gᵀρ̃, Σℓ']`.
-                let rho = &k.rho[r.clone()];
+                let rho = dual_rows(dual, k, r.clone());
                 let mut acc = vec![0.0; 2 * width + 1];
                 let (grad, rest) = acc.split_at_mut(width);
                 let (u, total) = rest.split_at_mut(width);
@@ -307,8 +294,8 @@ impl<'a, T: Element> Chunks<'a, T> {
                 }
                 acc
             }
-            Op::Conjugate { conj, ts, .. } => {
-                let rho = &k.rho[r];
+            Op::Conjugate { dual, conj, ts } => {
+                let rho = dual_rows(dual, k, r);
                 ts.iter()
                     .map(|t| {
                         (0..rho.len())
@@ -438,14 +425,12 @@ impl<T: Element> Rows for Chunks<'_, T> {
         let dual = match op {
             Op::Centre { env, b }
             | Op::CentreTau { env, b, .. }
-            | Op::CentreFree { env, b, .. } => Some((*env, *b, None)),
-            Op::Gradient { dual } | Op::Conjugate { dual, .. } => {
-                Some((dual.env, dual.b, Some(dual)))
-            }
+            | Op::CentreFree { env, b, .. } => Some((*env, *b)),
+            Op::Gradient { dual } | Op::Conjugate { dual, .. } => Some((dual.env, dual.b)),
             _ => None,
         };
-        if let Some((env, b, point)) = dual {
-            self.keep_slopes(&st, env, b, point);
+        if let Some((env, b)) = dual {
+            self.keep_slopes(&st, env, b);
         }
         let kept = self.slopes.read().unwrap_or_else(|e| e.into_inner());
         let kept = kept.as_ref().filter(|_| dual.is_some());

@@ -74,7 +74,7 @@ impl Solver for ProxNewton<'_> {
             (fit.intercept, fit.kernel_weights) = (m.intercept, m.weights);
             fit.kernel_norms = m.norms;
         }
-        fit.coef = self.best.coef(self.prob.x);
+        fit.coef_outer = self.best.coef(self.prob.x);
         fit.feature_weights = std::mem::take(&mut self.best.w);
         Ok(fit)
     }

@@ -228,11 +228,13 @@ fn the_coefficients_reproduce_the_feature_weights() {
         ..ProxNewtonConfig::default()
     };
     let r = fit_prox_newton(&lr, &y, &cfg, &NoInterrupt).unwrap();
+    let outer = r.coef_outer.as_ref().unwrap();
+    assert!(r.coef.is_empty());
     let mut off = 0;
     for k in 0..m {
-        let a = &r.coef[k * n..(k + 1) * n];
+        let a: Vec<f64> = outer.rows.iter().map(|v| outer.scale[k] * v).collect();
         for col in lr.factor(k).chunks_exact(n) {
-            let got = dot(col, a);
+            let got = dot(col, &a);
             let want = r.feature_weights[off];
             assert!(
                 (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
