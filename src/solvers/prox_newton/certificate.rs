@@ -127,8 +127,10 @@ impl Problem<'_> {
         let shift = if s[1] >= mean && s[2] <= mean {
             Shift::Mean(mean)
         } else {
-            let span = s[3] + s[4] + 1.0;
-            let tau = centre_tau(span, self.x.search_points(), |taus| {
+            // The root lies within `max |v| + max c`: a bracket on the entries' own scale, so
+            // that a search to `10⁻⁹` of it is as accurate for `C = 10⁻⁶` as for `C = 1`.
+            let span = (s[3] + s[4]).max(f64::MIN_POSITIVE);
+            let tau = centre_tau(span, self.x.centre_points(), |taus| {
                 self.reduce(&Op::CentreTau {
                     env,
                     b,

@@ -25,6 +25,9 @@ struct RowState {
     best: Vec<f64>,
 }
 
+/// Rows below which a search's pass over them runs on one thread ([`Rows::reduce`]).
+const SERIAL_SEARCH_BELOW: usize = 1 << 20;
+
 /// The rows of a fit in memory.
 pub struct Chunks<'a, T> {
     x: &'a RowFeatures<'a, T>,
@@ -420,6 +423,16 @@ impl<T: Element> Rows for Chunks<'_, T> {
         self.x.offsets()
     }
 
+    /// From a million rows, 15 (a pass's memory traffic outweighs the arithmetic of 15
+    /// points, and bisection to the last bit takes some eighty passes).
+    fn centre_points(&self) -> usize {
+        if self.x.n() < SERIAL_SEARCH_BELOW {
+            1
+        } else {
+            15
+        }
+    }
+
     fn reduce(&self, op: &Op, interrupt: &dyn Interrupt) -> Result<Vec<f64>> {
         let st = self.state.read().unwrap_or_else(|e| e.into_inner());
         let dual = match op {
@@ -449,12 +462,14 @@ impl<T: Element> Rows for Chunks<'_, T> {
             _ => ranges.len().max(1),
         };
         // The searches' passes (the intercept's, the centring's: some sixty per search, a
-        // few operations per row each) run on one thread: a parallel pass's join costs as
-        // much as the pass, and on a loaded machine a time slice.
-        let serial = matches!(
-            op,
-            Op::InterceptSlope { .. } | Op::CentreTau { .. } | Op::CentreFree { .. }
-        );
+        // few operations per row each) run on one thread up to a million rows: a parallel
+        // pass's join costs as much as such a pass, and on a loaded machine a time slice.
+        // Beyond, a pass is long enough to share (16 chunks per job).
+        let serial = self.x.n() < SERIAL_SEARCH_BELOW
+            && matches!(
+                op,
+                Op::InterceptSlope { .. } | Op::CentreTau { .. } | Op::CentreFree { .. }
+            );
         let mut acc = Vec::new();
         for group in ranges.chunks(batch) {
             interrupt.check()?;
@@ -464,6 +479,8 @@ impl<T: Element> Rows for Chunks<'_, T> {
                 group.len()
             } else if reads_features {
                 1
+            } else if matches!(op, Op::CentreTau { .. } | Op::CentreFree { .. }) {
+                16
             } else {
                 2
             };

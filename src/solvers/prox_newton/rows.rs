@@ -36,6 +36,13 @@ pub trait Rows: Sync {
         1
     }
 
+    /// Points per pass of the dual point's centring search, whose pass reads three numbers
+    /// per row and point and computes no `exp`: [`Rows::search_points`], unless a pass over
+    /// the rows costs more than its arithmetic (rows beyond the caches).
+    fn centre_points(&self) -> usize {
+        self.search_points()
+    }
+
     /// Kernels.
     fn m(&self) -> usize {
         self.offsets().len() - 1
