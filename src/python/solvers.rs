@@ -117,6 +117,9 @@ pub(crate) struct PyFitResult {
     solvers: Vec<&'static str>,
 }
 
+/// `(scale, rows)` of [`Coef::Outer`], as numpy arrays.
+type Factors<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+
 /// A result's coefficients as the solver gave them.
 enum Coef {
     Dense(Py<PyArray2<f64>>),
@@ -146,10 +149,7 @@ impl PyFitResult {
     /// its coefficients so (proximal Newton on features in memory: `M` times fewer numbers),
     /// else None.
     #[getter]
-    fn coef_factors<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> Option<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+    fn coef_factors<'py>(&self, py: Python<'py>) -> Option<Factors<'py>> {
         match &self.coef {
             Coef::Dense(_) => None,
             Coef::Outer(s, r) => Some((s.bind(py).clone(), r.bind(py).clone())),
