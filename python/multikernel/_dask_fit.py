@@ -4,8 +4,8 @@
 with ``X`` a Dask array and ``kernels=FeatureBank(...)`` comes here (:func:`fit`):
 
 - the bank is fitted on a sample of the rows (all of them up to :data:`FIT_SAMPLE`, else a
-  uniform sample of that many, seeded by the bank's ``random_state``), gathered on the
-  client;
+  uniform sample of that many, seeded by the bank's ``random_state``; one row when its maps
+  and normalisation read no values, :func:`_reads_points`), gathered on the client;
 - the feature maps are computed per chunk of ``X`` on the workers and kept there (one future
   per chunk, with the chunk's targets and weights), once: refits of the same estimator on the
   same arrays (``warm_start``, a grid of ``C``) reuse them;
@@ -42,7 +42,7 @@ from ._base import _start_args
 from ._dask import _task_threads
 from ._validation import check_n_threads, group_ids
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
-from .kernels import FeatureBank
+from .kernels import FeatureBank, Linear
 
 __all__: list[str] = []
 
@@ -253,7 +253,9 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     n = int(X.shape[0])
     bank = copy.deepcopy(template)
     seed = getattr(bank, "random_state", None)
-    if n <= FIT_SAMPLE:
+    if not _reads_points(bank):
+        sample_x = X[:1]  # the maps need the number of features only: one chunk read
+    elif n <= FIT_SAMPLE:
         sample_x = X
     else:
         idx = np.sort(np.random.default_rng(seed).choice(n, FIT_SAMPLE, replace=False))
@@ -293,6 +295,14 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     )  # fmt: skip
     est._dask_rows = Held(data)
     return data
+
+
+def _reads_points(bank: FeatureBank) -> bool:
+    """Whether fitting ``bank`` reads the points' values: Nyström landmarks or normalisation
+    statistics. Linear and random-feature maps without normalisation read the number of
+    features only (and the seed), so a fit on one row is the fit on any sample."""
+    nystroem = bank.method == "nystroem" and not all(isinstance(s, Linear) for s in bank.specs)
+    return bank.normalize != "none" or nystroem
 
 
 def _delayed_chunk(fn: Any, *args: Any) -> Any:

@@ -102,8 +102,9 @@ def test_dask_fit_equals_the_in_memory_fit(
     w, w_ref = np.concatenate(est.coef_), np.concatenate(ref.coef_)
     assert rel(w, w_ref) < 1e-10
     assert abs(est.intercept_ - ref.intercept_) < 1e-10 * (1 + np.abs(w_ref).max())
-    # The kernel weights read the dual point too, whose centring a cluster finds to 1e-9 of
-    # its bracket (15 points per pass, where memory bisects to the last bit).
+    # The group's kernel weights read ‖F_mᵀρ̃‖ too, sums that cancel by up to 5e7 here
+    # (Σ|F_ij ρ̃_i| / |Σ F_ij ρ̃_i|): added in another order (the chunks), their rounding
+    # reaches 1.2e-10 relative (the other penalties' weights read the primal norms only).
     assert rel(est.kernel_weights_, ref.kernel_weights_) < 1e-9
     assert est.n_iter_ == ref.n_iter_
     np.testing.assert_allclose(est.predict(X), ref.predict(blocks), rtol=1e-9, atol=1e-12)
@@ -180,6 +181,31 @@ def test_an_interrupted_fit_leaves_the_cluster_clean(
         assert _tasks(client) == 0
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("normalize", ["none", "mean_diag"])
+def test_above_the_sample_size_the_bank_is_fitted_on_a_sample(
+    client: Any, monkeypatch: pytest.MonkeyPatch, normalize: str
+) -> None:
+    """Above ``FIT_SAMPLE`` rows the bank is fitted on a sample (on one row when its maps and
+    normalisation read no values): the Dask fit is the in-memory fit on that bank's features,
+    and a bank that reads no values is the bank fitted on every point."""
+    monkeypatch.setattr(_dask_fit, "FIT_SAMPLE", 100)
+    X, y, _ = data("logistic")
+    specs = [Linear(features=[j]) for j in range(5)] + [Gaussian(sigma=2.0)]
+    make = lambda: FeatureBank(  # noqa: E731
+        specs, method="rff", n_components=8, random_state=0, normalize=normalize
+    )
+    est = estimator("logistic", "l1", {}, make())
+    est.fit(da.from_array(X, chunks=250), da.from_array(y, chunks=250))
+    blocks = est.kernel_bank_.transform(X)
+    ref = estimator("logistic", "l1", {}, "precomputed").fit(blocks, y)
+    assert rel(est.primal_objective_, ref.primal_objective_) < 1e-10
+    whole = np.hstack(make().fit(X).transform(X))
+    if normalize == "none":
+        np.testing.assert_array_equal(np.hstack(blocks), whole)
+    else:  # the scales of 100 points, not of all 600
+        assert not np.allclose(np.hstack(blocks), whole)
 
 
 def test_refuses_what_it_does_not_fit(client: Any) -> None:
