@@ -1,9 +1,14 @@
 """One ``prox_newton`` fit across a Dask cluster against the same fit in memory and against
 dask-ml, in one run (issue 55; docs/dask.md).
 
-Data: ``n`` standard Gaussian points in 100 dimensions made on the workers
-(``dask.array.random``, chunks of ``n/8`` rows), labels the sign of a sparse linear model
-plus noise. A ``LocalCluster`` of 2 workers × 1 thread, 3 GB each (processes).
+Data: ``n`` standard Gaussian points in 100 dimensions (``dask.array.random``, ``--chunks``
+chunks, ``--dtype``), labels the sign of a sparse linear model plus noise: persisted on the
+workers, or with ``--store DIR`` written once to one ``.npy`` file per chunk under ``DIR``
+(outside the repository) and read from there by every pass that needs them. A
+``LocalCluster`` of 2 workers × 1 thread, 3 GB each (processes); ours with Dask's spilling
+and pausing off (its features fill the workers), dask-ml on a cluster of its own with Dask's
+default memory policy. The issue's setting (10⁷ rows, 4 GB of float32 features):
+``--n 10000000 --chunks 80 --dtype float32 --store DIR``.
 
 * ours, Dask: ``MKLClassifier(kernels=FeatureBank([Linear(features=g) ...],
   normalize="none", dtype=float32), penalty="l1", loss="logistic", solver="prox_newton",
@@ -20,9 +25,10 @@ plus noise. A ``LocalCluster`` of 2 workers × 1 thread, 3 GB each (processes).
 ``C = 10/λ_max``, ``λ_max = max_j |X_jᵀ ℓ'(b*)|`` (singletons) as features_vs_skglm.py does
 with groups. Results: ``benches/peers/results/dask_fit.md``.
 
-    PYTHONPATH=python /work/peers-venv/bin/python benches/peers/dask_fit.py [--n 1000000]
+    PYTHONPATH=python <peers venv>/bin/python benches/peers/dask_fit.py [--n 1000000]
         [--skip-daskml] [--daskml-solvers admm,proximal_grad] [--repeats 3]
-        [--blocks 20x5,100x1] [--chunks 8] [--out benches/peers/results/dask_fit.md]
+        [--blocks 20x5,100x1] [--memory-blocks 20x5,100x1] [--chunks 8] [--dtype float64]
+        [--store DIR] [--out benches/peers/results/dask_fit.md]
 
 The features-persisted Dask fit and the in-memory fit are medians of ``--repeats``; the
 whole Dask fit (features computed) is one run; "passes" counts the rounds of one task per

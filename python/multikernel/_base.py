@@ -470,9 +470,8 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
             # ``A[m, i] = scale[m] ρ̃_i``, formed at its first read (predictions do not).
             factors = self.__dict__.get("_dual_factors") if name == "dual_coef_" else None
             if factors is None:
-                raise AttributeError(
-                    f"{type(self).__name__!r} object has no attribute {name!r}"
-                )
+                # The lookup's own error again (e.g. ``predict_proba``'s, which says why).
+                return object.__getattribute__(self, name)
             A = np.outer(*factors)
             self.__dict__["dual_coef_"] = A
             return A
