@@ -109,10 +109,19 @@ def held(est: Any) -> Features | None:
     return h.data if isinstance(h, Held) else None
 
 
-def _chunk_features(bank: FeatureBank, X: NDArray[Any]) -> NDArray[Any]:
-    """A chunk's features, one C-ordered ``(n_c, R)`` array."""
+def _chunk_features(bank: FeatureBank, X: NDArray[Any], start: int = 0) -> NDArray[Any]:
+    """A chunk's features, one C-ordered ``(n_c, R)`` array; a non-finite point is named by
+    its row in the whole array (the chunk's rows begin at ``start``)."""
     out = np.empty((X.shape[0], int(np.sum(bank.n_components_))), dtype=bank.dtype)
-    bank.transform(X, out=out)
+    try:
+        bank.transform(X, out=out)
+    except NonFiniteError as e:
+        if e.entry is None:
+            raise
+        row, col = start + e.entry[0], e.entry[1]
+        raise NonFiniteError(
+            f"X contains NaN or infinity (first at row {row}, column {col})", entry=(row, col)
+        ) from None
     return out
 
 
@@ -285,7 +294,11 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     task_bank = copy.copy(bank)
     task_bank.n_threads = _task_threads(int(bank.n_threads))
     client = _client()
-    xs = [_delayed_chunk(_chunk_features, task_bank, b) for b in X.to_delayed().ravel()]
+    starts = np.cumsum((0, *rows[:-1])).tolist()
+    xs = [
+        _delayed_chunk(_chunk_features, task_bank, b, a)
+        for b, a in zip(X.to_delayed().ravel(), starts, strict=True)
+    ]
     ws = [] if wf is None else list(wf.to_delayed().ravel())
     futs = client.compute([*xs, *yf.to_delayed().ravel(), *ws])
     k = len(rows)

@@ -19,6 +19,7 @@ import pytest
 
 import multikernel as mk
 from multikernel import _dask_fit
+from multikernel.exceptions import NonFiniteError
 from multikernel.kernels import FeatureBank, Gaussian, Linear
 
 distributed = pytest.importorskip("distributed")
@@ -218,6 +219,14 @@ def test_refuses_what_it_does_not_fit(client: Any) -> None:
     bad = da.from_array(np.where(np.arange(N) == 5, 0.0, 1.0), chunks=400)
     with pytest.raises(ValueError, match="sample weights"):
         estimator("logistic", "l1", {}, bank()).fit(Xd, yd, sample_weight=bad)
+    # A point with NaN, found where its chunk's features are computed, is named by its row
+    # in the whole array (here in the second chunk, past the bank's sample of one row).
+    Xn = X.copy()
+    Xn[450, 2] = np.nan
+    linear = FeatureBank([Linear(features=[j]) for j in range(5)], normalize="none")
+    with pytest.raises(NonFiniteError, match=r"row 450, column 2") as err:
+        estimator("logistic", "l1", {}, linear).fit(da.from_array(Xn, chunks=400), yd)
+    assert err.value.entry == (450, 2)
 
 
 def _worker_killer(client: Any, cluster: Any, after: int) -> Any:
