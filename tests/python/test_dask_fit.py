@@ -106,7 +106,7 @@ def test_dask_fit_equals_the_in_memory_fit(
     # The group's kernel weights read ‖F_mᵀρ̃‖ too, sums that cancel by up to 5e7 here
     # (Σ|F_ij ρ̃_i| / |Σ F_ij ρ̃_i|): added in another order (the chunks), their rounding
     # reaches 1.2e-10 relative (the other penalties' weights read the primal norms only).
-    assert rel(est.kernel_weights_, ref.kernel_weights_) < 1e-9
+    assert rel(est.kernel_weights_, ref.kernel_weights_) < (1e-9 if penalty == "group" else 1e-10)
     assert est.n_iter_ == ref.n_iter_
     np.testing.assert_allclose(est.predict(X), ref.predict(blocks), rtol=1e-9, atol=1e-12)
 
