@@ -55,8 +55,7 @@ impl PsdWitness {
 
 /// Coefficients `A[m, i] = scale[m] · rows[i]`, kept as their two factors: a solver on explicit
 /// features whose every kernel's coefficients are one dual vector scaled (proximal Newton's
-/// representer form) would otherwise hold `M` copies of it, `8·M·n` bytes (8 GB for 100
-/// kernels at n = 10⁷).
+/// representer form) would otherwise hold `M` copies of it, `8·M·n` bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OuterCoef {
     /// `(M,)`.

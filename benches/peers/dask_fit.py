@@ -268,12 +268,10 @@ def main() -> None:
         from dask_ml.linear_model import LogisticRegression
         from distributed import wait
 
-        # dask-ml on a cluster of its own, the same but with Dask's default memory policy
-        # (without it, its normalisation's passes ended its workers at 10⁷ rows). Without
-        # a store it reads the points from the workers' memory (persisted untimed: its time
-        # excludes the reads ours pays); with one it reads the store at each of its passes
-        # (2 GB of float32 points persisted per worker left no room for its float64
-        # normalisation, and its workers died).
+        # dask-ml on a cluster of its own, the same but with Dask's default memory policy.
+        # Without a store it reads the points from the workers' memory (persisted untimed:
+        # its time excludes the reads ours pays); with one it reads the store at each of its
+        # passes (why: benches/peers/results/dask_fit.md, n = 10⁷).
         stack, client = cluster(spill=True)
         with stack:
             X, y, _ = points(client)

@@ -618,7 +618,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
             self.dual_coef_ = stack([r.coef for r in results] if coefs is None else coefs)
         else:
             # Kept factored (``dual_coef_`` is formed when read, ``__getattr__``): it would be
-            # ``M`` copies of one vector, 8 GB for 100 kernels at n = 10⁷.
+            # ``M`` copies of one vector (benches/peers/results/fit_memory.md).
             self._dual_factors = (np.asarray(factors[0]), np.asarray(factors[1]))
         self._feature_weights = [np.asarray(r.feature_weights) for r in results]
         self.intercept_ = stack([r.intercept for r in results])

@@ -103,9 +103,9 @@ def test_dask_fit_equals_the_in_memory_fit(
     w, w_ref = np.concatenate(est.coef_), np.concatenate(ref.coef_)
     assert rel(w, w_ref) < 1e-10
     assert abs(est.intercept_ - ref.intercept_) < 1e-10 * (1 + np.abs(w_ref).max())
-    # The group's kernel weights read ‖F_mᵀρ̃‖ too, sums that cancel by up to 5e7 here
-    # (Σ|F_ij ρ̃_i| / |Σ F_ij ρ̃_i|): added in another order (the chunks), their rounding
-    # reaches 1.2e-10 relative (the other penalties' weights read the primal norms only).
+    # The group's kernel weights read ‖F_mᵀρ̃‖ too, sums that cancel: added in another order
+    # (the chunks), their rounding moves them further (docs/dask.md, "Same result"); the
+    # other penalties' weights read the primal norms only.
     assert rel(est.kernel_weights_, ref.kernel_weights_) < (1e-9 if penalty == "group" else 1e-10)
     assert est.n_iter_ == ref.n_iter_
     np.testing.assert_allclose(est.predict(X), ref.predict(blocks), rtol=1e-9, atol=1e-12)
@@ -138,7 +138,7 @@ def test_warm_starts_and_a_grid_of_C_reuse_the_features(client: Any) -> None:
     assert first is not None
     # Without sample weights (none kept on the workers): the in-memory fit's, every weight 1.
     # (The weights to 1e-9 here: the chunks' sums differ from memory's by rounding, which the
-    # Newton systems of this fit amplify to 2e-10.)
+    # Newton systems of this fit amplify beyond 1e-10.)
     ref = estimator("logistic", "l1", {}, "precomputed").fit(est.kernel_bank_.transform(X), y)
     assert rel(est.primal_objective_, ref.primal_objective_) < 1e-10
     assert rel(np.concatenate(est.coef_), np.concatenate(ref.coef_)) < 1e-9

@@ -424,7 +424,7 @@ impl<T: Element> Rows for Chunks<'_, T> {
     }
 
     /// From a million rows, 15 (a pass's memory traffic outweighs the arithmetic of 15
-    /// points, and bisection to the last bit takes some eighty passes).
+    /// points, where bisection to the last bit takes a pass per bit).
     fn centre_points(&self) -> usize {
         if self.x.n() < SERIAL_SEARCH_BELOW {
             1
