@@ -7,12 +7,16 @@ solve of the dual, numerical conjugates, and the exact l1 ↔ lp(p=1) re-paramet
 
 from __future__ import annotations
 
+import warnings
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pytest
+import reference
 from numpy.typing import NDArray
 from reference import (
+    CERTIFIED_GAP,
     DATA_DIR,
     LOSSES,
     RefSolution,
@@ -24,6 +28,7 @@ from reference import (
     dual_objective_l1,
     dual_objective_lp,
     dual_objective_lp_hinge,
+    dual_value,
     kloft_coefficients,
     load_dataset,
     loss_conjugate,
@@ -429,3 +434,83 @@ def test_group_with_one_group_equals_lp1() -> None:
     # and two groups are a genuinely different (smaller) penalty
     two = solve("ionosphere", C, "hinge", "group", groups=(0, 0, 1, 1, 1))
     assert two.objective < lp1.objective * (1 - 1e-4)
+
+
+# ------------------------------------------------------------------------------------------
+# a reference that does not depend on one solver's luck on one CPU
+# ------------------------------------------------------------------------------------------
+
+#: (loss, penalty, options): every loss but one_class with every penalty.
+CERTIFIED_CASES = [
+    ("hinge", "lp", {"p": 4.0 / 3.0}),
+    ("logistic", "lp", {"p": 2.0}),
+    ("squared_hinge", "group", {"groups": (0, 0, 1, 1, 1)}),
+    ("hinge", "l1", {}),
+    ("squared", "elasticnet", {"l1_ratio": 0.5}),
+    ("epsilon_insensitive", "lp", {"p": 1.0}),
+]
+
+
+def _almost_solved(monkeypatch: pytest.MonkeyPatch, max_iter: int | None = None) -> None:
+    """Makes every first formulation fail, as Clarabel's "almost solved" does on some CPUs,
+    and the second one report an inaccurate solution (after ``max_iter`` iterations if
+    given, else at the ladder's tolerances)."""
+    real = reference._solve
+
+    def solve(prob: Any, *, inaccurate: bool = False) -> bool:
+        if not inaccurate:
+            raise RuntimeError("cvxpy/Clarabel failed: status optimal_inaccurate")
+        if max_iter is None:
+            real(prob, inaccurate=True)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "may be inaccurate": the point
+                prob.solve(solver="CLARABEL", max_iter=max_iter)
+        return False
+
+    monkeypatch.setattr(reference, "_solve", solve)
+
+
+@pytest.mark.parametrize(("loss", "penalty", "opts"), CERTIFIED_CASES)
+def test_an_almost_solved_reference_is_certified_by_its_own_gap(
+    monkeypatch: pytest.MonkeyPatch, loss: str, penalty: str, opts: dict[str, Any]
+) -> None:
+    G, y = problem("ionosphere")
+    t = y if loss in ("hinge", "logistic", "squared_hinge") else 0.5 * y
+    exact = cvxpy_mkl(G, t, C=1.0, loss=loss, penalty=penalty, **opts)
+    _almost_solved(monkeypatch)
+    sol = cvxpy_mkl(G, t, C=1.0, loss=loss, penalty=penalty, **opts)
+    # The certified value is an upper bound within CERTIFIED_GAP of the optimum, and it is the
+    # primal value of the returned coefficients.
+    assert sol.objective >= exact.objective * (1 - 1e-9)
+    assert sol.objective <= exact.objective + CERTIFIED_GAP * max(1.0, exact.objective)
+    P = primal_objective(G, sol.A, sol.b, t, C=1.0, loss=loss, penalty=penalty, **opts)
+    assert P == pytest.approx(sol.objective, rel=1e-12)
+
+
+def test_an_uncertified_reference_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    G, y = problem("ionosphere")
+    _almost_solved(monkeypatch, max_iter=3)  # far from the optimum: its gap is large
+    with pytest.raises(RuntimeError, match="certified only to a relative gap of"):
+        cvxpy_mkl(G, y, C=1.0, loss="hinge", penalty="lp", p=4.0 / 3.0)
+
+
+@pytest.mark.parametrize(("loss", "penalty", "opts"), CERTIFIED_CASES)
+def test_dual_value_is_a_lower_bound_that_closes_at_the_optimum(
+    loss: str, penalty: str, opts: dict[str, Any]
+) -> None:
+    """Weak duality of :func:`dual_value` at random points (with sample weights), and strong
+    duality at the natural dual point of the optimum (the smooth losses)."""
+    G, y = problem("sonar")
+    t = y if loss in ("hinge", "logistic", "squared_hinge") else 0.5 * y
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=y.size)
+    ref = cvxpy_mkl(G, t, C=1.0, loss=loss, penalty=penalty, sample_weight=w, **opts)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        rho = rng.normal(scale=rng.uniform(0.1, 3.0), size=y.size)
+        D = dual_value(G, t, rho, w, loss=loss, penalty=penalty, **opts)
+        assert D <= ref.objective * (1 + 1e-9)
+    if loss in ("logistic", "squared_hinge", "squared"):
+        rho = w * natural_rho(loss, t, decision_values(G, ref.A, ref.b), 1.0)
+        D = dual_value(G, t, rho, w, loss=loss, penalty=penalty, **opts)
+        assert rel(D, ref.objective) < 1e-6
