@@ -1,0 +1,200 @@
+"""Hostile inputs of issue 64: tables with columns no kernel reads, sample weights beyond
+float64's range, hostile sequences (lone surrogates, a bad first entry, numbers for a string
+kernel, counts beyond the engine's), distances at the ends of float64, and a vector kernel on
+a string column named by its column.
+
+Each case failed before its fix: the column was dropped without a word, the weights gave an
+error naming ``warm_start``, the surrogate a bare ``UnicodeEncodeError``, the counts an error
+at evaluation, the bad first entry "could not convert string to float", the numbers "X must
+be 2-D", the tiny distances a ``NonFiniteError``, and the string column ``column 0``. The
+values are checked against independent computations: numpy's Gaussian and exponential, the
+weighted-degree sum in exact fractions, the kernels of distances rescaled exactly by powers
+of two."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.typing import NDArray
+
+import multikernel as mk
+from multikernel.exceptions import (
+    InvalidInputError,
+    MultikernelError,
+)
+from multikernel.kernels import (
+    Gaussian,
+    KernelBank,
+    Linear,
+    Spectrum,
+    gram,
+)
+
+FloatArray = NDArray[np.float64]
+
+
+def _table(n: int = 40, seed: int = 0) -> tuple[pd.DataFrame, NDArray[np.int64]]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(np.int64)
+    return pd.DataFrame(X, columns=["a", "b", "c"]), y
+
+
+def _gaussian(X: FloatArray, sigma: float) -> FloatArray:
+    """``exp(-|x - x'|² / (2 σ²))`` by numpy."""
+    sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+    out: FloatArray = np.exp(-sq / (2.0 * sigma**2))
+    return out
+
+
+# --- 3. a column no kernel reads is refused, unless every kernel names its columns ---------
+
+STRING_COLUMNS: dict[str, Any] = {
+    "strings": lambda n: ["x"] * n,
+    "categorical": lambda n: pd.Categorical(np.resize(["u", "v"], n)),
+    "pandas string": lambda n: pd.array(np.resize(["p", "q"], n), dtype="string"),
+}
+
+
+@pytest.mark.parametrize("kind", STRING_COLUMNS)
+@pytest.mark.parametrize("kernels", [[Gaussian(sigma=1.0)], None], ids=["gaussian", "default"])
+def test_a_string_column_no_kernel_reads_is_refused_naming_it(kind: str, kernels: Any) -> None:
+    """Beside vector kernels that read every numeric column (features=None, or the default
+    bank), a column of strings or categories was dropped without a word."""
+    df, y = _table()
+    df["d"] = STRING_COLUMNS[kind](len(df))
+    pattern = r"column 'd' \(strings: sequences or categories\) of X is read by no kernel"
+    with pytest.raises(InvalidInputError, match=pattern):
+        mk.MKLClassifier(kernels=kernels).fit(df, y)
+    with pytest.raises(InvalidInputError, match=pattern):
+        gram(df, kernels or [Linear()])
+    with pytest.raises(InvalidInputError, match=pattern):
+        mk.mkl_path(df, 2.0 * y - 1, kernels=kernels)
+
+
+def test_a_numeric_column_beside_an_unnamed_sequence_kernel_is_refused_too() -> None:
+    df = pd.DataFrame({"seq": ["ACGT", "ACGA", "TTGA"], "gc": [0.5, 0.2, 0.1], "n": [1, 2, 3]})
+    with pytest.raises(InvalidInputError, match=r"column 'gc' \(numbers\), column 'n' \(numbers"):
+        gram(df, [Spectrum(2)])
+
+
+def test_columns_left_out_by_kernels_that_name_theirs_are_deliberate() -> None:
+    """When every kernel names its columns, a column none reads is left out: the kernels are
+    those of the named columns alone (numpy's Gaussian), by gram and in a fit."""
+    df, y = _table()
+    df["d"] = pd.Categorical(np.resize(["u", "v"], len(df)))
+    df["e"] = ["x"] * len(df)
+    specs = [Gaussian(sigma=1.5, features=["a", "c"]), Linear(features=["b"])]
+    G = gram(df, specs, normalize=None)
+    X = df[["a", "b", "c"]].to_numpy()
+    np.testing.assert_allclose(G[0], _gaussian(X[:, [0, 2]], 1.5), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(G[1], np.outer(X[:, 1], X[:, 1]), rtol=1e-12, atol=1e-15)
+    kw: dict[str, Any] = {"kernels": specs, "normalize": None, "tol": 1e-8}
+    fitted = mk.MKLClassifier(**kw).fit(df, y)
+    ref = mk.MKLClassifier(kernels="precomputed", normalize=None, tol=1e-8).fit(G, y)
+    np.testing.assert_allclose(fitted.decision_function(df), ref.decision_function(G), atol=1e-8)
+
+
+# --- 7. sequences ---------------------------------------------------------------------------
+
+
+def test_a_lone_surrogate_is_refused_naming_the_row_and_value() -> None:
+    seqs = ["ACGT", "GATT", "AC\ud800T"]
+    with pytest.raises(InvalidInputError, match=r"row 2 is 'AC\\ud800T', which UTF-8 cannot"):
+        gram(seqs, [Spectrum(2)])
+    df = pd.DataFrame({"seq": seqs, "x": [0.0, 1.0, 2.0]})
+    in_frame = r"^column 'seq' of X holds .* row 2 is 'AC\\ud800T'"
+    with pytest.raises(InvalidInputError, match=in_frame):
+        gram(df, [Spectrum(2, features=["seq"]), Gaussian(features=["x"])])
+    clf = mk.MKLClassifier(kernels=[Spectrum(2)]).fit(seqs[:2] * 4, np.arange(8) % 2)
+    with pytest.raises(InvalidInputError, match=r"row 1 is 'G\\udfffA'"):
+        clf.predict(["ACGT", "G\udfffA"])
+
+
+SEQS = ["ACGTAC", "ACGTTT", "GGGTAC", "TTTTAA"]
+
+
+@pytest.mark.parametrize(
+    ("X", "row", "value"),
+    [
+        ([None, *SEQS], 0, "None"),
+        ([3, *SEQS], 0, "3"),
+        (np.array([7, *SEQS], dtype=object), 0, "7"),
+        ([*SEQS[:2], math.nan, *SEQS[2:]], 2, "nan"),
+        (pd.DataFrame({"s": [None, *SEQS]}), 0, "nan"),  # pandas reads None as NaN
+    ],
+    ids=["None first", "number first", "object 7 first", "nan inside", "frame missing first"],
+)
+def test_a_string_column_is_recognised_by_every_entry(X: Any, row: int, value: str) -> None:
+    """A bad first entry made the column numeric: "could not convert string to float"."""
+    where = "column 's' of X" if isinstance(X, pd.DataFrame) else "X"
+    pattern = rf"^{where} holds strings \(sequences\), but row {row} is {value}: every entry"
+    with pytest.raises(InvalidInputError, match=pattern):
+        gram(X, [Spectrum(2)])
+    y = np.arange(len(X)) % 2
+    with pytest.raises(InvalidInputError, match=pattern):
+        mk.MKLClassifier(kernels=[Spectrum(2)]).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    ("X", "what"),
+    [
+        (np.array([1, 2, 3, 4], dtype=object), r"an array of shape \(4,\) and dtype object"),
+        (np.array([1.0, 2.0, 3.0, 4.0]), r"an array of shape \(4,\) and dtype float64"),
+        ([1, 2, 3, 4], "a list"),
+    ],
+)
+def test_numbers_for_a_sequence_kernel_say_it_reads_strings(X: Any, what: str) -> None:
+    """An object array of numbers was refused as "X must be 2-D"."""
+    spec = r"kernel 0, Spectrum\(k=2, features=None\)"
+    pattern = rf"^{spec}, reads sequences \(strings\), but X is numeric \({what}\)"
+    with pytest.raises(InvalidInputError, match=pattern):
+        gram(X, [Spectrum(2)])
+    with pytest.raises(InvalidInputError, match=pattern):
+        mk.MKLClassifier(kernels=[Spectrum(2)]).fit(X, np.arange(4) % 2)
+    clf = mk.MKLClassifier(kernels=[Spectrum(2)]).fit(SEQS, np.arange(4) % 2)
+    with pytest.raises(InvalidInputError, match=pattern):
+        clf.predict(X)
+
+
+# --- 9. a vector kernel on a string column names the column --------------------------------
+
+
+def test_a_vector_kernel_on_a_string_column_names_the_column_everywhere() -> None:
+    """The estimators resolve names to indices before the bank maps the kernels, and the
+    error said ``column 0``; every route now names the DataFrame's column."""
+    rng = np.random.default_rng(1)
+    seqs = ["".join(rng.choice(list("ACGT"), 8)) for _ in range(20)]
+    df = pd.DataFrame({"seq": seqs, "x": rng.normal(size=20)})
+    y = np.arange(20) % 2
+    vector = r"reads numeric features, but column 'seq' of X holds strings"
+    fits: list[Any] = [
+        lambda k: mk.MKLClassifier(kernels=k).fit(df, y),
+        lambda k: mk.MKLClassifier(kernels=k, cache_size=10).fit(df, y),
+        lambda k: mk.MKLRegressor(kernels=k).fit(df, y.astype(float)),
+        lambda k: mk.MKLClassifierCV(kernels=k, Cs=2, cv=2).fit(df, y),
+        lambda k: mk.mkl_path(df, 2.0 * y - 1, kernels=k),
+        lambda k: KernelBank(k).fit_transform(df),
+    ]
+    for fit in fits:
+        with pytest.raises(InvalidInputError, match=vector):
+            fit([Gaussian(features=["seq"]), Spectrum(2, features=["seq"])])
+        with pytest.raises(InvalidInputError, match=vector):
+            fit([Gaussian(features=[0]), Spectrum(2, features=["seq"])])
+        with pytest.raises(
+            InvalidInputError,
+            match=r"but column 'x' of X holds numbers; the columns of strings are column 'seq'",
+        ):
+            fit([Spectrum(2, features=["x"]), Gaussian(features=["x"])])
+
+
+def test_no_hostile_case_here_leaks_a_builtin_error() -> None:
+    """The cases above end in the library's errors: each is a MultikernelError, so a caller
+    catching those catches them all."""
+    for bad in ([None, "AC"], ["AC", "\ud800"], np.array([1, 2], dtype=object)):
+        with pytest.raises(MultikernelError):
+            gram(bad, [Spectrum(1)])
