@@ -14,6 +14,8 @@ of two."""
 from __future__ import annotations
 
 import math
+import re
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from numpy.typing import NDArray
 import multikernel as mk
 from multikernel.exceptions import (
     InvalidInputError,
+    InvalidParameterError,
     MultikernelError,
 )
 from multikernel.kernels import (
@@ -31,6 +34,7 @@ from multikernel.kernels import (
     KernelBank,
     Linear,
     Spectrum,
+    WeightedDegree,
     gram,
 )
 
@@ -113,6 +117,52 @@ def test_a_lone_surrogate_is_refused_naming_the_row_and_value() -> None:
     clf = mk.MKLClassifier(kernels=[Spectrum(2)]).fit(seqs[:2] * 4, np.arange(8) % 2)
     with pytest.raises(InvalidInputError, match=r"row 1 is 'G\\udfffA'"):
         clf.predict(["ACGT", "G\udfffA"])
+
+
+@pytest.mark.parametrize(
+    ("make", "name", "value"),
+    [
+        (lambda: Spectrum(k=2**70), "k", 2**70),
+        (lambda: Spectrum(k=2**32), "k", 2**32),
+        (lambda: Spectrum(k=1e20), "k", 1e20),
+        (lambda: WeightedDegree(degree=10**12), "degree", 10**12),
+        (lambda: WeightedDegree(shift=10**12), "shift", 10**12),
+    ],
+)
+def test_counts_beyond_the_engines_are_refused_at_construction(
+    make: Any, name: str, value: Any
+) -> None:
+    """They were accepted, then refused at evaluation as "must be a non-negative integer"."""
+    bound = r"at most 2\*\*32 - 1 = 4294967295 \(the engine's 32-bit counts\)"
+    pattern = rf"^{name} must be .* integer of {bound}, got {re.escape(repr(value))}: too large"
+    with pytest.raises(InvalidParameterError, match=pattern) as e:
+        make()
+    assert e.value.parameter == name
+
+
+def _wd_exact(s: str, t: str, d: int) -> float:
+    """The weighted-degree kernel of two equal-length strings in exact fractions (lengths
+    above ``len(s)`` match nothing)."""
+    n = len(s)
+    total = Fraction(0)
+    for k in range(1, min(d, n) + 1):
+        matches = sum(s[p : p + k] == t[p : p + k] for p in range(n - k + 1))
+        total += Fraction(2 * (d - k + 1), d * (d + 1)) * matches
+    return float(total)
+
+
+def test_the_largest_counts_keep_their_meaning() -> None:
+    """``2**32 - 1`` is the engine's bound and accepted: a k longer than every sequence
+    counts no k-mer, a shift past the length adds nothing, and the weighted degree at the
+    largest d is its sum."""
+    seqs = ["ACGTAC", "ACGTTT", "GGGTAC"]
+    top = 2**32 - 1
+    np.testing.assert_array_equal(gram(seqs, [Spectrum(k=top)])[0], np.zeros((3, 3)))
+    G = gram(seqs, [WeightedDegree(degree=top)])[0]
+    ref = np.array([[_wd_exact(s, t, top) for t in seqs] for s in seqs])
+    np.testing.assert_allclose(G, ref, rtol=1e-12)
+    far = gram(seqs, [WeightedDegree(degree=3, shift=top)])[0]
+    np.testing.assert_array_equal(far, gram(seqs, [WeightedDegree(degree=3, shift=5)])[0])
 
 
 SEQS = ["ACGTAC", "ACGTTT", "GGGTAC", "TTTTAA"]

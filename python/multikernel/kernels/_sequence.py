@@ -22,16 +22,31 @@ from ._specs import Features, Kernel, _Entry, _features, _flist, _SpecTuple
 __all__ = ["Spectrum", "WeightedDegree"]
 
 
+#: The largest ``k``, ``degree`` and ``shift`` the engine takes (it reads them as 32-bit
+#: counts). Any count up to it is meaningful: a ``k`` or a ``degree`` longer than every
+#: sequence counts no k-mer or stops at the longest match, a ``shift`` past the length adds no
+#: shifted match.
+MAX_COUNT = 2**32 - 1
+
+
 def _count(name: str, value: Any, least: int) -> int:
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, numbers.Real)
-        or not float(value).is_integer()
-        or value < least
-    ):
-        what = "a positive" if least > 0 else "a non-negative"
+    what = "a positive" if least > 0 else "a non-negative"
+    exact: int | None = None
+    if isinstance(value, (bool, np.bool_)):
+        pass
+    elif isinstance(value, numbers.Integral):
+        exact = int(value)  # exactly, however large: no float on the way
+    elif isinstance(value, numbers.Real) and float(value).is_integer():
+        exact = int(float(value))
+    if exact is None or exact < least:
         raise InvalidParameterError(f"{name} must be {what} integer, got {value!r}", parameter=name)
-    return int(float(value))
+    if exact > MAX_COUNT:
+        raise InvalidParameterError(
+            f"{name} must be {what} integer of at most 2**32 - 1 = {MAX_COUNT} (the engine's "
+            f"32-bit counts), got {value!r}: too large",
+            parameter=name,
+        )
+    return exact
 
 
 def _one_column(features: Features | None) -> tuple[int | str, ...] | None:
@@ -66,7 +81,8 @@ class Spectrum(_SequenceKernel):
     Parameters
     ----------
     k : int, default 3
-        Length of the substrings counted.
+        Length of the substrings counted, at most ``2**32 − 1`` (the engine's bound); a ``k``
+        longer than every sequence is allowed (no k-mer: the kernel is 0).
     features : sequence of one int or str, optional
         The column of sequences the kernel reads (an index or a DataFrame's column name); when
         None, the only column of strings of ``X``.
@@ -74,10 +90,10 @@ class Spectrum(_SequenceKernel):
     Raises
     ------
     ValueError
-        ``k`` is not a positive integer, or ``features`` names more than one column. At
-        evaluation, :class:`~multikernel.exceptions.InvalidInputError` when the column it
-        reads holds numbers, ``X`` holds no strings, or an entry of the column is not a
-        string or not encodable in UTF-8 (named by its row and value).
+        ``k`` is not a positive integer or above ``2**32 − 1``, or ``features`` names more
+        than one column. At evaluation, :class:`~multikernel.exceptions.InvalidInputError`
+        when the column it reads holds numbers, ``X`` holds no strings, or an entry of the
+        column is not a string or not encodable in UTF-8 (named by its row and value).
 
     Examples
     --------
@@ -125,9 +141,10 @@ class WeightedDegree(_SequenceKernel):
     Parameters
     ----------
     degree : int, default 10
-        The longest substrings compared, ``d``.
+        The longest substrings compared, ``d``, at most ``2**32 − 1`` (the engine's bound).
     shift : int, default 0
-        The largest shift ``S`` (0: the plain weighted-degree kernel).
+        The largest shift ``S`` (0: the plain weighted-degree kernel), at most ``2**32 − 1``;
+        shifts past the sequences' length add nothing.
     features : sequence of one int or str, optional
         The column of sequences the kernel reads (an index or a DataFrame's column name); when
         None, the only column of strings of ``X``.
@@ -135,8 +152,8 @@ class WeightedDegree(_SequenceKernel):
     Raises
     ------
     ValueError
-        ``degree`` is not a positive integer, ``shift`` not a non-negative one, or
-        ``features`` names more than one column. At evaluation,
+        ``degree`` is not a positive integer, ``shift`` not a non-negative one (either above
+        ``2**32 − 1``), or ``features`` names more than one column. At evaluation,
         :class:`~multikernel.exceptions.InvalidInputError` for sequences of different lengths,
         a column of numbers, ``X`` without strings, or an entry that is not a string or not
         encodable in UTF-8.
