@@ -30,6 +30,7 @@ from ._validation import (
     check_real,
     check_sample_weight,
     check_verbose,
+    check_weight_scale,
     group_ids,
     validate_points,
 )
@@ -396,9 +397,16 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         # need them before the kernels are computed), else once the stack is known.
         made: list[NDArray[np.float64] | None] = []
 
+        # The dual's box is C · w (one-class: w), whose scale check_weight_scale bounds.
+        C = None if one_class else float(self.C)
+
         def weights(yv: Any, n: int) -> NDArray[np.float64] | None:
-            w = check_sample_weight(sample_weight, n)
-            made.append(w if weigh is None else weigh(yv, w))
+            w = check_sample_weight(sample_weight, n, C)
+            out = w if weigh is None else weigh(yv, w)
+            if out is not None and out is not w:  # class_weight's weights too
+                what = "class_weight" if w is None else "sample_weight × class_weight"
+                check_weight_scale(out, C, what)
+            made.append(out)
             return made[0]
 
         # A FeatureBank reads its points batch by batch: float32 points stay float32 (a

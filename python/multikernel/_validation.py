@@ -282,8 +282,44 @@ def aligned(value: Any) -> Any:
     return value
 
 
-def check_sample_weight(sample_weight: Any, n: int) -> NDArray[np.float64] | None:
-    """``sample_weight`` as ``n`` finite weights ≥ 0 with a positive sum, or None."""
+#: The largest total ``Σ w`` of sample weights (loss weights too: ``class_weight`` times
+#: them). Their pairwise products summed, ``(Σ w)²``, must stay representable: the weighted
+#: statistics of the multiplicative normalisation and the one-class dual ``αᵀKα`` (``0 ≤ α ≤
+#: w``) overflowed float64 from ``Σ w`` ≈ 1e156. Only ratios of weights matter to the
+#: kernels' statistics, and ``C · w`` to a fit, so no meaningful weighting needs more.
+MAX_WEIGHT_SUM = 1e150
+
+
+def check_weight_scale(
+    w: NDArray[np.float64], C: float | None = None, what: str = "sample_weight"
+) -> None:
+    """Refuse weights ``w`` (finite, ≥ 0) whose scale the engine cannot represent: a total
+    above :data:`MAX_WEIGHT_SUM`, or, for a fit of loss weight ``C``, a box ``C · max(w)``
+    beyond float64. Named ``what`` in the error, with ``C`` when given (the one check of
+    every estimator, the path, the CV estimators and the banks)."""
+    top, total = float(w.max()), float(w.sum())
+    box = f"; the dual's box C · max({what}) = {C * top:.3g} with C = {C:g}" if C else ""
+    if not total <= MAX_WEIGHT_SUM:
+        i = int(np.argmax(w))
+        raise InvalidInputError(
+            f"{what} sums to {total:.3g} (largest {top:.3g}, sample {i}), beyond "
+            f"{MAX_WEIGHT_SUM:.0e}: sums of their pairwise products overflow float64{box}. "
+            f"Only the ratios of the weights matter to the kernels' statistics, and the box "
+            f"C · w to a fit: divide {what} by its maximum (and multiply C by it for the same "
+            f"fit)"
+        )
+    if C is not None and not math.isfinite(C * top):
+        raise InvalidInputError(
+            f"C · max({what}) = {C:g} · {top:.3g} overflows float64: the dual's box C · w "
+            f"must be a float; lower C or rescale {what}"
+        )
+
+
+def check_sample_weight(
+    sample_weight: Any, n: int, C: float | None = None
+) -> NDArray[np.float64] | None:
+    """``sample_weight`` as ``n`` finite weights ≥ 0 with a positive sum, or None; their
+    scale checked by :func:`check_weight_scale` (with the fit's ``C`` when given)."""
     if sample_weight is None:
         return None
     try:
@@ -302,6 +338,7 @@ def check_sample_weight(sample_weight: Any, n: int) -> NDArray[np.float64] | Non
         raise InvalidInputError(f"sample_weight must be non-negative, got min {w.min():.3g}")
     if not w.sum() > 0:
         raise InvalidInputError("sample_weight is zero for every sample: nothing to fit")
+    check_weight_scale(w, C)
     return w
 
 

@@ -103,6 +103,63 @@ def test_columns_left_out_by_kernels_that_name_theirs_are_deliberate() -> None:
     np.testing.assert_allclose(fitted.decision_function(df), ref.decision_function(G), atol=1e-8)
 
 
+# --- 4. sample weights beyond float64's range name sample_weight and C ------------------------
+
+
+def _huge_weight_fits() -> dict[str, Any]:
+    X, y = _table()[0].to_numpy(), _table()[1]
+    y3 = np.arange(len(y)) % 3
+    return {
+        "shared l1": lambda w: mk.MKLClassifier(multi_class="shared", penalty="l1").fit(
+            X, y3, sample_weight=w
+        ),
+        "ovr": lambda w: mk.MKLClassifier().fit(X, y3, sample_weight=w),
+        "regressor": lambda w: mk.MKLRegressor().fit(X, X[:, 0], sample_weight=w),
+        "one-class": lambda w: mk.MKLOneClass().fit(X, sample_weight=w),
+        "path": lambda w: mk.mkl_path(X, 2.0 * y - 1, sample_weight=w),
+        "CV": lambda w: mk.MKLClassifierCV(Cs=2, cv=2).fit(X, y, sample_weight=w),
+        "bank": lambda w: KernelBank([Linear()]).fit_transform(X, sample_weight=w),
+    }
+
+
+@pytest.mark.parametrize("fit", _huge_weight_fits())
+def test_weights_beyond_float64_are_refused_naming_sample_weight(fit: str) -> None:
+    """``sample_weight=1e300`` gave "warm_start: violates the equality constraint" on a
+    shared ℓ1 fit; one-class fits and paths ended in NaN from 1e154 (their pairwise products
+    overflow). Every estimator refuses the same way, through one check."""
+    w = np.full(40, 1e300)
+    w[7] = 2e300
+    pattern = r"^sample_weight sums to 4\.1e\+301 \(largest 2e\+300, sample 7\), beyond 1e\+150"
+    with pytest.raises(InvalidInputError, match=pattern):
+        _huge_weight_fits()[fit](w)
+
+
+def test_the_weights_message_names_c_and_the_box() -> None:
+    X, y = _table()[0].to_numpy(), _table()[1]
+    y3 = np.arange(40) % 3
+    clf = mk.MKLClassifier(multi_class="shared", penalty="l1", C=10.0)
+    with pytest.raises(InvalidInputError, match=r"C · max\(sample_weight\) = 1e\+301 with C = 10"):
+        clf.fit(X, y3, sample_weight=np.full(40, 1e300))
+    overflow = r"C · max\(sample_weight\) = 1e\+300 · 1e\+100 overflows"
+    with pytest.raises(InvalidInputError, match=overflow):
+        mk.MKLClassifier(C=1e300).fit(X, y, sample_weight=np.full(40, 1e100))
+    with pytest.raises(InvalidInputError, match=r"^class_weight sums to"):
+        mk.MKLClassifier(class_weight={0: 1e200}).fit(X, y)
+    with pytest.raises(InvalidInputError, match=r"^sample_weight × class_weight sums to"):
+        mk.MKLClassifier(class_weight={0: 1e100}).fit(X, y, sample_weight=np.full(40, 1e100))
+
+
+def test_weights_below_the_bound_are_the_fit_of_c_times_them() -> None:
+    """Weights summing to just under the bound fit, as the unweighted fit with C times the
+    weight (the box C · w is all that matters)."""
+    X, y = _table()[0].to_numpy(), _table()[1]
+    s = 0.9 * mk._validation.MAX_WEIGHT_SUM / 40
+    kw: dict[str, Any] = {"penalty": "lp", "tol": 1e-8, "C": 1e-147}
+    a = mk.MKLClassifier(**kw).fit(X, y, sample_weight=np.full(40, s))
+    b = mk.MKLClassifier(**{**kw, "C": 1e-147 * s}).fit(X, y)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), rtol=1e-6)
+
+
 # --- 7. sequences ---------------------------------------------------------------------------
 
 
