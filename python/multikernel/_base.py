@@ -19,7 +19,14 @@ from sklearn.utils.validation import check_is_fitted
 from . import _auto, _core, _progress
 from ._config import SOLVERS, Setting, SolverConfig
 from ._data import Blocks, Stack, TestSide, TestStack, scatter_kept
-from ._record import FitRecord, group_weights, history, warn_not_psd, warn_unconverged
+from ._record import (
+    FitRecord,
+    group_weights,
+    history,
+    internal_start_error,
+    warn_not_psd,
+    warn_unconverged,
+)
 from ._sources import ESTIMATORS, Accepts, resolve
 from ._typing import LossName, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
@@ -553,10 +560,17 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
                 choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
                 sample_weight=w, **init,
             )  # fmt: skip
-        r = _core.fit(
-            choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
-            sample_weight=w,
-        )  # fmt: skip
+        try:
+            r = _core.fit(
+                choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
+                sample_weight=w,
+            )  # fmt: skip
+        except InvalidParameterError as err:  # no warm start was given: not the user's
+            # (one-class: the box is w itself, C = 1)
+            internal = internal_start_error(err, float(getattr(self, "C", 1.0)), w)
+            if internal is None:
+                raise
+            raise internal from err
         if log is not None and len(r.solvers) > 1:
             log.note(f"{' then '.join(r.solvers)}: SpicyMKL continued the wrapper's fit")
         return r

@@ -28,6 +28,7 @@ from multikernel.exceptions import (
     InvalidInputError,
     InvalidParameterError,
     MultikernelError,
+    NumericalError,
 )
 from multikernel.kernels import (
     Gaussian,
@@ -158,6 +159,23 @@ def test_weights_below_the_bound_are_the_fit_of_c_times_them() -> None:
     a = mk.MKLClassifier(**kw).fit(X, y, sample_weight=np.full(40, s))
     b = mk.MKLClassifier(**{**kw, "C": 1e-147 * s}).fit(X, y)
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), rtol=1e-6)
+
+
+@pytest.mark.parametrize("multi_class", ["shared", "ovr"])
+def test_a_solver_failure_at_a_huge_box_does_not_name_warm_start(multi_class: str) -> None:
+    """ℓ1 fits at C = 1e15 (no weights, no warm start): the engine's ℓ1 solver breaks its own
+    start between iterations and named ``warm_start``, which the user never set. Either the
+    fit succeeds (finite outputs) or its error names C."""
+    X, _ = _table()
+    y3 = np.arange(40) % 3
+    clf = mk.MKLClassifier(multi_class=multi_class, penalty="l1", C=1e15)
+    try:
+        clf.fit(X.to_numpy(), y3)
+    except NumericalError as e:
+        assert re.search(r"C · max\(sample_weight\) = 1e\+15 \(C = 1e\+15\)", str(e)), e
+        assert "no warm_start was given" in str(e) and not str(e).startswith("warm_start")
+        return
+    assert np.isfinite(clf.decision_function(X.to_numpy())).all()
 
 
 # --- 7. sequences ---------------------------------------------------------------------------
