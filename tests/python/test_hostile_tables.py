@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.typing import NDArray
+from scipy.spatial.distance import cdist
 
 import multikernel as mk
 from multikernel.exceptions import (
@@ -36,6 +37,7 @@ from multikernel.kernels import (
     Linear,
     Spectrum,
     WeightedDegree,
+    from_distances,
     gram,
 )
 
@@ -284,6 +286,41 @@ def test_numbers_for_a_sequence_kernel_say_it_reads_strings(X: Any, what: str) -
     clf = mk.MKLClassifier(kernels=[Spectrum(2)]).fit(SEQS, np.arange(4) % 2)
     with pytest.raises(InvalidInputError, match=pattern):
         clf.predict(X)
+
+
+# --- 8. from_distances does not depend on the scale of D -----------------------------------
+
+
+def _exp_kernels(D: FloatArray, widths: list[float]) -> FloatArray:
+    """``exp(-D / (w D̄))``, ``D̄`` the mean off-diagonal entry, by numpy at scale 1."""
+    n = len(D)
+    mean = D[~np.eye(n, dtype=bool)].mean()
+    return np.stack([np.exp(-D / (w * mean)) for w in widths])
+
+
+def test_from_distances_at_the_ends_of_float64() -> None:
+    """Distances scaled by 1e-320 gave a NonFiniteError (``1 / (w D̄)`` overflowed), and by
+    1e307 an all-ones kernel (``D̄`` overflowed). Integer distances times a power of two are
+    exact at every scale, so their kernels are those of the integers; distances times
+    1e-320 (rounded to subnormals) are those of their exact values rescaled by 2**1074."""
+    rng = np.random.default_rng(3)
+    P = rng.integers(0, 6, size=(25, 3)).astype(float)
+    D = cdist(P, P, "cityblock")  # integers up to 15
+    widths = [0.5, 1.0, 2.0]
+    ref = _exp_kernels(D, widths)
+    for scale in (2.0**-1070, 2.0**-1063, 2.0**-500, 1.0, 2.0**900, 2.0**1019):
+        K = from_distances(D * scale, widths)
+        np.testing.assert_allclose(K.stack_, ref, rtol=1e-12)
+        D_new = D[:4] * scale
+        np.testing.assert_allclose(K.transform(D_new), ref[:, :4], rtol=1e-12)
+    Q = rng.random((25, 4))
+    Dq = cdist(Q, Q)
+    tiny = Dq * 1e-320  # subnormal: ~4 digits left, exact multiples of 2**-1074
+    K = from_distances(tiny, widths)
+    np.testing.assert_allclose(K.stack_, _exp_kernels(np.ldexp(tiny, 1074), widths), rtol=1e-12)
+    for scale in (1e300, 1e307):  # rounded to 1e-16 of each distance: the kernels of Dq
+        K = from_distances(Dq * scale, widths)
+        np.testing.assert_allclose(K.stack_, _exp_kernels(Dq, widths), rtol=1e-12)
 
 
 # --- 9. a vector kernel on a string column names the column --------------------------------
