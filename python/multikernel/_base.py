@@ -19,7 +19,14 @@ from sklearn.utils.validation import check_is_fitted
 from . import _auto, _core, _progress
 from ._config import SOLVERS, Setting, SolverConfig
 from ._data import Blocks, Stack, TestSide, TestStack, scatter_kept
-from ._record import FitRecord, group_weights, history, warn_not_psd, warn_unconverged
+from ._record import (
+    FitRecord,
+    group_weights,
+    history,
+    internal_start_error,
+    warn_not_psd,
+    warn_unconverged,
+)
 from ._sources import ESTIMATORS, Accepts, resolve
 from ._typing import LossName, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
@@ -30,6 +37,7 @@ from ._validation import (
     check_real,
     check_sample_weight,
     check_verbose,
+    check_weight_scale,
     group_ids,
     validate_points,
 )
@@ -396,9 +404,16 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         # need them before the kernels are computed), else once the stack is known.
         made: list[NDArray[np.float64] | None] = []
 
+        # The dual's box is C · w (one-class: w), whose scale check_weight_scale bounds.
+        C = None if one_class else float(self.C)
+
         def weights(yv: Any, n: int) -> NDArray[np.float64] | None:
-            w = check_sample_weight(sample_weight, n)
-            made.append(w if weigh is None else weigh(yv, w))
+            w = check_sample_weight(sample_weight, n, C)
+            out = w if weigh is None else weigh(yv, w)
+            if out is not None and out is not w:  # class_weight's weights too
+                what = "class_weight" if w is None else "sample_weight × class_weight"
+                check_weight_scale(out, C, what)
+            made.append(out)
             return made[0]
 
         # A FeatureBank reads its points batch by batch: float32 points stay float32 (a
@@ -545,10 +560,17 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
                 choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
                 sample_weight=w, **init,
             )  # fmt: skip
-        r = _core.fit(
-            choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
-            sample_weight=w,
-        )  # fmt: skip
+        try:
+            r = _core.fit(
+                choice.settings(settings), G.engine, yc, n_threads=threads, on_iteration=log,
+                sample_weight=w,
+            )  # fmt: skip
+        except InvalidParameterError as err:  # no warm start was given: not the user's
+            # (one-class: the box is w itself, C = 1)
+            internal = internal_start_error(err, float(getattr(self, "C", 1.0)), w)
+            if internal is None:
+                raise
+            raise internal from err
         if log is not None and len(r.solvers) > 1:
             log.note(f"{' then '.join(r.solvers)}: SpicyMKL continued the wrapper's fit")
         return r

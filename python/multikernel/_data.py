@@ -21,6 +21,7 @@ from . import _core
 from ._validation import CheckedPoints, aligned, check_feature_blocks, check_stack
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError, MultikernelError
 from .kernels import FeatureBank, KernelBank, LowRankFactors, shift_to_psd
+from .kernels._sequence import _refuse_numbers
 
 #: Validates raw test points.
 TestPoints: TypeAlias = Callable[[Any], CheckedPoints]
@@ -332,6 +333,8 @@ class TestSide:
         validates raw points for a bank)."""
         if self.bank is not None:
             bank = self.bank
+            if isinstance(bank, KernelBank):
+                _refuse_numbers(bank.specs, X)  # before scikit-learn reads X as numbers
             Xv = _raw_points(X, points, isinstance(bank, FeatureBank))
             if self.on_demand and isinstance(bank, KernelBank):
                 return CrossOnDemand(bank, Xv)

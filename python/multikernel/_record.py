@@ -13,7 +13,11 @@ from numpy.typing import NDArray
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
-from .exceptions import KernelNotPSDWarning
+from .exceptions import (
+    InvalidParameterError,
+    KernelNotPSDWarning,
+    NumericalError,
+)
 
 _STATUSES = (
     _core.Status.CONVERGED,
@@ -138,3 +142,23 @@ def warn_unconverged(
             ConvergenceWarning,
             stacklevel=4,
         )
+
+
+def internal_start_error(
+    err: InvalidParameterError, C: float, weight: NDArray[np.float64] | None
+) -> NumericalError | None:
+    """The error of an engine fit given no warm start: the engine names ``warm_start`` when
+    a start it made itself between its iterations (the ℓ1 wrapper's, the shared fit's) breaks
+    ``yᵀα = 0``, which happens at a huge box ``C · w`` (from ~1e12 with ``penalty="l1"``);
+    the user, who set no ``warm_start``, is told of ``C`` and ``sample_weight`` instead. None
+    for any other error (raised as it is)."""
+    if err.parameter != "warm_start":
+        return None
+    box = C * (1.0 if weight is None or not len(weight) else float(np.max(weight)))
+    detail = str(err).split(": ", 1)[-1]
+    return NumericalError(
+        f"the solver's own start between its iterations broke the equality constraint of the "
+        f"dual ({detail}) at the box C · max(sample_weight) = {box:.3g} (C = {C:g}): the "
+        f"solver fails at so large a box (no warm_start was given). Lower C or rescale "
+        f"sample_weight (only C · w matters), or use penalty='lp'"
+    )

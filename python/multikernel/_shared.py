@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from . import _core
 from ._config import Setting
-from ._record import FitRecord
+from ._record import FitRecord, internal_start_error
 from .exceptions import InvalidParameterError, NonFiniteError, NumericalError
 
 #: The losses of a shared fit (the classifier's).
@@ -66,6 +66,11 @@ def fit_shared(
         )  # fmt: skip
     except NumericalError as err:
         raise _no_finite_iterate(G, int(settings["max_iter"])) from err  # type: ignore[arg-type]
+    except InvalidParameterError as err:  # a shared fit takes no warm start: not the user's
+        internal = internal_start_error(err, float(settings["C"]), sample_weight)  # type: ignore[arg-type]
+        if internal is None:
+            raise
+        raise internal from err
     return FitRecord(
         coef=r.coef, intercept=r.intercept, kernel_weights=r.kernel_weights,
         kernel_norms=r.kernel_norms, primal=r.primal, dual=r.dual, gap=r.gap, n_iter=r.n_iter,

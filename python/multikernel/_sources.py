@@ -46,6 +46,7 @@ from ._validation import (
 )
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank, LowRankFactors, validate_stack
+from .kernels._sequence import _refuse_numbers
 from .kernels._specs import _resolve_columns
 
 #: Validates raw training points and their targets (the estimators' ``validate_data``).
@@ -399,6 +400,9 @@ def resolve(
     """
     source = classify(kernels, X, accepts)
     if isinstance(source, RawPoints):
+        if isinstance(source.kernels, (Kernel, list, tuple)):
+            specs = [source.kernels] if isinstance(source.kernels, Kernel) else source.kernels
+            _refuse_numbers(specs, X)  # before scikit-learn reads X as numbers
         Xv, y = wrapped(points, source.is_bank, X, y)
         spec = default_specs(Xv.shape[1]) if source.kernels is None else source.kernels
         recipe = Recipe(_with_columns(spec, column_names(X)), normalize, n_threads, accepts)

@@ -282,8 +282,44 @@ def aligned(value: Any) -> Any:
     return value
 
 
-def check_sample_weight(sample_weight: Any, n: int) -> NDArray[np.float64] | None:
-    """``sample_weight`` as ``n`` finite weights ≥ 0 with a positive sum, or None."""
+#: The largest total ``Σ w`` of sample weights (loss weights too: ``class_weight`` times
+#: them). Their pairwise products summed, ``(Σ w)²``, must stay representable: the weighted
+#: statistics of the multiplicative normalisation and the one-class dual ``αᵀKα`` (``0 ≤ α ≤
+#: w``) overflowed float64 from ``Σ w`` ≈ 1e156. Only ratios of weights matter to the
+#: kernels' statistics, and ``C · w`` to a fit, so no meaningful weighting needs more.
+MAX_WEIGHT_SUM = 1e150
+
+
+def check_weight_scale(
+    w: NDArray[np.float64], C: float | None = None, what: str = "sample_weight"
+) -> None:
+    """Refuse weights ``w`` (finite, ≥ 0) whose scale the engine cannot represent: a total
+    above :data:`MAX_WEIGHT_SUM`, or, for a fit of loss weight ``C``, a box ``C · max(w)``
+    beyond float64. Named ``what`` in the error, with ``C`` when given (the one check of
+    every estimator, the path, the CV estimators and the banks)."""
+    top, total = float(w.max()), float(w.sum())
+    box = f"; the dual's box C · max({what}) = {C * top:.3g} with C = {C:g}" if C else ""
+    if not total <= MAX_WEIGHT_SUM:
+        i = int(np.argmax(w))
+        raise InvalidInputError(
+            f"{what} sums to {total:.3g} (largest {top:.3g}, sample {i}), beyond "
+            f"{MAX_WEIGHT_SUM:.0e}: sums of their pairwise products overflow float64{box}. "
+            f"Only the ratios of the weights matter to the kernels' statistics, and the box "
+            f"C · w to a fit: divide {what} by its maximum (and multiply C by it for the same "
+            f"fit)"
+        )
+    if C is not None and not math.isfinite(C * top):
+        raise InvalidInputError(
+            f"C · max({what}) = {C:g} · {top:.3g} overflows float64: the dual's box C · w "
+            f"must be a float; lower C or rescale {what}"
+        )
+
+
+def check_sample_weight(
+    sample_weight: Any, n: int, C: float | None = None
+) -> NDArray[np.float64] | None:
+    """``sample_weight`` as ``n`` finite weights ≥ 0 with a positive sum, or None; their
+    scale checked by :func:`check_weight_scale` (with the fit's ``C`` when given)."""
     if sample_weight is None:
         return None
     try:
@@ -302,6 +338,7 @@ def check_sample_weight(sample_weight: Any, n: int) -> NDArray[np.float64] | Non
         raise InvalidInputError(f"sample_weight must be non-negative, got min {w.min():.3g}")
     if not w.sum() > 0:
         raise InvalidInputError("sample_weight is zero for every sample: nothing to fit")
+    check_weight_scale(w, C)
     return w
 
 
@@ -356,11 +393,15 @@ class Points:
     columns : tuple of (bool, int)
         For each column of ``X``: whether it holds sequences, and its index among the
         numeric columns or among the sequence columns.
+    names : tuple of str or None
+        The column names of a DataFrame ``X`` (None otherwise): errors name the columns by
+        them, whoever maps the kernels onto these points.
     """
 
     numeric: NDArray[np.float64]
     sequences: tuple[SeqColumn, ...]
     columns: tuple[tuple[bool, int], ...]
+    names: tuple[str, ...] | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -372,7 +413,8 @@ class Points:
 
     def __getitem__(self, rows: Any) -> Points:
         numeric = np.require(self.numeric[rows], requirements=("C", "A"))
-        return Points(numeric, tuple(c.take(rows) for c in self.sequences), self.columns)
+        sequences = tuple(c.take(rows) for c in self.sequences)
+        return Points(numeric, sequences, self.columns, self.names)
 
     def copy(self) -> Points:
         """The points themselves (immutable)."""
@@ -382,14 +424,31 @@ class Points:
         """The sequence columns as the engine takes them."""
         return [(c.data, c.offsets) for c in self.sequences]
 
+    def label(self, j: int) -> str:
+        """Column ``j`` as an error names it: by its DataFrame name, else by its index."""
+        return f"column {self.names[j]!r}" if self.names is not None else f"column {j}"
+
 
 #: Validated raw points: a float64 matrix, or points with sequence columns.
 CheckedPoints: TypeAlias = "NDArray[np.float64] | Points"
 
 
-def _encode(values: Sequence[str | bytes]) -> SeqColumn:
-    """The column of ``values`` (str are encoded in UTF-8: the kernels count bytes)."""
-    raw = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
+def _encode(values: Sequence[Any], where: str = "X") -> SeqColumn:
+    """The column of ``values`` (str are encoded in UTF-8: the kernels count bytes); a str
+    UTF-8 cannot encode (a lone surrogate) is refused naming its row of ``where``."""
+    raw: list[bytes] = []
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raw.append(bytes(v))
+            continue
+        try:
+            raw.append(v.encode())
+        except UnicodeEncodeError as e:
+            raise InvalidInputError(
+                f"{where} holds strings (sequences), but row {i} is {v!r}, which UTF-8 cannot "
+                f"encode ({e.reason}: character {e.start}); the kernels compare the UTF-8 "
+                f"bytes of a str: pass valid text, or bytes"
+            ) from None
     offsets = np.zeros(len(raw) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in raw], out=offsets[1:])
     return SeqColumn(np.frombuffer(b"".join(raw), dtype=np.uint8).copy(), offsets)
@@ -400,16 +459,20 @@ def _is_text(v: Any) -> bool:
 
 
 def _text_column(values: Any) -> bool:
-    """Whether a column holds strings (a numpy str/bytes array, or objects that are)."""
+    """Whether a column holds strings: a numpy str/bytes array, or objects any of which is
+    one. Every entry is looked at, not the first only: a column of strings with a None, a NaN
+    or a number somewhere is a column of strings with a bad entry, which :func:`check_points`
+    names, not numbers that fail to convert."""
     arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
     if arr.dtype.kind in "US":
         return True
-    return arr.dtype.kind == "O" and len(arr) > 0 and _is_text(arr.flat[0])
+    return arr.dtype.kind == "O" and any(_is_text(v) for v in arr.flat)
 
 
 def has_sequences(X: Any) -> bool:
     """Whether ``X`` holds sequences: :class:`Points`, a DataFrame with a column of strings,
-    or a 1-D array or list of strings (str or bytes)."""
+    or a 1-D array or list of strings (str or bytes); any entry that is a string counts (see
+    :func:`_text_column`)."""
     if isinstance(X, Points):
         return True
     dtypes = getattr(X, "dtypes", None)
@@ -419,9 +482,9 @@ def has_sequences(X: Any) -> bool:
         return any(_text_column(X.iloc[:, j].to_numpy()) for j in objects)
     if isinstance(X, np.ndarray):
         return X.dtype.kind in "USO" and X.ndim >= 1 and X.size > 0 and _text_column(X.ravel())
-    if isinstance(X, (list, tuple)) and len(X) > 0:
-        return _is_text(X[0]) or (
-            isinstance(X[0], (list, tuple)) and any(_is_text(v) for v in X[0])
+    if isinstance(X, (list, tuple)):
+        return any(
+            _is_text(v) or (isinstance(v, (list, tuple)) and any(_is_text(u) for u in v)) for v in X
         )
     return False
 
@@ -430,50 +493,55 @@ def check_points(X: Any, name: str = "X") -> CheckedPoints:
     """The one place raw points are validated: ``X`` as a finite float64 matrix
     (:func:`check_features`), or, when it holds sequences (:func:`has_sequences`), as
     :class:`Points`: a DataFrame's string columns (every value a str or bytes) become sequence
-    columns and the others numeric columns; a 1-D array of strings is one sequence column."""
+    columns and the others numeric columns; a 1-D array of strings is one sequence column.
+    An entry of a column of strings that is not one (None, NaN, a number) or that UTF-8 cannot
+    encode is refused naming its row and value."""
     if isinstance(X, Points):
         return X
     if not has_sequences(X):
         return check_features(X, name)
+    names = column_names(X)
     if hasattr(X, "columns") and hasattr(X, "iloc"):
         cols = [X.iloc[:, j].to_numpy() for j in range(X.shape[1])]
-        labels = [repr(c) for c in X.columns]
+        wheres = [f"column {c!r} of {name}" for c in X.columns]
     else:
         arr = np.asarray(X, dtype=object)
-        if arr.ndim == 1:
+        one = arr.ndim == 1
+        if one:
             arr = arr.reshape(-1, 1)
         if arr.ndim != 2 or arr.shape[0] == 0:
             raise InvalidInputError(
                 f"{name} must be a 1-D array of strings or a 2-D table, got shape {arr.shape}"
             )
         cols = [arr[:, j] for j in range(arr.shape[1])]
-        labels = [str(j) for j in range(arr.shape[1])]
+        wheres = [name] if one else [f"column {j} of {name}" for j in range(arr.shape[1])]
     numeric: list[NDArray[Any]] = []
     sequences: list[SeqColumn] = []
     columns: list[tuple[bool, int]] = []
-    for col, label in zip(cols, labels, strict=True):
+    for col, where in zip(cols, wheres, strict=True):
         if _text_column(col):
             bad = next((i for i, v in enumerate(col) if not _is_text(v)), None)
             if bad is not None:
                 raise InvalidInputError(
-                    f"column {label} of {name} holds strings (sequences), but row {bad} is "
-                    f"{col[bad]!r}: every entry of a sequence column must be a str or bytes"
+                    f"{where} holds strings (sequences), but row {bad} is {col[bad]!r}: every "
+                    f"entry of a sequence column must be a str or bytes"
                 )
             columns.append((True, len(sequences)))
-            sequences.append(_encode(list(col)))
+            sequences.append(_encode(list(col), where))
         else:
             try:
                 numeric.append(np.asarray(col, dtype=np.float64))
             except (TypeError, ValueError) as e:
                 raise InvalidInputError(
-                    f"column {label} of {name} is neither numeric nor a column of strings: {e}"
+                    f"{where} is neither numeric nor a column of strings: {e}"
                 ) from None
             columns.append((False, len(numeric) - 1))
     n = len(cols[0])
     num = np.column_stack(numeric) if numeric else np.empty((n, 0))
     if numeric:
         num = check_features(num, name)
-    return Points(np.require(num, requirements=("C", "A")), tuple(sequences), tuple(columns))
+    known = tuple(names) if names is not None else None
+    return Points(np.require(num, requirements=("C", "A")), tuple(sequences), tuple(columns), known)
 
 
 def validate_points(estimator: Any, X: Any, y: Any = "no_validation", **kwargs: Any) -> Any:

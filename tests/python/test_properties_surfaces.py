@@ -1,14 +1,20 @@
 """Property tests over hostile inputs on the newer surfaces: sample and class weights,
 probabilities, shared multiclass, ``Callable`` kernels (PSD, not PSD, writing to their input),
-cache sizes and stacks with NaN behind ``check_input=False``.
+cache sizes and stacks with NaN behind ``check_input=False``; sequence kernels on random
+alphabets and lengths with hostile entries (None, numbers, NaN, lone surrogates), histogram
+kernels on non-negative data with hostile entries, and mixed tables (numeric, string and
+categorical columns) under vector and sequence kernels, named or not.
 
 Every generated case must end in one of two ways: a fit whose outputs are sound (finite
 coefficients and decision values, labels among the classes, probabilities in [0, 1] summing
 to 1), or an exception of :mod:`multikernel.exceptions`; never a bare built-in exception,
 never a silent NaN, and never a change to the caller's ``X``. The one exception a fit lets
 through is the one a kernel function raises itself (here numpy's read-only error, when the
-function writes to its input). The default run draws a few cases per family; the ``slow``
-runs draw many more (``-m slow``)."""
+function writes to its input). Where the kernels are cheap to compute independently (k-mer
+counts, the weighted-degree sum, the histogram kernels and the Gaussian in numpy), a valid
+case's Gram matrices must equal them and be PSD, and a hostile one must be refused naming the
+row or column at fault. The default run draws a few cases per family; the ``slow`` runs draw
+many more (``-m slow``)."""
 
 from __future__ import annotations
 
@@ -18,14 +24,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
+from sklearn.metrics.pairwise import chi2_kernel
+from test_sequence_kernels import ref_spectrum, ref_wd
 
 import multikernel as mk
-from multikernel.exceptions import MultikernelError
-from multikernel.kernels import Callable, Gaussian, Kernel, Linear
+from multikernel.exceptions import InvalidInputError, MultikernelError
+from multikernel.kernels import (
+    Callable,
+    Chi2,
+    Gaussian,
+    Hellinger,
+    Intersection,
+    Kernel,
+    KernelBank,
+    Linear,
+    Spectrum,
+    Tanimoto,
+    WeightedDegree,
+    gram,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -372,3 +394,309 @@ def check_path(case: Case) -> None:
         _finite(out)
     else:
         assert set(np.unique(out).tolist()) <= {-1.0, 1.0}
+
+
+# --- sequences, histograms and mixed tables -------------------------------------------------
+
+#: Fewer cases than the fits above: each draws a few Gram matrices and their references.
+TABLES = settings(FAST, max_examples=30)
+TABLES_SLOW = settings(TABLES, max_examples=300)
+
+#: Alphabets of sequences: DNA, two letters, non-ASCII (several UTF-8 bytes a character).
+ALPHABETS = ["ACGT", "ab", "xé€"]
+#: Entries that are not sequences, or a str UTF-8 cannot encode.
+HOSTILE_ENTRIES: list[Any] = [None, 7, 2.5, math.nan, "AC\ud800T", "\udfff"]
+
+
+def _assert_psd(G: FloatArray) -> None:
+    lam = np.linalg.eigvalsh(G)
+    assert lam[0] >= -1e-9 * max(float(np.abs(lam).max()), 1.0), lam[0]
+
+
+def _assert_rel(a: FloatArray, b: FloatArray, rtol: float = 1e-12) -> None:
+    scale = max(float(np.abs(b).max()), 1.0)
+    assert float(np.abs(a - b).max()) <= rtol * scale
+
+
+@dataclass
+class SeqCase:
+    """Sequences (a list, maybe with one hostile entry at ``bad``), a kernel, and whether
+    the sequences have equal lengths in bytes (the weighted degree refuses others)."""
+
+    seqs: list[Any]
+    kernel: Kernel
+    bad: int | None
+    equal: bool
+
+
+@st.composite
+def sequence_cases(draw: st.DrawFn) -> SeqCase:
+    """Random sequences of a random alphabet, lengths and type (str or bytes), a third of
+    them with one hostile entry; the choices are drawn by a seed (hypothesis's own draws of
+    small integers lean to their smallest value, which left hostile entries rare)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    alphabet = list(ALPHABETS[rng.integers(len(ALPHABETS))])
+    n = int(rng.integers(2, 8))
+    fixed = int(rng.integers(0, 10))
+    same = rng.random() < 0.5
+    lengths = [fixed if same else int(rng.integers(0, 10)) for _ in range(n)]
+    seqs: list[Any] = ["".join(rng.choice(alphabet, L)) if L else "" for L in lengths]
+    if rng.random() < 0.3:  # bytes are sequences too
+        seqs = [x.encode() for x in seqs]
+    # The kernels compare bytes: 'é' and '€' are two and three of them.
+    equal = len({len(x.encode() if isinstance(x, str) else x) for x in seqs}) == 1
+    bad = None
+    if rng.random() < 1 / 3:
+        bad = int(rng.integers(n))
+        seqs[bad] = HOSTILE_ENTRIES[rng.integers(len(HOSTILE_ENTRIES))]
+    kernel: Kernel = draw(
+        st.one_of(
+            st.builds(Spectrum, k=st.integers(1, 5)),
+            st.builds(WeightedDegree, degree=st.integers(1, 6), shift=st.integers(0, 3)),
+        )
+    )
+    return SeqCase(seqs, kernel, bad, equal)
+
+
+def check_sequences(case: SeqCase) -> None:
+    """A hostile entry is refused naming its row; unequal lengths under the weighted degree
+    are refused; otherwise the Gram matrix is the reference's, PSD, and a bank's cross block
+    of the first rows equals the Gram matrix's rows."""
+    if case.bad is not None:
+        # Every other entry is a string, so the column is one of strings: the entry is named.
+        strings = sum(isinstance(v, (str, bytes)) for v in case.seqs) > 0
+        with pytest.raises(MultikernelError) as err:
+            gram(case.seqs, [case.kernel])
+        if strings:
+            assert f"row {case.bad} is " in str(err.value), err.value
+        return
+    if isinstance(case.kernel, WeightedDegree) and not case.equal:
+        with pytest.raises(InvalidInputError, match="equal lengths"):
+            gram(case.seqs, [case.kernel])
+        return
+    G = gram(case.seqs, [case.kernel])[0]
+    if isinstance(case.kernel, Spectrum):
+        ref = ref_spectrum(case.seqs, case.seqs, case.kernel.k)
+    else:
+        ref = ref_wd(case.seqs, case.seqs, case.kernel.degree, case.kernel.shift)
+    _assert_rel(G, ref)
+    _assert_psd(G)
+    bank = KernelBank([case.kernel], normalize="none").fit(case.seqs)
+    _assert_rel(bank.transform(case.seqs[:2])[0], G[:2])
+
+
+@TABLES
+@given(case=sequence_cases())
+def test_sequence_kernels_on_random_and_hostile_strings(case: SeqCase) -> None:
+    check_sequences(case)
+
+
+@pytest.mark.slow
+@TABLES_SLOW
+@given(case=sequence_cases())
+def test_sequence_kernels_many(case: SeqCase) -> None:
+    check_sequences(case)
+
+
+def _hist_reference(kernel: Kernel, A: FloatArray, B: FloatArray) -> FloatArray:
+    """The histogram kernels in numpy (scikit-learn's χ²)."""
+    lo = np.minimum(A[:, None, :], B[None, :, :]).sum(axis=2)
+    if isinstance(kernel, Chi2):
+        out: FloatArray = chi2_kernel(A, B, gamma=kernel.gamma)
+    elif isinstance(kernel, Intersection):
+        out = lo
+    elif isinstance(kernel, Hellinger):
+        out = np.sqrt(A) @ np.sqrt(B).T
+    else:  # Tanimoto: Σ min / Σ max, two zero vectors 1
+        hi = np.maximum(A[:, None, :], B[None, :, :]).sum(axis=2)
+        out = np.where(hi > 0, lo / np.where(hi > 0, hi, 1.0), 1.0)
+    return out
+
+
+@st.composite
+def histogram_cases(draw: st.DrawFn) -> tuple[FloatArray, Kernel, str]:
+    """Non-negative data (counts, with zero rows and columns, over eight decades), a
+    histogram kernel, and what is wrong with the data (``"none"`` most often)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n, d = draw(st.integers(2, 9)), draw(st.integers(1, 5))
+    X = rng.poisson(1.0, size=(n, d)) * 10.0 ** draw(st.integers(-4, 4))
+    X[rng.random(n) < 0.2] = 0.0
+    kernel = draw(
+        st.sampled_from(
+            [Chi2(gamma=0.5), Chi2(gamma=2.0), Intersection(), Hellinger(), Tanimoto()]
+        )  # fmt: skip
+    )
+    fault = "none" if rng.random() < 0.6 else str(rng.choice(["negative", "nan", "inf"]))
+    if fault != "none":
+        X[rng.integers(n), rng.integers(d)] = {"negative": -1.0, "nan": math.nan,
+                                               "inf": math.inf}[fault]  # fmt: skip
+    return X, kernel, fault
+
+
+def check_histograms(case: tuple[FloatArray, Kernel, str]) -> None:
+    X, kernel, fault = case
+    if fault != "none":
+        with pytest.raises(MultikernelError, match=r"column \d|NaN or infinity"):
+            gram(X, [kernel])
+        return
+    G = gram(X, [kernel], normalize=None)[0]
+    _assert_rel(G, _hist_reference(kernel, X, X), rtol=1e-11)
+    _assert_psd(G)
+
+
+@TABLES
+@given(case=histogram_cases())
+def test_histogram_kernels_on_counts_and_hostile_entries(
+    case: tuple[FloatArray, Kernel, str],
+) -> None:
+    check_histograms(case)
+
+
+@pytest.mark.slow
+@TABLES_SLOW
+@given(case=histogram_cases())
+def test_histogram_kernels_many(case: tuple[FloatArray, Kernel, str]) -> None:
+    check_histograms(case)
+
+
+@dataclass
+class TableCase:
+    """A DataFrame of numeric, string and categorical columns, kernels on it, and what the
+    library must do with it: the expected refusal (a pattern), or None for a fit."""
+
+    frame: pd.DataFrame
+    kernels: list[Kernel]
+    refusal: str | None
+    y: NDArray[np.int64]
+
+
+@st.composite
+def table_cases(draw: st.DrawFn) -> TableCase:
+    """Columns ``x0..`` (numbers), ``s0..`` (DNA strings of one length), maybe ``cat``
+    (categories); vector kernels on every numeric column (None) or on named ones, sequence
+    kernels on the only string column (None) or a named one, a vector kernel on a string
+    column now and then, and now and then a hostile entry in a string column. The expected
+    outcome follows the documented rules (docs/guide.md, "Sequences, and tables")."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = draw(st.integers(6, 12))
+    n_num, n_str = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    cat = draw(st.booleans())
+    if n_num + n_str + cat == 0:
+        n_num = 1
+    cols: dict[str, Any] = {f"x{j}": rng.normal(size=n) for j in range(n_num)}
+    L = draw(st.integers(3, 6))
+    for j in range(n_str):
+        cols[f"s{j}"] = ["".join(rng.choice(list("ACGT"), L)) for _ in range(n)]
+    if cat:
+        cols["cat"] = pd.Categorical(rng.choice(["u", "v", "w"], n))
+    frame = pd.DataFrame(cols)
+    nums = [c for c in frame.columns if c.startswith("x")]
+    strs = [c for c in frame.columns if not c.startswith("x")]  # categories hold strings
+    kernels: list[Kernel] = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["gauss", "gauss named", "spectrum", "spectrum named",
+                                     "wd named", "vector on strings"]))  # fmt: skip
+        if kind == "gauss":
+            kernels.append(Gaussian(sigma=1.0))
+        elif kind == "gauss named" and nums:
+            kernels.append(Gaussian(sigma=1.5, features=[draw(st.sampled_from(nums))]))
+        elif kind == "spectrum":
+            kernels.append(Spectrum(2))
+        elif kind in ("spectrum named", "wd named") and strs:
+            named = [draw(st.sampled_from(strs))]
+            kernels.append(Spectrum(2, named) if kind == "spectrum named" else
+                           WeightedDegree(degree=3, features=named))  # fmt: skip
+        elif kind == "vector on strings" and strs:
+            kernels.append(Linear(features=[draw(st.sampled_from(strs))]))
+    if not kernels:
+        kernels.append(Gaussian(sigma=1.0))
+    bad = None
+    if strs and draw(st.integers(0, 3)) == 0:  # a hostile entry in a string column
+        column, bad = draw(st.sampled_from(strs)), draw(st.integers(0, n - 1))
+        values = list(frame[column].astype(object))
+        values[bad] = draw(st.sampled_from([None, 3, "AC\ud800"]))
+        frame[column] = pd.Series(values, dtype=object)
+    # The expected outcome, by the documented rules, first failure first.
+    refusal: str | None = None
+    read: set[str] = set()
+    has_strings = bool(strs)
+    if bad is not None:
+        refusal = rf"row {bad} is "
+    elif not has_strings and any(isinstance(k, (Spectrum, WeightedDegree)) for k in kernels):
+        refusal = r"reads sequences \(strings\), but X is numeric"
+    else:
+        for k in kernels:
+            feats = getattr(k, "features", None)
+            if isinstance(k, (Spectrum, WeightedDegree)):
+                if feats is None and len(strs) != 1:
+                    refusal = "does not say which column of sequences"
+                    break
+                read.add(strs[0] if feats is None else feats[0])
+            elif feats is not None and feats[0] in strs:
+                refusal = rf"but column '{feats[0]}' of X holds strings"
+                break
+            elif feats is None and has_strings and not nums:
+                refusal = "X has only columns of strings"
+                break
+            else:
+                read.update(nums if feats is None else feats)
+        if refusal is None and has_strings:
+            unread = [c for c in frame.columns if c not in read]
+            if unread and any(getattr(k, "features", None) is None for k in kernels):
+                refusal = rf"column '{unread[0]}' \(.*\) .*of X (is|are) read by no kernel"
+    y = np.arange(n) % 2
+    return TableCase(frame, kernels, refusal, y)
+
+
+def _table_reference(case: TableCase) -> FloatArray:
+    """Each kernel's Gram matrix on the columns it reads, in numpy and the k-mer counts."""
+    nums = [c for c in case.frame.columns if c.startswith("x")]
+    strs = [c for c in case.frame.columns if not c.startswith("x")]
+    out = []
+    for k in case.kernels:
+        feats = getattr(k, "features", None)
+        if isinstance(k, (Spectrum, WeightedDegree)):
+            seqs = list(case.frame[strs[0] if feats is None else feats[0]])
+            ref = (ref_spectrum(seqs, seqs, k.k) if isinstance(k, Spectrum)
+                   else ref_wd(seqs, seqs, k.degree, k.shift))  # fmt: skip
+        else:
+            assert isinstance(k, Gaussian)
+            Z = case.frame[nums if feats is None else list(feats)].to_numpy(dtype=np.float64)
+            sq = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(axis=2)
+            ref = np.exp(-sq / (2.0 * k.sigma**2))
+        out.append(ref)
+    return np.stack(out)
+
+
+def check_table(case: TableCase) -> None:
+    """The documented refusal, naming the row or column; or the references' Gram matrices
+    (PSD) and a fit with finite outputs."""
+    if case.refusal is not None:
+        with pytest.raises(MultikernelError, match=case.refusal):
+            gram(case.frame, case.kernels, normalize=None)
+        with pytest.raises(MultikernelError, match=case.refusal):
+            mk.MKLClassifier(kernels=case.kernels).fit(case.frame, case.y)
+        return
+    G = gram(case.frame, case.kernels, normalize=None)
+    _assert_rel(G, _table_reference(case))
+    for K in G:
+        _assert_psd(K)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = mk.MKLClassifier(kernels=case.kernels, tol=1e-3, max_iter=100)
+        clf.fit(case.frame, case.y)
+        _finite(clf.dual_coef_, clf.intercept_, clf.kernel_weights_,
+                clf.decision_function(case.frame))  # fmt: skip
+
+
+@TABLES
+@given(case=table_cases())
+def test_mixed_tables_fit_or_are_refused_as_documented(case: TableCase) -> None:
+    check_table(case)
+
+
+@pytest.mark.slow
+@TABLES_SLOW
+@given(case=table_cases())
+def test_mixed_tables_many(case: TableCase) -> None:
+    check_table(case)

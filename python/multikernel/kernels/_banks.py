@@ -20,14 +20,13 @@ from .._validation import (
     aligned,
     check_features,
     check_n_threads,
-    check_points,
     check_sample_weight,
     check_verbose,
     column_names,
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 from ._histogram import Chi2, Hellinger, Intersection
-from ._sequence import _engine_entries
+from ._sequence import _engine_entries, _points_for
 from ._specs import (
     Callable,
     Gaussian,
@@ -415,7 +414,7 @@ class KernelBank:
             X_train, train_stats, stack = _dask.bank_fit_transform(self._dask_job(entries), X)
             self._keep_fit(X_train, train_stats, entries, names)
             return stack  # type: ignore[no-any-return]
-        Xc = check_points(X)
+        Xc = _points_for(self.specs, X)
         entries = _engine_entries(_resolve_columns(self.specs, names), Xc, names)
         verbose = getattr(self, "verbose", 0)  # (absent from banks pickled before it)
         with _progress.bar(verbose, len(entries), "Gram stack", "kernel") as bar:
@@ -477,7 +476,7 @@ class KernelBank:
                 parameter="center",
             )
         names = column_names(X)
-        Xc = check_points(X)
+        Xc = _points_for(self.specs, X)
         entries = _engine_entries(_resolve_columns(self.specs, names), Xc, names)
         w = check_sample_weight(sample_weight, Xc.shape[0])
         K = _core.OnDemandKernels(
@@ -585,7 +584,7 @@ class KernelBank:
             return _dask.bank_transform(  # type: ignore[no-any-return]
                 self._dask_job(), X, self.X_train_, self.stats_
             )
-        Xc = check_points(X)
+        Xc = _points_for(self.specs, X)
         _check_same_kinds(Xc, self.X_train_)
         X_train, stats = self.X_train_, self.stats_
         if columns is not None:

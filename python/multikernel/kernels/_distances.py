@@ -144,6 +144,12 @@ class DistanceKernels:
         The training kernels.
     shifts : ndarray of shape (M,)
         The diagonal shift added to each training kernel.
+    scales : ndarray of shape (n_views,), optional
+        The largest training distance of each view, by which every distance is divided
+        before anything else is computed; None: ``mean_distances`` (kernels made before it).
+    relative_means : ndarray of shape (n_views,), optional
+        ``D̄_v`` divided by ``scales``, the mean of the divided training distances (ones when
+        ``scales`` is None).
 
     Attributes
     ----------
@@ -156,6 +162,11 @@ class DistanceKernels:
     shifts_ : ndarray of shape (M,)
         The diagonal shift added to each training kernel (all 0 unless ``shift=True`` was
         asked for and needed).
+    scales_ : ndarray of shape (n_views,)
+        The largest training distance of each view: the kernels are computed from the
+        distances divided by it, ``exp(-(D / s) / (w · mean(D / s)))``, so that they do not
+        depend on the scale of ``D`` (distances of 1e-320 or 1e300 give the kernels of the same
+        distances at scale 1, where ``1 / (w D̄)`` would overflow or ``D̄`` underflow).
     n_train_ : int
         The number of training points ``n``.
 
@@ -177,12 +188,20 @@ class DistanceKernels:
         mean_distances: NDArray[np.float64],
         stack: NDArray[np.float64],
         shifts: NDArray[np.float64],
+        *,
+        scales: NDArray[np.float64] | None = None,
+        relative_means: NDArray[np.float64] | None = None,
     ) -> None:
         self.widths = widths
         self.mean_distances_ = mean_distances
         self.stack_ = stack
         self.shifts_ = shifts
         self.n_train_ = int(stack.shape[1])
+        self.scales_ = mean_distances if scales is None else scales
+        self._relative_means = (
+            np.ones(len(mean_distances)) if scales is None or relative_means is None
+            else relative_means
+        )  # fmt: skip
 
     @property
     def n_views(self) -> int:
@@ -190,11 +209,15 @@ class DistanceKernels:
         return len(self.mean_distances_)
 
     def _kernels(self, views: list[NDArray[np.float64]]) -> NDArray[np.float64]:
-        """``exp(-D_v / (w D̄_v))`` for every view and width, view-major."""
+        """``exp(-D_v / (w D̄_v))`` for every view and width, view-major, computed from
+        ``D_v / s_v`` (``scales_``) and the mean of the training ``D_v / s_v``."""
+        # Kernels pickled before the scales were kept: the mean distance is the scale.
+        scales = getattr(self, "scales_", self.mean_distances_)
+        rel = getattr(self, "_relative_means", np.ones(len(scales)))
         return np.stack(
             [
-                np.exp(D * (-1.0 / (w * mean)))
-                for D, mean in zip(views, self.mean_distances_, strict=True)
+                np.exp((D / s) * (-1.0 / (w * r)))
+                for D, s, r in zip(views, scales, rel, strict=True)
                 for w in self.widths
             ]
         )
@@ -341,8 +364,14 @@ def from_distances(
         )
     n = views[0].shape[0]
     off = ~np.eye(n, dtype=bool)
-    means = np.array([float(Dv[off].mean()) for Dv in views])
-    fitted = DistanceKernels(ws, means, np.empty((0, n, n)), np.zeros(0))
+    # Distances divided by their largest (> 0: an all-zero view is refused) before anything
+    # else: 1 / (w D̄) overflows for subnormal distances, and D̄ for distances near the float
+    # maximum; the divided distances lie in [0, 1] whatever the scale.
+    scales = np.array([float(Dv.max()) for Dv in views])
+    rel = np.array([float((Dv[off] / s).mean()) for Dv, s in zip(views, scales, strict=True)])
+    fitted = DistanceKernels(
+        ws, scales * rel, np.empty((0, n, n)), np.zeros(0), scales=scales, relative_means=rel
+    )
     stack = validate_stack(fitted._kernels(views))
     if shift:
         stack, shifts = shift_to_psd(stack, max_shift=max_shift)
@@ -360,4 +389,4 @@ def from_distances(
                 kernel=m,
             ) from None
         shifts = np.zeros(len(stack))
-    return DistanceKernels(ws, means, stack, shifts)
+    return DistanceKernels(ws, scales * rel, stack, shifts, scales=scales, relative_means=rel)

@@ -15,23 +15,38 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import Points
+from .._validation import CheckedPoints, Points, check_points, has_sequences
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ._specs import Features, Kernel, _Entry, _features, _flist, _SpecTuple
 
 __all__ = ["Spectrum", "WeightedDegree"]
 
 
+#: The largest ``k``, ``degree`` and ``shift`` the engine takes (it reads them as 32-bit
+#: counts). Any count up to it is meaningful: a ``k`` or a ``degree`` longer than every
+#: sequence counts no k-mer or stops at the longest match, a ``shift`` past the length adds no
+#: shifted match.
+MAX_COUNT = 2**32 - 1
+
+
 def _count(name: str, value: Any, least: int) -> int:
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, numbers.Real)
-        or not float(value).is_integer()
-        or value < least
-    ):
-        what = "a positive" if least > 0 else "a non-negative"
+    what = "a positive" if least > 0 else "a non-negative"
+    exact: int | None = None
+    if isinstance(value, (bool, np.bool_)):
+        pass
+    elif isinstance(value, numbers.Integral):
+        exact = int(value)  # exactly, however large: no float on the way
+    elif isinstance(value, numbers.Real) and float(value).is_integer():
+        exact = int(float(value))
+    if exact is None or exact < least:
         raise InvalidParameterError(f"{name} must be {what} integer, got {value!r}", parameter=name)
-    return int(float(value))
+    if exact > MAX_COUNT:
+        raise InvalidParameterError(
+            f"{name} must be {what} integer of at most 2**32 - 1 = {MAX_COUNT} (the engine's "
+            f"32-bit counts), got {value!r}: too large",
+            parameter=name,
+        )
+    return exact
 
 
 def _one_column(features: Features | None) -> tuple[int | str, ...] | None:
@@ -66,7 +81,8 @@ class Spectrum(_SequenceKernel):
     Parameters
     ----------
     k : int, default 3
-        Length of the substrings counted.
+        Length of the substrings counted, at most ``2**32 − 1`` (the engine's bound); a ``k``
+        longer than every sequence is allowed (no k-mer: the kernel is 0).
     features : sequence of one int or str, optional
         The column of sequences the kernel reads (an index or a DataFrame's column name); when
         None, the only column of strings of ``X``.
@@ -74,9 +90,10 @@ class Spectrum(_SequenceKernel):
     Raises
     ------
     ValueError
-        ``k`` is not a positive integer, or ``features`` names more than one column. At
-        evaluation, :class:`~multikernel.exceptions.InvalidInputError` when the column it
-        reads holds numbers, or ``X`` holds no strings.
+        ``k`` is not a positive integer or above ``2**32 − 1``, or ``features`` names more
+        than one column. At evaluation, :class:`~multikernel.exceptions.InvalidInputError`
+        when the column it reads holds numbers, ``X`` holds no strings, or an entry of the
+        column is not a string or not encodable in UTF-8 (named by its row and value).
 
     Examples
     --------
@@ -124,9 +141,10 @@ class WeightedDegree(_SequenceKernel):
     Parameters
     ----------
     degree : int, default 10
-        The longest substrings compared, ``d``.
+        The longest substrings compared, ``d``, at most ``2**32 − 1`` (the engine's bound).
     shift : int, default 0
-        The largest shift ``S`` (0: the plain weighted-degree kernel).
+        The largest shift ``S`` (0: the plain weighted-degree kernel), at most ``2**32 − 1``;
+        shifts past the sequences' length add nothing.
     features : sequence of one int or str, optional
         The column of sequences the kernel reads (an index or a DataFrame's column name); when
         None, the only column of strings of ``X``.
@@ -134,10 +152,11 @@ class WeightedDegree(_SequenceKernel):
     Raises
     ------
     ValueError
-        ``degree`` is not a positive integer, ``shift`` not a non-negative one, or
-        ``features`` names more than one column. At evaluation,
+        ``degree`` is not a positive integer, ``shift`` not a non-negative one (either above
+        ``2**32 − 1``), or ``features`` names more than one column. At evaluation,
         :class:`~multikernel.exceptions.InvalidInputError` for sequences of different lengths,
-        a column of numbers, or ``X`` without strings.
+        a column of numbers, ``X`` without strings, or an entry that is not a string or not
+        encodable in UTF-8.
 
     Examples
     --------
@@ -173,31 +192,34 @@ def _engine_entries(
     """The engine's kernels of ``specs`` (column names resolved) on the checked points
     ``X``: on :class:`Points`, each kernel's columns are mapped to the numeric columns or to
     the sequence columns, and a kernel reading the other kind is refused (errors name the
-    columns by ``names``, those of a DataFrame ``X``, when given).
+    columns by ``names``, else by those the points keep of a DataFrame).
+
+    Every column of points with sequences is read by some kernel, unless every kernel names
+    its columns (``features=``): a column no kernel reads is then left out on purpose, and
+    otherwise refused, as a scikit-learn estimator reads every column it is given (a column of
+    strings or categories beside vector kernels would be dropped without a word).
 
     Raises
     ------
     InvalidInputError
         A sequence kernel on numeric points or on a numeric column, a vector kernel on a
-        column of strings, or a kernel that does not say which column it reads when that is
-        ambiguous.
+        column of strings, a kernel that does not say which column it reads when that is
+        ambiguous, or a column that no kernel reads while some kernel does not name its
+        columns.
     """
     if not isinstance(X, Points):
         for m, s in enumerate(specs):
             if isinstance(s, _SequenceKernel):
-                raise InvalidInputError(
-                    f"kernel {m}, {s!r}, reads sequences, but X is numeric: pass the sequences "
-                    f"as a 1-D array (or list) of strings, or a DataFrame with a column of "
-                    f"strings"
-                )
+                raise InvalidInputError(_numeric_note(m, s, X))
         return [s._entry() for s in specs]
 
     def col(j: int) -> str:
-        return f"column {names[j]!r}" if names is not None else f"column {j}"
+        return f"column {names[j]!r}" if names is not None else X.label(j)
 
     seq_cols = [j for j, (is_seq, _) in enumerate(X.columns) if is_seq]
     num_cols = [j for j, (is_seq, _) in enumerate(X.columns) if not is_seq]
     out: list[_Entry] = []
+    read: set[int] = set()
     for m, s in enumerate(specs):
         feats = getattr(s, "features", None)
         wanted: list[int] = list(range(len(X.columns))) if feats is None else list(feats)
@@ -219,6 +241,7 @@ def _engine_entries(
                     f"kernel {m}, {s!r}, reads sequences, but {col(j)} of X holds numbers; "
                     f"the columns of strings are {', '.join(col(c) for c in seq_cols)}"
                 )
+            read.add(j)
             out.append(s._with_features((X.columns[j][1],))._entry())
             continue
         if feats is None:
@@ -233,5 +256,52 @@ def _engine_entries(
                 else f"kernel {m}, {s!r}, reads numeric features, but X has only columns of "
                 f"strings (sequences): use a sequence kernel (Spectrum, WeightedDegree)"
             )
+        read.update(wanted)
         out.append(s._with_features(tuple(X.columns[j][1] for j in wanted))._entry())
+    unread = [j for j in range(len(X.columns)) if j not in read]
+    if unread and any(getattr(s, "features", None) is None for s in specs):
+        kinds = [
+            f"{col(j)} ({'strings: sequences or categories' if j in seq_cols else 'numbers'})"
+            for j in unread
+        ]
+        raise InvalidInputError(
+            f"{', '.join(kinds)} of X {'is' if len(unread) == 1 else 'are'} read by no kernel: "
+            f"vector kernels read numeric columns, a sequence kernel (Spectrum, WeightedDegree) "
+            f"one column of strings. Every column of X is read unless every kernel names its "
+            f"columns (features=[...]): name them to leave {'it' if len(unread) == 1 else 'them'}"
+            f" out, drop {'it' if len(unread) == 1 else 'them'} from X, or encode categories "
+            f"as numbers (e.g. one-hot)"
+        )
     return out
+
+
+def _numeric_note(m: int, s: Kernel, X: Any) -> str:
+    """Why the sequence kernel ``s`` (kernel ``m``) refuses ``X``, which holds no strings,
+    saying what ``X`` is."""
+    arr = X if isinstance(X, np.ndarray) else None
+    what = (
+        f"an array of shape {arr.shape} and dtype {arr.dtype}"
+        if arr is not None
+        else f"a {type(X).__name__}"
+    )
+    return (
+        f"kernel {m}, {s!r}, reads sequences (strings), but X is numeric ({what}): pass the "
+        f"sequences as a 1-D array (or list) of strings, or a DataFrame with a column of "
+        f"strings"
+    )
+
+
+def _refuse_numbers(specs: Sequence[Any], X: Any) -> None:
+    """Refuse raw points ``X`` without strings for a sequence kernel of ``specs``, before
+    they are read as numbers (an object array of numbers was refused for its shape, not for
+    what the kernel reads)."""
+    seq = next(((m, s) for m, s in enumerate(specs) if isinstance(s, _SequenceKernel)), None)
+    if seq is not None and not has_sequences(X):
+        raise InvalidInputError(_numeric_note(seq[0], seq[1], X))
+
+
+def _points_for(specs: Sequence[Any], X: Any) -> CheckedPoints:
+    """The raw points ``X`` of the kernels ``specs``, checked (:func:`check_points`) after
+    :func:`_refuse_numbers`."""
+    _refuse_numbers(specs, X)
+    return check_points(X)
