@@ -26,6 +26,9 @@ pub struct IterRecord {
     pub active: usize,
     /// Seconds since the start of the solve.
     pub seconds: f64,
+    /// Which of the fit's solvers ran the iteration: its index in [`FitResult::solver_iters`]
+    /// (0 but in the records of a continuation).
+    pub solver: usize,
 }
 
 /// Evidence that a kernel, as stored, is not positive semi-definite: a dual point `ρ̃` whose
@@ -80,9 +83,13 @@ pub struct FitResult {
     pub primal: f64,
     pub dual: f64,
     pub gap: f64,
+    /// Every iteration of the fit, over all the solvers that ran.
     pub n_iter: usize,
     pub status: SolveStatus,
     pub history: Vec<IterRecord>,
+    /// The iterations of each solver that ran, in order (one entry, `n_iter`, unless a second
+    /// solver continued the first: [`crate::solvers::continued`]); they sum to `n_iter`.
+    pub solver_iters: Vec<usize>,
     /// The strongest witness, over the fit, that a kernel is not PSD (its dual values were
     /// not counted); `None` when every dual point was consistent with PSD kernels.
     pub psd_witness: Option<PsdWitness>,

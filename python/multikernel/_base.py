@@ -100,6 +100,8 @@ FITTED = (
     "dual_objective_",
     "duality_gap_",
     "n_iter_",
+    "solvers_",
+    "solver_iterations_",
     "converged_",
     "history_",
     "group_weights_",
@@ -219,8 +221,13 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
     dual_objective_: Any
     duality_gap_: Any
     n_iter_: Any
+    #: The engine solvers that ran, in order (``("wrapper", "spicy")`` when SpicyMKL continued a
+    #: stalled wrapper fit), and the iterations of each, which sum to ``n_iter_``; a list of
+    #: them for a multiclass classifier.
+    solvers_: Any
+    solver_iterations_: Any
     converged_: Any
-    #: A structured array (fields primal, dual, gap, active, seconds), or a list of them
+    #: A structured array (fields primal, dual, gap, active, seconds, solver), or a list of them
     #: for a multiclass classifier: ``Any`` so that ``history_["gap"]`` type-checks.
     history_: Any
     group_weights_: NDArray[np.float64]
@@ -650,6 +657,11 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.dual_objective_ = stack([r.dual for r in results])
         self.duality_gap_ = stack([r.gap for r in results])
         self.n_iter_ = stack([r.n_iter for r in results])
+        # Lists for multiclass, not arrays: the problems' solvers may differ in number.
+        solvers = [tuple(r.solvers) for r in results]
+        self.solvers_ = solvers if multi else solvers[0]
+        iterations = [tuple(int(k) for k in r.solver_iterations) for r in results]
+        self.solver_iterations_ = iterations if multi else iterations[0]
         self.converged_ = stack([r.converged for r in results])
         if self.penalty == "group":
             ids, n_groups = group_ids(self.groups, self.n_kernels_)
@@ -695,6 +707,13 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
                 active=int(np.count_nonzero(weights[k] > 0)),
                 n_kernels=self.n_kernels_,
                 seconds=None if multi else seconds,
+                solvers=list(
+                    zip(
+                        self.solvers_[k] if multi else self.solvers_,
+                        self.solver_iterations_[k] if multi else self.solver_iterations_,
+                        strict=True,
+                    )
+                ),
             )
         if multi:
             _progress.info(

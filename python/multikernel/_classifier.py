@@ -285,12 +285,20 @@ default "mean_diag"
         The certificate: primal value, dual value of a feasible dual point, and
         ``(P − D)/|P|``.
     n_iter_ : int, or ndarray of shape (n_problems,)
-        Outer iterations run (a warm start's certificate of its starting point counts as
-        one).
+        Outer iterations run, by every engine solver that ran (a warm start's certificate of
+        its starting point counts as one).
+    solvers_ : tuple of str, or list of them for multiclass
+        The engine solvers that ran, in order: one, or ``("wrapper", "spicy")`` when
+        ``solver="auto"`` continued a wrapper fit that stalled or reached ``max_iter`` with
+        SpicyMKL (``multi_class="shared"``: ``("shared",)``).
+    solver_iterations_ : tuple of int, or list of them for multiclass
+        The iterations of each solver in ``solvers_``; they sum to ``n_iter_``.
     converged_ : bool, or ndarray of shape (n_problems,)
         Whether the duality gap reached ``tol``.
     history_ : structured ndarray of shape ``(n_iter_,)``, or a list of them for multiclass
-        Per outer iteration: primal, dual, gap, active kernels, seconds.
+        Per outer iteration: primal, dual, gap, active kernels, seconds, and ``solver``, the
+        index in ``solvers_`` of the solver that ran it (where it changes, one solver handed
+        over to the next).
     group_weights_ : ndarray of shape (n_groups,) or (n_problems, n_groups)
         ``penalty="group"`` only: the group weights γ on the simplex (in the order of
         ``groups``; one vector for ``multi_class="shared"``). At the optimum

@@ -101,13 +101,15 @@ class FitResult:
     @property
     def converged(self) -> bool: ...
     @property
-    def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
+    def history(self) -> NDArray[np.float64]: ...  # (n_records, 6): ..., seconds, solver index
     @property
     def feature_weights(self) -> NDArray[np.float64]: ...  # (D,), svrg and prox_newton only
     @property
     def psd_witness(self) -> tuple[int, float, float, float] | None: ...
     @property
     def solvers(self) -> list[str]: ...  # the solvers that ran: ["wrapper", "spicy"] when continued
+    @property
+    def solver_iterations(self) -> list[int]: ...  # each solver's iterations; they sum to n_iter
 
 @final
 class SharedFitResult:
@@ -133,7 +135,7 @@ class SharedFitResult:
     @property
     def status(self) -> Status: ...
     @property
-    def history(self) -> NDArray[np.float64]: ...  # (n_records, 5)
+    def history(self) -> NDArray[np.float64]: ...  # (n_records, 6): ..., seconds, solver index
     @property
     def psd_witness(self) -> tuple[int, float, float, float] | None: ...
 

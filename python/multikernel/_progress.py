@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -251,13 +251,17 @@ def summary(
     active: int,
     n_kernels: int,
     seconds: float | None,
+    solvers: Sequence[tuple[str, int]] = (),
 ) -> None:
-    """The summary record of one fit (or one binary problem of a multiclass fit)."""
+    """The summary record of one fit (or one binary problem of a multiclass fit);
+    ``solvers``: the engine solvers that ran and the iterations of each."""
     ensure_handler()
     how = "converged" if converged else f"did not converge ({status})"
     when = "" if seconds is None else f", {seconds:.2f} s"
     sign = "≤" if gap <= tol else ">"
+    ran = " then ".join(f"{name} {k}" for name, k in solvers)
     _logger.info(
-        "%s: %s in %d iterations%s: %s %s tol %g, %d of %d kernels active",
-        label, how, n_iter, when, certificate(primal, dual, gap), sign, tol, active, n_kernels,
+        "%s: %s in %d iterations%s%s: %s %s tol %g, %d of %d kernels active",
+        label, how, n_iter, f" ({ran})" if ran else "", when, certificate(primal, dual, gap),
+        sign, tol, active, n_kernels,
     )  # fmt: skip

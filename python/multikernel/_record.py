@@ -49,12 +49,16 @@ class FitRecord:
     history: NDArray[np.float64]
     feature_weights: NDArray[np.float64]
     psd_witness: tuple[int, float, float, float] | None
+    #: The engine solvers that ran, in order, and the iterations of each (summing to n_iter).
+    solvers: list[str]
+    solver_iterations: list[int]
 
     @classmethod
     def of(cls, r: _core.FitResult) -> FitRecord:
         return cls(
             r.coef, r.intercept, r.kernel_weights, r.kernel_norms, r.primal, r.dual, r.gap,
             r.n_iter, int(r.status), r.converged, r.history, r.feature_weights, r.psd_witness,
+            list(r.solvers), list(r.solver_iterations),
         )  # fmt: skip
 
     @property
@@ -70,12 +74,15 @@ HISTORY_DTYPE = np.dtype(
         ("gap", np.float64),
         ("active", np.int64),
         ("seconds", np.float64),
+        # The index in ``solvers_`` of the solver that ran the iteration: where it changes,
+        # one solver handed over to the next.
+        ("solver", np.int64),
     ]
 )
 
 
 def history(rows: NDArray[np.float64]) -> NDArray[Any]:
-    """The engine's ``(n_records, 5)`` history as a structured array."""
+    """The engine's ``(n_records, 6)`` history as a structured array."""
     out = np.empty(rows.shape[0], dtype=HISTORY_DTYPE)
     for name, column in zip(HISTORY_DTYPE.names or (), rows.T, strict=True):
         out[name] = column
@@ -121,9 +128,11 @@ def warn_unconverged(
     the problem of a multiclass fit, or empty; ``solver``: the ``solver`` parameter)."""
     if not r.converged:
         advice = {
-            _core.Status.STALLED: "the gap stopped shrinking at the inner solver's "
-            "finest accuracy; increase tol, or normalize kernels of very different "
-            "scales",
+            _core.Status.STALLED: "the gap stopped shrinking (less than 1 % over 10 "
+            "iterations, at the inner solver's finest accuracy: docs/mathematics.md §1.9); "
+            "increase tol, normalize kernels of very different scales, or try another "
+            "solver (solver='spicy' for penalty='l1' or 'elasticnet', where solver='auto' "
+            "continues a stalled wrapper fit with it)",
             _core.Status.UNCERTIFIED: "no dual value certifies the fit, see the "
             "KernelNotPSDWarning",
         }.get(r.status, "increase max_iter or tol")

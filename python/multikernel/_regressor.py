@@ -50,11 +50,16 @@ warm_start, cache_size
     primal_objective_, dual_objective_, duality_gap_ : float
         The certificate, as for :class:`MKLClassifier`.
     n_iter_ : int
-        Outer iterations run (a warm start's certificate counts as one).
+        Outer iterations run, by every engine solver that ran (a warm start's certificate
+        counts as one).
+    solvers_, solver_iterations_ : tuple of str, tuple of int
+        The engine solvers that ran and the iterations of each, as for
+        :class:`MKLClassifier`.
     converged_ : bool
         Whether the duality gap reached ``tol``.
     history_ : structured ndarray of shape ``(n_iter_,)``
-        Per outer iteration: primal, dual, gap, active kernels, seconds.
+        Per outer iteration: primal, dual, gap, active kernels, seconds, and the index in
+        ``solvers_`` of the solver that ran it.
     kernel_bank_, n_features_in_, n_kernels_, n_train_, psd_shifts_
         As for :class:`MKLClassifier`.
 

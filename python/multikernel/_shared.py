@@ -76,6 +76,7 @@ def fit_shared(
         kernel_norms=r.kernel_norms, primal=r.primal, dual=r.dual, gap=r.gap, n_iter=r.n_iter,
         status_code=int(r.status), converged=r.status == _core.Status.CONVERGED,
         history=r.history, feature_weights=np.empty(0), psd_witness=r.psd_witness,
+        solvers=["shared"], solver_iterations=[r.n_iter],
     )  # fmt: skip
 
 

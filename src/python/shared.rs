@@ -37,7 +37,7 @@ pub(crate) struct PySharedFitResult {
     n_iter: usize,
     #[pyo3(get)]
     status: Status,
-    /// `(n_records, 5)`: primal, dual, gap, active kernels, seconds per iteration.
+    /// `(n_records, 6)` as `FitResult.history`.
     #[pyo3(get)]
     history: Py<PyArray2<f64>>,
     /// `(kernel, quad_form, bound, entry_rounding)` as `FitResult.psd_witness`.
@@ -51,13 +51,7 @@ impl PySharedFitResult {
         let m = fit.kernel_weights.len();
         let shape_err = |e: ndarray::ShapeError| PyErr::from(MkError::Panic(e.to_string()));
         let coef = ndarray::Array3::from_shape_vec((k, m, n), fit.coef).map_err(shape_err)?;
-        let rows: Vec<f64> = fit
-            .history
-            .iter()
-            .flat_map(|h| [h.primal, h.dual, h.gap, h.active as f64, h.seconds])
-            .collect();
-        let history =
-            ndarray::Array2::from_shape_vec((fit.history.len(), 5), rows).map_err(shape_err)?;
+        let history = super::solvers::history_rows(py, &fit.history)?;
         Ok(PySharedFitResult {
             coef: coef.into_pyarray(py).unbind(),
             intercept: r.intercepts.into_pyarray(py).unbind(),
@@ -68,7 +62,7 @@ impl PySharedFitResult {
             gap: fit.gap,
             n_iter: fit.n_iter,
             status: fit.status.into(),
-            history: history.into_pyarray(py).unbind(),
+            history,
             psd_witness: fit
                 .psd_witness
                 .map(|w| (w.kernel, w.quad_form, w.bound, w.entry_rounding)),

@@ -98,7 +98,8 @@ pub(crate) struct PyFitResult {
     n_iter: usize,
     #[pyo3(get)]
     status: Status,
-    /// `(n_records, 5)`: primal, dual, gap, active kernels, seconds per outer iteration.
+    /// `(n_records, 6)`: primal, dual, gap, active kernels, seconds, and the index in
+    /// `solvers` of the solver that ran the iteration ([`history_rows`]).
     #[pyo3(get)]
     history: Py<PyArray2<f64>>,
     /// `(D,)` weights in feature space (solver `svrg`; empty for the others).
@@ -115,6 +116,27 @@ pub(crate) struct PyFitResult {
     /// SpicyMKL continued a wrapper fit (`Settings("wrapper", {"continued": True})`).
     #[pyo3(get)]
     solvers: Vec<&'static str>,
+    /// The iterations of each solver in `solvers`; they sum to `n_iter`.
+    #[pyo3(get)]
+    solver_iterations: Vec<usize>,
+}
+
+/// A fit's history as the `(n_records, 6)` array of `FitResult.history`: primal, dual, gap,
+/// active kernels, seconds, and the solver's index.
+pub(crate) fn history_rows(
+    py: Python<'_>,
+    history: &[crate::result::IterRecord],
+) -> PyResult<Py<PyArray2<f64>>> {
+    let rows: Vec<f64> = history
+        .iter()
+        .flat_map(|h| {
+            let (active, solver) = (h.active as f64, h.solver as f64);
+            [h.primal, h.dual, h.gap, active, h.seconds, solver]
+        })
+        .collect();
+    let array = ndarray::Array2::from_shape_vec((history.len(), 6), rows)
+        .map_err(|e| PyErr::from(MkError::Panic(e.to_string())))?;
+    Ok(array.into_pyarray(py).unbind())
 }
 
 /// `(scale, rows)` of [`Coef::Outer`], as numpy arrays.
@@ -190,13 +212,7 @@ impl PyFitResult {
                     .unbind(),
             ),
         };
-        let rows: Vec<f64> = r
-            .history
-            .iter()
-            .flat_map(|h| [h.primal, h.dual, h.gap, h.active as f64, h.seconds])
-            .collect();
-        let history =
-            ndarray::Array2::from_shape_vec((r.history.len(), 5), rows).map_err(shape_err)?;
+        let history = history_rows(py, &r.history)?;
         Ok(PyFitResult {
             coef,
             intercept: r.intercept,
@@ -207,12 +223,13 @@ impl PyFitResult {
             gap: r.gap,
             n_iter: r.n_iter,
             status: r.status.into(),
-            history: history.into_pyarray(py).unbind(),
+            history,
             feature_weights: r.feature_weights.into_pyarray(py).unbind(),
             psd_witness: r
                 .psd_witness
                 .map(|w| (w.kernel, w.quad_form, w.bound, w.entry_rounding)),
             solvers,
+            solver_iterations: r.solver_iters,
         })
     }
 }

@@ -4,14 +4,16 @@
 //! The wrapper is the fast solver of these penalties, but its trust-region steps on `θ` can end
 //! above `tol` (`max_iter`, or a gap that stopped shrinking: seen at extreme kernel scales and
 //! `C`). SpicyMKL, an independent algorithm (dual augmented Lagrangian, docs/mathematics.md
-//! §2.8), then starts from the wrapper's model and the better certificate is kept.
+//! §2.8), then starts from the wrapper's model and the better certificate is kept. The result
+//! accounts for both: `n_iter` and `history` span the two solvers, `solver_iters` holds each
+//! one's iterations and every history record names its solver.
 
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
-use crate::result::{FitResult, SolveStatus};
+use crate::result::{FitResult, IterRecord, SolveStatus};
 use crate::solvers::spicy::{fit_spicy_weighted, SpicyConfig, SpicyStart};
-use crate::solvers::wrapper::{fit_wrapper_weighted, WrapperConfig};
+use crate::solvers::wrapper::{fit_wrapper_handing_over, WrapperConfig};
 
 /// A fit and whether a second solver continued it.
 #[derive(Debug)]
@@ -34,7 +36,7 @@ pub fn fit_wrapper_continued(
     cfg: &WrapperConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<Continued> {
-    let first = fit_wrapper_weighted(stack, y, sample_weight, cfg, interrupt)?;
+    let first = fit_wrapper_handing_over(stack, y, sample_weight, cfg, interrupt)?;
     let stopped = matches!(
         first.status,
         SolveStatus::MaxIterations | SolveStatus::Stalled
@@ -60,8 +62,17 @@ pub fn fit_wrapper_continued(
     };
     let next = fit_spicy_weighted(stack, y, sample_weight, &spicy, Some(&start), interrupt)?;
     let better = next.status == SolveStatus::Converged || next.gap < first.gap;
+    let solver_iters = vec![first.n_iter, next.n_iter];
+    let mut history = first.history.clone();
+    history.extend(next.history.iter().map(|r| IterRecord { solver: 1, ..*r }));
+    let kept = if better { next } else { first };
     Ok(Continued {
-        result: if better { next } else { first },
+        result: FitResult {
+            n_iter: solver_iters.iter().sum(),
+            history,
+            solver_iters,
+            ..kept
+        },
         continued: true,
     })
 }
@@ -94,7 +105,7 @@ mod tests {
         let stack = DenseStack::new(&g, m, y.len()).unwrap();
         let cfg = wrapper(1);
         let both = fit_wrapper_continued(&stack, &y, None, &cfg, &NoInterrupt).unwrap();
-        let first = fit_wrapper_weighted(&stack, &y, None, &cfg, &NoInterrupt).unwrap();
+        let first = fit_wrapper_handing_over(&stack, &y, None, &cfg, &NoInterrupt).unwrap();
         assert_eq!(first.status, SolveStatus::MaxIterations);
         let spicy = SpicyConfig {
             c: 10.0,
@@ -109,6 +120,14 @@ mod tests {
         };
         let next =
             fit_spicy_weighted(&stack, &y, None, &spicy, Some(&start), &NoInterrupt).unwrap();
+        // Both solvers' iterations are counted and recorded, each record with its solver.
+        assert_eq!(both.result.solver_iters, vec![first.n_iter, next.n_iter]);
+        assert_eq!(both.result.n_iter, first.n_iter + next.n_iter);
+        let marks: Vec<usize> = both.result.history.iter().map(|r| r.solver).collect();
+        let expected_marks: Vec<usize> = (first.history.iter().map(|_| 0))
+            .chain(next.history.iter().map(|_| 1))
+            .collect();
+        assert_eq!(marks, expected_marks);
         let expected = if next.status == SolveStatus::Converged || next.gap < first.gap {
             next
         } else {

@@ -9,10 +9,20 @@
 //!     stop if interrupted
 //!     solver.step(driver)        -> the gap of the recorded iterate, or a final status
 //!     converged if the whole problem's gap ≤ tol
-//!     gaps.observe(gap)          -> stalled: a restricted problem forces a check, else stop
+//!     gaps.observe(gap)          -> the inner accuracy (solvers with inner solves)
+//!     stall.observe(gap)         -> stalled: a restricted problem forces a check, else the
+//!                                   solver's recovery, else stop (`Stalled`)
 //!     solver.update(driver)      -> the next weights
 //! the best iterate, its certificate and the status
 //! ```
+//!
+//! The stall rule is the same for every solver ([`StallWatch`], docs/mathematics.md §1.9): an
+//! iterated problem whose gap has not shrunk by [`STALL_SHRINK`] (1 %) over [`STALL_PATIENCE`]
+//! (10) iterations has stalled. A restricted problem then gets a whole-problem check; a solver
+//! with inner solves first asks them for more accuracy; then the solver decides
+//! ([`Solver::recover`]): by default it goes on while the gap still moves (slow, not frozen),
+//! and the fit ends `Stalled` when the gap is frozen. Under `solver="auto"` the wrapper hands
+//! over to SpicyMKL at its first stall ([`crate::solvers::continued`]).
 
 use crate::error::Result;
 use crate::interrupt::Interrupt;
@@ -61,6 +71,14 @@ pub(crate) trait Solver {
         false
     }
 
+    /// What the solver does about a stall of the whole problem ([`StallWatch`]), once the
+    /// inner accuracy cannot be tightened further; `frozen` when the gap did not move at all
+    /// over the stall (less than [`FROZEN`] of itself). True goes on (the watch starts over),
+    /// false ends the fit `Stalled`. By default a slow gap goes on and a frozen one stops.
+    fn recover(&mut self, _driver: &mut Driver<'_>, frozen: bool) -> bool {
+        !frozen
+    }
+
     /// After an iteration that did not end the fit: the next weights (θ, `d`, …).
     fn update(&mut self, _driver: &Driver<'_>) -> Result<()> {
         Ok(())
@@ -83,6 +101,70 @@ pub(crate) struct Driver<'a> {
     pub interrupt: &'a dyn Interrupt,
     pub tol: f64,
     max_iter: usize,
+    stall: StallWatch,
+}
+
+/// Iterations without [`STALL_SHRINK`] of the gap that make a stall.
+pub(crate) const STALL_PATIENCE: usize = 10;
+
+/// The factor by which the gap must shrink to count as progress: 0.99, 1 % (issue 70: the
+/// wrapper sat ~185 iterations at one point, gap 3.0e-2, every step refused).
+pub(crate) const STALL_SHRINK: f64 = 0.99;
+
+/// The relative change of the gap below which a stall is frozen: the gap did not move.
+pub(crate) const FROZEN: f64 = 1e-9;
+
+/// The stall rule of every solver: the gap of the iterated problem (the whole one, or a
+/// working set's restricted one) has not shrunk to [`STALL_SHRINK`] of its value at the last
+/// progress for [`STALL_PATIENCE`] iterations. A new problem (a working set formed, grown or
+/// dropped) starts the count over.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StallWatch {
+    /// The gap at the last progress (∞ before the first).
+    reference: f64,
+    /// Iterations since then.
+    since: usize,
+    /// The smallest gap since then.
+    least: f64,
+}
+
+/// A stall found by [`StallWatch::observe`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Stall {
+    /// The gap did not move by [`FROZEN`] of itself since the last progress.
+    pub frozen: bool,
+}
+
+impl StallWatch {
+    pub(crate) fn new() -> Self {
+        StallWatch {
+            reference: f64::INFINITY,
+            since: 0,
+            least: f64::INFINITY,
+        }
+    }
+
+    /// Takes in the gap of an iteration: the stall of the iterated problem, if it stalled.
+    pub(crate) fn observe(&mut self, gap: f64, new_problem: bool) -> Option<Stall> {
+        if gap <= STALL_SHRINK * self.reference || self.reference.is_infinite() {
+            (self.reference, self.least, self.since) = (gap, gap, 0);
+        } else {
+            self.since += 1;
+            self.least = self.least.min(gap);
+        }
+        let stall = (self.since >= STALL_PATIENCE).then(|| Stall {
+            frozen: self.least >= self.reference * (1.0 - FROZEN),
+        });
+        if new_problem {
+            *self = StallWatch::new();
+        }
+        stall
+    }
+
+    /// Starts the count over from the gap now (after a recovery or a forced check).
+    pub(crate) fn restart(&mut self) {
+        (self.reference, self.since) = (self.least, 0);
+    }
 }
 
 impl<'a> Driver<'a> {
@@ -95,6 +177,7 @@ impl<'a> Driver<'a> {
             interrupt,
             tol,
             max_iter,
+            stall: StallWatch::new(),
         }
     }
 
@@ -142,14 +225,22 @@ impl<'a> Driver<'a> {
                     gap, new_problem, ..
                 } => (gap, new_problem),
             };
+            let mut stall = self.stall.observe(gap, new_problem);
             if let Some(gaps) = self.gaps.as_mut() {
                 gaps.observe(gap, new_problem);
                 if gaps.is_stalled() {
-                    if !solver.restricted() {
-                        return Ok((n_iter, SolveStatus::Stalled));
-                    }
-                    self.checks.force();
+                    stall = Some(Stall { frozen: true });
                 }
+            }
+            if let Some(Stall { frozen }) = stall {
+                let tightened = self.gaps.as_mut().is_some_and(GapSchedule::tighten);
+                if solver.restricted() {
+                    // Only a whole-problem check can tell why a restricted problem stalls.
+                    self.checks.force();
+                } else if !tightened && !solver.recover(self, frozen) {
+                    return Ok((n_iter, SolveStatus::Stalled));
+                }
+                self.stall.restart();
             }
             solver.update(self)?;
         }
@@ -244,6 +335,78 @@ mod tests {
         let (n, status) = d.iterate(&mut s).unwrap();
         assert_eq!((n, status), (1000, SolveStatus::MaxIterations));
         assert!(d.checks.is_forced());
+    }
+
+    /// The rule of every solver: a frozen gap ends the fit after exactly `STALL_PATIENCE`
+    /// iterations; a slow one (0.1 % per iteration) goes on by default and stalls a solver
+    /// that has no recovery at the same point; 2 % per iteration never stalls.
+    #[test]
+    fn a_gap_that_stops_shrinking_by_one_percent_stalls_within_the_patience() {
+        let mut s = gaps(&[0.5]);
+        let r = Driver::new(1e-6, 1000, &NoInterrupt).run(&mut s).unwrap();
+        assert_eq!(
+            (r.status, r.n_iter),
+            (SolveStatus::Stalled, 1 + STALL_PATIENCE)
+        );
+        let slow: Vec<f64> = (0..300).map(|k| 0.5 * 0.999f64.powi(k)).collect();
+        let mut s = gaps(&slow);
+        let r = Driver::new(1e-9, 200, &NoInterrupt).run(&mut s).unwrap();
+        assert_eq!(r.status, SolveStatus::MaxIterations);
+        struct Strict(Gaps);
+        impl Solver for Strict {
+            fn step(&mut self, driver: &mut Driver<'_>) -> Result<Outcome> {
+                self.0.step(driver)
+            }
+            fn recover(&mut self, _driver: &mut Driver<'_>, _frozen: bool) -> bool {
+                false
+            }
+        }
+        let mut s = Strict(gaps(&slow));
+        let r = Driver::new(1e-9, 200, &NoInterrupt).run(&mut s).unwrap();
+        assert_eq!(
+            (r.status, r.n_iter),
+            (SolveStatus::Stalled, 1 + STALL_PATIENCE)
+        );
+        // 2 % per iteration: progress every iteration, on to max_iter.
+        let steady: Vec<f64> = (0..300).map(|k| 0.5 * 0.98f64.powi(k)).collect();
+        let mut s = gaps(&steady);
+        let r = Driver::new(1e-9, 200, &NoInterrupt).run(&mut s).unwrap();
+        assert_eq!(r.status, SolveStatus::MaxIterations);
+        // 1.1 % every 9th iteration is progress (the shrink since the last progress counts).
+        let stepped: Vec<f64> = (0..300).map(|k| 0.5 * 0.989f64.powi(k / 9)).collect();
+        let mut s = gaps(&stepped);
+        let r = Driver::new(1e-9, 200, &NoInterrupt).run(&mut s).unwrap();
+        assert_eq!(r.status, SolveStatus::MaxIterations);
+    }
+
+    /// A solver that recovers twice from a stall: the fit stalls after three patiences.
+    #[test]
+    fn a_recovery_restarts_the_count_until_the_solver_has_nothing_left() {
+        struct Recovering(Gaps, usize);
+        impl Solver for Recovering {
+            fn step(&mut self, driver: &mut Driver<'_>) -> Result<Outcome> {
+                self.0.step(driver)
+            }
+            fn recover(&mut self, _driver: &mut Driver<'_>, frozen: bool) -> bool {
+                assert!(frozen);
+                self.1 += 1;
+                self.1 <= 2
+            }
+        }
+        let mut s = Recovering(gaps(&[0.5]), 0);
+        let r = Driver::new(1e-6, 1000, &NoInterrupt).run(&mut s).unwrap();
+        assert_eq!((r.status, s.1), (SolveStatus::Stalled, 3));
+        assert_eq!(r.n_iter, 1 + 3 * STALL_PATIENCE);
+        // With inner solves, the schedule's tightening comes first (to the floor, then once
+        // 1/100 of it): the solver's own recovery only after.
+        let mut s = Recovering(gaps(&[0.5]), 0);
+        let schedule = GapSchedule::new(1e-6, 1e-12, 1.0);
+        let r = Driver::new(1e-6, 1000, &NoInterrupt)
+            .with_gaps(schedule)
+            .run(&mut s)
+            .unwrap();
+        assert_eq!(r.status, SolveStatus::Stalled);
+        assert_eq!(s.1, 3);
     }
 
     #[test]

@@ -149,6 +149,7 @@ impl<'a> Tracker<'a> {
             gap,
             active,
             seconds: self.start.elapsed().as_secs_f64(),
+            solver: 0,
         };
         self.interrupt.progress(&record);
         self.history.push(record);
@@ -212,6 +213,7 @@ impl<'a> Tracker<'a> {
                 s => s,
             },
             history: self.history,
+            solver_iters: vec![n_iter],
             psd_witness: self.witness,
             feature_weights: Vec::new(),
         })

@@ -394,3 +394,47 @@ def test_a_stopped_wrapper_is_continued_under_auto_only(
             calls.clear()
             mk.MKLClassifier(**kw, **params).fit(data, y)
             assert calls == expected, params
+
+
+def test_a_continued_fit_reports_both_solvers_their_iterations_and_the_handover(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 70: a wrapper fit that stops above tol (here at max_iter) is continued by SpicyMKL;
+    the estimator reports both solvers, the iterations of each (summing to ``n_iter_``, which
+    counts every engine iteration), and ``history_`` marks where one handed over."""
+    G, y = small_problem("ionosphere", False, n=60, seed=1)
+    clf = mk.MKLClassifier(
+        kernels="precomputed", penalty="l1", C=10.0, tol=1e-9, max_iter=3, verbose=1
+    )
+    with caplog.at_level("INFO", logger="multikernel"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(G, y)
+    assert clf.solvers_ == ("wrapper", "spicy")
+    wrapper_iters, spicy_iters = clf.solver_iterations_
+    # (SpicyMKL counts the certificate of its start as one iteration: max_iter + 1.)
+    assert wrapper_iters == 3 and 1 <= spicy_iters <= 4
+    assert clf.n_iter_ == wrapper_iters + spicy_iters
+    # The engine's own records of the two fits, in order: the wrapper's, then SpicyMKL's.
+    marks = np.asarray(clf.history_["solver"])
+    assert marks[0] == 0 and marks[-1] == 1
+    assert np.all(np.diff(marks) >= 0)
+    assert np.count_nonzero(marks == 1) == spicy_iters
+    last = caplog.records[-1].getMessage()
+    assert f"in {clf.n_iter_} iterations (wrapper {wrapper_iters} then spicy {spicy_iters})" in last
+
+
+@pytest.mark.parametrize(
+    ("kw", "solver"),
+    [
+        ({"penalty": "lp", "p": 2.0}, "analytic"),
+        ({"penalty": "group", "groups": [0] * 5 + [1] * 5}, "mirror"),
+    ],
+)
+def test_a_single_solver_reports_itself_with_every_iteration(
+    kw: dict[str, Any], solver: str
+) -> None:
+    G, y = small_problem("sonar", False, n=60, seed=1)
+    clf = mk.MKLClassifier(kernels="precomputed", C=1.0, tol=1e-4, **kw).fit(G, y)
+    assert clf.solvers_ == (solver,)
+    assert clf.solver_iterations_ == (clf.n_iter_,)
+    assert len(clf.history_) == clf.n_iter_ and np.all(clf.history_["solver"] == 0)

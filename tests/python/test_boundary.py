@@ -338,13 +338,13 @@ def test_fit_returns_a_typed_result_with_a_status() -> None:
     # The gap is the relative difference of the two reported objectives (its definition only:
     # test_certificate.py checks P and D against an optimum computed without the engine).
     assert r.gap <= 1e-6 and r.gap == pytest.approx((r.primal - r.dual) / abs(r.primal))
-    assert r.coef.shape == (G.shape[0], G.shape[1]) and r.history.shape == (r.n_iter, 5)
+    assert r.coef.shape == (G.shape[0], G.shape[1]) and r.history.shape == (r.n_iter, 6)
     # The history's last gap is the reported one (the tracker keeps the best P and D).
     assert r.history[-1, 2] == pytest.approx(r.gap)
     short = fit_lp(G, y, p=1.0, C=1.0, loss="hinge", tol=1e-12, max_iter=2)
     assert short.status == _core.Status.MAX_ITER and not short.converged
     assert str(short.status) == "max_iter reached"
-    assert short.n_iter == 2 and short.history.shape == (2, 5)
+    assert short.n_iter == 2 and short.history.shape == (2, 6)
 
 
 def test_estimator_reads_the_result_and_warns_with_the_status() -> None:

@@ -256,7 +256,7 @@ def test_view_bank_builds_specs_and_groups() -> None:
 
 
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
-@pytest.mark.parametrize("seed", [0, 4, 7, 10])
+@pytest.mark.parametrize("seed", [0, 4])
 def test_free_group_is_certified_at_tol_1e6(loss: str, seed: int) -> None:
     """A rank-one kernel alone in its group stalled mirror descent (γ_j → 0, θ = λ/γ_j → ∞):
     hinge fits took minutes, logistic ones stopped at gaps of 1e-5 to 3e-4. Its group is now

@@ -19,9 +19,8 @@ use crate::kernels::KernelStack;
 use crate::penalties::Groups;
 
 /// A penalised group is freed when its `γ_j` falls below this fraction of the largest `γ`
-/// while its norm sum is above the γ cut-off's fraction of the largest group's (a group that
-/// vanishes on `β`, e.g. a constant kernel, is left to the cut-off; one that still carries a
-/// little norm is freed, else `θ = λ/γ` reaches 10⁶ and SMO spins: docs/mathematics.md §4).
+/// while its norm sum is at least this fraction of the largest group's (it still carries
+/// norm: a group that vanishes on `β`, e.g. a constant kernel, is left to the cut-off).
 pub(crate) const FREE_GAMMA: f64 = 1e-3;
 
 /// The unpenalised blocks of the free groups.

@@ -359,7 +359,7 @@ impl State {
     /// group whose norm sum exceeds every penalised group's rejoins the saddle form (its
     /// blocks dropped, `λ` from its block norms, `γ_j` the largest); a penalised group (not
     /// the one of largest `γ`) whose `γ_j` fell below [`FREE_GAMMA`] of the largest while its
-    /// norm sum is above [`GROUP_CUTOFF`] of the largest group's leaves it (`γ_j = 0`). `γ`
+    /// norm sum is at least that fraction of the largest group's leaves it (`γ_j = 0`). `γ`
     /// is renormalised. Returns the groups that rejoined and those to free, whose blocks the
     /// caller sets (`FreeBlocks::free_group`).
     pub(crate) fn revise_groups(
@@ -418,7 +418,7 @@ impl State {
         let top_sum = sums.iter().fold(0.0f64, |a, &v| a.max(v));
         let mut freed = Vec::new();
         for (j, g) in groups.members().iter().enumerate() {
-            let carries = sums[j] > GROUP_CUTOFF * top_sum;
+            let carries = sums[j] > 0.0 && sums[j] >= FREE_GAMMA * top_sum;
             // A group that rejoined carries the largest norm sum at some iterate: tied at the
             // optimum, not below it; freed again it would cycle.
             if self.blocks.free[j] || self.blocks.rejoined[j] || Some(j) == lead || !carries {

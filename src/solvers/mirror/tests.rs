@@ -473,37 +473,3 @@ fn tied_groups_are_certified_at_tol_1e6() {
         }
     }
 }
-
-/// Issue 64: a rank-one kernel alone in its group had `γ_j` 1.3e-6 of the largest and a norm
-/// sum 2.4e-4 of the largest group's. Left in the saddle form at `θ = λ/γ ≈ 10⁶`, SMO ran to its
-/// step limit; it is freed (its kernels then take the largest penalised `θ`). A group that
-/// vanishes on `β` is not.
-#[test]
-fn a_group_far_below_the_largest_gamma_is_freed_while_it_carries_any_norm() {
-    let groups = Groups::new(&[0, 0, 1, 2]).unwrap();
-    let quad = [1.0, 1.0, 1.0, 1.0];
-    for (norm, freed_expected) in [(9.3e-4, vec![2]), (0.0, vec![])] {
-        let mut state = State::new(&groups);
-        state.gamma = vec![0.56, 0.44 - 7e-7, 7e-7];
-        let norms = [2.0, 1.9, 1.5, norm];
-        let sums = [3.9, 1.5, norm];
-        let (joined, freed) = state.revise_groups(&groups, &norms, &quad);
-        assert!(joined.is_empty());
-        assert_eq!(
-            freed, freed_expected,
-            "norm sum {:e} of {}",
-            sums[2], sums[0]
-        );
-        // (The caller sets the freed groups' blocks: `FreeBlocks::free_group`.)
-        freed.iter().for_each(|&j| state.blocks.free[j] = true);
-        let (theta, tau) = state.theta(&groups);
-        if freed.is_empty() {
-            // Left to the cut-off at γ 1.25e-6 of the largest: its θ is the spin's 10⁶.
-            assert!(theta[3] > 1e5 * tau.min(theta[0]));
-        } else {
-            assert_eq!(state.gamma[2], 0.0);
-            assert_eq!(theta[3], tau);
-            assert!(tau < 10.0, "θ keeps its scale: {theta:?}");
-        }
-    }
-}

@@ -1027,6 +1027,7 @@ impl PointLog<'_> {
             gap,
             active: active.iter().filter(|&&a| a).count(),
             seconds: self.started.elapsed().as_secs_f64(),
+            solver: 0,
         });
         self.prev_active = active;
         out.points.push(PathPoint {

@@ -181,6 +181,19 @@ pub fn fit_wrapper_weighted(
     fit_from(stack, y, sample_weight, cfg, MIN_POINTS, interrupt)
 }
 
+/// [`fit_wrapper_weighted`] for a caller that continues a stalled fit with another solver
+/// ([`crate::solvers::continued`]): the fit ends `Stalled` at its first stall, slow or frozen,
+/// rather than going on while its gap moves.
+pub(crate) fn fit_wrapper_handing_over(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &WrapperConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
+    fit_with(stack, y, sample_weight, cfg, MIN_POINTS, true, interrupt)
+}
+
 /// [`fit_wrapper_weighted`] with a working set of points from `min_points` points on (the
 /// hinge-type losses; the tests move the threshold).
 fn fit_from(
@@ -189,6 +202,19 @@ fn fit_from(
     sample_weight: Option<&[f64]>,
     cfg: &WrapperConfig,
     min_points: usize,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
+    fit_with(stack, y, sample_weight, cfg, min_points, false, interrupt)
+}
+
+/// The fit, handing over at its first stall when `handover` ([`fit_wrapper_handing_over`]).
+fn fit_with(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    sample_weight: Option<&[f64]>,
+    cfg: &WrapperConfig,
+    min_points: usize,
+    handover: bool,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
@@ -238,6 +264,7 @@ fn fit_from(
         first: true,
         next: Next::Recombine,
         dual: Aggregate::default(),
+        handover,
     };
     Driver::new(cfg.tol, cfg.max_iter, interrupt).run(&mut wrapper)
 }
@@ -284,6 +311,8 @@ struct Wrapper<'s> {
     next: Next,
     /// The best dual point so far (dual aggregation).
     dual: Aggregate,
+    /// Whether another solver continues the fit after a stall ([`fit_wrapper_handing_over`]).
+    handover: bool,
 }
 
 /// What the next iteration solves: decided by [`Solver::step`](crate::solvers::driver::Solver),
