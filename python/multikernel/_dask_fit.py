@@ -13,8 +13,9 @@ with ``X`` a Dask array and ``kernels=FeatureBank(...)`` comes here (:func:`fit`
   through :class:`ChunkRows`: every pass over the rows is one task per chunk calling the
   engine on that chunk (``_core.chunk_run``), the per-row state (predictions, step, the
   certificate's rows) kept on the worker between tasks (:data:`_MEMOS`), its updates sent
-  as a log with the next pass, and the chunks' parts are combined by the engine in chunk
-  order. Nothing of size ``n`` reaches the client.
+  with the next pass (those since the pass before; each worker keeps the log,
+  :data:`_LOGS`), and the chunks' parts are combined by the engine in chunk order. Nothing
+  of size ``n`` reaches the client.
 
 A worker lost during the fit loses its chunks' features and memos: Dask recomputes the
 features elsewhere, and a chunk without a memo replays the fit's log of updates from the
@@ -30,6 +31,7 @@ thread. The client's Newton systems (``R_W × R_W``) use the estimator's ``n_thr
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +43,12 @@ from . import _auto, _core, _progress
 from ._base import _start_args
 from ._dask import _task_threads
 from ._validation import check_n_threads, group_ids
-from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
+from .exceptions import (
+    InternalError,
+    InvalidInputError,
+    InvalidParameterError,
+    NonFiniteError,
+)
 from .kernels import FeatureBank, Linear
 
 __all__: list[str] = []
@@ -134,28 +141,76 @@ def _costs(w: NDArray[np.float64] | None, C: float, size: int) -> NDArray[np.flo
 #: chunk and worker: a ``_core.ChunkMemo`` each (the per-row state, the certificate's rows).
 _MEMOS: dict[tuple[str, int, str], Any] = {}
 
+#: The fit's log of updates as far as each worker of this process has received it, by fit
+#: and worker: a pass sends only the updates since the one before (:class:`Pass`).
+_LOGS: dict[tuple[str, str], list[list[float]]] = {}
+
+#: Guards :data:`_LOGS`: a worker's threads run the tasks of one pass concurrently.
+_LOGS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What every chunk's task of one pass receives: one positional argument (a Dask
+    keyword argument above 100 kB becomes a graph key named after the keyword, shared by
+    every call and left without a priority: the scheduler fails on it).
+
+    Parameters
+    ----------
+    fit : str
+        The fit's id.
+    dims : list of int
+        The blocks' widths.
+    start : int
+        The length of the log that the tail continues.
+    tail : list of list of float
+        The log's updates from ``start`` on.
+    ops : list of list of float
+        The encoded reductions.
+    threads : int
+        Engine threads per task.
+    """
+
+    fit: str
+    dims: list[int]
+    start: int
+    tail: list[list[float]]
+    ops: list[list[float]]
+    threads: int
+
 
 def _run(
-    x: NDArray[Any], y: NDArray[np.float64], c: NDArray[np.float64], index: int, fit: str,
-    dims: list[int], log: list[list[float]], ops: list[list[float]], threads: int,
-) -> list[list[float]]:  # fmt: skip
-    """A chunk's task: the log's updates its memo lacks, then the reductions ``ops``."""
+    x: NDArray[Any], y: NDArray[np.float64], c: NDArray[np.float64], index: int, p: Pass
+) -> list[list[float]] | None:
+    """A chunk's task: the updates its memo lacks, then the reductions ``p.ops``; None when
+    this worker lacks updates sent before ``p.start`` (the client sends the whole log)."""
     from distributed import get_worker
 
-    key = (fit, index, get_worker().address)
+    address = get_worker().address
+    with _LOGS_LOCK:
+        log = _LOGS.setdefault((p.fit, address), [])
+        if len(log) < p.start:
+            return None
+        # The log only grows, and the same way everywhere: keep what is new.
+        log.extend(p.tail[len(log) - p.start :])
+        log = list(log)  # this task's view: the others may extend the worker's list
+    key = (p.fit, index, address)
     memo = _MEMOS.get(key)
-    if memo is None or memo.applied > len(log):
+    if memo is None:
         memo = _MEMOS[key] = _core.ChunkMemo()
     # (Arrays that crossed processes can arrive without their C order, or misaligned.)
     x = np.require(x, requirements=["C", "A"])
     y, c = (np.require(v, np.float64, ["C", "A"]) for v in (y, c))
-    return _core.chunk_run(x, dims, y, c, memo, log, ops, n_threads=threads)
+    return _core.chunk_run(x, p.dims, y, c, memo, log, p.ops, n_threads=p.threads)
 
 
 def _drop(fit: str) -> None:
-    """Forgets a fit's memos (``client.run`` on every worker)."""
+    """Forgets a fit's memos and logs (``client.run`` on every worker)."""
     for k in [k for k in _MEMOS if k[0] == fit]:
         del _MEMOS[k]
+    with _LOGS_LOCK:
+        for at in [at for at in _LOGS if at[0] == fit]:
+            del _LOGS[at]
 
 
 class ChunkRows:
@@ -163,7 +218,10 @@ class ChunkRows:
     returns every chunk's part of an encoded reduction, in chunk order, from one task per
     chunk; ``update(code)`` appends to the fit's log of updates, which the next tasks apply
     to the state their worker keeps (``_MEMOS``: no round trip of its own, no copy of the
-    state). A chunk whose memo is gone (a lost worker, a task moved) replays the whole log.
+    state). A pass sends the updates since the one before; each worker keeps the log it
+    received (``_LOGS``), so a chunk whose memo is gone (a lost worker, a task moved)
+    replays it there, and a worker that lacks its start (one that joined, or ran no task of
+    a pass) gets the whole log in a second round trip for its chunks.
 
     Parameters
     ----------
@@ -189,24 +247,45 @@ class ChunkRows:
             client.submit(_costs, w, C, k) for w, k in zip(weights, data.sizes, strict=True)
         ]
         self.log: list[list[float]] = []
+        #: The log's length at the last pass: every worker that ran a task of it has that much.
+        self.sent = 0
         self.tasks = 0
+        #: Tasks sent the whole log again (their worker lacked its start).
+        self.resent = 0
+
+    def _map(self, chunks: list[int], p: Pass) -> list[list[list[float]] | None]:
+        d = self._data
+        self.tasks += len(chunks)
+        futs = self._client.map(
+            _run, [d.x[i] for i in chunks], [d.y[i] for i in chunks],
+            [self.costs[i] for i in chunks], chunks, [p] * len(chunks), pure=False,
+        )  # fmt: skip
+        parts: list[list[list[float]] | None] = self._client.gather(futs)
+        return parts
 
     def reduce(self, code: list[float]) -> list[list[float]]:
-        d = self._data
-        self.tasks += len(d.x)
-        futs = self._client.map(
-            _run, d.x, d.y, self.costs, list(range(len(d.x))), fit=self._fit,
-            dims=d.dims, log=list(self.log), ops=[list(code)], threads=self._threads,
-            pure=False,
+        p = Pass(
+            self._fit, list(self._data.dims), self.sent, self.log[self.sent :], [list(code)],
+            self._threads,
         )  # fmt: skip
-        parts: list[list[list[float]]] = self._client.gather(futs)
-        return [p[0] for p in parts]
+        parts = self._map(list(range(len(self._data.x))), p)
+        behind = [i for i, part in enumerate(parts) if part is None]
+        if behind:
+            self.resent += len(behind)
+            whole = Pass(p.fit, p.dims, 0, list(self.log), p.ops, p.threads)
+            for i, part in zip(behind, self._map(behind, whole), strict=True):
+                parts[i] = part
+        self.sent = len(self.log)
+        if any(part is None for part in parts):
+            raise InternalError("a chunk's task sent the whole log did not run")
+        return [part[0] for part in parts if part is not None]
 
     def update(self, code: list[float]) -> None:
         self.log.append(list(code))
 
     def close(self) -> None:
-        """Releases the loss weights and the workers' memos (nothing of the fit runs on)."""
+        """Releases the loss weights and the workers' memos and logs (nothing of the fit
+        runs on)."""
         self._client.cancel(self.costs)
         self.costs = []
         self._client.run(_drop, self._fit)
