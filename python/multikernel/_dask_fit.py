@@ -31,6 +31,7 @@ thread. The client's Newton systems (``R_W × R_W``) use the estimator's ``n_thr
 from __future__ import annotations
 
 import copy
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -42,7 +43,13 @@ from numpy.typing import NDArray
 from . import _auto, _core, _progress
 from ._base import _start_args
 from ._dask import _task_threads
-from ._validation import check_n_threads, group_ids
+from ._validation import (
+    check_n_threads,
+    group_ids,
+    nonfinite_targets,
+    numeric_dtype_error,
+    weights_error,
+)
 from .exceptions import (
     InternalError,
     InvalidInputError,
@@ -306,14 +313,47 @@ def _client() -> Any:
         ) from e
 
 
+def _known_chunks(a: Any, name: str) -> None:
+    """Refuses a Dask array whose chunk sizes are unknown (boolean indexing with a Dask
+    mask): the fit needs each chunk's rows to line ``X``, ``y`` and the weights up, and
+    computing them here would cost a pass over the array that the caller may have done."""
+    if any(math.isnan(c) for dim in a.chunks for c in dim):
+        raise InvalidInputError(
+            f"{name} has unknown chunk sizes (as after indexing with a Dask boolean mask): "
+            f"call {name}.compute_chunk_sizes() first (one pass over it), or index with a "
+            "NumPy mask"
+        )
+
+
 def _column(v: Any, rows: tuple[int, ...], name: str) -> Any:
-    """``v`` as a 1-D float64 Dask array with the row chunks ``rows``."""
+    """``v`` as a 1-D Dask array with the row chunks ``rows``."""
     import dask.array as da
 
     a = v if isinstance(v, da.Array) else da.from_array(np.asarray(v), chunks=(rows,))
+    _known_chunks(a, name)
     if a.ndim != 1 or a.shape[0] != sum(rows):
         raise InvalidInputError(f"{name} must have shape ({sum(rows)},), got {a.shape}")
     return a.rechunk((rows,))
+
+
+def _numeric(a: Any, name: str) -> None:
+    error = numeric_dtype_error(name, a.dtype, "a Dask fit")
+    if error is not None:
+        raise error
+
+
+def _missing_labels(y: Any) -> Any:
+    """Where an object array of labels holds None or a float NaN (a Dask array of bools)."""
+
+    def missing(block: NDArray[Any]) -> NDArray[np.bool_]:
+        return np.array([v is None or (isinstance(v, float) and v != v) for v in block], bool)
+
+    return y.map_blocks(missing, dtype=bool)
+
+
+def _first(bad: Any) -> Any:
+    """The first row where ``bad`` holds (a lazy 0-d Dask array; 0 if none does)."""
+    return bad.argmax()
 
 
 def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> Features:
@@ -323,10 +363,16 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
 
     if X.ndim != 2:
         raise InvalidInputError(f"X must be 2-D, got {X.ndim} dimensions")
+    _numeric(X, "X")
+    _known_chunks(X, "X")
     X = X.rechunk({1: -1})
     rows = X.chunks[0]
     yv = _column(y, rows, "y")
     wv = None if sample_weight is None else _column(sample_weight, rows, "sample_weight")
+    if not classifier and yv.dtype != object:  # (objects: None is NaN, found below)
+        _numeric(yv, "y")
+    if wv is not None:
+        _numeric(wv, "sample_weight")
     template: FeatureBank = est.kernels
     key = (
         X.name, yv.name, None if wv is None else wv.name, classifier,
@@ -341,6 +387,7 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     n = int(X.shape[0])
     bank = copy.deepcopy(template)
     seed = getattr(bank, "random_state", None)
+    idx = None
     if not _reads_points(bank):
         sample_x = X[:1]  # the maps need the number of features only: one chunk read
     elif n <= FIT_SAMPLE:
@@ -348,13 +395,46 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     else:
         idx = np.sort(np.random.default_rng(seed).choice(n, FIT_SAMPLE, replace=False))
         sample_x = X[idx]
+    if classifier and yv.dtype == object:
+        # Labels that do not sort (None among them) would fail the classes' pass: one pass
+        # of its own for such labels.
+        missing = _missing_labels(yv)
+        if bool(missing.any().compute()):
+            raise InvalidInputError(
+                f"y contains None or NaN (a missing label, first at row "
+                f"{int(_first(missing).compute())})"
+            )
     wf = None if wv is None else wv.astype(np.float64)
-    good_w = True if wf is None else (da.isfinite(wf) & (wf > 0)).all()
-    # The labels (a classifier's) or their check (a regressor's), in the same pass as the
-    # sample and the weights' check: one round of the cluster.
-    about_y = da.unique(yv) if classifier else da.isfinite(yv.astype(np.float64)).all()
-    sample, ok_w, y_info = da.compute(sample_x, good_w, about_y)
-    bank.fit(np.asarray(sample, dtype=np.float64))
+    about_w = () if wf is None else (da.isfinite(wf).all(), wf.min(), wf.sum())
+    # The labels (a classifier's) or the targets' check (a regressor's), in the same pass as
+    # the sample and the weights' summaries: one round of the cluster.
+    if classifier:
+        bad_y = ~da.isfinite(yv) if yv.dtype.kind == "f" else None
+        about_y = da.unique(yv)
+    else:
+        bad_y = ~da.isfinite(yv.astype(np.float64))
+        about_y = None
+    checks = () if bad_y is None else (bad_y.any(), _first(bad_y))
+    sample, y_info, w_info, y_bad = da.compute(sample_x, about_y, about_w, checks)
+    if y_bad and y_bad[0]:
+        raise nonfinite_targets(int(y_bad[1]))
+    if w_info:
+        error = weights_error(bool(w_info[0]), float(w_info[1]), float(w_info[2]))
+        if error is not None:
+            raise error
+        if not w_info[1] > 0:
+            raise InvalidInputError(
+                "a Dask fit takes sample weights > 0, got a weight of 0: drop those rows"
+            )
+    try:
+        bank.fit(np.asarray(sample, dtype=np.float64))
+    except NonFiniteError as e:
+        if e.entry is None or idx is None:
+            raise
+        row, col = int(idx[e.entry[0]]), e.entry[1]  # the sample's row in the whole array
+        raise NonFiniteError(
+            f"X contains NaN or infinity (first at row {row}, column {col})", entry=(row, col)
+        ) from None
     classes = None
     if classifier:
         classes = np.unique(y_info)
@@ -365,11 +445,7 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
             )
         yf = da.where(yv == classes[1], 1.0, -1.0)
     else:
-        if not y_info:
-            raise NonFiniteError("y contains NaN or infinity")
         yf = yv.astype(np.float64)
-    if not ok_w:
-        raise InvalidInputError("a Dask fit takes sample weights that are finite and > 0")
     task_bank = copy.copy(bank)
     task_bank.n_threads = _task_threads(int(bank.n_threads))
     client = _client()
