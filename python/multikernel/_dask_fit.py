@@ -13,8 +13,9 @@ with ``X`` a Dask array and ``kernels=FeatureBank(...)`` comes here (:func:`fit`
   through :class:`ChunkRows`: every pass over the rows is one task per chunk calling the
   engine on that chunk (``_core.chunk_run``), the per-row state (predictions, step, the
   certificate's rows) kept on the worker between tasks (:data:`_MEMOS`), its updates sent
-  as a log with the next pass, and the chunks' parts are combined by the engine in chunk
-  order. Nothing of size ``n`` reaches the client.
+  with the next pass (those since the pass before; each worker keeps the log,
+  :data:`_LOGS`), and the chunks' parts are combined by the engine in chunk order. Nothing
+  of size ``n`` reaches the client.
 
 A worker lost during the fit loses its chunks' features and memos: Dask recomputes the
 features elsewhere, and a chunk without a memo replays the fit's log of updates from the
@@ -30,6 +31,8 @@ thread. The client's Newton systems (``R_W × R_W``) use the estimator's ``n_thr
 from __future__ import annotations
 
 import copy
+import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +43,19 @@ from numpy.typing import NDArray
 from . import _auto, _core, _progress
 from ._base import _start_args
 from ._dask import _task_threads
-from ._validation import check_n_threads, group_ids
-from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
+from ._validation import (
+    check_n_threads,
+    group_ids,
+    nonfinite_targets,
+    numeric_dtype_error,
+    weights_error,
+)
+from .exceptions import (
+    InternalError,
+    InvalidInputError,
+    InvalidParameterError,
+    NonFiniteError,
+)
 from .kernels import FeatureBank, Linear
 
 __all__: list[str] = []
@@ -134,28 +148,76 @@ def _costs(w: NDArray[np.float64] | None, C: float, size: int) -> NDArray[np.flo
 #: chunk and worker: a ``_core.ChunkMemo`` each (the per-row state, the certificate's rows).
 _MEMOS: dict[tuple[str, int, str], Any] = {}
 
+#: The fit's log of updates as far as each worker of this process has received it, by fit
+#: and worker: a pass sends only the updates since the one before (:class:`Pass`).
+_LOGS: dict[tuple[str, str], list[list[float]]] = {}
+
+#: Guards :data:`_LOGS`: a worker's threads run the tasks of one pass concurrently.
+_LOGS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What every chunk's task of one pass receives: one positional argument (a Dask
+    keyword argument above 100 kB becomes a graph key named after the keyword, shared by
+    every call and left without a priority: the scheduler fails on it).
+
+    Parameters
+    ----------
+    fit : str
+        The fit's id.
+    dims : list of int
+        The blocks' widths.
+    start : int
+        The length of the log that the tail continues.
+    tail : list of list of float
+        The log's updates from ``start`` on.
+    ops : list of list of float
+        The encoded reductions.
+    threads : int
+        Engine threads per task.
+    """
+
+    fit: str
+    dims: list[int]
+    start: int
+    tail: list[list[float]]
+    ops: list[list[float]]
+    threads: int
+
 
 def _run(
-    x: NDArray[Any], y: NDArray[np.float64], c: NDArray[np.float64], index: int, fit: str,
-    dims: list[int], log: list[list[float]], ops: list[list[float]], threads: int,
-) -> list[list[float]]:  # fmt: skip
-    """A chunk's task: the log's updates its memo lacks, then the reductions ``ops``."""
+    x: NDArray[Any], y: NDArray[np.float64], c: NDArray[np.float64], index: int, p: Pass
+) -> list[list[float]] | None:
+    """A chunk's task: the updates its memo lacks, then the reductions ``p.ops``; None when
+    this worker lacks updates sent before ``p.start`` (the client sends the whole log)."""
     from distributed import get_worker
 
-    key = (fit, index, get_worker().address)
+    address = get_worker().address
+    with _LOGS_LOCK:
+        log = _LOGS.setdefault((p.fit, address), [])
+        if len(log) < p.start:
+            return None
+        # The log only grows, and the same way everywhere: keep what is new.
+        log.extend(p.tail[len(log) - p.start :])
+        log = list(log)  # this task's view: the others may extend the worker's list
+    key = (p.fit, index, address)
     memo = _MEMOS.get(key)
-    if memo is None or memo.applied > len(log):
+    if memo is None:
         memo = _MEMOS[key] = _core.ChunkMemo()
     # (Arrays that crossed processes can arrive without their C order, or misaligned.)
     x = np.require(x, requirements=["C", "A"])
     y, c = (np.require(v, np.float64, ["C", "A"]) for v in (y, c))
-    return _core.chunk_run(x, dims, y, c, memo, log, ops, n_threads=threads)
+    return _core.chunk_run(x, p.dims, y, c, memo, log, p.ops, n_threads=p.threads)
 
 
 def _drop(fit: str) -> None:
-    """Forgets a fit's memos (``client.run`` on every worker)."""
+    """Forgets a fit's memos and logs (``client.run`` on every worker)."""
     for k in [k for k in _MEMOS if k[0] == fit]:
         del _MEMOS[k]
+    with _LOGS_LOCK:
+        for at in [at for at in _LOGS if at[0] == fit]:
+            del _LOGS[at]
 
 
 class ChunkRows:
@@ -163,7 +225,10 @@ class ChunkRows:
     returns every chunk's part of an encoded reduction, in chunk order, from one task per
     chunk; ``update(code)`` appends to the fit's log of updates, which the next tasks apply
     to the state their worker keeps (``_MEMOS``: no round trip of its own, no copy of the
-    state). A chunk whose memo is gone (a lost worker, a task moved) replays the whole log.
+    state). A pass sends the updates since the one before; each worker keeps the log it
+    received (``_LOGS``), so a chunk whose memo is gone (a lost worker, a task moved)
+    replays it there, and a worker that lacks its start (one that joined, or ran no task of
+    a pass) gets the whole log in a second round trip for its chunks.
 
     Parameters
     ----------
@@ -189,24 +254,45 @@ class ChunkRows:
             client.submit(_costs, w, C, k) for w, k in zip(weights, data.sizes, strict=True)
         ]
         self.log: list[list[float]] = []
+        #: The log's length at the last pass: every worker that ran a task of it has that much.
+        self.sent = 0
         self.tasks = 0
+        #: Tasks sent the whole log again (their worker lacked its start).
+        self.resent = 0
+
+    def _map(self, chunks: list[int], p: Pass) -> list[list[list[float]] | None]:
+        d = self._data
+        self.tasks += len(chunks)
+        futs = self._client.map(
+            _run, [d.x[i] for i in chunks], [d.y[i] for i in chunks],
+            [self.costs[i] for i in chunks], chunks, [p] * len(chunks), pure=False,
+        )  # fmt: skip
+        parts: list[list[list[float]] | None] = self._client.gather(futs)
+        return parts
 
     def reduce(self, code: list[float]) -> list[list[float]]:
-        d = self._data
-        self.tasks += len(d.x)
-        futs = self._client.map(
-            _run, d.x, d.y, self.costs, list(range(len(d.x))), fit=self._fit,
-            dims=d.dims, log=list(self.log), ops=[list(code)], threads=self._threads,
-            pure=False,
+        p = Pass(
+            self._fit, list(self._data.dims), self.sent, self.log[self.sent :], [list(code)],
+            self._threads,
         )  # fmt: skip
-        parts: list[list[list[float]]] = self._client.gather(futs)
-        return [p[0] for p in parts]
+        parts = self._map(list(range(len(self._data.x))), p)
+        behind = [i for i, part in enumerate(parts) if part is None]
+        if behind:
+            self.resent += len(behind)
+            whole = Pass(p.fit, p.dims, 0, list(self.log), p.ops, p.threads)
+            for i, part in zip(behind, self._map(behind, whole), strict=True):
+                parts[i] = part
+        self.sent = len(self.log)
+        if any(part is None for part in parts):
+            raise InternalError("a chunk's task sent the whole log did not run")
+        return [part[0] for part in parts if part is not None]
 
     def update(self, code: list[float]) -> None:
         self.log.append(list(code))
 
     def close(self) -> None:
-        """Releases the loss weights and the workers' memos (nothing of the fit runs on)."""
+        """Releases the loss weights and the workers' memos and logs (nothing of the fit
+        runs on)."""
         self._client.cancel(self.costs)
         self.costs = []
         self._client.run(_drop, self._fit)
@@ -227,14 +313,47 @@ def _client() -> Any:
         ) from e
 
 
+def _known_chunks(a: Any, name: str) -> None:
+    """Refuses a Dask array whose chunk sizes are unknown (boolean indexing with a Dask
+    mask): the fit needs each chunk's rows to line ``X``, ``y`` and the weights up, and
+    computing them here would cost a pass over the array that the caller may have done."""
+    if any(math.isnan(c) for dim in a.chunks for c in dim):
+        raise InvalidInputError(
+            f"{name} has unknown chunk sizes (as after indexing with a Dask boolean mask): "
+            f"call {name}.compute_chunk_sizes() first (one pass over it), or index with a "
+            "NumPy mask"
+        )
+
+
 def _column(v: Any, rows: tuple[int, ...], name: str) -> Any:
-    """``v`` as a 1-D float64 Dask array with the row chunks ``rows``."""
+    """``v`` as a 1-D Dask array with the row chunks ``rows``."""
     import dask.array as da
 
     a = v if isinstance(v, da.Array) else da.from_array(np.asarray(v), chunks=(rows,))
+    _known_chunks(a, name)
     if a.ndim != 1 or a.shape[0] != sum(rows):
         raise InvalidInputError(f"{name} must have shape ({sum(rows)},), got {a.shape}")
     return a.rechunk((rows,))
+
+
+def _numeric(a: Any, name: str) -> None:
+    error = numeric_dtype_error(name, a.dtype, "a Dask fit")
+    if error is not None:
+        raise error
+
+
+def _missing_labels(y: Any) -> Any:
+    """Where an object array of labels holds None or a float NaN (a Dask array of bools)."""
+
+    def missing(block: NDArray[Any]) -> NDArray[np.bool_]:
+        return np.array([v is None or (isinstance(v, float) and v != v) for v in block], bool)
+
+    return y.map_blocks(missing, dtype=bool)
+
+
+def _first(bad: Any) -> Any:
+    """The first row where ``bad`` holds (a lazy 0-d Dask array; 0 if none does)."""
+    return bad.argmax()
 
 
 def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> Features:
@@ -244,10 +363,16 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
 
     if X.ndim != 2:
         raise InvalidInputError(f"X must be 2-D, got {X.ndim} dimensions")
+    _numeric(X, "X")
+    _known_chunks(X, "X")
     X = X.rechunk({1: -1})
     rows = X.chunks[0]
     yv = _column(y, rows, "y")
     wv = None if sample_weight is None else _column(sample_weight, rows, "sample_weight")
+    if not classifier and yv.dtype != object:  # (objects: None is NaN, found below)
+        _numeric(yv, "y")
+    if wv is not None:
+        _numeric(wv, "sample_weight")
     template: FeatureBank = est.kernels
     key = (
         X.name, yv.name, None if wv is None else wv.name, classifier,
@@ -262,6 +387,7 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     n = int(X.shape[0])
     bank = copy.deepcopy(template)
     seed = getattr(bank, "random_state", None)
+    idx = None
     if not _reads_points(bank):
         sample_x = X[:1]  # the maps need the number of features only: one chunk read
     elif n <= FIT_SAMPLE:
@@ -269,13 +395,46 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
     else:
         idx = np.sort(np.random.default_rng(seed).choice(n, FIT_SAMPLE, replace=False))
         sample_x = X[idx]
+    if classifier and yv.dtype == object:
+        # Labels that do not sort (None among them) would fail the classes' pass: one pass
+        # of its own for such labels.
+        missing = _missing_labels(yv)
+        if bool(missing.any().compute()):
+            raise InvalidInputError(
+                f"y contains None or NaN (a missing label, first at row "
+                f"{int(_first(missing).compute())})"
+            )
     wf = None if wv is None else wv.astype(np.float64)
-    good_w = True if wf is None else (da.isfinite(wf) & (wf > 0)).all()
-    # The labels (a classifier's) or their check (a regressor's), in the same pass as the
-    # sample and the weights' check: one round of the cluster.
-    about_y = da.unique(yv) if classifier else da.isfinite(yv.astype(np.float64)).all()
-    sample, ok_w, y_info = da.compute(sample_x, good_w, about_y)
-    bank.fit(np.asarray(sample, dtype=np.float64))
+    about_w = () if wf is None else (da.isfinite(wf).all(), wf.min(), wf.sum())
+    # The labels (a classifier's) or the targets' check (a regressor's), in the same pass as
+    # the sample and the weights' summaries: one round of the cluster.
+    if classifier:
+        bad_y = ~da.isfinite(yv) if yv.dtype.kind == "f" else None
+        about_y = da.unique(yv)
+    else:
+        bad_y = ~da.isfinite(yv.astype(np.float64))
+        about_y = None
+    checks = () if bad_y is None else (bad_y.any(), _first(bad_y))
+    sample, y_info, w_info, y_bad = da.compute(sample_x, about_y, about_w, checks)
+    if y_bad and y_bad[0]:
+        raise nonfinite_targets(int(y_bad[1]))
+    if w_info:
+        error = weights_error(bool(w_info[0]), float(w_info[1]), float(w_info[2]))
+        if error is not None:
+            raise error
+        if not w_info[1] > 0:
+            raise InvalidInputError(
+                "a Dask fit takes sample weights > 0, got a weight of 0: drop those rows"
+            )
+    try:
+        bank.fit(np.asarray(sample, dtype=np.float64))
+    except NonFiniteError as e:
+        if e.entry is None or idx is None:
+            raise
+        row, col = int(idx[e.entry[0]]), e.entry[1]  # the sample's row in the whole array
+        raise NonFiniteError(
+            f"X contains NaN or infinity (first at row {row}, column {col})", entry=(row, col)
+        ) from None
     classes = None
     if classifier:
         classes = np.unique(y_info)
@@ -286,11 +445,7 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
             )
         yf = da.where(yv == classes[1], 1.0, -1.0)
     else:
-        if not y_info:
-            raise NonFiniteError("y contains NaN or infinity")
         yf = yv.astype(np.float64)
-    if not ok_w:
-        raise InvalidInputError("a Dask fit takes sample weights that are finite and > 0")
     task_bank = copy.copy(bank)
     task_bank.n_threads = _task_threads(int(bank.n_threads))
     client = _client()

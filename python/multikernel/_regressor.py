@@ -11,8 +11,8 @@ from sklearn.base import RegressorMixin
 
 from . import _dask
 from ._base import BaseMKL, publishes
-from ._validation import check_bool
-from .exceptions import InvalidInputError, NonFiniteError
+from ._validation import check_bool, nonfinite_targets
+from .exceptions import InvalidInputError
 
 __all__ = ["MKLRegressor"]
 
@@ -150,7 +150,7 @@ warm_start, cache_size
         )
         yf = np.asarray(yv, dtype=np.float64)
         if not np.isfinite(yf).all():
-            raise NonFiniteError("y contains NaN or infinity")
+            raise nonfinite_targets(int(np.argmin(np.isfinite(yf))))
         if settings["loss"] == "epsilon_insensitive" and yf.shape[0] < 2:
             raise InvalidInputError(
                 f"loss='epsilon_insensitive' needs at least 2 samples; got n_samples = "

@@ -332,14 +332,42 @@ def check_sample_weight(
         raise InvalidInputError(
             f"sample_weight must have shape ({n},) (one weight per sample), got {w.shape}"
         )
-    if not np.isfinite(w).all():
-        raise NonFiniteError("sample_weight contains NaN or infinity")
-    if (w < 0).any():
-        raise InvalidInputError(f"sample_weight must be non-negative, got min {w.min():.3g}")
-    if not w.sum() > 0:
-        raise InvalidInputError("sample_weight is zero for every sample: nothing to fit")
+    finite = bool(np.isfinite(w).all())
+    error = weights_error(finite, float(w.min()) if finite else 0.0, float(w.sum()))
+    if error is not None:
+        raise error
     check_weight_scale(w, C)
     return w
+
+
+def weights_error(finite: bool, minimum: float, total: float) -> InvalidInputError | None:
+    """What is wrong with sample weights of these summaries (all finite, least, sum), if
+    anything: the checks of :func:`check_sample_weight`, for weights summarised elsewhere
+    (a Dask array's, in one pass)."""
+    if not finite:
+        return NonFiniteError("sample_weight contains NaN or infinity")
+    if minimum < 0:
+        return InvalidInputError(f"sample_weight must be non-negative, got min {minimum:.3g}")
+    if not total > 0:
+        return InvalidInputError("sample_weight is zero for every sample: nothing to fit")
+    return None
+
+
+def nonfinite_targets(row: int | None = None) -> NonFiniteError:
+    """The error of targets ``y`` with NaN or infinity (first at ``row`` when known)."""
+    where = "" if row is None else f" (first at row {row})"
+    return NonFiniteError(f"y contains NaN or infinity{where}")
+
+
+def numeric_dtype_error(name: str, dtype: Any, what: str) -> InvalidInputError | None:
+    """The error of ``name`` of ``dtype`` where ``what`` takes numbers (booleans, integers,
+    floats) only, if it is not one of them."""
+    if np.dtype(dtype).kind in "biuf":
+        return None
+    return InvalidInputError(
+        f"{what} takes numeric arrays (booleans, integers or floats), and {name} has dtype "
+        f"{np.dtype(dtype)}: convert it (e.g. {name}.astype(float))"
+    )
 
 
 def check_weighted_classes(

@@ -19,7 +19,7 @@ import pytest
 
 import multikernel as mk
 from multikernel import _dask_fit
-from multikernel.exceptions import NonFiniteError
+from multikernel.exceptions import InvalidInputError, NonFiniteError
 from multikernel.kernels import FeatureBank, Gaussian, Linear
 
 distributed = pytest.importorskip("distributed")
@@ -217,7 +217,7 @@ def test_refuses_what_it_does_not_fit(client: Any) -> None:
     with pytest.raises(ValueError, match="two classes"):
         estimator("logistic", "l1", {}, bank()).fit(Xd, da.from_array(np.arange(N) % 3, chunks=400))
     bad = da.from_array(np.where(np.arange(N) == 5, 0.0, 1.0), chunks=400)
-    with pytest.raises(ValueError, match="sample weights"):
+    with pytest.raises(InvalidInputError, match="sample weights > 0"):
         estimator("logistic", "l1", {}, bank()).fit(Xd, yd, sample_weight=bad)
     # A point with NaN, found where its chunk's features are computed, is named by its row
     # in the whole array (here in the second chunk, past the bank's sample of one row).
@@ -227,6 +227,130 @@ def test_refuses_what_it_does_not_fit(client: Any) -> None:
     with pytest.raises(NonFiniteError, match=r"row 450, column 2") as err:
         estimator("logistic", "l1", {}, linear).fit(da.from_array(Xn, chunks=400), yd)
     assert err.value.entry == (450, 2)
+
+
+# --- hostile Dask inputs: a multikernel error that names the problem -----------------------
+
+#: The kernel weights of an unweighted ``l1`` logistic fit: 1e-9, as in the warm-start test
+#: (its Newton systems amplify the chunks' rounding beyond 1e-10).
+UNWEIGHTED = 1e-9
+
+
+def test_unknown_chunk_sizes_are_refused_with_their_fix(client: Any) -> None:
+    """``X[mask]`` with a Dask mask has unknown chunk sizes: refused, naming the fix, which
+    then gives the in-memory fit of those rows."""
+    X, y, _ = data("logistic")
+    keep = np.arange(N) % 7 != 3
+    Xd, yd = da.from_array(X, chunks=(250, 5)), da.from_array(y, chunks=250)
+    mask = da.from_array(keep, chunks=250)
+    est = estimator("logistic", "l1", {}, bank())
+    with pytest.raises(InvalidInputError, match=r"X has unknown chunk sizes.*compute_chunk_sizes"):
+        est.fit(Xd[mask], yd[mask])
+    Xk = Xd[mask].compute_chunk_sizes()
+    with pytest.raises(InvalidInputError, match=r"y has unknown chunk sizes.*compute_chunk_sizes"):
+        est.fit(Xk, yd[mask])
+    w = da.ones(N, chunks=250)[mask]
+    with pytest.raises(InvalidInputError, match=r"sample_weight has unknown chunk sizes"):
+        est.fit(Xk, yd[mask].compute_chunk_sizes(), sample_weight=w)
+    est.fit(Xk, yd[mask].compute_chunk_sizes())
+    ref = estimator("logistic", "l1", {}, bank()).fit(X[keep], y[keep])
+    assert rel(est.kernel_weights_, ref.kernel_weights_) < UNWEIGHTED
+    assert rel(est.decision_function(X), ref.decision_function(X)) < 1e-9
+
+
+def test_non_numeric_arrays_are_refused_naming_their_dtype(client: Any) -> None:
+    X, y, w = data("logistic")
+    est = estimator("logistic", "l1", {}, bank())
+    Xd, yd = da.from_array(X, chunks=(250, 5)), da.from_array(y, chunks=250)
+    with pytest.raises(InvalidInputError, match=r"numeric arrays.*X has dtype <U\d+"):
+        est.fit(da.from_array(X.astype(str), chunks=(250, 5)), yd)
+    with pytest.raises(InvalidInputError, match=r"numeric arrays.*X has dtype object"):
+        est.fit(da.from_array(X.astype(object), chunks=(250, 5)), yd)
+    with pytest.raises(InvalidInputError, match=r"numeric arrays.*sample_weight has dtype <U"):
+        est.fit(Xd, yd, sample_weight=da.from_array(w.astype(str), chunks=250))
+    reg = estimator("squared", "l1", {}, bank())
+    with pytest.raises(InvalidInputError, match=r"numeric arrays.*y has dtype <U"):
+        reg.fit(Xd, da.from_array(y.astype(str), chunks=250))
+    # A classifier's labels may be strings (as in memory).
+    labels = np.where(y > 0, "yes", "no")
+    est.fit(Xd, da.from_array(labels, chunks=250))
+    ref = estimator("logistic", "l1", {}, bank()).fit(X, labels)
+    assert list(est.classes_) == ["no", "yes"]
+    assert rel(est.kernel_weights_, ref.kernel_weights_) < UNWEIGHTED
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_non_finite_targets_are_named_with_their_row(client: Any, bad: float, loss: str) -> None:
+    X, y, _ = data(loss)
+    y = y.copy()
+    y[[417, 500]] = bad
+    est = estimator(loss, "l1", {}, bank())
+    with pytest.raises(NonFiniteError, match=r"^y contains NaN or infinity \(first at row 417\)$"):
+        est.fit(da.from_array(X, chunks=(250, 5)), da.from_array(y, chunks=250))
+
+
+def test_missing_labels_and_misfit_targets_are_refused(client: Any) -> None:
+    X, y, _ = data("logistic")
+    Xd = da.from_array(X, chunks=(250, 5))
+    est = estimator("logistic", "l1", {}, bank())
+    for missing in (None, np.nan):
+        labels = y.astype(object)
+        labels[260] = missing
+        with pytest.raises(InvalidInputError, match=r"y contains None or NaN .*at row 260\)"):
+            est.fit(Xd, da.from_array(labels, chunks=250))
+    # A regressor's None is NaN, as in memory.
+    targets = data("squared")[1].astype(object)
+    targets[13] = None
+    with pytest.raises(NonFiniteError, match=r"y contains NaN or infinity \(first at row 13\)"):
+        estimator("squared", "l1", {}, bank()).fit(Xd, da.from_array(targets, chunks=250))
+    with pytest.raises(InvalidInputError, match=rf"y must have shape \({N},\), got \({N - 1},\)"):
+        est.fit(Xd, da.from_array(y[:-1], chunks=250))
+    with pytest.raises(InvalidInputError, match=rf"y must have shape \({N},\), got \({N}, 1\)"):
+        est.fit(Xd, da.from_array(y[:, None], chunks=250))
+    # Other chunks than X's are fine: y is rechunked to X's rows.
+    est.fit(Xd, da.from_array(y, chunks=77))
+    ref = estimator("logistic", "l1", {}, bank()).fit(X, y)
+    assert rel(est.kernel_weights_, ref.kernel_weights_) < UNWEIGHTED
+
+
+def test_bad_sample_weights_are_named(client: Any) -> None:
+    X, y, w = data("logistic")
+    Xd, yd = da.from_array(X, chunks=(250, 5)), da.from_array(y, chunks=250)
+    est = estimator("logistic", "l1", {}, bank())
+    cases = [
+        (np.nan, NonFiniteError, r"^sample_weight contains NaN or infinity$"),
+        (np.inf, NonFiniteError, r"^sample_weight contains NaN or infinity$"),
+        (-0.5, InvalidInputError, r"^sample_weight must be non-negative, got min -0.5$"),
+        (0.0, InvalidInputError, r"sample weights > 0, got a weight of 0"),
+    ]
+    for value, kind, message in cases:
+        bad = w.copy()
+        bad[333] = value
+        with pytest.raises(kind, match=message):
+            est.fit(Xd, yd, sample_weight=da.from_array(bad, chunks=250))
+    with pytest.raises(InvalidInputError, match=r"sample_weight is zero for every sample"):
+        est.fit(Xd, yd, sample_weight=da.zeros(N, chunks=250))
+
+
+def test_a_non_finite_point_of_the_banks_sample_is_named_by_its_row(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above ``FIT_SAMPLE`` rows the bank is fitted on a sample: a NaN met there is named by
+    its row in the whole array, not in the sample."""
+    monkeypatch.setattr(_dask_fit, "FIT_SAMPLE", 100)
+    X, y, _ = data("logistic")
+    idx = np.sort(np.random.default_rng(0).choice(N, 100, replace=False))
+    X = X.copy()
+    X[idx[40], 3] = np.nan
+    reads = FeatureBank(
+        [Linear(features=[j]) for j in range(5)], normalize="mean_diag", random_state=0
+    )
+    with pytest.raises(NonFiniteError, match=rf"row {idx[40]}, column 3") as err:
+        estimator("logistic", "l1", {}, reads).fit(
+            da.from_array(X, chunks=(250, 5)), da.from_array(y, chunks=250)
+        )
+    assert err.value.entry == (idx[40], 3)
 
 
 def _worker_killer(client: Any, cluster: Any, after: int) -> Any:
