@@ -29,7 +29,8 @@ _NUM = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)"
 #: A certificate as the records print it.
 _CERT = re.compile(rf"primal ({_NUM}), dual ({_NUM}), gap ({_NUM})")
 _SUMMARY = re.compile(
-    rf": (converged|did not converge \((.+?)\)) in (\d+) iterations(?:, [\d.]+ s)?: "
+    rf": (converged|did not converge \((.+?)\)) in (\d+) iterations(?: \([^)]*\))?"
+    rf"(?:, [\d.]+ s)?: "
     rf"primal ({_NUM}), dual ({_NUM}), gap ({_NUM}) ([≤>]) tol ({_NUM}), (\d+) of (\d+) "
     "kernels active"
 )
@@ -91,6 +92,12 @@ def _assert_summary(line: str, est: Any, k: int | None = None) -> None:
     w = weights if k is None else weights[k]
     assert int(m.group(9)) == np.count_nonzero(w > 0)
     assert int(m.group(10)) == est.n_kernels_
+    # The solvers that ran and their iterations, which sum to n_iter_ (issue 70).
+    ran = re.search(r" iterations \(([^)]*)\)", line)
+    assert ran is not None, line
+    solvers, counts = attr("solvers_"), attr("solver_iterations_")
+    assert ran.group(1) == " then ".join(f"{s} {c}" for s, c in zip(solvers, counts, strict=True))
+    assert sum(counts) == int(attr("n_iter_"))
 
 
 # --- lines that agree, and the summary line ----------------------------------------------

@@ -119,7 +119,7 @@ def test_sparsity_and_history() -> None:
     G, y = problem("sonar", False)
     r = fit(G, y, loss="logistic", C=1.0)
     hist = np.asarray(r.history)
-    assert hist.shape[1] == 5
+    assert hist.shape[1] == 6
     assert np.all(hist[:, 2] >= -1e-12)
     assert np.all(np.diff(hist[:, 4]) >= 0)
     # ℓ1 selects kernels: fewer active than available at this C.
