@@ -64,20 +64,13 @@ impl GapSchedule {
         self.stalled
     }
 
-    /// The recovery from a stall of the driver's rule: the next inner solves at the finest
-    /// accuracy (the floor, then once 1/100 of it down to [`MIN_INNER_TOL`]), since inexact
-    /// inner solutions may be what bounds the gap. False when nothing is left to tighten.
+    /// The recovery from a stall of the driver's rule: the next inner solves at the floor's
+    /// accuracy, since inexact inner solutions may be what bounds the gap (the schedule's own
+    /// stall rule then decides, and lowers the floor once). False when already there.
     pub(crate) fn tighten(&mut self) -> bool {
-        if self.inner_tol > self.floor {
-            self.inner_tol = self.floor;
-        } else if self.floor > MIN_INNER_TOL {
-            self.floor = (0.01 * self.floor).max(MIN_INNER_TOL);
-            self.inner_tol = self.floor;
-        } else {
-            return false;
-        }
-        self.since_best = 0;
-        true
+        let tighter = self.inner_tol > self.floor;
+        self.inner_tol = self.floor;
+        tighter
     }
 
     /// Takes in the relative gap of an iteration; `new_problem` when the iterated problem

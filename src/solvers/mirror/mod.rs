@@ -750,6 +750,12 @@ impl Solver for Mirror<'_> {
         !self.state.in_set.iter().all(|&s| s)
     }
 
+    /// Mirror descent's plateaus outlast the driver's patience and still converge (tied
+    /// groups, logistic, at 1e-6): its inner schedule's own patience of 50 ends a stall.
+    fn recover(&mut self, _d: &mut Driver<'_>, _frozen: bool) -> bool {
+        true
+    }
+
     /// [Nath] eq. 6 and the mirror step eq. 8 on `(λ, γ)`, or the second-order step
     /// ([`Stepper::step`]).
     fn update(&mut self, _d: &Driver<'_>) -> Result<()> {
