@@ -266,6 +266,10 @@ mod tests {
         steps: usize,
         updates: usize,
         restricted: bool,
+        /// The recoveries the solver grants (`None`: the default rule), and the `frozen` flag
+        /// of every stall it was asked about.
+        recoveries: Option<usize>,
+        stalls: Vec<bool>,
     }
 
     impl Solver for Gaps {
@@ -292,6 +296,13 @@ mod tests {
             self.updates += 1;
             Ok(())
         }
+        fn recover(&mut self, _driver: &mut Driver<'_>, frozen: bool) -> bool {
+            self.stalls.push(frozen);
+            match self.recoveries {
+                Some(allowed) => self.stalls.len() <= allowed,
+                None => !frozen,
+            }
+        }
     }
 
     fn gaps(gaps: &[f64]) -> Gaps {
@@ -300,6 +311,16 @@ mod tests {
             steps: 0,
             updates: 0,
             restricted: false,
+            recoveries: None,
+            stalls: Vec::new(),
+        }
+    }
+
+    /// [`gaps`] with a solver that grants `allowed` recoveries.
+    fn recovering(list: &[f64], allowed: usize) -> Gaps {
+        Gaps {
+            recoveries: Some(allowed),
+            ..gaps(list)
         }
     }
 
@@ -358,16 +379,7 @@ mod tests {
         let mut s = gaps(&slow);
         let r = Driver::new(1e-9, 200, &NoInterrupt).run(&mut s).unwrap();
         assert_eq!(r.status, SolveStatus::MaxIterations);
-        struct Strict(Gaps);
-        impl Solver for Strict {
-            fn step(&mut self, driver: &mut Driver<'_>) -> Result<Outcome> {
-                self.0.step(driver)
-            }
-            fn recover(&mut self, _driver: &mut Driver<'_>, _frozen: bool) -> bool {
-                false
-            }
-        }
-        let mut s = Strict(gaps(&slow));
+        let mut s = recovering(&slow, 0);
         let r = Driver::new(1e-9, 200, &NoInterrupt).run(&mut s).unwrap();
         assert_eq!(
             (r.status, r.n_iter),
@@ -388,24 +400,14 @@ mod tests {
     /// A solver that recovers twice from a stall: the fit stalls after three patiences.
     #[test]
     fn a_recovery_restarts_the_count_until_the_solver_has_nothing_left() {
-        struct Recovering(Gaps, usize);
-        impl Solver for Recovering {
-            fn step(&mut self, driver: &mut Driver<'_>) -> Result<Outcome> {
-                self.0.step(driver)
-            }
-            fn recover(&mut self, _driver: &mut Driver<'_>, frozen: bool) -> bool {
-                assert!(frozen);
-                self.1 += 1;
-                self.1 <= 2
-            }
-        }
-        let mut s = Recovering(gaps(&[0.5]), 0);
+        let mut s = recovering(&[0.5], 2);
         let r = Driver::new(1e-6, 1000, &NoInterrupt).run(&mut s).unwrap();
-        assert_eq!((r.status, s.1), (SolveStatus::Stalled, 3));
+        assert!(s.stalls.iter().all(|&frozen| frozen));
+        assert_eq!((r.status, s.stalls.len()), (SolveStatus::Stalled, 3));
         assert_eq!(r.n_iter, 1 + 3 * STALL_PATIENCE);
         // With inner solves, the schedule's own stall rule (its patience at its finest
         // accuracy) is final, whatever the solver's recovery.
-        let mut s = Recovering(gaps(&[0.5]), 0);
+        let mut s = recovering(&[0.5], 2);
         let schedule = GapSchedule::new(1e-6, 1e-12, 1.0).with_patience(30);
         let r = Driver::new(1e-6, 1000, &NoInterrupt)
             .with_gaps(schedule)

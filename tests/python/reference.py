@@ -719,6 +719,8 @@ def cvxpy_mkl(
         if penalty == "l1":
             omega = cp.sum(t)
         elif penalty == "elasticnet":
+            if l1_ratio is None or not 0.0 <= l1_ratio <= 1.0:
+                raise ValueError("elasticnet needs l1_ratio in [0, 1]")
             omega = l1_ratio * cp.sum(t) + (1 - l1_ratio) / 2 * cp.sum_squares(t)
         elif penalty == "lp":
             if p is None:
@@ -783,6 +785,42 @@ def cvxpy_mkl(
                 f" gap of {gap:.2e} (> {CERTIFIED_GAP:g})"
             ) from None
         return RefSolution(upper, sol.A, sol.b, sol.norms)
+
+
+def _dual_exponent(p: float) -> float:
+    """``p* = p/(p−1)`` of the ``lp`` dual (``∞`` for ``p = 1``, ``1`` for ``p = ∞``)."""
+    lp_exponent(p)
+    return np.inf if p == 1.0 else (1.0 if np.isinf(p) else p / (p - 1.0))
+
+
+def _penalty_conjugate(
+    quad: FloatArray,
+    penalty: str,
+    *,
+    p: float | None = None,
+    l1_ratio: float | None = None,
+    groups: ArrayLike | None = None,
+) -> float:
+    """The penalty's term ``Ω*`` of the dual of §1 at the forms ``q_m = ‖ρ‖²_{K_m}``:
+    ``½ ‖q‖_{p*}`` (``lp``), ``Σ_m max(0, √q_m − r₁)²/(2r₂)`` (``elasticnet``),
+    ``½ (Σ_j max_{k∈G_j} √q_k)²`` (``group``), 0 for ``l1`` (whose ``‖ρ‖_{K_m} ≤ 1`` is a
+    constraint, for the caller)."""
+    if penalty == "lp":
+        if p is None:
+            raise ValueError("lp penalty needs p")
+        return 0.5 * float(np.linalg.norm(quad, ord=_dual_exponent(p)))
+    if penalty == "elasticnet":
+        if l1_ratio is None or not 0.0 <= l1_ratio < 1.0:
+            raise ValueError("elasticnet needs l1_ratio in [0, 1)")
+        excess = np.maximum(0.0, np.sqrt(quad) - l1_ratio)
+        return float(np.sum(excess**2) / (2.0 * (1.0 - l1_ratio)))
+    if penalty == "group":
+        norms = np.sqrt(quad)
+        total = sum(float(norms[idx].max()) for idx in _groups_index(groups, quad.size))
+        return 0.5 * total**2
+    if penalty == "l1":
+        return 0.0
+    raise ValueError(f"unknown penalty {penalty!r}; expected one of {PENALTIES}")
 
 
 def _centre(r: FloatArray, lo: FloatArray, hi: FloatArray, intercept: bool) -> FloatArray:
@@ -877,29 +915,14 @@ def dual_value(
     cc = np.broadcast_to(np.asarray(c, dtype=np.float64), yy.shape)
     lo_u, hi_u = _conjugate_bounds(loss, yy, epsilon)
     r = _centre(np.asarray(rho, dtype=np.float64).copy(), -cc * hi_u, -cc * lo_u, intercept)
-    norms = np.sqrt(_quad_forms(GG, r))
+    quad = _quad_forms(GG, r)
     if penalty == "elasticnet" and l1_ratio == 1.0:
         penalty = "l1"
     if penalty == "l1":
-        shrink = max(1.0, float(norms.max(initial=0.0)))
-        r, norms = r / shrink, norms / shrink
+        shrink = max(1.0, float(np.sqrt(quad.max(initial=0.0))))
+        r, quad = r / shrink, quad / shrink**2
     value = -float(cc @ loss_conjugate(loss, yy, -r / cc, epsilon))
-    if penalty == "lp":
-        if p is None:
-            raise ValueError("lp penalty needs p")
-        lp_exponent(p)
-        pstar = np.inf if p == 1.0 else (1.0 if np.isinf(p) else p / (p - 1.0))
-        value -= 0.5 * float(np.linalg.norm(norms**2, ord=pstar))
-    elif penalty == "elasticnet":
-        if l1_ratio is None or not 0.0 <= l1_ratio < 1.0:
-            raise ValueError("elasticnet needs l1_ratio in [0, 1]")
-        value -= float(np.sum(np.maximum(0.0, norms - l1_ratio) ** 2) / (2.0 * (1.0 - l1_ratio)))
-    elif penalty == "group":
-        total = sum(float(norms[idx].max()) for idx in _groups_index(groups, GG.shape[0]))
-        value -= 0.5 * total**2
-    elif penalty != "l1":
-        raise ValueError(f"unknown penalty {penalty!r}; expected one of {PENALTIES}")
-    return value
+    return value - _penalty_conjugate(quad, penalty, p=p, l1_ratio=l1_ratio, groups=groups)
 
 
 def cvxpy_hinge_dual(
@@ -955,9 +978,7 @@ def cvxpy_hinge_dual(
     if penalty == "lp":
         if p is None:
             raise ValueError("lp penalty needs p")
-        lp_exponent(p)
-        pstar = np.inf if p == 1.0 else (1.0 if np.isinf(p) else p / (p - 1.0))
-        reg = cp.norm(cp.hstack([cp.square(v) for v in norms]), pstar)
+        reg = cp.norm(cp.hstack([cp.square(v) for v in norms]), _dual_exponent(p))
     elif penalty == "group":
         total = cp.sum(
             cp.hstack(
@@ -1081,10 +1102,7 @@ def dual_objective_lp(
     conj = loss_conjugate(loss, yy, -r / C, epsilon, tol=tol * scale / C)
     if not np.all(np.isfinite(conj)):
         raise ValueError("infeasible dual point: outside the loss conjugate's domain")
-    lp_exponent(p)
-    pstar = np.inf if p == 1.0 else (1.0 if np.isinf(p) else p / (p - 1.0))
-    quad = _quad_forms(GG, r)
-    return float(-C * conj.sum() - 0.5 * np.linalg.norm(quad, ord=pstar))
+    return float(-C * conj.sum()) - _penalty_conjugate(_quad_forms(GG, r), "lp", p=p)
 
 
 def dual_objective_lp_hinge(
@@ -1174,9 +1192,8 @@ def dual_objective_group_hinge(
     if intercept and abs(yy @ a) > tol * scale * max(1, a.size):
         raise ValueError(f"infeasible dual point: y·alpha = {yy @ a:.3e}")
     a = np.clip(a, 0.0, C)
-    norms = np.sqrt(_quad_forms(GG, a * yy))
-    total = sum(float(norms[idx].max()) for idx in _groups_index(groups, GG.shape[0]))
-    return float(a.sum() - 0.5 * total**2)
+    quad = _quad_forms(GG, a * yy)
+    return float(a.sum()) - _penalty_conjugate(quad, "group", groups=groups)
 
 
 def kloft_coefficients(G: ArrayLike, y: ArrayLike, alpha: ArrayLike, p: float) -> FloatArray:
@@ -1349,9 +1366,7 @@ def dual_objective_l1(
     conj = loss_conjugate(loss, yy, -r / C, epsilon)
     value = -C * float(conj.sum())
     if penalty == "elasticnet":
-        assert l1_ratio is not None
-        r1, r2 = l1_ratio, 1.0 - l1_ratio
-        value -= float(np.sum(np.maximum(0.0, norms - r1) ** 2) / (2.0 * r2))
+        value -= _penalty_conjugate(norms**2, "elasticnet", l1_ratio=l1_ratio)
     return value
 
 

@@ -178,7 +178,7 @@ pub fn fit_wrapper_weighted(
     cfg: &WrapperConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
-    fit_from(stack, y, sample_weight, cfg, MIN_POINTS, interrupt)
+    fit_from(stack, y, sample_weight, cfg, MIN_POINTS, false, interrupt)
 }
 
 /// [`fit_wrapper_weighted`] for a caller that continues a stalled fit with another solver
@@ -191,24 +191,13 @@ pub(crate) fn fit_wrapper_handing_over(
     cfg: &WrapperConfig,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
-    fit_with(stack, y, sample_weight, cfg, MIN_POINTS, true, interrupt)
+    fit_from(stack, y, sample_weight, cfg, MIN_POINTS, true, interrupt)
 }
 
 /// [`fit_wrapper_weighted`] with a working set of points from `min_points` points on (the
-/// hinge-type losses; the tests move the threshold).
+/// hinge-type losses; the tests move the threshold), handing over at its first stall when
+/// `handover` ([`fit_wrapper_handing_over`]).
 fn fit_from(
-    stack: &dyn KernelStack,
-    y: &[f64],
-    sample_weight: Option<&[f64]>,
-    cfg: &WrapperConfig,
-    min_points: usize,
-    interrupt: &dyn Interrupt,
-) -> Result<FitResult> {
-    fit_with(stack, y, sample_weight, cfg, min_points, false, interrupt)
-}
-
-/// The fit, handing over at its first stall when `handover` ([`fit_wrapper_handing_over`]).
-fn fit_with(
     stack: &dyn KernelStack,
     y: &[f64],
     sample_weight: Option<&[f64]>,

@@ -41,7 +41,7 @@ fn meets_spicy_from(
     (spicy_tol, rel): (f64, f64),
     what: &str,
 ) -> FitResult {
-    let ours = fit_from(stack, y, None, cfg, min_points, &NoInterrupt).unwrap();
+    let ours = fit_from(stack, y, None, cfg, min_points, false, &NoInterrupt).unwrap();
     let spicy = fit_spicy(
         stack,
         y,
@@ -394,8 +394,9 @@ fn on_demand_kernels_fit_like_the_stored_stack() {
                 };
                 // The whole problem, and a working set of points (views of the points).
                 for min_points in [MIN_POINTS, 0] {
-                    let a = fit_from(&od, y, None, &cfg, min_points, &NoInterrupt).unwrap();
-                    let b = fit_from(&dense, y, None, &cfg, min_points, &NoInterrupt).unwrap();
+                    let a = fit_from(&od, y, None, &cfg, min_points, false, &NoInterrupt).unwrap();
+                    let b =
+                        fit_from(&dense, y, None, &cfg, min_points, false, &NoInterrupt).unwrap();
                     let what = format!("{} {penalty:?}, cache {cache}, {min_points}", loss.name());
                     crate::solvers::test_util::assert_same_fit(&a, &b, 1e-8, 1e-4, &what);
                 }
