@@ -107,8 +107,8 @@ pub(crate) struct Driver<'a> {
 /// Iterations without [`STALL_SHRINK`] of the gap that make a stall.
 pub(crate) const STALL_PATIENCE: usize = 10;
 
-/// The factor by which the gap must shrink to count as progress: 0.99, 1 % (issue 70: the
-/// wrapper sat ~185 iterations at one point, gap 3.0e-2, every step refused).
+/// The factor by which the gap must shrink to count as progress: 0.99, 1 %
+/// (docs/mathematics.md §1.9).
 pub(crate) const STALL_SHRINK: f64 = 0.99;
 
 /// The relative change of the gap below which a stall is frozen: the gap did not move.

@@ -68,8 +68,8 @@ impl Solver for Wrapper<'_> {
         self.ws.is_some() || self.kset.is_some()
     }
 
-    /// Issue 70: trust-region steps all refused at one point (ℓ1, C = 1, 918 kernels: ~185
-    /// iterations at gap 3.0e-2), where SpicyMKL, continuing, certified the optimum in 4.
+    /// Under `solver="auto"` SpicyMKL continues at the first stall: the wrapper's refused
+    /// trust-region steps can hold one point for its whole budget (docs/mathematics.md §1.9).
     fn recover(&mut self, _d: &mut Driver<'_>, frozen: bool) -> bool {
         !(self.handover || frozen)
     }
