@@ -23,6 +23,25 @@ use crate::penalties::Groups;
 /// norm: a group that vanishes on `β`, e.g. a constant kernel, is left to the cut-off).
 pub(crate) const FREE_GAMMA: f64 = 1e-3;
 
+/// A penalised group whose `γ_j` fell below [`FREE_GAMMA`] of the largest is freed with any
+/// norm sum when its kernels' weighted traces `Σ θ_k tr K_k` are this multiple of all the
+/// others': `K_eff` is then that group's few directions scaled by `θ = λ/γ` (a rank-one kernel
+/// alone in its group reached `θ = 1.4·10⁶`), and SMO on it spins (docs/mathematics.md §4).
+/// The kernels' own scales enter through the traces, so kernels of scales 1 and 1e12 whose
+/// weights balance them are left in the saddle form.
+pub(crate) const DOMINANT: f64 = 1e3;
+
+/// `tr K_m` of every kernel of the stack.
+pub(crate) fn traces(stack: &dyn KernelStack) -> Vec<f64> {
+    let mut diag = vec![0.0; stack.n()];
+    (0..stack.m())
+        .map(|m| {
+            stack.diag(m, &mut diag);
+            diag.iter().sum()
+        })
+        .collect()
+}
+
 /// The unpenalised blocks of the free groups.
 pub(crate) struct FreeBlocks {
     /// Whether each group is free.

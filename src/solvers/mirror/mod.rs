@@ -43,7 +43,7 @@ use crate::solvers::witness::PsdCheck;
 mod free;
 mod newton;
 
-pub(crate) use free::{FreeBlocks, Moved, FREE_GAMMA};
+pub(crate) use free::{traces, FreeBlocks, Moved, DOMINANT, FREE_GAMMA};
 pub(crate) use newton::{dual_box, Iterate as NewtonIterate};
 
 /// How the mirror step `η_t` is chosen.
@@ -359,7 +359,9 @@ impl State {
     /// group whose norm sum exceeds every penalised group's rejoins the saddle form (its
     /// blocks dropped, `λ` from its block norms, `γ_j` the largest); a penalised group (not
     /// the one of largest `γ`) whose `γ_j` fell below [`FREE_GAMMA`] of the largest while its
-    /// norm sum is at least that fraction of the largest group's leaves it (`γ_j = 0`). `γ`
+    /// norm sum is at least that fraction of the largest group's, or is not zero while its
+    /// weighted traces `Σ θ_k tr K_k` (`traces`: `tr K_k`) are [`DOMINANT`] times all the other
+    /// groups', leaves it (`γ_j = 0`). `γ`
     /// is renormalised. Returns the groups that rejoined and those to free, whose blocks the
     /// caller sets (`FreeBlocks::free_group`).
     pub(crate) fn revise_groups(
@@ -367,6 +369,7 @@ impl State {
         groups: &Groups,
         norms: &[f64],
         quad: &[f64],
+        traces: &[f64],
     ) -> (Vec<usize>, Vec<usize>) {
         let sums: Vec<f64> = groups
             .members()
@@ -416,9 +419,21 @@ impl State {
             }
         }
         let top_sum = sums.iter().fold(0.0f64, |a, &v| a.max(v));
+        // Each penalised group's share of `K_eff`'s trace, `Σ_k θ_k tr K_k` with `θ = λ/γ`.
+        let weighted: Vec<f64> = groups
+            .members()
+            .iter()
+            .enumerate()
+            .map(|(j, g)| match self.gamma[j] > 0.0 && !self.blocks.free[j] {
+                true => g.iter().map(|&k| self.lambda[k] * traces[k]).sum::<f64>() / self.gamma[j],
+                false => 0.0,
+            })
+            .collect();
+        let all: f64 = weighted.iter().sum();
         let mut freed = Vec::new();
         for (j, g) in groups.members().iter().enumerate() {
-            let carries = sums[j] > 0.0 && sums[j] >= FREE_GAMMA * top_sum;
+            let dominates = weighted[j] >= DOMINANT * (all - weighted[j]);
+            let carries = sums[j] > 0.0 && (sums[j] >= FREE_GAMMA * top_sum || dominates);
             // A group that rejoined carries the largest norm sum at some iterate: tied at the
             // optimum, not below it; freed again it would cycle.
             if self.blocks.free[j] || self.blocks.rejoined[j] || Some(j) == lead || !carries {
@@ -909,7 +924,10 @@ impl<'s> Mirror<'s> {
             self.state.blocks.coef[mv.kernel] = mv.coef;
             self.state.blocks.values[mv.kernel] = mv.values;
         }
-        let (_, freed) = self.state.revise_groups(groups, &st.norms, &self.quad);
+        let traces = traces(self.stack);
+        let (_, freed) = self
+            .state
+            .revise_groups(groups, &st.norms, &self.quad, &traces);
         let beta = self.solver.beta();
         for j in freed {
             let kb: Vec<Vec<f64>> = groups.members()[j]

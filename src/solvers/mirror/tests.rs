@@ -473,3 +473,38 @@ fn tied_groups_are_certified_at_tol_1e6() {
         }
     }
 }
+
+/// Issue 64: a rank-one kernel alone in its group (`free_group_problem(10)`, hinge, C = 10) had
+/// `γ_j` 1.3e-6 of the largest and a norm sum 2.4e-4 of the largest group's, under the 1e-3
+/// that makes a group carry norm. Left in the saddle form, `θ = λ/γ = 1.4·10⁶` made `K_eff` that
+/// one kernel and SMO ran to its step limit. Its weighted trace dominates, so it is freed; the
+/// same weights on a kernel of scale 1e-6 (a balanced `θ tr K`) and a group that vanishes on
+/// `β` are not.
+#[test]
+fn a_group_that_dominates_k_eff_is_freed_even_with_a_small_norm() {
+    let groups = Groups::new(&[0, 0, 1, 2]).unwrap();
+    let quad = [1.0, 1.0, 1.0, 1.0];
+    let cases = [
+        (9.3e-4, 60.0, vec![2]),
+        (9.3e-4, 60.0 * 1e-6, vec![]),
+        (0.0, 60.0, vec![]),
+    ];
+    for (norm, trace, expected) in cases {
+        let mut state = State::new(&groups);
+        state.gamma = vec![0.56, 0.44 - 7e-7, 7e-7];
+        let norms = [2.0, 1.9, 1.5, norm];
+        let traces = [60.0, 60.0, 60.0, trace];
+        let (joined, freed) = state.revise_groups(&groups, &norms, &quad, &traces);
+        assert!(joined.is_empty());
+        assert_eq!(freed, expected, "norm {norm:e}, trace {trace:e}");
+        // (The caller sets the freed groups' blocks: `FreeBlocks::free_group`.)
+        freed.iter().for_each(|&j| state.blocks.free[j] = true);
+        let (theta, tau) = state.theta(&groups);
+        if freed.is_empty() {
+            assert!(theta[3] > 1e5 * theta[0], "{theta:?}");
+        } else {
+            assert_eq!((state.gamma[2], theta[3]), (0.0, tau));
+            assert!(tau < 10.0, "θ keeps its scale: {theta:?}");
+        }
+    }
+}

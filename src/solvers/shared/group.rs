@@ -109,7 +109,8 @@ impl Shared<'_> {
                 b.values[mv.kernel] = mv.values;
             }
         }
-        let (joined, freed) = state.revise_groups(groups, &self.norms, &self.forms);
+        let traces = crate::solvers::mirror::traces(stack);
+        let (joined, freed) = state.revise_groups(groups, &self.norms, &self.forms, &traces);
         for b in blocks.iter_mut() {
             joined.iter().for_each(|&j| b.join(groups, j));
         }
