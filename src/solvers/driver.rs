@@ -10,18 +10,20 @@
 //!     solver.step(driver)        -> the gap of the recorded iterate, or a final status
 //!     converged if the whole problem's gap ≤ tol
 //!     gaps.observe(gap)          -> the inner accuracy (solvers with inner solves)
-//!     stall.observe(gap)         -> stalled: a restricted problem forces a check, else the
-//!                                   solver's recovery, else stop (`Stalled`)
+//!     stall.observe(gap)         -> stalled (this gap, or the best certified one): the
+//!                                   solver's recovery, which on the whole problem may stop
+//!                                   the fit (`Stalled`)
 //!     solver.update(driver)      -> the next weights
 //! the best iterate, its certificate and the status
 //! ```
 //!
 //! The stall rule is the same for every solver ([`StallWatch`], docs/mathematics.md §1.9): an
 //! iterated problem whose gap has not shrunk by [`STALL_SHRINK`] (1 %) over [`STALL_PATIENCE`]
-//! (10) iterations has stalled. A restricted problem then gets a whole-problem check; a solver
-//! with inner solves first asks them for more accuracy; then the solver decides
-//! ([`Solver::recover`]): by default it goes on while the gap still moves (slow, not frozen),
-//! and the fit ends `Stalled` when the gap is frozen. Under `solver="auto"` the wrapper hands
+//! (10) iterations has stalled, and so has a fit whose best certified gap has not. On a
+//! restricted problem the solver recovers and goes on (the schedule's final stall forces a
+//! whole-problem check); on the whole problem a solver with inner solves first asks them for
+//! more accuracy; then the solver decides ([`Solver::recover`]): by default it goes on while
+//! the gap still moves (slow, not frozen), and the fit ends `Stalled` when the gap is frozen. Under `solver="auto"` the wrapper hands
 //! over to SpicyMKL at its first stall ([`crate::solvers::continued`]).
 
 use crate::error::Result;
@@ -71,10 +73,12 @@ pub(crate) trait Solver {
         false
     }
 
-    /// What the solver does about a stall of the whole problem ([`StallWatch`]), once the
-    /// inner accuracy cannot be tightened further; `frozen` when the gap did not move at all
-    /// over the stall (less than [`FROZEN`] of itself). True goes on (the watch starts over),
-    /// false ends the fit `Stalled`. By default a slow gap goes on and a frozen one stops.
+    /// What the solver does about a stall ([`StallWatch`]) of the whole problem, once the
+    /// inner accuracy cannot be tightened further, or of a restricted one; `frozen` when the
+    /// gap did not move at all over the stall (less than [`FROZEN`] of itself). True goes on
+    /// (the watch starts over), false ends the fit `Stalled`; a restricted problem goes on
+    /// either way (a whole-problem check decides). By default a slow gap goes on and a frozen
+    /// one stops.
     fn recover(&mut self, _driver: &mut Driver<'_>, frozen: bool) -> bool {
         !frozen
     }
@@ -102,6 +106,8 @@ pub(crate) struct Driver<'a> {
     pub tol: f64,
     max_iter: usize,
     stall: StallWatch,
+    /// The same rule on the best certified gap so far, which no new problem restarts.
+    certified: StallWatch,
 }
 
 /// Iterations without [`STALL_SHRINK`] of the gap that make a stall.
@@ -178,6 +184,7 @@ impl<'a> Driver<'a> {
             tol,
             max_iter,
             stall: StallWatch::new(),
+            certified: StallWatch::new(),
         }
     }
 
@@ -225,7 +232,12 @@ impl<'a> Driver<'a> {
                     gap, new_problem, ..
                 } => (gap, new_problem),
             };
-            let stall = self.stall.observe(gap, new_problem);
+            // The whole problem's certificate can stall while the iterated gap moves: each
+            // growth of a working set is a new problem and starts the iterated count over.
+            let stall = self
+                .stall
+                .observe(gap, new_problem)
+                .or(self.certified.observe(self.tracker.gap(), false));
             // The inner solves' schedule has a stall rule of its own (no progress at their
             // finest accuracy for its patience): final.
             let exhausted = self.gaps.as_mut().is_some_and(|gaps| {
@@ -233,20 +245,25 @@ impl<'a> Driver<'a> {
                 gaps.is_stalled()
             });
             if exhausted || stall.is_some() {
+                let frozen = stall.is_some_and(|s| s.frozen);
                 if solver.restricted() {
                     // Only a whole-problem check can tell why a restricted problem stalls; a
                     // forced check that finds the set complete ends the fit, so only the
                     // schedule's final stall forces one (the checks' budget paces the rest).
+                    // The solver still recovers (e.g. changes its step); it cannot end the fit.
                     if exhausted {
                         self.checks.force();
+                    } else {
+                        solver.recover(self, frozen);
                     }
                 } else if exhausted
                     || (!self.gaps.as_mut().is_some_and(GapSchedule::tighten)
-                        && !solver.recover(self, stall.is_some_and(|s| s.frozen)))
+                        && !solver.recover(self, frozen))
                 {
                     return Ok((n_iter, SolveStatus::Stalled));
                 }
                 self.stall.restart();
+                self.certified.restart();
             }
             solver.update(self)?;
         }
@@ -395,6 +412,50 @@ mod tests {
         let mut s = gaps(&stepped);
         let r = Driver::new(1e-9, 200, &NoInterrupt).run(&mut s).unwrap();
         assert_eq!(r.status, SolveStatus::MaxIterations);
+    }
+
+    /// A restricted solver whose working set grows every 4 iterations (each a new problem
+    /// whose gap falls) while the recorded certificate never moves: the rule on the certified
+    /// gap asks it to recover after `STALL_PATIENCE` iterations, and again after as many, and
+    /// the fit goes on (a restricted problem is not ended by a stall).
+    #[test]
+    fn a_certificate_that_never_moves_is_a_stall_whatever_the_working_set_does() {
+        struct Growing {
+            steps: usize,
+            recovered_at: Vec<usize>,
+        }
+        impl Solver for Growing {
+            fn step(&mut self, driver: &mut Driver<'_>) -> Result<Outcome> {
+                self.steps += 1;
+                let model = || Model {
+                    coef: vec![0.0],
+                    intercept: 0.0,
+                    weights: vec![1.0],
+                    norms: vec![0.0],
+                };
+                driver.tracker.record_with(1.0, (0.5, None), 1, model);
+                Ok(Outcome::Gap {
+                    gap: 0.5f64.powi(1 + (self.steps % 4) as i32),
+                    whole: false,
+                    new_problem: self.steps % 4 == 3,
+                })
+            }
+            fn restricted(&self) -> bool {
+                true
+            }
+            fn recover(&mut self, _driver: &mut Driver<'_>, _frozen: bool) -> bool {
+                self.recovered_at.push(self.steps);
+                false
+            }
+        }
+        let mut s = Growing {
+            steps: 0,
+            recovered_at: Vec::new(),
+        };
+        let r = Driver::new(1e-6, 30, &NoInterrupt).run(&mut s).unwrap();
+        assert_eq!(r.status, SolveStatus::MaxIterations);
+        let patience = STALL_PATIENCE + 1;
+        assert_eq!(s.recovered_at, [patience, patience + STALL_PATIENCE]);
     }
 
     /// A solver that recovers twice from a stall: the fit stalls after three patiences.

@@ -153,15 +153,19 @@ impl<'a> Tracker<'a> {
         };
         self.interrupt.progress(&record);
         self.history.push(record);
-        // With a witness the certified gap is +∞ for good; iterating on to `max_iter` only
-        // polishes a model that can never be certified (docs/mathematics.md §1.8), so the
-        // solver is told the gap as computed and stops where it would have converged;
-        // `finish` then reports `Uncertified`.
-        if self.witness.is_some() {
-            relative_gap(self.best_primal, self.raw_dual)
-        } else {
-            gap
-        }
+        self.gap()
+    }
+
+    /// The relative gap of the best values so far, the one to stop on. With a witness the
+    /// certified gap is +∞ for good; iterating on to `max_iter` only polishes a model that can
+    /// never be certified (docs/mathematics.md §1.8), so the solver is told the gap as
+    /// computed and stops where it would have converged; `finish` then reports `Uncertified`.
+    pub fn gap(&self) -> f64 {
+        let dual = match self.witness {
+            Some(_) => self.raw_dual,
+            None => self.best_dual,
+        };
+        relative_gap(self.best_primal, dual)
     }
 
     /// The dual value `dual` of a dual point, or `−∞` once any dual point of the fit carried

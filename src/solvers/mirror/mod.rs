@@ -137,6 +137,14 @@ const PRUNE: f64 = 1e-10;
 /// A group whose `√W_j` is below this fraction of the largest is left out of `K_eff`.
 const GROUP_CUTOFF: f64 = 1e-6;
 
+/// Steps that raised the primal value over a stall for the second-order rule to give way: its
+/// model mispredicted, where a slow but steady second-order fit keeps its rule.
+const MISPREDICTED: usize = 2;
+
+/// The share of uniform weights mixed into `λ` when a stall ends the second-order rule: the
+/// restart keeps half of where the second-order steps led (docs/mathematics.md §1.9).
+const REOPEN_MIX: f64 = 0.5;
+
 /// The longest adaptive step, `η ≤ MAX_SCALE/‖g‖_∞`: longer steps overshoot
 /// (docs/mathematics.md §4, "The adaptive step").
 const MAX_SCALE: f64 = 8.0;
@@ -159,6 +167,8 @@ pub(crate) struct Stepper {
     last_primal: f64,
     t: usize,
     log_n: f64,
+    /// Steps that raised the primal value since the last stall.
+    rises: usize,
 }
 
 impl Stepper {
@@ -169,6 +179,7 @@ impl Stepper {
             last_primal: f64::INFINITY,
             t: 0,
             log_n: (groups.largest() as f64).ln(),
+            rises: 0,
         }
     }
 
@@ -204,6 +215,7 @@ impl Stepper {
             return;
         }
         let rose = self.t > 1 && !restart && primal > self.last_primal;
+        self.rises += usize::from(rose);
         if self.t > 1 && !restart {
             let factor = if rose { 0.5 } else { 1.5 };
             let floor = self.log_n.sqrt() / (self.t as f64).sqrt();
@@ -221,6 +233,20 @@ impl Stepper {
 }
 
 impl Stepper {
+    /// After a stall in which the second-order step raised the primal value [`MISPREDICTED`]
+    /// times: the adaptive rule from its first step length, whose step needs no model of the
+    /// free support vectors, with every kernel back in the set at a weight the entropic step
+    /// can move (docs/mathematics.md §1.9). Whether it fell back.
+    pub(crate) fn fall_back(&mut self, state: &mut State, groups: &Groups) -> bool {
+        let mispredicted = std::mem::take(&mut self.rises) >= MISPREDICTED;
+        if self.rule == StepRule::Newton && mispredicted {
+            *self = Stepper::new(StepRule::Adaptive, groups);
+            state.reopen(groups, REOPEN_MIX);
+            return true;
+        }
+        false
+    }
+
     /// The step of an iterate whose forms `quad` are summed over several single-kernel
     /// problems on one `K_eff` (the shared multiclass fit, `solvers::shared`): the rule's step,
     /// second-order with the classes' iterates `second` ([`newton::model`] takes them all).
@@ -294,6 +320,20 @@ impl State {
 
     pub(crate) fn set(&self) -> Vec<usize> {
         (0..self.in_set.len()).filter(|&m| self.in_set[m]).collect()
+    }
+
+    /// Every kernel back in the set, each group's `λ` mixed with `mix` of the uniform weights
+    /// (the entropic step moves no zero weight).
+    fn reopen(&mut self, groups: &Groups, mix: f64) {
+        for (j, g) in groups.members().iter().enumerate() {
+            if self.blocks.free[j] {
+                continue;
+            }
+            for &k in g {
+                self.lambda[k] = (1.0 - mix) * self.lambda[k] + mix / g.len() as f64;
+                self.in_set[k] = true;
+            }
+        }
     }
 
     /// Restricts the set to the `top` kernels of largest `q` in each group, uniformly weighted.
@@ -765,9 +805,12 @@ impl Solver for Mirror<'_> {
         !self.state.in_set.iter().all(|&s| s)
     }
 
-    /// Mirror descent's plateaus outlast the driver's patience and still converge (tied
-    /// groups, logistic, at 1e-6): its inner schedule's own patience of 50 ends a stall.
+    /// A stall under the second-order rule falls back to the adaptive step for the rest of
+    /// the fit (its model mispredicts there, docs/mathematics.md §1.9); otherwise mirror
+    /// descent goes on: its plateaus outlast the driver's patience and still converge (tied
+    /// groups, logistic, at 1e-6), and its inner schedule's own patience of 50 ends a stall.
     fn recover(&mut self, _d: &mut Driver<'_>, _frozen: bool) -> bool {
+        self.stepper.fall_back(&mut self.state, self.groups);
         true
     }
 

@@ -508,3 +508,45 @@ fn a_group_that_dominates_k_eff_is_freed_even_with_a_small_norm() {
         }
     }
 }
+
+/// The recovery from a stall (`Solver::recover`): once the second-order step has raised the
+/// primal value [`MISPREDICTED`] times, the rule gives way to the adaptive one for good, every
+/// kernel returns to the set with half its weight from the uniform one (so the entropic step
+/// can move it), and each group's `λ` stays on its simplex.
+#[test]
+fn a_stall_under_the_second_order_rule_falls_back_to_the_adaptive_step_on_every_kernel() {
+    let groups = Groups::new(&[0, 0, 0, 1, 1]).unwrap();
+    let mut state = State::new(&groups);
+    // As a second-order step leaves it: kernels 1 and 4 pruned.
+    state.lambda = vec![0.75, 0.0, 0.25, 1.0, 0.0];
+    state.in_set = vec![true, false, true, true, false];
+    let mut stepper = Stepper::new(StepRule::Newton, &groups);
+    // A slow stall whose steps all lowered the primal keeps the rule.
+    stepper.rises = MISPREDICTED - 1;
+    assert!(!stepper.fall_back(&mut state, &groups));
+    assert_eq!(stepper.rule, StepRule::Newton);
+    assert_eq!(state.lambda, [0.75, 0.0, 0.25, 1.0, 0.0]);
+    // The count starts over at each stall.
+    stepper.rises = MISPREDICTED;
+    assert!(stepper.fall_back(&mut state, &groups));
+    assert_eq!(stepper.rule, StepRule::Adaptive);
+    assert!(state.in_set.iter().all(|&s| s));
+    let third = 1.0 / 3.0;
+    let want = [
+        0.5 * 0.75 + 0.5 * third,
+        0.5 * third,
+        0.5 * 0.25 + 0.5 * third,
+        0.75,
+        0.25,
+    ];
+    for (got, want) in state.lambda.iter().zip(want) {
+        assert!((got - want).abs() < 1e-15, "{got} against {want}");
+    }
+    // Under the adaptive rule a stall changes nothing.
+    let before = state.lambda.clone();
+    state.in_set[1] = false;
+    stepper.rises = MISPREDICTED;
+    assert!(!stepper.fall_back(&mut state, &groups));
+    assert_eq!(state.lambda, before);
+    assert!(!state.in_set[1]);
+}

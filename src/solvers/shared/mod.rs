@@ -217,6 +217,10 @@ impl Solver for Shared<'_> {
         })
     }
 
+    fn recover(&mut self, _d: &mut Driver<'_>, frozen: bool) -> bool {
+        self.weights.recover(frozen)
+    }
+
     fn update(&mut self, d: &Driver<'_>) -> Result<()> {
         if !self.norms.iter().any(|&s| s > 0.0) {
             return Ok(());

@@ -66,6 +66,24 @@ impl Weights {
         }
     }
 
+    /// After a stall of the driver's rule: group MKL's step falls back to the adaptive rule
+    /// and goes on, as the binary fit's ([`Stepper::fall_back`]); the others go on while the
+    /// gap still moves.
+    pub fn recover(&mut self, frozen: bool) -> bool {
+        match self {
+            Weights::Group {
+                groups,
+                state,
+                stepper,
+                ..
+            } => {
+                stepper.fall_back(state, groups);
+                true
+            }
+            _ => !frozen,
+        }
+    }
+
     /// Iterations without progress before a stall: mirror descent is not monotone (§4).
     pub fn patience(&self) -> usize {
         match self {
