@@ -36,6 +36,7 @@ from ._data import (
     TestStack,
     wrapped,
 )
+from ._pairwise import PairwiseStack
 from ._validation import (
     CheckedPoints,
     Points,
@@ -182,6 +183,13 @@ def classify(kernels: Any, X: Any, accepts: Accepts) -> Source:
                 parameter="kernels",
             )
         return Factors(X)
+    if isinstance(X, PairwiseStack) and not (
+        precomputed or (accepts.stack_if_3d and kernels is None)
+    ):
+        raise InvalidInputError(
+            f"a PairwiseStack holds precomputed kernels: pass kernels='precomputed' (got "
+            f"kernels={kernels!r})"
+        )
     if not (precomputed or (accepts.stack_if_3d and kernels is None and np.ndim(X) == 3)):
         return RawPoints(X, kernels)
     if isinstance(X, (list, tuple)) and accepts.lists == "blocks":

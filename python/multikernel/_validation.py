@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
+from ._pairwise import unwrap
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 
 
@@ -113,7 +114,7 @@ def check_stack(
     :func:`multikernel.kernels.validate_stack` does in the same pass as its symmetry check
     (the estimators' ``fit`` calls it); other callers that need finite entries check them.
     """
-    arr = np.asarray(G)
+    arr = np.asarray(unwrap(G))
     if arr.dtype == np.float32 and allow_float32:
         pass
     elif arr.dtype != np.float64:
@@ -125,8 +126,16 @@ def check_stack(
         shape = "(M, n, n)" if square else "(M, n_samples, n_train)"
         raise InvalidInputError(f"{name} must be a 3-D kernel stack {shape}, got shape {arr.shape}")
     if square and arr.shape[1] != arr.shape[2]:
+        # (k, k, n): a stack scikit-learn sliced as one kernel matrix, on its kernel axis.
+        hint = (
+            "; scikit-learn's model selection slices an estimator's precomputed input "
+            "pairwise, X[np.ix_(train, train)], which a plain (M, n, n) array does not "
+            "survive: wrap it, multikernel.kernels.PairwiseStack(G)"
+            if arr.shape[0] == arr.shape[1]
+            else ""
+        )
         raise InvalidInputError(
-            f"{name} must have shape (M, n, n) with square kernels, got shape {arr.shape}"
+            f"{name} must have shape (M, n, n) with square kernels, got shape {arr.shape}{hint}"
         )
     if min(arr.shape) == 0:
         raise InvalidInputError(f"{name} must not be empty, got shape {arr.shape}")
