@@ -91,7 +91,7 @@ class PairwiseStack:
         ``S[rows]`` (all columns), ``S[rows, cols]``, ``S[np.ix_(rows, cols)]``."""
         index = key if isinstance(key, tuple) else (key,)
         if len(index) > 2:
-            raise IndexError(f"a PairwiseStack takes (rows, cols), got {len(index)} indices")
+            raise InvalidInputError(f"a PairwiseStack takes (rows, cols), got {len(index)} indices")
         rows, cols = (*index, slice(None)) if len(index) == 1 else index
         _, n_rows, n_cols = self.kernels.shape
         return PairwiseStack(
@@ -121,7 +121,7 @@ def _axis(key: Any, n: int, axis: int) -> NDArray[np.intp]:
     if idx.ndim == 2 and idx.shape[1 - axis] == 1:
         idx = idx.ravel()
     if idx.ndim != 1:
-        raise IndexError(
+        raise InvalidInputError(
             "a PairwiseStack index must keep rows and columns: index arrays, masks, slices "
             f"or np.ix_(rows, cols), not {key!r}"
         )
