@@ -23,7 +23,7 @@ _PARAMS_HEAD = """
     Cs : int or sequence of float, default 20
         The candidate ``C``: that many values spread geometrically from the smallest ``C0``
         of the folds' paths to their largest end (``1000·C0``) (a grid of fits: from the
-        smallest ``C`` at which a kernel enters a fold's fit to 1000 times it, see
+        smallest ``C`` at which a kernel enters the fit of all the data to 1000 times it, see
         docs/guide.md §10), or the values given.
     cv : int, cross-validation generator or iterable, default 5
         As in scikit-learn (stratified folds for the classifier).
@@ -72,8 +72,8 @@ GRID_DOC = """
     ``loss``, ``multi_class`` or ``class_weight`` (every one the estimator takes) makes each
     fold fit a grid instead: the fold's kernels (or feature blocks) are computed once, and
     :class:`{estimator}` with ``penalty="l1"`` and the same parameters is fitted on them at
-    every candidate ``C`` in ascending order, each fit warm-started from the previous one
-    (``warm_start=True``) and scored on the fold's held-out cross kernels.
+    every candidate ``C`` in ascending order, each scored on the fold's held-out cross kernels;
+    the fits follow the grid warm when their solver takes a start (docs/guide.md §10).
 """
 
 

@@ -219,42 +219,34 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         is_count: bool,
         loss: str,
     ) -> None:
-        """Per fold, its kernels computed once and a warm grid of fits on them at the
-        candidates (ascending); the candidates of a count span ``[C0, 1000·C0]`` from the
-        smallest entry point ``C0`` of the folds (:func:`entry_C`)."""
+        """Per fold, its kernels computed once (one fold at a time) and a grid of fits on
+        them at the candidates (ascending); the candidates of a count span ``[C0, 1000·C0]``
+        from the entry point ``C0`` of all the data (:func:`entry_C`), where the refit runs."""
         threads = check_n_threads(self.n_threads)
-        own: dict[str, Any] = {"classifier": self._classifier, **self._own_params()}
-        own.pop("multi_class", None)
-        inputs = []
-        for tr, te in folds:
-            train, test = data.fold(tr, te)
-            stack, _ = train.stack.repair(self.psd, threads)  # once per fold, not per C
-            inputs.append((stack, test, tr, te))
         if is_count:
-            lo = min(
-                problem_entry_C(stack, yv[tr], None if sw is None else sw[tr], loss, **own)
-                for stack, _, tr, _ in inputs
-            )
+            own: dict[str, Any] = {"classifier": self._classifier, **self._own_params()}
+            own.pop("multi_class", None)
+            lo = problem_entry_C(data.stack, yv, sw, loss, **own)
             if not math.isfinite(lo):
-                raise InvalidInputError(
-                    "a constant fits every fold's targets: no kernel enters at any C"
-                )
+                raise InvalidInputError("a constant fits the targets: no kernel enters at any C")
             grid = np.geomspace(lo, 1000.0 * lo, int(cast(int, self.Cs)))
         else:
             grid = np.sort(np.asarray(self.Cs, dtype=np.float64))
         if self.verbose:
             _progress.info(
-                "%s: %d candidates C from %.4g to %.4g%s, warm grid of fits per fold",
+                "%s: %d candidates C from %.4g to %.4g%s, a grid of fits per fold",
                 type(self).__name__, len(grid), grid[0], grid[-1],
-                " (the smallest C at which a kernel enters a fold's fit, to 1000 times it)"
-                if is_count else "",
+                " (the smallest C at which a kernel enters the fit of all the data, to 1000 "
+                "times it)" if is_count else "",
             )  # fmt: skip
         scorer = check_scoring(self, scoring=self.scoring)
         scores = np.empty((len(folds), len(grid)))
         name = f"{type(self).__name__}: fold grids"
         with _progress.bar(self.verbose, len(folds), name, "fold") as b:
-            for k, (stack, test, tr, te) in enumerate(inputs):
-                fold = self._estimator(loss, "precomputed", psd="check", warm_start=True)
+            for k, (tr, te) in enumerate(folds):
+                train, test = data.fold(tr, te)
+                stack, _ = train.stack.repair(self.psd, threads)  # once per fold, not per C
+                fold = self._estimator(loss, "precomputed", psd="check")
                 scores[k] = fold_grid_scores(
                     fold, stack, test, yv[tr], yv[te], None if sw is None else sw[tr],
                     None if sw is None else sw[te], grid, scorer,

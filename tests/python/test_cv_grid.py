@@ -34,8 +34,9 @@ def _hand_scores(
     make: Any, X: Any, y: NDArray[Any], splits: list[Any], Cs: FloatArray, score: Any
 ) -> FloatArray:
     """Per fold: a KernelBank fitted on the training rows (the CV estimators' default
-    normalisation), one estimator fitted at every C in ascending order, warm, each scored on
-    the held-out cross kernels."""
+    normalisation), one estimator fitted at every C in ascending order (cold: the wrapper,
+    which takes no start, fits these dense stacks), each scored on the held-out cross
+    kernels."""
     out = np.empty((len(splits), len(Cs)))
     for k, (tr, te) in enumerate(splits):
         bank = KernelBank(SPECS if not isinstance(X, list) else [Spectrum(2), Spectrum(3)],
@@ -70,7 +71,7 @@ def test_classifier_grid_equals_the_hand_loop(params: dict[str, Any]) -> None:
 
     def make() -> Any:
         return mk.MKLClassifier(
-            kernels="precomputed", penalty="l1", loss=loss, max_iter=1000, warm_start=True,
+            kernels="precomputed", penalty="l1", loss=loss, max_iter=1000,
             **extra,
         )  # fmt: skip
 
@@ -95,7 +96,7 @@ def test_regressor_epsilon_insensitive_on_a_pairwise_stack_equals_the_hand_loop(
     for k, (tr, te) in enumerate(cv.split(X)):
         # A new estimator per fold: the grid is followed warm within a fold only.
         est = mk.MKLRegressor(kernels="precomputed", penalty="l1", loss="epsilon_insensitive",
-                              epsilon=0.05, max_iter=1000, warm_start=True)  # fmt: skip
+                              epsilon=0.05, max_iter=1000)  # fmt: skip
         for i, C in enumerate(Cs):
             est.set_params(C=float(C)).fit(G[:, tr][:, :, tr], t[tr])
             want[k, i] = r2_score(t[te], est.predict(G[:, te][:, :, tr]))
@@ -113,7 +114,7 @@ def test_sequences_with_hinge_one_vs_rest_equal_the_hand_loop() -> None:
 
     def make() -> Any:
         return mk.MKLClassifier(kernels="precomputed", penalty="l1", loss="hinge",
-                                max_iter=1000, warm_start=True)  # fmt: skip
+                                max_iter=1000)  # fmt: skip
 
     want = _hand_scores(make, seqs, y, list(cv.split(np.zeros(60), y)), Cs, accuracy_score)
     np.testing.assert_allclose(clf.scores_, want, rtol=1e-12)
@@ -155,15 +156,13 @@ def test_default_grid_spans_the_entry_point_and_verbose_reports_it(
     X, y = _data(60)
     with caplog.at_level("INFO", logger="multikernel"):
         clf = mk.MKLClassifierCV(kernels=SPECS, loss="hinge", Cs=4, cv=3, verbose=1).fit(X, y)
-    folds = StratifiedKFold(3).split(X, y)
-    lo = []
-    for tr, _ in folds:
-        G = KernelBank(SPECS, normalize="mean_diag").fit_transform(X[tr])
-        lo += [
-            entry_C(Dense(G), loss_gradient("hinge", np.where(y[tr] == c, 1.0, -1.0),
-                                            np.ones(len(tr))))
-            for c in range(3)
-        ]  # fmt: skip
+    # The entry point of all the data (where the refit runs): the smallest of the
+    # one-vs-rest problems'.
+    G = KernelBank(SPECS, normalize="mean_diag").fit_transform(X)
+    lo = [
+        entry_C(Dense(G), loss_gradient("hinge", np.where(y == c, 1.0, -1.0), np.ones(60)))
+        for c in range(3)
+    ]
     np.testing.assert_allclose(clf.Cs_, np.geomspace(min(lo), 1000 * min(lo), 4), rtol=1e-12)
     assert "smallest C at which a kernel enters" in caplog.text
 
@@ -181,3 +180,25 @@ def test_unknown_and_invalid_parameters_name_the_public_class() -> None:
         mk.MKLClassifierCV(loss="squared").fit(X, y)
     with pytest.raises(InvalidParameterError, match="multi_class"):
         mk.MKLClassifierCV(multi_class="all").fit(X, y)
+
+
+def test_feature_bank_grid_follows_warm_and_equals_the_hand_loop() -> None:
+    # Narrow feature blocks (total width 14, at most n/4 for the hinge): the estimator's
+    # solver is prox_newton, which takes a start, so the grid is followed warm.
+    X, y = _data(120, 2)
+    bank = mk.kernels.FeatureBank([Gaussian(sigma=2.0), Linear()], n_components=10)
+    Cs = np.array([0.5, 2.0, 8.0])
+    cv = StratifiedKFold(2)
+    clf = mk.MKLClassifierCV(kernels=bank, loss="hinge", Cs=Cs, cv=cv).fit(X, y)
+    want = np.empty((2, 3))
+    for k, (tr, te) in enumerate(cv.split(X, y)):
+        fold_bank = mk.kernels.FeatureBank([Gaussian(sigma=2.0), Linear()], n_components=10)
+        Ftr = fold_bank.fit_transform(X[tr])
+        Fte = fold_bank.transform(X[te])
+        est = mk.MKLClassifier(kernels="precomputed", penalty="l1", loss="hinge", max_iter=1000)
+        for i, C in enumerate(Cs):
+            est.set_params(C=float(C)).fit(Ftr, y[tr])
+            assert est.solvers_ == ("prox_newton",)
+            est.set_params(warm_start=True)
+            want[k, i] = accuracy_score(y[te], est.predict(Fte))
+    np.testing.assert_allclose(clf.scores_, want, rtol=1e-12)
