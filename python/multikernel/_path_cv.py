@@ -204,6 +204,12 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 fold_paths.append(self._fold_path(data, yv, sw, tr, te))
                 b.update()
         grid = self._candidates(fold_paths, is_count)
+        if self.verbose and is_count:
+            _progress.info(
+                "%s: %d candidates C from %.4g to %.4g (the smallest C at which a kernel "
+                "enters a fold's path, to the largest end of the paths)",
+                type(self).__name__, len(grid), grid[0], grid[-1],
+            )  # fmt: skip
         scores = self._scores(fold_paths, grid)
         self.Cs_ = grid
         self.scores_ = scores

@@ -202,3 +202,12 @@ def test_feature_bank_grid_follows_warm_and_equals_the_hand_loop() -> None:
             est.set_params(warm_start=True)
             want[k, i] = accuracy_score(y[te], est.predict(Fte))
     np.testing.assert_allclose(clf.scores_, want, rtol=1e-12)
+
+
+def test_verbose_reports_the_paths_candidates(caplog: pytest.LogCaptureFixture) -> None:
+    X, y = _data(60, 2)
+    with caplog.at_level("INFO", logger="multikernel"):
+        clf = mk.MKLClassifierCV(kernels=SPECS, Cs=4, cv=3, verbose=1).fit(X, y)
+    assert clf.paths_ is not None
+    assert clf.Cs_[0] == min(p.C0 for paths in clf.paths_ for p in paths)
+    assert f"from {clf.Cs_[0]:.4g} to {clf.Cs_[-1]:.4g}" in caplog.text
