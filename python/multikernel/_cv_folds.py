@@ -2,8 +2,8 @@
 reads them (:class:`AtC`); for what the path does not follow (the hinge-type and
 ε-insensitive losses, one-vs-one and shared multiclass, ``class_weight``) a grid of
 ``penalty="l1"`` fits per fold on the fold's kernels, computed once, warm where the solver
-takes a start (:func:`fold_grid_scores`); and the default grid's start, the smallest ``C`` at which a
-kernel enters (:func:`entry_C`)."""
+takes a start (:func:`fold_grid_scores`); and the default grid's start, the smallest ``C``
+at which a kernel enters (:func:`entry_C`)."""
 
 from __future__ import annotations
 
