@@ -211,3 +211,27 @@ def test_verbose_reports_the_paths_candidates(caplog: pytest.LogCaptureFixture) 
     assert clf.paths_ is not None
     assert clf.Cs_[0] == min(p.C0 for paths in clf.paths_ for p in paths)
     assert f"from {clf.Cs_[0]:.4g} to {clf.Cs_[-1]:.4g}" in caplog.text
+
+
+def test_a_mixed_table_with_hinge_one_vs_one_equals_the_hand_loop() -> None:
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(7)
+    seqs = ["".join(rng.choice(list("ACGT"), size=16)) for _ in range(60)]
+    x = rng.normal(size=60)
+    y = (np.array([s.count("A") for s in seqs]) > 4).astype(int) + (x > 0.5)
+    table = pd.DataFrame({"seq": seqs, "x": x})
+    kernels = [Spectrum(2, features=["seq"]), Gaussian(sigma=1.0, features=["x"])]
+    Cs = np.array([1.0, 10.0])
+    cv = StratifiedKFold(3)
+    clf = mk.MKLClassifierCV(kernels=kernels, loss="hinge", multi_class="ovo", Cs=Cs, cv=cv)
+    clf.fit(table, y)
+    want = np.empty((3, 2))
+    for k, (tr, te) in enumerate(cv.split(table, y)):
+        # The fold's kernels on its training rows, by the refit's own bank on the same table.
+        est = mk.MKLClassifier(kernels=kernels, penalty="l1", loss="hinge", multi_class="ovo",
+                               max_iter=1000)  # fmt: skip
+        for i, C in enumerate(Cs):
+            est.set_params(C=float(C)).fit(table.iloc[tr], y[tr])
+            want[k, i] = accuracy_score(y[te], est.predict(table.iloc[te]))
+    np.testing.assert_allclose(clf.scores_, want, rtol=1e-12)
+    assert list(clf.feature_names_in_) == ["seq", "x"]
