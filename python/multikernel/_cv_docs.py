@@ -16,9 +16,10 @@ _PARAMS_HEAD = """
         :class:`MKLClassifier`/:class:`MKLRegressor` with the same ``kernels=FeatureBank``,
         fitted on all of ``X`` (``kernel_bank_``; ``predict`` takes raw points);
         "precomputed": ``X`` is an ``(M, n, n)`` stack (and ``(M, n_test, n)`` at predict
-        time; either also as a :class:`multikernel.kernels.PairwiseStack`), or low-rank factors (:class:`multikernel.kernels.LowRankFactors`; ``predict``
-        then takes the ``(M, n_test, n)`` cross kernels, or a list of the test points'
-        factor rows ``(n_test, r_m)``); None: :func:`multikernel.default_kernels` (or, for
+        time; either also as a :class:`multikernel.kernels.PairwiseStack`), or low-rank
+        factors (:class:`multikernel.kernels.LowRankFactors`; ``predict`` then takes the
+        ``(M, n_test, n)`` cross kernels, or a list of the test points' factor rows
+        ``(n_test, r_m)``); None: :func:`multikernel.default_kernels` (or, for
         factors, as "precomputed").
     Cs : int or sequence of float, default 20
         The candidate ``C``: that many values spread geometrically from the smallest ``C0``
