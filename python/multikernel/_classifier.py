@@ -82,7 +82,9 @@ class MKLClassifier(ClassifierMixin, BaseMKL):  # type: ignore[misc]
         solvers then read the low-rank kernels ``Φ_m Φ_mᵀ`` (no ``(M, n, n)`` stack), and the
         fit sets ``coef_``, per kernel the weights in feature space; or
         ``"precomputed"``: ``fit(G, y)`` with ``G`` of shape (M, n, n) and
-        ``predict(G_test)`` with ``G_test`` of shape (M, n_test, n). None uses
+        ``predict(G_test)`` with ``G_test`` of shape (M, n_test, n), either of them also
+        wrapped in a :class:`~multikernel.kernels.PairwiseStack`, which scikit-learn's model
+        selection (``GridSearchCV``, ``cross_val_score``, …) splits pairwise. None uses
         :func:`default_kernels`. A precomputed ``G`` may be float32: the solvers then read
         half the bytes (ℓp fits about 1.5x faster on the benchmark of Kloft et al.), and the
         certificate is exact for the float32 kernels. ``fit`` first checks that ``G`` is

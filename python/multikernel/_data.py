@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
+from ._pairwise import take_block
 from ._validation import CheckedPoints, aligned, check_feature_blocks, check_stack
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError, MultikernelError
 from .kernels import FeatureBank, KernelBank, LowRankFactors, shift_to_psd
@@ -65,11 +66,11 @@ class Dense:
 
     def subset(self, rows: NDArray[np.intp]) -> Dense:
         """The training stack of the points ``rows`` (a one-vs-one pair, a fold)."""
-        return Dense(np.ascontiguousarray(self.G[:, rows][:, :, rows]))
+        return Dense(take_block(self.G, rows, rows))
 
     def cross(self, rows: NDArray[np.intp], cols: NDArray[np.intp]) -> Dense:
         """The test kernels of the points ``rows`` against the training points ``cols``."""
-        return Dense(self.G[:, rows][:, :, cols])
+        return Dense(take_block(self.G, rows, cols))
 
     def repair(self, psd: str, n_threads: int) -> tuple[Dense, NDArray[np.float64]]:
         """With ``psd="clip"``, the stack shifted to PSD and the shifts (zeros otherwise)."""

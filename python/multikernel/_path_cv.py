@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,15 +21,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _progress
 from ._base import FITTED as _FITTED
-from ._base import decision_labels as _decision_labels
 from ._base import default_kernels, publishes
-from ._base import logistic_proba as _logistic_proba
 from ._classifier import MKLClassifier
+from ._cv_docs import ATTRS_DOC, GRID_DOC, INPUTS_DOC, params_doc
+from ._cv_folds import AtCClassifier, AtCRegressor, fold_grid_scores, problem_entry_C
 from ._data import TestStack
 from ._path import MKLPath, path_on
 from ._regressor import MKLRegressor
 from ._sources import PATH_CV, Input, resolve
-from ._typing import Normalization, PsdRepair
+from ._typing import MultiClass, Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight, validate_points
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel
@@ -50,65 +51,31 @@ _FoldPath: TypeAlias = tuple[
 ]
 
 
-class _AtC(BaseEstimator):  # type: ignore[misc]
-    """The models of one fold's paths at one C, as an estimator a scikit-learn scorer can
-    call: ``paths`` holds one path (regression, two classes) or one per class (one-vs-rest)."""
-
-    def __init__(
-        self, paths: list[MKLPath], C: float, classes: NDArray[Any] | None, offset: float
-    ) -> None:
-        self.paths = paths
-        self.C = C
-        self.classes = classes
-        self.offset = offset
-
-    def decision_function(self, X: TestStack) -> NDArray[np.float64]:
-        # X: the fold's held-out test stack, computed once for every path and C.
-        f = np.column_stack([p._decision(X, self.C) for p in self.paths])
-        out: NDArray[np.float64] = f[:, 0] + self.offset if f.shape[1] == 1 else f
-        return out
-
-    def predict(self, X: TestStack) -> NDArray[Any]:
-        f = self.decision_function(X)
-        if self.classes is None:
-            return f
-        return _decision_labels(f, self.classes)
-
-
-class _AtCClassifier(ClassifierMixin, _AtC):  # type: ignore[misc]
-    @property
-    def classes_(self) -> NDArray[Any] | None:
-        return self.classes
-
-    def predict_proba(self, X: TestStack) -> NDArray[np.float64]:
-        return _logistic_proba(self.decision_function(X))
-
-
-class _AtCRegressor(RegressorMixin, _AtC):  # type: ignore[misc]
-    pass
-
-
 class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
     """Shared fit of the CV estimators: paths per fold, C chosen on held-out scores, refit."""
 
-    _loss: Literal["squared", "logistic"]
+    #: The losses, the first the default and the path's.
+    _losses: tuple[str, ...]
     _classifier: bool
+    loss: str | None
 
     def __init__(
         self,
         *,
-        kernels: Sequence[Kernel] | FeatureBank | Literal["precomputed"] | None = None,
-        Cs: int | Sequence[float] = 20,
-        cv: Any = 5,
-        scoring: Any = None,
-        mu: float | None = None,
-        normalize: Normalization | None = "mean_diag",
-        psd: PsdRepair = "check",
-        tol: float = 1e-3,
-        max_iter: int = 1000,
-        n_threads: int = 0,
-        verbose: int = 0,
+        kernels: Sequence[Kernel] | FeatureBank | Literal["precomputed"] | None,
+        Cs: int | Sequence[float],
+        cv: Any,
+        scoring: Any,
+        mu: float | None,
+        normalize: Normalization | None,
+        psd: PsdRepair,
+        tol: float,
+        max_iter: int,
+        n_threads: int,
+        verbose: int,
     ) -> None:
+        # The public classes declare their own parameters (scikit-learn reads a class's
+        # __init__, and an unknown parameter's TypeError then names the public class).
         self.kernels = kernels
         self.Cs = Cs
         self.cv = cv
@@ -208,9 +175,28 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         """
         started = time.perf_counter()
         is_count = self._check_Cs()
+        loss = self._check_loss()
         data, yv = self._resolve_input(X, y, sample_weight)
         sw = check_sample_weight(sample_weight, data.n)
         folds = list(check_cv(self.cv, yv, classifier=self._classifier).split(np.zeros(data.n), yv))
+        if self._follows_path(loss):
+            self._fit_paths(data, yv, sw, folds, is_count)
+        else:
+            self._fit_grid(data, yv, sw, folds, is_count, loss)
+        self._refit(data, X, yv, sample_weight)
+        if self.verbose:
+            self._log_summary(time.perf_counter() - started)
+        return self
+
+    def _fit_paths(
+        self,
+        data: Input,
+        yv: NDArray[Any],
+        sw: NDArray[np.float64] | None,
+        folds: list[tuple[NDArray[np.intp], NDArray[np.intp]]],
+        is_count: bool,
+    ) -> None:
+        """The folds' paths, the candidates and scores read off them, and ``C_``."""
         name = type(self).__name__
         with _progress.bar(self.verbose, len(folds), f"{name}: fold paths", "fold") as b:
             fold_paths = []
@@ -218,16 +204,96 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
                 fold_paths.append(self._fold_path(data, yv, sw, tr, te))
                 b.update()
         grid = self._candidates(fold_paths, is_count)
+        if self.verbose and is_count:
+            _progress.info(
+                "%s: %d candidates C from %.4g to %.4g (the smallest C at which a kernel "
+                "enters a fold's path, to the largest end of the paths)",
+                type(self).__name__, len(grid), grid[0], grid[-1],
+            )  # fmt: skip
         scores = self._scores(fold_paths, grid)
-        C = self._choose_C(scores, grid, [len(te) for _, te in folds])
         self.Cs_ = grid
         self.scores_ = scores
-        self.paths_ = [paths for (paths, _), _, _, _ in fold_paths]
-        self.C_ = C
-        self._refit(data, X, yv, sample_weight)
+        self.paths_: list[list[MKLPath]] | None = [paths for (paths, _), _, _, _ in fold_paths]
+        self.C_ = self._choose_C(scores, grid, [len(te) for _, te in folds])
+
+    def _fit_grid(
+        self,
+        data: Input,
+        yv: NDArray[Any],
+        sw: NDArray[np.float64] | None,
+        folds: list[tuple[NDArray[np.intp], NDArray[np.intp]]],
+        is_count: bool,
+        loss: str,
+    ) -> None:
+        """Per fold, its kernels computed once (one fold at a time) and a grid of fits on
+        them at the candidates (ascending); the candidates of a count span ``[C0, 1000·C0]``
+        from the entry point ``C0`` of all the data (:func:`entry_C`), where the refit runs."""
+        threads = check_n_threads(self.n_threads)
+        if is_count:
+            own: dict[str, Any] = {"classifier": self._classifier, **self._own_params()}
+            own.pop("multi_class", None)
+            lo = problem_entry_C(data.stack, yv, sw, loss, **own)
+            if not math.isfinite(lo):
+                raise InvalidInputError("a constant fits the targets: no kernel enters at any C")
+            grid = np.geomspace(lo, 1000.0 * lo, int(cast(int, self.Cs)))
+        else:
+            grid = np.sort(np.asarray(self.Cs, dtype=np.float64))
         if self.verbose:
-            self._log_summary(time.perf_counter() - started)
-        return self
+            _progress.info(
+                "%s: %d candidates C from %.4g to %.4g%s, a grid of fits per fold",
+                type(self).__name__, len(grid), grid[0], grid[-1],
+                " (the smallest C at which a kernel enters the fit of all the data, to 1000 "
+                "times it)" if is_count else "",
+            )  # fmt: skip
+        scorer = check_scoring(self, scoring=self.scoring)
+        scores = np.empty((len(folds), len(grid)))
+        name = f"{type(self).__name__}: fold grids"
+        with _progress.bar(self.verbose, len(folds), name, "fold") as b:
+            for k, (tr, te) in enumerate(folds):
+                train, test = data.fold(tr, te)
+                stack, _ = train.stack.repair(self.psd, threads)  # once per fold, not per C
+                fold = self._estimator(loss, "precomputed", psd="check")
+                scores[k] = fold_grid_scores(
+                    fold, stack, test, yv[tr], yv[te], None if sw is None else sw[tr],
+                    None if sw is None else sw[te], grid, scorer,
+                )  # fmt: skip
+                b.update()
+        self.Cs_ = grid
+        self.scores_ = scores
+        self.paths_ = None
+        self.C_ = self._choose_C(scores, grid, [len(te) for _, te in folds])
+
+    def _follows_path(self, loss: str) -> bool:
+        """Whether the folds follow the path (the l1 path's losses, one-vs-rest, no class
+        weights), or fit a grid."""
+        return loss == self._losses[0]
+
+    def _check_loss(self) -> str:
+        """The loss, validated (None: the path's)."""
+        loss = self._losses[0] if self.loss is None else self.loss
+        if loss not in self._losses:
+            raise InvalidParameterError(
+                f"loss must be one of {', '.join(self._losses)} for {type(self).__name__}; "
+                f"got {self.loss!r}",
+                parameter="loss",
+            )
+        return loss
+
+    def _own_params(self) -> dict[str, Any]:
+        """The parameters the fold fits and the refit take from this estimator beyond the
+        shared ones (``multi_class``, ``class_weight``; ``epsilon``)."""
+        return {}
+
+    def _estimator(self, loss: str, kernels: Any, **extra: Any) -> Any:
+        """The ``penalty="l1"`` estimator of this CV estimator's loss and parameters, on
+        ``kernels`` (``extra`` overrides)."""
+        cls = MKLClassifier if self._classifier else MKLRegressor
+        params: dict[str, Any] = {
+            "kernels": kernels, "penalty": "l1", "loss": loss, "normalize": self.normalize,
+            "psd": self.psd, "tol": self.tol, "max_iter": self.max_iter,
+            "n_threads": self.n_threads, "verbose": 0, **self._own_params(), **extra,
+        }  # fmt: skip
+        return cls(**params)
 
     def _log_summary(self, seconds: float) -> None:
         """The summary record of the CV fit: the chosen C and its mean held-out score, the
@@ -236,7 +302,11 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         chosen = int(np.flatnonzero(self.Cs_ == self.C_)[0])
         column = self.scores_[:, chosen]
         mean = float(np.mean(column[~np.isnan(column)]))
-        points = sum(p.Cs.shape[0] for paths in self.paths_ for p in paths)
+        points = (
+            len(self.Cs_) * self.scores_.shape[0]
+            if self.paths_ is None
+            else sum(p.Cs.shape[0] for paths in self.paths_ for p in paths)
+        )
         converged = np.atleast_1d(est.converged_)
         refit = (
             "converged"
@@ -247,7 +317,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         active = int(np.count_nonzero(np.atleast_2d(est.kernel_weights_).max(axis=0) > 0))
         _progress.info(
             "%s: C_ %.6e, candidate %d of %d, mean held-out score %.4g over %d folds "
-            "(%d path points); refit %s, largest gap %.3e %s tol %g, %d of %d kernels "
+            "(%d path points or fits); refit %s, largest gap %.3e %s tol %g, %d of %d kernels "
             "active, %.2f s",
             type(self).__name__, self.C_, chosen + 1, len(self.Cs_), mean,
             self.scores_.shape[0], points, refit, gap, "≤" if gap <= self.tol else ">",
@@ -321,7 +391,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         """The held-out score of every fold (rows) at every candidate C (columns), read off
         the fold's paths."""
         scorer = check_scoring(self, scoring=self.scoring)
-        at = _AtCClassifier if self._classifier else _AtCRegressor
+        at = AtCClassifier if self._classifier else AtCRegressor
         classes = self.classes_ if self._classifier else None
         scores = np.empty((len(fold_paths), len(grid)))
         total = len(fold_paths) * len(grid)
@@ -365,23 +435,14 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
     def _refit(self, data: Input, X: Any, yv: NDArray[Any], sample_weight: Any) -> None:
         """Refit ``penalty="l1"`` at ``C_`` on all the data (``estimator_``, with the same
         ``sample_weight``) and copy its fitted attributes."""
-        refit_cls = MKLClassifier if self._classifier else MKLRegressor
         # On factors the refit reads them as feature blocks (no n×n matrix formed), and
         # predicts from their rows or from the dense cross kernels (resolve's factors). It
         # reads X itself, so that kernels reading a DataFrame's columns by name find them.
         raw = data.points is not None
-        self.estimator_ = refit_cls(
-            kernels=self.kernels if raw else "precomputed",
-            penalty="l1",
-            loss=self._loss,
-            C=self.C_,
-            normalize=self.normalize,
-            psd=self.psd,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            n_threads=self.n_threads,
+        self.estimator_ = self._estimator(
+            self._check_loss(), self.kernels if raw else "precomputed", C=self.C_,
             verbose=self.verbose,
-        ).fit(X, yv, sample_weight=sample_weight)
+        ).fit(X, yv, sample_weight=sample_weight)  # fmt: skip
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))
@@ -449,85 +510,19 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         return tags
 
 
-_PARAMS_DOC = """
-    Parameters
-    ----------
-    kernels : sequence of Kernel, FeatureBank, "precomputed" or None, default None
-        Kernel specifications evaluated on ``X``; a
-        :class:`multikernel.kernels.FeatureBank` (explicit features, ``K_m = Φ_m Φ_mᵀ``):
-        every fold fits a copy of it on its training rows only, so the held-out rows take no
-        part in the features its path is computed on, and the refit is
-        :class:`MKLClassifier`/:class:`MKLRegressor` with the same ``kernels=FeatureBank``,
-        fitted on all of ``X`` (``kernel_bank_``; ``predict`` takes raw points);
-        "precomputed": ``X`` is an ``(M, n, n)`` stack (and ``(M, n_test, n)`` at predict
-        time), or low-rank factors (:class:`multikernel.kernels.LowRankFactors`; ``predict``
-        then takes the ``(M, n_test, n)`` cross kernels, or a list of the test points'
-        factor rows ``(n_test, r_m)``); None: :func:`multikernel.default_kernels` (or, for
-        factors, as "precomputed").
-    Cs : int or sequence of float, default 20
-        The candidate ``C``: that many values spread geometrically from the smallest ``C0``
-        of the folds' paths to their largest end (``1000·C0``), or the values given.
-    cv : int, cross-validation generator or iterable, default 5
-        As in scikit-learn (stratified folds for the classifier).
-    scoring : str, callable or None, default None
-        A scikit-learn scorer; None: accuracy (classifier) or R² (regressor).
-    mu : float or None, default None
-        A fixed barrier weight of the fold paths instead of one that follows ``tol`` (see
-        :func:`multikernel.mkl_path`).
-    normalize : {"mean_diag", "trace", "multiplicative", "spherical", "none"} or None
-        Scaling of kernels evaluated from specs (a FeatureBank has its own).
-    psd : {"check", "clip"}, default "check"
-        ``"clip"``: each training stack (every fold's, and the refit's) is shifted to
-        positive semi-definite kernels first (:func:`multikernel.kernels.shift_to_psd`);
-        the refit's shifts are ``psd_shifts_``, each fold path's its ``psd_shifts``.
-        Feature blocks and low-rank factors are PSD and left as they are.
-    tol : float, default 1e-3
-        Relative duality gap promised at every point of the fold paths (as
-        :func:`multikernel.mkl_path`) and by the refit.
-    max_iter : int, default 1000
-        Iteration budget of the refit.
-    n_threads : int, default 0
-        Threads of the engine, as scikit-learn's ``n_jobs``: -1 (or 0) all cores, or
-        ``OMP_NUM_THREADS`` when that is set (joblib's workers set it to their share); ``-k`` all
-        but ``k − 1``; ``k > 0`` that many, clipped to the available cores.
-    verbose : int, default 0
-        ``0``: silent. ``1``: the refit's iteration and summary lines, then one summary line
-        of the CV fit (chosen ``C``, its mean held-out score, how the refit ended) on the
-        ``multikernel`` logger; the folds' paths log nothing. ``2`` or more: also progress
-        bars over the folds' paths and the held-out scores (folds × candidates), and the
-        refit's iterations as a bar instead of lines (tqdm, the ``progress`` extra; without
-        it, as ``1``).
+_CLASSIFIER_PARAMS = """    loss : {"logistic", "hinge", "squared_hinge"} or None, default None
+        The loss of the fits (None: ``"logistic"``, the path's).
+    multi_class : {"ovr", "ovo", "shared"}, default "ovr"
+        The scheme for more than two classes, as :class:`MKLClassifier`'s.
+    class_weight : dict, "balanced" or None, default None
+        Weights of the classes' losses, as :class:`MKLClassifier`'s (``"balanced"`` from
+        each fold's training labels, and from all of ``y`` in the refit).
 """
 
-_INPUTS_DOC = """
-    With ``kernels=FeatureBank(...)`` every fold fits a copy of the bank on its training rows
-    only (honest CV) and follows the path on those feature blocks (``R × R`` Newton systems
-    when their total width ``R`` is below the fold's ``n``); the refit fits the bank on all of
-    ``X``. On :class:`multikernel.kernels.LowRankFactors` (``kernels="precomputed"``) every
-    fold's path reads the factors' training rows, and the refit reads the factors as feature
-    blocks: no ``n × n`` kernel is formed. Its predictions take the dense cross kernels
-    ``(M, n_test, n)`` (as after a precomputed stack) or the test points' factor rows.
-"""
-
-_ATTRS_DOC = """
-    Attributes
-    ----------
-    C_ : float
-        The chosen ``C``: the best mean held-out score. Folds where the score is NaN at
-        every candidate (the scoring undefined there, e.g. R² on one held-out point) are
-        left out of the mean, and a candidate with a NaN score on another fold is not
-        chosen; ``fit`` raises when no candidate is left.
-    Cs_ : ndarray of shape (n_Cs,)
-        The candidates.
-    scores_ : ndarray of shape (n_folds, n_Cs)
-        Held-out score of every fold at every candidate.
-    paths_ : list of list of MKLPath
-        Per fold, its path (one per class, one-vs-rest, for more than two classes); with a
-        FeatureBank, each path's ``kernel_bank`` is the copy fitted on its fold's training
-        rows.
-    estimator_ : {estimator}
-        The refit at ``C_`` (``penalty="l1"``); its fitted attributes (``dual_coef_``,
-        ``kernel_weights_``, ``duality_gap_``, …) are also set on this estimator.
+_REGRESSOR_PARAMS = """    loss : {"squared", "epsilon_insensitive"} or None, default None
+        The loss of the fits (None: ``"squared"``, the path's).
+    epsilon : float, default 0.1
+        The half-width of the ε-insensitive loss's tube.
 """
 
 
@@ -543,9 +538,10 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
     ``C_``. The paths have no intercept and the refit has one: with unbalanced classes the
     chosen ``C`` can differ from the one a grid of refits would pick.
 """
-        + _INPUTS_DOC
-        + _PARAMS_DOC
-        + _ATTRS_DOC.format(estimator="MKLClassifier")
+        + GRID_DOC.format(estimator="MKLClassifier")
+        + INPUTS_DOC
+        + params_doc(_CLASSIFIER_PARAMS)
+        + ATTRS_DOC.format(estimator="MKLClassifier")
         + """
     Examples
     --------
@@ -568,8 +564,54 @@ class MKLClassifierCV(ClassifierMixin, _BaseMKLCV):  # type: ignore[misc]
 """
     )
 
-    _loss = "logistic"
+    _losses = ("logistic", "hinge", "squared_hinge")
     _classifier = True
+
+    def __init__(
+        self,
+        *,
+        kernels: Sequence[Kernel] | FeatureBank | Literal["precomputed"] | None = None,
+        Cs: int | Sequence[float] = 20,
+        cv: Any = 5,
+        scoring: Any = None,
+        loss: Literal["logistic", "hinge", "squared_hinge"] | None = None,
+        multi_class: MultiClass = "ovr",
+        class_weight: dict[Any, float] | Literal["balanced"] | None = None,
+        mu: float | None = None,
+        normalize: Normalization | None = "mean_diag",
+        psd: PsdRepair = "check",
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        n_threads: int = 0,
+        verbose: int = 0,
+    ) -> None:
+        super().__init__(
+            kernels=kernels, Cs=Cs, cv=cv, scoring=scoring, mu=mu, normalize=normalize,
+            psd=psd, tol=tol, max_iter=max_iter, n_threads=n_threads, verbose=verbose,
+        )  # fmt: skip
+        self.loss = loss
+        self.multi_class = multi_class
+        self.class_weight = class_weight
+
+    def _check_loss(self) -> str:
+        loss = super()._check_loss()
+        if self.multi_class not in ("ovr", "ovo", "shared"):
+            raise InvalidParameterError(
+                f"multi_class must be 'ovr', 'ovo' or 'shared', got {self.multi_class!r}",
+                parameter="multi_class",
+            )
+        return loss
+
+    def _follows_path(self, loss: str) -> bool:
+        binary = len(self.classes_) == 2
+        return (
+            loss == self._losses[0]
+            and self.class_weight is None
+            and (binary or self.multi_class == "ovr")
+        )
+
+    def _own_params(self) -> dict[str, Any]:
+        return {"multi_class": self.multi_class, "class_weight": self.class_weight}
 
     def decision_function(self, X: Any) -> NDArray[np.float64]:
         """Decision values of the refit model.
@@ -673,9 +715,10 @@ class MKLRegressorCV(RegressorMixin, _BaseMKLCV):  # type: ignore[misc]
     data by :class:`MKLRegressor` with ``penalty="l1"``, ``loss="squared"`` at ``C_`` (with an
     intercept).
 """
-        + _INPUTS_DOC
-        + _PARAMS_DOC
-        + _ATTRS_DOC.format(estimator="MKLRegressor")
+        + GRID_DOC.format(estimator="MKLRegressor")
+        + INPUTS_DOC
+        + params_doc(_REGRESSOR_PARAMS)
+        + ATTRS_DOC.format(estimator="MKLRegressor")
         + """
     Examples
     --------
@@ -690,8 +733,35 @@ class MKLRegressorCV(RegressorMixin, _BaseMKLCV):  # type: ignore[misc]
 """
     )
 
-    _loss = "squared"
+    _losses = ("squared", "epsilon_insensitive")
     _classifier = False
+
+    def __init__(
+        self,
+        *,
+        kernels: Sequence[Kernel] | FeatureBank | Literal["precomputed"] | None = None,
+        Cs: int | Sequence[float] = 20,
+        cv: Any = 5,
+        scoring: Any = None,
+        loss: Literal["squared", "epsilon_insensitive"] | None = None,
+        epsilon: float = 0.1,
+        mu: float | None = None,
+        normalize: Normalization | None = "mean_diag",
+        psd: PsdRepair = "check",
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        n_threads: int = 0,
+        verbose: int = 0,
+    ) -> None:
+        super().__init__(
+            kernels=kernels, Cs=Cs, cv=cv, scoring=scoring, mu=mu, normalize=normalize,
+            psd=psd, tol=tol, max_iter=max_iter, n_threads=n_threads, verbose=verbose,
+        )  # fmt: skip
+        self.loss = loss
+        self.epsilon = epsilon
+
+    def _own_params(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon}
 
     def predict(self, X: Any) -> NDArray[np.float64]:
         """Predictions of the refit model.

@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from . import _progress
 from ._auto import FEATURE_SOLVERS, Choice, StackInfo
 from ._data import (
     Blocks,
@@ -36,9 +37,11 @@ from ._data import (
     TestStack,
     wrapped,
 )
+from ._pairwise import PairwiseStack
 from ._validation import (
     CheckedPoints,
     Points,
+    as_table,
     check_feature_blocks,
     check_sample_weight,
     check_stack,
@@ -46,7 +49,7 @@ from ._validation import (
 )
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank, LowRankFactors, validate_stack
-from .kernels._sequence import _refuse_numbers
+from .kernels._sequence import Spectrum, _refuse_numbers
 from .kernels._specs import _resolve_columns
 
 #: Validates raw training points and their targets (the estimators' ``validate_data``).
@@ -182,6 +185,13 @@ def classify(kernels: Any, X: Any, accepts: Accepts) -> Source:
                 parameter="kernels",
             )
         return Factors(X)
+    if isinstance(X, PairwiseStack) and not (
+        precomputed or (accepts.stack_if_3d and kernels is None)
+    ):
+        raise InvalidInputError(
+            f"a PairwiseStack holds precomputed kernels: pass kernels='precomputed' (got "
+            f"kernels={kernels!r})"
+        )
     if not (precomputed or (accepts.stack_if_3d and kernels is None and np.ndim(X) == 3)):
         return RawPoints(X, kernels)
     if isinstance(X, (list, tuple)) and accepts.lists == "blocks":
@@ -261,6 +271,8 @@ class Recipe:
             bank = KernelBank(
                 self.kernels, normalize=self.normalize, n_threads=self.n_threads, verbose=verbose
             )
+            if verbose and self.normalize == "mean_diag":
+                _length_hint(self.kernels, Xv)
             how = self.how(bank, Xv.shape[0], Xv.shape[1])
             if how == "features" and isinstance(Xv, Points):
                 how = "stack"  # feature blocks are of numeric points only
@@ -274,6 +286,20 @@ class Recipe:
             else:
                 stack = Dense(bank.fit_transform(Xv, sample_weight=sample_weight))
         return Input(stack, bank, Xv, self, sample_weight=sample_weight)
+
+
+def _length_hint(kernels: Sequence[Kernel], Xv: CheckedPoints) -> None:
+    """Log, once per fit, that sequences of different lengths keep their lengths' weight
+    under ``normalize="mean_diag"`` (docs/guide.md §5): the hint of ``verbose``."""
+    if not isinstance(Xv, Points) or not any(isinstance(k, Spectrum) for k in kernels):
+        return
+    varying = any(len(np.unique(np.diff(c.offsets))) > 1 for c in Xv.sequences)
+    if varying:
+        _progress.info(
+            "sequences of different lengths under normalize='mean_diag': a longer sequence "
+            "keeps a larger k(s, s); normalize='spherical' removes the lengths (docs/guide.md "
+            "section 5)"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -400,6 +426,7 @@ def resolve(
     """
     source = classify(kernels, X, accepts)
     if isinstance(source, RawPoints):
+        X = as_table(X)  # a pandas Series: one column, of sequences or numbers
         if isinstance(source.kernels, (Kernel, list, tuple)):
             specs = [source.kernels] if isinstance(source.kernels, Kernel) else source.kernels
             _refuse_numbers(specs, X)  # before scikit-learn reads X as numbers

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
+from ._pairwise import unwrap
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 
 
@@ -49,7 +50,9 @@ def check_features(X: Any, name: str = "X", *, row_offset: int = 0) -> NDArray[n
 
 def column_names(X: Any) -> list[str] | None:
     """The column names of a DataFrame ``X`` (pandas, or any frame with ``columns``) when they
-    are all strings, else None: the names scikit-learn keeps in ``feature_names_in_``."""
+    are all strings, else None: the names scikit-learn keeps in ``feature_names_in_`` (a
+    pandas Series: its name, :func:`as_table`)."""
+    X = as_table(X)
     if isinstance(X, np.ndarray):
         return None
     columns = getattr(X, "columns", None)
@@ -113,7 +116,7 @@ def check_stack(
     :func:`multikernel.kernels.validate_stack` does in the same pass as its symmetry check
     (the estimators' ``fit`` calls it); other callers that need finite entries check them.
     """
-    arr = np.asarray(G)
+    arr = np.asarray(unwrap(G))
     if arr.dtype == np.float32 and allow_float32:
         pass
     elif arr.dtype != np.float64:
@@ -125,8 +128,16 @@ def check_stack(
         shape = "(M, n, n)" if square else "(M, n_samples, n_train)"
         raise InvalidInputError(f"{name} must be a 3-D kernel stack {shape}, got shape {arr.shape}")
     if square and arr.shape[1] != arr.shape[2]:
+        # (k, k, n): a stack scikit-learn sliced as one kernel matrix, on its kernel axis.
+        hint = (
+            "; scikit-learn's model selection slices an estimator's precomputed input "
+            "pairwise, X[np.ix_(train, train)], which a plain (M, n, n) array does not "
+            "survive: wrap it, multikernel.kernels.PairwiseStack(G)"
+            if arr.shape[0] == arr.shape[1]
+            else ""
+        )
         raise InvalidInputError(
-            f"{name} must have shape (M, n, n) with square kernels, got shape {arr.shape}"
+            f"{name} must have shape (M, n, n) with square kernels, got shape {arr.shape}{hint}"
         )
     if min(arr.shape) == 0:
         raise InvalidInputError(f"{name} must not be empty, got shape {arr.shape}")
@@ -497,10 +508,23 @@ def _text_column(values: Any) -> bool:
     return arr.dtype.kind == "O" and any(_is_text(v) for v in arr.flat)
 
 
+def is_series(X: Any) -> bool:
+    """Whether ``X`` is a pandas Series (or one like it: 1-D, named, ``to_frame``)."""
+    return hasattr(X, "to_frame") and hasattr(X, "iloc") and not hasattr(X, "columns")
+
+
+def as_table(X: Any) -> Any:
+    """A pandas Series as the one-column DataFrame it is to the kernels (its name the
+    column's, so ``features=["seq"]`` finds it, a Series of strings a sequence column and
+    one of numbers a numeric column); anything else as it is."""
+    return X.to_frame() if is_series(X) else X
+
+
 def has_sequences(X: Any) -> bool:
     """Whether ``X`` holds sequences: :class:`Points`, a DataFrame with a column of strings,
     or a 1-D array or list of strings (str or bytes); any entry that is a string counts (see
-    :func:`_text_column`)."""
+    :func:`_text_column`); a pandas Series as its one-column table (:func:`as_table`)."""
+    X = as_table(X)
     if isinstance(X, Points):
         return True
     dtypes = getattr(X, "dtypes", None)
@@ -523,7 +547,9 @@ def check_points(X: Any, name: str = "X") -> CheckedPoints:
     :class:`Points`: a DataFrame's string columns (every value a str or bytes) become sequence
     columns and the others numeric columns; a 1-D array of strings is one sequence column.
     An entry of a column of strings that is not one (None, NaN, a number) or that UTF-8 cannot
-    encode is refused naming its row and value."""
+    encode is refused naming its row and value. A pandas Series is its one-column table
+    (:func:`as_table`)."""
+    X = as_table(X)
     if isinstance(X, Points):
         return X
     if not has_sequences(X):
@@ -578,9 +604,10 @@ def validate_points(estimator: Any, X: Any, y: Any = "no_validation", **kwargs: 
     ``(np.float64, np.float32)`` keeps float32); points with sequences as :class:`Points`
     (:func:`check_points`), scikit-learn's checks of the columns (``n_features_in_``,
     ``feature_names_in_``) and of the targets running on a stand-in of ``X``'s shape and
-    column names."""
+    column names. A pandas Series is one column, of sequences or numbers (:func:`as_table`)."""
     from sklearn.utils.validation import validate_data
 
+    X = as_table(X)
     dtype = kwargs.pop("dtype", np.float64)
     if not has_sequences(X):
         return validate_data(estimator, X, y, dtype=dtype, **kwargs)

@@ -24,7 +24,7 @@ import multikernel
 
 try:
     from numpydoc.docscrape import NumpyDocString
-except ImportError:  # the test extra installs numpydoc; scikit-learn vendors the same parser
+except ImportError:  # numpydoc is in the docs extra; scikit-learn vendors the same parser
     from sklearn.externals._numpydoc.docscrape import NumpyDocString
 
 #: Objects exempt from the section checks, with the reason. Keep empty when possible.

@@ -28,6 +28,7 @@ FAMILIES = {
     "_oneclass": "one-class",
     "_path": "path",
     "_path_cv": "path",
+    "_cv_folds": "path",
 }
 
 

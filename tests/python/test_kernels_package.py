@@ -37,6 +37,7 @@ PUBLIC = {
     "Linear",
     "LowRankFactors",
     "Normalization",
+    "PairwiseStack",
     "Polynomial",
     "SIMPLEMKL_WIDTHS",
     "StackTooLargeError",

@@ -45,12 +45,14 @@ def readme_example() -> dict[str, Any]:
 
     G = mk.kernels.gram(X, specs, normalize="mean_diag")  # (M, n, n)
     mk.MKLClassifier(kernels="precomputed", p=2.0).fit(G, y)  # predict with (M, n_test, n)
+    S = mk.kernels.PairwiseStack(G)  # G for GridSearchCV, cross_val_score, …: split pairwise
     mk.MKLRegressor(kernels=specs, loss="squared").fit(X, t)  # or loss="epsilon_insensitive"
     mk.MKLClassifier(kernels=specs, penalty="l1", loss="logistic", C=10.0).fit(X, y)  # sparse θ
     mk.MKLClassifier(kernels=specs[:3], multi_class="shared", class_weight="balanced").fit(X, y)
     mk.MKLRegressor(kernels=specs, penalty="elasticnet", l1_ratio=0.5).fit(X, t)
     path = mk.mkl_path(X, t, kernels=specs)  # l1 at every C: path.predict(X_test, C=1.0)
     reg = mk.MKLRegressorCV(kernels=specs[:3], Cs=10).fit(X, t)  # C chosen along the paths
+    cv = mk.MKLClassifierCV(kernels=specs[:3], loss="hinge", multi_class="ovo", Cs=5).fit(X, y)
     bank = mk.kernels.FeatureBank(specs[:3], n_components=50)  # explicit features, low rank
     big = mk.MKLClassifier(kernels=bank, solver="svrg", loss="logistic").fit(X, y)  # large n
 

@@ -25,6 +25,7 @@ Examples
 
 # The public names live in modules by idea (_specs, _banks, _feature_maps, _stacks); the
 # private ones re-exported below are those other modules and the tests import from here.
+from .._pairwise import PairwiseStack
 from .._typing import Normalization
 from ..exceptions import StackTooLargeError
 from ._banks import SIMPLEMKL_WIDTHS, KernelBank, simplemkl_bank, view_bank
@@ -70,6 +71,7 @@ __all__ = [
     "Linear",
     "LowRankFactors",
     "Normalization",
+    "PairwiseStack",
     "Polynomial",
     "Spectrum",
     "SIMPLEMKL_WIDTHS",

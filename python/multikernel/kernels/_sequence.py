@@ -72,9 +72,11 @@ class Spectrum(_SequenceKernel):
     Leslie, Eskin & Noble, "The spectrum kernel: a string kernel for SVM protein
     classification". Sequences may have any lengths (one shorter than ``k``, or empty, has no
     k-mer: its row of the kernel is 0) and any alphabet: the kernel counts bytes, a ``str``
-    being encoded in UTF-8 (so a non-ASCII character is several bytes). PSD. The usual
-    normalisation is the cosine one, ``normalize="spherical"`` (``k(s, t) /
-    sqrt(k(s, s) k(t, t))``), which removes the effect of the lengths. Computed in Rust: each
+    being encoded in UTF-8 (so a non-ASCII character is several bytes). PSD. Under the
+    estimators' default ``normalize="mean_diag"`` (one scale per kernel) a longer sequence
+    keeps a larger ``k(s, s)``; the cosine normalisation ``normalize="spherical"``
+    (``k(s, t) / sqrt(k(s, s) k(t, t))``) removes the effect of the lengths (docs/guide.md
+    §5). Computed in Rust: each
     k-mer gets an exact integer id once, and each row of the kernel is a sparse product, rows
     in parallel.
 
