@@ -297,10 +297,11 @@ default "mean_diag"
         The iterations of each solver in ``solvers_``; they sum to ``n_iter_``.
     converged_ : bool, or ndarray of shape (n_problems,)
         Whether the duality gap reached ``tol``.
-    history_ : structured ndarray of shape ``(n_iter_,)``, or a list of them for multiclass
-        Per outer iteration: primal, dual, gap, active kernels, seconds, and ``solver``, the
+    history_ : structured ndarray of shape ``(n_records,)``, or a list of them for multiclass
+        Per recorded iterate: primal, dual, gap, active kernels, seconds, and ``solver``, the
         index in ``solvers_`` of the solver that ran it (where it changes, one solver handed
-        over to the next).
+        over to the next). ``n_records ≤ n_iter_``: the SVM wrapper and the shared fit's
+        trust region count a refused trial step as an iteration and record no iterate.
     group_weights_ : ndarray of shape (n_groups,) or (n_problems, n_groups)
         ``penalty="group"`` only: the group weights γ on the simplex (in the order of
         ``groups``; one vector for ``multi_class="shared"``). At the optimum

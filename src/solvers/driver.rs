@@ -19,8 +19,8 @@
 //!
 //! The stall rule is the same for every solver ([`StallWatch`], docs/mathematics.md §1.9): an
 //! iterated problem whose gap has not shrunk by [`STALL_SHRINK`] (1 %) over [`STALL_PATIENCE`]
-//! (10) iterations has stalled, and so has a fit whose best certified gap has not. On a
-//! restricted problem the solver recovers and goes on (the schedule's final stall forces a
+//! (10) iterations has stalled, and so has a restricted one whose fit's best certified gap has
+//! not. On a restricted problem the solver recovers and goes on (the schedule's final stall forces a
 //! whole-problem check); on the whole problem a solver with inner solves first asks them for
 //! more accuracy; then the solver decides ([`Solver::recover`]): by default it goes on while
 //! the gap still moves (slow, not frozen), and the fit ends `Stalled` when the gap is frozen. Under `solver="auto"` the wrapper hands
@@ -106,7 +106,8 @@ pub(crate) struct Driver<'a> {
     pub tol: f64,
     max_iter: usize,
     stall: StallWatch,
-    /// The same rule on the best certified gap so far, which no new problem restarts.
+    /// The same rule on the best certified gap so far, which no new problem restarts (read
+    /// while the problem is restricted).
     certified: StallWatch,
 }
 
@@ -232,12 +233,13 @@ impl<'a> Driver<'a> {
                     gap, new_problem, ..
                 } => (gap, new_problem),
             };
-            // The whole problem's certificate can stall while the iterated gap moves: each
-            // growth of a working set is a new problem and starts the iterated count over.
+            // A restricted problem's certificate can stall while the iterated gap moves: each
+            // growth of its working set is a new problem and starts the iterated count over.
+            let certified = self.certified.observe(self.tracker.gap(), false);
             let stall = self
                 .stall
                 .observe(gap, new_problem)
-                .or(self.certified.observe(self.tracker.gap(), false));
+                .or(certified.filter(|_| solver.restricted()));
             // The inner solves' schedule has a stall rule of its own (no progress at their
             // finest accuracy for its patience): final.
             let exhausted = self.gaps.as_mut().is_some_and(|gaps| {
