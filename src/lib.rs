@@ -11,13 +11,15 @@
 //! `D ≤ P` from a feasible dual point, and the relative gap `(P − D)/|P|` as a certificate
 //! (see `docs/mathematics.md`).
 //!
-//! Layout: [`kernels`] computes and normalises Gram matrices and holds them in a
+//! Layout: [`engine`] is the one entry, [`engine::fit`] of the solver that
+//! [`engine::Settings`] names on [`engine::Data`]; [`kernels`] computes and normalises Gram matrices and holds them in a
 //! [`kernels::KernelStack`], the one abstraction through which solvers touch kernels;
 //! [`losses`] and [`penalties`] hold the two parts of the objective, with their conjugates and
 //! the dual values built on them; [`solvers`] holds the optimisation algorithms; the `python`
 //! module (feature `python`) is a thin binding without logic. Dependencies run
 //! `solvers → penalties → losses, kernels, linalg`, never back (`tests/layout.rs`).
 
+pub mod engine;
 pub mod error;
 pub mod interrupt;
 pub mod kernels;

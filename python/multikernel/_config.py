@@ -306,8 +306,11 @@ ALL_LOSSES: tuple[LossName, ...] = (
     "epsilon_insensitive",
 )
 
-#: The losses with a second derivative (svrg's losses).
-SMOOTH_LOSSES: tuple[LossName, ...] = ("logistic", "squared", "squared_hinge")
+#: What each solver fits, as the engine states it (``_core.capabilities``).
+_CAPABILITIES = _core.capabilities()
+
+#: The losses with a second derivative (svrg's losses, as the engine states them).
+SMOOTH_LOSSES: tuple[LossName, ...] = tuple(_CAPABILITIES["svrg"]["losses"])
 
 
 @dataclass(frozen=True)
@@ -336,12 +339,22 @@ class SolverInfo:
 #: ``spicy`` for ``l1`` and ``elasticnet``; ``mirror`` for ``group``, which ``_auto.choose``
 #: names itself (``prox_newton``, listed first, takes it on narrow explicit features only;
 #: ``mirror`` also solves ``lp`` at ``p = 1``, as one group).
+_CONFIGS: dict[_NativeSolver, type[SolverConfig]] = {
+    "analytic": AnalyticConfig,
+    "interleaved": InterleavedConfig,
+    "spicy": SpicyConfig,
+    "wrapper": WrapperConfig,
+    "prox_newton": ProxNewtonConfig,
+    "mirror": MirrorConfig,
+    "svrg": SvrgConfig,
+}
+#: The penalties and losses of each row are the engine's (``_core.capabilities``), in its
+#: order of solvers; only the settings dataclass is this module's.
 SOLVERS: dict[_NativeSolver, SolverInfo] = {
-    "analytic": SolverInfo(("lp",), ALL_LOSSES, AnalyticConfig),
-    "interleaved": SolverInfo(("lp",), ("hinge",), InterleavedConfig),
-    "spicy": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, SpicyConfig),
-    "wrapper": SolverInfo(("l1", "elasticnet"), ALL_LOSSES, WrapperConfig),
-    "prox_newton": SolverInfo(("l1", "elasticnet", "lp", "group"), ALL_LOSSES, ProxNewtonConfig),
-    "mirror": SolverInfo(("group", "lp"), ALL_LOSSES, MirrorConfig),
-    "svrg": SolverInfo(("lp",), SMOOTH_LOSSES, SvrgConfig),
+    solver: SolverInfo(
+        tuple(_CAPABILITIES[solver]["penalties"]),
+        tuple(_CAPABILITIES[solver]["losses"]),
+        config,
+    )
+    for solver, config in _CONFIGS.items()
 }

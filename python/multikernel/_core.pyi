@@ -57,6 +57,7 @@ class _Capabilities(TypedDict):
 
     features: bool
     warm_start: bool
+    penalties: list[Literal["lp", "l1", "elasticnet", "group"]]
     losses: list[_LossName]
     on_demand_losses: list[_LossName]
 
@@ -293,8 +294,8 @@ class Settings:
 
 def capabilities() -> dict[_Solver, _Capabilities]:
     """What each solver fits: explicit feature blocks (``features``), a starting point
-    (``warm_start``), which losses, and with which losses kernels computed on demand
-    (``on_demand_losses``, empty: never)."""
+    (``warm_start``), which penalties and losses, and with which losses kernels computed on
+    demand (``on_demand_losses``, empty: never)."""
 
 def on_demand_rule() -> str:
     """The rule of kernels computed on demand, in words (quoted by every refusal)."""

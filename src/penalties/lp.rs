@@ -28,18 +28,22 @@ pub fn dual_norm(v: &[f64], p: f64) -> f64 {
     } else if p.is_infinite() {
         v.iter().map(|x| x.max(0.0)).sum()
     } else {
-        let ps = p / (p - 1.0);
-        // Scale by the maximum so that large p* does not overflow.
-        let mx = v.iter().fold(0.0f64, |a, &x| a.max(x));
-        if mx <= 0.0 {
-            return 0.0;
-        }
-        mx * v
-            .iter()
-            .map(|x| (x.max(0.0) / mx).powf(ps))
-            .sum::<f64>()
-            .powf(1.0 / ps)
+        p_norm(v, p / (p - 1.0))
     }
+}
+
+/// `(Σ_m v_m^p)^{1/p}` for `v ≥ 0` (the largest entry for `p = ∞`), scaled by the largest
+/// entry so that a large `p` does not overflow: the one p-norm of the ℓp solvers' weights.
+pub fn p_norm(v: &[f64], p: f64) -> f64 {
+    let mx = v.iter().fold(0.0f64, |a, &x| a.max(x));
+    if p.is_infinite() || !(mx > 0.0 && mx.is_finite()) {
+        return mx.max(0.0);
+    }
+    mx * v
+        .iter()
+        .map(|x| (x.max(0.0) / mx).powf(p))
+        .sum::<f64>()
+        .powf(1.0 / p)
 }
 
 /// Kloft eq. 17: the optimal unit-p-norm θ given the block norms `‖w_m‖`.
@@ -57,7 +61,7 @@ pub fn theta_update(wnorms: &[f64], p: f64) -> Vec<f64> {
         .iter()
         .map(|w| (w / mx).powf(2.0 / (p + 1.0)))
         .collect();
-    let norm = t.iter().map(|x| x.powf(p)).sum::<f64>().powf(1.0 / p);
+    let norm = p_norm(&t, p);
     t.iter().map(|x| x / norm).collect()
 }
 

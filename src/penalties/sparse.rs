@@ -62,9 +62,15 @@ impl SparsePenalty {
 
     /// `Σ_m r_1 s_m + r_2 s_m²/2`.
     pub fn value(&self, norms: &[f64]) -> f64 {
-        let (r1, r2) = self.weights();
-        norms.iter().map(|&s| r1 * s + 0.5 * r2 * s * s).sum()
+        let weights = self.weights();
+        norms.iter().map(|&s| block_value(weights, s)).sum()
     }
+}
+
+/// One block's penalty `r_1 s + r_2 s²/2` from its norm `s`, with the weights `(r_1, r_2)` of
+/// [`SparsePenalty::weights`].
+pub fn block_value((r1, r2): (f64, f64), s: f64) -> f64 {
+    r1 * s + 0.5 * r2 * s * s
 }
 
 /// The kernel weights on the simplex. At the optimum every active `A[m]` is parallel to the

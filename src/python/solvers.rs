@@ -1,6 +1,6 @@
-//! Bindings of the solvers: a table of named settings in (the engine's settings struct fills
-//! the rest from its `Default` and checks them with its `validate`), a typed [`PyFitResult`]
-//! out.
+//! Bindings of the solvers: a table of named settings in (read into [`engine::Settings`], whose
+//! structs fill the rest from their `Default` and check them with their `validate`), the
+//! arrays as [`engine::Data`], [`engine::fit`], a typed [`PyFitResult`] out.
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -9,27 +9,18 @@ use pyo3::types::{PyBool, PyDict, PyString};
 use super::convert::{run_detached, run_detached_apart};
 use super::kernels::with_dense;
 use super::rows::PyRows;
+use crate::engine::{self, Data, Fitted, RowElement, Settings, Start, SOLVER_NAMES};
 use crate::error::MkError;
-use crate::interrupt::Interrupt;
-use crate::kernels::{KernelStack, RowFeatures};
+use crate::kernels::RowFeatures;
 use crate::losses::Loss;
-use crate::penalties::{BlockPenalty, Groups, SparsePenalty};
+use crate::penalties::{BlockPenalty, SparsePenalty};
 use crate::result::{FitResult, SolveStatus};
-use crate::solvers::continued::{fit_wrapper_continued, Continued};
-use crate::solvers::lp::{
-    fit_lp_weighted, fit_one_class_weighted, LpAlgorithm, LpConfig, OneClassConfig,
-};
-use crate::solvers::mirror::{fit_group_weighted, MirrorConfig, StepRule};
+use crate::solvers::lp::LpConfig;
+use crate::solvers::mirror::StepRule;
 use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
-use crate::solvers::prox_newton::{
-    fit_prox_newton_on, fit_prox_newton_rows, fit_prox_newton_weighted, FeatureStart,
-    ProxNewtonConfig,
-};
+use crate::solvers::prox_newton::{fit_prox_newton_on, FeatureStart};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
-use crate::solvers::spicy::{fit_spicy_weighted, SpicyConfig, SpicyStart};
-use crate::solvers::svrg::{fit_svrg_weighted, SvrgConfig};
-use crate::solvers::wrapper::{fit_wrapper_weighted, WrapperConfig};
-use crate::Result;
+use crate::solvers::spicy::SpicyStart;
 
 /// How a fit ended.
 #[pyclass(eq, eq_int, frozen, hash, module = "multikernel._core")]
@@ -234,48 +225,6 @@ impl PyFitResult {
     }
 }
 
-/// The settings of one solver: the engine's settings struct, with the group ids of `mirror`.
-#[derive(Debug, Clone, PartialEq)]
-enum Settings {
-    /// `analytic` or `interleaved` (the struct's `algorithm`).
-    Lp(LpConfig),
-    Spicy(SpicyConfig),
-    /// With whether SpicyMKL continues a fit that stops above `tol` (`solver="auto"`'s
-    /// choice, [`crate::solvers::continued`]).
-    Wrapper(WrapperConfig, bool),
-    /// On explicit features (a stack of factors).
-    ProxNewton(ProxNewtonConfig),
-    /// With the group id of every kernel (`None`: one group, `lp` with `p = 1`).
-    Mirror(MirrorConfig, Option<Vec<usize>>),
-    /// On explicit features, not a kernel stack.
-    Svrg(SvrgConfig),
-    /// One-class ℓp-MKL (the targets are not read).
-    OneClass(OneClassConfig),
-    /// The regularization path, run by [`path`] rather than [`fit`].
-    Path(PathConfig),
-}
-
-/// A fit's starting point (a warm start): SpicyMKL's in the kernels' space, or proximal
-/// Newton's in feature space.
-enum Start {
-    Spicy(SpicyStart),
-    Features(FeatureStart),
-}
-
-/// The solvers' names, as `solver=` and `Settings(solver, ...)` read them. `Settings("path",
-/// ...)` also reads the settings of the regularization path, which [`path`] runs: it is not a
-/// solver of `fit` and so not in this list.
-const SOLVER_NAMES: [&str; 8] = [
-    "analytic",
-    "interleaved",
-    "spicy",
-    "wrapper",
-    "prox_newton",
-    "mirror",
-    "svrg",
-    "one_class",
-];
-
 /// A walk over named settings fields. [`Settings::walk`] names every field of a solver once,
 /// and the same walk reads them from a dict ([`Reader`]) or writes them into one ([`Writer`]),
 /// so a field added to a solver is added in one line.
@@ -346,53 +295,6 @@ fn walk_block_penalty(w: &mut impl Walk, penalty: &mut BlockPenalty) -> PyResult
 }
 
 impl Settings {
-    /// The engine's defaults of `solver` (each struct's `Default`).
-    fn default_of(solver: &str) -> Result<Self> {
-        let lp = |algorithm| {
-            Settings::Lp(LpConfig {
-                algorithm,
-                ..LpConfig::default()
-            })
-        };
-        Ok(match solver {
-            "analytic" => lp(LpAlgorithm::Analytic),
-            "interleaved" => lp(LpAlgorithm::Interleaved),
-            "spicy" => Settings::Spicy(SpicyConfig::default()),
-            "wrapper" => Settings::Wrapper(WrapperConfig::default(), false),
-            "prox_newton" => Settings::ProxNewton(ProxNewtonConfig::default()),
-            "mirror" => Settings::Mirror(MirrorConfig::default(), None),
-            "svrg" => Settings::Svrg(SvrgConfig::default()),
-            "one_class" => Settings::OneClass(OneClassConfig::default()),
-            "path" => Settings::Path(PathConfig::default()),
-            other => {
-                return Err(MkError::config(
-                    "solver",
-                    format!(
-                        "unknown solver {other:?}; valid: {}",
-                        SOLVER_NAMES.join(", ")
-                    ),
-                ))
-            }
-        })
-    }
-
-    /// The solver's name (one of [`SOLVER_NAMES`]).
-    fn name(&self) -> &'static str {
-        match self {
-            Settings::Lp(c) => match c.algorithm {
-                LpAlgorithm::Analytic => "analytic",
-                LpAlgorithm::Interleaved => "interleaved",
-            },
-            Settings::Spicy(_) => "spicy",
-            Settings::Wrapper(..) => "wrapper",
-            Settings::ProxNewton(_) => "prox_newton",
-            Settings::Mirror(..) => "mirror",
-            Settings::Svrg(_) => "svrg",
-            Settings::OneClass(_) => "one_class",
-            Settings::Path(_) => "path",
-        }
-    }
-
     /// Every setting of the solver, each named once (the Python names).
     fn walk(&mut self, w: &mut impl Walk) -> PyResult<()> {
         match self {
@@ -760,93 +662,6 @@ impl PySettings {
     }
 }
 
-impl Settings {
-    fn validate(&self) -> Result<()> {
-        match self {
-            Settings::Lp(c) => c.validate(),
-            Settings::Spicy(c) => c.validate(),
-            Settings::Wrapper(c, _) => c.validate(),
-            Settings::ProxNewton(c) => c.validate(),
-            Settings::Mirror(c, groups) => {
-                if let Some(ids) = groups {
-                    Groups::new(ids)?;
-                }
-                c.validate()
-            }
-            Settings::Svrg(c) => c.validate(),
-            Settings::OneClass(c) => c.validate(),
-            Settings::Path(c) => c.validate(),
-        }
-    }
-
-    /// `start` as the start of this solver: SpicyMKL's or proximal Newton's; an error for a
-    /// start the solver does not take.
-    fn split_start<'s>(
-        &self,
-        start: Option<&'s Start>,
-    ) -> Result<(Option<&'s SpicyStart>, Option<&'s FeatureStart>)> {
-        match start {
-            None => Ok((None, None)),
-            Some(Start::Spicy(st)) if matches!(self, Settings::Spicy(_)) => Ok((Some(st), None)),
-            Some(Start::Features(st)) if matches!(self, Settings::ProxNewton(_)) => {
-                Ok((None, Some(st)))
-            }
-            Some(Start::Spicy(_)) => Err(MkError::config(
-                "init_coef",
-                "a starting point (M, n) is taken by solver spicy only",
-            )),
-            Some(Start::Features(_)) => Err(MkError::config(
-                "init_feature_weights",
-                "a starting point in feature space is taken by solver prox_newton only",
-            )),
-        }
-    }
-
-    /// The fit of these settings on `s` (continued by a second solver where they say so).
-    fn fit(
-        &self,
-        s: &dyn KernelStack,
-        y: &[f64],
-        w: Option<&[f64]>,
-        start: Option<&Start>,
-        i: &dyn Interrupt,
-    ) -> Result<Continued> {
-        if let Settings::Wrapper(c, true) = self {
-            return fit_wrapper_continued(s, y, w, c, i);
-        }
-        let (spicy, features) = self.split_start(start)?;
-        let result = match self {
-            Settings::Lp(c) => fit_lp_weighted(s, y, w, c, i),
-            Settings::Spicy(c) => fit_spicy_weighted(s, y, w, c, spicy, i),
-            Settings::Wrapper(c, _) => fit_wrapper_weighted(s, y, w, c, i),
-            Settings::ProxNewton(c) => fit_prox_newton_weighted(s, y, w, c, features, i),
-            Settings::Mirror(c, groups) => {
-                let groups = match groups {
-                    Some(ids) => Groups::new(ids)?,
-                    None => Groups::single(s.m()),
-                };
-                fit_group_weighted(s, y, w, &groups, c, i)
-            }
-            Settings::Svrg(_) => Err(MkError::config(
-                "solver",
-                "svrg fits explicit features: pass the feature blocks, not a kernel stack",
-            )),
-            Settings::OneClass(c) => {
-                crate::solvers::validate_targets(s.n(), y)?;
-                fit_one_class_weighted(s, w, c, i)
-            }
-            Settings::Path(_) => Err(MkError::config(
-                "solver",
-                "Settings('path') are the regularization path's: run them with path(), not fit()",
-            )),
-        }?;
-        Ok(Continued {
-            result,
-            continued: false,
-        })
-    }
-}
-
 /// The warm start of [`fit`]'s arguments: SpicyMKL's (`init_coef` `(M, n)`, `init_dual`) or
 /// proximal Newton's (`init_feature_weights`), each with `init_intercept`; an error for both
 /// or for a dual without coefficients.
@@ -949,27 +764,18 @@ fn fit<'py>(
                 ),
             )));
         }
-    } else if let Settings::Svrg(_) = settings {
-        return Err(PyErr::from(MkError::config(
-            "solver",
-            "svrg needs explicit features: a list of float64 or float32 arrays (n, D_k), \
-             one per kernel, not a kernel stack (kernels=FeatureBank(...) in the estimators)",
-        )));
     } else {
         if g.cast::<super::kernels::PyOnDemand>().is_ok() {
             on_demand_supported(settings)?;
         }
+        let (w, start) = (weights.as_deref(), start.as_ref());
         with_dense(g, |s| {
             run_detached(py, n_threads, on_iteration, |i| {
-                settings.fit(s, &y, weights.as_deref(), start.as_ref(), i)
+                engine::fit(settings, Data::Stack(s), &y, w, start, i)
             })
         })?
     };
-    let solvers = match r.continued {
-        true => vec![settings.name(), "spicy"],
-        false => vec![settings.name()],
-    };
-    PyFitResult::new(py, r.result, n, solvers)
+    PyFitResult::new(py, r.result, n, r.solvers)
 }
 
 /// Refuses settings that cannot fit kernels computed on demand, with [`on_demand_rule`].
@@ -981,122 +787,35 @@ fn on_demand_supported(settings: &Settings) -> PyResult<()> {
         "solver",
         format!(
             "{}; got solver {:?} with the {} loss",
-            on_demand_rule()?,
+            engine::on_demand_rule(),
             settings.name(),
             settings.clone().loss_mut().map_or("(no)", |l| l.name())
         ),
     )))
 }
 
-impl Settings {
-    /// Whether the solver fits explicit feature blocks (`(n, D_m)` arrays, one per kernel)
-    /// rather than only kernel stacks.
-    fn reads_features(&self) -> bool {
-        matches!(self, Settings::Svrg(_) | Settings::ProxNewton(_))
-    }
-
-    /// Whether the solver takes a warm start: SpicyMKL's in the kernels' space, proximal
-    /// Newton's in feature space ([`Settings::split_start`]).
-    fn warm_start(&self) -> bool {
-        matches!(self, Settings::Spicy(_) | Settings::ProxNewton(_))
-    }
-
-    /// The loss of a supervised solver (the one-class solver has none).
-    fn loss_mut(&mut self) -> Option<&mut Loss> {
-        match self {
-            Settings::Lp(c) => Some(&mut c.loss),
-            Settings::Spicy(c) => Some(&mut c.loss),
-            Settings::Wrapper(c, _) => Some(&mut c.loss),
-            Settings::ProxNewton(c) => Some(&mut c.loss),
-            Settings::Mirror(c, _) => Some(&mut c.loss),
-            Settings::Svrg(c) => Some(&mut c.loss),
-            Settings::Path(c) => Some(&mut c.loss),
-            Settings::OneClass(_) => None,
-        }
-    }
-
-    /// Whether these settings fit kernels computed on demand, without an `n×n` matrix: SMO
-    /// (the hinge-type losses) inside the analytic ℓp solver, the l1 / elastic-net wrapper and
-    /// group MKL (mirror); every other solver or loss would form one.
-    fn on_demand(&self) -> bool {
-        let smo = |loss: Loss| !matches!(loss, Loss::Squared | Loss::Logistic);
-        match self {
-            Settings::Lp(c) => c.algorithm == LpAlgorithm::Analytic && smo(c.loss),
-            Settings::Wrapper(c, _) => smo(c.loss),
-            Settings::Mirror(c, _) => smo(c.loss),
-            _ => false,
-        }
-    }
-
-    /// The losses these settings' solver accepts (those its settings read and validate).
-    fn losses(&self) -> Vec<&'static str> {
-        Loss::NAMES
-            .into_iter()
-            .filter(|&loss| self.with_loss(loss).is_some())
-            .collect()
-    }
-
-    /// The losses with which the solver fits kernels computed on demand (none: never).
-    fn on_demand_losses(&self) -> Vec<&'static str> {
-        self.losses()
-            .into_iter()
-            .filter(|&l| self.with_loss(l).is_some_and(|s| s.on_demand()))
-            .collect()
-    }
-
-    /// These settings with `loss` instead, when the solver accepts it.
-    fn with_loss(&self, loss: &str) -> Option<Settings> {
-        let mut s = self.clone();
-        let slot = s.loss_mut()?;
-        *slot = Loss::parse(loss, slot.epsilon()).ok()?;
-        s.validate().ok().map(|()| s)
-    }
-}
-
-/// What each solver fits, as the engine states it: `{solver: {"features": bool, "warm_start":
-/// bool, "losses": [...], "on_demand_losses": [...]}}` for every solver of [`SOLVER_NAMES`].
-/// `features`: it fits explicit feature blocks; `warm_start`: it takes a starting point;
-/// `losses`: the losses it accepts; `on_demand_losses`: those with which it fits kernels
-/// computed on demand (none: never). The Python facade derives its
-/// lists from this table, so a solver states its capabilities once.
+/// What each solver fits, as the engine states it ([`engine::capabilities`]): `{solver:
+/// {"features": bool, "warm_start": bool, "penalties": [...], "losses": [...],
+/// "on_demand_losses": [...]}}`.
 #[pyfunction]
 fn capabilities(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let table = PyDict::new(py);
-    for name in SOLVER_NAMES {
-        let settings = Settings::default_of(name)?;
+    for cap in engine::capabilities() {
         let row = PyDict::new(py);
-        row.set_item("features", settings.reads_features())?;
-        row.set_item("warm_start", settings.warm_start())?;
-        row.set_item("losses", settings.losses())?;
-        row.set_item("on_demand_losses", settings.on_demand_losses())?;
-        table.set_item(name, row)?;
+        row.set_item("features", cap.features)?;
+        row.set_item("warm_start", cap.warm_start)?;
+        row.set_item("penalties", cap.penalties)?;
+        row.set_item("losses", cap.losses)?;
+        row.set_item("on_demand_losses", cap.on_demand_losses)?;
+        table.set_item(cap.solver, row)?;
     }
     Ok(table)
 }
 
-/// The rule of kernels computed on demand, in words, from [`capabilities`]: the one sentence
-/// both the engine's and the facade's refusals quote.
+/// The rule of kernels computed on demand, in words ([`engine::on_demand_rule`]).
 #[pyfunction]
-fn on_demand_rule() -> PyResult<String> {
-    let mut solvers = Vec::new();
-    let mut losses: Vec<&str> = Vec::new();
-    for name in SOLVER_NAMES {
-        let ok = Settings::default_of(name)?.on_demand_losses();
-        if !ok.is_empty() {
-            solvers.push(format!("{name:?}").replace('"', "'"));
-            for l in ok {
-                if !losses.contains(&l) {
-                    losses.push(l);
-                }
-            }
-        }
-    }
-    Ok(format!(
-        "kernels computed on demand are fitted by solvers {} with the {} losses (every \
-         other solver or loss forms n×n matrices)",
-        solvers.join(", "),
-        losses.join(", ")
-    ))
+fn on_demand_rule() -> String {
+    engine::on_demand_rule()
 }
 
 /// A regularization path ([`crate::solvers::path`]) as arrays, one row per point.
@@ -1234,7 +953,7 @@ fn path<'py>(
 /// are consecutive column ranges of one C-ordered buffer (what `FeatureBank` returns) are read
 /// in place, any others copied once (float32 stays float32).
 #[allow(clippy::too_many_arguments)]
-fn fit_on_blocks<T: crate::kernels::Element + numpy::Element>(
+fn fit_on_blocks<T: RowElement + numpy::Element>(
     py: Python<'_>,
     blocks: &[PyReadonlyArray2<'_, T>],
     y: &[f64],
@@ -1243,7 +962,7 @@ fn fit_on_blocks<T: crate::kernels::Element + numpy::Element>(
     start: Option<&Start>,
     n_threads: usize,
     on_iteration: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Continued> {
+) -> PyResult<Fitted> {
     let n = y.len();
     let views: Vec<_> = blocks.iter().map(|b| b.as_array()).collect();
     if views.iter().any(|v| v.nrows() != n) {
@@ -1263,17 +982,8 @@ fn fit_on_blocks<T: crate::kernels::Element + numpy::Element>(
         }
     };
     let feats = RowFeatures::new(data, n, &dims)?;
-    let (_, features_start) = settings.split_start(start)?;
-    run_detached(py, n_threads, on_iteration, |i| match settings {
-        Settings::Svrg(cfg) => fit_svrg_weighted(&feats, y, weights, cfg, i),
-        Settings::ProxNewton(cfg) => {
-            fit_prox_newton_rows(&feats, y, weights, cfg, features_start, i)
-        }
-        _ => unreachable!("a feature-space solver"),
-    })
-    .map(|result| Continued {
-        result,
-        continued: false,
+    run_detached(py, n_threads, on_iteration, |i| {
+        engine::fit(settings, T::data(&feats), y, weights, start, i)
     })
 }
 

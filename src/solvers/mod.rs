@@ -15,7 +15,7 @@ pub mod smo;
 pub mod spicy;
 pub mod svrg;
 #[cfg(test)]
-mod test_util;
+pub(crate) mod test_util;
 mod tracker;
 pub mod witness;
 pub mod wrapper;

@@ -242,9 +242,10 @@ def test_the_engine_states_what_each_solver_fits_and_python_derives_its_lists() 
     caps = _core.capabilities()
     assert list(caps) == _core.Settings.solvers()
     for solver, row in caps.items():
-        assert set(row) == {"features", "warm_start", "losses", "on_demand_losses"}
+        assert set(row) == {"features", "warm_start", "penalties", "losses", "on_demand_losses"}
         if solver in SOLVERS:
             assert set(row["losses"]) == set(SOLVERS[solver].losses)  # type: ignore[index]
+            assert tuple(row["penalties"]) == SOLVERS[solver].penalties  # type: ignore[index]
         assert set(row["on_demand_losses"]) <= set(row["losses"])
     assert _auto.ON_DEMAND_SOLVERS == tuple(s for s in caps if caps[s]["on_demand_losses"])
     assert _auto.FEATURE_SOLVERS == tuple(s for s in caps if caps[s]["features"])

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::penalties::duals::{natural_dual, read_forms};
-use crate::penalties::theta_update;
+use crate::penalties::{p_norm, theta_update};
 use crate::result::{FitResult, PsdWitness, SolveStatus};
 use crate::solvers::driver::{Checked, Driver, Outcome, Solver};
 use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet};
@@ -54,11 +54,7 @@ pub(crate) fn extrapolate(theta: &[f64], next: &[f64], omega: f64, p: f64) -> Ve
     if !(mx > 0.0 && mx.is_finite()) {
         return next.to_vec();
     }
-    let norm = mx
-        * t.iter()
-            .map(|x| (x / mx).powf(p))
-            .sum::<f64>()
-            .powf(1.0 / p);
+    let norm = p_norm(&t, p);
     t.iter().map(|x| x / norm).collect()
 }
 

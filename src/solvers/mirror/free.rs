@@ -16,6 +16,7 @@
 //! whose norm sum exceeds every penalised group's rejoins the saddle form.
 
 use crate::kernels::KernelStack;
+use crate::linalg::dot;
 use crate::penalties::Groups;
 
 /// A penalised group is freed when its `γ_j` falls below this fraction of the largest `γ`
@@ -150,8 +151,4 @@ impl FreeBlocks {
             self.values[k].clear();
         }
     }
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

@@ -6,12 +6,7 @@ use super::working_set::WorkingSet;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::linalg::{clear_upper_simd_state, dot, Cholesky};
-use crate::penalties::{lp_gradient_scales, lp_penalty, lp_q, GroupPenalty};
-
-/// One block's penalty `r_1 ‖v‖ + r_2/2 ‖v‖²` from its norm.
-fn block_penalty((r1, r2): (f64, f64), norm: f64) -> f64 {
-    r1 * norm + 0.5 * r2 * norm * norm
-}
+use crate::penalties::{block_value, lp_gradient_scales, lp_penalty, lp_q, GroupPenalty};
 
 pub(super) fn norm(v: &[f64]) -> f64 {
     v.iter().map(|x| x * x).sum::<f64>().sqrt()
@@ -393,7 +388,7 @@ impl NewtonModel<'_> {
         let pen: f64 = (0..self.ws.kernels.len())
             .map(|t| {
                 let v: Vec<f64> = self.range(t).map(|j| self.w[j] + x[j]).collect();
-                block_penalty(self.pw, norm(&v))
+                block_value(self.pw, norm(&v))
             })
             .sum();
         lin + quad + pen

@@ -33,7 +33,7 @@ use crate::kernels::{Element, RowFeatures};
 use crate::linalg::dot;
 use crate::losses::{costs, Loss};
 use crate::penalties::duals::lp_dual;
-use crate::penalties::lp_penalty;
+use crate::penalties::{lp_penalty, p_norm};
 use crate::result::FitResult;
 use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::tracker::Model;
@@ -308,7 +308,7 @@ impl<'s, 'x, T: Element> Svrg<'s, 'x, T> {
         let d_norm = if p.is_infinite() {
             1.0
         } else {
-            self.d.iter().map(|v| v.powf(p)).sum::<f64>().powf(1.0 / p)
+            p_norm(&self.d, p)
         };
         let (d, b, norms) = (&self.d, self.b, &self.norms);
         driver
@@ -329,10 +329,10 @@ impl<'s, 'x, T: Element> Svrg<'s, 'x, T> {
         let p = self.cfg.p;
         if !p.is_infinite() && self.norms.iter().any(|&s| s > 0.0) {
             let e = 2.0 / (p + 1.0);
-            let s: f64 = self.norms.iter().map(|v| v.powf(e * p)).sum::<f64>();
-            let scale = s.powf(1.0 / p);
-            for (dk, nk) in self.d.iter_mut().zip(&self.norms) {
-                *dk = (nk.powf(e) / scale).max(1e-12);
+            let powered: Vec<f64> = self.norms.iter().map(|v| v.powf(e)).collect();
+            let scale = p_norm(&powered, p);
+            for (dk, nk) in self.d.iter_mut().zip(&powered) {
+                *dk = (nk / scale).max(1e-12);
             }
         }
     }

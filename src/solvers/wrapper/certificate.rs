@@ -8,8 +8,8 @@ use crate::kernels::KernelStack;
 use crate::linalg::dot;
 use crate::losses::Loss;
 use crate::penalties::duals::{best_dual, best_on_segment, best_scale, DualPoint};
-use crate::penalties::kernel_weights;
 use crate::penalties::BlockPenalty;
+use crate::penalties::{block_value, kernel_weights};
 use crate::result::PsdWitness;
 use crate::solvers::points::{gather_points, scatter_points};
 use crate::solvers::single::SingleKernel;
@@ -256,18 +256,14 @@ impl Certificate {
         q: &[f64],
         point: &Point,
     ) -> Self {
-        let (r1, r2) = cfg.penalty.weights();
+        let weights = cfg.penalty.weights();
         let norms: Vec<f64> = w
             .iter()
             .zip(q)
             .map(|(wk, qk)| wk * qk.max(0.0).sqrt())
             .collect();
-        let penalty_at = |t: f64| -> f64 {
-            norms
-                .iter()
-                .map(|s| r1 * t * s + 0.5 * r2 * (t * s).powi(2))
-                .sum()
-        };
+        let penalty_at =
+            |t: f64| -> f64 { norms.iter().map(|s| block_value(weights, t * s)).sum() };
         let primal = cfg.loss.weighted_total(y, &point.f, point.b, c) + penalty_at(1.0);
         // Points a hair inside the margin (SMO's tolerance) cost `C` each: at large `C` the
         // model scaled onto the margin is the better primal point (lp's certificate does the
