@@ -215,3 +215,20 @@ def test_a_dask_dataframe_equals_the_in_memory_fit_on_the_pandas_frame(client: A
     with pytest.raises(ValueError, match="zeta"):
         bad = FeatureBank([Linear(features=["zeta"])], method="rff")
         classifier(bad).fit(ddf, ys)
+
+
+def test_one_vs_rest_warm_starts_reuse_the_features(client: Any) -> None:
+    """A grid of ``C`` over one-vs-rest problems: the features stay on the cluster, each
+    class starts from its last fit, and the fits are the cold fits."""
+    from multikernel import _dask_fit
+
+    X, y, w = data(3)
+    Xd, yd = da.from_array(X, chunks=(200, 280)), da.from_array(y, chunks=(200, 280))
+    est = classifier(bank(), tol=1e-8, warm_start=True).fit(Xd, yd)
+    first = _dask_fit.held(est)
+    for C in (1.0, 4.0):
+        est.set_params(C=C).fit(Xd, yd)
+        assert _dask_fit.held(est) is first
+        cold = classifier(bank(), tol=1e-8).set_params(C=C).fit(Xd, yd)
+        assert rel(est.primal_objective_, cold.primal_objective_) < 1e-7
+    assert np.sum(est.n_iter_) < np.sum(cold.n_iter_)
