@@ -1,7 +1,9 @@
 """One ``prox_newton`` fit across a Dask cluster, on explicit features (docs/dask.md).
 
 ``fit(X, y)`` of :class:`~multikernel.MKLClassifier` or :class:`~multikernel.MKLRegressor`
-with ``X`` a Dask array and ``kernels=FeatureBank(...)`` comes here (:func:`fit`):
+with ``X`` a Dask array (or a Dask DataFrame of numeric columns, which the kernels'
+``features`` may name: :func:`_frame`) and ``kernels=FeatureBank(...)`` comes here
+(:func:`fit`):
 
 - the bank is fitted on a sample of the rows (all of them up to :data:`FIT_SAMPLE`, else a
   uniform sample of that many, seeded by the bank's ``random_state``; one row when its maps
@@ -15,7 +17,15 @@ with ``X`` a Dask array and ``kernels=FeatureBank(...)`` comes here (:func:`fit`
   certificate's rows) kept on the worker between tasks (:data:`_MEMOS`), its updates sent
   with the next pass (those since the pass before; each worker keeps the log,
   :data:`_LOGS`), and the chunks' parts are combined by the engine in chunk order. Nothing
-  of size ``n`` reaches the client.
+  of size ``n`` reaches the client;
+- a classifier's problems are the in-memory fit's (:func:`_classify`): one for two classes,
+  one per class (one-vs-rest) or per pair of classes (one-vs-one, on the pair's rows of
+  each chunk, made on the workers for that pair's fits and released after them), one after
+  the other on the same persisted features; the loss weights are ``C`` times the samples'
+  weights times ``class_weight``'s (its ``"balanced"`` counts from the classes' pass).
+  ``probability=True`` with a hinge loss fits Platt's sigmoid to out-of-fold decision
+  values whose folds are sets of whole chunks (:func:`folds`), by the in-memory Newton
+  method on sums over the chunks (:func:`._platt.platt_newton`).
 
 A worker lost during the fit loses its chunks' features and memos: Dask recomputes the
 features elsewhere, and a chunk without a memo replays the fit's log of updates from the
