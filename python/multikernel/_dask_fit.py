@@ -603,10 +603,10 @@ def _settings(est: Any, n: int, dims: list[int]) -> _core.Settings:
     return out
 
 
-def _frame(X: Any, y: Any) -> tuple[Any, Any, list[str] | None]:
+def _frame(X: Any, y: Any, sample_weight: Any) -> tuple[Any, Any, Any, list[str] | None]:
     """A Dask DataFrame ``X`` as a Dask array of its rows (its partitions' lengths computed:
-    one pass), ``y`` a Dask Series likewise, and ``X``'s column names (None unless all are
-    strings)."""
+    one pass), ``y`` and ``sample_weight`` Dask Series likewise, and ``X``'s column names
+    (None unless all are strings)."""
     import sys
 
     # (Extension dtypes, categories and strings, are not NumPy's numeric dtypes.)
@@ -617,11 +617,18 @@ def _frame(X: Any, y: Any) -> tuple[Any, Any, list[str] | None]:
             f"{[str(c) for c in bad]!r} of X are not: drop them, or encode them as numbers"
         )
     dd = sys.modules["dask.dataframe"]
-    if isinstance(y, dd.DataFrame):
-        raise InvalidInputError("y must be one column (a Dask Series or an array), got a DataFrame")
-    if isinstance(y, dd.Series):
-        y = y.to_dask_array(lengths=True)
-    return X.to_dask_array(lengths=True), y, column_names(X)
+
+    def column(v: Any, name: str) -> Any:
+        if isinstance(v, dd.DataFrame):
+            raise InvalidInputError(
+                f"{name} must be one column (a Dask Series or an array), got a DataFrame"
+            )
+        return v.to_dask_array(lengths=True) if isinstance(v, dd.Series) else v
+
+    return (
+        X.to_dask_array(lengths=True), column(y, "y"), column(sample_weight, "sample_weight"),
+        column_names(X),
+    )  # fmt: skip
 
 
 def _scheme(est: Any) -> str:
@@ -657,7 +664,7 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> None:
     client = _client()
     names = None
     if _dask.is_dask_frame(X):
-        X, y, names = _frame(X, y)
+        X, y, sample_weight, names = _frame(X, y, sample_weight)
     data = _persist(est, X, y, sample_weight, classifier, names)
     settings = _settings(est, data.n, data.dims)
     made: list[Any] = []  # this fit's futures (targets, loss weights, one-vs-one rows)

@@ -202,8 +202,10 @@ def test_a_dask_dataframe_equals_the_in_memory_fit_on_the_pandas_frame(client: A
     make = lambda: FeatureBank(specs, method="rff", n_components=8, random_state=0)  # noqa: E731
     ddf = dd.from_pandas(df, npartitions=3)
     ys = dd.from_pandas(pd.Series(y), npartitions=2)
-    est = classifier(make(), multi_class="ovr").fit(ddf, ys)
-    ref = classifier(make(), multi_class="ovr").fit(df, y)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, N)
+    ws = dd.from_pandas(pd.Series(w), npartitions=4)
+    est = classifier(make(), multi_class="ovr").fit(ddf, ys, sample_weight=ws)
+    ref = classifier(make(), multi_class="ovr").fit(df, y, sample_weight=w)
     assert_same_fit(est, ref)
     np.testing.assert_array_equal(est.feature_names_in_, cols)
     np.testing.assert_array_equal(est.kernel_bank_.feature_names_in_, cols)
