@@ -28,7 +28,14 @@ with groups. Results: ``benches/peers/results/dask_fit.md``.
     PYTHONPATH=python <peers venv>/bin/python benches/peers/dask_fit.py [--n 1000000]
         [--skip-daskml] [--daskml-solvers admm,proximal_grad] [--repeats 3]
         [--blocks 20x5,100x1] [--memory-blocks 20x5,100x1] [--chunks 8] [--dtype float64]
-        [--store DIR] [--out benches/peers/results/dask_fit.md]
+        [--store DIR] [--out benches/peers/results/dask_fit.md] [--preload]
+        [--classes 10 --multi-class ovr]
+
+``--preload`` starts the workers with ``preload=["multikernel"]`` (the package imported as
+each worker starts, not in the first fit's first tasks); ``--classes K`` labels the points
+with ``K`` classes of equal sizes (the linear model's score cut at the normal quantiles) and
+fits them by ``--multi-class`` (the objective is then the problems' sum, as the engine
+reports it).
 
 The features-persisted Dask fit and the in-memory fit are medians of ``--repeats``; the
 whole Dask fit (features computed) is one run; "passes" counts the rounds of one task per
@@ -61,6 +68,19 @@ def data(n: int, chunks: int = 8, dtype: str = "float64") -> tuple[Any, Any]:
     w[:25] = np.random.default_rng(1).standard_normal(25)
     y = da.sign(X @ w + rs.standard_normal(n, chunks=X.chunks[0]))
     return X, y
+
+
+def class_labels(X: Any, classes: int) -> Any:
+    """``classes`` labels of the points of :func:`data`: its linear model's score (with noise
+    of its own) cut at the normal quantiles ``k / classes`` (classes of equal sizes)."""
+    import dask.array as da
+    from scipy.stats import norm
+
+    w = np.zeros(D)
+    w[:25] = np.random.default_rng(1).standard_normal(25)
+    noise = da.random.RandomState(2).standard_normal(X.shape[0], chunks=X.chunks[0])
+    cuts = np.sqrt(w @ w + 1.0) * norm.ppf(np.arange(1, classes) / classes)
+    return da.digitize(X @ w + noise, cuts)
 
 
 def stored(path: str, n: int, chunks: int, dtype: str) -> tuple[Any, Any, Any]:
@@ -178,13 +198,24 @@ def main() -> None:
     ap.add_argument("--dtype", default="float64", help="the points' type (float32 at 10⁷)")
     ap.add_argument("--store", default="", help="read the points from .npy chunks here")
     ap.add_argument("--memory-blocks", default="20x5,100x1", help="layouts also fitted in memory")
+    ap.add_argument("--classes", type=int, default=2, help="more: labels of equal classes")
+    ap.add_argument(
+        "--preload", action="store_true", help="workers import multikernel as they start"
+    )
+    ap.add_argument("--multi-class", default="ovr", help="the scheme of more than two classes")
     args = ap.parse_args()
+    multi = args.classes > 2
+    if multi and (args.store or not args.skip_daskml):
+        ap.error("--classes > 2 takes points on the workers (no --store) and --skip-daskml")
     import dask
     from distributed import Client, LocalCluster
 
     lines = [f"# Dask fit (issue 55): n = {args.n:.0e}", ""]
+    if multi:
+        lines[0] += f", {args.classes} classes, multi_class={args.multi_class!r}"
+    warm = "; the workers import multikernel as they start" if args.preload else ""
     lines.append(f"{platform.node()}, Python {platform.python_version()}; LocalCluster 2 "
-                 "workers × 1 thread, 3 GB each (processes)")  # fmt: skip
+                 f"workers × 1 thread, 3 GB each (processes){warm}")  # fmt: skip
     lines.append("")
     # The features of a large fit fill the workers' memory by design: spilling them to disk
     # (from 60 %) or pausing (80 %) would stall every pass; the 3 GB limit still holds (the
@@ -204,7 +235,7 @@ def main() -> None:
         stack.enter_context(dask.config.set({} if spill else memory))
         c = stack.enter_context(LocalCluster(
             n_workers=2, threads_per_worker=1, memory_limit="3GB", processes=True,
-            dashboard_address=None,
+            dashboard_address=None, preload=["multikernel"] if args.preload else [],
         ))  # fmt: skip
         return stack, stack.enter_context(Client(c))
 
@@ -219,9 +250,25 @@ def main() -> None:
         X, y, local = points(client)
         count_passes()
         C = 10.0 / lambda_max(X, y)
+        scheme: dict[str, Any] = {}
+        if multi:
+            y = client.persist(class_labels(X, args.classes))
+            local = lambda: (X.compute(), y.compute())  # noqa: E731
+            scheme = {"multi_class": args.multi_class}
+
+        def value(est: Any) -> float:
+            """The objective, one formula for both fits (multiclass: the problems' sum)."""
+            if multi:
+                return float(np.sum(est.primal_objective_))
+            w = np.concatenate(est.coef_).astype(np.float64)
+            return objective(X, y, w, float(est.intercept_), C)
+
         groups20 = [list(range(5 * j, 5 * j + 5)) for j in range(20)]
         singles = [[j] for j in range(D)]
-        rows = ["| fit | time (s) | objective | gap | Newton steps |", "|---|---|---|---|---|"]
+        rows = [
+            "| fit | time (s) | objective | gap (largest) | Newton steps (all problems) |",
+            "|---|---|---|---|---|",
+        ]
 
         def row(name: str, t: float, P: float, gap: float | str, it: int | str) -> None:
             gs = gap if isinstance(gap, str) else f"{gap:.1e}"
@@ -231,17 +278,16 @@ def main() -> None:
         results: dict[str, float] = {}
         labels = {"20x5": ("20 × 5", groups20), "100x1": ("100 × 1", singles)}
         for label, groups in (labels[b] for b in args.blocks.split(",")):
-            est = ours(groups, C)
+            est = ours(groups, C, **scheme)
             PASSES["n"] = 0
             t = timed(lambda est=est: est.fit(X, y))
             passes = PASSES["n"]
-            w = np.concatenate(est.coef_).astype(np.float64)
-            P = objective(X, y, w, float(est.intercept_), C)
-            row(f"ours, Dask, {label} (whole fit; {passes} passes)", t, P, est.duality_gap_,
-                est.n_iter_)  # fmt: skip
+            P = value(est)
+            row(f"ours, Dask, {label} (whole fit; {passes} passes)", t, P,
+                float(np.max(est.duality_gap_)), int(np.sum(est.n_iter_)))  # fmt: skip
             t2 = median_fit(lambda est=est: est.fit(X, y), args.repeats)
             row(f"ours, Dask, {label} (features persisted, median of {args.repeats})", t2, P,
-                est.duality_gap_, est.n_iter_)  # fmt: skip
+                float(np.max(est.duality_gap_)), int(np.sum(est.n_iter_)))  # fmt: skip
             results[f"dask {label}"], results[f"dask steps {label}"] = t, t2
             results[f"P {label}"] = P
             if label.replace(" × ", "x") not in args.memory_blocks.split(","):
@@ -250,13 +296,11 @@ def main() -> None:
                 time.sleep(2)
                 continue
             Xn, yn = local()
-            mem = ours(groups, C)
+            mem = ours(groups, C, **scheme)
             tm = median_fit(lambda mem=mem, Xn=Xn, yn=yn: mem.fit(Xn, yn), args.repeats)
             del Xn, yn
-            Pm = objective(X, y, np.concatenate(mem.coef_).astype(np.float64),
-                           float(mem.intercept_), C)  # fmt: skip
-            row(f"ours, in memory, {label} (median of {args.repeats})", tm, Pm,
-                mem.duality_gap_, mem.n_iter_)  # fmt: skip
+            row(f"ours, in memory, {label} (median of {args.repeats})", tm, value(mem),
+                float(np.max(mem.duality_gap_)), int(np.sum(mem.n_iter_)))  # fmt: skip
             results[f"mem {label}"] = tm
             rows.append(f"| (workers' peak resident memory so far, GB: {worker_peaks(client)}) "
                         "| | | | |")  # fmt: skip

@@ -729,13 +729,19 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         if not isinstance(G, Blocks):
             return
         if all(len(w) for w in self._feature_weights):
-            # The solver's own weights (svrg, prox_newton), split into the kernels' blocks.
-            ends = np.cumsum(G.widths)[:-1]
-            rows = [np.split(w, ends) for w in self._feature_weights]
-            one = len(rows) == 1
-            self.coef_ = [rows[0][m] if one else np.stack([r[m] for r in rows]) for m in range(G.M)]
+            self._split_feature_weights(G.widths)
             return
         self.coef_ = G.weights(np.asarray(self.dual_coef_))
+
+    def _split_feature_weights(self, widths: Sequence[int]) -> None:
+        """``coef_`` from the solver's own weights (svrg, prox_newton), split into the
+        kernels' blocks of ``widths`` (a row per problem for more than one)."""
+        ends = np.cumsum(widths)[:-1]
+        rows = [np.split(np.asarray(w), ends) for w in self._feature_weights]
+        one = len(rows) == 1
+        self.coef_ = [
+            rows[0][m] if one else np.stack([r[m] for r in rows]) for m in range(len(widths))
+        ]
 
     def _decision(self, G_test: TestStack) -> NDArray[np.float64]:
         """Decision values on a test stack: dense kernels read ``dual_coef_``, feature blocks

@@ -456,8 +456,8 @@ default "mean_diag"
         >>> bool(abs(pre.primal_objective_ - clf.primal_objective_).max() < 1e-8)
         True
         """
-        if _dask.is_dask_array(X):
-            from . import _dask_fit  # imports Dask's parts only when handed a Dask array
+        if _dask.is_dask_array(X) or _dask.is_dask_frame(X):
+            from . import _dask_fit  # imports Dask's parts only when handed Dask data
 
             _dask_fit.fit(self, X, y, sample_weight, classifier=True)
             return self

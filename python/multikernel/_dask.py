@@ -76,6 +76,12 @@ def is_dask_array(x: Any) -> bool:
     return mod is not None and isinstance(x, mod.Array)
 
 
+def is_dask_frame(x: Any) -> bool:
+    """Whether ``x`` is a Dask DataFrame (without importing Dask)."""
+    mod = sys.modules.get("dask.dataframe")
+    return mod is not None and isinstance(x, mod.DataFrame)
+
+
 def _task_threads(n_threads: int) -> int:
     """Threads of one Dask task: ``n_threads`` when set (``-k`` counts as all cores but
     ``k − 1``), else 1 for 0 and -1 (Dask's threads fill the cores)."""

@@ -1,7 +1,9 @@
 """One ``prox_newton`` fit across a Dask cluster, on explicit features (docs/dask.md).
 
 ``fit(X, y)`` of :class:`~multikernel.MKLClassifier` or :class:`~multikernel.MKLRegressor`
-with ``X`` a Dask array and ``kernels=FeatureBank(...)`` comes here (:func:`fit`):
+with ``X`` a Dask array (or a Dask DataFrame of numeric columns, which the kernels'
+``features`` may name: :func:`_frame`) and ``kernels=FeatureBank(...)`` comes here
+(:func:`fit`):
 
 - the bank is fitted on a sample of the rows (all of them up to :data:`FIT_SAMPLE`, else a
   uniform sample of that many, seeded by the bank's ``random_state``; one row when its maps
@@ -15,7 +17,16 @@ with ``X`` a Dask array and ``kernels=FeatureBank(...)`` comes here (:func:`fit`
   certificate's rows) kept on the worker between tasks (:data:`_MEMOS`), its updates sent
   with the next pass (those since the pass before; each worker keeps the log,
   :data:`_LOGS`), and the chunks' parts are combined by the engine in chunk order. Nothing
-  of size ``n`` reaches the client.
+  of size ``n`` reaches the client;
+- a classifier's problems are the in-memory fit's (:func:`._dask_classes.classify`): one
+  for two classes, one per class (one-vs-rest) or per pair of classes (one-vs-one, on the
+  pair's rows of each chunk, made on the workers for that pair's fits and released after
+  them), one after the other on the same persisted features; the loss weights are ``C``
+  times the samples' weights times ``class_weight``'s (its ``"balanced"`` counts from the
+  classes' pass). ``probability=True`` with a hinge loss fits Platt's sigmoid to
+  out-of-fold decision values whose folds are sets of whole chunks
+  (:func:`._dask_classes.folds`), by the in-memory Newton method on sums over the chunks
+  (:func:`._platt.platt_newton`).
 
 A worker lost during the fit loses its chunks' features and memos: Dask recomputes the
 features elsewhere, and a chunk without a memo replays the fit's log of updates from the
@@ -44,7 +55,9 @@ from . import _auto, _core, _progress
 from ._base import _start_args
 from ._dask import _task_threads
 from ._validation import (
+    check_bool,
     check_n_threads,
+    column_names,
     group_ids,
     nonfinite_targets,
     numeric_dtype_error,
@@ -67,7 +80,8 @@ FIT_SAMPLE = 20_000
 @dataclass
 class Features:
     """The persisted rows of a Dask fit: per chunk, futures of the features ``(n_c, R)``,
-    the targets (±1 for a classifier) and the samples' weights.
+    the labels (a classifier's class indices into ``classes``, a regressor's targets) and
+    the samples' weights.
 
     Parameters
     ----------
@@ -86,7 +100,11 @@ class Features:
     n : int
         Points.
     classes : ndarray or None
-        A classifier's two classes.
+        A classifier's classes (sorted).
+    counts : ndarray or None
+        A classifier's points per chunk and class, ``(chunks, classes)``.
+    names : list of str or None
+        The columns of a Dask DataFrame ``X`` (None for an array).
     """
 
     key: tuple[Any, ...]
@@ -98,9 +116,53 @@ class Features:
     dims: list[int]
     n: int
     classes: NDArray[Any] | None
+    counts: NDArray[np.int64] | None
+    names: list[str] | None = None
 
     def futures(self) -> list[Any]:
         return [*self.x, *self.y, *(self.w or [])]
+
+
+@dataclass
+class Problem:
+    """One binary (or regression) problem of a Dask fit, on chunks of persisted rows: per
+    chunk, futures of its features, its targets (±1 for a classifier) and its loss weights
+    ``c = C w`` (``sample_weight`` times ``class_weight``).
+
+    Parameters
+    ----------
+    x, y, c : list of distributed.Future
+        Per chunk.
+    sizes : list of int
+        The chunks' rows.
+    sides : list of tuple of int
+        Per chunk, its points of targets +1 and −1 (a classifier's; empty for a regressor).
+    pos, neg : str
+        The classes of the targets +1 and −1, as errors name them.
+    label : str
+        The problem's name in the log (`` (class 2 vs rest)``).
+    """
+
+    x: list[Any]
+    y: list[Any]
+    c: list[Any]
+    sizes: list[int]
+    sides: list[tuple[int, int]]
+    pos: str = "one class"
+    neg: str = "the other"
+    label: str = ""
+
+    @property
+    def n(self) -> int:
+        return int(sum(self.sizes))
+
+    def chunks(self, index: list[int]) -> Problem:
+        """The problem on its chunks ``index`` (the same futures)."""
+        return Problem(
+            [self.x[i] for i in index], [self.y[i] for i in index], [self.c[i] for i in index],
+            [self.sizes[i] for i in index], [self.sides[i] for i in index] if self.sides else [],
+            self.pos, self.neg, self.label,
+        )  # fmt: skip
 
 
 class Held:
@@ -139,8 +201,19 @@ def _chunk_features(bank: FeatureBank, X: NDArray[Any], start: int = 0) -> NDArr
     return out
 
 
-def _costs(w: NDArray[np.float64] | None, C: float, size: int) -> NDArray[np.float64]:
-    """A chunk's loss weights ``c = C w`` (``C`` on its ``size`` rows without weights)."""
+def _loss_weights(
+    y: NDArray[Any],
+    w: NDArray[np.float64] | None,
+    C: float,
+    per_class: NDArray[np.float64] | None,
+    size: int,
+) -> NDArray[np.float64]:
+    """A chunk's loss weights ``c = C w`` of its ``size`` rows: ``w`` the samples' weights
+    (None: ones) times ``per_class``, the weight of each row's class (indexed by the chunk's
+    class indices ``y``; None: ones), in the in-memory fit's order of the products."""
+    if per_class is not None:
+        cw = per_class[y]
+        w = cw if w is None else w * cw
     return np.full(size, C) if w is None else C * w
 
 
@@ -234,25 +307,22 @@ class ChunkRows:
     ----------
     client : distributed.Client
         The cluster's client.
-    data : Features
-        The persisted rows.
-    C : float
-        The loss weight.
+    problem : Problem
+        The problem's rows.
+    dims : list of int
+        The blocks' widths.
     threads : int
         Engine threads per task.
     """
 
-    def __init__(self, client: Any, data: Features, C: float, threads: int) -> None:
+    def __init__(self, client: Any, problem: Problem, dims: list[int], threads: int) -> None:
         import uuid
 
         self._client = client
-        self._data = data
+        self._problem = problem
+        self._dims = list(dims)
         self._threads = threads
         self._fit = uuid.uuid4().hex
-        weights = data.w if data.w is not None else [None] * len(data.x)
-        self.costs = [
-            client.submit(_costs, w, C, k) for w, k in zip(weights, data.sizes, strict=True)
-        ]
         self.log: list[list[float]] = []
         #: The log's length at the last pass: every worker that ran a task of it has that much.
         self.sent = 0
@@ -261,21 +331,20 @@ class ChunkRows:
         self.resent = 0
 
     def _map(self, chunks: list[int], p: Pass) -> list[list[list[float]] | None]:
-        d = self._data
+        d = self._problem
         self.tasks += len(chunks)
         futs = self._client.map(
             _run, [d.x[i] for i in chunks], [d.y[i] for i in chunks],
-            [self.costs[i] for i in chunks], chunks, [p] * len(chunks), pure=False,
+            [d.c[i] for i in chunks], chunks, [p] * len(chunks), pure=False,
         )  # fmt: skip
         parts: list[list[list[float]] | None] = self._client.gather(futs)
         return parts
 
     def reduce(self, code: list[float]) -> list[list[float]]:
         p = Pass(
-            self._fit, list(self._data.dims), self.sent, self.log[self.sent :], [list(code)],
-            self._threads,
-        )  # fmt: skip
-        parts = self._map(list(range(len(self._data.x))), p)
+            self._fit, self._dims, self.sent, self.log[self.sent :], [list(code)], self._threads
+        )
+        parts = self._map(list(range(len(self._problem.x))), p)
         behind = [i for i, part in enumerate(parts) if part is None]
         if behind:
             self.resent += len(behind)
@@ -291,10 +360,7 @@ class ChunkRows:
         self.log.append(list(code))
 
     def close(self) -> None:
-        """Releases the loss weights and the workers' memos and logs (nothing of the fit
-        runs on)."""
-        self._client.cancel(self.costs)
-        self.costs = []
+        """Releases the workers' memos and logs (nothing of the fit runs on)."""
         self._client.run(_drop, self._fit)
 
 
@@ -356,9 +422,27 @@ def _first(bad: Any) -> Any:
     return bad.argmax()
 
 
-def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> Features:
+def _chunk_classes(block: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.int64]]:
+    """A chunk's labels and their counts."""
+    labels, counts = np.unique(block, return_counts=True)
+    return labels, counts.astype(np.int64)
+
+
+def _together(*parts: Any) -> tuple[Any, ...]:
+    return parts
+
+
+def _codes(block: NDArray[Any], classes: NDArray[Any]) -> NDArray[np.int32]:
+    """A chunk's labels as indices into the sorted ``classes``."""
+    return np.searchsorted(classes, block).astype(np.int32)
+
+
+def _persist(
+    est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool, names: list[str] | None
+) -> Features:
     """The rows of ``X``, ``y``, ``sample_weight`` on the cluster (:class:`Features`), made
-    once per estimator and arrays."""
+    once per estimator and arrays (``names``: the columns of a Dask DataFrame ``X``)."""
+    import dask
     import dask.array as da
 
     if X.ndim != 2:
@@ -385,7 +469,8 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
         _client().cancel(cached.futures())
         est.__dict__["_dask_rows"].data = None
     n = int(X.shape[0])
-    bank = copy.deepcopy(template)
+    # A DataFrame's column names resolved to indices (the sample is an array).
+    bank = template._with_columns(names) if names is not None else copy.deepcopy(template)
     seed = getattr(bank, "random_state", None)
     idx = None
     if not _reads_points(bank):
@@ -406,16 +491,20 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
             )
     wf = None if wv is None else wv.astype(np.float64)
     about_w = () if wf is None else (da.isfinite(wf).all(), wf.min(), wf.sum())
-    # The labels (a classifier's) or the targets' check (a regressor's), in the same pass as
-    # the sample and the weights' summaries: one round of the cluster.
+    # The labels (a classifier's, per chunk: their counts weigh class_weight="balanced" and
+    # check Platt's folds) or the targets' check (a regressor's), in the same pass as the
+    # sample and the weights' summaries: one round of the cluster.
     if classifier:
         bad_y = ~da.isfinite(yv) if yv.dtype.kind == "f" else None
-        about_y = da.unique(yv)
+        about_y: Any = [dask.delayed(_chunk_classes)(b) for b in yv.to_delayed().ravel()]
     else:
         bad_y = ~da.isfinite(yv.astype(np.float64))
         about_y = None
     checks = () if bad_y is None else (bad_y.any(), _first(bad_y))
-    sample, y_info, w_info, y_bad = da.compute(sample_x, about_y, about_w, checks)
+    # One delayed call of them all: dask.compute of arrays beside delayed objects returned
+    # the results out of order (the arrays' first).
+    together = dask.delayed(_together, pure=True)(sample_x, about_y, about_w, checks)
+    sample, y_info, w_info, y_bad = together.compute()
     if y_bad and y_bad[0]:
         raise nonfinite_targets(int(y_bad[1]))
     if w_info:
@@ -435,17 +524,14 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
         raise NonFiniteError(
             f"X contains NaN or infinity (first at row {row}, column {col})", entry=(row, col)
         ) from None
-    classes = None
+    if names is not None:
+        bank.feature_names_in_ = np.asarray(names, dtype=object)
+    classes = counts = None
     if classifier:
-        classes = np.unique(y_info)
-        if len(classes) != 2:
-            raise InvalidInputError(
-                f"a Dask fit takes two classes, got {len(classes)}: fit one-vs-rest problems "
-                "one at a time"
-            )
-        yf = da.where(yv == classes[1], 1.0, -1.0)
+        classes, counts = _class_counts(y_info)
+        yl = [_delayed_chunk(_codes, b, classes) for b in yv.to_delayed().ravel()]  # class indices
     else:
-        yf = yv.astype(np.float64)
+        yl = list(yv.astype(np.float64).to_delayed().ravel())
     task_bank = copy.copy(bank)
     task_bank.n_threads = _task_threads(int(bank.n_threads))
     client = _client()
@@ -455,14 +541,33 @@ def _persist(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> 
         for b, a in zip(X.to_delayed().ravel(), starts, strict=True)
     ]
     ws = [] if wf is None else list(wf.to_delayed().ravel())
-    futs = client.compute([*xs, *yf.to_delayed().ravel(), *ws])
+    futs = client.compute([*xs, *yl, *ws])
     k = len(rows)
     data = Features(
         key, bank, futs[:k], futs[k : 2 * k], futs[2 * k :] if ws else None,
-        [int(v) for v in rows], [int(v) for v in bank.n_components_], n, classes,
+        [int(v) for v in rows], [int(v) for v in bank.n_components_], n, classes, counts,
+        names,
     )  # fmt: skip
     est._dask_rows = Held(data)
     return data
+
+
+def _class_counts(parts: list[tuple[NDArray[Any], NDArray[np.int64]]]) -> tuple[Any, Any]:
+    """The classes (sorted) and the points per chunk and class, from each chunk's labels
+    and counts (:func:`_chunk_classes`); labels that are not classes (continuous targets)
+    are refused as in memory."""
+    from sklearn.utils.multiclass import check_classification_targets
+
+    classes = np.unique(np.concatenate([labels for labels, _ in parts]))
+    check_classification_targets(classes)
+    counts = np.zeros((len(parts), len(classes)), dtype=np.int64)
+    for i, (labels, c) in enumerate(parts):
+        counts[i, np.searchsorted(classes, labels)] = c
+    if len(classes) < 2:
+        raise InvalidInputError(
+            f"the training data must contain at least two classes, got {len(classes)} class"
+        )
+    return classes, counts
 
 
 def _reads_points(bank: FeatureBank) -> bool:
@@ -479,30 +584,68 @@ def _delayed_chunk(fn: Any, *args: Any) -> Any:
     return dask.delayed(fn, pure=True)(*args)
 
 
-def _settings(est: Any, data: Features) -> tuple[_core.Settings, tuple[Any, ...]]:
-    """The engine settings of the fit (``prox_newton``, as ``solver="auto"`` picks it on
-    these features) and its warm-start key."""
+def _settings(est: Any, n: int, dims: list[int]) -> _core.Settings:
+    """The engine settings of a fit on ``n`` rows of the blocks ``dims`` (``prox_newton``,
+    as ``solver="auto"`` picks it on these features)."""
     early, settings = est._check_params()
-    width = int(sum(data.dims))
-    choice = early.on(_auto.StackInfo("features", data.n, len(data.dims), width))
+    width = int(sum(dims))
+    choice = early.on(_auto.StackInfo("features", n, len(dims), width))
     if choice.solver != "prox_newton":
         raise InvalidParameterError(
             f"a fit on a Dask array runs solver='prox_newton', and solver={est.solver!r} with "
             f"penalty={est.penalty!r} chose {choice.solver!r} on these features (total width "
-            f"{width} for n = {data.n}); set solver='prox_newton'",
+            f"{width} for n = {n}); set solver='prox_newton'",
             parameter="solver",
         )
-    settings = choice.settings(settings)
+    out: _core.Settings = choice.settings(settings)
     if est.penalty == "group":
-        settings = settings.replace(groups=group_ids(est.groups, len(data.dims))[0])
-    classes = None if data.classes is None else tuple(data.classes.tolist())
-    key = ("prox_newton", settings["loss"], data.n, len(data.dims), tuple(data.dims), classes)
-    return settings, (*key, None) if classes is not None else key
+        out = out.replace(groups=group_ids(est.groups, len(dims))[0])
+    return out
+
+
+def _frame(X: Any, y: Any, sample_weight: Any) -> tuple[Any, Any, Any, list[str] | None]:
+    """A Dask DataFrame ``X`` as a Dask array of its rows (its partitions' lengths computed:
+    one pass), ``y`` and ``sample_weight`` Dask Series likewise, and ``X``'s column names
+    (None unless all are strings)."""
+    import sys
+
+    # (Extension dtypes, categories and strings, are not NumPy's numeric dtypes.)
+    bad = [c for c, t in X.dtypes.items() if not (isinstance(t, np.dtype) and t.kind in "biuf")]
+    if bad:
+        raise InvalidInputError(
+            f"a Dask fit takes numeric columns (booleans, integers or floats); the columns "
+            f"{[str(c) for c in bad]!r} of X are not: drop them, or encode them as numbers"
+        )
+    dd = sys.modules["dask.dataframe"]
+
+    def column(v: Any, name: str) -> Any:
+        if isinstance(v, dd.DataFrame):
+            raise InvalidInputError(
+                f"{name} must be one column (a Dask Series or an array), got a DataFrame"
+            )
+        return v.to_dask_array(lengths=True) if isinstance(v, dd.Series) else v
+
+    return (
+        X.to_dask_array(lengths=True), column(y, "y"), column(sample_weight, "sample_weight"),
+        column_names(X),
+    )  # fmt: skip
+
+
+def _scheme(est: Any) -> str:
+    """The classifier's multiclass scheme, checked as in memory."""
+    if est.multi_class not in ("ovr", "ovo", "shared"):
+        raise InvalidParameterError(
+            f"multi_class must be 'ovr', 'ovo' or 'shared', got {est.multi_class!r}",
+            parameter="multi_class",
+        )
+    return str(est.multi_class)
 
 
 def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> None:
-    """``est.fit(X, y, sample_weight)`` with ``X`` a Dask array (module docs): ``est``
-    fitted."""
+    """``est.fit(X, y, sample_weight)`` with ``X`` a Dask array or DataFrame (module docs):
+    ``est`` fitted."""
+    from . import _dask
+
     started = time.perf_counter()
     if not isinstance(est.kernels, FeatureBank):
         raise InvalidParameterError(
@@ -510,55 +653,100 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> None:
             "chunk by chunk on the workers",
             parameter="kernels",
         )
-    if classifier and est.probability and est.loss != "logistic":
-        raise InvalidParameterError(
-            "a Dask fit has no Platt scaling (probability=True): use loss='logistic'",
-            parameter="probability",
-        )
-    if classifier and est.class_weight is not None:
-        raise InvalidParameterError(
-            "a Dask fit takes class_weight=None (weigh the samples with sample_weight)",
-            parameter="class_weight",
-        )
+    scheme = _scheme(est) if classifier else None
+    platt = False
+    if classifier:
+        loss = est._losses[0] if est.loss is None else est.loss
+        platt = check_bool(est.probability, "probability") and loss != "logistic"
     previous = est._previous_fit()
     est._clear()
     threads = check_n_threads(est.n_threads)
     client = _client()
-    data = _persist(est, X, y, sample_weight, classifier)
-    settings, key = _settings(est, data)
-    starts = est._warm_starts(previous, key)
-    init = {} if not starts else (_start_args("prox_newton", starts[0]) or {})
-    rows = ChunkRows(client, data, float(est.C), _task_threads(threads))
+    names = None
+    if _dask.is_dask_frame(X):
+        X, y, sample_weight, names = _frame(X, y, sample_weight)
+    data = _persist(est, X, y, sample_weight, classifier, names)
+    settings = _settings(est, data.n, data.dims)
+    made: list[Any] = []  # this fit's futures (targets, loss weights, one-vs-one rows)
     try:
-        name = type(est).__name__
-        with _progress.iteration_log(name, est.verbose, int(est.max_iter)) as log:
-            r = _core.fit_rows(
-                settings, rows, data.dims, data.n, n_threads=threads, on_iteration=log, **init
-            )
+        if data.classes is None:
+            key: tuple[Any, ...] = ("prox_newton", settings["loss"], data.n, len(data.dims))
+            starts = est._warm_starts(previous, (*key, tuple(data.dims)))
+            costs = submit_costs(client, data, float(est.C), None)
+            made += costs
+            problem = Problem(data.x, data.y, costs, data.sizes, [])
+            results = [fit_problem(est, client, problem, data.dims, threads, first_start(starts))]
+            ab: list[tuple[float, float]] = []
+        else:
+            from ._dask_classes import classify  # (it reads this module's problems)
+
+            results, ab = classify(est, client, data, settings, scheme, platt, previous, made)
     except BaseException:
-        rows.close()
         est.__dict__["_dask_rows"].data = None  # shared with the estimator's own dict
-        client.cancel(data.futures())
+        client.cancel([*data.futures(), *made])
         raise
-    rows.close()
-    _set_fitted(est, data, r)
+    client.cancel(made)
+    _set_fitted(est, data, results, ab)
     est._log_summary(started)
 
 
-def _set_fitted(est: Any, data: Features, r: _core.FitResult) -> None:
+def first_start(starts: list[Any] | None, k: int = 0) -> Any:
+    """Problem ``k``'s warm start of ``starts`` (None: cold)."""
+    return None if not starts else starts[k]
+
+
+def submit_costs(
+    client: Any, data: Features, C: float, per_class: NDArray[np.float64] | None
+) -> list[Any]:
+    """Per chunk, a future of its loss weights (:func:`_loss_weights`)."""
+    weights = data.w if data.w is not None else [None] * len(data.x)
+    return [
+        client.submit(_loss_weights, y, w, C, per_class, size, pure=False)
+        for y, w, size in zip(data.y, weights, data.sizes, strict=True)
+    ]
+
+
+def fit_problem(
+    est: Any, client: Any, problem: Problem, dims: list[int], threads: int, start: Any
+) -> _core.FitResult:
+    """One engine ``prox_newton`` fit of ``problem`` (from ``start``, a warm start, or
+    cold): the engine's loop on the client, its passes over the chunks (:class:`ChunkRows`)."""
+    settings = _settings(est, problem.n, dims)
+    init = {} if start is None else (_start_args("prox_newton", start) or {})
+    rows = ChunkRows(client, problem, dims, _task_threads(threads))
+    try:
+        name = f"{type(est).__name__}{problem.label}"
+        with _progress.iteration_log(name, est.verbose, int(est.max_iter)) as log:
+            return _core.fit_rows(
+                settings, rows, dims, problem.n, n_threads=threads, on_iteration=log, **init
+            )
+    finally:
+        rows.close()
+
+
+def _set_fitted(
+    est: Any, data: Features, results: list[_core.FitResult], ab: list[tuple[float, float]]
+) -> None:
     """The fitted attributes of a Dask fit: as an in-memory fit on the bank's features, but
-    ``dual_coef_`` of shape ``(M, 0)`` (its ``n`` columns stay on the cluster)."""
+    ``dual_coef_`` with no columns (its ``n`` columns stay on the cluster)."""
     est.kernel_bank_ = data.bank
     est.n_kernels_ = len(data.dims)
     est.n_features_in_ = int(data.bank.n_features_in_)
+    if data.names is not None:
+        est.feature_names_in_ = np.asarray(data.names, dtype=object)
+    else:
+        est.__dict__.pop("feature_names_in_", None)
     est._feature_widths, est._factors, est._on_demand = list(data.dims), False, False
     est.psd_shifts_ = np.zeros(len(data.dims))
-    est._set_results([r], multi=False)
+    multi = len(results) > 1
+    est._set_results(results, multi=multi)
     est.n_train_ = data.n
-    ends = np.cumsum(data.dims)[:-1]
-    est.coef_ = np.split(np.asarray(r.feature_weights), ends)
+    est._split_feature_weights(data.dims)
     if data.classes is not None:
         est.classes_ = data.classes
-        est.pairs_ = np.zeros((0, 2), dtype=np.int64)
-        est.probA_ = np.zeros(0)
-        est.probB_ = np.zeros(0)
+        K = len(data.classes)
+        pairs = [(a, b) for a in range(K) for b in range(a + 1, K)]
+        ovo = multi and est.multi_class == "ovo"
+        est.pairs_ = np.asarray(pairs if ovo else [], dtype=np.int64).reshape(-1, 2)
+        est.probA_ = np.array([a for a, _ in ab], dtype=np.float64)
+        est.probB_ = np.array([b for _, b in ab], dtype=np.float64)

@@ -44,11 +44,20 @@ def class_weights(
     class_weight: Any, classes: NDArray[Any], yi: NDArray[np.intp], w: NDArray[np.float64] | None
 ) -> NDArray[np.float64] | None:
     """The per-sample weights ``w`` (None: ones) times ``class_weight``'s weight of each
-    sample's class, as scikit-learn's ``SVC`` defines it: ``"balanced"`` gives class ``k``
-    ``n / (K · n_k)``; a dict maps labels to weights (missing labels: 1). None when both are
-    None."""
+    sample's class (:func:`per_class_weights`). None when both are None."""
     if class_weight is None:
         return w
+    counts = np.bincount(yi, minlength=len(classes))
+    cw = per_class_weights(class_weight, classes, counts)[yi]
+    return cw if w is None else w * cw
+
+
+def per_class_weights(
+    class_weight: Any, classes: NDArray[Any], counts: NDArray[np.integer[Any]]
+) -> NDArray[np.float64]:
+    """``class_weight``'s weight of each of the ``classes`` (``counts``: their samples), as
+    scikit-learn's ``SVC`` defines it: ``"balanced"`` gives class ``k`` ``n / (K · n_k)``;
+    a dict maps labels to weights (missing labels: 1)."""
     if isinstance(class_weight, str):
         if class_weight != "balanced":
             raise InvalidParameterError(
@@ -56,9 +65,10 @@ def class_weights(
                 parameter="class_weight",
             )
         # scikit-learn's "balanced" counts samples, not weights.
-        counts = np.bincount(yi, minlength=len(classes)).astype(np.float64)
-        per_class = len(yi) / (len(classes) * counts)
-    elif isinstance(class_weight, dict):
+        n = np.asarray(counts).astype(np.float64)
+        per_class: NDArray[np.float64] = n.sum() / (len(classes) * n)
+        return per_class
+    if isinstance(class_weight, dict):
         unknown = [k for k in class_weight if k not in set(classes.tolist())]
         if unknown:
             raise InvalidParameterError(
@@ -81,13 +91,11 @@ def class_weights(
                 f"class_weight values must be finite and > 0, got {class_weight!r}",
                 parameter="class_weight",
             )
-    else:
-        raise InvalidParameterError(
-            f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}",
-            parameter="class_weight",
-        )
-    cw = per_class[yi]
-    return cw if w is None else w * cw
+        return per_class
+    raise InvalidParameterError(
+        f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}",
+        parameter="class_weight",
+    )
 
 
 def log_name(c: Any) -> str:

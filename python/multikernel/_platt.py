@@ -20,34 +20,53 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 
 
-def platt_fit(f: FloatArray, y: FloatArray) -> tuple[float, float]:
+#: Platt's sums at one point ``(A, B)``: the objective, then ``h11, h22, h21, g1, g2``
+#: (:func:`platt_sums`).
+PlattSums = tuple[float, float, float, float, float, float]
+
+
+def platt_targets(n_pos: float, n_neg: float) -> tuple[float, float]:
+    """Platt's regularised targets of the positive and the negative points,
+    ``(N₊ + 1)/(N₊ + 2)`` and ``1/(N₋ + 2)``."""
+    return (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0)
+
+
+def platt_sums(
+    f: FloatArray, y: FloatArray, a: float, b: float, n_pos: float, n_neg: float
+) -> PlattSums:
+    """The sums over the points ``f``, ``y`` (±1; ``n_pos`` and ``n_neg`` counted over all
+    the points of the problem, for the targets) that Platt's Newton method reads at
+    ``(a, b)``: the cross-entropy, the Hessian ``h11, h22, h21`` (without its ridge) and the
+    gradient ``g1, g2``. Sums over parts of the points add up to the whole's."""
+    t_pos, t_neg = platt_targets(n_pos, n_neg)
+    t = np.where(y > 0, t_pos, t_neg)
+    z = f * a + b
+    # t·z + log(1 + e^{−z}), written stably for either sign of z.
+    value = float(np.sum(np.where(z >= 0, t * z + np.log1p(np.exp(-z)),
+                                  (t - 1.0) * z + np.log1p(np.exp(z)))))  # fmt: skip
+    e = np.exp(-np.abs(z))
+    # p = 1/(1 + e^{z}) and q = 1 − p, without overflow.
+    p = np.where(z >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
+    d2 = p * (1.0 - p)
+    d1 = t - p
+    return (
+        value, float(np.sum(f * f * d2)), float(np.sum(d2)), float(np.sum(f * d2)),
+        float(np.sum(f * d1)), float(np.sum(d1)),
+    )  # fmt: skip
+
+
+def platt_newton(
+    n_pos: float, n_neg: float, sums: Callable[[float, float], PlattSums]
+) -> tuple[float, float]:
     """``(A, B)`` minimising the cross-entropy of ``1/(1 + exp(A f + B))`` against Platt's
-    regularised targets ``(N₊ + 1)/(N₊ + 2)`` and ``1/(N₋ + 2)`` (``y`` in ±1), by Newton's
-    method with backtracking (Lin, Lin & Weng, Algorithm 1)."""
-    pos = y > 0
-    n_pos, n_neg = float(pos.sum()), float((~pos).sum())
-    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    regularised targets, by Newton's method with backtracking (Lin, Lin & Weng,
+    Algorithm 1); ``sums(a, b)``: :func:`platt_sums` over all the points (in memory, or
+    added up over the chunks of a Dask fit), one call per point tried."""
     a, b = 0.0, float(np.log((n_neg + 1.0) / (n_pos + 1.0)))
-
-    def value(a: float, b: float) -> float:
-        z = f * a + b
-        # t·z + log(1 + e^{−z}), written stably for either sign of z.
-        return float(np.sum(np.where(z >= 0, t * z + np.log1p(np.exp(-z)),
-                                     (t - 1.0) * z + np.log1p(np.exp(z)))))  # fmt: skip
-
-    obj = value(a, b)
+    at = sums(a, b)
     for _ in range(100):
-        z = f * a + b
-        e = np.exp(-np.abs(z))
-        # p = 1/(1 + e^{z}) and q = 1 − p, without overflow.
-        p = np.where(z >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
-        q = 1.0 - p
-        d2 = p * q
-        h11 = float(np.sum(f * f * d2)) + 1e-12
-        h22 = float(np.sum(d2)) + 1e-12
-        h21 = float(np.sum(f * d2))
-        d1 = t - p
-        g1, g2 = float(np.sum(f * d1)), float(np.sum(d1))
+        obj, h11, h22, h21, g1, g2 = at
+        h11, h22 = h11 + 1e-12, h22 + 1e-12
         if abs(g1) < 1e-5 and abs(g2) < 1e-5:
             break
         det = h11 * h22 - h21 * h21
@@ -56,14 +75,21 @@ def platt_fit(f: FloatArray, y: FloatArray) -> tuple[float, float]:
         gd = g1 * da + g2 * db
         step = 1.0
         while step >= 1e-10:
-            new = value(a + step * da, b + step * db)
-            if new < obj + 1e-4 * step * gd:
-                a, b, obj = a + step * da, b + step * db, new
+            trial = sums(a + step * da, b + step * db)
+            if trial[0] < obj + 1e-4 * step * gd:
+                a, b, at = a + step * da, b + step * db, trial
                 break
             step /= 2.0
         else:
             break  # no decrease along Newton's direction: at the minimum to rounding
     return a, b
+
+
+def platt_fit(f: FloatArray, y: FloatArray) -> tuple[float, float]:
+    """Platt's ``(A, B)`` of the decision values ``f`` and the labels ``y`` (±1), in memory
+    (:func:`platt_newton`)."""
+    n_pos, n_neg = float((y > 0).sum()), float((y <= 0).sum())
+    return platt_newton(n_pos, n_neg, lambda a, b: platt_sums(f, y, a, b, n_pos, n_neg))
 
 
 def platt_proba(f: FloatArray, a: float, b: float) -> FloatArray:

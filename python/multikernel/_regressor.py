@@ -137,8 +137,8 @@ warm_start, cache_size
         >>> reg.kernel_weights_.round(2)  # the RBF kernel on the informative column
         array([0., 1., 0.])
         """
-        if _dask.is_dask_array(X):
-            from . import _dask_fit  # imports Dask's parts only when handed a Dask array
+        if _dask.is_dask_array(X) or _dask.is_dask_frame(X):
+            from . import _dask_fit  # imports Dask's parts only when handed Dask data
 
             _dask_fit.fit(self, X, y, sample_weight, classifier=False)
             return self

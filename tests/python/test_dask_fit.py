@@ -214,8 +214,16 @@ def test_refuses_what_it_does_not_fit(client: Any) -> None:
     Xd, yd = da.from_array(X, chunks=400), da.from_array(y, chunks=400)
     with pytest.raises(ValueError, match="FeatureBank"):
         mk.MKLClassifier(solver="prox_newton").fit(Xd, yd)
-    with pytest.raises(ValueError, match="two classes"):
-        estimator("logistic", "l1", {}, bank()).fit(Xd, da.from_array(np.arange(N) % 3, chunks=400))
+    with pytest.raises(ValueError, match="at least two classes"):
+        estimator("logistic", "l1", {}, bank()).fit(Xd, da.ones(N, chunks=400))
+    with pytest.raises(ValueError, match="continuous"):  # as in memory
+        estimator("logistic", "l1", {}, bank()).fit(Xd, da.from_array(X[:, 0], chunks=400))
+    # The engine's shared solver reads a dense stack: no FeatureBank, in memory nor here.
+    three = da.from_array(np.arange(N) % 3, chunks=400)
+    with pytest.raises(ValueError, match="multi_class='shared'"):
+        estimator("logistic", "l1", {}, bank()).set_params(multi_class="shared").fit(Xd, three)
+    with pytest.raises(ValueError, match="multi_class must be"):
+        estimator("logistic", "l1", {}, bank()).set_params(multi_class="all").fit(Xd, three)
     bad = da.from_array(np.where(np.arange(N) == 5, 0.0, 1.0), chunks=400)
     with pytest.raises(InvalidInputError, match="sample weights > 0"):
         estimator("logistic", "l1", {}, bank()).fit(Xd, yd, sample_weight=bad)

@@ -353,8 +353,12 @@ class FeatureBank:
                 parameter="out",
             )
         scales = self._column_scales()
+        unit = bool(np.all(scales == 1.0))  # (normalize="none"): x · 1 is x, the same bits
         for batch in _batches(n, width):
-            out[batch] = self._raw_rows(rows, batch) * scales
+            if unit:
+                self._raw_rows(rows, batch, into=out[batch])
+            else:
+                out[batch] = self._raw_rows(rows, batch) * scales
         return self._split(out)
 
     def _with_columns(self, names: list[str] | None) -> FeatureBank:
@@ -449,7 +453,12 @@ class FeatureBank:
     ) -> NDArray[Any]:
         """The unscaled features ``(rows, n_components_.sum())`` of the rows ``batch``, in
         ``into`` when given (cast to its dtype), else in a new float64 array."""
-        Xb = check_features(X[batch], row_offset=batch.start or 0)
+        Xb = X[batch]
+        linear = into is not None and all(p["kind"] == "linear" for p in self.params_)
+        if not (linear and _finite_floats(Xb)):
+            # (A linear map copies columns: float points are read in their own type, the
+            # features cast once; others, or points with NaN, as float64 through the check.)
+            Xb = check_features(Xb, row_offset=batch.start or 0)
         out = np.empty((Xb.shape[0], int(self.n_components_.sum()))) if into is None else into
         for src, dst in self._linear_runs():
             out[:, dst] = Xb[:, src]
@@ -464,6 +473,17 @@ class FeatureBank:
                     Xb, p["landmarks"], t, p["R"], self.n_threads
                 )  # fmt: skip
         return out
+
+
+def _finite_floats(X: Any) -> bool:
+    """Whether ``X`` is a finite 2-D float32 or float64 array (read as it is)."""
+    return (
+        isinstance(X, np.ndarray)
+        and X.ndim == 2
+        and X.dtype in (np.float32, np.float64)
+        and min(X.shape) > 0
+        and bool(np.isfinite(X).all())
+    )
 
 
 def _runs(src: list[int], dst: list[int]) -> list[tuple[slice, slice]]:
