@@ -1,0 +1,525 @@
+"""Numpy prototype of an MKL engine that never re-forms the combined kernel (issue 65): how many
+passes over the kernel stack, SMO steps and SVM solves a fit needs, against the SVC on the
+summed kernel and against the engine's own fit.
+
+Cases: ``svm_price.py``'s five sets (liver, pima, ionosphere, sonar from ``tests/data``,
+scikit-learn's breast cancer), the SimpleMKL bank of 27·(d+1) unit-trace kernels on the 80 %
+training split, hinge, tol 1e-3, C ∈ ``--Cs``. One SMO (β-form of libsvm's C-SVC, WSS2 second
+order selection of Fan, Chen & Lin 2005, no shrinking, an unbounded cache of the columns of
+``K_θ``) serves every design:
+
+- ``lp`` (p = 2, 4/3), Kloft's Algorithm 1 with the engine's ω-extrapolation and inner
+  tolerance schedule (docs/mathematics.md §3.3), warm-started solves. The first solve is on
+  the formed uniform-θ kernel (one read, the SVC's own sum); after a θ update the columns of
+  ``K_θ = Σ θ_m K_m`` are computed on demand (M reads per entry) and cached until θ moves.
+  The per-kernel caches ``h_m = K_m β`` are brought up to date lazily before each θ update,
+  from the changed coefficients (or from the support vectors when fewer), so ``γ_m = βᵀh_m``,
+  the certificate of §1.3 and the SMO gradient at the new θ (``f = Σ θ_m h_m``) need no pass.
+- ``lp-il``: the same with θ moved every ``max(n, 100)`` SMO steps (Kloft's Algorithm 2, §3.4).
+- ``l1``: spectral projected gradient (Barzilai–Borwein steps, non-monotone acceptance, SPG-GMKL)
+  on ``F(θ) = W(θ) + ½ Σ θ_m`` over θ ≥ 0 (the unsquared block ℓ1 of §0.2 in its variational
+  form), ``∇F_m = ½ (1 − γ_m)``, inexact warm-started solves whose tolerance tightens from 0.1,
+  an active set of kernels (θ_m > 0) whose caches are kept, and the inactive kernels' ``γ_m``
+  (``β_Sᵀ K_m[S, S] β_S``) read only at a certificate, where those with ``γ_m > 1`` re-enter.
+  The certificate is §1.4's: D = Σα / max(1, max_m √γ_m).
+
+Counted (deterministic): entries of the stack read, as passes (entries / M n²); on-demand
+column evaluations; SMO steps; solves. The SVC's reads: the sum (one pass) plus n per column of
+the summed matrix that the same SMO touches on it (libsvm's own counts are not exposed). Each
+prototype fit is certified by its own gap ≤ tol and checked against the engine's fit
+(``MKLClassifier(kernels="precomputed")``) by weak duality both ways. The engine's and the
+SVC's times (``_timing.paired_median_times``, medians of ``--repeats``) are from the same run;
+the prototype's Python time is not a measure of anything.
+
+    python benches/peers/proto_cached_engine.py [--sets liver_bupa,pima,ionosphere,sonar,breast]
+        [--Cs 0.1,1,10] [--designs lp2,lp43,lp2-il,l1] [--repeats 3] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.svm import SVC
+
+import multikernel as mk
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peers_case import breast_cancer_problem, uci_problem  # noqa: E402
+from _timing import paired_median_times  # noqa: E402
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+TOL = 1e-3
+INNER_FLOOR = 0.1 * TOL  # the engine's floor: min(inner_tol = 1e-7, 0.1·tol)... at tol 1e-3
+TAU = 1e-12  # libsvm's floor on the curvature of a pair
+MAX_SMO = 400_000  # per solve, a guard for the pure-Python loop
+MAX_OUTER = 300
+TRUST = 1.0  # l1: the largest step, as a share of the weight the active kernels hold
+METRIC_FLOOR = 0.1  # l1, scaled metric: weight θ_m + METRIC_FLOOR·mean(θ)
+CHUNK_KERNELS = 48  # kernels per block when reading columns of many kernels at once
+
+
+# --- the stack, with its reads counted ------------------------------------------------------
+
+
+@dataclass
+class Counts:
+    entries: float = 0.0  # stack entries read
+    columns: int = 0  # on-demand columns of K_θ (each |A|·n entries)
+    formed_columns: int = 0  # columns of a formed K_θ (n entries each, like the SVC's)
+    smo_steps: int = 0
+    solves: int = 0
+    theta_updates: int = 0
+    eager_h_entries: float = 0.0  # what Kloft's two columns per kernel per step would read
+    certificates_full: int = 0  # l1: certificates that read the inactive kernels' forms
+    by: dict[str, float] = field(default_factory=dict)  # entries read, by purpose
+
+    def add(self, what: str, entries: float) -> None:
+        self.entries += entries
+        self.by[what] = self.by.get(what, 0.0) + entries
+
+
+class Stack:
+    """The (M, n, n) stack; every read of it goes through here and is counted."""
+
+    def __init__(self, G: FloatArray) -> None:
+        self.G = G
+        self.M, self.n, _ = G.shape
+        self.c = Counts()
+        self.diagonals = np.einsum("mii->mi", G)  # a view: read (and counted) per use
+
+    def combine(self, theta: FloatArray, act: IntArray) -> FloatArray:
+        self.c.add("combine", len(act) * self.n * self.n)
+        K = np.zeros((self.n, self.n))
+        for blk in np.array_split(act, max(1, len(act) // CHUNK_KERNELS)):
+            K += np.tensordot(theta[blk], self.G[blk], 1)
+        return K
+
+    def column(self, theta: FloatArray, act: IntArray, i: int) -> FloatArray:
+        self.c.add("columns", len(act) * self.n)
+        self.c.columns += 1
+        return theta[act] @ self.G[act, i, :]
+
+    def diag(self, theta: FloatArray, act: IntArray) -> FloatArray:
+        self.c.add("diagonal", len(act) * self.n)
+        return theta[act] @ self.diagonals[act]
+
+    def products(self, ks: IntArray, cols: IntArray, coef: FloatArray) -> FloatArray:
+        """``K_m[:, cols] @ coef`` for m in ks: (|ks|, n), reading |ks|·|cols|·n entries."""
+        self.c.add("h caches", len(ks) * len(cols) * self.n)
+        out = np.empty((len(ks), self.n))
+        if len(cols) == 0:
+            out[:] = 0.0
+            return out
+        for blk in np.array_split(np.arange(len(ks)), max(1, len(ks) // CHUNK_KERNELS)):
+            sub = self.G[ks[blk]][:, cols, :]  # rows = columns (symmetric)
+            out[blk] = np.einsum("mjn,j->mn", sub, coef)
+        return out
+
+    def forms(self, ks: IntArray, S: IntArray, bS: FloatArray) -> FloatArray:
+        """``β_Sᵀ K_m[S, S] β_S`` for m in ks, reading |ks|·|S|² entries."""
+        self.c.add("inactive forms", len(ks) * len(S) * len(S))
+        out = np.empty(len(ks))
+        for blk in np.array_split(np.arange(len(ks)), max(1, len(ks) // CHUNK_KERNELS)):
+            sub = self.G[ks[blk]][:, S][:, :, S]
+            out[blk] = np.einsum("mij,i,j->m", sub, bS, bS)
+        return out
+
+
+# --- SMO on K_θ, in β = Yα ------------------------------------------------------------------
+
+
+class KTheta:
+    """Columns of K_θ: from a formed matrix (n reads each) or on demand (|A|·n), cached."""
+
+    def __init__(self, st: Stack, theta: FloatArray, act: IntArray, formed: bool) -> None:
+        self.st, self.theta, self.act = st, theta, act
+        self.K = st.combine(theta, act) if formed else None
+        self.d = np.diag(self.K).copy() if self.K is not None else st.diag(theta, act)
+        self.cache: dict[int, FloatArray] = {}
+
+    def col(self, i: int) -> FloatArray:
+        c = self.cache.get(i)
+        if c is None:
+            if self.K is not None:
+                self.st.c.add("formed columns", self.st.n)
+                self.st.c.formed_columns += 1
+                c = self.K[:, i].copy()
+            else:
+                c = self.st.column(self.theta, self.act, i)
+            self.cache[i] = c
+        return c
+
+
+def smo(
+    kt: KTheta, y: FloatArray, C: float, beta: FloatArray, f: FloatArray, eps: float,
+    max_steps: int, eager_kernels: int,
+) -> tuple[int, bool]:  # fmt: skip
+    """Maximise Σ y_t β_t − ½ βᵀK_θβ over the box and Σβ = 0, in place (β, f = K_θβ).
+
+    Returns the steps taken and whether the stop m − M < eps was reached."""
+    ub = np.where(y > 0, C, 0.0)
+    lb = np.where(y > 0, 0.0, -C)
+    st = kt.st
+    steps = 0
+    while steps < max_steps:
+        v = y - f  # the dual gradient in β
+        up = beta < ub - 1e-15 * C
+        low = beta > lb + 1e-15 * C
+        vu = np.where(up, v, -np.inf)
+        i = int(np.argmax(vu))
+        m = vu[i]
+        vl = np.where(low, v, np.inf)
+        if m - vl.min() < eps:
+            return steps, True
+        Ki = kt.col(i)
+        b = m - v
+        cand = low & (b > 0)
+        a = kt.d[i] + kt.d - 2.0 * Ki
+        a = np.where(a > TAU, a, TAU)
+        score = np.where(cand, b * b / a, -np.inf)
+        j = int(np.argmax(score))
+        Kj = kt.col(j)
+        t = min(b[j] / a[j], ub[i] - beta[i], beta[j] - lb[j])
+        beta[i] += t
+        beta[j] -= t
+        f += t * (Ki - Kj)
+        steps += 1
+        st.c.eager_h_entries += 2 * eager_kernels * st.n
+    return steps, False
+
+
+def best_intercept(y: FloatArray, f: FloatArray) -> float:
+    """Minimiser of Σ max(0, 1 − y(f + b)): the n₊-th smallest breakpoint y − f."""
+    npos = int(np.sum(y > 0))
+    c = y - f
+    return float(np.partition(c, npos - 1)[npos - 1])
+
+
+def hinge_sum(y: FloatArray, f: FloatArray, b: float) -> float:
+    return float(np.maximum(0.0, 1.0 - y * (f + b)).sum())
+
+
+# --- per-kernel gradient caches -------------------------------------------------------------
+
+
+class Caches:
+    """h_m = K_m β for the kernels of ``act``, brought up to date lazily from the changes of β."""
+
+    def __init__(self, st: Stack) -> None:
+        self.st = st
+        self.h = np.zeros((st.M, st.n))
+        self.beta_h = np.zeros(st.n)  # the β at which h is exact (for the kernels kept)
+        self.kept = np.zeros(st.M, dtype=bool)
+
+    def update(self, beta: FloatArray, act: IntArray) -> None:
+        new = act[~self.kept[act]]
+        old = act[self.kept[act]]
+        S = np.flatnonzero(beta)
+        if len(new):
+            self.h[new] = self.st.products(new, S, beta[S])
+        if len(old):
+            delta = beta - self.beta_h
+            ch = np.flatnonzero(delta)
+            if len(ch) <= len(S):
+                self.h[old] += self.st.products(old, ch, delta[ch])
+            else:
+                self.h[old] = self.st.products(old, S, beta[S])
+        self.kept[:] = False
+        self.kept[act] = True
+        self.beta_h = beta.copy()
+
+
+# --- ℓp: Kloft's Algorithm 1 (warm-started solves) or 2 (interleaved) ----------------------
+
+
+@dataclass
+class Fit:
+    P: float
+    D: float
+    gap: float
+    outer: int
+    converged: bool
+    active: int
+    counts: Counts = field(default_factory=Counts)
+    note: str = ""
+
+
+def lp_penalty(s: FloatArray, p: float) -> float:
+    q = 2 * p / (p + 1)
+    return 0.5 * float(np.sum(s**q)) ** (2 / q)
+
+
+def fit_lp(G: FloatArray, y: FloatArray, C: float, p: float, interleaved: bool) -> Fit:
+    st = Stack(G)
+    M, n = st.M, st.n
+    act = np.arange(M)
+    ps = p / (p - 1)
+    theta = np.full(M, M ** (-1.0 / p))
+    beta, f = np.zeros(n), np.zeros(n)
+    caches = Caches(st)
+    kt = KTheta(st, theta, act, formed=True)
+    tol_in = max(1e-3, INNER_FLOOR) if not interleaved else INNER_FLOOR
+    omega = min(ps, 4.0) if not interleaved else 1.0
+    chunk = max(n, 100) if interleaved else MAX_SMO
+    Pb, Db, best_gap = np.inf, -np.inf, np.inf
+    for outer in range(1, MAX_OUTER + 1):
+        steps, _ = smo(kt, y, C, beta, f, tol_in, chunk, M)
+        st.c.smo_steps += steps
+        st.c.solves += 1
+        caches.update(beta, act)
+        gam = np.maximum(caches.h @ beta, 0.0)
+        f = theta @ caches.h  # equals SMO's f up to rounding
+        b = best_intercept(y, f)
+        s = theta * np.sqrt(gam)
+        P = C * hinge_sum(y, f, b) + lp_penalty(s, p)
+        D = float(np.sum(y * beta)) - 0.5 * float(np.sum(gam**ps)) ** (1 / ps)
+        Pb, Db = min(Pb, P), max(Db, D)
+        gap = (Pb - Db) / max(abs(Pb), 1e-12)
+        if gap <= TOL:
+            return Fit(Pb, Db, gap, outer, True, M, st.c)
+        if not interleaved:
+            if gap >= 0.9 * best_gap:
+                tol_in = max(0.1 * tol_in, INNER_FLOOR)
+                omega = 1.0
+            tol_in = min(tol_in, max(0.1 * gap, INNER_FLOOR))
+        best_gap = min(best_gap, gap)
+        T = (theta**2 * gam) ** (1 / (p + 1))
+        T /= np.linalg.norm(T, p)
+        if omega != 1.0:
+            ok = (theta > 0) & (T > 0)
+            T = np.where(ok, theta * (T / np.where(ok, theta, 1.0)) ** omega, T)
+            T /= np.linalg.norm(T, p)
+        theta = T
+        st.c.theta_updates += 1
+        f = theta @ caches.h  # the SMO gradient at the new θ, from the caches
+        kt = KTheta(st, theta, act, formed=False)
+    return Fit(Pb, Db, gap, MAX_OUTER, False, M, st.c)
+
+
+# --- l1: spectral projected gradient on θ ≥ 0 with an active set of kernels ----------------
+
+
+def fit_l1(G: FloatArray, y: FloatArray, C: float, scaled: bool = True, memory: int = 10) -> Fit:
+    """min_θ≥0 F(θ) = W(θ) + ½Σθ; W = the SVM's optimum on K_θ (its dual at the inexact α).
+
+    ``scaled``: the gradient step in the metric diag(θ)⁻¹ (each weight moves in proportion to
+    itself, floored at 1 % of the active mean so that a weight at 0 can enter), the BB step
+    measured in the same metric; otherwise Euclidean SPG."""
+    st = Stack(G)
+    M, n = st.M, st.n
+    theta = np.ones(M)  # the first solve is the SVC on the summed kernel
+    act = np.arange(M)
+    beta, f = np.zeros(n), np.zeros(n)
+    caches = Caches(st)
+    tol_in = 0.1
+    Pb, Db = np.inf, -np.inf
+    hist: list[float] = []
+    kt = KTheta(st, theta, act, formed=True)
+    note = ""
+
+    def solve(th: FloatArray, a: IntArray, kt: KTheta, eps: float) -> FloatArray:
+        steps, _ = smo(kt, y, C, beta, f, eps, MAX_SMO, len(a))
+        st.c.smo_steps += steps
+        st.c.solves += 1
+        caches.update(beta, a)
+        return np.maximum(caches.h[a] @ beta, 0.0)
+
+    def value(th: FloatArray, a: IntArray, gam_a: FloatArray) -> float:
+        return float(np.sum(y * beta)) - 0.5 * float(th[a] @ gam_a) + 0.5 * float(th[a].sum())
+
+    def certify(th: FloatArray, a: IntArray, gam_a: FloatArray, gmax: float, valid: bool) -> float:
+        """Relative gap; with ``valid`` (gmax over every kernel) D is recorded as a bound."""
+        nonlocal Pb, Db
+        fa = th[a] @ caches.h[a]
+        b = best_intercept(y, fa)
+        P = C * hinge_sum(y, fa, b) + float(th[a] @ np.sqrt(gam_a))
+        D = float(np.sum(y * beta)) / max(1.0, np.sqrt(gmax))
+        Pb = min(Pb, P)
+        if valid:
+            Db = max(Db, D)
+        return (Pb - max(Db, D)) / max(abs(Pb), 1e-12)
+
+    def metric(th: FloatArray) -> FloatArray:
+        if not scaled or len(th) == 0:
+            return np.ones(len(th))
+        return th + METRIC_FLOOR * float(th.mean()) + 1e-300
+
+    gam = solve(theta, act, kt, tol_in)
+    F = value(theta, act, gam)
+    grad = 0.5 * (1.0 - gam)
+    step = 1.0 / max(float(np.abs(metric(theta[act]) * grad).max()), 1e-12)
+    gap = np.inf
+    for outer in range(1, MAX_OUTER + 1):
+        gmax_act = float(gam.max()) if len(act) else 0.0
+        full = len(act) == M
+        gap = certify(theta, act, gam, gmax_act, full)
+        if full and gap <= TOL:
+            return Fit(Pb, Db, gap, outer, True, len(act), st.c, note)
+        if gap <= TOL:
+            # the restricted certificate holds: read the inactive kernels' forms
+            ina = np.setdiff1d(np.arange(M), act)
+            S = np.flatnonzero(beta)
+            gin = st.forms(ina, S, beta[S])
+            st.c.certificates_full += 1
+            gmax = max(gmax_act, float(gin.max()))
+            gap = certify(theta, act, gam, gmax, True)
+            if gap <= TOL:
+                return Fit(Pb, Db, gap, outer, True, len(act), st.c, note)
+            enter = ina[gin > max(1.0, gmax_act)]
+            if len(enter):
+                act = np.union1d(act, enter)
+                caches.update(beta, act)
+                gam = np.maximum(caches.h[act] @ beta, 0.0)
+                F = value(theta, act, gam)
+                grad = 0.5 * (1.0 - gam)
+        tol_in = max(INNER_FLOOR, min(tol_in, 0.1 * gap))
+        hist = (hist + [F])[-memory:]
+        # projected direction over the active kernels
+        w = metric(theta[act])
+        d = np.maximum(0.0, theta[act] - step * w * grad) - theta[act]
+        reach = float(np.abs(d).sum()) / max(float(theta[act].sum()), 1e-300)
+        if reach > TRUST:  # no step moves more weight than TRUST times what the kernels hold
+            d *= TRUST / reach
+        slope = float(grad @ d)
+        lam = 1.0
+        beta_save, f_save = beta.copy(), f.copy()
+        for _ in range(30):
+            th_new = theta.copy()
+            th_new[act] = np.maximum(theta[act] + lam * d, 0.0)
+            new_act = act[th_new[act] > 0]
+            f[:] = th_new[new_act] @ caches.h[new_act]
+            kt = KTheta(st, th_new, new_act, formed=False)
+            st.c.theta_updates += 1
+            gam_new = solve(th_new, new_act, kt, tol_in)
+            F_new = value(th_new, new_act, gam_new)
+            if F_new <= max(hist) + 1e-4 * lam * slope or lam < 1e-6:
+                break
+            beta[:], f[:] = beta_save, f_save
+            caches.update(beta, act)  # the rejected solve's changes, undone in the caches
+            lam *= 0.5
+            note = "backtracked"
+        # Barzilai–Borwein step over the kernels that stay active
+        keep = np.isin(act, new_act)
+        s_vec = (th_new - theta)[new_act]
+        yv = 0.5 * (1.0 - gam_new) - grad[keep]
+        sy = float(s_vec @ yv)
+        ss = float(s_vec @ (s_vec / w[keep]))
+        step = ss / sy if sy > 0 else 2.0 * step
+        step = min(max(step, 1e-10), 1e10)
+        theta, act, gam, F = th_new, new_act, gam_new, F_new
+        grad = 0.5 * (1.0 - gam)
+    return Fit(Pb, Db, gap, MAX_OUTER, False, len(act), st.c, note)
+
+
+# --- references -----------------------------------------------------------------------------
+
+
+def svc_reads(G: FloatArray, y: FloatArray, C: float) -> tuple[float, int, int]:
+    """Entries the SVC on the summed kernel reads: the sum, then n per column the SMO touches."""
+    st = Stack(G)
+    kt = KTheta(st, np.ones(st.M), np.arange(st.M), formed=True)
+    beta, f = np.zeros(st.n), np.zeros(st.n)
+    steps, _ = smo(kt, y, C, beta, f, 1e-3, MAX_SMO, 0)
+    return st.c.entries, st.c.formed_columns, steps
+
+
+DESIGNS: dict[str, Callable[[FloatArray, FloatArray, float], Fit]] = {
+    "lp2": lambda G, y, C: fit_lp(G, y, C, 2.0, False),
+    "lp43": lambda G, y, C: fit_lp(G, y, C, 4.0 / 3.0, False),
+    "lp2-il": lambda G, y, C: fit_lp(G, y, C, 2.0, True),
+    "lp43-il": lambda G, y, C: fit_lp(G, y, C, 4.0 / 3.0, True),
+    "l1": fit_l1,
+    "l1-euclid": lambda G, y, C: fit_l1(G, y, C, scaled=False),
+}
+ENGINE: dict[str, dict[str, Any]] = {
+    "lp2": {"penalty": "lp", "p": 2.0},
+    "lp43": {"penalty": "lp", "p": 4.0 / 3.0},
+    "lp2-il": {"penalty": "lp", "p": 2.0},
+    "lp43-il": {"penalty": "lp", "p": 4.0 / 3.0},
+    "l1": {"penalty": "l1"},
+    "l1-euclid": {"penalty": "l1"},
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sets", default="liver_bupa,pima,ionosphere,sonar,breast")
+    ap.add_argument("--Cs", default="0.1,1,10")
+    ap.add_argument("--designs", default="lp2,lp43,lp2-il,l1")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    designs = args.designs.split(",")
+    rows: list[dict[str, Any]] = []
+    for name in args.sets.split(","):
+        Pr = breast_cancer_problem() if name == "breast" else uci_problem(name)
+        G, y = Pr.Gtr, Pr.ytr
+        M, n = G.shape[0], G.shape[1]
+        for C in (float(c) for c in args.Cs.split(",")):
+            svc_entries, svc_cols, svc_steps = svc_reads(G, y, C)
+
+            def svc(C: float = C, G: Any = G, y: Any = y) -> Any:
+                return SVC(kernel="precomputed", C=C, tol=1e-3).fit(G.sum(axis=0), y)
+
+            fits: list[Callable[[], Any]] = [svc]
+            for d in designs:
+
+                def eng(
+                    C: float = C, kw: dict[str, Any] = ENGINE[d], G: Any = G, y: Any = y
+                ) -> Any:
+                    est = mk.MKLClassifier(kernels="precomputed", C=C, tol=TOL, **kw)
+                    return est.fit(G, y)
+
+                fits.append(eng)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                timed = paired_median_times(fits, args.repeats)
+            t_svc = timed[0][0]
+            for d, (t_eng, est) in zip(designs, timed[1:], strict=True):
+                fit = DESIGNS[d](G, y, C)
+                c = fit.counts
+                P_e, D_e = float(est.primal_objective_), float(est.dual_objective_)
+                slack = 1e-9 * max(abs(P_e), abs(fit.P))
+                consistent = fit.P >= D_e - slack and P_e >= fit.D - slack
+                row = {
+                    "set": name, "n": n, "M": M, "C": C, "design": d,
+                    "passes": c.entries / (M * n * n), "pass_ratio": c.entries / svc_entries,
+                    "svc_passes": svc_entries / (M * n * n), "svc_columns": svc_cols,
+                    "svc_smo_steps": svc_steps, "P": fit.P, "D": fit.D, "gap": fit.gap,
+                    "outer": fit.outer, "converged": fit.converged, "active": fit.active,
+                    "engine_P": P_e, "engine_D": D_e, "engine_gap": float(est.duality_gap_),
+                    "engine_iter": int(est.n_iter_), "engine_converged": bool(est.converged_),
+                    "engine_solver": str(getattr(est, "solvers_", ("?",))[0]),
+                    "engine_time_ratio": t_eng / t_svc, "svc_time": t_svc,
+                    "consistent": bool(consistent), "note": fit.note, **asdict(c),
+                    "by_passes": {k: v / (M * n * n) for k, v in c.by.items()},
+                }  # fmt: skip
+                rows.append(row)
+                print(
+                    f"{name:>10} {n:>4} {M:>5} C={C:<4g} {d:>7}: passes {row['passes']:6.2f} "
+                    f"ratio {row['pass_ratio']:5.2f} solves {c.solves:>3} smo {c.smo_steps:>6} "
+                    f"cols {c.columns:>6} gap {fit.gap:8.1e}{'' if fit.converged else '!'} "
+                    f"P {fit.P:10.4f} | engine P {P_e:10.4f} gap {row['engine_gap']:8.1e} "
+                    f"it {row['engine_iter']:>3} {row['engine_time_ratio']:5.1f}x svc "
+                    f"{'ok' if consistent else 'INCONSISTENT'} {fit.note} "
+                    + " ".join(f"{k}={v:.2f}" for k, v in row["by_passes"].items()),
+                    flush=True,
+                )
+    if args.out:
+        Path(args.out).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
