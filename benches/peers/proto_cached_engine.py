@@ -33,6 +33,8 @@ the prototype's Python time is not a measure of anything.
 
     python benches/peers/proto_cached_engine.py [--sets liver_bupa,pima,ionosphere,sonar,breast]
         [--Cs 0.1,1,10] [--designs lp2,lp43,lp2-il,l1] [--repeats 3] [--out FILE.json]
+
+``--repeats 0`` fits the engine once, untimed (counts only).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ TAU = 1e-12  # libsvm's floor on the curvature of a pair
 MAX_SMO = 400_000  # per solve, a guard for the pure-Python loop
 MAX_OUTER = 300
 TRUST = 1.0  # l1: the largest step, as a share of the weight the active kernels hold
+LAZY_INACTIVE = True  # l1: inactive kernels' γ from their kept caches, not from forms
 METRIC_FLOOR = 0.1  # l1, scaled metric: weight θ_m + METRIC_FLOOR·mean(θ)
 CHUNK_KERNELS = 48  # kernels per block when reading columns of many kernels at once
 
@@ -81,9 +84,17 @@ class Counts:
     smo_steps: int = 0
     solves: int = 0
     theta_updates: int = 0
+    no_caches: float = 0.0  # lp: what the same iterates would read without the h caches
     eager_h_entries: float = 0.0  # what Kloft's two columns per kernel per step would read
     certificates_full: int = 0  # l1: certificates that read the inactive kernels' forms
     by: dict[str, float] = field(default_factory=dict)  # entries read, by purpose
+    #: certified gap level -> (solves, entries read) when the gap first reached it
+    reached: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+    def milestone(self, gap: float) -> None:
+        for level in ("1e-1", "1e-2", "1e-3"):
+            if gap <= float(level) and level not in self.reached:
+                self.reached[level] = (self.solves, self.entries)
 
     def add(self, what: str, entries: float) -> None:
         self.entries += entries
@@ -215,30 +226,36 @@ def hinge_sum(y: FloatArray, f: FloatArray, b: float) -> float:
 
 
 class Caches:
-    """h_m = K_m β for the kernels of ``act``, brought up to date lazily from the changes of β."""
+    """h_m = K_m β, each kernel's cache exact at some earlier β (a version) and brought up to
+    date lazily, when read, from the coefficients that changed since (or from the support
+    vectors when fewer). Kernels that leave the active set keep their (stale) caches."""
 
     def __init__(self, st: Stack) -> None:
         self.st = st
         self.h = np.zeros((st.M, st.n))
-        self.beta_h = np.zeros(st.n)  # the β at which h is exact (for the kernels kept)
-        self.kept = np.zeros(st.M, dtype=bool)
+        self.ver = np.full(st.M, -1)  # -1: never computed
+        self.snaps: dict[int, FloatArray] = {}
+        self.next = 0
 
     def update(self, beta: FloatArray, act: IntArray) -> None:
-        new = act[~self.kept[act]]
-        old = act[self.kept[act]]
         S = np.flatnonzero(beta)
-        if len(new):
-            self.h[new] = self.st.products(new, S, beta[S])
-        if len(old):
-            delta = beta - self.beta_h
+        for v in np.unique(self.ver[act]):
+            ks = act[self.ver[act] == v]
+            if v < 0:
+                self.h[ks] = self.st.products(ks, S, beta[S])
+                continue
+            delta = beta - self.snaps[int(v)]
             ch = np.flatnonzero(delta)
             if len(ch) <= len(S):
-                self.h[old] += self.st.products(old, ch, delta[ch])
+                if len(ch):
+                    self.h[ks] += self.st.products(ks, ch, delta[ch])
             else:
-                self.h[old] = self.st.products(old, S, beta[S])
-        self.kept[:] = False
-        self.kept[act] = True
-        self.beta_h = beta.copy()
+                self.h[ks] = self.st.products(ks, S, beta[S])
+        self.snaps[self.next] = beta.copy()
+        self.ver[act] = self.next
+        self.next += 1
+        live = set(np.unique(self.ver).tolist())
+        self.snaps = {k: v for k, v in self.snaps.items() if k in live}
 
 
 # --- ℓp: Kloft's Algorithm 1 (warm-started solves) or 2 (interleaved) ----------------------
@@ -261,7 +278,14 @@ def lp_penalty(s: FloatArray, p: float) -> float:
     return 0.5 * float(np.sum(s**q)) ** (2 / q)
 
 
-def fit_lp(G: FloatArray, y: FloatArray, C: float, p: float, interleaved: bool) -> Fit:
+def fit_lp(
+    G: FloatArray, y: FloatArray, C: float, p: float, interleaved: bool, formed: bool = True
+) -> Fit:
+    """Kloft's Algorithm 1 (or 2 with ``interleaved``) on the cached base; ``formed``: the first
+    solve on the formed uniform-θ kernel, else on demand from the start. Also counts what the
+    same iterates would read without the caches (``Counts.no_caches``): γ by the forms
+    β_Sᵀ K_m[S, S] β_S, and the gradient at a new θ from the columns of K_θ on the support
+    vectors, which then stay in the column cache for the solve."""
     st = Stack(G)
     M, n = st.M, st.n
     act = np.arange(M)
@@ -269,7 +293,8 @@ def fit_lp(G: FloatArray, y: FloatArray, C: float, p: float, interleaved: bool) 
     theta = np.full(M, M ** (-1.0 / p))
     beta, f = np.zeros(n), np.zeros(n)
     caches = Caches(st)
-    kt = KTheta(st, theta, act, formed=True)
+    kt = KTheta(st, theta, act, formed=formed)
+    S_prev: set[int] = set()
     tol_in = max(1e-3, INNER_FLOOR) if not interleaved else INNER_FLOOR
     omega = min(ps, 4.0) if not interleaved else 1.0
     chunk = max(n, 100) if interleaved else MAX_SMO
@@ -278,6 +303,13 @@ def fit_lp(G: FloatArray, y: FloatArray, C: float, p: float, interleaved: bool) 
         steps, _ = smo(kt, y, C, beta, f, tol_in, chunk, M)
         st.c.smo_steps += steps
         st.c.solves += 1
+        S = np.flatnonzero(beta)
+        st.c.no_caches += len(S) ** 2 * M  # γ by the forms
+        if kt.K is None:  # columns: the support vectors' (for the gradient) and SMO's others
+            st.c.no_caches += len(S_prev | set(kt.cache)) * M * n + M * n
+        else:
+            st.c.no_caches += M * n * n + len(kt.cache) * n
+        S_prev = set(S.tolist())
         caches.update(beta, act)
         gam = np.maximum(caches.h @ beta, 0.0)
         f = theta @ caches.h  # equals SMO's f up to rounding
@@ -287,6 +319,7 @@ def fit_lp(G: FloatArray, y: FloatArray, C: float, p: float, interleaved: bool) 
         D = float(np.sum(y * beta)) - 0.5 * float(np.sum(gam**ps)) ** (1 / ps)
         Pb, Db = min(Pb, P), max(Db, D)
         gap = (Pb - Db) / max(abs(Pb), 1e-12)
+        st.c.milestone(gap)
         if gap <= TOL:
             return Fit(Pb, Db, gap, outer, True, M, st.c)
         if not interleaved:
@@ -349,6 +382,7 @@ def fit_l1(G: FloatArray, y: FloatArray, C: float, scaled: bool = True, memory: 
         Pb = min(Pb, P)
         if valid:
             Db = max(Db, D)
+            st.c.milestone((Pb - Db) / max(abs(Pb), 1e-12))
         return (Pb - max(Db, D)) / max(abs(Pb), 1e-12)
 
     def metric(th: FloatArray) -> FloatArray:
@@ -371,7 +405,11 @@ def fit_l1(G: FloatArray, y: FloatArray, C: float, scaled: bool = True, memory: 
             # the restricted certificate holds: read the inactive kernels' forms
             ina = np.setdiff1d(np.arange(M), act)
             S = np.flatnonzero(beta)
-            gin = st.forms(ina, S, beta[S])
+            if LAZY_INACTIVE:  # the inactive kernels' stale caches, brought up to date
+                caches.update(beta, ina)
+                gin = np.maximum(caches.h[ina] @ beta, 0.0)
+            else:
+                gin = st.forms(ina, S, beta[S])
             st.c.certificates_full += 1
             gmax = max(gmax_act, float(gin.max()))
             gap = certify(theta, act, gam, gmax, True)
@@ -439,6 +477,7 @@ DESIGNS: dict[str, Callable[[FloatArray, FloatArray, float], Fit]] = {
     "lp2": lambda G, y, C: fit_lp(G, y, C, 2.0, False),
     "lp43": lambda G, y, C: fit_lp(G, y, C, 4.0 / 3.0, False),
     "lp2-il": lambda G, y, C: fit_lp(G, y, C, 2.0, True),
+    "lp2-demand": lambda G, y, C: fit_lp(G, y, C, 2.0, False, formed=False),
     "lp43-il": lambda G, y, C: fit_lp(G, y, C, 4.0 / 3.0, True),
     "l1": fit_l1,
     "l1-euclid": lambda G, y, C: fit_l1(G, y, C, scaled=False),
@@ -447,10 +486,48 @@ ENGINE: dict[str, dict[str, Any]] = {
     "lp2": {"penalty": "lp", "p": 2.0},
     "lp43": {"penalty": "lp", "p": 4.0 / 3.0},
     "lp2-il": {"penalty": "lp", "p": 2.0},
+    "lp2-demand": {"penalty": "lp", "p": 2.0},
     "lp43-il": {"penalty": "lp", "p": 4.0 / 3.0},
     "l1": {"penalty": "l1"},
     "l1-euclid": {"penalty": "l1"},
 }
+
+
+def table(paths: list[str]) -> str:
+    """The markdown table of one or more ``--out`` files (later files override a cell)."""
+    cells: dict[tuple[str, float, str], dict[str, Any]] = {}
+    for path in paths:
+        for r in json.loads(Path(path).read_text()):
+            key = (r["set"], r["C"], r["design"])
+            t = r["engine_time_ratio"]
+            if t != t and key in cells:  # a counts-only run keeps the timed run's ratio
+                r["engine_time_ratio"] = cells[key]["engine_time_ratio"]
+            cells[key] = r
+    head = (
+        "| set (n, M) | C | design | passes | ÷ SVC reads | solves | SMO steps | columns "
+        "| gap | P | engine P | engine it. | engine time ÷ SVC | to gap 1e-2: solves, passes "
+        "| passes by purpose |\n|" + "---|" * 15
+    )
+    lines = [head]
+    order = {d: k for k, d in enumerate(DESIGNS)}
+    sets = list(dict.fromkeys(k[0] for k in cells))
+    for key in sorted(cells, key=lambda k: (sets.index(k[0]), k[1], order.get(k[2], 99))):
+        r = cells[key]
+        by = ", ".join(f"{k} {v:.2f}" for k, v in r["by_passes"].items() if v >= 0.005)
+        if r.get("no_caches"):
+            by += f"; without caches {r['no_caches'] / (r['M'] * r['n'] ** 2):.2f}"
+        mil = r.get("reached", {}).get("1e-2")
+        to2 = f"{mil[0]}, {mil[1] / (r['M'] * r['n'] ** 2):.2f}" if mil else "–"
+        flag = "" if r["converged"] else " (not reached)"
+        ok = "" if r["consistent"] else " ✗"
+        t = r["engine_time_ratio"]
+        lines.append(
+            f"| {r['set']} ({r['n']}, {r['M']}) | {r['C']:g} | {r['design']} | {r['passes']:.2f} "
+            f"| {r['pass_ratio']:.2f} | {r['solves']} | {r['smo_steps']} | {r['columns']} "
+            f"| {r['gap']:.1e}{flag} | {r['P']:.4f}{ok} | {r['engine_P']:.4f} "
+            f"| {r['engine_iter']} | {'–' if t != t else f'{t:.1f}×'} | {to2} | {by} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -460,7 +537,11 @@ def main() -> None:
     ap.add_argument("--designs", default="lp2,lp43,lp2-il,l1")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="")
+    ap.add_argument("--table", default="", help="print the markdown table of these --out files")
     args = ap.parse_args()
+    if args.table:
+        print(table(args.table.split(",")))
+        return
     designs = args.designs.split(",")
     rows: list[dict[str, Any]] = []
     for name in args.sets.split(","):
@@ -485,7 +566,10 @@ def main() -> None:
                 fits.append(eng)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                timed = paired_median_times(fits, args.repeats)
+                if args.repeats > 0:
+                    timed = paired_median_times(fits, args.repeats)
+                else:  # counts only: each fit once, untimed
+                    timed = [(float("nan"), g()) for g in fits]
             t_svc = timed[0][0]
             for d, (t_eng, est) in zip(designs, timed[1:], strict=True):
                 fit = DESIGNS[d](G, y, C)
