@@ -15,13 +15,17 @@ order selection of Fan, Chen & Lin 2005, no shrinking, an unbounded cache of the
   The per-kernel caches ``h_m = K_m β`` are brought up to date lazily before each θ update,
   from the changed coefficients (or from the support vectors when fewer), so ``γ_m = βᵀh_m``,
   the certificate of §1.3 and the SMO gradient at the new θ (``f = Σ θ_m h_m``) need no pass.
-- ``lp-il``: the same with θ moved every ``max(n, 100)`` SMO steps (Kloft's Algorithm 2, §3.4).
+- ``lp2-il``: the same with θ moved every ``max(n, 100)`` SMO steps (Kloft's Algorithm 2, §3.4).
 - ``l1``: spectral projected gradient (Barzilai–Borwein steps, non-monotone acceptance, SPG-GMKL)
   on ``F(θ) = W(θ) + ½ Σ θ_m`` over θ ≥ 0 (the unsquared block ℓ1 of §0.2 in its variational
   form), ``∇F_m = ½ (1 − γ_m)``, inexact warm-started solves whose tolerance tightens from 0.1,
-  an active set of kernels (θ_m > 0) whose caches are kept, and the inactive kernels' ``γ_m``
-  (``β_Sᵀ K_m[S, S] β_S``) read only at a certificate, where those with ``γ_m > 1`` re-enter.
-  The certificate is §1.4's: D = Σα / max(1, max_m √γ_m).
+  an active set of kernels (θ_m > 0) whose columns alone make ``K_θ``; every kernel keeps its
+  cache, and the inactive kernels' caches are brought up to date only at a certificate (or,
+  with ``LAZY_INACTIVE = False``, their ``γ_m = β_Sᵀ K_m[S, S] β_S`` read afresh), where those
+  with ``γ_m > max(1, max_active γ)`` re-enter. The certificate is §1.4's:
+  D = Σα / max(1, max_m √γ_m). ``l1`` takes its steps in the metric diag(θ + 0.1·mean θ)⁻¹,
+  ``l1-euclid`` in the Euclidean one.
+- ``lp2-demand``: ``lp2`` with the first solve's columns on demand too (nothing formed).
 
 Counted (deterministic): entries of the stack read, as passes (entries / M n²); on-demand
 column evaluations; SMO steps; solves. The SVC's reads: the sum (one pass) plus n per column of
@@ -34,7 +38,8 @@ the prototype's Python time is not a measure of anything.
     python benches/peers/proto_cached_engine.py [--sets liver_bupa,pima,ionosphere,sonar,breast]
         [--Cs 0.1,1,10] [--designs lp2,lp43,lp2-il,l1] [--repeats 3] [--out FILE.json]
 
-``--repeats 0`` fits the engine once, untimed (counts only).
+``--repeats 0`` fits the engine once, untimed (counts only); ``--table A.json,B.json`` prints
+the markdown table of such ``--out`` files, later ones overriding a cell's counts.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ MAX_SMO = 400_000  # per solve, a guard for the pure-Python loop
 MAX_OUTER = 300
 TRUST = 1.0  # l1: the largest step, as a share of the weight the active kernels hold
 LAZY_INACTIVE = True  # l1: inactive kernels' γ from their kept caches, not from forms
+CERT_EVERY = 10  # l1 with dual aggregation: a full certificate every this many steps
 METRIC_FLOOR = 0.1  # l1, scaled metric: weight θ_m + METRIC_FLOOR·mean(θ)
 CHUNK_KERNELS = 48  # kernels per block when reading columns of many kernels at once
 
@@ -88,6 +94,8 @@ class Counts:
     eager_h_entries: float = 0.0  # what Kloft's two columns per kernel per step would read
     certificates_full: int = 0  # l1: certificates that read the inactive kernels' forms
     by: dict[str, float] = field(default_factory=dict)  # entries read, by purpose
+    #: (solves, entries read, best primal value) after every outer step
+    primal_trace: list[tuple[int, float, float]] = field(default_factory=list)
     #: certified gap level -> (solves, entries read) when the gap first reached it
     reached: dict[str, tuple[int, float]] = field(default_factory=dict)
 
@@ -318,6 +326,7 @@ def fit_lp(
         P = C * hinge_sum(y, f, b) + lp_penalty(s, p)
         D = float(np.sum(y * beta)) - 0.5 * float(np.sum(gam**ps)) ** (1 / ps)
         Pb, Db = min(Pb, P), max(Db, D)
+        st.c.primal_trace.append((st.c.solves, st.c.entries, Pb))
         gap = (Pb - Db) / max(abs(Pb), 1e-12)
         st.c.milestone(gap)
         if gap <= TOL:
@@ -344,12 +353,47 @@ def fit_lp(
 # --- l1: spectral projected gradient on θ ≥ 0 with an active set of kernels ----------------
 
 
-def fit_l1(G: FloatArray, y: FloatArray, C: float, scaled: bool = True, memory: int = 10) -> Fit:
+def best_on_segment(
+    sa_hat: float, q_hat: FloatArray, sa: float, q: FloatArray, x: FloatArray
+) -> tuple[float, float]:
+    """l1 hinge dual on the segment (1 − λ)β̂ + λβ: (best D, its λ), by golden section.
+
+    D(λ) = ((1 − λ) Σα̂ + λ Σα) / max(1, max_m √q_m(λ)), q(λ) = (1−λ)² q̂ + 2λ(1−λ) x + λ² q,
+    x_m = β̂ᵀK_mβ (docs/mathematics.md §2.11, dual aggregation)."""
+
+    def D(lam: float) -> float:
+        ql = (1 - lam) ** 2 * q_hat + 2 * lam * (1 - lam) * x + lam * lam * q
+        return ((1 - lam) * sa_hat + lam * sa) / max(1.0, float(np.sqrt(max(ql.max(), 0.0))))
+
+    g = (np.sqrt(5.0) - 1) / 2
+    lo, hi = 0.0, 1.0
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = D(a), D(b)
+    for _ in range(40):
+        if fa < fb:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = D(b)
+        else:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = D(a)
+    cands = [(D(0.0), 0.0), (D(1.0), 1.0), (fa, a), (fb, b)]
+    return max(cands)
+
+
+def fit_l1(
+    G: FloatArray, y: FloatArray, C: float, scaled: bool = True, aggregate: bool = False,
+    memory: int = 10,
+) -> Fit:  # fmt: skip
     """min_θ≥0 F(θ) = W(θ) + ½Σθ; W = the SVM's optimum on K_θ (its dual at the inexact α).
 
-    ``scaled``: the gradient step in the metric diag(θ)⁻¹ (each weight moves in proportion to
-    itself, floored at 1 % of the active mean so that a weight at 0 can enter), the BB step
-    measured in the same metric; otherwise Euclidean SPG."""
+    ``scaled``: the gradient step in the metric diag(θ + METRIC_FLOOR·mean θ)⁻¹ (each weight
+    moves in proportion to itself, plus a floor so that a weight at 0 can enter), the BB step
+    measured in the same metric; otherwise Euclidean SPG. ``aggregate``: the certificate at the
+    best point of the segment from the best dual point so far (its cross forms β̂ᵀK_mβ = β̂ᵀh_m
+    come from the caches), read every ``CERT_EVERY`` steps as well as when the restricted gap
+    reaches tol."""
     st = Stack(G)
     M, n = st.M, st.n
     theta = np.ones(M)  # the first solve is the SVC on the summed kernel
@@ -372,14 +416,18 @@ def fit_l1(G: FloatArray, y: FloatArray, C: float, scaled: bool = True, memory: 
     def value(th: FloatArray, a: IntArray, gam_a: FloatArray) -> float:
         return float(np.sum(y * beta)) - 0.5 * float(th[a] @ gam_a) + 0.5 * float(th[a].sum())
 
-    def certify(th: FloatArray, a: IntArray, gam_a: FloatArray, gmax: float, valid: bool) -> float:
+    def certify(
+        th: FloatArray, a: IntArray, gam_a: FloatArray, gmax: float, valid: bool,
+        D_other: float = -np.inf,
+    ) -> float:  # fmt: skip
         """Relative gap; with ``valid`` (gmax over every kernel) D is recorded as a bound."""
         nonlocal Pb, Db
         fa = th[a] @ caches.h[a]
         b = best_intercept(y, fa)
         P = C * hinge_sum(y, fa, b) + float(th[a] @ np.sqrt(gam_a))
-        D = float(np.sum(y * beta)) / max(1.0, np.sqrt(gmax))
+        D = max(float(np.sum(y * beta)) / max(1.0, np.sqrt(gmax)), D_other)
         Pb = min(Pb, P)
+        st.c.primal_trace.append((st.c.solves, st.c.entries, Pb))
         if valid:
             Db = max(Db, D)
             st.c.milestone((Pb - Db) / max(abs(Pb), 1e-12))
@@ -395,13 +443,15 @@ def fit_l1(G: FloatArray, y: FloatArray, C: float, scaled: bool = True, memory: 
     grad = 0.5 * (1.0 - gam)
     step = 1.0 / max(float(np.abs(metric(theta[act]) * grad).max()), 1e-12)
     gap = np.inf
+    b_hat: FloatArray | None = None
+    q_hat = np.zeros(M)
     for outer in range(1, MAX_OUTER + 1):
         gmax_act = float(gam.max()) if len(act) else 0.0
         full = len(act) == M
         gap = certify(theta, act, gam, gmax_act, full)
         if full and gap <= TOL:
             return Fit(Pb, Db, gap, outer, True, len(act), st.c, note)
-        if gap <= TOL:
+        if gap <= TOL or (aggregate and outer % CERT_EVERY == 0):
             # the restricted certificate holds: read the inactive kernels' forms
             ina = np.setdiff1d(np.arange(M), act)
             S = np.flatnonzero(beta)
@@ -411,8 +461,21 @@ def fit_l1(G: FloatArray, y: FloatArray, C: float, scaled: bool = True, memory: 
             else:
                 gin = st.forms(ina, S, beta[S])
             st.c.certificates_full += 1
-            gmax = max(gmax_act, float(gin.max()))
-            gap = certify(theta, act, gam, gmax, True)
+            gmax = max(gmax_act, float(gin.max()) if len(gin) else 0.0)
+            D_agg = -np.inf
+            if aggregate:
+                q_all = np.zeros(M)
+                q_all[act], q_all[ina] = gam, gin
+                everyone = np.arange(M)
+                caches.update(beta, everyone)  # already current: no reads
+                if b_hat is None:
+                    b_hat, q_hat = beta.copy(), q_all
+                x = caches.h @ b_hat
+                sa_hat, sa = float(np.sum(y * b_hat)), float(np.sum(y * beta))
+                D_agg, lam = best_on_segment(sa_hat, q_hat, sa, q_all, x)
+                q_hat = (1 - lam) ** 2 * q_hat + 2 * lam * (1 - lam) * x + lam * lam * q_all
+                b_hat = (1 - lam) * b_hat + lam * beta
+            gap = certify(theta, act, gam, gmax, True, D_agg)
             if gap <= TOL:
                 return Fit(Pb, Db, gap, outer, True, len(act), st.c, note)
             enter = ina[gin > max(1.0, gmax_act)]
@@ -481,6 +544,7 @@ DESIGNS: dict[str, Callable[[FloatArray, FloatArray, float], Fit]] = {
     "lp43-il": lambda G, y, C: fit_lp(G, y, C, 4.0 / 3.0, True),
     "l1": fit_l1,
     "l1-euclid": lambda G, y, C: fit_l1(G, y, C, scaled=False),
+    "l1-agg": lambda G, y, C: fit_l1(G, y, C, aggregate=True),
 }
 ENGINE: dict[str, dict[str, Any]] = {
     "lp2": {"penalty": "lp", "p": 2.0},
@@ -490,6 +554,7 @@ ENGINE: dict[str, dict[str, Any]] = {
     "lp43-il": {"penalty": "lp", "p": 4.0 / 3.0},
     "l1": {"penalty": "l1"},
     "l1-euclid": {"penalty": "l1"},
+    "l1-agg": {"penalty": "l1"},
 }
 
 
