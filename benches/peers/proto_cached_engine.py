@@ -558,6 +558,16 @@ ENGINE: dict[str, dict[str, Any]] = {
 }
 
 
+def primal_near(r: dict[str, Any], rel: float) -> tuple[int, float] | None:
+    """(solves, passes) at which the prototype's best P came within ``rel`` of the best dual
+    value known for the cell (the engine's or the prototype's)."""
+    D = max(r["D"], r["engine_D"])
+    for solves, entries, P in r.get("primal_trace", []):
+        if (P - D) <= rel * abs(P):
+            return solves, entries / (r["M"] * r["n"] ** 2)
+    return None
+
+
 def table(paths: list[str]) -> str:
     """The markdown table of one or more ``--out`` files (later files override a cell)."""
     cells: dict[tuple[str, float, str], dict[str, Any]] = {}
@@ -571,7 +581,7 @@ def table(paths: list[str]) -> str:
     head = (
         "| set (n, M) | C | design | passes | ÷ SVC reads | solves | SMO steps | columns "
         "| gap | P | engine P | engine it. | engine time ÷ SVC | to gap 1e-2: solves, passes "
-        "| passes by purpose |\n|" + "---|" * 15
+        "| P within 1e-3 of the best D: solves, passes | passes by purpose |\n|" + "---|" * 16
     )
     lines = [head]
     order = {d: k for k, d in enumerate(DESIGNS)}
@@ -584,13 +594,15 @@ def table(paths: list[str]) -> str:
         mil = r.get("reached", {}).get("1e-2")
         to2 = f"{mil[0]}, {mil[1] / (r['M'] * r['n'] ** 2):.2f}" if mil else "–"
         flag = "" if r["converged"] else " (not reached)"
+        near = primal_near(r, 1e-3)
+        near_s = f"{near[0]}, {near[1]:.2f}" if near else "–"
         ok = "" if r["consistent"] else " ✗"
         t = r["engine_time_ratio"]
         lines.append(
             f"| {r['set']} ({r['n']}, {r['M']}) | {r['C']:g} | {r['design']} | {r['passes']:.2f} "
             f"| {r['pass_ratio']:.2f} | {r['solves']} | {r['smo_steps']} | {r['columns']} "
             f"| {r['gap']:.1e}{flag} | {r['P']:.4f}{ok} | {r['engine_P']:.4f} "
-            f"| {r['engine_iter']} | {'–' if t != t else f'{t:.1f}×'} | {to2} | {by} |"
+            f"| {r['engine_iter']} | {'–' if t != t else f'{t:.1f}×'} | {to2} | {near_s} | {by} |"
         )
     return "\n".join(lines)
 
