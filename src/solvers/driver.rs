@@ -279,6 +279,16 @@ mod tests {
     use crate::interrupt::NoInterrupt;
     use crate::solvers::tracker::Model;
 
+    /// The model of the test solvers' iterates: one kernel, nothing fitted.
+    fn one_kernel() -> Model {
+        Model {
+            coef: vec![0.0],
+            intercept: 0.0,
+            weights: vec![1.0],
+            norms: vec![0.0],
+        }
+    }
+
     /// A solver whose iterates have the gaps of a list (primal 1, dual 1 − gap).
     struct Gaps {
         gaps: Vec<f64>,
@@ -295,13 +305,9 @@ mod tests {
         fn step(&mut self, driver: &mut Driver<'_>) -> Result<Outcome> {
             let gap = self.gaps[self.steps.min(self.gaps.len() - 1)];
             self.steps += 1;
-            let model = || Model {
-                coef: vec![0.0],
-                intercept: 0.0,
-                weights: vec![1.0],
-                norms: vec![0.0],
-            };
-            driver.tracker.record_with(1.0, (1.0 - gap, None), 1, model);
+            driver
+                .tracker
+                .record_with(1.0, (1.0 - gap, None), 1, one_kernel);
             Ok(Outcome::Gap {
                 gap,
                 whole: true,
@@ -429,13 +435,7 @@ mod tests {
         impl Solver for Growing {
             fn step(&mut self, driver: &mut Driver<'_>) -> Result<Outcome> {
                 self.steps += 1;
-                let model = || Model {
-                    coef: vec![0.0],
-                    intercept: 0.0,
-                    weights: vec![1.0],
-                    norms: vec![0.0],
-                };
-                driver.tracker.record_with(1.0, (0.5, None), 1, model);
+                driver.tracker.record_with(1.0, (0.5, None), 1, one_kernel);
                 Ok(Outcome::Gap {
                     gap: 0.5f64.powi(1 + (self.steps % 4) as i32),
                     whole: false,

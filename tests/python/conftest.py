@@ -4,6 +4,7 @@ fixtures shared by several test files."""
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,3 +27,17 @@ def two_cores() -> Iterator[None]:
         yield
     finally:
         _core._set_min_cores_for_tests(1)
+
+
+@pytest.fixture(scope="module")
+def inprocess_client() -> Iterator[Any]:
+    """A Dask client on an in-process cluster of two one-thread workers, no dashboard (the
+    test file is skipped without ``distributed``)."""
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c

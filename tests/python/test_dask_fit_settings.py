@@ -6,7 +6,6 @@ features (``kernels="precomputed"``), or on the pandas frame, under uneven chunk
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -25,14 +24,8 @@ TOL = 1e-8
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        yield c
+def client(inprocess_client: Any) -> Any:
+    return inprocess_client
 
 
 def data(classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -7,7 +7,6 @@ in-process cluster for the module; few examples, derandomized."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -27,14 +26,8 @@ SETTINGS = settings(deadline=None, derandomize=True, suppress_health_check=[Heal
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        yield c
+def client(inprocess_client: Any) -> Any:
+    return inprocess_client
 
 
 @st.composite
