@@ -457,9 +457,10 @@ default "mean_diag"
         True
         """
         if _dask.is_dask_array(X) or _dask.is_dask_frame(X):
-            from . import _dask_fit  # imports Dask's parts only when handed Dask data
+            # Dask's parts are imported only when handed Dask data.
+            from . import _dask_classes, _dask_fit
 
-            _dask_fit.fit(self, X, y, sample_weight, classifier=True)
+            _dask_fit.fit(self, X, y, sample_weight, classify=_dask_classes.classify)
             return self
         started = time.perf_counter()
         previous = self._previous_fit()

@@ -45,6 +45,7 @@ import copy
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -641,11 +642,14 @@ def _scheme(est: Any) -> str:
     return str(est.multi_class)
 
 
-def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> None:
+def fit(est: Any, X: Any, y: Any, sample_weight: Any, classify: Classify | None = None) -> None:
     """``est.fit(X, y, sample_weight)`` with ``X`` a Dask array or DataFrame (module docs):
-    ``est`` fitted."""
+    ``est`` fitted; a classifier's problems are those of ``classify``
+    (:func:`._dask_classes.classify`, which reads this module's problems: passed in, not
+    imported), a regressor's the one problem of its targets."""
     from . import _dask
 
+    classifier = classify is not None
     started = time.perf_counter()
     if not isinstance(est.kernels, FeatureBank):
         raise InvalidParameterError(
@@ -678,8 +682,7 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> None:
             results = [fit_problem(est, client, problem, data.dims, threads, first_start(starts))]
             ab: list[tuple[float, float]] = []
         else:
-            from ._dask_classes import classify  # (it reads this module's problems)
-
+            assert classify is not None  # (a classifier's labels have classes)
             results, ab = classify(est, client, data, settings, scheme, platt, previous, made)
     except BaseException:
         est.__dict__["_dask_rows"].data = None  # shared with the estimator's own dict
@@ -688,6 +691,14 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool) -> None:
     client.cancel(made)
     _set_fitted(est, data, results, ab)
     est._log_summary(started)
+
+
+#: A classifier's problems on the persisted features (:func:`._dask_classes.classify`): the
+#: engine's results and Platt's ``(A, B)`` per problem.
+Classify = Callable[
+    [Any, Any, "Features", Any, "str | None", bool, Any, list[Any]],
+    tuple[list[_core.FitResult], list[tuple[float, float]]],
+]
 
 
 def first_start(starts: list[Any] | None, k: int = 0) -> Any:

@@ -140,7 +140,7 @@ warm_start, cache_size
         if _dask.is_dask_array(X) or _dask.is_dask_frame(X):
             from . import _dask_fit  # imports Dask's parts only when handed Dask data
 
-            _dask_fit.fit(self, X, y, sample_weight, classifier=False)
+            _dask_fit.fit(self, X, y, sample_weight)
             return self
         started = time.perf_counter()
         previous = self._previous_fit()
