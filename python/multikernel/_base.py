@@ -164,6 +164,18 @@ def logistic_proba(f: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
+def checked_loss(est: Any, losses: tuple[str, ...]) -> str:
+    """``est.loss``, or the first of ``losses`` when it is None, checked against ``losses``
+    (the estimators' and the CV estimators' one rule)."""
+    loss = losses[0] if est.loss is None else est.loss
+    if loss not in losses:
+        raise InvalidParameterError(
+            f"loss must be one of {', '.join(losses)} for {type(est).__name__}; got {est.loss!r}",
+            parameter="loss",
+        )
+    return str(loss)
+
+
 def default_kernels(n_features: int) -> list[Kernel]:
     """The bank used when ``kernels=None``.
 
@@ -293,13 +305,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
             raise InvalidParameterError(
                 f"penalty must be one of {valid}; got {self.penalty!r}", parameter="penalty"
             )
-        loss = self._losses[0] if self.loss is None else self.loss
-        if loss not in self._losses:
-            raise InvalidParameterError(
-                f"loss must be one of {', '.join(self._losses)} for {type(self).__name__}; "
-                f"got {self.loss!r}",
-                parameter="loss",
-            )
+        loss = checked_loss(self, self._losses)
         solvers = [name for name, row in SOLVERS.items() if self.penalty in row.penalties]
         if self.solver != "auto" and self.solver not in solvers:
             raise InvalidParameterError(

@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _progress
 from ._base import FITTED as _FITTED
-from ._base import default_kernels, publishes
+from ._base import checked_loss, default_kernels, publishes
 from ._classifier import MKLClassifier
 from ._cv_docs import ATTRS_DOC, GRID_DOC, INPUTS_DOC, params_doc
 from ._cv_folds import AtCClassifier, AtCRegressor, fold_grid_scores, problem_entry_C
@@ -270,14 +270,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
 
     def _check_loss(self) -> str:
         """The loss, validated (None: the path's)."""
-        loss = self._losses[0] if self.loss is None else self.loss
-        if loss not in self._losses:
-            raise InvalidParameterError(
-                f"loss must be one of {', '.join(self._losses)} for {type(self).__name__}; "
-                f"got {self.loss!r}",
-                parameter="loss",
-            )
-        return loss
+        return checked_loss(self, self._losses)
 
     def _own_params(self) -> dict[str, Any]:
         """The parameters the fold fits and the refit take from this estimator beyond the
