@@ -673,7 +673,7 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classify: Classify | None 
     settings = _settings(est, data.n, data.dims)
     made: list[Any] = []  # this fit's futures (targets, loss weights, one-vs-one rows)
     try:
-        if data.classes is None:
+        if classify is None:
             key: tuple[Any, ...] = ("prox_newton", settings["loss"], data.n, len(data.dims))
             starts = est._warm_starts(previous, (*key, tuple(data.dims)))
             costs = submit_costs(client, data, float(est.C), None)
@@ -682,7 +682,6 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classify: Classify | None 
             results = [fit_problem(est, client, problem, data.dims, threads, first_start(starts))]
             ab: list[tuple[float, float]] = []
         else:
-            assert classify is not None  # (a classifier's labels have classes)
             results, ab = classify(est, client, data, settings, scheme, platt, previous, made)
     except BaseException:
         est.__dict__["_dask_rows"].data = None  # shared with the estimator's own dict
