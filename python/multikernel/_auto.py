@@ -16,6 +16,7 @@ from typing import Literal
 
 from . import _core
 from ._config import (
+    CAPABILITIES,
     SOLVERS,
     AnalyticConfig,
     MirrorConfig,
@@ -29,9 +30,8 @@ from ._validation import check_real
 from .exceptions import InvalidParameterError
 from .kernels import FeatureBank
 
-#: What each solver fits, as the engine states it (``_core.capabilities``): the lists below
-#: and the estimators' feature solvers are read from it, never written here.
-CAPABILITIES = _core.capabilities()
+#: What each solver fits, as the engine states it (``_config.CAPABILITIES``, read once): the
+#: lists below and the estimators' feature solvers are read from it, never written here.
 
 #: The losses with which each solver fits kernels computed on demand (SMO inside: no n × n
 #: matrix); the solvers with none never do.

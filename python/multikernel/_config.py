@@ -307,10 +307,10 @@ ALL_LOSSES: tuple[LossName, ...] = (
 )
 
 #: What each solver fits, as the engine states it (``_core.capabilities``).
-_CAPABILITIES = _core.capabilities()
+CAPABILITIES = _core.capabilities()
 
 #: The losses with a second derivative (svrg's losses, as the engine states them).
-SMOOTH_LOSSES: tuple[LossName, ...] = tuple(_CAPABILITIES["svrg"]["losses"])
+SMOOTH_LOSSES: tuple[LossName, ...] = tuple(CAPABILITIES["svrg"]["losses"])
 
 
 @dataclass(frozen=True)
@@ -352,8 +352,8 @@ _CONFIGS: dict[_NativeSolver, type[SolverConfig]] = {
 #: order of solvers; only the settings dataclass is this module's.
 SOLVERS: dict[_NativeSolver, SolverInfo] = {
     solver: SolverInfo(
-        tuple(_CAPABILITIES[solver]["penalties"]),
-        tuple(_CAPABILITIES[solver]["losses"]),
+        tuple(CAPABILITIES[solver]["penalties"]),
+        tuple(CAPABILITIES[solver]["losses"]),
         config,
     )
     for solver, config in _CONFIGS.items()

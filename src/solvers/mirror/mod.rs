@@ -730,6 +730,8 @@ struct Mirror<'s> {
     /// `q_jk = βᵀK_jkβ`, and the forms at the natural dual point (logistic loss only).
     quad: Vec<f64>,
     hat_quad: Vec<f64>,
+    /// `tr K_k`, read once: the freeing rule's weighted traces ([`State::revise_groups`]).
+    traces: Vec<f64>,
     /// Whether the iterations after the first run on a working set of kernels.
     restricts: bool,
     first: bool,
@@ -879,6 +881,7 @@ impl<'s> Mirror<'s> {
             cfg,
             stepper: Stepper::new(cfg.step, groups),
             k_eff: Vec::new(),
+            traces: traces(stack),
             quad: vec![0.0; m],
             hat_quad: vec![0.0; m],
             restricts,
@@ -967,10 +970,9 @@ impl<'s> Mirror<'s> {
             self.state.blocks.coef[mv.kernel] = mv.coef;
             self.state.blocks.values[mv.kernel] = mv.values;
         }
-        let traces = traces(self.stack);
         let (_, freed) = self
             .state
-            .revise_groups(groups, &st.norms, &self.quad, &traces);
+            .revise_groups(groups, &st.norms, &self.quad, &self.traces);
         let beta = self.solver.beta();
         for j in freed {
             let kb: Vec<Vec<f64>> = groups.members()[j]

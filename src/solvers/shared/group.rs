@@ -61,6 +61,7 @@ impl Shared<'_> {
             state,
             stepper,
             blocks,
+            traces,
         } = &mut self.weights
         else {
             return;
@@ -109,8 +110,7 @@ impl Shared<'_> {
                 b.values[mv.kernel] = mv.values;
             }
         }
-        let traces = crate::solvers::mirror::traces(stack);
-        let (joined, freed) = state.revise_groups(groups, &self.norms, &self.forms, &traces);
+        let (joined, freed) = state.revise_groups(groups, &self.norms, &self.forms, traces);
         for b in blocks.iter_mut() {
             joined.iter().for_each(|&j| b.join(groups, j));
         }

@@ -123,7 +123,7 @@ pub fn fit_shared(
         .iter()
         .map(|y| SingleKernel::new(cfg.loss, &c, y).map(Class::new))
         .collect::<Result<Vec<_>>>()?;
-    let weights = Weights::new(&cfg.penalty, stack.m(), ys.len());
+    let weights = Weights::new(&cfg.penalty, stack, ys.len());
     let gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, weights.over_relaxation())
         .with_patience(weights.patience());
     let mut solver = Shared {

@@ -3,9 +3,10 @@
 //! classes: Kloft's eq. 17 with the analytic solver's over-relaxation (`lp`), the same
 //! alternation with `θ = s` (`l1`, `elasticnet`), group MKL's mirror step (`group`).
 
+use crate::kernels::KernelStack;
 use crate::penalties::{kernel_weights, theta_update, BlockPenalty, Groups};
 use crate::solvers::lp::{extrapolate, over_relaxation};
-use crate::solvers::mirror::{FreeBlocks, State, StepRule, Stepper};
+use crate::solvers::mirror::{traces, FreeBlocks, State, StepRule, Stepper};
 use crate::solvers::wrapper::Penalty;
 
 pub(super) use super::sparse::Trust;
@@ -28,13 +29,16 @@ pub(super) enum Weights {
         stepper: Stepper,
         /// Every class's free blocks (`super::group`).
         blocks: Vec<FreeBlocks>,
+        /// `tr K_k`, read once: the freeing rule's weighted traces.
+        traces: Vec<f64>,
     },
 }
 
 impl Weights {
     /// The starting weights of `penalty` on `m` kernels and `k` classes: uniform θ of unit
     /// p-norm, θ ≡ 1, uniform `λ` and `γ`.
-    pub fn new(penalty: &BlockPenalty, m: usize, k: usize) -> Self {
+    pub fn new(penalty: &BlockPenalty, stack: &dyn KernelStack, k: usize) -> Self {
+        let m = stack.m();
         match penalty {
             BlockPenalty::Lp { p } => Weights::Lp {
                 p: *p,
@@ -54,6 +58,7 @@ impl Weights {
                 state: Box::new(State::new(&g.groups)),
                 stepper: Stepper::new(StepRule::Newton, &g.groups),
                 blocks: (0..k).map(|_| FreeBlocks::new(&g.groups)).collect(),
+                traces: traces(stack),
             },
         }
     }
