@@ -35,6 +35,11 @@ pub fn dot<T: Copy + Into<f64>>(a: &[T], b: &[f64]) -> f64 {
     sum_terms(a, b, |x, y| x * y)
 }
 
+/// The Euclidean norm `‖v‖`.
+pub fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
 /// `Σ_k t(a_k, b_k)` over the common length, with eight independent accumulators so that the
 /// loop vectorises (and a fixed summation order: the same result on every run).
 #[inline(always)]

@@ -23,12 +23,12 @@ fn pools() -> &'static Mutex<PoolMap> {
 /// on a one-core runner too, instead of comparing a run with itself.
 static MIN_CORES: AtomicUsize = AtomicUsize::new(1);
 
-/// Sets [`MIN_CORES`] (the test hook `_core._set_min_cores_for_tests`).
+/// Sets `MIN_CORES` (the test hook `_core._set_min_cores_for_tests`).
 pub fn set_min_cores(cores: usize) {
     MIN_CORES.store(cores.max(1), Ordering::Relaxed);
 }
 
-/// The cores this process may run on (its CPU affinity and quota), at least [`MIN_CORES`].
+/// The cores this process may run on (its CPU affinity and quota), at least `MIN_CORES`.
 pub fn available_cores() -> usize {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())

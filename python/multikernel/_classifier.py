@@ -14,11 +14,12 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 
 from . import _core, _dask
-from ._base import BaseMKL, decision_labels, logistic_proba, publishes
+from ._base import decision_labels, logistic_proba, publishes
 from ._config import SolverConfig
 from ._data import Dense
 from ._multiclass import (
     Binary,
+    Classifier,
     check_shared,
     class_weights,
     log_name,
@@ -67,7 +68,7 @@ class _available_unless:  # noqa: N801 (a decorator, named as scikit-learn's ava
         return _Method()
 
 
-class MKLClassifier(ClassifierMixin, BaseMKL):  # type: ignore[misc]
+class MKLClassifier(ClassifierMixin, Classifier):  # type: ignore[misc]
     """Multiple kernel learning classifier.
 
     Learns ``f(x) = Σ_m f_m(x) + b`` with one function per kernel by minimising

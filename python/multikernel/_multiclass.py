@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -26,8 +26,15 @@ from ._validation import check_bool, check_n_threads, check_random_state, group_
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 from .kernels import FeatureBank
 
-if TYPE_CHECKING:
-    from ._classifier import MKLClassifier
+
+class Classifier(BaseMKL):
+    """What the reductions read of a classifier, beyond every estimator's settings:
+    :class:`~multikernel.MKLClassifier` is the one (declared here, not imported, so that
+    the reductions do not depend on the estimator that calls them)."""
+
+    probability: bool
+    random_state: int | None
+
 
 #: One binary problem of a multiclass fit: the solver chosen for its stack, the stack, ±1
 #: targets, log label, warm start and sample weights.
@@ -146,7 +153,7 @@ def solve_many(
 
 
 def one_vs_rest(
-    est: MKLClassifier,
+    est: Classifier,
     choice: Choice,
     settings: _core.Settings,
     G: Stack,
@@ -173,7 +180,7 @@ def one_vs_rest(
 
 
 def one_vs_one(
-    est: MKLClassifier,
+    est: Classifier,
     choice: Choice,
     settings: _core.Settings,
     G: Stack,
@@ -221,7 +228,7 @@ def one_vs_one(
     return results, binary, coefs, problems
 
 
-def check_shared(est: MKLClassifier) -> None:
+def check_shared(est: Classifier) -> None:
     """Refuse, before any kernel is computed and before the solver is chosen (which
     would name the ``l1`` solvers'), what ``multi_class="shared"`` does not fit."""
     what: tuple[str, str] | None = None
@@ -267,7 +274,7 @@ def check_shared(est: MKLClassifier) -> None:
 
 
 def set_shared(
-    est: MKLClassifier,
+    est: Classifier,
     G: Dense,
     yi: NDArray[np.intp],
     n_classes: int,
@@ -289,7 +296,7 @@ def set_shared(
 
 
 def _fit_shared(
-    est: MKLClassifier,
+    est: Classifier,
     G: Dense,
     yi: NDArray[np.intp],
     n_classes: int,
@@ -314,7 +321,7 @@ def _fit_shared(
 
 
 def platt_problem(
-    est: MKLClassifier,
+    est: Classifier,
     choice: Choice,
     settings: _core.Settings,
     G: Stack,

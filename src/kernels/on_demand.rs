@@ -816,7 +816,7 @@ impl KernelStack for OnDemandStack {
 impl OnDemandStack {
     /// `out = Σ_{(m, w)} w K_m v` when some kernel of `weights` has explicit features (the
     /// spectrum kernel), which make its product one pass over the points instead of `n`
-    /// evaluations per non-zero of `v` ([`Shared::explicit_products`]); `false` otherwise (the
+    /// evaluations per non-zero of `v` (`Shared::explicit_products`); `false` otherwise (the
     /// solver then reads columns it may cache).
     pub fn combined_products(&self, weights: &[(usize, f64)], v: &[f64], out: &mut [f64]) -> bool {
         let explicit = weights.iter().any(|&(m, _)| {

@@ -400,7 +400,7 @@ impl<'a, T: Element> DenseStack<'a, T> {
     ///
     /// One read of the stack, parallel over kernels and block rows: each kernel is visited in
     /// `TILE×TILE` tiles on and below the diagonal, each compared with its mirror tile
-    /// ([`check_tile`]). Only a failing kernel is read again, to name its entry.
+    /// (`check_tile`). Only a failing kernel is read again, to name its entry.
     pub fn validate(&self, rtol: f64) -> Result<()> {
         self.check(rtol, true)
     }

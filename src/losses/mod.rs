@@ -646,7 +646,7 @@ const NEAR_MARGIN: f64 = 1e-6;
 
 impl Loss {
     /// A better primal point on the ray `t·(f, b)`, `t ≥ 1`, for the hinge loss: the one that
-    /// puts every point within [`NEAR_MARGIN`] inside the margin onto it. A solver's KKT
+    /// puts every point within `NEAR_MARGIN` inside the margin onto it. A solver's KKT
     /// tolerance leaves such points (margins `1 − 1e-12`), each costing `C·(1 − y(f + b))`
     /// in `P`, which matters when the objective itself is tiny: with a kernel scaled by 1e12,
     /// `P ≈ 6e-10` and these terms held the gap at 4.5e-3 at the inner solver's finest

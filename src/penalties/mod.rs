@@ -24,4 +24,4 @@ pub mod sparse;
 pub use block::BlockPenalty;
 pub use group::{group_penalty, GroupPenalty, Groups};
 pub use lp::{dual_norm, lp_gradient_scales, lp_penalty, lp_q, p_norm, theta_update};
-pub use sparse::{block_value, kernel_weights, SparsePenalty};
+pub use sparse::{block_value, kernel_weights, subgradient_distance, SparsePenalty};

@@ -3,6 +3,7 @@
 //! proximal Newton), and the kernel weights they imply at the optimum.
 
 use crate::error::{MkError, Result};
+use crate::linalg::norm;
 
 /// The penalty on the block norms `s_m = ‖f_m‖`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,6 +72,22 @@ impl SparsePenalty {
 /// [`SparsePenalty::weights`].
 pub fn block_value((r1, r2): (f64, f64), s: f64) -> f64 {
     r1 * s + 0.5 * r2 * s * s
+}
+
+/// The distance of `−g` to the subdifferential of one block's penalty `r_1 ‖w‖ + r_2/2 ‖w‖²`
+/// at `w` (weights `(r_1, r_2)` of [`SparsePenalty::weights`]): how far block `w` is from
+/// optimal with the loss gradient `g` on it (0 exactly at a solution).
+pub fn subgradient_distance((r1, r2): (f64, f64), g: &[f64], w: &[f64]) -> f64 {
+    let nw = norm(w);
+    if nw > 0.0 {
+        g.iter()
+            .zip(w)
+            .map(|(gi, wi)| (gi + (r1 / nw + r2) * wi).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    } else {
+        (norm(g) - r1).max(0.0)
+    }
 }
 
 /// The kernel weights on the simplex. At the optimum every active `A[m]` is parallel to the

@@ -190,6 +190,17 @@ impl CheckSchedule {
         self.forced
     }
 
+    /// At a stall of the iterated problem, whether the fit stalls: a restricted problem's
+    /// stall forces a whole-problem check instead (only it can tell why), once.
+    pub(crate) fn stalls(&mut self, restricted: bool) -> bool {
+        if restricted && !self.is_forced() {
+            self.force();
+            false
+        } else {
+            true
+        }
+    }
+
     /// After a whole-problem check that did not converge, `grew` when it found violators to
     /// add to the working set: the one rule of every working set (grow, else stall if the
     /// check was forced, else back off).

@@ -27,7 +27,7 @@ const SAFETY: f64 = 4.0;
 
 /// An upper bound on the rounding error of a computed quadratic form `ρᵀKρ` of a kernel with
 /// largest diagonal entry `max_diag`, `‖ρ‖₁ = rho_l1` and `n` entries:
-/// `c (n + 2) ε₆₄ max_i K_ii ‖ρ‖₁²`, `c` = [`SAFETY`].
+/// `c (n + 2) ε₆₄ max_i K_ii ‖ρ‖₁²`, `c` = `SAFETY`.
 ///
 /// The stack's entries are exact in f64 (float32 widens exactly) and every solver sums the
 /// products in f64, as `Σ_i K_ii ρ_i² + 2 Σ_i ρ_i (Σ_{j>i} K_ij ρ_j)`: each term passes through

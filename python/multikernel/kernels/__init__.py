@@ -30,6 +30,7 @@ from .._typing import Normalization
 from ..exceptions import StackTooLargeError
 from ._banks import SIMPLEMKL_WIDTHS, KernelBank, simplemkl_bank, view_bank
 from ._banks import _check_normalize as _check_normalize
+from ._banks import _from_tuple as _from_tuple
 from ._distances import DistanceKernels, from_distances
 from ._feature_maps import FeatureBank, FeatureMethod
 from ._feature_maps import _row_batches as _row_batches
@@ -44,7 +45,6 @@ from ._specs import (
     Linear,
     Polynomial,
 )
-from ._specs import _from_tuple as _from_tuple
 from ._stacks import (
     LowRankFactors,
     alignment,

@@ -24,21 +24,22 @@ from .._validation import (
     check_verbose,
     column_names,
 )
-from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
-from ._histogram import Chi2, Hellinger, Intersection
+from ..exceptions import InternalError, InvalidInputError, InvalidParameterError, NotFittedError
+from ._histogram import Chi2, Hellinger, Intersection, _from_histogram_tuple
 from ._sequence import _engine_entries, _points_for
 from ._specs import (
     Callable,
     Gaussian,
     Kernel,
+    Laplacian,
     Linear,
     Polynomial,
     _check_specs,
     _Entry,
     _features,
-    _from_tuple,
     _positive,
     _resolve_columns,
+    _SpecTuple,
 )
 
 __all__ = ["SIMPLEMKL_WIDTHS", "KernelBank", "simplemkl_bank", "view_bank"]
@@ -70,6 +71,24 @@ def _is_float32(dtype: DTypeLike) -> bool:
             f"dtype must be float64 or float32, got {dt}", parameter="dtype"
         )
     return dt == np.dtype(np.float32)
+
+
+def _from_tuple(t: _SpecTuple) -> Kernel:
+    """The specification of the engine's tuple ``t`` (a bank's kernels, as the engine lists
+    them)."""
+    kind, a, b, c, feats = t
+    if kind == "linear":
+        return Linear(features=feats)
+    if kind == "polynomial":
+        return Polynomial(degree=int(a), coef0=b, scale=c, features=feats)
+    if kind == "gaussian":
+        return Gaussian(sigma=a, features=feats)
+    if kind == "laplacian":
+        return Laplacian(sigma=a, features=feats)
+    histogram = _from_histogram_tuple(t)
+    if histogram is not None:
+        return histogram
+    raise InternalError(f"the engine returned a kernel specification of unknown kind {kind!r}")
 
 
 def simplemkl_bank(

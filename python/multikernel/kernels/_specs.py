@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._validation import check_real
-from ..exceptions import InternalError, InvalidParameterError
+from ..exceptions import InvalidParameterError
 
 __all__ = [
     "Callable",
@@ -583,24 +583,6 @@ def _resolve_columns(specs: Sequence[Kernel], names: Sequence[str] | None) -> li
             )
         out.append(s._with_features(tuple(index[j] if isinstance(j, str) else j for j in feats)))
     return out
-
-
-def _from_tuple(t: _SpecTuple) -> Kernel:
-    kind, a, b, c, feats = t
-    if kind == "linear":
-        return Linear(features=feats)
-    if kind == "polynomial":
-        return Polynomial(degree=int(a), coef0=b, scale=c, features=feats)
-    if kind == "gaussian":
-        return Gaussian(sigma=a, features=feats)
-    if kind == "laplacian":
-        return Laplacian(sigma=a, features=feats)
-    from ._histogram import _from_histogram_tuple
-
-    histogram = _from_histogram_tuple(t)
-    if histogram is not None:
-        return histogram
-    raise InternalError(f"the engine returned a kernel specification of unknown kind {kind!r}")
 
 
 def _check_specs(specs: Sequence[Kernel]) -> list[Kernel]:

@@ -5,18 +5,18 @@
 //! Primal: `P = C Σ_i ℓ(y_i, f(x_i)) + ½ max_j (Σ_{k∈G_j} ‖f_jk‖)²`.
 //! Dual (any loss, `β` feasible for the single-kernel dual):
 //! `D(β) = −C Σ_i ℓ*(y_i, −β_i/C) − ½ (Σ_j max_{k∈G_j} sqrt(βᵀK_jkβ))²`.
-//! Saddle form ([Nath] eq. 3–4): `min_λ max_{β, γ} −C Σ ℓ* − ½ Σ_j W_j/γ_j` with
+//! Saddle form (Nath eq. 3–4): `min_λ max_{β, γ} −C Σ ℓ* − ½ Σ_j W_j/γ_j` with
 //! `W_j = Σ_k λ_jk βᵀK_jkβ`, `λ_j` and `γ` on simplexes. For fixed `(λ, γ)` the inner
 //! problem is a single-kernel problem on `K_eff = Σ_j Σ_k θ_jk K_jk`, `θ_jk = λ_jk/γ_j`, so
 //! every iterate `A[jk] = θ_jk β` is a primal point and its `β` a dual point: each step is
 //! certified.
 //!
 //! One step: the warm-started single-kernel solve on `K_eff`, the quadratic forms
-//! `q_jk = βᵀK_jkβ`, the certificate, the closed-form `γ_j = √W_j / Σ_j' √W_j'` ([Nath] eq. 6)
-//! and the entropic mirror step on `λ` ([Nath] eq. 8) with the gradient
+//! `q_jk = βᵀK_jkβ`, the certificate, the closed-form `γ_j = √W_j / Σ_j' √W_j'` (Nath eq. 6)
+//! and the entropic mirror step on `λ` (Nath eq. 8) with the gradient
 //! `g_jk = −½ q_jk/γ_j`: `λ_jk ← λ_jk e^{−η g_jk} / Σ_{k'∈G_j} λ_jk' e^{−η g_jk'}`.
 //! The step `η` follows [`StepRule`]; `StepRule::Newton` replaces the mirror step by a
-//! second-order step on the working set (hinge and squared hinge losses, [`newton`]).
+//! second-order step on the working set (hinge and squared hinge losses, `newton`).
 //!
 //! Working set of kernels (beyond the paper): the solution keeps few kernels per group, so
 //! the iterations run on a set `S` of kernels (`θ = 0` off `S`, which touches only their
@@ -49,17 +49,17 @@ pub(crate) use newton::{dual_box, Iterate as NewtonIterate};
 /// How the mirror step `η_t` is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepRule {
-    /// [Nath] eq. 9: `η_t = sqrt(ln max_j n_j) / (‖g‖_∞ √t)`, the rule of its convergence
+    /// Nath eq. 9: `η_t = sqrt(ln max_j n_j) / (‖g‖_∞ √t)`, the rule of its convergence
     /// proof.
     Paper,
     /// `η_t = c_t/‖g‖_∞` with `c_0 = 1`, `c` × 1.5 after a step that lowered the primal and
     /// × 0.5 after one that did not. Safe because every iterate is certified, and measured
     /// to need several times fewer steps than eq. 9 (docs/mathematics.md §4).
     Adaptive,
-    /// The second-order step of [`newton`] (hinge and squared hinge, working sets of at most
-    /// [`NEWTON_MAX`] kernels), the adaptive step otherwise: after the first restriction of
+    /// The second-order step of `newton` (hinge and squared hinge, working sets of at most
+    /// `NEWTON_MAX` kernels), the adaptive step otherwise: after the first restriction of
     /// the working set (which resets `λ`), after a step that raised the primal, and instead of
-    /// a step that would move a `γ_j` more than [`GAMMA_TRUST`]× (the safeguards). Several
+    /// a step that would move a `γ_j` more than `GAMMA_TRUST`× (the safeguards). Several
     /// times fewer stack reads than the adaptive rule (docs/mathematics.md §4, "Measured").
     Newton,
 }

@@ -61,7 +61,7 @@ pub struct PathConfig {
     /// factorisation per point when they converge) rather than a Newton step each.
     pub reuse_factors: bool,
     /// The ratio `r_j/d_j` at which a kernel joins the barrier's working set (default
-    /// [`ADMIT`]; the others are checked once per point), or `None`: every kernel is in the
+    /// `ADMIT`; the others are checked once per point), or `None`: every kernel is in the
     /// barrier throughout.
     pub working_set: Option<f64>,
 }

@@ -1,14 +1,14 @@
 //! The certificate of a point of proximal Newton (docs/mathematics.md §2.13): `P`, the loss's
 //! gradient and the natural dual point, in one pass over the features.
 
-use super::model::{norm, violation};
 use super::rows::{DualPoint, Op, Rows, Shift, Update};
 use super::ProxNewtonConfig;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
+use crate::linalg::norm;
 use crate::losses::{centre_tau, intercept_search, Envelope};
 use crate::penalties::duals::best_envelope_dual_by;
-use crate::penalties::BlockPenalty;
+use crate::penalties::{subgradient_distance, BlockPenalty};
 use crate::result::{relative_gap, OuterCoef};
 use crate::solvers::tracker::{Model, Tracker};
 
@@ -220,7 +220,7 @@ pub(super) fn certify(
     // ℓp's and group's steps take every kernel: no working set to choose.
     let viol = match cfg.penalty {
         BlockPenalty::Sparse(sp) => (0..x.m())
-            .map(|m| violation(sp.weights(), &grad[x.block(m)], &w[x.block(m)]))
+            .map(|m| subgradient_distance(sp.weights(), &grad[x.block(m)], &w[x.block(m)]))
             .collect(),
         BlockPenalty::Lp { .. } | BlockPenalty::Group(_) => vec![0.0; x.m()],
     };

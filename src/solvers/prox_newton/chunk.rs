@@ -39,7 +39,7 @@ pub struct Chunks<'a, T> {
 }
 
 /// What a chunk keeps between a cluster's tasks (`ChunkMemo` in the binding): its state and
-/// its [`Kept`] rows, so that a pass over `z` alone costs what it costs in memory.
+/// its `Kept` rows, so that a pass over `z` alone costs what it costs in memory.
 #[derive(Default)]
 pub struct Memo {
     state: RowState,

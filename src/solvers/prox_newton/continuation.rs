@@ -4,9 +4,9 @@
 //! the exact problem's.
 
 use super::certificate::{Point, Problem};
-use super::model::norm;
 use super::rows::{Curvature, DualPoint, Op, Shift};
 use crate::error::Result;
+use crate::linalg::norm;
 use crate::losses::{Envelope, Loss};
 use crate::penalties::{BlockPenalty, GroupPenalty};
 

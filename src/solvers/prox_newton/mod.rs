@@ -9,7 +9,7 @@
 //! P(w, b) = C Σ_i ℓ(y_i, f_i) + Σ_m (r_1 ‖w_m‖ + r_2/2 ‖w_m‖²).
 //! ```
 //!
-//! Each step of the driver ([`ProxNewton`] in `solver`) reads the features once for the
+//! Each step of the driver (`ProxNewton` in `solver`) reads the features once for the
 //! gradient `g = C Gᵀℓ'(f)` and the certificate (`certificate`), picks a working set of
 //! kernels (`working_set`: the active ones and the worst violators of the optimality
 //! conditions), forms the Hessian of the loss on them, `H = C [G_W, 1]ᵀ diag(ℓ'') [G_W, 1]`
@@ -50,14 +50,14 @@ pub use rows::{Curvature, DualPoint, Op, Rows, Shift, Update};
 /// Settings of [`fit_prox_newton`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProxNewtonConfig {
-    /// `l1`, `elasticnet`, ℓp with `p > 1` ([`lp_direction`](model::lp_direction)), or
+    /// `l1`, `elasticnet`, ℓp with `p > 1` (`lp_direction`), or
     /// `group` through the smoothing continuation of its penalty
-    /// ([`GroupLevel`](continuation::GroupLevel)).
+    /// (`GroupLevel`).
     pub penalty: BlockPenalty,
     /// Loss weight.
     pub c: f64,
     /// Any loss: the hinge and ε-insensitive ones through the smoothing continuation
-    /// ([`Smoothing`](continuation::Smoothing)).
+    /// (`Smoothing`).
     pub loss: Loss,
     /// Stop when the relative duality gap is at most this.
     pub tol: f64,
@@ -142,7 +142,7 @@ pub fn fit_prox_newton_rows<T: Element>(
 
 /// The fit on rows wherever they are ([`Rows`]: in memory, or the chunks of a Dask array on a
 /// cluster), whose per-row state starts at `z = 0`: the start checked, then the Newton steps
-/// ([`ProxNewton`]) on the driver.
+/// (`ProxNewton`) on the driver.
 pub fn fit_prox_newton_on(
     x: &dyn Rows,
     cfg: &ProxNewtonConfig,

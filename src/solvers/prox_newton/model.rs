@@ -5,27 +5,10 @@
 use super::working_set::WorkingSet;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
-use crate::linalg::{clear_upper_simd_state, dot, Cholesky};
-use crate::penalties::{block_value, lp_gradient_scales, lp_penalty, lp_q, GroupPenalty};
-
-pub(super) fn norm(v: &[f64]) -> f64 {
-    v.iter().map(|x| x * x).sum::<f64>().sqrt()
-}
-
-/// The distance of `−g` to the penalty's subdifferential at `w`: how far block `w` is from
-/// optimal with the loss gradient `g` on it (0 exactly at a solution).
-pub(super) fn violation((r1, r2): (f64, f64), g: &[f64], w: &[f64]) -> f64 {
-    let nw = norm(w);
-    if nw > 0.0 {
-        g.iter()
-            .zip(w)
-            .map(|(gi, wi)| (gi + (r1 / nw + r2) * wi).powi(2))
-            .sum::<f64>()
-            .sqrt()
-    } else {
-        (norm(g) - r1).max(0.0)
-    }
-}
+use crate::linalg::{clear_upper_simd_state, dot, norm, Cholesky};
+use crate::penalties::{
+    block_value, lp_gradient_scales, lp_penalty, lp_q, subgradient_distance, GroupPenalty,
+};
 
 /// The exact minimiser of one block of the Newton model, `½ vᵀH v + cᵀv + r_1 ‖v‖ + r_2/2 ‖v‖²`
 /// over `v` (docs/mathematics.md §2.13): with `H = Q Λ Qᵀ` and `ĉ = Qᵀc`, `v = 0` when
@@ -403,7 +386,7 @@ impl NewtonModel<'_> {
                 let r = self.range(t);
                 let gr: Vec<f64> = r.clone().map(|j| self.g[j] + hx[j]).collect();
                 let wr: Vec<f64> = r.map(|j| self.w[j] + x[j]).collect();
-                violation(self.pw, &gr, &wr)
+                subgradient_distance(self.pw, &gr, &wr)
             })
             .fold((self.g[k - 1] + hx[k - 1]).abs(), f64::max)
     }

@@ -1,8 +1,8 @@
 //! The working set of a step: the kernels it optimises and their columns.
 
 use super::certificate::Point;
-use super::model::norm;
 use super::rows::Rows;
+use crate::linalg::norm;
 use crate::penalties::BlockPenalty;
 
 /// A working set: its kernels and their columns in order.

@@ -7,11 +7,11 @@
 //! `K_θ = Σ_m θ_m K_m`, with `A^c[m] = θ_m β_c`, so every iteration solves the K problems in
 //! parallel (rayon; SMO or Newton, each warm-started at its last solution), reads the forms
 //! `q_m = Σ_c β_cᵀK_mβ_c` in one pass over the stack, certifies the whole problem and moves θ
-//! by the binary solver's step for the penalty, on the summed forms ([`weights`]).
+//! by the binary solver's step for the penalty, on the summed forms (`weights`).
 //!
 //! Dual (any penalty): `D = −Σ_c Σ_i c_i ℓ*(y_i^c, −ρ_ci/c_i) − Ω°(t)`, `t_m = sqrt(Σ_c
 //! ρ_cᵀK_mρ_c)`, at the best common multiple of the points `ρ_c` (`β_c`, or the logistic
-//! loss's natural point), [`best_shared_dual`].
+//! loss's natural point), `best_shared_dual`.
 
 mod class;
 mod group;

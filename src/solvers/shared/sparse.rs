@@ -22,31 +22,6 @@ use crate::solvers::wrapper::{
     MAX_MODEL, MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
 };
 
-/// The trust region of the Newton model on the effective weights.
-pub(crate) struct Trust {
-    /// The ratio `R` of the region.
-    radius: f64,
-    /// The model of the last accepted iterate and the decrease it predicted for the trial.
-    model: Option<(NewtonModel, f64)>,
-    /// Whether the next step is the alternation's (the first, or after the model failed).
-    alternate: bool,
-}
-
-impl Trust {
-    pub(super) fn new() -> Self {
-        Trust {
-            radius: START_RADIUS,
-            model: None,
-            alternate: true,
-        }
-    }
-
-    /// Whether the Newton model reads the next iterate (its step is not the alternation's).
-    pub(super) fn modelled(&self) -> bool {
-        !self.alternate
-    }
-}
-
 impl Shared<'_> {
     /// `J` at the last solves: each class's single-kernel value (SMO's dual value, or the
     /// Newton model's primal value `Σ c_i ℓ + ½ βᵀf`) plus the penalty of the weights.

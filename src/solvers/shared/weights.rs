@@ -7,9 +7,7 @@ use crate::kernels::KernelStack;
 use crate::penalties::{kernel_weights, theta_update, BlockPenalty, Groups};
 use crate::solvers::lp::{extrapolate, over_relaxation};
 use crate::solvers::mirror::{traces, FreeBlocks, State, StepRule, Stepper};
-use crate::solvers::wrapper::Penalty;
-
-pub(super) use super::sparse::Trust;
+use crate::solvers::wrapper::{NewtonModel, Penalty, START_RADIUS};
 
 /// The weights' state between iterations.
 pub(super) enum Weights {
@@ -147,5 +145,30 @@ pub(super) fn alternate(pen: &Penalty, w: &mut [f64], norms: &[f64]) {
         for (v, &s) in w.iter_mut().zip(norms) {
             *v = s / (pen.r1 + pen.r2 * s);
         }
+    }
+}
+
+/// The trust region of the Newton model on the effective weights.
+pub(crate) struct Trust {
+    /// The ratio `R` of the region.
+    pub(super) radius: f64,
+    /// The model of the last accepted iterate and the decrease it predicted for the trial.
+    pub(super) model: Option<(NewtonModel, f64)>,
+    /// Whether the next step is the alternation's (the first, or after the model failed).
+    pub(super) alternate: bool,
+}
+
+impl Trust {
+    pub(super) fn new() -> Self {
+        Trust {
+            radius: START_RADIUS,
+            model: None,
+            alternate: true,
+        }
+    }
+
+    /// Whether the Newton model reads the next iterate (its step is not the alternation's).
+    pub(super) fn modelled(&self) -> bool {
+        !self.alternate
     }
 }

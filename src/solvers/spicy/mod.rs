@@ -12,7 +12,7 @@
 //! # Scale
 //! `γ_m` has the units of `1/K` (`v_m` adds a coefficient to a loss derivative), `γ_b` and
 //! `γ_z` none, so the kernel blocks take `γ_m = γ/s` with `s` the kernels' scale
-//! ([`kernel_scale`]): every step is then exactly the step on the stack `K/s` with
+//! (`kernel_scale`): every step is then exactly the step on the stack `K/s` with
 //! `λ_1/√s`, `λ_2/s`, without copying the stack, and a stack ×1e12 is as easy as the unit
 //! one. The reference scale is the unit trace for the hinge-type losses and the unit mean
 //! diagonal for the smooth ones, the faster of the two for each (docs/mathematics.md §2.2,
@@ -74,7 +74,7 @@
 //! `A = 0`, `ρ̃ = −C ℓ'(y, b)`, ranks the kernels by their centred block norms `‖ρ̃‖_{K_m}` and
 //! `W` starts with the [`AUTO_WORKING_SET`] largest. The restricted problem's solution is the
 //! full one iff every kernel outside `W` satisfies its KKT condition `‖ρ̃‖_{K_m} ≤ r_1` (after
-//! the same scaling as the certificate); so when the restricted gap falls below [`CHECK_GAP`],
+//! the same scaling as the certificate); so when the restricted gap falls below `CHECK_GAP`,
 //! the dual candidate that is better on `W` is projected over all kernels in one pass (one
 //! vector, not both: the same bytes with half the arithmetic), which gives a dual value valid
 //! for the whole problem, and the violators (the most violated first, at most `|W|` of them)
@@ -154,14 +154,14 @@ pub struct SpicyConfig {
     pub gamma0: f64,
     /// Growth factor of `γ` per outer iteration, in [1, [`MAX_GAMMA_FACTOR`]), default 10.
     pub gamma_factor: f64,
-    /// Largest `γ`, times `max(1, C√s)`, `s` the kernels' scale ([`kernel_scale`]; bounds the
+    /// Largest `γ`, times `max(1, C√s)`, `s` the kernels' scale (`kernel_scale`; bounds the
     /// Hessian's condition number); finite, ≥ `gamma0`, default 1e8.
     pub gamma_max: f64,
     /// Kernels in the working set, at least 1 (`None`, the default: [`AUTO_WORKING_SET`] when
     /// the stack has more than twice as many, else all). Needs `r_1 > 0`; see the module
     /// documentation.
     pub working_set: Option<usize>,
-    /// Iterate on a working set of points for the hinge-type losses from [`MIN_POINTS`]
+    /// Iterate on a working set of points for the hinge-type losses from `MIN_POINTS`
     /// points on (default true); see the module documentation.
     pub point_working_set: bool,
 }

@@ -3,7 +3,7 @@
 //! the growth of the working set of points between steps.
 
 use super::inner::{Inner, Outer};
-use super::start::{first_points, warm_points, Warm};
+use super::start::{first_points, largest, warm_points, Warm};
 use super::{
     kernel_scale, project_duals, Fit, Projected, SpicyConfig, AUTO_WORKING_SET, CHECK_GAP,
 };
@@ -501,12 +501,4 @@ fn violation(points: &[Projected], inside: &[bool], r1: f64, r2: f64) -> Vec<f64
         }
     }
     score
-}
-
-/// The (at most) `k` entries of `ids` with the largest `score`, in increasing index order.
-pub(super) fn largest(score: &[f64], mut ids: Vec<usize>, k: usize) -> Vec<usize> {
-    ids.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
-    ids.truncate(k);
-    ids.sort_unstable();
-    ids
 }

@@ -3,7 +3,6 @@
 //! `solvers::spicy`, "Working set").
 
 use super::inner::Outer;
-use super::solver::largest;
 use super::{project_duals, Fit, SpicyConfig, SpicyStart};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
@@ -285,3 +284,11 @@ pub(super) fn warm_points(
 /// proximal iterates, not a support vector: `A ← prox(A + γρ)` only shrinks the entries of a
 /// point that left the support (docs/mathematics.md §2.10, "Working sets").
 const WARM_COLUMN: f64 = 1e-3;
+
+/// The (at most) `k` entries of `ids` with the largest `score`, in increasing index order.
+pub(super) fn largest(score: &[f64], mut ids: Vec<usize>, k: usize) -> Vec<usize> {
+    ids.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
+    ids.truncate(k);
+    ids.sort_unstable();
+    ids
+}

@@ -3,7 +3,7 @@
 //!
 //! With features `φ_k(x) ∈ ℝ^{D_k}` and `λ = 1/(Cn)`, each epoch minimises
 //! `g(w, b) = ½ Σ_k (λ/d_k)‖w_k‖² + (1/n) Σ_t ℓ(y_t, Σ_k⟨w_k, φ_k(x_t)⟩ + b)` over `(w, b)` for
-//! fixed kernel weights `d` (`‖d‖_p = 1`), which are then updated in closed form ([SVRG]
+//! fixed kernel weights `d` (`‖d‖_p = 1`), which are then updated in closed form (SVRG
 //! eq. 2: `d_k ∝ ‖w_k‖^{2/(p+1)}`). Minimising over `d` gives `Cn·g = C Σ ℓ + ½(Σ‖w_k‖^q)^{2/q}`,
 //! `q = 2p/(p+1)`: our `lp` objective, so `P` is computed from the norms `‖w_k‖ = ‖f_k‖`.
 //!

@@ -10,19 +10,8 @@ use super::{Next, Wrapper};
 use crate::error::Result;
 use crate::solvers::driver::{Driver, Outcome};
 use crate::solvers::points::{new_points, scatter_points};
-use crate::solvers::schedule::{CheckSchedule, Settled};
+use crate::solvers::schedule::Settled;
 use crate::solvers::tracker::Tracker;
-
-/// At a stall of the iterated problem, whether the fit stalls: a restricted problem's stall
-/// forces a whole-problem check instead (only it can tell why), once.
-pub(super) fn stalls(restricted: bool, checks: &mut CheckSchedule) -> bool {
-    if restricted && !checks.is_forced() {
-        checks.force();
-        false
-    } else {
-        true
-    }
-}
 
 impl Wrapper<'_> {
     /// A restricted iterate of the working set of points: `D` is the whole problem's (β = 0

@@ -19,7 +19,7 @@
 //!   optimum `q_m = r_1²/(1 − r_2 w_m)²` where `w_m > 0` and `q_m ≤ r_1²` where `w_m = 0`,
 //!   the norm condition of the `l1` dual (docs/mathematics.md §1.1), so the certificate of
 //!   SpicyMKL applies unchanged: `P` at `A[m] = w_m β`, `D` at the multiple of `β` that is
-//!   best and feasible ([`best_dual`](crate::penalties::duals::best_dual)).
+//!   best and feasible (`best_dual`).
 //! - `∂²J/∂w_m∂w_k = g_mᵀ Z g_k + [m = k] π''(w_m)`, `g_m = (K_mβ)_F` on the free support
 //!   vectors `F`, and `Z = A⁻¹ − A⁻¹11ᵀA⁻¹/(1ᵀA⁻¹1)` with `A = K_w[F, F] + R` (`R = I/C`
 //!   for the squared hinge, 0 otherwise): the implicit function theorem on the SVM's
@@ -39,20 +39,20 @@
 //!    a Newton step from a wrong scale crawls (`J` grows like `1/t` below the optimum).
 //!    With more than `2 · START_KERNELS` kernels, only the `START_KERNELS` that this SVM's
 //!    solution ranks first (largest `q_m`) start non-zero, with the same total weight.
-//!    From [`SAMPLE_MIN`](start::SAMPLE_MIN) points on, the search and the ranking run on a
-//!    [`Sample`](start::Sample) of the points instead (no solve on all of them before the
+//!    From `SAMPLE_MIN` points on, the search and the ranking run on a
+//!    `Sample` of the points instead (no solve on all of them before the
 //!    first iterate).
 //! 2. Trust-region Newton steps: minimise the quadratic model over the box
 //!    `d_m ≤ (R − 1) w_m` (a weight may drop to zero, or by the factor `R` at most once a
 //!    refused step shrank `R` below its start; a kernel at zero with `∂J/∂w_m < 0` may
 //!    enter up to a quarter of the mean weight times `R − 1`; at most
-//!    [`MAX_MODEL`](newton::MAX_MODEL) kernels). The next SVM solve gives `J` at the trial
+//!    `MAX_MODEL` kernels). The next SVM solve gives `J` at the trial
 //!    point (its SMO dual value plus the penalty): a step that raised `J` is refused and
 //!    retried from the same model with a smaller `R`; `R` doubles after a step that achieved
 //!    half the predicted decrease.
 //!
 //! 3. Working sets (docs/mathematics.md §2.11), with whole-problem checks on the schedule of
-//!    [`CheckSchedule`](crate::solvers::schedule::CheckSchedule): for the hinge-type losses
+//!    `CheckSchedule`: for the hinge-type losses
 //!    a set of points `W` (the first iterate's support vectors and margin violators), whose
 //!    restricted iterates solve SMO on `K_m[W, W]` and certify the whole problem's `D` (their
 //!    `P` is recorded as `+∞`), each standing for the whole problem only once no point outside
@@ -74,9 +74,9 @@
 //! support vectors only (`|S|²` evaluations per kernel, from views of those points).
 //!
 //! # The code
-//! [`fit_from`] builds the state ([`Wrapper`]) from the first iterate (`start`, step 1) and
-//! the [`Driver`] runs it. Each iteration (`state`) is one SVM solve at the weights `w`
-//! ([`Combined`] holds `K_w`), the verdict on the trial step, the certificate of the iterate
+//! `fit_from` builds the state (`Wrapper`) from the first iterate (`start`, step 1) and
+//! the `Driver` runs it. Each iteration (`state`) is one SVM solve at the weights `w`
+//! (`Combined` holds `K_w`), the verdict on the trial step, the certificate of the iterate
 //! (`certificate`; of a working set, with its checks: `checks`), and the next trust-region
 //! step of the Newton model (`newton`, step 2).
 

@@ -5,7 +5,6 @@
 use std::ops::ControlFlow;
 
 use super::certificate::{forms, solve_point, Certificate, Point};
-use super::checks::stalls;
 use super::newton::{
     gradient, model_kernels, movable, s_hessian, step_rose, NewtonModel, MAX_MODEL,
     MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
@@ -210,11 +209,11 @@ impl Wrapper<'_> {
     }
 
     /// Where only a more exact SVM can move the certificate: the next solve 100 times more
-    /// exact, or at [`MIN_INNER_TOL`] a stall of the iterated problem ([`stalls`]). Whether
+    /// exact, or at [`MIN_INNER_TOL`] a stall of the iterated problem ([`CheckSchedule::stalls`](crate::solvers::schedule::CheckSchedule::stalls)). Whether
     /// the fit stalls.
     fn tighten(&mut self, d: &mut Driver<'_>, restricted: bool) -> bool {
         if self.inner_tol <= MIN_INNER_TOL {
-            return stalls(restricted, &mut d.checks);
+            return d.checks.stalls(restricted);
         }
         self.inner_tol = (0.01 * self.inner_tol).max(MIN_INNER_TOL);
         false
@@ -346,7 +345,7 @@ impl Wrapper<'_> {
         let vars = model_kernels(&self.w, &grad_all, cap);
         if vars.is_empty() {
             self.next = Next::Resolve;
-            return Ok(stalls(restricted, &mut d.checks).then(stalled));
+            return Ok(d.checks.stalls(restricted).then(stalled));
         }
         let model = self.model_at(point, j, vars, &grad_all, prod)?;
         let (step, pred) = model.step(self.radius, &self.pen);
