@@ -8,8 +8,8 @@ use crate::error::{MkError, Result};
 
 /// faer's kernels run AVX-512/AVX2 code and can leave the upper halves of the vector registers
 /// dirty on the threads that ran them; the SSE code that follows (ours, and libm's `exp` and
-/// `log`) then pays a state-transition penalty on every instruction (measured: Gram matrices
-/// of Gaussian kernels 14× slower). `vzeroupper` clears that state; call this on a thread
+/// `log`) then pays a state-transition penalty on every instruction (docs/performance.md,
+/// "Vector state after faer"). `vzeroupper` clears that state; call this on a thread
 /// after faer has run on it.
 #[inline(always)]
 pub fn clear_upper_simd_state() {

@@ -185,27 +185,12 @@ impl NormStats {
         let abs_diag: Vec<f64> = diag.iter().map(|d| d.abs()).collect();
         let raw_scale = weighted_sum(&abs_diag, w).max(f64::MIN_POSITIVE);
         let trace = weighted_sum(&cdiag, w);
-        let zero = trace <= DEGENERATE * raw_scale;
-        let scale = match normalization {
-            Normalization::None | Normalization::Spherical => 1.0,
-            _ if zero => 0.0,
-            Normalization::Trace => 1.0 / trace,
-            Normalization::MeanDiag => weight / trace,
-            Normalization::Multiplicative => {
-                // With centring the mean of all entries is 0 already.
-                let mean_all = if center {
-                    0.0
-                } else {
-                    total_sum / (weight * weight)
-                };
-                let var = trace / weight - mean_all;
-                if var <= DEGENERATE * raw_scale / weight {
-                    0.0
-                } else {
-                    1.0 / var
-                }
-            }
+        let mean_all = if center {
+            0.0 // with centring the mean of all entries is 0 already
+        } else {
+            total_sum / (weight * weight)
         };
+        let scale = normalization.scale(trace, weight, mean_all, raw_scale);
         KernelStats {
             row_means,
             total,
@@ -369,6 +354,30 @@ pub(crate) struct KernelStats {
     /// rounding of a centred diagonal entry.
     terms: f64,
     center: bool,
+}
+
+impl Normalization {
+    /// The factor on a kernel of (centred) trace `trace` over points of total weight
+    /// `weight`, with `mean_all` the mean of all its entries (read by the multiplicative
+    /// normalisation only) and `raw_scale` the trace of `|diag|`: 0 for a kernel whose trace
+    /// (or variance) is rounding of that scale, which carries nothing.
+    fn scale(self, trace: f64, weight: f64, mean_all: f64, raw_scale: f64) -> f64 {
+        let zero = trace <= DEGENERATE * raw_scale;
+        match self {
+            Normalization::None | Normalization::Spherical => 1.0,
+            _ if zero => 0.0,
+            Normalization::Trace => 1.0 / trace,
+            Normalization::MeanDiag => weight / trace,
+            Normalization::Multiplicative => {
+                let var = trace / weight - mean_all;
+                if var <= DEGENERATE * raw_scale / weight {
+                    0.0
+                } else {
+                    1.0 / var
+                }
+            }
+        }
+    }
 }
 
 impl KernelStats {

@@ -211,9 +211,9 @@ fn worst_below_diagonal(n: usize, score: impl Fn(usize, usize) -> f64) -> (usize
 }
 
 /// The side of the square tiles in which [`DenseStack::validate`] visits a kernel. Long row
-/// segments keep the hardware prefetchers streaming a tile and its mirror tile; tiles of 256
-/// took 1.15× as long at n = 1000, M = 50, tiles of 64 1.8× (docs/performance.md, "Checking a
-/// stack", for the check's cost against one pass over the stack).
+/// segments keep the hardware prefetchers streaming a tile and its mirror tile; smaller tiles
+/// measured slower (docs/performance.md, "Checking a stack", with the check's cost against one
+/// pass over the stack).
 const TILE: usize = 512;
 
 /// The 4×4 blocks of a tile strictly below the diagonal: block rows `r0..ie`, block columns
@@ -281,8 +281,8 @@ impl Blocks {
         let zero = _mm256_setzero_pd();
         // One block row at a time: its 4 rows and the 4 mirror rows of each block are the
         // only streams in flight. Two or four block rows at once (sharing each mirror row's
-        // cache lines) measured 1.3-2.4x slower at n = 166-3000: more row streams than the
-        // hardware prefetchers follow (docs/performance.md, "Checking a stack").
+        // cache lines) measured slower: more row streams than the hardware prefetchers follow
+        // (docs/performance.md, "Checking a stack").
         for i in (self.r0..self.ie).step_by(4) {
             for j in (self.c0..self.je.min(i)).step_by(4) {
                 let (u0, u1) = (load(j * n + i), load((j + 1) * n + i));

@@ -184,6 +184,44 @@ pub(crate) fn run_reporting<R: Send>(
     run_in(py, false, n_threads, report, f)
 }
 
+/// Runs `f` on a thread of its own, in the shared pool or one of its own (`apart`), panics
+/// caught, and waits for it, calling `tick` every 50 ms meanwhile (where the caller checks
+/// for signals and delivers the callbacks).
+fn solve_waiting<R: Send>(
+    apart: bool,
+    n_threads: usize,
+    bridge: &Bridge<'_>,
+    f: impl FnOnce(&dyn Interrupt) -> Result<R> + Send,
+    mut tick: impl FnMut(),
+) -> Result<R> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        scope.spawn(move || {
+            let r = no_panic(|| {
+                let run = || f(bridge);
+                match apart {
+                    true => with_own_pool(n_threads, run),
+                    false => with_pool(n_threads, run),
+                }
+                .and_then(|r| r)
+            });
+            // The receiver outlives the scope: a send cannot fail.
+            let _ = tx.send(r);
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(r) => return r,
+                Err(mpsc::RecvTimeoutError::Timeout) => tick(),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(MkError::Panic(
+                        "the solver thread ended without a result".into(),
+                    ))
+                }
+            }
+        }
+    })
+}
+
 /// [`run_reporting`] in the shared pool, or in one of its own (`apart`).
 fn run_in<R: Send>(
     py: Python<'_>,
@@ -233,38 +271,12 @@ fn run_in<R: Send>(
         }
     };
     let result = py.detach(|| {
-        std::thread::scope(|scope| {
-            let (tx, rx) = mpsc::channel();
-            let bridge = &bridge;
-            scope.spawn(move || {
-                let r = no_panic(|| {
-                    let run = || f(bridge);
-                    match apart {
-                        true => with_own_pool(n_threads, run),
-                        false => with_pool(n_threads, run),
-                    }
-                    .and_then(|r| r)
-                });
-                // The receiver outlives the scope: a send cannot fail.
-                let _ = tx.send(r);
-            });
-            loop {
-                match rx.recv_timeout(Duration::from_millis(50)) {
-                    Ok(r) => return r,
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if let Err(e) = Python::attach(|py| py.check_signals()) {
-                            signal.get_or_insert(e);
-                            cancel.store(true, Ordering::Relaxed);
-                        }
-                        deliver(&mut callback_error);
-                    }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => {
-                        return Err(MkError::Panic(
-                            "the solver thread ended without a result".into(),
-                        ))
-                    }
-                }
+        solve_waiting(apart, n_threads, &bridge, f, || {
+            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                signal.get_or_insert(e);
+                cancel.store(true, Ordering::Relaxed);
             }
+            deliver(&mut callback_error);
         })
     });
     deliver(&mut callback_error);

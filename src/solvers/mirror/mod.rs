@@ -458,6 +458,24 @@ impl State {
                 joined.push(j);
             }
         }
+        let freed = self.free_carrying(groups, &sums, traces, (lead, top));
+        let total: f64 = self.gamma.iter().sum();
+        if total > 0.0 {
+            self.gamma.iter_mut().for_each(|v| *v /= total);
+        }
+        (joined, freed)
+    }
+
+    /// The penalised groups that [`revise_groups`](Self::revise_groups) frees (their `γ_j`
+    /// set to 0), given every group's norm sum `sums`, the kernels' traces and the group of
+    /// largest `γ` with that `γ` (`lead`, `top`).
+    fn free_carrying(
+        &mut self,
+        groups: &Groups,
+        sums: &[f64],
+        traces: &[f64],
+        (lead, top): (Option<usize>, f64),
+    ) -> Vec<usize> {
         let top_sum = sums.iter().fold(0.0f64, |a, &v| a.max(v));
         // Each penalised group's share of `K_eff`'s trace, `Σ_k θ_k tr K_k` with `θ = λ/γ`.
         let weighted: Vec<f64> = groups
@@ -485,11 +503,7 @@ impl State {
                 freed.push(j);
             }
         }
-        let total: f64 = self.gamma.iter().sum();
-        if total > 0.0 {
-            self.gamma.iter_mut().for_each(|v| *v /= total);
-        }
-        (joined, freed)
+        freed
     }
 
     /// [Nath] eq. 6, then the entropic mirror step eq. 8 on the set, given `q` on the set;

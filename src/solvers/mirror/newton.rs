@@ -80,41 +80,44 @@ pub(crate) fn dual_box(loss: Loss, c: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
     }
 }
 
-/// The model at the iterate, or `None` when it is degenerate (no live group, a singular or
-/// non-finite system). Several iterates are the shared multiclass fit's classes on one
-/// `K_eff` (docs/mathematics.md §3.8): `x` holds every class's `α_F` and the one `γ`, each
-/// class adds its own block, its coupling to `γ` and its `y`-constraint, and `quad` holds the
-/// forms summed over the classes (so `W_j` and `φ_λ` are the sums of the classes' terms).
-pub(super) fn model(
-    its: &[Iterate],
-    ids: &[usize],
-    lambda: &[f64],
-    gamma: &[f64],
-    quad: &[f64],
-) -> Option<Model> {
-    let n = its.first()?.y.len();
-    let mut pos = Vec::new();
-    let mut vars = Vec::new();
-    let mut local = vec![usize::MAX; gamma.len()];
-    let mut live = Vec::new();
-    let mut group = Vec::new();
-    for (p, &k) in its[0].set.iter().enumerate() {
-        let j = ids[k];
-        if gamma[j] > 0.0 {
-            if local[j] == usize::MAX {
-                local[j] = live.len();
-                live.push(j);
+/// The model's variables: the kernels of the iterate's set whose group has `γ_j > 0`.
+struct Variables {
+    /// Each variable's position in the set (its columns in `Iterate::products`).
+    pos: Vec<usize>,
+    /// Each variable's kernel.
+    vars: Vec<usize>,
+    /// The live groups, and each variable's index among them.
+    live: Vec<usize>,
+    group: Vec<usize>,
+}
+
+impl Variables {
+    fn of(it: &Iterate, ids: &[usize], gamma: &[f64]) -> Self {
+        let mut v = Variables {
+            pos: Vec::new(),
+            vars: Vec::new(),
+            live: Vec::new(),
+            group: Vec::new(),
+        };
+        let mut local = vec![usize::MAX; gamma.len()];
+        for (p, &k) in it.set.iter().enumerate() {
+            let j = ids[k];
+            if gamma[j] > 0.0 {
+                if local[j] == usize::MAX {
+                    local[j] = v.live.len();
+                    v.live.push(j);
+                }
+                v.pos.push(p);
+                v.vars.push(k);
+                v.group.push(local[j]);
             }
-            pos.push(p);
-            vars.push(k);
-            group.push(local[j]);
         }
+        v
     }
-    let (s, jl) = (vars.len(), live.len());
-    if s == 0 {
-        return None;
-    }
-    // Each class's free support vectors, and where its block starts in `x`.
+}
+
+/// Each class's free support vectors, and where its block starts in the model's `x`.
+fn free_points(its: &[Iterate], n: usize) -> (Vec<Vec<usize>>, Vec<usize>) {
     let frees: Vec<Vec<usize>> = its
         .iter()
         .map(|it| {
@@ -131,6 +134,33 @@ pub(super) fn model(
             Some(at)
         })
         .collect();
+    (frees, starts)
+}
+
+/// The model at the iterate, or `None` when it is degenerate (no live group, a singular or
+/// non-finite system). Several iterates are the shared multiclass fit's classes on one
+/// `K_eff` (docs/mathematics.md §3.8): `x` holds every class's `α_F` and the one `γ`, each
+/// class adds its own block, its coupling to `γ` and its `y`-constraint, and `quad` holds the
+/// forms summed over the classes (so `W_j` and `φ_λ` are the sums of the classes' terms).
+pub(super) fn model(
+    its: &[Iterate],
+    ids: &[usize],
+    lambda: &[f64],
+    gamma: &[f64],
+    quad: &[f64],
+) -> Option<Model> {
+    let n = its.first()?.y.len();
+    let Variables {
+        pos,
+        vars,
+        live,
+        group,
+    } = Variables::of(&its[0], ids, gamma);
+    let (s, jl) = (vars.len(), live.len());
+    if s == 0 {
+        return None;
+    }
+    let (frees, starts) = free_points(its, n);
     let nf: usize = frees.iter().map(Vec::len).sum();
     let g_of = |r: usize| gamma[live[group[r]]];
     // (Q_k α)_F = y_F (K_k β)_F, class `c`'s `a`-th free point.

@@ -25,6 +25,33 @@ pub(super) struct Best {
 }
 
 impl Best {
+    /// Keeps the iterate `(w, b)` of kernel weights `weights`, block norms `norms` and dual
+    /// point `dual` (whose block norms are `dual_norms`) as the best, its rows too.
+    fn keep(
+        &mut self,
+        p: &Problem<'_>,
+        (w, b): (&[f64], f64),
+        weights: Vec<f64>,
+        (norms, dual_norms): (&[f64], &[f64]),
+        dual: DualPoint,
+    ) -> Result<()> {
+        self.model = Some(Model {
+            coef: Vec::new(),
+            intercept: b,
+            weights,
+            norms: norms.to_vec(),
+        });
+        self.w.copy_from_slice(w);
+        self.dual = Some(dual);
+        p.update(&Update::KeepBest)?;
+        self.scale = norms
+            .iter()
+            .zip(dual_norms)
+            .map(|(&s, &u)| if s > 0.0 && u > 0.0 { s / u } else { 0.0 })
+            .collect();
+        Ok(())
+    }
+
     /// `A[m] = d_m ρ̃` as its factors `d` and `ρ̃`: the representer form, exact at the
     /// optimum, where `w_m = G_mᵀ A[m]` (the feature weights are the iterate itself); `None`
     /// where the rows stay on a cluster ([`Rows::best_dual_rows`]).
@@ -231,20 +258,8 @@ pub(super) fn certify(
     // accurate. The recorded `P` stays the least (at most 1e-13 relative below this one's).
     let least = tracker.best_primal();
     if exact < least || exact <= least + 1e-13 * least.abs() {
-        best.model = Some(Model {
-            coef: Vec::new(),
-            intercept: b_exact,
-            weights: cfg.penalty.kernel_weights(&norms, &dual_norms),
-            norms: norms.clone(),
-        });
-        best.w.copy_from_slice(w);
-        best.dual = Some(dual);
-        p.update(&Update::KeepBest)?;
-        best.scale = norms
-            .iter()
-            .zip(&dual_norms)
-            .map(|(&s, &u)| if s > 0.0 && u > 0.0 { s / u } else { 0.0 })
-            .collect();
+        let weights = cfg.penalty.kernel_weights(&norms, &dual_norms);
+        best.keep(p, (w, b_exact), weights, (&norms, &dual_norms), dual)?;
     }
     // The coefficients are formed once, at the end ([`Best::coef`]).
     let gap = tracker.record_with(exact, (dual_value, None), active, || Model {

@@ -226,24 +226,36 @@ impl<'a, T: Element> Chunks<'a, T> {
         k
     }
 
+    /// One chunk's part of [`Op::Gradient`] at the dual point `dual`: `[Gᵀℓ', Gᵀρ̃, Σℓ']`.
+    fn gradient_part(&self, dual: &DualPoint, k: &Kept, r: Range<usize>) -> Vec<f64> {
+        let (x, width) = (self.x, self.x.width());
+        let d1 = &k.d1[r.clone()];
+        // `[Gᵀℓ', Gᵀρ̃, Σℓ']`.
+        let rho = dual_rows(dual, k, r.clone());
+        let mut acc = vec![0.0; 2 * width + 1];
+        let (grad, rest) = acc.split_at_mut(width);
+        let (u, total) = rest.split_at_mut(width);
+        for (t, i) in r.enumerate() {
+            let xi = x.row(i);
+            for (v, a) in [(d1[t], &mut *grad), (rho[t], &mut *u)] {
+                if v != 0.0 {
+                    a.iter_mut()
+                        .zip(xi)
+                        .for_each(|(s, xj)| *s += v * xj.to_f64());
+                }
+            }
+            total[0] += d1[t];
+        }
+        acc
+    }
+
     /// One chunk's part of a certificate's `op` (the dual point's: [`Op::Centre`] to
     /// [`Op::Conjugate`]), from the [`Kept`] rows of its dual point: loops over slices, the
     /// points of a search outside (a pass reads three vectors per point, no `exp`).
     fn dual_part(&self, op: &Op, st: &RowState, kept: Option<&Kept>, r: Range<usize>) -> Vec<f64> {
-        let (x, y, c, z) = (
-            self.x,
-            &self.y[r.clone()],
-            &self.c[r.clone()],
-            &st.z[r.clone()],
-        );
-        let width = x.width();
+        let (y, c, z) = (&self.y[r.clone()], &self.c[r.clone()], &st.z[r.clone()]);
         let k = kept.expect("the rows of the op's dual point are kept");
-        let (d1, v, lo, hi) = (
-            &k.d1[r.clone()],
-            &k.v[r.clone()],
-            &k.lo[r.clone()],
-            &k.hi[r.clone()],
-        );
+        let (v, lo, hi) = (&k.v[r.clone()], &k.lo[r.clone()], &k.hi[r.clone()]);
         let rows = || {
             v.iter()
                 .zip(lo)
@@ -278,25 +290,7 @@ impl<'a, T: Element> Chunks<'a, T> {
                 }
                 out.to_vec()
             }
-            Op::Gradient { dual } => {
-                // `[Gᵀℓ', Gᵀρ̃, Σℓ']`.
-                let rho = dual_rows(dual, k, r.clone());
-                let mut acc = vec![0.0; 2 * width + 1];
-                let (grad, rest) = acc.split_at_mut(width);
-                let (u, total) = rest.split_at_mut(width);
-                for (t, i) in r.enumerate() {
-                    let xi = x.row(i);
-                    for (v, a) in [(d1[t], &mut *grad), (rho[t], &mut *u)] {
-                        if v != 0.0 {
-                            a.iter_mut()
-                                .zip(xi)
-                                .for_each(|(s, xj)| *s += v * xj.to_f64());
-                        }
-                    }
-                    total[0] += d1[t];
-                }
-                acc
-            }
+            Op::Gradient { dual } => self.gradient_part(dual, k, r),
             Op::Conjugate { dual, conj, ts } => {
                 let rho = dual_rows(dual, k, r);
                 ts.iter()
@@ -309,6 +303,35 @@ impl<'a, T: Element> Chunks<'a, T> {
             }
             _ => unreachable!("not a certificate's operation"),
         }
+    }
+
+    /// One chunk's part of [`Op::Hessian`]: the lower triangle of `ZᵀZ`, `Z` the columns
+    /// `cols` and the intercept's of the rows scaled by `sqrt(C ℓ'')` (in the zone, only the
+    /// rows where it is positive).
+    fn hessian_part(&self, op: &Op, st: &RowState, r: Range<usize>) -> Vec<f64> {
+        let Op::Hessian { env, b, cols, zone } = op else {
+            unreachable!("a Hessian's operation")
+        };
+        let (x, y, c, z) = (self.x, self.y, self.c, &st.z);
+        let k = cols.len() + 1;
+        let (rows, sq): (Vec<usize>, Vec<f64>) = r
+            .map(|i| (i, c[i] * env.deriv2(y[i], z[i] + b)))
+            .filter(|&(_, h)| !zone || h > 0.0)
+            .map(|(i, h)| (i, h.max(0.0).sqrt()))
+            .unzip();
+        if rows.is_empty() {
+            return vec![0.0; k * k];
+        }
+        let nr = rows.len();
+        let mut zs = vec![0.0; nr * k];
+        for (t, (&i, &s)) in rows.iter().zip(&sq).enumerate() {
+            let row = x.row(i);
+            for (cc, &j) in cols.iter().enumerate() {
+                zs[cc * nr + t] = row[j].to_f64() * s;
+            }
+            zs[cols.len() * nr + t] = s;
+        }
+        gram_lower(&zs, nr, k)
     }
 
     /// One chunk's part of `op` (`kept`: the [`Kept`] rows of the op's dual point, when it
@@ -355,27 +378,7 @@ impl<'a, T: Element> Chunks<'a, T> {
                     })
                     .collect()
             }
-            Op::Hessian { env, b, cols, zone } => {
-                let k = cols.len() + 1;
-                let (rows, sq): (Vec<usize>, Vec<f64>) = r
-                    .map(|i| (i, c[i] * env.deriv2(y[i], z[i] + b)))
-                    .filter(|&(_, h)| !zone || h > 0.0)
-                    .map(|(i, h)| (i, h.max(0.0).sqrt()))
-                    .unzip();
-                if rows.is_empty() {
-                    return vec![0.0; k * k];
-                }
-                let nr = rows.len();
-                let mut zs = vec![0.0; nr * k];
-                for (t, (&i, &s)) in rows.iter().zip(&sq).enumerate() {
-                    let row = x.row(i);
-                    for (cc, &j) in cols.iter().enumerate() {
-                        zs[cc * nr + t] = row[j].to_f64() * s;
-                    }
-                    zs[cols.len() * nr + t] = s;
-                }
-                gram_lower(&zs, nr, k)
-            }
+            Op::Hessian { .. } => self.hessian_part(op, st, r),
             Op::Squares { weight } => {
                 let mut acc = vec![0.0; width];
                 for i in r {

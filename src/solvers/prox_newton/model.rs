@@ -191,47 +191,15 @@ pub(super) fn inner(
             (block, solver)
         })
         .collect();
-    let hbb = hess[k * k - 1];
     let mut delta = vec![0.0; k];
     // `Hδ`, kept up to date column by column.
     let mut hd = vec![0.0; k];
-    let mut cur = Vec::new();
     let mut recent: Vec<Vec<f64>> = Vec::with_capacity(DEPTH + 1);
     for epoch in 0..MAX_EPOCHS {
         if epoch % 64 == 63 {
             interrupt.check()?;
         }
-        for (t, (block, solver)) in blocks.iter().enumerate() {
-            let r = md.range(t);
-            let kb = r.len();
-            cur.clear();
-            cur.extend(r.clone().map(|j| w[j] + delta[j]));
-            // The block's linear term with its own current value taken out:
-            // `c = (g + Hδ)_m − H_mm (w_m + δ_m)`.
-            let c: Vec<f64> = r
-                .clone()
-                .enumerate()
-                .map(|(a, j)| {
-                    let hc: f64 = (0..kb).map(|b2| block[a + b2 * kb] * cur[b2]).sum();
-                    g[j] + hd[j] - hc
-                })
-                .collect();
-            let z = solver.minimise(&c, pw);
-            for ((j, znew), c) in r.clone().zip(&z).zip(&cur) {
-                let ch = znew - c;
-                if ch != 0.0 {
-                    delta[j] += ch;
-                    let col = &hess[j * k..(j + 1) * k];
-                    hd.iter_mut().zip(col).for_each(|(h, a)| *h += ch * a);
-                }
-            }
-        }
-        if hbb > 0.0 {
-            let ch = -(g[k - 1] + hd[k - 1]) / hbb;
-            delta[k - 1] += ch;
-            let col = &hess[(k - 1) * k..];
-            hd.iter_mut().zip(col).for_each(|(h, a)| *h += ch * a);
-        }
+        sweep(&md, &blocks, &mut delta, &mut hd);
         if md.worst(&delta, &hd) <= tol_in {
             break;
         }
@@ -252,6 +220,52 @@ pub(super) fn inner(
         }
     }
     Ok(delta)
+}
+
+/// One epoch of [`inner`]: each block of the working set minimised exactly in turn
+/// ([`BlockSolver`], with the block `H_mm` it factors), then the intercept by its Newton step;
+/// `δ` and `Hδ` updated as they go.
+fn sweep(
+    md: &NewtonModel<'_>,
+    blocks: &[(Vec<f64>, BlockSolver)],
+    delta: &mut [f64],
+    hd: &mut [f64],
+) {
+    let (hess, g, w, pw) = (md.hess, md.g, md.w, md.pw);
+    let k = delta.len();
+    let hbb = hess[k * k - 1];
+    let mut cur = Vec::new();
+    for (t, (block, solver)) in blocks.iter().enumerate() {
+        let r = md.range(t);
+        let kb = r.len();
+        cur.clear();
+        cur.extend(r.clone().map(|j| w[j] + delta[j]));
+        // The block's linear term with its own current value taken out:
+        // `c = (g + Hδ)_m − H_mm (w_m + δ_m)`.
+        let c: Vec<f64> = r
+            .clone()
+            .enumerate()
+            .map(|(a, j)| {
+                let hc: f64 = (0..kb).map(|b2| block[a + b2 * kb] * cur[b2]).sum();
+                g[j] + hd[j] - hc
+            })
+            .collect();
+        let z = solver.minimise(&c, pw);
+        for ((j, znew), c) in r.clone().zip(&z).zip(&cur) {
+            let ch = znew - c;
+            if ch != 0.0 {
+                delta[j] += ch;
+                let col = &hess[j * k..(j + 1) * k];
+                hd.iter_mut().zip(col).for_each(|(h, a)| *h += ch * a);
+            }
+        }
+    }
+    if hbb > 0.0 {
+        let ch = -(g[k - 1] + hd[k - 1]) / hbb;
+        delta[k - 1] += ch;
+        let col = &hess[(k - 1) * k..];
+        hd.iter_mut().zip(col).for_each(|(h, a)| *h += ch * a);
+    }
 }
 
 /// The step `−A⁻¹ rhs` of a Newton system `A` (`k × k`, row-major) with right-hand side `rhs`.

@@ -106,6 +106,65 @@ fn needed(active: &[usize], rz: &[f64], start: &[f64], stop: &[f64], it: usize) 
         .fold(0.0f64, f64::max)
 }
 
+/// `dst += alpha · src`.
+fn add_scaled(dst: &mut [f64], src: &[f64], alpha: f64) {
+    dst.iter_mut().zip(src).for_each(|(d, s)| *d += alpha * s);
+}
+
+/// `(K v, (K + diag(d)) v)` for the columns of `v`, packed one after another.
+fn apply_shifted(k: &[f64], d: &[f64], v: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let n = d.len().max(1);
+    let mut kv = vec![0.0; v.len()];
+    dense_matvecs(k, n, v, &mut kv);
+    let mut out = kv.clone();
+    for (oj, vj) in out.chunks_exact_mut(n).zip(v.chunks_exact(n)) {
+        oj.iter_mut()
+            .zip(d)
+            .zip(vj)
+            .for_each(|((o, di), vi)| *o += di * vi);
+    }
+    (kv, out)
+}
+
+/// The preconditioner `P = M⁻¹` (`M = diag(d) + LLᵀ`) of the bordered systems, restricted to
+/// the vectors that sum to zero.
+struct Projector {
+    pre: DiagPlusLowRank,
+    m_one: Vec<f64>,
+    s_one: f64,
+}
+
+impl Projector {
+    fn new(d: &[f64], l: &[f64]) -> Result<Self> {
+        let pre = DiagPlusLowRank::new(d, l.to_vec())?;
+        let m_one = pre.solve(&vec![1.0; d.len().max(1)]);
+        let s_one = m_one.iter().sum();
+        Ok(Projector { pre, m_one, s_one })
+    }
+
+    /// `z = P res` for columns packed one after another, and each res and b moved by the
+    /// multiple of 1 that P removes; returns `res_jᵀ z_j`.
+    fn project(&self, res: &mut [f64], b: &mut [f64], z: &mut Vec<f64>) -> Vec<f64> {
+        let n = self.m_one.len();
+        z.clear();
+        z.extend_from_slice(res);
+        self.pre.solve_many(z);
+        let chunks = res.chunks_exact_mut(n).zip(z.chunks_exact_mut(n));
+        chunks
+            .zip(b.iter_mut())
+            .map(|((rj, zj), bj)| {
+                let c = zj.iter().sum::<f64>() / self.s_one;
+                zj.iter_mut()
+                    .zip(&self.m_one)
+                    .for_each(|(zi, mi)| *zi -= c * mi);
+                rj.iter_mut().for_each(|ri| *ri -= c);
+                *bj += c;
+                dot(rj, zj)
+            })
+            .collect()
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn pcg_bordered(
     k: &[f64],
@@ -120,40 +179,9 @@ fn pcg_bordered(
 ) -> Result<Option<Cg>> {
     let n = d.len().max(1);
     let s = r.len() / n;
-    let pre = DiagPlusLowRank::new(d, l.to_vec())?;
-    let m_one = pre.solve(&vec![1.0; n]);
-    let s_one: f64 = m_one.iter().sum();
-    // z = P res for columns packed one after another, and each res and b moved by the
-    // multiple of 1 that P removes; returns `res_jᵀ z_j`.
-    let project = |res: &mut [f64], b: &mut [f64], z: &mut Vec<f64>| -> Vec<f64> {
-        z.clear();
-        z.extend_from_slice(res);
-        pre.solve_many(z);
-        let chunks = res.chunks_exact_mut(n).zip(z.chunks_exact_mut(n));
-        chunks
-            .zip(b.iter_mut())
-            .map(|((rj, zj), bj)| {
-                let c = zj.iter().sum::<f64>() / s_one;
-                zj.iter_mut().zip(&m_one).for_each(|(zi, mi)| *zi -= c * mi);
-                rj.iter_mut().for_each(|ri| *ri -= c);
-                *bj += c;
-                dot(rj, zj)
-            })
-            .collect()
-    };
-    // K v for the columns of `v` (packed), and (K + diag(d)) v.
-    let apply = |v: &[f64]| -> (Vec<f64>, Vec<f64>) {
-        let mut kv = vec![0.0; v.len()];
-        dense_matvecs(k, n, v, &mut kv);
-        let mut out = kv.clone();
-        for (oj, vj) in out.chunks_exact_mut(n).zip(v.chunks_exact(n)) {
-            oj.iter_mut()
-                .zip(d)
-                .zip(vj)
-                .for_each(|((o, di), vi)| *o += di * vi);
-        }
-        (kv, out)
-    };
+    let projector = Projector::new(d, l)?;
+    let project = |res: &mut [f64], b: &mut [f64], z: &mut Vec<f64>| projector.project(res, b, z);
+    let apply = |v: &[f64]| apply_shifted(k, d, v);
     let gather = |v: &[f64], cols: &[usize]| gather_columns(v, cols, n);
     let mut z = Vec::new();
     let mut rhs = r.to_vec();
@@ -197,18 +225,9 @@ fn pcg_bordered(
                 return Ok(None);
             }
             let alpha = rz[j] / pap;
-            x[j * n..(j + 1) * n]
-                .iter_mut()
-                .zip(pj)
-                .for_each(|(xi, pi)| *xi += alpha * pi);
-            kx[j * n..(j + 1) * n]
-                .iter_mut()
-                .zip(&kpa[a * n..(a + 1) * n])
-                .for_each(|(xi, pi)| *xi += alpha * pi);
-            ra[a * n..(a + 1) * n]
-                .iter_mut()
-                .zip(apj)
-                .for_each(|(ri, ai)| *ri -= alpha * ai);
+            add_scaled(&mut x[j * n..(j + 1) * n], pj, alpha);
+            add_scaled(&mut kx[j * n..(j + 1) * n], &kpa[a * n..(a + 1) * n], alpha);
+            add_scaled(&mut ra[a * n..(a + 1) * n], apj, -alpha);
         }
         let rz_new = project(&mut ra, &mut ba, &mut z);
         for (a, &j) in active.iter().enumerate() {

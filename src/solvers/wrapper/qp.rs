@@ -41,32 +41,7 @@ pub(super) fn box_qp(h: &Mat<f64>, g: &[f64], lo: &[f64], hi: &[f64]) -> Vec<f64
             on_minimum = false;
             continue;
         }
-        let nf = free.len();
-        let mut sub = Mat::from_fn(nf, nf, |a, b| h[(free[a], free[b])]);
-        let mut rhs = Mat::from_fn(nf, 1, |a, _| -grad[free[a]]);
-        match sub.as_ref().llt(faer::Side::Lower) {
-            Ok(llt) => llt.solve_in_place(rhs.as_mut()),
-            Err(_) => {
-                // Rounding made the block indefinite: a tiny shift, then LU.
-                for a in 0..nf {
-                    sub[(a, a)] += 1e-12 * scale;
-                }
-                sub.partial_piv_lu().solve_in_place(rhs.as_mut());
-            }
-        }
-        clear_upper_simd_state();
-        let mut p: Vec<f64> = (0..nf).map(|a| rhs[(a, 0)]).collect();
-        let mut t = 1.0f64;
-        if p.iter().any(|v| !v.is_finite()) {
-            // No curvature to stop the Newton step (a model with no free support vectors is
-            // linear): along steepest descent, to its minimum or the first bound.
-            p = free.iter().map(|&a| -grad[a]).collect();
-            let pp: f64 = p.iter().map(|v| v * v).sum();
-            let php: f64 = (0..nf)
-                .map(|a| p[a] * (0..nf).map(|b| h[(free[a], free[b])] * p[b]).sum::<f64>())
-                .sum();
-            t = if php > 0.0 { pp / php } else { f64::INFINITY };
-        }
+        let (p, mut t) = face_step(h, &grad, &free, scale);
         let mut block = None;
         for (a, &r) in free.iter().enumerate() {
             let limit = if p[a] > 0.0 {
@@ -97,6 +72,37 @@ pub(super) fn box_qp(h: &Mat<f64>, g: &[f64], lo: &[f64], hi: &[f64]) -> Vec<f64
         }
     }
     x
+}
+
+/// The step on the face of the free coordinates `free` at the gradient `grad`: the Newton
+/// step (length 1), or where the block has no curvature to stop it (a model with no free
+/// support vectors is linear) steepest descent with the length that minimises along it
+/// (infinite when nothing does).
+fn face_step(h: &Mat<f64>, grad: &[f64], free: &[usize], scale: f64) -> (Vec<f64>, f64) {
+    let nf = free.len();
+    let mut sub = Mat::from_fn(nf, nf, |a, b| h[(free[a], free[b])]);
+    let mut rhs = Mat::from_fn(nf, 1, |a, _| -grad[free[a]]);
+    match sub.as_ref().llt(faer::Side::Lower) {
+        Ok(llt) => llt.solve_in_place(rhs.as_mut()),
+        Err(_) => {
+            // Rounding made the block indefinite: a tiny shift, then LU.
+            for a in 0..nf {
+                sub[(a, a)] += 1e-12 * scale;
+            }
+            sub.partial_piv_lu().solve_in_place(rhs.as_mut());
+        }
+    }
+    clear_upper_simd_state();
+    let p: Vec<f64> = (0..nf).map(|a| rhs[(a, 0)]).collect();
+    if p.iter().all(|v| v.is_finite()) {
+        return (p, 1.0);
+    }
+    let p: Vec<f64> = free.iter().map(|&a| -grad[a]).collect();
+    let pp: f64 = p.iter().map(|v| v * v).sum();
+    let php: f64 = (0..nf)
+        .map(|a| p[a] * (0..nf).map(|b| h[(free[a], free[b])] * p[b]).sum::<f64>())
+        .sum();
+    (p, if php > 0.0 { pp / php } else { f64::INFINITY })
 }
 
 #[cfg(test)]
