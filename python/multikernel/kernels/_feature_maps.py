@@ -19,6 +19,8 @@ from .._validation import (
     check_n_threads,
     check_random_state,
     column_names,
+    is_sparse,
+    sparse_refused,
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 from ._banks import _bank_repr, _check_same_columns, _is_float32
@@ -512,6 +514,8 @@ def _map_width(p: dict[str, Any]) -> int:
 def _feature_rows(X: Any) -> NDArray[Any]:
     """``X`` as a 2-D array whose rows are converted (and checked) batch by batch: arrays,
     memmaps included, are kept as they are; anything else becomes float64."""
+    if is_sparse(X):
+        raise sparse_refused("FeatureBank")
     arr = X if isinstance(X, np.ndarray) else check_features(X)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise InvalidInputError(
