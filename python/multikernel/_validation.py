@@ -619,7 +619,8 @@ def check_points(X: Any, name: str = "X") -> CheckedPoints:
     if isinstance(X, Points):
         return X
     if is_sparse(X):
-        return check_sparse(X, name)
+        csr: CheckedPoints = check_sparse(X, name)
+        return csr
     if not has_sequences(X):
         return check_features(X, name)
     names = column_names(X)
