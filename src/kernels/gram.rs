@@ -687,9 +687,7 @@ fn validate_inputs(x: &Points<'_>, kernels: &[BankKernel<'_>], name: &str) -> Re
                     s.check_nonnegative(m, name, x.nrows(), x.ncols(), |i, j| x[(i, j)])?
                 }
                 // The stored entries only: the others are 0.
-                Points::Sparse(x) => {
-                    s.check_nonnegative_entries(m, name, x.ncols(), x.entries())?
-                }
+                Points::Sparse(x) => s.check_nonnegative_entries(m, name, x.entries())?,
             }
         }
     }

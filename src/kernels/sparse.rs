@@ -108,20 +108,12 @@ impl CsrMatrix {
         let mut out = match features {
             None => self.clone(),
             Some(f) => {
-                // The new positions of each old column, as a CSR map of `ncols` rows.
-                let mut start = vec![0usize; self.ncols + 1];
-                for &j in f {
-                    start[j + 1] += 1;
-                }
-                for j in 0..self.ncols {
-                    start[j + 1] += start[j];
-                }
-                let mut fill = start.clone();
-                let mut to = vec![0usize; f.len()];
-                for (k, &j) in f.iter().enumerate() {
-                    to[fill[j]] = k;
-                    fill[j] += 1;
-                }
+                // (old column, new position) sorted by old column: each stored entry finds
+                // its new positions by binary search, in memory of the selection's size, not
+                // of the (maybe millions of) columns.
+                let mut map: Vec<(usize, usize)> =
+                    f.iter().enumerate().map(|(k, &j)| (j, k)).collect();
+                map.sort_unstable();
                 let mut indptr = Vec::with_capacity(self.nrows + 1);
                 indptr.push(0);
                 let (mut indices, mut data) = (Vec::new(), Vec::new());
@@ -130,7 +122,9 @@ impl CsrMatrix {
                     row.clear();
                     let (idx, val) = self.row(i);
                     for (&j, &v) in idx.iter().zip(val) {
-                        row.extend(to[start[j]..start[j + 1]].iter().map(|&k| (k, v)));
+                        let first = map.partition_point(|&(c, _)| c < j);
+                        let to = map[first..].iter().take_while(|&&(c, _)| c == j);
+                        row.extend(to.map(|&(_, k)| (k, v)));
                     }
                     row.sort_unstable_by_key(|&(k, _)| k);
                     indices.extend(row.iter().map(|&(k, _)| k));

@@ -213,27 +213,32 @@ impl KernelSpec {
         };
         let x = &x;
         let entries = (0..n).flat_map(|i| cols.iter().map(move |&j| (i, j, x(i, j))));
-        self.check_nonnegative_entries(m, what, p, entries)
+        self.check_nonnegative_entries(m, what, entries)
     }
 
     /// [`check_nonnegative`](Self::check_nonnegative) of the entries `(i, j, x_ij)` that may
-    /// be negative (a sparse matrix's stored ones: the others are 0), row by row, of a
-    /// matrix of `p` columns.
+    /// be negative (a sparse matrix's stored ones: the others are 0), row by row.
     pub(crate) fn check_nonnegative_entries(
         &self,
         m: usize,
         what: &str,
-        p: usize,
         mut entries: impl Iterator<Item = (usize, usize, f64)>,
     ) -> Result<()> {
         if !self.func.nonnegative_input() {
             return Ok(());
         }
-        let mut read = vec![self.features.is_none(); p];
-        for &j in self.features.iter().flatten() {
-            read[j] = true;
-        }
-        match entries.find(|&(_, j, v)| v < 0.0 && read[j]) {
+        // The columns read, sorted for a binary search (not a mask of all `p` columns: a
+        // sparse matrix may have millions).
+        let read: Option<Vec<usize>> = self.features.as_ref().map(|f| {
+            let mut f = f.clone();
+            f.sort_unstable();
+            f
+        });
+        let reads = |j: usize| match &read {
+            None => true,
+            Some(f) => f.binary_search(&j).is_ok(),
+        };
+        match entries.find(|&(_, j, v)| v < 0.0 && reads(j)) {
             None => Ok(()),
             Some((i, j, v)) => Err(MkError::KernelFunction {
                 kernel: m,
