@@ -587,6 +587,8 @@ class KernelBank:
             raise NotFittedError("this KernelBank is not fitted yet: call fit(X_train) first")
         _check_same_columns(X, getattr(self, "feature_names_in_", None))
         if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            if is_sparse(getattr(X, "_meta", None)):
+                raise sparse_refused("the Dask path of a kernel bank (sparse chunks)")
             if isinstance(self.X_train_, Points):
                 raise InvalidInputError(
                     "a bank fitted on sequences maps NumPy arrays or DataFrames, not Dask arrays"
