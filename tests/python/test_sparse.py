@@ -238,6 +238,17 @@ def test_cv_estimator_on_sparse_points() -> None:
                                rtol=1e-8, atol=1e-8)  # fmt: skip
 
 
+def test_path_on_sparse_points() -> None:
+    X, y = problem(n=40)
+    yy = np.where(y == 1, 1.0, -1.0)
+    a = mk.mkl_path(sp.csr_matrix(X), yy, kernels=FIT_KERNELS[:2])
+    b = mk.mkl_path(X, yy, kernels=FIT_KERNELS[:2])
+    np.testing.assert_allclose(a.Cs, b.Cs, rtol=1e-8)
+    C = float(b.Cs[-1])
+    f = a.decision_function(sp.csr_matrix(X), C)
+    np.testing.assert_allclose(f, b.decision_function(X, C), rtol=1e-8, atol=1e-8)
+
+
 def test_sparse_tag_follows_the_kernels() -> None:
     def sparse_tag(est: Any) -> bool:
         return bool(est.__sklearn_tags__().input_tags.sparse)

@@ -340,8 +340,8 @@ class KernelBank:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training points (strings too: see :meth:`fit_transform`).
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training points (strings and sparse matrices too: see :meth:`fit_transform`).
 
         Returns
         -------
@@ -372,8 +372,9 @@ class KernelBank:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training points; for a Dask array the points are gathered, the statistics
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training points (``scipy.sparse`` read as it is: docs/guide.md, "Sparse data");
+            for a Dask array the points are gathered, the statistics
             computed block by block on the workers, and a Dask array returned (docs/dask.md).
             For sequence kernels, a 1-D array or list of strings (str or bytes), or a
             DataFrame whose columns of strings hold sequences beside numeric columns: each
@@ -553,9 +554,10 @@ class KernelBank:
 
         Parameters
         ----------
-        X : array-like of shape (n_new, n_features)
-            New points; a Dask array gives a Dask array, chunked along ``n_new``, one
-            task per row block (docs/dask.md).
+        X : {array-like, sparse matrix} of shape (n_new, n_features)
+            New points (sparse or dense, whatever the training points were); a Dask array
+            gives a Dask array, chunked along ``n_new``, one task per row block
+            (docs/dask.md).
         columns : array-like of int, optional
             Only these training points (e.g. the support vectors of a model): the result
             has ``len(columns)`` columns. Not with ``center=True``, whose cross kernels
