@@ -275,9 +275,9 @@ def test_what_cannot_read_sparse_points_says_so() -> None:
         gram(S, [CallableKernel("chi2")])
     with refused(r"kernel 0, Callable"):
         mk.MKLClassifier(kernels=[CallableKernel(lambda A, B: A @ B.T)]).fit(S, y)
-    with refused("FeatureBank"):
+    with refused(r"kernels=FeatureBank\(\.\.\.\) \(its solvers read dense blocks\)"):
         mk.MKLClassifier(kernels=FeatureBank([Linear()])).fit(S, y)
-    with refused("FeatureBank"):
+    with refused("FeatureBank's nystroem map of kernel 0"):
         FeatureBank([Gaussian()], n_components=5).fit_transform(S)
     with refused("kernels='precomputed'"):
         mk.MKLClassifier(kernels="precomputed").fit(sp.csr_matrix(gram(X, [Linear()])[0]), y)
@@ -311,6 +311,42 @@ def test_linear_kernels_of_sparse_points_are_a_stored_stack(
     np.testing.assert_allclose(f, dense.decision_function(X), atol=1e-4 * np.abs(f).max())
     with refused("feature blocks"):
         dense.predict(sp.csr_matrix(X))
+
+
+@pytest.mark.parametrize("normalize", ["mean_diag", "trace", "none"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_linear_feature_banks_map_sparse_points_to_sparse_blocks(
+    normalize: Any, dtype: Any
+) -> None:
+    X, Z = sparse_data(30, 8, 7), sparse_data(6, 8, 8)
+    specs: list[Kernel] = [Linear(features=[5, 0, 3]), Linear()]
+    bank = FeatureBank(specs, normalize=normalize, dtype=dtype)
+    dense = FeatureBank(specs, normalize=normalize, dtype=dtype)
+    blocks, want = bank.fit_transform(sp.csc_matrix(X)), dense.fit_transform(X)
+    rtol = 1e-12 if dtype == np.float64 else 1e-6
+    np.testing.assert_allclose(bank.scales_, dense.scales_, rtol=rtol)
+    for got, ref in [(blocks, want), (bank.transform(sp.csr_array(Z)), dense.transform(Z))]:
+        assert all(sp.issparse(B) and B.format == "csr" and B.dtype == dtype for B in got)
+        for B, F in zip(got, ref, strict=True):
+            np.testing.assert_allclose(B.toarray(), F, rtol=rtol, atol=rtol)
+    # The blocks' products are the kernels, as gram normalises them.
+    if normalize != "none" and dtype == np.float64:
+        G = gram(X, specs, normalize=normalize)
+        for B, K in zip(blocks, G, strict=True):
+            assert_close((B @ B.T).toarray(), K)
+    # Fitted on sparse points, the bank maps dense ones too (to dense blocks).
+    for B, F in zip(bank.transform(Z), dense.transform(Z), strict=True):
+        np.testing.assert_allclose(B, F, rtol=rtol, atol=rtol)
+    with pytest.raises(ValueError, match="out="):
+        bank.transform(sp.csr_matrix(Z), out=np.empty((6, 11), dtype=dtype))
+
+
+def test_feature_banks_refuse_sparse_points_for_other_maps() -> None:
+    S = sp.csr_matrix(sparse_data(10, 4, 9))
+    with refused(r"nystroem map of kernel 1, Gaussian"):
+        FeatureBank([Linear(), Gaussian()]).fit(S)
+    with refused(r"rff map of kernel 0, Laplacian"):
+        FeatureBank([Laplacian()], method="rff").fit(S.toarray()).transform(S)
 
 
 def test_dask_arrays_of_sparse_chunks_are_refused() -> None:
