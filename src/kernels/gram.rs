@@ -46,8 +46,8 @@ impl Default for GramOptions {
     }
 }
 
-/// The points a Gram matrix reads: a dense matrix, or a sparse one whose kernels are computed
-/// from its stored entries ([`crate::kernels::sparse`]) without a dense copy.
+/// The points a Gram matrix reads: a dense matrix, or a sparse one ([`CsrMatrix`]) whose
+/// kernels are computed from its stored entries, without a dense copy.
 #[derive(Debug, Clone, Copy)]
 pub enum Points<'a> {
     Dense(ArrayView2<'a, f64>),
