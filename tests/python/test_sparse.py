@@ -219,6 +219,13 @@ def test_estimators_fit_sparse_as_dense(make: Callable[[], Any]) -> None:
     np.testing.assert_array_equal(f(again, sp.csr_matrix(Xte)), got)
 
 
+def test_kernels_on_demand_of_dense_points_predict_sparse_points() -> None:
+    X, y = problem()
+    est = mk.MKLClassifier(kernels=FIT_KERNELS[:2], cache_size=1.0).fit(X, y)
+    f = est.decision_function(X)
+    np.testing.assert_allclose(est.decision_function(sp.csr_matrix(X)), f, rtol=1e-12, atol=1e-12)
+
+
 def test_grid_search_on_sparse_points() -> None:
     X, y = problem(n=48)
     grid = {"C": [0.1, 10.0], "kernels": [FIT_KERNELS[:2], FIT_KERNELS[2:]]}
