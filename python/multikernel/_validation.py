@@ -680,7 +680,7 @@ def validate_points(estimator: Any, X: Any, y: Any = "no_validation", **kwargs: 
     dtype = kwargs.pop("dtype", np.float64)
     if is_sparse(X):
         # Any format in, CSR out (the engine reads rows); what refuses sparse points has
-        # refused them before (_sources.refuse_sparse).
+        # refused them before (_sources.resolve, kernels._sequence._refuse_sparse).
         out = validate_data(estimator, X, y, dtype=np.float64, accept_sparse="csr", **kwargs)
         if isinstance(y, str) and y == "no_validation":
             return check_sparse(out)
