@@ -27,7 +27,7 @@ from ._record import (
     warn_not_psd,
     warn_unconverged,
 )
-from ._sources import ESTIMATORS, Accepts, resolve
+from ._sources import ESTIMATORS, Accepts, resolve, takes_sparse
 from ._typing import LossName, Normalization, Penalty, PsdRepair, SolverName
 from ._validation import (
     check_bool,
@@ -761,4 +761,5 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         tags = super().__sklearn_tags__()
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
             tags.input_tags.pairwise = True
+        tags.input_tags.sparse = takes_sparse(self.kernels)
         return tags

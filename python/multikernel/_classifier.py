@@ -406,8 +406,9 @@ default "mean_diag"
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n, n) if precomputed
-            Training points, or the training kernel stack for ``kernels="precomputed"``.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n, n)
+            Training points (``scipy.sparse`` too, for kernel specifications: docs/guide.md,
+            "Sparse data"), or the training kernel stack for ``kernels="precomputed"``.
         y : array-like of shape (n_samples,)
             Class labels (any hashable type: strings are fine), two classes at least.
         sample_weight : array-like of shape (n_samples,), default None
@@ -555,7 +556,7 @@ default "mean_diag"
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n_samples, n_train)
             Test points, or the test kernels against the training points for
             ``kernels="precomputed"``.
 
@@ -592,7 +593,7 @@ default "mean_diag"
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n_samples, n_train)
             Test points, or the test kernels for ``kernels="precomputed"``.
 
         Returns
@@ -651,7 +652,7 @@ default "mean_diag"
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n_samples, n_train)
             Test points, or the test kernels for ``kernels="precomputed"``.
 
         Returns

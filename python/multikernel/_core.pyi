@@ -179,8 +179,12 @@ class PathResult:
 #: their starts (int64).
 _SeqColumn: TypeAlias = tuple[NDArray[np.uint8], NDArray[np.int64]]
 
+#: Sparse points: the CSR arrays (data, indices, indptr, n_cols) of a canonical CSR matrix
+#: (float64, int64, int64; each row's indices sorted, no duplicates).
+_Csr: TypeAlias = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]
+
 def gram_fit(
-    x: NDArray[np.float64],
+    x: NDArray[np.float64] | _Csr,
     specs: list[_SpecTuple | _FuncEntry],
     normalize: str,
     center: bool,
@@ -213,8 +217,8 @@ class OnDemandKernels:
     def subset(self, idx: list[int]) -> OnDemandKernels: ...
 
 def gram_cross(
-    x_new: NDArray[np.float64],
-    x_train: NDArray[np.float64],
+    x_new: NDArray[np.float64] | _Csr,
+    x_train: NDArray[np.float64] | _Csr,
     specs: list[_SpecTuple | _FuncEntry],
     stats: dict[str, Any],
     float32: bool,

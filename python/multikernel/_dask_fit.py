@@ -60,8 +60,10 @@ from ._validation import (
     check_n_threads,
     column_names,
     group_ids,
+    is_sparse,
     nonfinite_targets,
     numeric_dtype_error,
+    sparse_refused,
     weights_error,
 )
 from .exceptions import (
@@ -651,6 +653,8 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classify: Classify | None 
 
     classifier = classify is not None
     started = time.perf_counter()
+    if is_sparse(getattr(X, "_meta", None)):
+        raise sparse_refused("a fit on a Dask array (Dask arrays of sparse chunks)")
     if not isinstance(est.kernels, FeatureBank):
         raise InvalidParameterError(
             "a fit on a Dask array takes kernels=FeatureBank(...): explicit features computed "

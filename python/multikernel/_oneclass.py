@@ -173,8 +173,9 @@ n_features_in_, n_kernels_, n_train_, psd_shifts_
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n, n) if precomputed
-            Training points, or the training kernel stack for ``kernels="precomputed"``.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n, n)
+            Training points (``scipy.sparse`` too, for kernel specifications: docs/guide.md,
+            "Sparse data"), or the training kernel stack for ``kernels="precomputed"``.
         y : None
             Ignored (present for the scikit-learn API).
         sample_weight : array-like of shape (n_samples,), optional
@@ -236,7 +237,7 @@ n_features_in_, n_kernels_, n_train_, psd_shifts_
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n_samples, n_train)
             Test points, or the test kernels for ``kernels="precomputed"``.
 
         Returns
@@ -267,7 +268,7 @@ n_features_in_, n_kernels_, n_train_, psd_shifts_
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n_samples, n_train)
             Test points, or the test kernels for ``kernels="precomputed"``.
 
         Returns
@@ -302,7 +303,7 @@ n_features_in_, n_kernels_, n_train_, psd_shifts_
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n_samples, n_train)
             Test points, or the test kernels for ``kernels="precomputed"``.
 
         Returns

@@ -30,6 +30,7 @@ from ._validation import (
     check_verbose,
     check_weighted_classes,
     has_sequences,
+    is_sparse,
 )
 from .exceptions import InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank
@@ -360,8 +361,8 @@ class MKLPath:
 
 
 def _raw(X: Any) -> NDArray[np.float64] | Points:
-    """Raw points for a bank."""
-    if has_sequences(X):
+    """Raw points for a bank (sparse ones as CSR: :func:`check_points`)."""
+    if has_sequences(X) or is_sparse(X):
         return check_points(X)
     out: NDArray[np.float64] = check_array(X, dtype=np.float64)
     return out

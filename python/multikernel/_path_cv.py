@@ -28,7 +28,7 @@ from ._cv_folds import AtCClassifier, AtCRegressor, fold_grid_scores, problem_en
 from ._data import TestStack
 from ._path import MKLPath, path_on
 from ._regressor import MKLRegressor
-from ._sources import PATH_CV, Input, resolve
+from ._sources import PATH_CV, Input, resolve, takes_sparse
 from ._typing import MultiClass, Normalization, PsdRepair
 from ._validation import check_n_threads, check_psd, check_sample_weight, validate_points
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError
@@ -500,6 +500,7 @@ class _BaseMKLCV(BaseEstimator):  # type: ignore[misc]
         tags = super().__sklearn_tags__()
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
             tags.input_tags.pairwise = True
+        tags.input_tags.sparse = takes_sparse(self.kernels)
         return tags
 
 

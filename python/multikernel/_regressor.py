@@ -94,8 +94,9 @@ warm_start, cache_size
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n, n) if precomputed
-            Training points, or the training kernel stack for ``kernels="precomputed"``.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n, n)
+            Training points (``scipy.sparse`` too, for kernel specifications: docs/guide.md,
+            "Sparse data"), or the training kernel stack for ``kernels="precomputed"``.
         y : array-like of shape (n_samples,)
             Real targets.
         sample_weight : array-like of shape (n_samples,), default None
@@ -174,7 +175,7 @@ warm_start, cache_size
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_train)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or (M, n_samples, n_train)
             Test points, or the test kernels for ``kernels="precomputed"``.
 
         Returns

@@ -46,10 +46,12 @@ from ._validation import (
     check_sample_weight,
     check_stack,
     column_names,
+    is_sparse,
+    sparse_refused,
 )
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError
 from .kernels import FeatureBank, Kernel, KernelBank, LowRankFactors, validate_stack
-from .kernels._sequence import Spectrum, _refuse_numbers
+from .kernels._sequence import Spectrum, _refuse_numbers, _refuse_sparse
 from .kernels._specs import _resolve_columns
 
 #: Validates raw training points and their targets (the estimators' ``validate_data``).
@@ -158,6 +160,23 @@ class RawPoints:
 Source: TypeAlias = PrecomputedStack | PrecomputedBlocks | Factors | RawPoints
 
 
+def takes_sparse(kernels: Any) -> bool:
+    """Whether ``kernels=`` reads sparse ``X`` (the estimators' ``input_tags.sparse``): the
+    defaults (None) and vector kernel specifications, which the engine computes from the
+    stored entries; not Python functions, sequence kernels, a FeatureBank or precomputed
+    kernels."""
+    from .kernels._sequence import _SequenceKernel
+    from .kernels._specs import Callable as CallableKernel
+
+    if kernels is None:
+        return True
+    specs = [kernels] if isinstance(kernels, Kernel) else kernels
+    return isinstance(specs, (list, tuple)) and all(
+        isinstance(s, Kernel) and not isinstance(s, (CallableKernel, _SequenceKernel))
+        for s in specs
+    )
+
+
 def classify(kernels: Any, X: Any, accepts: Accepts) -> Source:
     """The one source that ``kernels=`` and ``X`` make for the caller ``accepts``.
 
@@ -191,6 +210,12 @@ def classify(kernels: Any, X: Any, accepts: Accepts) -> Source:
         raise InvalidInputError(
             f"a PairwiseStack holds precomputed kernels: pass kernels='precomputed' (got "
             f"kernels={kernels!r})"
+        )
+    if precomputed and (
+        is_sparse(X) or (isinstance(X, (list, tuple)) and any(is_sparse(F) for F in X))
+    ):
+        raise sparse_refused(
+            "kernels='precomputed' (a stack of Gram matrices or feature blocks)", "G"
         )
     if not (precomputed or (accepts.stack_if_3d and kernels is None and np.ndim(X) == 3)):
         return RawPoints(X, kernels)
@@ -276,6 +301,13 @@ class Recipe:
             how = self.how(bank, Xv.shape[0], Xv.shape[1])
             if how == "features" and isinstance(Xv, Points):
                 how = "stack"  # feature blocks are of numeric points only
+            if is_sparse(Xv):
+                rule = self.accepts.on_demand
+                if how == "on_demand" and rule is not None and rule.forced:
+                    raise sparse_refused("kernels computed on demand (cache_size=)")
+                # Sparse points give a stored stack: feature blocks (and the kernels on
+                # demand) read dense rows.
+                how = "stack"
             if how == "features":
                 stack = Blocks(bank._fit_linear(Xv, sample_weight))
             elif how == "on_demand":
@@ -427,8 +459,15 @@ def resolve(
     source = classify(kernels, X, accepts)
     if isinstance(source, RawPoints):
         X = as_table(X)  # a pandas Series: one column, of sequences or numbers
+        if isinstance(source.kernels, FeatureBank) and is_sparse(X):
+            # The bank maps sparse X (linear maps, to sparse blocks), but the solvers of
+            # feature blocks read dense ones.
+            raise sparse_refused(
+                "a fit on kernels=FeatureBank(...) (its solvers read dense blocks)"
+            )
         if isinstance(source.kernels, (Kernel, list, tuple)):
             specs = [source.kernels] if isinstance(source.kernels, Kernel) else source.kernels
+            _refuse_sparse(specs, X)  # before scikit-learn accepts X as sparse
             _refuse_numbers(specs, X)  # before scikit-learn reads X as numbers
         Xv, y = wrapped(points, source.is_bank, X, y)
         spec = default_specs(Xv.shape[1]) if source.kernels is None else source.kernels

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
+import scipy.sparse
 from numpy.typing import NDArray
 
 from . import _core
@@ -17,9 +18,73 @@ from ._pairwise import unwrap
 from .exceptions import InvalidInputError, InvalidParameterError, NonFiniteError
 
 
+def is_sparse(X: Any) -> bool:
+    """Whether ``X`` is a ``scipy.sparse`` matrix or array (any format)."""
+    return bool(scipy.sparse.issparse(X))
+
+
+def sparse_refused(what: str, name: str = "X") -> InvalidInputError:
+    """The error of ``what`` (a kernel, a feature) given a sparse ``name``: it names what
+    refuses and what to do, rather than densifying ``X`` without a word."""
+    return InvalidInputError(
+        f"{what} does not take sparse {name} (scipy.sparse): pass {name}.toarray() if it fits "
+        f"in memory, or use the vector kernel specifications (Linear, Gaussian, Polynomial, "
+        f"Laplacian, Chi2, Intersection, Hellinger, Tanimoto), which read sparse {name} as it "
+        f'is (docs/guide.md, "Sparse data")'
+    )
+
+
+def check_sparse(X: Any, name: str = "X") -> Any:
+    """Return the sparse ``X`` as a float64 CSR matrix (or array, as given) in canonical
+    form (each row's column indices sorted, no duplicates: what the engine reads), with
+    finite stored values; copied only when it is not one already. Other formats (CSC, COO,
+    ...) are converted to CSR: the engine reads rows."""
+    csr = X.tocsr()
+    if csr.dtype != np.float64:
+        try:
+            csr = csr.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{name} must be numeric: {exc}") from None
+    if csr.ndim != 2 or csr.shape[0] == 0 or csr.shape[1] == 0:
+        raise InvalidInputError(
+            f"{name} must have at least one sample and one feature, got {csr.shape}"
+        )
+    if not csr.has_canonical_format:
+        csr = csr.copy() if csr is X else csr
+        csr.sum_duplicates()
+    if not np.isfinite(csr.data).all():
+        k = int(np.flatnonzero(~np.isfinite(csr.data))[0])
+        row = int(np.searchsorted(csr.indptr, k, side="right") - 1)
+        col = int(csr.indices[k])
+        raise NonFiniteError(
+            f"{name} contains NaN or infinity (first at row {row}, column {col})",
+            entry=(row, col),
+        )
+    return csr
+
+
+def engine_sparse(X: Any) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]:
+    """A checked sparse ``X`` (:func:`check_sparse`) as the engine takes it: its CSR arrays
+    ``(data, indices, indptr, n_cols)``, aligned, indices as int64 (scipy may keep int32)."""
+
+    def req(a: Any, dtype: Any) -> NDArray[Any]:
+        return np.require(np.asarray(a, dtype=dtype), requirements=("C", "A"))
+
+    return (
+        req(X.data, np.float64),
+        req(X.indices, np.int64),
+        req(X.indptr, np.int64),
+        int(X.shape[1]),
+    )
+
+
 def check_features(X: Any, name: str = "X", *, row_offset: int = 0) -> NDArray[np.float64]:
     """Return ``X`` as a finite, C-contiguous float64 matrix of shape (n_samples, n_features);
-    ``row_offset`` is added to the row an error names (``X`` being a batch of rows)."""
+    ``row_offset`` is added to the row an error names (``X`` being a batch of rows). Sparse
+    ``X`` is refused (feature maps, factors and feature blocks are dense): never densified
+    here."""
+    if is_sparse(X):
+        raise sparse_refused("this input (feature maps, low-rank factors, feature blocks)", name)
     if isinstance(X, Points) or has_sequences(X):
         raise InvalidInputError(
             f"{name} holds strings (sequences), which only kernel specifications read "
@@ -468,7 +533,8 @@ class Points:
         return f"column {self.names[j]!r}" if self.names is not None else f"column {j}"
 
 
-#: Validated raw points: a float64 matrix, or points with sequence columns.
+#: Validated raw points: a float64 matrix, or points with sequence columns (or a float64 CSR
+#: matrix from :func:`check_sparse`: scipy has no types, so it is ``Any`` to mypy).
 CheckedPoints: TypeAlias = "NDArray[np.float64] | Points"
 
 
@@ -552,6 +618,9 @@ def check_points(X: Any, name: str = "X") -> CheckedPoints:
     X = as_table(X)
     if isinstance(X, Points):
         return X
+    if is_sparse(X):
+        csr: CheckedPoints = check_sparse(X, name)
+        return csr
     if not has_sequences(X):
         return check_features(X, name)
     names = column_names(X)
@@ -609,6 +678,13 @@ def validate_points(estimator: Any, X: Any, y: Any = "no_validation", **kwargs: 
 
     X = as_table(X)
     dtype = kwargs.pop("dtype", np.float64)
+    if is_sparse(X):
+        # Any format in, CSR out (the engine reads rows); what refuses sparse points has
+        # refused them before (_sources.resolve, kernels._sequence._refuse_sparse).
+        out = validate_data(estimator, X, y, dtype=np.float64, accept_sparse="csr", **kwargs)
+        if isinstance(y, str) and y == "no_validation":
+            return check_sparse(out)
+        return check_sparse(out[0]), out[1]
     if not has_sequences(X):
         return validate_data(estimator, X, y, dtype=dtype, **kwargs)
     points = check_points(X)

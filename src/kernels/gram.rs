@@ -18,6 +18,7 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::normalize::{KernelStats, NormStats, Normalization};
 use crate::kernels::pairwise::{sum_matrix, PairSum};
+use crate::kernels::sparse::{self, CsrMatrix};
 use crate::kernels::{DenseStack, Element, KernelFn, KernelSpec};
 use crate::parallel::with_pool;
 
@@ -41,6 +42,95 @@ impl Default for GramOptions {
             center: false,
             n_threads: 0,
             max_bytes: None,
+        }
+    }
+}
+
+/// The points a Gram matrix reads: a dense matrix, or a sparse one ([`CsrMatrix`]) whose
+/// kernels are computed from its stored entries, without a dense copy.
+#[derive(Debug, Clone, Copy)]
+pub enum Points<'a> {
+    Dense(ArrayView2<'a, f64>),
+    Sparse(&'a CsrMatrix),
+}
+
+impl<'a> From<ArrayView2<'a, f64>> for Points<'a> {
+    fn from(x: ArrayView2<'a, f64>) -> Self {
+        Points::Dense(x)
+    }
+}
+
+impl<'a> From<&'a CsrMatrix> for Points<'a> {
+    fn from(x: &'a CsrMatrix) -> Self {
+        Points::Sparse(x)
+    }
+}
+
+impl Points<'_> {
+    /// Number of points.
+    pub fn nrows(&self) -> usize {
+        match self {
+            Points::Dense(x) => x.nrows(),
+            Points::Sparse(x) => x.nrows(),
+        }
+    }
+
+    /// Number of features.
+    pub fn ncols(&self) -> usize {
+        match self {
+            Points::Dense(x) => x.ncols(),
+            Points::Sparse(x) => x.ncols(),
+        }
+    }
+
+    /// The columns a kernel reads ([`select`]).
+    fn select(&self, features: &Option<Vec<usize>>, sqrt: bool) -> Selected {
+        match self {
+            Points::Dense(x) => Selected::Dense(select(x, features, sqrt)),
+            Points::Sparse(x) => Selected::Sparse(x.select(features, sqrt)),
+        }
+    }
+}
+
+/// The columns a group of kernels reads, dense (contiguous row-major) or sparse.
+#[derive(Clone)]
+enum Selected {
+    Dense(Array2<f64>),
+    Sparse(CsrMatrix),
+}
+
+impl Selected {
+    fn nrows(&self) -> usize {
+        match self {
+            Selected::Dense(x) => x.nrows(),
+            Selected::Sparse(x) => x.nrows(),
+        }
+    }
+
+    /// Each row's pairwise sum `kind` with itself.
+    fn own(&self, kind: PairSum) -> Vec<f64> {
+        match self {
+            Selected::Dense(x) => {
+                let d = x.ncols();
+                let rows = x.as_slice().unwrap_or(&[]);
+                rows.chunks(d.max(1)).map(|r| kind.own(r)).collect()
+            }
+            Selected::Sparse(x) => x.own(kind),
+        }
+    }
+
+    /// The matrix of the sums `kind` of the rows of `self` and `b` (of the same kind).
+    fn sum_matrix(&self, kind: PairSum, b: &Selected, symmetric: bool) -> Vec<f64> {
+        match (self, b) {
+            (Selected::Dense(a), Selected::Dense(b)) => sum_matrix(
+                kind,
+                a.as_slice().unwrap_or(&[]),
+                b.as_slice().unwrap_or(&[]),
+                a.ncols(),
+                symmetric,
+            ),
+            (Selected::Sparse(a), Selected::Sparse(b)) => sparse::sum_matrix(kind, a, b, symmetric),
+            _ => unreachable!("both sides of a Gram are dense or both sparse (Points::pair)"),
         }
     }
 }
@@ -169,8 +259,15 @@ fn check_memory<T: Element>(m: usize, rows: usize, cols: usize, opts: &GramOptio
     Ok(())
 }
 
-fn check_finite(x: &ArrayView2<f64>, name: &str) -> Result<()> {
-    if let Some((idx, _)) = x.indexed_iter().find(|(_, v)| !v.is_finite()) {
+fn check_finite(x: &Points<'_>, name: &str) -> Result<()> {
+    let first = match x {
+        Points::Dense(x) => x
+            .indexed_iter()
+            .find(|(_, v)| !v.is_finite())
+            .map(|(idx, _)| idx),
+        Points::Sparse(x) => x.first_non_finite(),
+    };
+    if let Some(idx) = first {
         return Err(MkError::NonFinite {
             what: name.to_string(),
             kernel: None,
@@ -214,30 +311,20 @@ enum SumRows<'s> {
 
 impl PairSums {
     fn of<T: Element>(
-        a: &Array2<f64>,
-        b: &Array2<f64>,
+        a: &Selected,
+        b: &Selected,
         symmetric: bool,
         kernels: &GroupWork<'_, T>,
     ) -> Self {
         let mut kinds: Vec<PairSum> = kernels.iter().map(|(f, _, _)| f.reads()).collect();
         kinds.sort_by_key(|k| *k as u8);
         kinds.dedup();
-        // `select` gives standard-layout (contiguous row-major) matrices.
-        let (fa, fb) = (a.as_slice().unwrap_or(&[]), b.as_slice().unwrap_or(&[]));
-        let d = a.ncols();
         let others = kinds
             .iter()
             .filter(|&&k| k != PairSum::Dot)
-            .map(|&kind| (kind, sum_matrix(kind, fa, fb, d, symmetric)))
+            .map(|&kind| (kind, a.sum_matrix(kind, b, symmetric)))
             .collect();
-        let own = kinds
-            .iter()
-            .map(|&k| {
-                let rows =
-                    |m: &[f64]| -> Vec<f64> { m.chunks(d.max(1)).map(|r| k.own(r)).collect() };
-                (k, rows(fa), rows(fb))
-            })
-            .collect();
+        let own = kinds.iter().map(|&k| (k, a.own(k), b.own(k))).collect();
         PairSums {
             others,
             nb: b.nrows(),
@@ -268,15 +355,16 @@ impl PairSums {
 }
 
 /// The inner products of the rows `rows` of `xa` with the rows `cols` of `xb`, into `out`
-/// (row-major, `rows.len() × cols.len()`): one sequential matrix product per block of rows,
-/// the blocks run in parallel.
-fn dot_rows(
-    xa: &Array2<f64>,
-    xb: &Array2<f64>,
-    rows: Range<usize>,
-    cols: Range<usize>,
-    out: &mut [f64],
-) {
+/// (row-major, `rows.len() × cols.len()`): one sequential matrix product per block of rows
+/// (sparse rows: their merges), the blocks run in parallel.
+fn dot_rows(xa: &Selected, xb: &Selected, rows: Range<usize>, cols: Range<usize>, out: &mut [f64]) {
+    let (xa, xb) = match (xa, xb) {
+        (Selected::Dense(a), Selected::Dense(b)) => (a, b),
+        (Selected::Sparse(a), Selected::Sparse(b)) => {
+            return sparse::sums_block(PairSum::Dot, a, b, rows, cols, out)
+        }
+        _ => unreachable!("both sides of a Gram are dense or both sparse (Points::pair)"),
+    };
     let d = xa.ncols();
     let fa = &xa.as_slice().unwrap_or(&[])[rows.start * d..rows.end * d];
     let fb = &xb.as_slice().unwrap_or(&[])[cols.start * d..cols.end * d];
@@ -310,8 +398,8 @@ enum Work<'a, T> {
 /// so do the rows within a kernel.
 #[allow(clippy::too_many_arguments)]
 fn raw_kernels<T: Element>(
-    xa: &ArrayView2<f64>,
-    xb: &ArrayView2<f64>,
+    xa: Points<'_>,
+    xb: Points<'_>,
     (symmetric, upper): (bool, bool),
     kernels: &[BankKernel<'_>],
     out: &mut [T],
@@ -369,8 +457,8 @@ struct Columns<'a> {
 /// the upper triangle): half the products.
 #[allow(clippy::too_many_arguments)]
 fn group_kernels<T: Element>(
-    xa: &ArrayView2<f64>,
-    xb: &ArrayView2<f64>,
+    xa: Points<'_>,
+    xb: Points<'_>,
     symmetric: bool,
     upper: bool,
     Columns { features, sqrt }: Columns<'_>,
@@ -381,11 +469,11 @@ fn group_kernels<T: Element>(
     const ROWS: usize = 32;
     interrupt.check()?;
     let nb = xb.nrows();
-    let a = select(xa, features, sqrt);
+    let a = xa.select(features, sqrt);
     let b = if symmetric {
         a.clone()
     } else {
-        select(xb, features, sqrt)
+        xb.select(features, sqrt)
     };
     let sums = PairSums::of(&a, &b, symmetric, &kernels);
     let funcs: Vec<KernelFn> = kernels.iter().map(|(f, _, _)| *f).collect();
@@ -576,7 +664,7 @@ pub(crate) fn of_kernel(m: usize, e: MkError) -> MkError {
     }
 }
 
-fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) -> Result<()> {
+fn validate_inputs(x: &Points<'_>, kernels: &[BankKernel<'_>], name: &str) -> Result<()> {
     if kernels.is_empty() {
         return Err(MkError::config("kernels", "at least one kernel is needed"));
     }
@@ -594,7 +682,13 @@ fn validate_inputs(x: &ArrayView2<f64>, kernels: &[BankKernel<'_>], name: &str) 
     for (m, kernel) in kernels.iter().enumerate() {
         if let BankKernel::Spec(s) = kernel {
             s.validate(x.ncols()).map_err(|e| of_kernel(m, e))?;
-            s.check_nonnegative(m, name, x.nrows(), x.ncols(), |i, j| x[(i, j)])?;
+            match x {
+                Points::Dense(x) => {
+                    s.check_nonnegative(m, name, x.nrows(), x.ncols(), |i, j| x[(i, j)])?
+                }
+                // The stored entries only: the others are 0.
+                Points::Sparse(x) => s.check_nonnegative_entries(m, name, x.entries())?,
+            }
         }
     }
     Ok(())
@@ -694,8 +788,8 @@ fn normalise_training<T: Element>(
 
 /// The normalised training Gram stack `(M, n, n)` of `specs` on the rows of `x`, and the
 /// statistics that normalise cross kernels the same way.
-pub fn gram<T: Element>(
-    x: ArrayView2<f64>,
+pub fn gram<'x, T: Element>(
+    x: impl Into<Points<'x>>,
     specs: &[KernelSpec],
     opts: &GramOptions,
     interrupt: &dyn Interrupt,
@@ -704,8 +798,8 @@ pub fn gram<T: Element>(
 }
 
 /// [`gram`] of a bank that may hold [`BlockKernel`]s, whose points must be the rows of `x`.
-pub fn gram_bank<T: Element>(
-    x: ArrayView2<f64>,
+pub fn gram_bank<'x, T: Element>(
+    x: impl Into<Points<'x>>,
     kernels: &[BankKernel<'_>],
     opts: &GramOptions,
     interrupt: &dyn Interrupt,
@@ -715,13 +809,14 @@ pub fn gram_bank<T: Element>(
 
 /// [`gram_bank`] with the normalisation statistics weighted by `weights` (one per row of `x`,
 /// finite, ≥ 0, not all 0): integer weights give the statistics of duplicated rows.
-pub fn gram_bank_weighted<T: Element>(
-    x: ArrayView2<f64>,
+pub fn gram_bank_weighted<'x, T: Element>(
+    x: impl Into<Points<'x>>,
     kernels: &[BankKernel<'_>],
     opts: &GramOptions,
     weights: Option<&[f64]>,
     interrupt: &dyn Interrupt,
 ) -> Result<(Array3<T>, NormStats)> {
+    let x = x.into();
     validate_inputs(&x, kernels, "X")?;
     if let Some(w) = weights {
         check_weights(w, x.nrows())?;
@@ -736,7 +831,7 @@ pub fn gram_bank_weighted<T: Element>(
         let upper = !opts.center && opts.normalization != Normalization::Multiplicative;
         let entries = (true, upper);
         raw_kernels(
-            &x, &x, entries, kernels, &mut out, &mut selfv, true, interrupt,
+            x, x, entries, kernels, &mut out, &mut selfv, true, interrupt,
         )?;
         interrupt.check()?;
         let per: Vec<KernelStats> = out
@@ -780,9 +875,9 @@ pub(crate) fn check_weights(w: &[f64], n: usize) -> Result<()> {
 
 /// The cross kernels `(M, n_new, n)` between the rows of `x_new` and the training rows
 /// `x_train`, normalised with the training statistics `stats` (from [`gram`]).
-pub fn cross_gram<T: Element>(
-    x_new: ArrayView2<f64>,
-    x_train: ArrayView2<f64>,
+pub fn cross_gram<'x, T: Element>(
+    x_new: impl Into<Points<'x>>,
+    x_train: impl Into<Points<'x>>,
     specs: &[KernelSpec],
     stats: &NormStats,
     opts: &GramOptions,
@@ -800,14 +895,20 @@ pub fn cross_gram<T: Element>(
 
 /// [`cross_gram`] of a bank that may hold [`BlockKernel`]s, whose rows must be those of
 /// `x_new` and columns those of `x_train`.
-pub fn cross_gram_bank<T: Element>(
-    x_new: ArrayView2<f64>,
-    x_train: ArrayView2<f64>,
+pub fn cross_gram_bank<'x, T: Element>(
+    x_new: impl Into<Points<'x>>,
+    x_train: impl Into<Points<'x>>,
     kernels: &[BankKernel<'_>],
     stats: &NormStats,
     opts: &GramOptions,
     interrupt: &dyn Interrupt,
 ) -> Result<Array3<T>> {
+    let (x_new, x_train) = (x_new.into(), x_train.into());
+    if matches!(x_new, Points::Sparse(_)) != matches!(x_train, Points::Sparse(_)) {
+        return Err(MkError::Shape(
+            "X and X_train must both be dense or both sparse (CSR)".into(),
+        ));
+    }
     validate_inputs(&x_new, kernels, "X")?;
     validate_inputs(&x_train, kernels, "X_train")?;
     if x_new.ncols() != x_train.ncols() {
@@ -826,8 +927,8 @@ pub fn cross_gram_bank<T: Element>(
         let mut out = vec![T::default(); m * na * n];
         let mut selfv = vec![0.0; m * na];
         raw_kernels(
-            &x_new,
-            &x_train,
+            x_new,
+            x_train,
             (false, false),
             kernels,
             &mut out,

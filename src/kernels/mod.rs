@@ -12,6 +12,7 @@ mod pairwise;
 mod rows;
 mod sequence;
 pub(crate) mod simd;
+mod sparse;
 mod spec;
 mod stack;
 mod subset;
@@ -20,7 +21,7 @@ mod subset;
 pub(crate) use gram::of_kernel;
 pub use gram::{
     cross_gram, cross_gram_bank, gram, gram_bank, gram_bank_weighted, stack_bytes, BankKernel,
-    BlockKernel, GramOptions,
+    BlockKernel, GramOptions, Points,
 };
 pub(crate) use lowrank::factor_matvec;
 pub use lowrank::{pivoted_cholesky, weighted_factors, LowRankStack};
@@ -30,6 +31,7 @@ pub use on_demand::{CombinedKernel, OnDemandKernel, OnDemandStack};
 pub use packed::{point_subset, PackedStack, PointSubset};
 pub use rows::RowFeatures;
 pub use sequence::{wd_weights, SeqColumn, SeqKernel, SeqKernelFn};
+pub use sparse::CsrMatrix;
 pub use spec::{simplemkl_bank, validate_features, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};
 pub use stack::{dense_matvecs, DenseStack, KernelStack};
 pub(crate) use stack::{nonzeros, weighted};

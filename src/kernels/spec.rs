@@ -211,20 +211,44 @@ impl KernelSpec {
                 &all
             }
         };
-        for i in 0..n {
-            if let Some(&j) = cols.iter().find(|&&j| x(i, j) < 0.0) {
-                return Err(MkError::KernelFunction {
-                    kernel: m,
-                    reason: format!(
-                        "{} takes non-negative features (histograms, counts), but column {j} \
-                         of {what} has the negative entry {what}[{i}, {j}] = {}",
-                        self.func.name(),
-                        x(i, j)
-                    ),
-                });
-            }
+        let x = &x;
+        let entries = (0..n).flat_map(|i| cols.iter().map(move |&j| (i, j, x(i, j))));
+        self.check_nonnegative_entries(m, what, entries)
+    }
+
+    /// [`check_nonnegative`](Self::check_nonnegative) of the entries `(i, j, x_ij)` that may
+    /// be negative (a sparse matrix's stored ones: the others are 0), row by row.
+    pub(crate) fn check_nonnegative_entries(
+        &self,
+        m: usize,
+        what: &str,
+        mut entries: impl Iterator<Item = (usize, usize, f64)>,
+    ) -> Result<()> {
+        if !self.func.nonnegative_input() {
+            return Ok(());
         }
-        Ok(())
+        // The columns read, sorted for a binary search (not a mask of all `p` columns: a
+        // sparse matrix may have millions).
+        let read: Option<Vec<usize>> = self.features.as_ref().map(|f| {
+            let mut f = f.clone();
+            f.sort_unstable();
+            f
+        });
+        let reads = |j: usize| match &read {
+            None => true,
+            Some(f) => f.binary_search(&j).is_ok(),
+        };
+        match entries.find(|&(_, j, v)| v < 0.0 && reads(j)) {
+            None => Ok(()),
+            Some((i, j, v)) => Err(MkError::KernelFunction {
+                kernel: m,
+                reason: format!(
+                    "{} takes non-negative features (histograms, counts), but column {j} \
+                     of {what} has the negative entry {what}[{i}, {j}] = {v}",
+                    self.func.name(),
+                ),
+            }),
+        }
     }
 }
 

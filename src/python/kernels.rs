@@ -16,8 +16,9 @@ use crate::error::{MkError, Result as MkResult};
 use crate::kernels::features;
 use crate::kernels::{
     cross_gram_bank, gram_bank_weighted, of_kernel, simplemkl_bank, validate_features, BankKernel,
-    BlockKernel, DenseStack, Element, GramOptions, KernelFn, KernelSpec, KernelStack, LowRankStack,
-    NormStats, Normalization, OnDemandKernel, OnDemandStack, SeqColumn, SeqKernel, SeqKernelFn,
+    BlockKernel, CsrMatrix, DenseStack, Element, GramOptions, KernelFn, KernelSpec, KernelStack,
+    LowRankStack, NormStats, Normalization, OnDemandKernel, OnDemandStack, Points, SeqColumn,
+    SeqKernel, SeqKernelFn,
 };
 
 /// A kernel specification as it crosses the binding: `(kind, a, b, c, features)`;
@@ -468,6 +469,82 @@ fn bank<'a>(
         .collect()
 }
 
+/// Points as they cross the binding: a float64 matrix, or a sparse matrix as the tuple
+/// `(data, indices, indptr, n_cols)` of its CSR arrays (float64, int64, int64; canonical:
+/// each row's indices sorted, no duplicates), read without a dense copy.
+enum PyPoints<'py> {
+    Dense(PyReadonlyArray2<'py, f64>),
+    Sparse(CsrMatrix),
+}
+
+impl<'py> PyPoints<'py> {
+    fn from(x: &Bound<'py, PyAny>, name: &str) -> PyResult<Self> {
+        if let Ok(a) = x.extract::<PyReadonlyArray2<'py, f64>>() {
+            return Ok(PyPoints::Dense(a));
+        }
+        type Csr<'a> = (
+            PyReadonlyArray1<'a, f64>,
+            PyReadonlyArray1<'a, i64>,
+            PyReadonlyArray1<'a, i64>,
+            usize,
+        );
+        let (data, indices, indptr, ncols) = x.extract::<Csr<'py>>().map_err(|_| {
+            input_error(format!(
+                "{name} must be a float64 array of shape (n, d) or the CSR arrays (data, \
+                 indices, indptr, n_cols) of a sparse matrix"
+            ))
+        })?;
+        let index = |a: &PyReadonlyArray1<'_, i64>| -> PyResult<Vec<usize>> {
+            a.as_array()
+                .iter()
+                .map(|&v| usize::try_from(v).map_err(|_| input_error("negative sparse index")))
+                .collect()
+        };
+        let csr = CsrMatrix::new(
+            ncols,
+            index(&indptr)?,
+            index(&indices)?,
+            data.as_array().to_vec(),
+        )?;
+        Ok(PyPoints::Sparse(csr))
+    }
+
+    fn view(&self) -> Points<'_> {
+        match self {
+            PyPoints::Dense(a) => Points::Dense(a.as_array()),
+            PyPoints::Sparse(c) => Points::Sparse(c),
+        }
+    }
+
+    fn dense(&self) -> Option<&PyReadonlyArray2<'py, f64>> {
+        match self {
+            PyPoints::Dense(a) => Some(a),
+            PyPoints::Sparse(_) => None,
+        }
+    }
+}
+
+/// The Python kernels of `entries` ([`py_kernels`]) on the points `a` (and `b`), which must
+/// be dense when there is one: a Python function takes NumPy arrays.
+fn py_kernels_of<'py>(
+    py: Python<'py>,
+    entries: &[Entry],
+    a: &PyPoints<'py>,
+    b: Option<&PyPoints<'py>>,
+) -> PyResult<Vec<PyBlockKernel>> {
+    match (a.dense(), b.map(PyPoints::dense)) {
+        (Some(a), None) => py_kernels(py, entries, a, None),
+        (Some(a), Some(Some(b))) => py_kernels(py, entries, a, Some(b)),
+        _ => match entries.iter().position(|e| matches!(e, Entry::Func(..))) {
+            Some(m) => Err(input_error(format!(
+                "kernel {m} is a Python function, which takes dense arrays, but X is sparse: \
+                 pass X.toarray() if it fits in memory"
+            ))),
+            None => Ok(Vec::new()),
+        },
+    }
+}
+
 /// The exception a kernel function raised, if one did: it explains the engine's error better
 /// than the engine can.
 fn reraise(funcs: &[PyBlockKernel], err: PyErr) -> PyErr {
@@ -489,7 +566,7 @@ fn reraise(funcs: &[PyBlockKernel], err: PyErr) -> PyErr {
 #[allow(clippy::too_many_arguments)]
 fn gram_fit<'py>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
+    x: Bound<'py, PyAny>,
     specs: Vec<Bound<'py, PyAny>>,
     normalize: &str,
     center: bool,
@@ -504,12 +581,13 @@ fn gram_fit<'py>(
     let w = sample_weight.map(|w| w.as_array().to_vec());
     let entries = entries_from(&specs)?;
     let opts = options(normalize, center, n_threads, max_bytes)?;
-    let funcs = py_kernels(py, &entries, &x, None)?;
+    let x = PyPoints::from(&x, "X")?;
+    let funcs = py_kernels_of(py, &entries, &x, None)?;
     let columns = seq_columns(sequences)?;
-    let n = x.as_array().nrows();
+    let xv = x.view();
+    let n = xv.nrows();
     let seqs = py.detach(|| seq_kernels(&entries, &columns, None, n, n))?;
     let kernels = bank(&entries, &funcs, &seqs);
-    let xv = x.as_array();
     let (g, s) = if float32 {
         let (g, s) = run_reporting(py, n_threads, report, |i| {
             gram_bank_weighted::<f32>(xv, &kernels, &opts, w.as_deref(), i)
@@ -535,8 +613,8 @@ fn gram_fit<'py>(
 #[allow(clippy::too_many_arguments)]
 fn gram_cross<'py>(
     py: Python<'py>,
-    x_new: PyReadonlyArray2<'py, f64>,
-    x_train: PyReadonlyArray2<'py, f64>,
+    x_new: Bound<'py, PyAny>,
+    x_train: Bound<'py, PyAny>,
     specs: Vec<Bound<'py, PyAny>>,
     stats: &Bound<'py, PyDict>,
     float32: bool,
@@ -548,12 +626,16 @@ fn gram_cross<'py>(
     let entries = entries_from(&specs)?;
     let st = stats_from_dict(stats)?;
     let opts = options(norm_name(st.normalization), st.center, n_threads, max_bytes)?;
-    let funcs = py_kernels(py, &entries, &x_new, Some(&x_train))?;
+    let (x_new, x_train) = (
+        PyPoints::from(&x_new, "X")?,
+        PyPoints::from(&x_train, "X_train")?,
+    );
+    let funcs = py_kernels_of(py, &entries, &x_new, Some(&x_train))?;
     let (cols_a, cols_b) = (seq_columns(sequences_new)?, seq_columns(sequences_train)?);
-    let (na, nb) = (x_new.as_array().nrows(), x_train.as_array().nrows());
+    let (a, b) = (x_new.view(), x_train.view());
+    let (na, nb) = (a.nrows(), b.nrows());
     let seqs = py.detach(|| seq_kernels(&entries, &cols_a, Some(&cols_b), na, nb))?;
     let kernels = bank(&entries, &funcs, &seqs);
-    let (a, b) = (x_new.as_array(), x_train.as_array());
     if float32 {
         let g = run_detached(py, n_threads, None, |i| {
             cross_gram_bank::<f32>(a, b, &kernels, &st, &opts, i)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
 import numpy as np
+import scipy.sparse
 from numpy.typing import DTypeLike, NDArray
 
 from .. import _core, _dask, _progress
@@ -23,6 +24,9 @@ from .._validation import (
     check_sample_weight,
     check_verbose,
     column_names,
+    engine_sparse,
+    is_sparse,
+    sparse_refused,
 )
 from ..exceptions import InternalError, InvalidInputError, InvalidParameterError, NotFittedError
 from ._histogram import Chi2, Hellinger, Intersection, _from_histogram_tuple
@@ -355,8 +359,8 @@ class KernelBank:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training points (strings too: see :meth:`fit_transform`).
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training points (strings and sparse matrices too: see :meth:`fit_transform`).
 
         Returns
         -------
@@ -387,8 +391,9 @@ class KernelBank:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training points; for a Dask array the points are gathered, the statistics
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training points (``scipy.sparse`` read as it is: docs/guide.md, "Sparse data");
+            for a Dask array the points are gathered, the statistics
             computed block by block on the workers, and a Dask array returned (docs/dask.md).
             For sequence kernels, a 1-D array or list of strings (str or bytes), or a
             DataFrame whose columns of strings hold sequences beside numeric columns: each
@@ -423,6 +428,8 @@ class KernelBank:
         # the right ones.
         names = column_names(X)
         if _dask.is_dask_array(X):  # statistics and blocks on the workers (docs/dask.md)
+            if is_sparse(getattr(X, "_meta", None)):
+                raise sparse_refused("the Dask path of a kernel bank (sparse chunks)")
             entries = [s._entry() for s in _resolve_columns(self.specs, names)]
             if sample_weight is not None:
                 raise InvalidParameterError(
@@ -494,6 +501,8 @@ class KernelBank:
                 "every kernel row); use center=False",
                 parameter="center",
             )
+        if is_sparse(X):
+            raise sparse_refused("kernels computed on demand (cache_size=)")
         names = column_names(X)
         Xc = _points_for(self.specs, X)
         entries = _engine_entries(_resolve_columns(self.specs, names), Xc, names)
@@ -543,6 +552,8 @@ class KernelBank:
         """The feature blocks ``Φ_m = sqrt(s_m) X[:, cols_m]`` of the points ``X`` for a bank
         fitted by :meth:`_fit_linear`, with the training scales ``s_m``: column ranges of one
         row-major array, as a FeatureBank's."""
+        if is_sparse(X):
+            raise sparse_refused("a model whose linear kernels were fitted as feature blocks")
         Xc = check_features(X)
         if Xc.shape[1] != self.X_train_.shape[1]:
             raise InvalidInputError(
@@ -562,9 +573,10 @@ class KernelBank:
 
         Parameters
         ----------
-        X : array-like of shape (n_new, n_features)
-            New points; a Dask array gives a Dask array, chunked along ``n_new``, one
-            task per row block (docs/dask.md).
+        X : {array-like, sparse matrix} of shape (n_new, n_features)
+            New points (sparse or dense, whatever the training points were); a Dask array
+            gives a Dask array, chunked along ``n_new``, one task per row block
+            (docs/dask.md).
         columns : array-like of int, optional
             Only these training points (e.g. the support vectors of a model): the result
             has ``len(columns)`` columns. Not with ``center=True``, whose cross kernels
@@ -596,6 +608,8 @@ class KernelBank:
             raise NotFittedError("this KernelBank is not fitted yet: call fit(X_train) first")
         _check_same_columns(X, getattr(self, "feature_names_in_", None))
         if _dask.is_dask_array(X):  # one task per row block (docs/dask.md)
+            if is_sparse(getattr(X, "_meta", None)):
+                raise sparse_refused("the Dask path of a kernel bank (sparse chunks)")
             if isinstance(self.X_train_, Points):
                 raise InvalidInputError(
                     "a bank fitted on sequences maps NumPy arrays or DataFrames, not Dask arrays"
@@ -620,6 +634,9 @@ class KernelBank:
             stats = {**stats, "n": len(cols),
                      "diag": np.ascontiguousarray(diag[:, cols]) if diag.shape[1] else diag,
                      "weights": np.ascontiguousarray(w[cols]) if len(w) else w}  # fmt: skip
+        if is_sparse(Xc) != is_sparse(X_train):
+            # The engine reads both sides alike: the dense side as CSR (no larger than it is).
+            Xc, X_train = _as_csr(Xc), _as_csr(X_train)
         return _core.gram_cross(
             _numeric(Xc), _numeric(X_train), self._tuples, stats, self.dtype == np.float32,
             self.n_threads, sequences_new=_sequences(Xc), sequences_train=_sequences(X_train),
@@ -697,9 +714,21 @@ def _check_same_columns(X: Any, fitted: NDArray[Any] | None) -> None:
     )
 
 
-def _numeric(X: CheckedPoints) -> NDArray[np.float64]:
-    """The numeric columns of checked points, as the engine takes them."""
+def _numeric(X: CheckedPoints) -> Any:
+    """The numeric columns of checked points, as the engine takes them: a float64 matrix, or
+    the CSR arrays of sparse points (:func:`engine_sparse`)."""
+    if is_sparse(X):
+        return engine_sparse(X)
     return X.numeric if isinstance(X, Points) else X
+
+
+def _as_csr(X: CheckedPoints) -> Any:
+    """Checked numeric points as a float64 CSR matrix (sparse ones as they are)."""
+    if is_sparse(X):
+        return X
+    if isinstance(X, Points):
+        raise sparse_refused("kernels on points with sequences (strings)")
+    return scipy.sparse.csr_matrix(X)
 
 
 def _sequences(X: CheckedPoints) -> Any:

@@ -18,7 +18,10 @@ from .._validation import (
     check_features,
     check_n_threads,
     check_random_state,
+    check_sparse,
     column_names,
+    is_sparse,
+    sparse_refused,
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 from ._banks import _bank_repr, _check_same_columns, _is_float32
@@ -212,9 +215,10 @@ class FeatureBank:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training points; a ``numpy.memmap`` is read in row batches (pivoted Nyström
-            landmarks read it whole, as float64).
+            landmarks read it whole, as float64); a ``scipy.sparse`` matrix when every
+            kernel is :class:`Linear` (docs/guide.md, "Sparse data").
 
         Returns
         -------
@@ -229,6 +233,9 @@ class FeatureBank:
         >>> bank.fit(np.zeros((4, 2))).scales_.shape
         (1,)
         """
+        if is_sparse(X):
+            self._fit_sparse(X)
+            return self
         self._resolve(X)
         rows = _feature_rows(X)
         self._fit_maps(rows)
@@ -243,14 +250,15 @@ class FeatureBank:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training points.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training points (``scipy.sparse`` when every kernel is :class:`Linear`).
 
         Returns
         -------
         list of ndarray of shape (n_samples, D_m)
             One block per kernel, normalised: consecutive column ranges of one row-major
-            ``(n_samples, n_components_.sum())`` array, which the solvers read in place.
+            ``(n_samples, n_components_.sum())`` array, which the solvers read in place;
+            for sparse ``X``, CSR matrices (each the columns its kernel reads, scaled).
             Equal to ``transform(X)`` (to float32 rounding with ``dtype=float32``: here the
             stored values are scaled, there the scaled values stored).
 
@@ -268,6 +276,8 @@ class FeatureBank:
         >>> F.shape[1]  # a degree-2 polynomial kernel on 2 features has rank 6
         6
         """
+        if is_sparse(X):
+            return self._sparse_blocks(self._fit_sparse(X))
         self._resolve(X)
         rows = _feature_rows(X)
         self._fit_maps(rows)
@@ -299,8 +309,10 @@ class FeatureBank:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            New points (a ``numpy.memmap`` is read batch by batch).
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            New points (a ``numpy.memmap`` is read batch by batch; a ``scipy.sparse``
+            matrix when every kernel is :class:`Linear`, whose blocks are then CSR
+            matrices).
         out : ndarray of shape ``(n_samples, n_components_.sum())``, optional
             C-ordered array of the bank's ``dtype`` to write the features into (e.g. a
             ``numpy.memmap``); by default a new array.
@@ -331,6 +343,19 @@ class FeatureBank:
         if not hasattr(self, "params_"):
             raise NotFittedError("this FeatureBank is not fitted yet: call fit(X_train) first")
         _check_same_columns(X, getattr(self, "feature_names_in_", None))
+        if is_sparse(X):
+            if out is not None:
+                raise InvalidParameterError(
+                    "out= takes the dense blocks of dense points; the blocks of sparse X are "
+                    "sparse matrices",
+                    parameter="out",
+                )
+            Xc = self._sparse_points(X)
+            if Xc.shape[1] != self.n_features_in_:
+                raise InvalidInputError(
+                    f"X has {Xc.shape[1]} features but the bank was fitted on {self.n_features_in_}"
+                )
+            return self._sparse_blocks(Xc)
         rows = _feature_rows(X)
         if rows.shape[1] != self.n_features_in_:
             raise InvalidInputError(
@@ -379,6 +404,41 @@ class FeatureBank:
             self.feature_names_in_ = np.asarray(names, dtype=object)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
+
+    def _sparse_points(self, X: Any) -> Any:
+        """Sparse ``X`` as a checked CSR matrix, when every map is linear: the others (random
+        Fourier, Nyström) need dense rows, and are refused naming the kernel."""
+        for m, spec in enumerate(self.specs):
+            if not isinstance(spec, Linear):
+                # (Only the linear maps take sparse X: docs/guide.md, "Sparse data".)
+                raise sparse_refused(f"FeatureBank's {self.method} map of kernel {m}, {spec!r},")
+        return check_sparse(X)
+
+    def _fit_sparse(self, X: Any) -> Any:
+        """Fit the linear maps and their scales on sparse ``X`` (:meth:`_sparse_points`);
+        return ``X`` checked. The scales are the dense path's: from each block's row
+        squares, summed exactly."""
+        self._resolve(X)
+        Xc = self._sparse_points(X)
+        self._fit_maps(Xc)  # linear maps read the shape only
+        self.scales_ = np.ones(len(self.params_))
+        blocks = self._sparse_blocks(Xc, scaled=False)
+        sq = np.stack([np.asarray(B.multiply(B).sum(axis=1)).ravel() for B in blocks], 1)
+        self._set_scales([sq], Xc.shape[0])
+        return Xc
+
+    def _sparse_blocks(self, X: Any, scaled: bool = True) -> list[Any]:
+        """The feature blocks of checked sparse ``X`` for linear maps: each block the
+        columns its kernel reads, scaled, as a CSR matrix of the bank's ``dtype`` (never a
+        dense copy of ``X``)."""
+        csc = X.tocsc()  # (column selection reads the selected columns only)
+        out: list[Any] = []
+        for p, s in zip(self.params_, self.scales_, strict=True):
+            B = csc[:, np.asarray(p["cols"], dtype=np.intp)].tocsr()
+            if scaled and s != 1.0:
+                B = B * s
+            out.append(B.astype(self.dtype, copy=False))
+        return out
 
     def _fit_maps(self, X: NDArray[Any]) -> None:
         """The maps' parameters (``params_``, ``n_components_``, ``n_features_in_``)."""
@@ -512,6 +572,8 @@ def _map_width(p: dict[str, Any]) -> int:
 def _feature_rows(X: Any) -> NDArray[Any]:
     """``X`` as a 2-D array whose rows are converted (and checked) batch by batch: arrays,
     memmaps included, are kept as they are; anything else becomes float64."""
+    if is_sparse(X):
+        raise sparse_refused("FeatureBank's maps other than Linear")
     arr = X if isinstance(X, np.ndarray) else check_features(X)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise InvalidInputError(

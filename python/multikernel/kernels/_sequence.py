@@ -15,9 +15,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import CheckedPoints, Points, check_points, has_sequences
+from .._validation import (
+    CheckedPoints,
+    Points,
+    check_points,
+    has_sequences,
+    is_sparse,
+    sparse_refused,
+)
 from ..exceptions import InvalidInputError, InvalidParameterError
-from ._specs import Features, Kernel, _Entry, _features, _flist, _SpecTuple
+from ._specs import Callable, Features, Kernel, _Entry, _features, _flist, _SpecTuple
 
 __all__ = ["Spectrum", "WeightedDegree"]
 
@@ -302,8 +309,20 @@ def _refuse_numbers(specs: Sequence[Any], X: Any) -> None:
         raise InvalidInputError(_numeric_note(seq[0], seq[1], X))
 
 
+def _refuse_sparse(specs: Sequence[Any], X: Any) -> None:
+    """Refuse sparse ``X`` for a kernel of ``specs`` that cannot read it: a sequence kernel
+    (sequences are strings) or a :class:`Callable` (its function takes NumPy arrays), naming
+    it; the vector kernels read sparse points as they are."""
+    if not is_sparse(X):
+        return
+    for m, s in enumerate(specs):
+        if isinstance(s, (_SequenceKernel, Callable)):
+            raise sparse_refused(f"kernel {m}, {s!r},")
+
+
 def _points_for(specs: Sequence[Any], X: Any) -> CheckedPoints:
     """The raw points ``X`` of the kernels ``specs``, checked (:func:`check_points`) after
-    :func:`_refuse_numbers`."""
+    :func:`_refuse_sparse` and :func:`_refuse_numbers`."""
+    _refuse_sparse(specs, X)
     _refuse_numbers(specs, X)
     return check_points(X)

@@ -52,9 +52,10 @@ def gram(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Training points; a Dask array gives a Dask array of row blocks, computed on the
-        workers (docs/dask.md). For sequence kernels (:class:`Spectrum`,
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Training points; a ``scipy.sparse`` matrix is read as it is, never densified
+        (docs/guide.md, "Sparse data"); a Dask array gives a Dask array of row blocks,
+        computed on the workers (docs/dask.md). For sequence kernels (:class:`Spectrum`,
         :class:`WeightedDegree`), a 1-D array or list of strings, or a DataFrame mixing
         columns of strings and numeric columns.
     specs : sequence of Kernel
