@@ -27,6 +27,9 @@ impl From<SparsePenalty> for BlockPenalty {
 }
 
 impl BlockPenalty {
+    /// Every penalty's name, as [`BlockPenalty::parse`] reads it.
+    pub const NAMES: [&'static str; 4] = ["lp", "l1", "elasticnet", "group"];
+
     /// The penalty's name (`l1`, `elasticnet`, `lp` or `group`).
     pub fn name(&self) -> &'static str {
         match self {

@@ -61,6 +61,30 @@ impl Groups {
         &self.members
     }
 
+    /// The groups' weights `γ` (summing to one) of kernel weights `θ_jk = λ_jk/γ_j`: each
+    /// `λ_j` sums to one, so `Σ_{k∈G_j} θ_jk ∝ 1/γ_j` (docs/mathematics.md §4); a group
+    /// whose kernels all have weight 0 has `γ_j = 0` (all zeros when every group does).
+    pub fn gammas(&self, theta: &[f64]) -> Vec<f64> {
+        let inv: Vec<f64> = self
+            .members
+            .iter()
+            .map(|g| {
+                let sum: f64 = g.iter().map(|&k| theta[k]).sum();
+                if sum > 0.0 {
+                    1.0 / sum
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let total: f64 = inv.iter().sum();
+        if total > 0.0 {
+            inv.iter().map(|v| v / total).collect()
+        } else {
+            inv
+        }
+    }
+
     /// `max_j |G_j|`.
     pub(crate) fn largest(&self) -> usize {
         self.members.iter().map(Vec::len).max().unwrap_or(0)
@@ -311,5 +335,20 @@ mod tests {
         assert_eq!(group_penalty(&[1.0, 2.0, 2.5], &groups), 4.5);
         assert_eq!(dual_penalty(&[1.0, 4.0, 9.0], &groups, |_| true), 12.5);
         assert_eq!(dual_penalty(&[1.0, 4.0, 9.0], &groups, |k| k != 1), 8.0);
+    }
+
+    /// `θ_jk = λ_jk/γ_j` with each `λ_j` summing to one: the γ read back from θ is the γ that
+    /// made it, normalised; a group of zero weight gets γ = 0.
+    #[test]
+    fn gammas_invert_the_kernel_weights() {
+        let groups = Groups::new(&[0, 1, 0, 2, 1]).unwrap();
+        let (lambda, gamma) = ([0.25, 0.6, 0.75, 1.0, 0.4], [0.5, 0.3, 0.2]);
+        let theta: Vec<f64> = (0..5).map(|k| lambda[k] / gamma[groups.ids()[k]]).collect();
+        for (a, b) in groups.gammas(&theta).iter().zip(gamma) {
+            assert!((a - b).abs() < 1e-15, "{a} vs {b}");
+        }
+        let got = groups.gammas(&[0.5, 0.0, 0.5, 1.0, 0.0]);
+        assert_eq!(got, vec![0.5, 0.0, 0.5]);
+        assert_eq!(groups.gammas(&[0.0; 5]), vec![0.0; 3]);
     }
 }

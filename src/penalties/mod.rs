@@ -24,4 +24,7 @@ pub mod sparse;
 pub use block::BlockPenalty;
 pub use group::{group_penalty, GroupPenalty, Groups};
 pub use lp::{dual_norm, lp_gradient_scales, lp_penalty, lp_q, p_norm, theta_update};
-pub use sparse::{block_value, kernel_weights, subgradient_distance, SparsePenalty};
+pub use sparse::{
+    block_value, envelope_term, kernel_weights, prox_shrink, subgradient_distance, SparsePenalty,
+    WeightPenalty,
+};

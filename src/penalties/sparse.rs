@@ -74,6 +74,48 @@ pub fn block_value((r1, r2): (f64, f64), s: f64) -> f64 {
     r1 * s + 0.5 * r2 * s * s
 }
 
+/// The sparse penalty in the wrapper's variational form: `π(w) = ½ r_1² w/(1 − r_2 w)` on an
+/// effective kernel weight `w ∈ [0, 1/r_2)` (docs/mathematics.md §2.11), with `(r_1, r_2)` the
+/// weights of [`SparsePenalty::weights`]; its derivatives are the wrapper's gradient and
+/// Hessian terms.
+#[derive(Debug, Clone, Copy)]
+pub struct WeightPenalty {
+    pub r1: f64,
+    pub r2: f64,
+}
+
+impl WeightPenalty {
+    /// The variational form of `penalty`.
+    pub fn of(penalty: SparsePenalty) -> Self {
+        let (r1, r2) = penalty.weights();
+        WeightPenalty { r1, r2 }
+    }
+
+    /// `π(w)`.
+    pub fn value(&self, w: f64) -> f64 {
+        0.5 * self.r1 * self.r1 * w / (1.0 - self.r2 * w)
+    }
+
+    /// `π'(w)`.
+    pub fn d1(&self, w: f64) -> f64 {
+        0.5 * self.r1 * self.r1 / (1.0 - self.r2 * w).powi(2)
+    }
+
+    /// `π''(w)`.
+    pub fn d2(&self, w: f64) -> f64 {
+        self.r1 * self.r1 * self.r2 / (1.0 - self.r2 * w).powi(3)
+    }
+
+    /// The supremum `1/r_2` of the effective weights (∞ for `l1`).
+    pub fn cap(&self) -> f64 {
+        if self.r2 > 0.0 {
+            1.0 / self.r2
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
 /// The distance of `−g` to the subdifferential of one block's penalty `r_1 ‖w‖ + r_2/2 ‖w‖²`
 /// at `w` (weights `(r_1, r_2)` of [`SparsePenalty::weights`]): how far block `w` is from
 /// optimal with the loss gradient `g` on it (0 exactly at a solution).
@@ -88,6 +130,24 @@ pub fn subgradient_distance((r1, r2): (f64, f64), g: &[f64], w: &[f64]) -> f64 {
     } else {
         (norm(g) - r1).max(0.0)
     }
+}
+
+/// The proximal map of one block's penalty `γ(λ_1 ‖v‖ + λ_2/2 ‖v‖²)` as a factor on `v`,
+/// `prox(v)/v = max(‖v‖ − γλ_1, 0)/(‖v‖(1 + γλ_2))` at `‖v‖ = s` (SpicyMKL's block
+/// soft-threshold, eq. 5; `(λ_1, λ_2)` the penalty's weights scaled by the solver).
+pub fn prox_shrink((lam1, lam2): (f64, f64), s: f64, gamma: f64) -> f64 {
+    if s <= 0.0 {
+        return 0.0;
+    }
+    (s - gamma * lam1).max(0.0) / (s * (1.0 + gamma * lam2))
+}
+
+/// The term `h(s) = max(s − γλ_1, 0)² / (2γ(1 + γλ_2))` that one block of norm `s = ‖v‖`
+/// adds to SpicyMKL's augmented Lagrangian `φ_γ` (eq. 7): the Moreau envelope of the block
+/// penalty's conjugate, whose gradient is the shrink of [`prox_shrink`].
+pub fn envelope_term((lam1, lam2): (f64, f64), s: f64, gamma: f64) -> f64 {
+    let w = (s - gamma * lam1).max(0.0);
+    w * w / (2.0 * gamma * (1.0 + gamma * lam2))
 }
 
 /// The kernel weights on the simplex. At the optimum every active `A[m]` is parallel to the

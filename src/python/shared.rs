@@ -121,8 +121,18 @@ fn fit_shared<'py>(
     PySharedFitResult::new(py, r, n)
 }
 
+/// What the shared fit takes, as the engine states it: `{"losses": [...], "penalties": [...]}`.
+#[pyfunction]
+fn shared_capabilities(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("losses", SharedConfig::losses())?;
+    d.set_item("penalties", SharedConfig::penalties().to_vec())?;
+    Ok(d)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySharedFitResult>()?;
+    m.add_function(wrap_pyfunction!(shared_capabilities, m)?)?;
     m.add_function(wrap_pyfunction!(fit_shared, m)?)?;
     Ok(())
 }

@@ -13,7 +13,7 @@ use crate::engine::{self, Data, Fitted, RowElement, Settings, Start, SOLVER_NAME
 use crate::error::MkError;
 use crate::kernels::RowFeatures;
 use crate::losses::Loss;
-use crate::penalties::{BlockPenalty, SparsePenalty};
+use crate::penalties::{BlockPenalty, Groups, SparsePenalty};
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::LpConfig;
 use crate::solvers::mirror::StepRule;
@@ -1132,6 +1132,20 @@ fn _panic_for_tests(py: Python<'_>, in_pool: bool) -> PyResult<()> {
     })
 }
 
+/// The group penalty's group weights `γ` (summing to one) of the kernel weights `weights`,
+/// kernel `m` in group `ids[m]` (`0..J`): `penalties::Groups::gammas`.
+#[pyfunction]
+fn group_weights(weights: Vec<f64>, ids: Vec<usize>) -> PyResult<Vec<f64>> {
+    if weights.len() != ids.len() {
+        return Err(PyErr::from(MkError::Shape(format!(
+            "{} kernel weights for {} group ids",
+            weights.len(),
+            ids.len()
+        ))));
+    }
+    Ok(Groups::new(&ids)?.gammas(&weights))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Status>()?;
     m.add_class::<PyFitResult>()?;
@@ -1142,6 +1156,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_rows, m)?)?;
     m.add_function(wrap_pyfunction!(capabilities, m)?)?;
     m.add_function(wrap_pyfunction!(on_demand_rule, m)?)?;
+    m.add_function(wrap_pyfunction!(group_weights, m)?)?;
     m.add_function(wrap_pyfunction!(svm, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())

@@ -58,6 +58,34 @@ pub struct SharedConfig {
 }
 
 impl SharedConfig {
+    /// The losses a shared fit accepts (those [`SharedConfig::validate`] accepts): what the
+    /// facade's `multi_class="shared"` checks against.
+    pub fn losses() -> Vec<&'static str> {
+        Loss::NAMES
+            .into_iter()
+            .filter(|&name| {
+                Loss::parse(name, 0.0).is_ok_and(|loss| {
+                    SharedConfig {
+                        penalty: BlockPenalty::Lp { p: 2.0 },
+                        c: 1.0,
+                        loss,
+                        tol: 1e-3,
+                        max_iter: 1,
+                        inner_tol: 1e-7,
+                    }
+                    .validate()
+                    .is_ok()
+                })
+            })
+            .collect()
+    }
+
+    /// The penalties a shared fit solves with a certificate: every block penalty
+    /// (docs/mathematics.md §3.8).
+    pub fn penalties() -> &'static [&'static str] {
+        &BlockPenalty::NAMES
+    }
+
     /// Checks every setting.
     pub fn validate(&self) -> Result<()> {
         match self.penalty {

@@ -16,16 +16,16 @@ use super::Shared;
 use crate::error::Result;
 use crate::kernels::support_products;
 use crate::linalg::dot;
-use crate::penalties::SparsePenalty;
+use crate::penalties::{SparsePenalty, WeightPenalty};
 use crate::solvers::wrapper::{
-    gradient, model_kernels, s_hessian, step_rose, NewtonModel, Penalty, Point, WrapperConfig,
-    MAX_MODEL, MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
+    gradient, model_kernels, s_hessian, step_rose, NewtonModel, Point, WrapperConfig, MAX_MODEL,
+    MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
 };
 
 impl Shared<'_> {
     /// `J` at the last solves: each class's single-kernel value (SMO's dual value, or the
     /// Newton model's primal value `Σ c_i ℓ + ½ βᵀf`) plus the penalty of the weights.
-    fn objective(&self, pen: &Penalty, w: &[f64]) -> f64 {
+    fn objective(&self, pen: &WeightPenalty, w: &[f64]) -> f64 {
         let (loss, c) = (self.cfg.loss, &self.c);
         let values: f64 = self
             .classes
@@ -101,7 +101,7 @@ impl Shared<'_> {
 
     /// The Newton model of `J` at the weights `w` of the last iterate (module docs), on the
     /// kernels the wrapper's rule picks; `None` when there is none to move.
-    fn model(&self, pen: &Penalty, w: &[f64]) -> Result<Option<NewtonModel>> {
+    fn model(&self, pen: &WeightPenalty, w: &[f64]) -> Result<Option<NewtonModel>> {
         let grad = gradient(w, &self.forms, pen);
         let smooth = !self.classes[0].whole.is_sparse();
         let vars = model_kernels(w, &grad, if smooth { MAX_MODEL_SMOOTH } else { MAX_MODEL });

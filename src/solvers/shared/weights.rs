@@ -4,10 +4,10 @@
 //! alternation with `θ = s` (`l1`, `elasticnet`), group MKL's mirror step (`group`).
 
 use crate::kernels::KernelStack;
-use crate::penalties::{kernel_weights, theta_update, BlockPenalty, Groups};
+use crate::penalties::{kernel_weights, theta_update, BlockPenalty, Groups, WeightPenalty};
 use crate::solvers::lp::{extrapolate, over_relaxation};
 use crate::solvers::mirror::{traces, FreeBlocks, State, StepRule, Stepper};
-use crate::solvers::wrapper::{NewtonModel, Penalty, START_RADIUS};
+use crate::solvers::wrapper::{NewtonModel, START_RADIUS};
 
 /// The weights' state between iterations.
 pub(super) enum Weights {
@@ -16,7 +16,7 @@ pub(super) enum Weights {
     /// The effective weights `w` of the solves (`w = θ/(r_1 + r_2 θ)` of the alternation
     /// `θ = s`) and the wrapper's trust region on them ([`Trust`]).
     Sparse {
-        pen: Penalty,
+        pen: WeightPenalty,
         w: Vec<f64>,
         trust: Trust,
     },
@@ -45,7 +45,7 @@ impl Weights {
             BlockPenalty::Sparse(s) => {
                 let (r1, r2) = s.weights();
                 Weights::Sparse {
-                    pen: Penalty { r1, r2 },
+                    pen: WeightPenalty { r1, r2 },
                     // θ ≡ 1.
                     w: vec![1.0 / (r1 + r2); m],
                     trust: Trust::new(),
@@ -140,7 +140,7 @@ impl Weights {
 /// The alternation's step of the sparse penalties (§3.8): `θ = s`, the minimiser of
 /// `½ Σ (s²/θ + θ)` (the η-trick), as effective weights `w = θ/(r_1 + r_2 θ)`; `r_1 = 0` keeps
 /// the sum kernel `w ≡ 1/r_2`, whatever θ.
-pub(super) fn alternate(pen: &Penalty, w: &mut [f64], norms: &[f64]) {
+pub(super) fn alternate(pen: &WeightPenalty, w: &mut [f64], norms: &[f64]) {
     if pen.r1 > 0.0 {
         for (v, &s) in w.iter_mut().zip(norms) {
             *v = s / (pen.r1 + pen.r2 * s);

@@ -7,6 +7,7 @@ use crate::interrupt::Interrupt;
 use crate::kernels::{weighted_factors, KernelStack};
 use crate::linalg::{dot, Cholesky, DiagPlusLowRank, SpdFactor};
 use crate::losses::Loss;
+use crate::penalties::{envelope_term, prox_shrink};
 
 /// The primal iterate and the dual point carried between outer iterations.
 #[derive(Clone)]
@@ -228,10 +229,9 @@ impl Inner<'_> {
         }
     }
 
-    /// `h(‖v‖) = max(‖v‖ − γλ_1, 0)² / (2γ(1 + γλ_2))`.
+    /// `h(‖v‖)` of the kernel blocks' penalty ([`envelope_term`]).
     fn kernel_term(&self, s: f64, gamma: f64) -> f64 {
-        let w = (s - gamma * self.lam1).max(0.0);
-        w * w / (2.0 * gamma * (1.0 + gamma * self.lam2))
+        envelope_term((self.lam1, self.lam2), s, gamma)
     }
 
     /// `φ_γ(ρ + cΔ)`.
@@ -595,12 +595,9 @@ impl Inner<'_> {
         }
     }
 
-    /// `prox_m(v)/v = max(‖v‖ − γλ_1, 0)/(‖v‖(1 + γλ_2))`.
+    /// `prox_m(v)/v` of the kernel blocks' penalty ([`prox_shrink`]).
     fn shrink(&self, s: f64, gamma: f64) -> f64 {
-        if s <= 0.0 {
-            return 0.0;
-        }
-        (s - gamma * self.lam1).max(0.0) / (s * (1.0 + gamma * self.lam2))
+        prox_shrink((self.lam1, self.lam2), s, gamma)
     }
 }
 

@@ -92,7 +92,7 @@ use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::{costs, Loss};
-use crate::penalties::SparsePenalty;
+use crate::penalties::{SparsePenalty, WeightPenalty};
 use crate::result::FitResult;
 use crate::solvers::driver::Driver;
 use crate::solvers::points::{PointSet, MIN_POINTS};
@@ -105,8 +105,8 @@ use certificate::Aggregate;
 pub(crate) use certificate::Point;
 pub(crate) use combined::Combined;
 pub(crate) use newton::{
-    gradient, model_kernels, s_hessian, step_rose, NewtonModel, Penalty, MAX_MODEL,
-    MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
+    gradient, model_kernels, s_hessian, step_rose, NewtonModel, MAX_MODEL, MAX_MODEL_SMOOTH,
+    MIN_RADIUS, START_RADIUS,
 };
 
 /// The most exact SMO solve asked for when the model stalls above `tol`.
@@ -210,7 +210,7 @@ fn fit_from(
     crate::solvers::validate_targets(stack.n(), y)?;
     let c = &costs(cfg.c, sample_weight, y.len())?;
     let (r1, r2) = cfg.penalty.weights();
-    let pen = Penalty { r1, r2 };
+    let pen = WeightPenalty { r1, r2 };
     let mut whole = SingleKernel::new(cfg.loss, c, y)?;
     // The smooth losses' `β` is dense; Newton then works on factors where the stack has them.
     let smooth = !whole.is_sparse();
@@ -268,7 +268,7 @@ struct Wrapper<'s> {
     c: &'s [f64],
     cfg: &'s WrapperConfig,
     psd: PsdCheck<'s>,
-    pen: Penalty,
+    pen: WeightPenalty,
     /// A smooth loss (Newton's dense `β`): a working set of kernels, and Newton's accuracy
     /// following the gap.
     smooth: bool,

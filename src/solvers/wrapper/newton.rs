@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::kernels::KernelStack;
 use crate::linalg::{dot, Cholesky};
 use crate::losses::Loss;
+use crate::penalties::WeightPenalty;
 use crate::solvers::single::SingleKernel;
 
 /// The trust region's first ratio `R`.
@@ -51,36 +52,6 @@ pub(crate) const MAX_MODEL_SMOOTH: usize = 40;
 /// model this inexact.
 const HESSIAN_RTOL: f64 = 1e-2;
 
-/// The penalty `π(w) = ½ r_1² w/(1 − r_2 w)` on an effective weight, and its derivatives.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Penalty {
-    pub(crate) r1: f64,
-    pub(crate) r2: f64,
-}
-
-impl Penalty {
-    pub(crate) fn value(&self, w: f64) -> f64 {
-        0.5 * self.r1 * self.r1 * w / (1.0 - self.r2 * w)
-    }
-
-    pub(crate) fn d1(&self, w: f64) -> f64 {
-        0.5 * self.r1 * self.r1 / (1.0 - self.r2 * w).powi(2)
-    }
-
-    pub(crate) fn d2(&self, w: f64) -> f64 {
-        self.r1 * self.r1 * self.r2 / (1.0 - self.r2 * w).powi(3)
-    }
-
-    /// The supremum `1/r_2` of the effective weights (∞ for `l1`).
-    pub(crate) fn cap(&self) -> f64 {
-        if self.r2 > 0.0 {
-            1.0 / self.r2
-        } else {
-            f64::INFINITY
-        }
-    }
-}
-
 /// The second-order model of `J` at an iterate, on the kernels `vars`.
 pub(crate) struct NewtonModel {
     pub(crate) vars: Vec<usize>,
@@ -94,7 +65,7 @@ pub(crate) struct NewtonModel {
 impl NewtonModel {
     /// The trust-region step from the model with ratio `r`: the new weights and the predicted
     /// decrease of `J`.
-    pub(crate) fn step(&self, r: f64, pen: &Penalty) -> (Vec<f64>, f64) {
+    pub(crate) fn step(&self, r: f64, pen: &WeightPenalty) -> (Vec<f64>, f64) {
         let w = &self.w;
         let top = w.iter().fold(0.0f64, |a, &v| a.max(v));
         let (sum, count) = w
@@ -251,7 +222,7 @@ pub(crate) fn s_hessian(
 }
 
 /// `∂J/∂w_m = −½ q_m + π'(w_m)` of every kernel, at weights `w` with forms `q`.
-pub(crate) fn gradient(w: &[f64], q: &[f64], pen: &Penalty) -> Vec<f64> {
+pub(crate) fn gradient(w: &[f64], q: &[f64], pen: &WeightPenalty) -> Vec<f64> {
     w.iter()
         .zip(q)
         .map(|(&wk, &qk)| -0.5 * qk + pen.d1(wk))

@@ -4,12 +4,13 @@
 
 use rayon::prelude::*;
 
-use super::{Combined, Penalty};
+use super::Combined;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::linalg::dot;
 use crate::losses::Loss;
+use crate::penalties::WeightPenalty;
 use crate::solvers::single::SingleKernel;
 
 /// The kernels that start with a non-zero weight when there are more than twice as many.
@@ -36,7 +37,7 @@ pub(super) fn scale_search(
     stack: &dyn KernelStack,
     k_lambda: &Combined,
     kw: &mut Combined,
-    pen: &Penalty,
+    pen: &WeightPenalty,
     interrupt: &dyn Interrupt,
 ) -> Result<Scale> {
     let t0 = unit_mean_diagonal(k_lambda.trace(stack), stack.n());
@@ -117,7 +118,7 @@ impl Sample {
     pub(super) fn scale(
         &mut self,
         stack: &dyn KernelStack,
-        pen: &Penalty,
+        pen: &WeightPenalty,
         interrupt: &dyn Interrupt,
     ) -> Result<f64> {
         let s = self.rows.len();
@@ -183,7 +184,7 @@ fn bracket_scale(
     k_lambda: &Combined,
     kw: &mut Combined,
     mut t: f64,
-    pen: &Penalty,
+    pen: &WeightPenalty,
     interrupt: &dyn Interrupt,
 ) -> Result<Scale> {
     let m = stack.m();
@@ -264,7 +265,7 @@ pub(super) fn start(
     c: &[f64],
     solver: &mut SingleKernel,
     kw: &mut Combined,
-    pen: &Penalty,
+    pen: &WeightPenalty,
     factors: bool,
     interrupt: &dyn Interrupt,
 ) -> Result<Vec<f64>> {
@@ -322,7 +323,7 @@ pub(super) fn start(
 /// Most weights end at zero: the start puts the total weight `t` on the [`START_KERNELS`]
 /// kernels that the scaled SVM's solution ranks first (largest `q_m`, the most negative
 /// `∂J/∂w_m`); the others enter when their gradient turns negative.
-fn ranked_start(q: &[f64], t: f64, pen: &Penalty) -> Vec<f64> {
+fn ranked_start(q: &[f64], t: f64, pen: &WeightPenalty) -> Vec<f64> {
     let m = q.len();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| q[b].total_cmp(&q[a]));

@@ -1,11 +1,12 @@
 use super::certificate::{solve_point, Point};
-use super::newton::{free_points, s_hessian, svm_hessian, Penalty};
+use super::newton::{free_points, s_hessian, svm_hessian};
 use super::start::{scale_search, Sample, SAMPLE_MIN};
 use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
 use crate::linalg::dot;
 use crate::penalties::duals::{best_dual, best_on_segment, dual_value, DualPoint};
+use crate::penalties::WeightPenalty;
 use crate::result::SolveStatus;
 use crate::solvers::single::bordered_many;
 use crate::solvers::spicy::{fit_spicy, SpicyConfig};
@@ -200,7 +201,7 @@ fn hessian_matches_finite_differences() {
     let (g, m, y) = problem(30, false, 3);
     let n = y.len();
     let stack = DenseStack::new(&g, m, n).unwrap();
-    let pen = Penalty { r1: 0.7, r2: 0.3 };
+    let pen = WeightPenalty { r1: 0.7, r2: 0.3 };
     let w = [0.3, 0.05, 0.8, 0.2, 0.1];
     for loss in [Loss::Hinge, Loss::SquaredHinge] {
         let c = 3.0;
@@ -418,7 +419,7 @@ fn on_demand_kernels_fit_like_the_stored_stack() {
 #[test]
 fn the_sampled_scale_is_near_the_whole_problems() {
     let n = SAMPLE_MIN;
-    let pen = Penalty { r1: 1.0, r2: 0.0 };
+    let pen = WeightPenalty { r1: 1.0, r2: 0.0 };
     for loss in [Loss::Hinge, Loss::Logistic, Loss::Squared] {
         let (g, m, y) = problem(n, loss == Loss::Squared, 3);
         let stack = DenseStack::new(&g, m, n).unwrap();
