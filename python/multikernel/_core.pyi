@@ -25,6 +25,7 @@ __all__ = [
     "fourier_params",
     "gram_cross",
     "gram_fit",
+    "group_weights",
     "low_rank",
     "norm_stats",
     "nystroem_factor",
@@ -34,6 +35,7 @@ __all__ = [
     "path",
     "quad_forms",
     "requested_threads",
+    "shared_capabilities",
     "simd_level",
     "simplemkl_specs",
     "svm",
@@ -303,6 +305,13 @@ def capabilities() -> dict[_Solver, _Capabilities]:
 
 def on_demand_rule() -> str:
     """The rule of kernels computed on demand, in words (quoted by every refusal)."""
+
+def group_weights(weights: list[float], ids: list[int]) -> list[float]:
+    """The group penalty's group weights γ (summing to one) of the kernel weights, kernel
+    ``m`` in group ``ids[m]`` (``0..J``)."""
+
+def shared_capabilities() -> dict[str, list[str]]:
+    """What the shared fit takes: its ``losses`` and ``penalties``."""
 
 def fit(
     settings: Settings,

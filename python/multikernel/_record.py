@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
 from .exceptions import (
+    InternalError,
     InvalidParameterError,
     KernelNotPSDWarning,
     NumericalError,
@@ -93,10 +94,11 @@ def group_weights(
     weights: NDArray[np.float64], ids: list[int], n_groups: int
 ) -> NDArray[np.float64]:
     """γ of the group penalty from the kernel weights ``θ_jk = λ_jk/γ_j`` (normalised to sum
-    one): each ``λ_j`` sums to one, so ``Σ_{k∈G_j} θ_jk ∝ 1/γ_j`` (docs/mathematics.md §4)."""
-    sums = np.bincount(np.asarray(ids), weights=weights, minlength=n_groups)
-    inv = np.divide(1.0, sums, out=np.zeros(n_groups), where=sums > 0)
-    out: NDArray[np.float64] = inv / inv.sum()
+    one), as the engine reads it back (its ``Groups::gammas``, docs/mathematics.md §4);
+    ``n_groups`` groups, kernel ``k`` in group ``ids[k]``."""
+    out = np.asarray(_core.group_weights([float(v) for v in weights], list(ids)))
+    if out.shape != (n_groups,):  # the engine numbers the groups 0..J-1, as group_ids does
+        raise InternalError(f"{out.shape[0]} group weights for {n_groups} groups")
     return out
 
 

@@ -16,11 +16,12 @@ from ._config import Setting
 from ._record import FitRecord, internal_start_error
 from .exceptions import InvalidParameterError, NonFiniteError, NumericalError
 
-#: The losses of a shared fit (the classifier's).
-SHARED_LOSSES = ("hinge", "squared_hinge", "logistic")
-
-#: The penalties a shared fit solves with a certificate (docs/mathematics.md §3.8).
-SHARED_PENALTIES = ("lp", "l1", "elasticnet", "group")
+_SHARED = _core.shared_capabilities()
+#: The losses of a shared fit (the classifier's), as the engine states them.
+SHARED_LOSSES: tuple[str, ...] = tuple(_SHARED["losses"])
+#: The penalties a shared fit solves with a certificate (docs/mathematics.md §3.8), as the
+#: engine states them.
+SHARED_PENALTIES: tuple[str, ...] = tuple(_SHARED["penalties"])
 
 
 def fit_shared(

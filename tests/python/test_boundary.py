@@ -247,6 +247,12 @@ def test_the_engine_states_what_each_solver_fits_and_python_derives_its_lists() 
             assert set(row["losses"]) == set(SOLVERS[solver].losses)  # type: ignore[index]
             assert tuple(row["penalties"]) == SOLVERS[solver].penalties  # type: ignore[index]
         assert set(row["on_demand_losses"]) <= set(row["losses"])
+    from multikernel import _shared
+
+    shared = _core.shared_capabilities()
+    assert _shared.SHARED_LOSSES == tuple(shared["losses"])
+    assert _shared.SHARED_PENALTIES == tuple(shared["penalties"])
+    assert set(shared["losses"]) == {"hinge", "squared_hinge", "logistic"}
     assert _auto.ON_DEMAND_SOLVERS == tuple(s for s in caps if caps[s]["on_demand_losses"])
     assert _auto.FEATURE_SOLVERS == tuple(s for s in caps if caps[s]["features"])
     assert _auto.WARM_SOLVERS == tuple(s for s in caps if caps[s]["warm_start"])
