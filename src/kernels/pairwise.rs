@@ -144,11 +144,8 @@ pub(crate) fn sum_matrix(
             }
         });
     if symmetric {
-        for i in 0..na {
-            for j in i + 1..nb {
-                s[i * nb + j] = s[j * nb + i];
-            }
-        }
+        // Only the lower triangle was computed (na = nb).
+        crate::kernels::stack::mirror(&mut s, na, false);
     }
     s
 }

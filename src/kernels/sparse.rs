@@ -224,11 +224,8 @@ pub(crate) fn sum_matrix(kind: PairSum, a: &CsrMatrix, b: &CsrMatrix, symmetric:
         sums_block(kind, a, b, i..i + 1, 0..end, &mut row[..end]);
     });
     if symmetric {
-        for i in 0..na {
-            for j in i + 1..nb {
-                s[i * nb + j] = s[j * nb + i];
-            }
-        }
+        // Only the lower triangle was computed (na = nb).
+        crate::kernels::stack::mirror(&mut s, na, false);
     }
     s
 }
