@@ -170,7 +170,9 @@ def test_every_loss_equals_the_in_memory_fit(
     sent = Sent(monkeypatch)
     est, ref = fit_both(loss, penalty, kw, weighted)
     check_equal(est, ref)
-    assert dask_sizeof.sizeof(sent.logs[0]) > LARGE  # where the keyword became a key
+    # Where the keyword became a key. Summed update by update: Dask's estimate of a list
+    # samples 10 of its items at random, and the updates differ in length (a flaky bound).
+    assert sum(map(dask_sizeof.sizeof, sent.logs[0])) > LARGE
     sent.each_update_once()
 
 
