@@ -12,7 +12,6 @@ __all__ = [
     "OnDemandKernels",
     "PathResult",
     "Settings",
-    "SharedFitResult",
     "Status",
     "_panic_for_tests",
     "_set_min_cores_for_tests",
@@ -80,7 +79,7 @@ class FitResult:
     """A fitted model with its certificate (arrays are numpy, shapes in the comments)."""
 
     @property
-    def coef(self) -> NDArray[np.float64]: ...  # (M, n)
+    def coef(self) -> NDArray[np.float64]: ...  # (M, n); (K, M, n) from fit_shared
     @property
     def coef_factors(
         self,
@@ -113,34 +112,6 @@ class FitResult:
     def solvers(self) -> list[str]: ...  # the solvers that ran: ["wrapper", "spicy"] when continued
     @property
     def solver_iterations(self) -> list[int]: ...  # each solver's iterations; they sum to n_iter
-
-@final
-class SharedFitResult:
-    """A shared multiclass fit (``fit_shared``): every class's model, the one θ and the
-    whole problem's certificate (shapes in the comments)."""
-
-    @property
-    def coef(self) -> NDArray[np.float64]: ...  # (K, M, n)
-    @property
-    def intercept(self) -> NDArray[np.float64]: ...  # (K,)
-    @property
-    def kernel_weights(self) -> NDArray[np.float64]: ...  # (M,)
-    @property
-    def kernel_norms(self) -> NDArray[np.float64]: ...  # (M,)
-    @property
-    def primal(self) -> float: ...
-    @property
-    def dual(self) -> float: ...
-    @property
-    def gap(self) -> float: ...
-    @property
-    def n_iter(self) -> int: ...
-    @property
-    def status(self) -> Status: ...
-    @property
-    def history(self) -> NDArray[np.float64]: ...  # (n_records, 6): ..., seconds, solver index
-    @property
-    def psd_witness(self) -> tuple[int, float, float, float] | None: ...
 
 @final
 class PathResult:
@@ -369,7 +340,7 @@ def fit_shared(
     n_threads: int = 0,
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
     sample_weight: NDArray[np.float64] | None = None,
-) -> SharedFitResult: ...
+) -> tuple[FitResult, NDArray[np.float64]]: ...  # the fit, and the classes' intercepts (K,)
 def path(
     g: NDArray[Any] | list[NDArray[np.float64]],
     y: NDArray[np.float64],

@@ -6,6 +6,7 @@ solver (``src/solvers/shared/``): this module is its call and the record it retu
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -56,7 +57,7 @@ def fit_shared(
         )
     engine = _core.Settings("analytic", {k: v for k, v in settings.items() if k != "p"})
     try:
-        r = _core.fit_shared(
+        r, intercepts = _core.fit_shared(
             engine, G, np.ascontiguousarray(Y, dtype=np.float64), penalty=penalty, p=float(p),
             l1_ratio=float(l1_ratio), groups=None if groups is None else [int(g) for g in groups],
             n_threads=n_threads, on_iteration=on_iteration,
@@ -72,13 +73,7 @@ def fit_shared(
         if internal is None:
             raise
         raise internal from err
-    return FitRecord(
-        coef=r.coef, intercept=r.intercept, kernel_weights=r.kernel_weights,
-        kernel_norms=r.kernel_norms, primal=r.primal, dual=r.dual, gap=r.gap, n_iter=r.n_iter,
-        status_code=int(r.status), converged=r.status == _core.Status.CONVERGED,
-        history=r.history, feature_weights=np.empty(0), psd_witness=r.psd_witness,
-        solvers=["shared"], solver_iterations=[r.n_iter],
-    )  # fmt: skip
+    return dataclasses.replace(FitRecord.of(r), intercept=intercepts)
 
 
 def _no_finite_iterate(G: NDArray[np.float64] | NDArray[np.float32], n_iter: int) -> Exception:

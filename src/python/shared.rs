@@ -1,74 +1,17 @@
 //! The binding of the shared multiclass fit (`multi_class="shared"`,
 //! [`crate::solvers::shared`]): a stack, the one-vs-rest targets `(K, n)` and the analytic
-//! solver's settings in, a [`PySharedFitResult`] with a leading class axis out.
+//! solver's settings in, the one `FitResult` of every fit out, with a leading class axis on
+//! its `coef`, and the classes' intercepts.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 use super::convert::run_detached;
 use super::kernels::with_dense;
-use super::solvers::{PySettings, Status};
+use super::solvers::{PyFitResult, PySettings};
 use crate::error::MkError;
 use crate::penalties::BlockPenalty;
-use crate::solvers::shared::{fit_shared as engine_fit_shared, SharedConfig, SharedFit};
-
-/// A shared fit: every class's model and the whole problem's certificate.
-#[pyclass(frozen, name = "SharedFitResult", module = "multikernel._core")]
-pub(crate) struct PySharedFitResult {
-    /// `(K, M, n)`: `coef[c, m] = θ_m β_c`.
-    #[pyo3(get)]
-    coef: Py<PyArray3<f64>>,
-    /// `(K,)` the classes' intercepts.
-    #[pyo3(get)]
-    intercept: Py<PyArray1<f64>>,
-    /// `(M,)` the kernel weights every class shares.
-    #[pyo3(get)]
-    kernel_weights: Py<PyArray1<f64>>,
-    /// `(M,)` the block norms `s_m` over the classes.
-    #[pyo3(get)]
-    kernel_norms: Py<PyArray1<f64>>,
-    #[pyo3(get)]
-    primal: f64,
-    #[pyo3(get)]
-    dual: f64,
-    #[pyo3(get)]
-    gap: f64,
-    #[pyo3(get)]
-    n_iter: usize,
-    #[pyo3(get)]
-    status: Status,
-    /// `(n_records, 6)` as `FitResult.history`.
-    #[pyo3(get)]
-    history: Py<PyArray2<f64>>,
-    /// `(kernel, quad_form, bound, entry_rounding)` as `FitResult.psd_witness`.
-    #[pyo3(get)]
-    psd_witness: Option<(usize, f64, f64, f64)>,
-}
-
-impl PySharedFitResult {
-    fn new(py: Python<'_>, r: SharedFit, n: usize) -> PyResult<Self> {
-        let (fit, k) = (r.fit, r.intercepts.len());
-        let m = fit.kernel_weights.len();
-        let shape_err = |e: ndarray::ShapeError| PyErr::from(MkError::Panic(e.to_string()));
-        let coef = ndarray::Array3::from_shape_vec((k, m, n), fit.coef).map_err(shape_err)?;
-        let history = super::solvers::history_rows(py, &fit.history)?;
-        Ok(PySharedFitResult {
-            coef: coef.into_pyarray(py).unbind(),
-            intercept: r.intercepts.into_pyarray(py).unbind(),
-            kernel_weights: fit.kernel_weights.into_pyarray(py).unbind(),
-            kernel_norms: fit.kernel_norms.into_pyarray(py).unbind(),
-            primal: fit.primal,
-            dual: fit.dual,
-            gap: fit.gap,
-            n_iter: fit.n_iter,
-            status: fit.status.into(),
-            history,
-            psd_witness: fit
-                .psd_witness
-                .map(|w| (w.kernel, w.quad_form, w.bound, w.entry_rounding)),
-        })
-    }
-}
+use crate::solvers::shared::{fit_shared as engine_fit_shared, SharedConfig};
 
 /// Fits the one-vs-rest problems of the targets `y` `(K, n)` (`±1`) coupled through one set
 /// of kernel weights (docs/mathematics.md §3.8) on a dense (float64 or float32) stack or
@@ -76,7 +19,8 @@ impl PySharedFitResult {
 /// (C, loss, tol, max_iter, inner_tol); `penalty` `lp` (`p ∈ [1, ∞]`), `l1`, `elasticnet`
 /// (`l1_ratio`) or `group` (`groups`, a group id per kernel). `sample_weight` `(n,)` weights
 /// each sample's loss in every class; `on_iteration(primal, dual, gap, active, seconds)` is
-/// called for every iteration.
+/// called for every iteration. Returns the fit (its `coef` `(K, M, n)`, `coef[c, m] = θ_m
+/// β_c`) and the classes' intercepts `(K,)`.
 #[pyfunction]
 #[pyo3(signature = (
     settings, g, y, *, penalty="lp", p=2.0, l1_ratio=1.0, groups=None, n_threads=0,
@@ -95,7 +39,7 @@ fn fit_shared<'py>(
     n_threads: usize,
     on_iteration: Option<&Bound<'py, PyAny>>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
-) -> PyResult<PySharedFitResult> {
+) -> PyResult<(PyFitResult, Py<PyArray1<f64>>)> {
     let lp = settings.get().lp().copied().ok_or_else(|| {
         PyErr::from(MkError::config(
             "solver",
@@ -118,7 +62,11 @@ fn fit_shared<'py>(
             engine_fit_shared(s, &ys, weights.as_deref(), &cfg, i)
         })
     })?;
-    PySharedFitResult::new(py, r, n)
+    let (mut fit, intercepts) = (r.fit, r.intercepts);
+    fit.solver_iters = vec![fit.n_iter];
+    let k = intercepts.len();
+    let result = PyFitResult::with_classes(py, fit, (Some(k), n), vec!["shared"])?;
+    Ok((result, intercepts.into_pyarray(py).unbind()))
 }
 
 /// What the shared fit takes, as the engine states it: `{"losses": [...], "penalties": [...]}`.
@@ -131,7 +79,6 @@ fn shared_capabilities(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PySharedFitResult>()?;
     m.add_function(wrap_pyfunction!(shared_capabilities, m)?)?;
     m.add_function(wrap_pyfunction!(fit_shared, m)?)?;
     Ok(())

@@ -2,7 +2,7 @@
 //! structs fill the rest from their `Default` and check them with their `validate`), the
 //! arrays as [`engine::Data`], [`engine::fit`], a typed [`PyFitResult`] out.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
 
@@ -135,7 +135,8 @@ type Factors<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
 /// A result's coefficients as the solver gave them.
 enum Coef {
-    Dense(Py<PyArray2<f64>>),
+    /// `(M, n)`, or `(K, M, n)` for a shared fit's classes.
+    Dense(Py<PyArrayDyn<f64>>),
     /// `A[m, i] = scale[m] · rows[i]`.
     Outer(Py<PyArray1<f64>>, Py<PyArray1<f64>>),
 }
@@ -143,9 +144,9 @@ enum Coef {
 #[pymethods]
 impl PyFitResult {
     /// `(M, n)` per-kernel coefficients (formed from [`Self::coef_factors`] at each read when
-    /// the solver gave them factored).
+    /// the solver gave them factored); `(K, M, n)` for a shared fit, one row per class.
     #[getter]
-    fn coef<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+    fn coef<'py>(&self, py: Python<'py>) -> Bound<'py, PyArrayDyn<f64>> {
         match &self.coef {
             Coef::Dense(a) => a.bind(py).clone(),
             Coef::Outer(scale, rows) => {
@@ -153,6 +154,7 @@ impl PyFitResult {
                 let (s, r) = (scale.bind(py).readonly(), rows.bind(py).readonly());
                 let (s, r) = (s.as_array(), r.as_array());
                 ndarray::Array2::from_shape_fn((s.len(), r.len()), |(m, i)| s[m] * r[i])
+                    .into_dyn()
                     .into_pyarray(py)
             }
         }
@@ -189,15 +191,30 @@ impl PyFitResult {
 
 impl PyFitResult {
     fn new(py: Python<'_>, r: FitResult, n: usize, solvers: Vec<&'static str>) -> PyResult<Self> {
+        Self::with_classes(py, r, (None, n), solvers)
+    }
+
+    /// The result of a fit whose `coef` is `(K, M, n)` when `classes` is `Some(K)` (a shared
+    /// fit), `(M, n)` otherwise.
+    pub(super) fn with_classes(
+        py: Python<'_>,
+        r: FitResult,
+        (classes, n): (Option<usize>, usize),
+        solvers: Vec<&'static str>,
+    ) -> PyResult<Self> {
         let m = r.kernel_weights.len();
         let shape_err = |e: ndarray::ShapeError| PyErr::from(MkError::Panic(e.to_string()));
+        let shape = match classes {
+            Some(k) => vec![k, m, n],
+            None => vec![m, n],
+        };
         let coef = match r.coef_outer {
             Some(o) => Coef::Outer(
                 o.scale.into_pyarray(py).unbind(),
                 o.rows.into_pyarray(py).unbind(),
             ),
             None => Coef::Dense(
-                ndarray::Array2::from_shape_vec((m, n), r.coef)
+                ndarray::ArrayD::from_shape_vec(shape, r.coef)
                     .map_err(shape_err)?
                     .into_pyarray(py)
                     .unbind(),
