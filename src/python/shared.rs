@@ -62,8 +62,7 @@ fn fit_shared<'py>(
             engine_fit_shared(s, &ys, weights.as_deref(), &cfg, i)
         })
     })?;
-    let (mut fit, intercepts) = (r.fit, r.intercepts);
-    fit.solver_iters = vec![fit.n_iter];
+    let (fit, intercepts) = (r.fit, r.intercepts);
     let k = intercepts.len();
     let result = PyFitResult::with_classes(py, fit, (Some(k), n), vec!["shared"])?;
     Ok((result, intercepts.into_pyarray(py).unbind()))

@@ -43,11 +43,11 @@ impl Weights {
                 theta: theta_update(&vec![1.0; m], *p),
             },
             BlockPenalty::Sparse(s) => {
-                let (r1, r2) = s.weights();
+                let pen = WeightPenalty::of(*s);
                 Weights::Sparse {
-                    pen: WeightPenalty { r1, r2 },
+                    pen,
                     // θ ≡ 1.
-                    w: vec![1.0 / (r1 + r2); m],
+                    w: vec![1.0 / (pen.r1 + pen.r2); m],
                     trust: Trust::new(),
                 }
             }

@@ -209,8 +209,7 @@ fn fit_from(
     cfg.validate()?;
     crate::solvers::validate_targets(stack.n(), y)?;
     let c = &costs(cfg.c, sample_weight, y.len())?;
-    let (r1, r2) = cfg.penalty.weights();
-    let pen = WeightPenalty { r1, r2 };
+    let pen = WeightPenalty::of(cfg.penalty);
     let mut whole = SingleKernel::new(cfg.loss, c, y)?;
     // The smooth losses' `β` is dense; Newton then works on factors where the stack has them.
     let smooth = !whole.is_sparse();
@@ -239,7 +238,7 @@ fn fit_from(
         psd: PsdCheck::new(stack),
         pen,
         smooth,
-        use_ws: !smooth && r1 > 0.0 && stack.n() >= min_points,
+        use_ws: !smooth && pen.r1 > 0.0 && stack.n() >= min_points,
         whole,
         ws: None,
         kset: None,
