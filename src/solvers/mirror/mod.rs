@@ -58,8 +58,8 @@ pub enum StepRule {
     Adaptive,
     /// The second-order step of `newton` (hinge and squared hinge, working sets of at most
     /// `NEWTON_MAX` kernels), the adaptive step otherwise: after the first restriction of
-    /// the working set (which resets `λ`), after a step that raised the primal, and instead of
-    /// a step that would move a `γ_j` more than `GAMMA_TRUST`× (the safeguards). Several
+    /// the working set (which resets `λ`) and after a step that raised the primal (the
+    /// safeguards; each `γ_j` moves at most `GAMMA_TRUST`× per step). Several
     /// times fewer stack reads than the adaptive rule (docs/mathematics.md §4, "Measured").
     Newton,
 }
@@ -153,9 +153,34 @@ const MAX_SCALE: f64 = 8.0;
 /// of its active set, and sets this large occur only without the kernel working set.
 pub(crate) const NEWTON_MAX: usize = 300;
 
-/// The second-order step is taken only if it changes no group weight `γ_j` by more than this
-/// factor (see `State::newton`).
+/// The second-order step moves each group weight `γ_j` by at most this factor
+/// ([`trusted_gamma`]).
 const GAMMA_TRUST: f64 = 4.0;
+
+/// A linearised `γ_j` this many times its current value (or as far below zero) means the
+/// model is no guide at all (e.g. kernels of scales 1 and 1e12: −3.7e9 times): no step.
+const GAMMA_ABSURD: f64 = 100.0;
+
+/// The group weight after a second-order step whose linearised `γ_j` is `model` from `now`:
+/// `model` within [`GAMMA_TRUST`]× of `now` (`now/GAMMA_TRUST` when `model` is not positive),
+/// or None (the step is not taken) when `|model/now|` reaches [`GAMMA_ABSURD`].
+///
+/// Near a saddle point with a group at `γ_j = 0` (its kernels vanish on `α`),
+/// `φ_γγ = −W_j/γ_j³` is singular and the linearisation overshoots, to zero or below, or jumps
+/// up from `γ_j ≈ 1e-6`. A trust region per group lets the step in `λ` be taken while that
+/// group's `γ_j` falls geometrically; refusing every such step left the adaptive mirror step
+/// to crawl (docs/mathematics.md §4, "Safeguard").
+fn trusted_gamma(model: f64, now: f64) -> Option<f64> {
+    let ratio = model / now;
+    if !(ratio.is_finite() && ratio.abs() < GAMMA_ABSURD) {
+        return None;
+    }
+    Some(if ratio > 0.0 {
+        now * ratio.clamp(1.0 / GAMMA_TRUST, GAMMA_TRUST)
+    } else {
+        now / GAMMA_TRUST
+    })
+}
 
 /// The step-size state of [`StepRule`] (also the shared multiclass fit's group step,
 /// `solvers::shared`).
@@ -569,11 +594,9 @@ impl State {
     }
 
     /// The second-order step ([`newton`]): `λ` minimises the model over the simplexes and `γ`
-    /// follows its linearisation `γ + dγ₀ + (dγ/dλ)(λ⁺ − λ)`. False (nothing changed) when the
-    /// model is degenerate or that `γ` moves a group's weight by more than [`GAMMA_TRUST`]×:
-    /// then the saddle point has (or nears) a group at `γ_j = 0` (its kernels vanish on `α`,
-    /// e.g. a low-rank kernel alone in its group), where `φ_γγ = −W_j/γ_j³` is singular and
-    /// the model is no guide (docs/mathematics.md §4, "Safeguard", has the measurements).
+    /// follows its linearisation `γ + dγ₀ + (dγ/dλ)(λ⁺ − λ)`, each group's within
+    /// [`GAMMA_TRUST`]× of its current weight ([`trusted_gamma`]). False (nothing changed) when
+    /// the model is degenerate or absurd in some `γ_j`.
     fn newton(&mut self, groups: &Groups, quad: &[f64], its: &[newton::Iterate]) -> bool {
         let Some(model) = newton::model(its, groups.ids(), &self.lambda, &self.gamma, quad) else {
             return false;
@@ -597,12 +620,14 @@ impl State {
                     .map(|r| model.dgamma[(l, r)] * (x[r] - x0[r]))
                     .sum::<f64>();
         }
-        let trusted = model.live.iter().all(|&j| {
-            let ratio = gamma[j] / self.gamma[j];
-            ratio.is_finite() && ratio > 1.0 / GAMMA_TRUST && ratio < GAMMA_TRUST
-        });
-        if !trusted {
+        let trusted: Option<Vec<f64>> = (model.live.iter())
+            .map(|&j| trusted_gamma(gamma[j], self.gamma[j]))
+            .collect();
+        let Some(trusted) = trusted else {
             return false;
+        };
+        for (&j, t) in model.live.iter().zip(trusted) {
+            gamma[j] = t;
         }
         for (&k, &v) in model.vars.iter().zip(&x) {
             self.lambda[k] = if v < PRUNE { 0.0 } else { v };

@@ -550,3 +550,31 @@ fn a_stall_under_the_second_order_rule_falls_back_to_the_adaptive_step_on_every_
     assert_eq!(state.lambda, before);
     assert!(!state.in_set[1]);
 }
+
+/// The second-order step's γ per group: the model's value within `GAMMA_TRUST`× of the current
+/// one, a quarter of it when the model's is not positive (a group heading for `γ_j = 0`), and
+/// no step when the model is absurd (`GAMMA_ABSURD`× away, or not finite).
+#[test]
+fn the_second_order_gamma_moves_at_most_the_trust_factor() {
+    let cases = [
+        (0.5, 1.0, Some(0.5)),
+        (10.0, 1.0, Some(4.0)),
+        (0.1, 1.0, Some(0.25)),
+        (-0.3, 2.0, Some(0.5)),
+        (0.0, 2.0, Some(0.5)),
+        (3e-7, 1e-6, Some(3e-7)),
+        (2e-5, 1e-6, Some(4e-6)),
+        (0.02, 1e-6, None),
+        (-1.8e9, 0.5, None),
+        (f64::NAN, 1.0, None),
+    ];
+    for (model, now, want) in cases {
+        let got = trusted_gamma(model, now);
+        let close = match (got, want) {
+            (Some(g), Some(w)) => (g - w).abs() <= 1e-15 * w,
+            (None, None) => true,
+            _ => false,
+        };
+        assert!(close, "{model} from {now}: {got:?}, want {want:?}");
+    }
+}
