@@ -1,6 +1,7 @@
-//! Bindings of the solvers: a table of named settings in (read into [`engine::Settings`], whose
-//! structs fill the rest from their `Default` and check them with their `validate`), the
-//! arrays as [`engine::Data`], [`engine::fit`], a typed [`PyFitResult`] out.
+//! Bindings of the solvers: a table of named settings in (read into [`engine::Settings`] by the
+//! names its structs give their fields, [`crate::fields`], over their `Default` and checked by
+//! their `validate`), the arrays as [`engine::Data`], [`engine::fit`], a typed [`PyFitResult`]
+//! out. No arm here names a solver's settings.
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -420,7 +421,7 @@ impl Visitor for Reader<'_, '_> {
     }
 }
 
-/// Writes every walked setting into a dict.
+/// Writes every setting it is shown into a dict.
 struct Writer<'py> {
     dict: Bound<'py, PyDict>,
 }
