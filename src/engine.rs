@@ -27,10 +27,11 @@
 //! ```
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
 use crate::kernels::{Element, KernelStack, RowFeatures};
 use crate::losses::Loss;
-use crate::penalties::Groups;
+use crate::penalties::{BlockPenalty, GroupPenalty, Groups, SparsePenalty};
 use crate::result::FitResult;
 use crate::solvers::continued::fit_wrapper_continued;
 use crate::solvers::lp::{
@@ -246,6 +247,169 @@ impl Settings {
             .collect()
     }
 
+    /// Every setting by name ([`Fields`]): the solver's struct, then the variant's own
+    /// (the wrapper's `continued`, `mirror`'s `groups`).
+    pub fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        match self {
+            Settings::Lp(c) => c.fields(v),
+            Settings::Spicy(c) => c.fields(v),
+            Settings::Wrapper(c, continued) => {
+                c.fields(v)?;
+                v.flag("continued", continued)
+            }
+            Settings::ProxNewton(c) => c.fields(v),
+            Settings::Mirror(c, groups) => {
+                c.fields(v)?;
+                v.ids("groups", groups)
+            }
+            Settings::Svrg(c) => c.fields(v),
+            Settings::OneClass(c) => c.fields(v),
+            Settings::Path(c) => c.fields(v),
+        }
+    }
+
+    /// These settings as those of `solver` (`solver="auto"`'s move to another solver): `C`,
+    /// the loss, `tol`, `max_iter` and the penalty carried over, the rest `solver`'s
+    /// defaults; `continued` sets the wrapper's continuation by SpicyMKL. The same solver
+    /// keeps every setting.
+    ///
+    /// # Errors
+    ///
+    /// An unknown solver; one without a loss (one-class, the path); a penalty `solver` does
+    /// not solve; `continued` for a solver other than the wrapper.
+    pub fn for_solver(&self, solver: &str, continued: bool) -> Result<Settings> {
+        let mut out = match self.name() == solver {
+            true => self.clone(),
+            false => self.moved_to(solver)?,
+        };
+        match &mut out {
+            Settings::Wrapper(_, c) => *c = continued,
+            _ if continued => {
+                return Err(MkError::config(
+                    "continued",
+                    "SpicyMKL continues the wrapper's fits only",
+                ))
+            }
+            _ => {}
+        }
+        out.validate()?;
+        Ok(out)
+    }
+
+    /// `solver`'s defaults with the common settings and the penalty of these.
+    fn moved_to(&self, solver: &str) -> Result<Settings> {
+        let mut from = self.clone();
+        let mut out = Settings::default_of(solver)?;
+        let (Some(from), Some(to)) = (from.common(), out.common()) else {
+            return Err(MkError::config(
+                "solver",
+                format!(
+                    "the settings of {:?} do not move to {solver:?}",
+                    self.name()
+                ),
+            ));
+        };
+        (*to.c, *to.loss, *to.tol, *to.max_iter) = (*from.c, *from.loss, *from.tol, *from.max_iter);
+        out.set_penalty(self.penalty()?)?;
+        Ok(out)
+    }
+
+    /// These settings with the group ids `ids` of the group penalty (`mirror`'s, or
+    /// `prox_newton`'s with `penalty="group"`).
+    ///
+    /// # Errors
+    ///
+    /// Invalid ids, or settings without a group penalty.
+    pub fn with_groups(&self, ids: Vec<usize>) -> Result<Settings> {
+        let mut out = self.clone();
+        match &mut out {
+            Settings::Mirror(_, groups) => *groups = Some(ids),
+            Settings::ProxNewton(c) if matches!(c.penalty, BlockPenalty::Group(_)) => {
+                c.penalty = BlockPenalty::Group(GroupPenalty::exact(Groups::new(&ids)?));
+            }
+            _ => {
+                return Err(MkError::config(
+                    "groups",
+                    format!(
+                        "is read by the group penalty only, not by {:?}",
+                        self.name()
+                    ),
+                ))
+            }
+        }
+        out.validate()?;
+        Ok(out)
+    }
+
+    /// `C`, the loss, `tol` and `max_iter`: what every supervised solver has and a change of
+    /// solver carries over ([`Settings::for_solver`]); `None` for the one-class solver and the
+    /// path, which have no `C`.
+    fn common(&mut self) -> Option<Common<'_>> {
+        macro_rules! common {
+            ($c:expr) => {
+                Some(Common {
+                    c: &mut $c.c,
+                    loss: &mut $c.loss,
+                    tol: &mut $c.tol,
+                    max_iter: &mut $c.max_iter,
+                })
+            };
+        }
+        match self {
+            Settings::Lp(c) => common!(c),
+            Settings::Spicy(c) => common!(c),
+            Settings::Wrapper(c, _) => common!(c),
+            Settings::ProxNewton(c) => common!(c),
+            Settings::Mirror(c, _) => common!(c),
+            Settings::Svrg(c) => common!(c),
+            Settings::OneClass(_) | Settings::Path(_) => None,
+        }
+    }
+
+    /// The penalty these settings solve: ℓp's with its `p`, the sparse solvers' own,
+    /// `mirror`'s group penalty (ℓp at `p = 1` without groups: one group), the path's `l1`.
+    fn penalty(&self) -> Result<BlockPenalty> {
+        Ok(match self {
+            Settings::Lp(c) => BlockPenalty::Lp { p: c.p },
+            Settings::Svrg(c) => BlockPenalty::Lp { p: c.p },
+            Settings::OneClass(c) => BlockPenalty::Lp { p: c.p },
+            Settings::Spicy(c) => BlockPenalty::Sparse(c.penalty),
+            Settings::Wrapper(c, _) => BlockPenalty::Sparse(c.penalty),
+            Settings::ProxNewton(c) => c.penalty.clone(),
+            Settings::Mirror(_, Some(ids)) => {
+                BlockPenalty::Group(GroupPenalty::exact(Groups::new(ids)?))
+            }
+            Settings::Mirror(_, None) => BlockPenalty::Lp { p: 1.0 },
+            Settings::Path(_) => BlockPenalty::Sparse(SparsePenalty::L1),
+        })
+    }
+
+    /// Sets the penalty of these settings to `penalty`, when their solver solves it.
+    fn set_penalty(&mut self, penalty: BlockPenalty) -> Result<()> {
+        match (self, penalty) {
+            (Settings::Lp(c), BlockPenalty::Lp { p }) => c.p = p,
+            (Settings::Svrg(c), BlockPenalty::Lp { p }) => c.p = p,
+            (Settings::Spicy(c), BlockPenalty::Sparse(s)) => c.penalty = s,
+            (Settings::Wrapper(c, _), BlockPenalty::Sparse(s)) => c.penalty = s,
+            (Settings::ProxNewton(c), penalty) => c.penalty = penalty,
+            (Settings::Mirror(_, groups), BlockPenalty::Group(g)) => {
+                *groups = Some(g.groups.ids().to_vec())
+            }
+            (Settings::Mirror(_, groups), BlockPenalty::Lp { p: 1.0 }) => *groups = None,
+            (s, penalty) => {
+                return Err(MkError::config(
+                    "penalty",
+                    format!(
+                        "solver {:?} does not solve penalty {}",
+                        s.name(),
+                        penalty.name()
+                    ),
+                ))
+            }
+        }
+        Ok(())
+    }
+
     /// These settings with `loss` instead, when the solver accepts it.
     pub fn with_loss(&self, loss: &str) -> Option<Settings> {
         let mut s = self.clone();
@@ -253,6 +417,14 @@ impl Settings {
         *slot = Loss::parse(loss, slot.epsilon()).ok()?;
         s.validate().ok().map(|()| s)
     }
+}
+
+/// Borrows of the settings every supervised solver has ([`Settings::common`]).
+struct Common<'a> {
+    c: &'a mut f64,
+    loss: &'a mut Loss,
+    tol: &'a mut f64,
+    max_iter: &'a mut usize,
 }
 
 /// What a fit reads: a kernel stack, or explicit feature rows (`(n, Σ D_k)`, one block of
@@ -505,6 +677,188 @@ mod tests {
         let path = Settings::default_of("path").unwrap();
         let err = fit(&path, Data::Stack(&stack), &y, None, None, &NoInterrupt).unwrap_err();
         assert!(err.to_string().contains("regularization path"), "{err}");
+    }
+
+    /// Every field by name with its value written out (`Debug`): what the binding's dicts
+    /// hold.
+    #[derive(Default)]
+    struct Named(Vec<(&'static str, String)>);
+
+    impl Named {
+        fn of(settings: &Settings) -> Self {
+            let mut named = Named::default();
+            settings.clone().fields(&mut named).unwrap();
+            named
+        }
+
+        fn put(&mut self, key: &'static str, v: &dyn std::fmt::Debug) -> Result<()> {
+            self.0.push((key, format!("{v:?}")));
+            Ok(())
+        }
+
+        fn get(&self, key: &str) -> Option<&str> {
+            self.0
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.as_str())
+        }
+    }
+
+    impl Visitor for Named {
+        type Error = MkError;
+        fn float(&mut self, key: &'static str, v: &mut f64) -> Result<()> {
+            self.put(key, v)
+        }
+        fn count(&mut self, key: &'static str, v: &mut usize) -> Result<()> {
+            self.put(key, v)
+        }
+        fn optional_count(&mut self, key: &'static str, v: &mut Option<usize>) -> Result<()> {
+            self.put(key, v)
+        }
+        fn flag(&mut self, key: &'static str, v: &mut bool) -> Result<()> {
+            self.put(key, v)
+        }
+        fn text(&mut self, key: &'static str, v: &mut String) -> Result<()> {
+            self.put(key, v)
+        }
+        fn ids(&mut self, key: &'static str, v: &mut Option<Vec<usize>>) -> Result<()> {
+            self.put(key, v)
+        }
+        fn optional_float(&mut self, key: &'static str, v: &mut Option<f64>) -> Result<()> {
+            self.put(key, v)
+        }
+        fn floats(&mut self, key: &'static str, v: &mut Option<Vec<f64>>) -> Result<()> {
+            self.put(key, v)
+        }
+    }
+
+    /// Source settings of every supervised solver, none at its defaults.
+    fn sources() -> Vec<Settings> {
+        let loss = Loss::EpsilonInsensitive { epsilon: 0.3 };
+        let mut out = Vec::new();
+        for solver in SOLVER_NAMES {
+            let Ok(mut s) = Settings::default_of(solver) else {
+                continue;
+            };
+            if let Some(c) = s.common() {
+                (*c.c, *c.tol, *c.max_iter) = (2.5, 1e-5, 17);
+                if solver != "interleaved" && solver != "svrg" {
+                    *c.loss = loss;
+                }
+            }
+            match &mut s {
+                Settings::Lp(c) => (c.p, c.inner_tol) = (1.5, 1e-5),
+                Settings::Svrg(c) => (c.p, c.seed) = (1.5, 7),
+                Settings::Spicy(c) => {
+                    c.penalty = SparsePenalty::ElasticNet { l1_ratio: 0.3 };
+                    c.gamma0 = 4.0;
+                }
+                Settings::Wrapper(c, _) => c.penalty = SparsePenalty::ElasticNet { l1_ratio: 0.3 },
+                Settings::Mirror(c, groups) => (c.inner_tol, *groups) = (1e-5, Some(vec![0, 1, 0])),
+                _ => continue, // one-class: not a supervised solver
+            }
+            out.push(s);
+        }
+        out
+    }
+
+    /// A change of solver carries `C`, the loss (with `epsilon`), `tol`, `max_iter` and the
+    /// penalty by value, and every other setting of the new solver is its default: what the
+    /// moves of `solver="auto"` made through the binding's dicts (the names both solvers have
+    /// kept, the old solver's own dropped, the penalty named), now typed. A penalty the new
+    /// solver does not solve is refused.
+    #[test]
+    fn a_change_of_solver_carries_the_common_settings_and_the_penalty() {
+        let carried = ["C", "loss", "epsilon", "tol", "max_iter"];
+        // Written from the penalty, which is compared whole.
+        let of_penalty = ["penalty", "l1_ratio", "p", "groups"];
+        let mut moves = Vec::new();
+        for from in sources() {
+            let named = Named::of(&from);
+            let others = SOLVER_NAMES.into_iter().filter(|&s| s != from.name());
+            for to in others.filter(|&s| s != "one_class") {
+                let moved = match from.for_solver(to, false) {
+                    Ok(moved) => moved,
+                    // The new solver does not solve the penalty or does not take the loss.
+                    Err(MkError::InvalidConfig { field, .. })
+                        if field == "penalty" || field == "loss" =>
+                    {
+                        continue
+                    }
+                    Err(e) => panic!("{} → {to}: {e}", from.name()),
+                };
+                moves.push(format!("{}→{to}", from.name()));
+                assert_eq!(moved.name(), to);
+                assert_eq!(moved.penalty().unwrap(), from.penalty().unwrap());
+                let defaults = Named::of(&Settings::default_of(to).unwrap());
+                for (key, value) in Named::of(&moved).0 {
+                    let expected = match carried.contains(&key) {
+                        true => named.get(key),
+                        false if of_penalty.contains(&key) => continue,
+                        false => defaults.get(key),
+                    };
+                    assert_eq!(
+                        Some(value.as_str()),
+                        expected,
+                        "{} → {to}: {key}",
+                        from.name()
+                    );
+                }
+            }
+        }
+        // `solver="auto"`'s moves (python/multikernel/_auto.py) are among them.
+        for m in [
+            "wrapper→prox_newton",
+            "spicy→prox_newton",
+            "analytic→prox_newton",
+        ] {
+            assert!(moves.contains(&m.to_string()), "{m}: {moves:?}");
+        }
+        assert!(
+            moves.contains(&"mirror→prox_newton".to_string()),
+            "{moves:?}"
+        );
+        assert!(!moves.contains(&"mirror→analytic".to_string()), "{moves:?}");
+    }
+
+    /// The same solver keeps every setting; `continued` is the wrapper's only; the group ids
+    /// are set on the group penalty only.
+    #[test]
+    fn the_same_solver_keeps_its_settings_and_groups_go_to_the_group_penalty() {
+        for from in sources() {
+            let same = from.for_solver(from.name(), false).unwrap();
+            let continued = from.for_solver(from.name(), true);
+            match &from {
+                Settings::Wrapper(c, _) => {
+                    assert_eq!(same, from);
+                    assert_eq!(continued.unwrap(), Settings::Wrapper(*c, true));
+                }
+                _ => {
+                    assert_eq!(same, from);
+                    assert!(continued.unwrap_err().to_string().contains("continued"));
+                }
+            }
+        }
+        let mirror = Settings::default_of("mirror").unwrap();
+        let grouped = mirror.with_groups(vec![0, 0, 1]).unwrap();
+        assert_eq!(
+            grouped,
+            Settings::Mirror(MirrorConfig::default(), Some(vec![0, 0, 1]))
+        );
+        let newton = grouped.for_solver("prox_newton", false).unwrap();
+        let Settings::ProxNewton(c) = newton.with_groups(vec![1, 0]).unwrap() else {
+            panic!("prox_newton's settings");
+        };
+        assert_eq!(c.penalty.group_ids(), Some(&[1, 0][..]));
+        for other in ["analytic", "spicy", "prox_newton"] {
+            let err = Settings::default_of(other)
+                .unwrap()
+                .with_groups(vec![0])
+                .unwrap_err();
+            assert!(err.to_string().contains("groups"), "{other}: {err}");
+        }
+        let one_class = Settings::default_of("one_class").unwrap();
+        assert!(one_class.for_solver("analytic", false).is_err());
     }
 
     /// A start the solver does not take is refused, naming the argument.

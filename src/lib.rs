@@ -21,6 +21,7 @@
 
 pub mod engine;
 pub mod error;
+pub mod fields;
 pub mod interrupt;
 pub mod kernels;
 pub mod linalg;

@@ -15,17 +15,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from . import _core
-from ._config import (
-    CAPABILITIES,
-    SOLVERS,
-    AnalyticConfig,
-    MirrorConfig,
-    SolverConfig,
-    SpicyConfig,
-    WrapperConfig,
-    _NativeSolver,
-)
+from ._config import CAPABILITIES, SOLVERS, SolverConfig, WrapperConfig
 from ._data import Blocks, Dense, OnDemand, OnDemandRule, Stack
+from ._typing import NativeSolver
 from ._validation import check_real
 from .exceptions import InvalidParameterError
 from .kernels import FeatureBank
@@ -51,19 +43,6 @@ DEFAULT_CACHE_MB = 1024.0
 #: The largest ``cache_size`` (MB) whose bytes the engine can hold (a 64-bit ``usize``):
 #: 2**44 - 1 MB, about 1.8e13 MB.
 MAX_CACHE_MB = float((2 * sys.maxsize + 1) >> 20)
-
-#: The wrapper's own settings, which the solvers it hands over to do not take (``continued``:
-#: SpicyMKL continues a fit that stops above ``tol``, in the same engine call).
-_WRAPPER_OWN = (*(f.name for f in dataclasses.fields(WrapperConfig)), "continued")
-
-#: SpicyMKL's own settings, which ``prox_newton`` does not take (warm starts on features).
-_SPICY_OWN = tuple(f.name for f in dataclasses.fields(SpicyConfig))
-
-#: The ℓp wrapper's own settings, which ``prox_newton`` does not take.
-_ANALYTIC_OWN = tuple(f.name for f in dataclasses.fields(AnalyticConfig))
-
-#: ``mirror``'s own settings, which ``prox_newton`` does not take.
-_MIRROR_OWN = tuple(f.name for f in dataclasses.fields(MirrorConfig))
 
 #: The smallest ``p`` at which ``solver="auto"`` fits ``lp`` by ``prox_newton``: its Newton
 #: steps slow down as ``p → 1``, where blocks of nearly zero norm meet the penalty's curvature
@@ -105,18 +84,12 @@ class StackInfo:
 
 @dataclass(frozen=True)
 class Choice:
-    """The engine solver of a fit and how its settings change.
+    """The engine solver of a fit.
 
     Parameters
     ----------
     solver : str
         The engine solver.
-    drop : tuple of str
-        Settings built for another solver's config that ``solver`` does not take (the
-        wrapper's own after the move to ``prox_newton``).
-    add : tuple of (str, str)
-        Settings that ``solver`` needs and the other solver's do not have (``penalty="lp"``
-        after the move from ``analytic`` to ``prox_newton``).
     continued : bool
         A wrapper fit that stops above ``tol`` is continued by SpicyMKL in the same engine
         call (the wrapper's setting ``continued``: the engine's ``solvers::continued``).
@@ -125,9 +98,7 @@ class Choice:
         :meth:`on` asks again for another stack; not compared.
     """
 
-    solver: _NativeSolver
-    drop: tuple[str, ...] = ()
-    add: tuple[tuple[str, str], ...] = ()
+    solver: NativeSolver
     continued: bool = False
     rule: Rule | None = field(default=None, compare=False, repr=False)
 
@@ -138,15 +109,10 @@ class Choice:
         return self if self.rule is None else self.rule.on(stack)
 
     def settings(self, settings: _core.Settings) -> _core.Settings:
-        """``settings`` for :attr:`solver`: themselves when they are its settings, else
-        without the ones :attr:`solver` does not take."""
-        if settings.solver == self.solver:
-            return settings.replace(continued=True) if self.continued else settings
-        kept = {k: v for k, v in settings.as_dict().items() if k not in self.drop}
-        kept.update(self.add)
-        if self.continued:
-            kept["continued"] = True
-        return _core.Settings(self.solver, kept)
+        """``settings`` for :attr:`solver`, moved by the engine (``Settings.for_solver``):
+        themselves when they are its settings, else ``C``, the loss, ``tol``, ``max_iter``
+        and the penalty carried over and :attr:`solver`'s own settings at their defaults."""
+        return settings.for_solver(self.solver, self.continued)
 
 
 @dataclass(frozen=True)
@@ -241,24 +207,24 @@ def choose(
     )
     if penalty == "group":
         if narrow and solver_config is None:
-            return Choice("prox_newton", drop=_MIRROR_OWN, add=(("penalty", "group"),))
+            return Choice("prox_newton")
         return Choice("mirror")
     if penalty == "lp":
         if narrow and solver_config is None and p >= LP_NEWTON_MIN_P:
-            return Choice("prox_newton", drop=_ANALYTIC_OWN, add=(("penalty", "lp"),))
+            return Choice("prox_newton")
         return Choice(solvers[0])
     if "wrapper" not in solvers:
         return Choice(solvers[0])
     if warm_start:
         if narrow and solver_config is None:
-            return Choice("prox_newton", drop=_SPICY_OWN)
+            return Choice("prox_newton")
         return Choice(solvers[0])
     if not (solver_config is None or isinstance(solver_config, WrapperConfig)):
         return Choice(solvers[0])
     if stack is None:
         return Choice("wrapper")
     if narrow:
-        return Choice("prox_newton", drop=_WRAPPER_OWN)
+        return Choice("prox_newton")
     return Choice("wrapper", continued=stack.kind != "on_demand")
 
 

@@ -537,7 +537,7 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         yc = np.ascontiguousarray(y, dtype=np.float64)
         threads = check_n_threads(self.n_threads)
         if self.penalty == "group":
-            settings = settings.replace(groups=group_ids(self.groups, G.M)[0])
+            settings = settings.with_groups(group_ids(self.groups, G.M)[0])
         if weight is None or bool(np.all(weight > 0)):
             return self._native_fit(choice, G, yc, settings, start, weight, threads, log)
         keep = np.flatnonzero(weight > 0)

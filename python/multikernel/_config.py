@@ -5,10 +5,9 @@ and whose ``validate`` holds every check; ``_core.Settings(solver, named)`` is t
 read over its defaults and validated. The frozen dataclasses below mirror its solver-specific
 fields and check themselves by building one. The engine's list of solvers
 (``_core.Settings.solvers()``) is the registry; the tests hold the typing aliases, the rows of
-:data:`SOLVERS` (losses included) and the dataclasses' defaults equal to it. Adding a solver
-adds one settings struct, one variant of the binding's ``Settings`` (its arms, in one file:
-defaults, name, fields, fit), one dataclass and one row in :data:`SOLVERS`
-(docs/reference.md).
+:data:`SOLVERS` (losses included) and the dataclasses' defaults equal to it. On this side a
+new solver is its name in ``_typing`` and its dataclass here, in :data:`SolverConfig` and
+``_CONFIGS`` (the whole list: docs/reference.md, "Adding a solver").
 """
 
 from __future__ import annotations
@@ -17,11 +16,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias
 
 from . import _core
-from ._typing import LossName, Penalty
+from ._typing import LossName, NativeSolver, Penalty
 
-_NativeSolver: TypeAlias = Literal[
-    "analytic", "interleaved", "spicy", "wrapper", "prox_newton", "mirror", "svrg", "one_class"
-]
 #: One setting's value as the engine reads it.
 Setting: TypeAlias = float | int | str | list[int] | list[float] | None
 
@@ -29,7 +25,7 @@ Setting: TypeAlias = float | int | str | list[int] | list[float] | None
 class _Config:
     """Shared behaviour of the solver settings: the engine checks them on creation."""
 
-    _solver: ClassVar[_NativeSolver]
+    _solver: ClassVar[NativeSolver]
 
     def __post_init__(self) -> None:
         _core.Settings(self._solver, self._native())
@@ -63,7 +59,7 @@ class AnalyticConfig(_Config):
     1e-08
     """
 
-    _solver: ClassVar[_NativeSolver] = "analytic"
+    _solver: ClassVar[NativeSolver] = "analytic"
     inner_tol: float = 1e-7
 
 
@@ -89,7 +85,7 @@ class InterleavedConfig(_Config):
     1e-06
     """
 
-    _solver: ClassVar[_NativeSolver] = "interleaved"
+    _solver: ClassVar[NativeSolver] = "interleaved"
     inner_tol: float = 1e-7
 
 
@@ -144,7 +140,7 @@ class SpicyConfig(_Config):
     100.0
     """
 
-    _solver: ClassVar[_NativeSolver] = "spicy"
+    _solver: ClassVar[NativeSolver] = "spicy"
     max_inner: int = 100
     gamma0: float = 1.0
     gamma_factor: float = 10.0
@@ -183,7 +179,7 @@ class WrapperConfig(_Config):
     1e-08
     """
 
-    _solver: ClassVar[_NativeSolver] = "wrapper"
+    _solver: ClassVar[NativeSolver] = "wrapper"
     inner_tol: float = 1e-7
 
 
@@ -216,7 +212,7 @@ class ProxNewtonConfig(_Config):
     'prox_newton'
     """
 
-    _solver: ClassVar[_NativeSolver] = "prox_newton"
+    _solver: ClassVar[NativeSolver] = "prox_newton"
 
 
 @dataclass(frozen=True)
@@ -262,7 +258,7 @@ class MirrorConfig(_Config):
     'paper'
     """
 
-    _solver: ClassVar[_NativeSolver] = "mirror"
+    _solver: ClassVar[NativeSolver] = "mirror"
     inner_tol: float = 1e-7
     step: Literal["adaptive", "newton", "paper"] = "newton"
     working_set: bool = True
@@ -285,7 +281,7 @@ class SvrgConfig(_Config):
     'svrg'
     """
 
-    _solver: ClassVar[_NativeSolver] = "svrg"
+    _solver: ClassVar[NativeSolver] = "svrg"
 
 
 SolverConfig: TypeAlias = (
@@ -339,7 +335,7 @@ class SolverInfo:
 #: ``spicy`` for ``l1`` and ``elasticnet``; ``mirror`` for ``group``, which ``_auto.choose``
 #: names itself (``prox_newton``, listed first, takes it on narrow explicit features only;
 #: ``mirror`` also solves ``lp`` at ``p = 1``, as one group).
-_CONFIGS: dict[_NativeSolver, type[SolverConfig]] = {
+_CONFIGS: dict[NativeSolver, type[SolverConfig]] = {
     "analytic": AnalyticConfig,
     "interleaved": InterleavedConfig,
     "spicy": SpicyConfig,
@@ -350,7 +346,7 @@ _CONFIGS: dict[_NativeSolver, type[SolverConfig]] = {
 }
 #: The penalties and losses of each row are the engine's (``_core.capabilities``), in its
 #: order of solvers; only the settings dataclass is this module's.
-SOLVERS: dict[_NativeSolver, SolverInfo] = {
+SOLVERS: dict[NativeSolver, SolverInfo] = {
     solver: SolverInfo(
         tuple(CAPABILITIES[solver]["penalties"]),
         tuple(CAPABILITIES[solver]["losses"]),

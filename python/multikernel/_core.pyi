@@ -6,6 +6,9 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias, TypedDict, final
 import numpy as np
 from numpy.typing import NDArray
 
+# The solvers' names are written once on this side of the boundary, in `multikernel._typing`.
+from multikernel._typing import NativeSolver as _Solver
+
 __all__ = [
     "ChunkMemo",
     "FitResult",
@@ -45,9 +48,6 @@ __all__ = [
 _SpecTuple = tuple[str, float, float, float, list[int] | None]
 # A Python kernel function (A, B) -> (len(A), len(B)) and the columns it reads.
 _FuncEntry = tuple[Callable[[NDArray[np.float64], NDArray[np.float64]], Any], list[int] | None]
-_Solver = Literal[
-    "analytic", "interleaved", "spicy", "wrapper", "prox_newton", "mirror", "svrg", "one_class"
-]
 # The settings of the regularization path (run by `path`, not `fit`): not a solver of `fit`.
 _SettingsOf = _Solver | Literal["path"]
 _Setting = float | int | str | list[int] | list[float] | None
@@ -261,6 +261,8 @@ class Settings:
     def solver(self) -> _SettingsOf: ...
     def as_dict(self) -> dict[str, _Setting]: ...
     def replace(self, **changes: _Setting) -> Settings: ...
+    def for_solver(self, solver: _Solver, continued: bool = False) -> Settings: ...
+    def with_groups(self, ids: list[int]) -> Settings: ...
     def __getitem__(self, key: str, /) -> _Setting: ...
     @staticmethod
     def solvers() -> list[_Solver]: ...

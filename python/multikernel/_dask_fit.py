@@ -600,9 +600,10 @@ def _settings(est: Any, n: int, dims: list[int]) -> _core.Settings:
             f"{width} for n = {n}); set solver='prox_newton'",
             parameter="solver",
         )
-    out: _core.Settings = choice.settings(settings)
     if est.penalty == "group":
-        out = out.replace(groups=group_ids(est.groups, len(dims))[0])
+        # Before the move: the group penalty carries its ids to prox_newton.
+        settings = settings.with_groups(group_ids(est.groups, len(dims))[0])
+    out: _core.Settings = choice.settings(settings)
     return out
 
 

@@ -19,10 +19,18 @@ LossName: TypeAlias = Literal[
     "hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive"
 ]
 
-#: Solvers (``solver=``); ``"auto"`` picks the fastest valid one for the penalty.
-SolverName: TypeAlias = Literal[
-    "auto", "analytic", "interleaved", "spicy", "wrapper", "prox_newton", "mirror", "svrg"
+#: The engine's solvers of the supervised estimators: the one place their names are written
+#: in Python (``SolverName``, ``_config`` and the native module's stub read them;
+#: tests/python/test_boundary.py holds them equal to the engine's ``Settings.solvers()``).
+_Supervised: TypeAlias = Literal[
+    "analytic", "interleaved", "spicy", "wrapper", "prox_newton", "mirror", "svrg"
 ]
+
+#: Every engine solver: the supervised ones and ``MKLOneClass``'s, in the engine's order.
+NativeSolver: TypeAlias = Literal[_Supervised, "one_class"]
+
+#: Solvers (``solver=``); ``"auto"`` picks the fastest valid one for the penalty.
+SolverName: TypeAlias = Literal["auto", _Supervised]
 
 #: Scalings of the Gram matrices (``normalize=``); None means ``"none"``.
 Normalization: TypeAlias = Literal["none", "trace", "mean_diag", "multiplicative", "spherical"]

@@ -2,6 +2,7 @@
 //! place every primal value and every dual value is computed (docs/mathematics.md §0).
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 
 /// A loss of a label `y` and a prediction `z`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,6 +77,19 @@ impl Envelope {
 
 /// The default width `ε` of the insensitive tube (the estimators' `epsilon=`).
 pub const DEFAULT_EPSILON: f64 = 0.1;
+
+/// The loss as its two settings, `loss` (the name) and `epsilon` (read by
+/// `epsilon_insensitive` only).
+impl Fields for Loss {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        let mut name = self.name().to_string();
+        let mut epsilon = self.epsilon();
+        v.text("loss", &mut name)?;
+        v.float("epsilon", &mut epsilon)?;
+        *self = Loss::parse(&name, epsilon)?;
+        Ok(())
+    }
+}
 
 impl Loss {
     /// The names of every loss, as [`Loss::parse`] reads them.

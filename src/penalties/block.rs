@@ -2,6 +2,7 @@
 //! any of them (proximal Newton in feature space; the shared duals of [`super::duals`]).
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::penalties::group::{dual_penalty, GroupPenalty, Groups};
 use crate::penalties::lp::{dual_norm, lp_gradient_scales, lp_penalty, theta_update, DEFAULT_P};
 use crate::penalties::sparse::{kernel_weights, SparsePenalty};
@@ -23,6 +24,23 @@ pub enum BlockPenalty {
 impl From<SparsePenalty> for BlockPenalty {
     fn from(p: SparsePenalty) -> Self {
         BlockPenalty::Sparse(p)
+    }
+}
+
+/// Any penalty as `penalty`, `l1_ratio` (read by `elasticnet` only), `p` (read by `lp` only)
+/// and `groups` (a group id per kernel, read by `group` only).
+impl Fields for BlockPenalty {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        let mut name = self.name().to_string();
+        let mut l1_ratio = self.l1_ratio();
+        let mut p = self.p();
+        let mut groups = self.group_ids().map(<[usize]>::to_vec);
+        v.text("penalty", &mut name)?;
+        v.float("l1_ratio", &mut l1_ratio)?;
+        v.float("p", &mut p)?;
+        v.ids("groups", &mut groups)?;
+        *self = BlockPenalty::parse(&name, l1_ratio, p, groups.as_deref())?;
+        Ok(())
     }
 }
 

@@ -3,6 +3,7 @@
 //! proximal Newton), and the kernel weights they imply at the optimum.
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::linalg::norm;
 
 /// The penalty on the block norms `s_m = ‖f_m‖`.
@@ -12,6 +13,18 @@ pub enum SparsePenalty {
     L1,
     /// `r Σ_m s_m + (1 − r)/2 Σ_m s_m²`, `r = l1_ratio ∈ [0, 1]`.
     ElasticNet { l1_ratio: f64 },
+}
+
+/// The `l1` / `elasticnet` penalty as `penalty` and `l1_ratio` (read by `elasticnet` only).
+impl Fields for SparsePenalty {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        let mut name = self.name().to_string();
+        let mut l1_ratio = self.l1_ratio();
+        v.text("penalty", &mut name)?;
+        v.float("l1_ratio", &mut l1_ratio)?;
+        *self = SparsePenalty::parse(&name, l1_ratio)?;
+        Ok(())
+    }
 }
 
 impl SparsePenalty {

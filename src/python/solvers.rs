@@ -1,6 +1,7 @@
-//! Bindings of the solvers: a table of named settings in (read into [`engine::Settings`], whose
-//! structs fill the rest from their `Default` and check them with their `validate`), the
-//! arrays as [`engine::Data`], [`engine::fit`], a typed [`PyFitResult`] out.
+//! Bindings of the solvers: a table of named settings in (read into [`engine::Settings`] by the
+//! names its structs give their fields, [`crate::fields`], over their `Default` and checked by
+//! their `validate`), the arrays as [`engine::Data`], [`engine::fit`], a typed [`PyFitResult`]
+//! out. No arm here names a solver's settings.
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -11,13 +12,12 @@ use super::kernels::with_dense;
 use super::rows::PyRows;
 use crate::engine::{self, Data, Fitted, RowElement, Settings, Start, SOLVER_NAMES};
 use crate::error::MkError;
+use crate::fields::Visitor;
 use crate::kernels::RowFeatures;
-use crate::losses::Loss;
-use crate::penalties::{BlockPenalty, Groups, SparsePenalty};
+use crate::penalties::Groups;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::LpConfig;
-use crate::solvers::mirror::StepRule;
-use crate::solvers::path::{fit_path_weighted, PathConfig, PathEnd, PathResult};
+use crate::solvers::path::{fit_path_weighted, PathEnd, PathResult};
 use crate::solvers::prox_newton::{fit_prox_newton_on, FeatureStart};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::SpicyStart;
@@ -242,153 +242,13 @@ impl PyFitResult {
     }
 }
 
-/// A walk over named settings fields. [`Settings::walk`] names every field of a solver once,
-/// and the same walk reads them from a dict ([`Reader`]) or writes them into one ([`Writer`]),
-/// so a field added to a solver is added in one line.
-trait Walk {
-    fn float(&mut self, key: &'static str, v: &mut f64) -> PyResult<()>;
-    fn count(&mut self, key: &'static str, v: &mut usize) -> PyResult<()>;
-    /// A count where `None` means "automatic".
-    fn optional_count(&mut self, key: &'static str, v: &mut Option<usize>) -> PyResult<()>;
-    fn flag(&mut self, key: &'static str, v: &mut bool) -> PyResult<()>;
-    fn text(&mut self, key: &'static str, v: &mut String) -> PyResult<()>;
-    /// A list of non-negative integers, or `None`.
-    fn ids(&mut self, key: &'static str, v: &mut Option<Vec<usize>>) -> PyResult<()>;
-    /// A real number where `None` means "automatic".
-    fn optional_float(&mut self, key: &'static str, v: &mut Option<f64>) -> PyResult<()>;
-    /// A list of real numbers, or `None`.
-    fn floats(&mut self, key: &'static str, v: &mut Option<Vec<f64>>) -> PyResult<()>;
-}
-
-/// The loss as its two settings, `loss` (the name) and `epsilon` (read by
-/// `epsilon_insensitive` only).
-fn walk_loss(w: &mut impl Walk, loss: &mut Loss) -> PyResult<()> {
-    let mut name = loss.name().to_string();
-    let mut epsilon = loss.epsilon();
-    w.text("loss", &mut name)?;
-    w.float("epsilon", &mut epsilon)?;
-    *loss = Loss::parse(&name, epsilon)?;
-    Ok(())
-}
-
-/// `C`, the loss, `tol` and `max_iter`: the settings every supervised solver has.
-fn walk_common(
-    w: &mut impl Walk,
-    c: &mut f64,
-    loss: &mut Loss,
-    tol: &mut f64,
-    max_iter: &mut usize,
-) -> PyResult<()> {
-    w.float("C", c)?;
-    walk_loss(w, loss)?;
-    w.float("tol", tol)?;
-    w.count("max_iter", max_iter)
-}
-
-/// The `l1` / `elasticnet` penalty of the sparse solvers as `penalty` and `l1_ratio` (read by
-/// `elasticnet` only).
-fn walk_sparse_penalty(w: &mut impl Walk, penalty: &mut SparsePenalty) -> PyResult<()> {
-    let mut name = penalty.name().to_string();
-    let mut l1_ratio = penalty.l1_ratio();
-    w.text("penalty", &mut name)?;
-    w.float("l1_ratio", &mut l1_ratio)?;
-    *penalty = SparsePenalty::parse(&name, l1_ratio)?;
-    Ok(())
-}
-
-/// `prox_newton`'s penalty as `penalty`, `l1_ratio` (read by `elasticnet` only), `p` (read
-/// by `lp` only) and `groups` (a group id per kernel, read by `group` only, as `mirror`'s).
-fn walk_block_penalty(w: &mut impl Walk, penalty: &mut BlockPenalty) -> PyResult<()> {
-    let mut name = penalty.name().to_string();
-    let mut l1_ratio = penalty.l1_ratio();
-    let mut p = penalty.p();
-    let mut groups = penalty.group_ids().map(<[usize]>::to_vec);
-    w.text("penalty", &mut name)?;
-    w.float("l1_ratio", &mut l1_ratio)?;
-    w.float("p", &mut p)?;
-    w.ids("groups", &mut groups)?;
-    *penalty = BlockPenalty::parse(&name, l1_ratio, p, groups.as_deref())?;
-    Ok(())
-}
-
 impl Settings {
-    /// Every setting of the solver, each named once (the Python names).
-    fn walk(&mut self, w: &mut impl Walk) -> PyResult<()> {
-        match self {
-            Settings::Lp(c) => {
-                w.float("p", &mut c.p)?;
-                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
-                w.float("inner_tol", &mut c.inner_tol)
-            }
-            Settings::Spicy(c) => {
-                walk_sparse_penalty(w, &mut c.penalty)?;
-                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
-                w.count("max_inner", &mut c.max_inner)?;
-                w.float("gamma0", &mut c.gamma0)?;
-                w.float("gamma_factor", &mut c.gamma_factor)?;
-                w.float("gamma_max", &mut c.gamma_max)?;
-                w.optional_count("working_set", &mut c.working_set)?;
-                w.flag("point_working_set", &mut c.point_working_set)
-            }
-            Settings::Wrapper(c, continued) => {
-                walk_sparse_penalty(w, &mut c.penalty)?;
-                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
-                w.float("inner_tol", &mut c.inner_tol)?;
-                w.flag("continued", continued)
-            }
-            Settings::ProxNewton(c) => {
-                walk_block_penalty(w, &mut c.penalty)?;
-                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)
-            }
-            Settings::Mirror(c, groups) => {
-                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
-                w.float("inner_tol", &mut c.inner_tol)?;
-                let mut step = c.step.name().to_string();
-                w.text("step", &mut step)?;
-                c.step = StepRule::parse(&step)?;
-                w.flag("working_set", &mut c.working_set)?;
-                w.ids("groups", groups)
-            }
-            Settings::Svrg(c) => {
-                w.float("p", &mut c.p)?;
-                walk_common(w, &mut c.c, &mut c.loss, &mut c.tol, &mut c.max_iter)?;
-                let mut seed = usize::try_from(c.seed).unwrap_or(usize::MAX);
-                w.count("seed", &mut seed)?;
-                c.seed = seed as u64;
-                Ok(())
-            }
-            Settings::OneClass(c) => {
-                w.float("p", &mut c.p)?;
-                w.float("nu", &mut c.nu)?;
-                w.float("tol", &mut c.tol)?;
-                w.count("max_iter", &mut c.max_iter)?;
-                w.float("inner_tol", &mut c.inner_tol)
-            }
-            Settings::Path(c) => {
-                walk_loss(w, &mut c.loss)?;
-                w.floats("d", &mut c.weights)?;
-                w.optional_float("mu", &mut c.mu)?;
-                w.float("tol", &mut c.tol)?;
-                w.optional_float("C_max", &mut c.c_max)?;
-                w.count("max_points", &mut c.max_points)?;
-                // On/off only (benchmarks switch it off): the admission ratio is the engine's.
-                let mut working_set = c.working_set.is_some();
-                w.flag("working_set", &mut working_set)?;
-                c.working_set = match working_set {
-                    true => c.working_set.or(PathConfig::default().working_set),
-                    false => None,
-                };
-                Ok(())
-            }
-        }
-    }
-
     /// The settings of `solver`: `dict` over the engine's defaults, validated by the engine.
     fn read(solver: &str, dict: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let mut settings = Settings::default_of(solver)?;
         if let Some(dict) = dict {
             let mut r = Reader::new(dict);
-            settings.walk(&mut r)?;
+            settings.fields(&mut r)?;
             // `l1_ratio` is accepted and ignored by the solvers without it (it follows the
             // estimators' settings through `solver="auto"`'s moves).
             if !r.taken.contains(&"l1_ratio") {
@@ -405,7 +265,7 @@ impl Settings {
         let mut w = Writer {
             dict: PyDict::new(py),
         };
-        self.clone().walk(&mut w)?;
+        self.clone().fields(&mut w)?;
         Ok(w.dict)
     }
 }
@@ -463,7 +323,9 @@ impl<'a, 'py> Reader<'a, 'py> {
     }
 }
 
-impl Walk for Reader<'_, '_> {
+impl Visitor for Reader<'_, '_> {
+    type Error = PyErr;
+
     fn float(&mut self, key: &'static str, v: &mut f64) -> PyResult<()> {
         if let Some(x) = self.extract(key, "a real number")? {
             *v = x;
@@ -559,12 +421,14 @@ impl Walk for Reader<'_, '_> {
     }
 }
 
-/// Writes every walked setting into a dict.
+/// Writes every setting it is shown into a dict.
 struct Writer<'py> {
     dict: Bound<'py, PyDict>,
 }
 
-impl Walk for Writer<'_> {
+impl Visitor for Writer<'_> {
+    type Error = PyErr;
+
     fn float(&mut self, key: &'static str, v: &mut f64) -> PyResult<()> {
         self.dict.set_item(key, *v)
     }
@@ -645,6 +509,19 @@ impl PySettings {
             d.update(c.as_mapping())?;
         }
         Self::new(self.0.name(), Some(&d))
+    }
+
+    /// These settings as those of `solver` (`engine::Settings::for_solver`): `C`, the loss,
+    /// `tol`, `max_iter` and the penalty carried over, the rest `solver`'s defaults;
+    /// `continued` sets the wrapper's continuation by SpicyMKL.
+    #[pyo3(signature = (solver, continued=false))]
+    fn for_solver(&self, solver: &str, continued: bool) -> PyResult<Self> {
+        Ok(PySettings(self.0.for_solver(solver, continued)?))
+    }
+
+    /// A copy with the group penalty's group ids `ids`, one per kernel.
+    fn with_groups(&self, ids: Vec<usize>) -> PyResult<Self> {
+        Ok(PySettings(self.0.with_groups(ids)?))
     }
 
     /// One setting (`KeyError` if the solver has none of that name).

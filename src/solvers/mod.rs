@@ -21,6 +21,23 @@ pub mod witness;
 pub mod wrapper;
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
+use crate::losses::Loss;
+
+/// `C`, the loss, `tol` and `max_iter` by name: the settings every supervised solver has
+/// ([`Fields`]).
+pub(crate) fn common_fields<V: Visitor>(
+    v: &mut V,
+    c: &mut f64,
+    loss: &mut Loss,
+    tol: &mut f64,
+    max_iter: &mut usize,
+) -> std::result::Result<(), V::Error> {
+    v.float("C", c)?;
+    loss.fields(v)?;
+    v.float("tol", tol)?;
+    v.count("max_iter", max_iter)
+}
 
 /// Checks the settings every solver shares: the loss weight `C`, the gap tolerance and the
 /// iteration budget.

@@ -35,16 +35,9 @@ NARROW = StackInfo("features", 200, 5, width=100)  # 2 · 100 ≤ 200: the bound
 QUARTER = StackInfo("features", 400, 5, width=100)  # 4 · 100 ≤ 400: the hinge's bound
 WIDE = StackInfo("features", 200, 5, width=101)
 WRAPPER = Choice("wrapper", continued=True)
-PROX_NEWTON = Choice("prox_newton", drop=("inner_tol", "continued"))
-PROX_NEWTON_LP = Choice("prox_newton", drop=("inner_tol",), add=(("penalty", "lp"),))
-PROX_NEWTON_GROUP = Choice(
-    "prox_newton",
-    drop=tuple(f.name for f in dataclasses.fields(mk.MirrorConfig)),
-    add=(("penalty", "group"),),
-)
-PROX_NEWTON_WARM = Choice(
-    "prox_newton", drop=tuple(f.name for f in dataclasses.fields(mk.SpicyConfig))
-)
+# Every move to prox_newton is one engine operation (Settings.for_solver): the choice names
+# the solver only.
+PROX_NEWTON = Choice("prox_newton")
 
 #: The rows of the table in docs/guide.md §4 ("Choosing a solver"), case by case:
 #: (penalty, p, loss, solver, solver_config, warm_start, stack) and the choice.
@@ -54,16 +47,16 @@ CASES: list[tuple[str, float, str, str, SolverConfig | None, bool, StackInfo | N
     # (also before the stack is known, and with warm_start).
     ("lp", 2.0, "hinge", "auto", None, False, DENSE, Choice("analytic")),
     ("lp", 2.0, "logistic", "auto", None, False, None, Choice("analytic")),
-    ("lp", 4 / 3, "logistic", "auto", None, False, NARROW, PROX_NEWTON_LP),
-    ("lp", 4 / 3, "squared", "auto", None, True, NARROW, PROX_NEWTON_LP),
+    ("lp", 4 / 3, "logistic", "auto", None, False, NARROW, PROX_NEWTON),
+    ("lp", 4 / 3, "squared", "auto", None, True, NARROW, PROX_NEWTON),
     ("lp", 2.0, "hinge", "auto", None, False, NARROW, Choice("analytic")),
-    ("lp", 2.0, "hinge", "auto", None, False, QUARTER, PROX_NEWTON_LP),
+    ("lp", 2.0, "hinge", "auto", None, False, QUARTER, PROX_NEWTON),
     ("lp", 2.0, "logistic", "auto", None, False, WIDE, Choice("analytic")),
     ("lp", 2.0, "logistic", "auto", mk.AnalyticConfig(), False, NARROW, Choice("analytic")),
     ("lp", 1.0, "logistic", "auto", None, False, NARROW, Choice("mirror")),
     # ... and from p = 1.05 (LP_NEWTON_MIN_P): nearer 1 its Newton steps crawl.
     ("lp", 1.04, "logistic", "auto", None, False, NARROW, Choice("analytic")),
-    ("lp", 1.05, "logistic", "auto", None, False, NARROW, PROX_NEWTON_LP),
+    ("lp", 1.05, "logistic", "auto", None, False, NARROW, PROX_NEWTON),
     ("lp", 2.0, "hinge", "auto", None, False, ON_DEMAND, Choice("analytic")),
     ("lp", 1.0, "hinge", "auto", None, False, DENSE, Choice("mirror")),
     ("lp", 1, "squared", "auto", None, True, None, Choice("mirror")),
@@ -71,9 +64,9 @@ CASES: list[tuple[str, float, str, str, SolverConfig | None, bool, StackInfo | N
     # with the hinge) without a MirrorConfig.
     ("group", 2.0, "hinge", "auto", None, False, DENSE, Choice("mirror")),
     ("group", 2.0, "logistic", "auto", None, False, None, Choice("mirror")),
-    ("group", 2.0, "logistic", "auto", None, False, NARROW, PROX_NEWTON_GROUP),
+    ("group", 2.0, "logistic", "auto", None, False, NARROW, PROX_NEWTON),
     ("group", 2.0, "hinge", "auto", None, True, NARROW, Choice("mirror")),
-    ("group", 2.0, "hinge", "auto", None, False, QUARTER, PROX_NEWTON_GROUP),
+    ("group", 2.0, "hinge", "auto", None, False, QUARTER, PROX_NEWTON),
     ("group", 2.0, "logistic", "auto", None, False, WIDE, Choice("mirror")),
     ("group", 2.0, "squared", "auto", mk.MirrorConfig(), False, NARROW, Choice("mirror")),
     # l1 / elasticnet: the wrapper, continued by SpicyMKL on a stored stack ...
@@ -93,11 +86,11 @@ CASES: list[tuple[str, float, str, str, SolverConfig | None, bool, StackInfo | N
     ("l1", 2.0, "epsilon_insensitive", "auto", None, False, NARROW, PROX_NEWTON),
     # With warm_start: prox_newton on narrow features (it takes a start in feature space),
     # else spicy; a SpicyConfig keeps spicy whatever the stack.
-    ("l1", 2.0, "logistic", "auto", None, True, NARROW, PROX_NEWTON_WARM),
-    ("elasticnet", 2.0, "squared", "auto", None, True, NARROW, PROX_NEWTON_WARM),
+    ("l1", 2.0, "logistic", "auto", None, True, NARROW, PROX_NEWTON),
+    ("elasticnet", 2.0, "squared", "auto", None, True, NARROW, PROX_NEWTON),
     ("l1", 2.0, "logistic", "auto", None, True, WIDE, Choice("spicy")),
     ("l1", 2.0, "hinge", "auto", None, True, NARROW, Choice("spicy")),
-    ("l1", 2.0, "hinge", "auto", None, True, QUARTER, PROX_NEWTON_WARM),
+    ("l1", 2.0, "hinge", "auto", None, True, QUARTER, PROX_NEWTON),
     ("l1", 2.0, "logistic", "auto", None, True, None, Choice("spicy")),
     ("elasticnet", 2.0, "hinge", "auto", None, True, DENSE, Choice("spicy")),
     ("l1", 2.0, "logistic", "auto", mk.SpicyConfig(), True, NARROW, Choice("spicy")),
@@ -207,18 +200,25 @@ def test_settings_and_stack_descriptions() -> None:
     assert {k: v for k, v in moved.as_dict().items() if k not in ("p", "groups")} == {
         k: v for k, v in settings.as_dict().items() if k not in ("inner_tol", "continued")
     }
-    assert Choice("wrapper").settings(settings) is settings
+    assert Choice("wrapper").settings(settings) == settings
     assert WRAPPER.settings(settings) == settings.replace(continued=True)
+    # SpicyMKL's move keeps the elastic net and drops SpicyMKL's own settings.
+    spicy = _core.Settings("spicy", {"penalty": "elasticnet", "l1_ratio": 0.3, "gamma0": 4.0})
+    moved = PROX_NEWTON.settings(spicy)
+    assert (moved["penalty"], moved["l1_ratio"]) == ("elasticnet", 0.3)
+    assert moved.as_dict() == _core.Settings("prox_newton", {
+        k: v for k, v in spicy.as_dict().items() if k not in dataclasses.asdict(mk.SpicyConfig())
+    }).as_dict()  # fmt: skip
     # ℓp's move keeps p, C and the loss, and names the penalty.
     lp = _core.Settings("analytic", {"C": 2.0, "loss": "hinge", "p": 1.5, "inner_tol": 1e-6})
-    moved = PROX_NEWTON_LP.settings(lp)
+    moved = PROX_NEWTON.settings(lp)
     assert (moved.solver, moved["penalty"], moved["p"]) == ("prox_newton", "lp", 1.5)
     assert {k: moved[k] for k in ("C", "loss", "tol", "max_iter")} == {
         k: lp[k] for k in ("C", "loss", "tol", "max_iter")
     }
     # group's move keeps the groups, C and the loss, and names the penalty.
     mirror = _core.Settings("mirror", {"C": 2.0, "loss": "hinge", "groups": [0, 1, 0]})
-    moved = PROX_NEWTON_GROUP.settings(mirror)
+    moved = PROX_NEWTON.settings(mirror)
     assert (moved.solver, moved["penalty"], moved["groups"]) == ("prox_newton", "group", [0, 1, 0])
     assert {k: moved[k] for k in ("C", "loss", "tol", "max_iter")} == {
         k: mirror[k] for k in ("C", "loss", "tol", "max_iter")

@@ -18,7 +18,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 import multikernel as mk
 from multikernel import _core
-from multikernel._config import ALL_LOSSES, SOLVERS, _NativeSolver
+from multikernel._config import ALL_LOSSES, SOLVERS
+from multikernel._typing import NativeSolver
 from multikernel.exceptions import (
     InternalError,
     InvalidInputError,
@@ -209,13 +210,15 @@ def test_unknown_and_ill_typed_settings_are_refused() -> None:
     assert e.value.parameter == "solver"
 
 
-def _literal_in_stub(name: str) -> tuple[str, ...]:
-    """The strings of the ``Literal`` alias ``name`` in the native module's stub."""
+def _stub_imports(name: str) -> str:
+    """Where the native module's stub takes its name ``name`` from (``module.name``)."""
     stub = Path(_core.__file__).with_name("_core.pyi")
     for node in ast.parse(stub.read_text()).body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
-            return tuple(ast.literal_eval(node.value.slice))  # type: ignore[attr-defined]
-    raise AssertionError(f"{name} not in the stub")
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return f"{node.module}.{alias.name}"
+    raise AssertionError(f"{name} is not imported by the stub")
 
 
 def test_every_declaration_of_the_solvers_is_the_engines() -> None:
@@ -223,8 +226,9 @@ def test_every_declaration_of_the_solvers_is_the_engines() -> None:
     # checked against it (a solver added on one side only fails here).
     engine = _core.Settings.solvers()
     assert len(set(engine)) == len(engine) == 8
-    assert get_args(_NativeSolver) == tuple(engine)
-    assert _literal_in_stub("_Solver") == tuple(engine)
+    assert get_args(NativeSolver) == tuple(engine)
+    # The names are written once in Python, in _typing: the stub imports them from there.
+    assert _stub_imports("_Solver") == "multikernel._typing.NativeSolver"
     supervised = tuple(s for s in engine if s != "one_class")
     assert tuple(SOLVERS) == supervised
     assert get_args(mk.SolverName) == ("auto", *supervised)
@@ -313,6 +317,53 @@ def test_settings_read_write_copy_and_pickle() -> None:
     with pytest.raises(InvalidParameterError) as e:
         s.replace(gama0=1.0)
     assert e.value.parameter == "gama0"
+
+
+@pytest.mark.parametrize(
+    ("solver", "named"),
+    [
+        ("wrapper", {"penalty": "elasticnet", "l1_ratio": 0.3, "inner_tol": 1e-5}),
+        ("spicy", {"penalty": "l1", "gamma0": 4.0, "working_set": 3}),
+        ("analytic", {"p": 1.5, "inner_tol": 1e-5}),
+        ("mirror", {"groups": [0, 1, 0], "step": "paper", "working_set": False}),
+    ],
+)
+def test_a_change_of_solver_is_the_engines_and_carries_the_same_settings(
+    solver: str, named: dict[str, object]
+) -> None:
+    """``solver="auto"``'s moves to ``prox_newton`` are one typed engine operation
+    (``Settings.for_solver``): the settings that arrive are those the dict of the old
+    settings gave, its names that ``prox_newton`` has kept, the solver's own dropped and its
+    penalty named, with no list of per-solver settings in Python."""
+    common = {"C": 2.5, "loss": "epsilon_insensitive", "epsilon": 0.3, "tol": 1e-5, "max_iter": 17}
+    old = _core.Settings(solver, {**common, **named})  # type: ignore[arg-type]
+    moved = old.for_solver("prox_newton")
+    target = _core.Settings("prox_newton").as_dict()
+    kept = {k: v for k, v in old.as_dict().items() if k in target}
+    implied = {"analytic": "lp", "mirror": "group"}
+    kept["penalty"] = implied.get(solver, kept.get("penalty"))
+    assert moved == _core.Settings("prox_newton", kept)  # type: ignore[arg-type]
+    assert {k: moved[k] for k in common} == common
+    from multikernel import _auto
+
+    assert not [n for n in vars(_auto) if n.endswith("_OWN")]
+    # The same solver keeps its settings; a penalty the solver does not solve is refused.
+    assert old.for_solver(solver) == old
+    if solver == "mirror":
+        with pytest.raises(InvalidParameterError) as e:
+            old.for_solver("analytic")
+        assert e.value.parameter == "penalty"
+
+
+def test_group_ids_are_set_typed_on_the_group_penalty_only() -> None:
+    mirror = _core.Settings("mirror").with_groups([0, 0, 1])
+    assert mirror["groups"] == [0, 0, 1]
+    newton = _core.Settings("prox_newton", {"penalty": "group", "groups": [0]})
+    assert newton.with_groups([1, 0, 1])["groups"] == [1, 0, 1]
+    for settings in (_core.Settings("analytic"), _core.Settings("prox_newton")):
+        with pytest.raises(InvalidParameterError) as e:
+            settings.with_groups([0, 1])
+        assert e.value.parameter == "groups"
 
 
 def test_settings_are_validated_once_per_fit(monkeypatch: pytest.MonkeyPatch) -> None:

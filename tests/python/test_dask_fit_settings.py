@@ -239,3 +239,16 @@ def test_one_vs_rest_warm_starts_reuse_the_features(client: Any) -> None:
         cold = classifier(bank(), tol=1e-8).set_params(C=C).fit(Xd, yd)
         assert rel(est.primal_objective_, cold.primal_objective_) < 1e-7
     assert np.sum(est.n_iter_) < np.sum(cold.n_iter_)
+
+
+def test_auto_moves_the_group_penalty_to_prox_newton_with_its_groups() -> None:
+    """``solver="auto"`` with ``penalty="group"`` on narrow features: the estimator's settings
+    are ``mirror``'s, and the move to ``prox_newton`` (the engine's ``Settings.for_solver``)
+    carries the group penalty with its ids, set before the move as in memory."""
+    from multikernel._dask_fit import _settings
+
+    est = mk.MKLClassifier(kernels=FeatureBank([Linear()]), penalty="group", groups=[0, 0, 1])
+    settings = _settings(est, N, [2, 2, 2])
+    assert (settings.solver, settings["penalty"], settings["groups"]) == (
+        "prox_newton", "group", [0, 0, 1]
+    )  # fmt: skip

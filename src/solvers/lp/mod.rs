@@ -24,6 +24,7 @@ mod one_class;
 pub(crate) use analytic::{extrapolate, over_relaxation};
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::{costs, Loss};
@@ -71,6 +72,22 @@ impl Default for LpConfig {
             max_iter: 200,
             inner_tol: 1e-7,
         }
+    }
+}
+
+/// The settings by name (`algorithm` is not one: it is the solver's name, `analytic` or
+/// `interleaved`).
+impl Fields for LpConfig {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        v.float("p", &mut self.p)?;
+        super::common_fields(
+            v,
+            &mut self.c,
+            &mut self.loss,
+            &mut self.tol,
+            &mut self.max_iter,
+        )?;
+        v.float("inner_tol", &mut self.inner_tol)
     }
 }
 

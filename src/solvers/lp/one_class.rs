@@ -17,6 +17,7 @@
 
 use super::analytic::over_relaxation;
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::costs;
@@ -53,6 +54,17 @@ impl Default for OneClassConfig {
             max_iter: 200,
             inner_tol: 1e-7,
         }
+    }
+}
+
+/// The settings by name (no `C` and no loss: the one-class problem has neither).
+impl Fields for OneClassConfig {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        v.float("p", &mut self.p)?;
+        v.float("nu", &mut self.nu)?;
+        v.float("tol", &mut self.tol)?;
+        v.count("max_iter", &mut self.max_iter)?;
+        v.float("inner_tol", &mut self.inner_tol)
     }
 }
 

@@ -27,6 +27,7 @@
 //! Without violators the restricted dual equals the whole one.
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
 use crate::kernels::{support_products, CombinedKernel, KernelStack};
 use crate::losses::{costs, Loss};
@@ -116,6 +117,24 @@ impl Default for MirrorConfig {
             step: StepRule::Newton,
             working_set: true,
         }
+    }
+}
+
+/// The settings by name (the group ids are the engine's `Settings::Mirror`'s).
+impl Fields for MirrorConfig {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        super::common_fields(
+            v,
+            &mut self.c,
+            &mut self.loss,
+            &mut self.tol,
+            &mut self.max_iter,
+        )?;
+        v.float("inner_tol", &mut self.inner_tol)?;
+        let mut step = self.step.name().to_string();
+        v.text("step", &mut step)?;
+        self.step = StepRule::parse(&step)?;
+        v.flag("working_set", &mut self.working_set)
     }
 }
 

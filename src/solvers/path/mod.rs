@@ -33,6 +33,7 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
 use crate::kernels::{KernelStack, LowRankStack, SubStack};
 use crate::linalg::{clear_upper_simd_state, dot, Cholesky, DiagPlusLowRank, SpdFactor};
@@ -78,6 +79,26 @@ impl Default for PathConfig {
             reuse_factors: true,
             working_set: Some(ADMIT),
         }
+    }
+}
+
+/// The settings by name: `d` the weights; `working_set` on or off only (benchmarks switch it
+/// off), the admission ratio is the engine's.
+impl Fields for PathConfig {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        self.loss.fields(v)?;
+        v.floats("d", &mut self.weights)?;
+        v.optional_float("mu", &mut self.mu)?;
+        v.float("tol", &mut self.tol)?;
+        v.optional_float("C_max", &mut self.c_max)?;
+        v.count("max_points", &mut self.max_points)?;
+        let mut working_set = self.working_set.is_some();
+        v.flag("working_set", &mut working_set)?;
+        self.working_set = match working_set {
+            true => self.working_set.or(PathConfig::default().working_set),
+            false => None,
+        };
+        Ok(())
     }
 }
 

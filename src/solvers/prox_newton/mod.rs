@@ -33,6 +33,7 @@ mod tests;
 mod working_set;
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
 use crate::kernels::{Element, KernelStack, RowFeatures};
 use crate::losses::{costs, Loss};
@@ -74,6 +75,20 @@ impl Default for ProxNewtonConfig {
             tol: 1e-3,
             max_iter: 200,
         }
+    }
+}
+
+/// The settings by name.
+impl Fields for ProxNewtonConfig {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        self.penalty.fields(v)?;
+        super::common_fields(
+            v,
+            &mut self.c,
+            &mut self.loss,
+            &mut self.tol,
+            &mut self.max_iter,
+        )
     }
 }
 

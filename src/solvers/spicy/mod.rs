@@ -94,6 +94,7 @@ mod solver;
 mod start;
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::Loss;
@@ -181,6 +182,26 @@ impl Default for SpicyConfig {
             working_set: None,
             point_working_set: true,
         }
+    }
+}
+
+/// The settings by name.
+impl Fields for SpicyConfig {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        self.penalty.fields(v)?;
+        super::common_fields(
+            v,
+            &mut self.c,
+            &mut self.loss,
+            &mut self.tol,
+            &mut self.max_iter,
+        )?;
+        v.count("max_inner", &mut self.max_inner)?;
+        v.float("gamma0", &mut self.gamma0)?;
+        v.float("gamma_factor", &mut self.gamma_factor)?;
+        v.float("gamma_max", &mut self.gamma_max)?;
+        v.optional_count("working_set", &mut self.working_set)?;
+        v.flag("point_working_set", &mut self.point_working_set)
     }
 }
 

@@ -27,6 +27,7 @@
 mod tests;
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
 use crate::kernels::features::SplitMix;
 use crate::kernels::{Element, RowFeatures};
@@ -65,6 +66,24 @@ impl Default for SvrgConfig {
             max_iter: 200,
             seed: 0,
         }
+    }
+}
+
+/// The settings by name (`seed` as a count: the Python integer it comes from).
+impl Fields for SvrgConfig {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        v.float("p", &mut self.p)?;
+        super::common_fields(
+            v,
+            &mut self.c,
+            &mut self.loss,
+            &mut self.tol,
+            &mut self.max_iter,
+        )?;
+        let mut seed = usize::try_from(self.seed).unwrap_or(usize::MAX);
+        v.count("seed", &mut seed)?;
+        self.seed = seed as u64;
+        Ok(())
     }
 }
 

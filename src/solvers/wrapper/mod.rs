@@ -89,6 +89,7 @@ mod start;
 mod state;
 
 use crate::error::{MkError, Result};
+use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
 use crate::kernels::KernelStack;
 use crate::losses::{costs, Loss};
@@ -145,6 +146,21 @@ impl Default for WrapperConfig {
             max_iter: 200,
             inner_tol: 1e-7,
         }
+    }
+}
+
+/// The settings by name.
+impl Fields for WrapperConfig {
+    fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
+        self.penalty.fields(v)?;
+        super::common_fields(
+            v,
+            &mut self.c,
+            &mut self.loss,
+            &mut self.tol,
+            &mut self.max_iter,
+        )?;
+        v.float("inner_tol", &mut self.inner_tol)
     }
 }
 
