@@ -720,25 +720,7 @@ impl<'a> Barrier<'a> {
             }
             last_nd2 = nd2;
             if nd2 <= tol {
-                // The last, full step: products from scratch (the slack d² − r² ≈ μ/η cancels
-                // badly in updated ones) and the next tangent, in one pass.
-                let a: Vec<f64> = it.a.iter().zip(&da).map(|(a, d)| a + d).collect();
-                let mut parts = vec![chol.solve(&self.tangent_rhs(&a, lam))];
-                if self.adaptive {
-                    let d1: Vec<f64> = (0..self.n).map(|i| self.derivs(i, lam * a[i])[0]).collect();
-                    parts.push(chol.solve(&d1));
-                }
-                let mut vs: Vec<&[f64]> = vec![&a];
-                vs.extend(parts.iter().map(|v| v.as_slice()));
-                let mut products = self.apply_many(&vs).into_iter();
-                let ka = products.next().unwrap_or_default();
-                let tangent: Tangent = parts.into_iter().zip(products).collect();
-                let next = self.iterate(a, ka);
-                let (it, tangent) = if self.feasible(&next, lam) {
-                    (next, Some(tangent))
-                } else {
-                    (self.products(&it.a), None)
-                };
+                let (it, tangent) = self.last_step(&it, &da, chol, lam);
                 return Ok(Centred {
                     it,
                     chol: own,
@@ -772,6 +754,36 @@ impl<'a> Barrier<'a> {
                     converged: false,
                 });
             }
+        }
+    }
+
+    /// The last, full step of [`Self::centre`] from `it` along `da`: products from scratch
+    /// (the slack d² − r² ≈ μ/η cancels badly in updated ones) and the next tangent from
+    /// `chol`, in one pass; `it` itself, recomputed and without a tangent, if the step leaves
+    /// the domain.
+    fn last_step(
+        &self,
+        it: &Iterate,
+        da: &[f64],
+        chol: &SpdFactor,
+        lam: f64,
+    ) -> (Iterate, Option<Tangent>) {
+        let a: Vec<f64> = it.a.iter().zip(da).map(|(a, d)| a + d).collect();
+        let mut parts = vec![chol.solve(&self.tangent_rhs(&a, lam))];
+        if self.adaptive {
+            let d1: Vec<f64> = (0..self.n).map(|i| self.derivs(i, lam * a[i])[0]).collect();
+            parts.push(chol.solve(&d1));
+        }
+        let mut vs: Vec<&[f64]> = vec![&a];
+        vs.extend(parts.iter().map(|v| v.as_slice()));
+        let mut products = self.apply_many(&vs).into_iter();
+        let ka = products.next().unwrap_or_default();
+        let tangent: Tangent = parts.into_iter().zip(products).collect();
+        let next = self.iterate(a, ka);
+        if self.feasible(&next, lam) {
+            (next, Some(tangent))
+        } else {
+            (self.products(&it.a), None)
         }
     }
 

@@ -323,19 +323,16 @@ impl Shared<'_> {
             .try_for_each(|((s, y), (f, b))| s.form_set(stack, y, c, (f, *b)))
     }
 
-    /// The whole problem's certificate at `A^c[m] = θ_m β_c` with the model values and
-    /// intercepts `solved`: the forms of every class's `β_c` (and dual point) in one pass over
-    /// the stack, `P`, `D` and the witness check, recorded; returns the gap.
-    fn certify(&mut self, d: &mut Driver<'_>, theta: &[f64]) -> f64 {
+    /// The classes' dual points and the forms at them, summed over the classes, in one batch
+    /// of passes: the logistic loss's dual points are the models' natural ones (§1.3), with
+    /// their best intercepts; the others' are the solvers' β.
+    fn summed_forms(&self) -> SummedForms {
         let (stack, loss, c) = (self.stack, self.cfg.loss, &self.c);
-        let solved = &self.solved;
         let (k, m, n) = (self.ys.len(), stack.m(), stack.n());
-        // The logistic loss's dual points are the models' natural ones (§1.3), with their
-        // best intercepts; the others' are the solvers' β.
         let points: Vec<Option<(f64, Vec<f64>)>> = self
             .ys
             .par_iter()
-            .zip(solved)
+            .zip(&self.solved)
             .map(|(y, (f, b))| natural_dual(loss, c, y, f, *b))
             .collect();
         let natural = points.iter().all(Option::is_some);
@@ -361,6 +358,27 @@ impl Shared<'_> {
             .chunks_exact(n)
             .map(<[f64]>::to_vec)
             .collect();
+        SummedForms {
+            points,
+            forms,
+            dual_forms,
+            rhos,
+        }
+    }
+
+    /// The whole problem's certificate at `A^c[m] = θ_m β_c` with the model values and
+    /// intercepts `solved`: the forms of every class's `β_c` (and dual point) in one pass over
+    /// the stack, `P`, `D` and the witness check, recorded; returns the gap.
+    fn certify(&mut self, d: &mut Driver<'_>, theta: &[f64]) -> f64 {
+        let (loss, c) = (self.cfg.loss, &self.c);
+        let solved = &self.solved;
+        let (k, m, n) = (self.ys.len(), self.stack.m(), self.stack.n());
+        let SummedForms {
+            points,
+            forms,
+            dual_forms,
+            rhos,
+        } = self.summed_forms();
         let intercepts: Vec<f64> = points
             .iter()
             .zip(solved)
@@ -420,4 +438,15 @@ impl Shared<'_> {
         self.moved = moved;
         gap
     }
+}
+
+/// [`Shared::summed_forms`]'s result.
+struct SummedForms {
+    /// Each class's natural dual point and its intercept (logistic loss), else `None`.
+    points: Vec<Option<(f64, Vec<f64>)>>,
+    /// `Σ_c β_cᵀK_mβ_c`, and the same at the dual points.
+    forms: Vec<f64>,
+    dual_forms: Vec<f64>,
+    /// The classes' dual points.
+    rhos: Vec<Vec<f64>>,
 }
