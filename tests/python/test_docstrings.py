@@ -257,3 +257,27 @@ def test_examples_run(name: str, test: doctest.DocTest) -> None:
     result = runner.run(test, out=out.append)
     assert result.failed == 0, "".join(out)
     assert result.attempted > 0
+
+
+def _documented_literals() -> dict[str, tuple[str, ...]]:
+    """The ``.. py:data::`` type aliases of docs/api/estimators.rst with their ``:value:``."""
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "api" / "estimators.rst"
+    found = re.findall(
+        r"\.\. py:data:: (\w+)\n(?:   :\w+:.*\n)*?   :value: Literal\[(.*)\]", page.read_text()
+    )
+    return {name: tuple(re.findall(r'"([^"]*)"', values)) for name, values in found}
+
+
+def test_the_documented_type_aliases_list_the_values_the_package_takes() -> None:
+    """The reference page writes each alias's values by hand (Sphinx shows no value of a
+    ``Literal`` alias): they must be those of the alias, which a new solver, loss or scheme
+    changes."""
+    from typing import get_args
+
+    documented = _documented_literals()
+    assert {"SolverName", "MultiClass", "LossName", "PathLoss"} <= set(documented)
+    for name, values in documented.items():
+        alias = getattr(multikernel, name)
+        assert values == get_args(alias), name
