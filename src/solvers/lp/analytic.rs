@@ -237,10 +237,9 @@ impl Analytic<'_> {
         let n = stack.n();
         let (f, b) = match self.caches.as_mut() {
             Some(caches) => {
-                self.k_theta = Vec::new();
-                let (theta, tol) = (&self.theta, d.inner_tol());
+                let (theta, tol, kt) = (&self.theta, d.inner_tol(), &mut self.k_theta);
                 self.whole
-                    .solve_cached(stack, caches, y, c, theta, tol, d.interrupt)?
+                    .solve_cached(stack, caches, y, c, theta, tol, kt, d.interrupt)?
             }
             None => self.whole.solve_combined(
                 stack,
