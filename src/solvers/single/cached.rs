@@ -72,11 +72,13 @@ impl GradientCaches {
     }
 
     /// Whether the next solve should form `K_θ` (its upper triangle: `n²/2` entries per
-    /// kernel) rather than compute its columns on demand (`n` each): when the last solve
-    /// computed more than `n/2` of them. The same free support vectors move from one θ to
-    /// the next (at C = 10 on sonar, 84 of 166 columns at every θ).
+    /// kernel, in long row segments) rather than compute its columns on demand (`n` each,
+    /// one row of every kernel): when the last solve computed more than `n/4` of them. The
+    /// same free support vectors move from one θ to the next (at C = 10 on sonar, 83–86 of
+    /// 166 columns at every θ), and a column on demand measured about twice the time per
+    /// entry of the formed triangle there.
     fn form(&self) -> bool {
-        2 * self.columns > self.n
+        4 * self.columns > self.n
     }
 
     /// Brings the caches to `beta`: `h_m += K_m (β − β_c)`, reading only the rows of the
