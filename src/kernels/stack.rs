@@ -77,6 +77,29 @@ pub trait KernelStack: Sync {
     /// `out = diag(K_m)`.
     fn diag(&self, m: usize, out: &mut [f64]);
 
+    /// `out = Σ_{(m, t) ∈ weights} t · K_m[:, i]`: one column of `K_θ` (`weights` from
+    /// [`weighted`]) at `|weights|·n` entries read, for a solver that asks `K_θ` only for
+    /// the columns it steps on instead of forming it.
+    fn combined_column(&self, weights: &[(usize, f64)], i: usize, out: &mut [f64]) {
+        out.fill(0.0);
+        for &(m, t) in weights {
+            self.add_column(m, i, t, out);
+        }
+    }
+
+    /// `out[m·n..(m+1)·n] += K_m v` for every kernel: per-kernel gradient caches brought up to
+    /// date from the coefficients that changed. By symmetry `K_m v = Σ_{j: v_j ≠ 0} v_j
+    /// K_m[j, :]`, so only the columns where `v` is non-zero are read.
+    fn add_matvecs(&self, v: &[f64], out: &mut [f64]) {
+        let nz = nonzeros(v);
+        let n = self.n().max(1);
+        out.par_chunks_mut(n).enumerate().for_each(|(m, o)| {
+            for &j in &nz {
+                self.add_column(m, j, v[j], o);
+            }
+        });
+    }
+
     /// `out = K_θ v = Σ_m θ_m K_m v` without forming `K_θ` (kernels with `θ_m = 0` skipped):
     /// the model values of a solver whose coefficients are sparse, for a fraction of a pass.
     fn combined_matvec(&self, theta: &[f64], v: &[f64], out: &mut [f64]) {
@@ -643,17 +666,19 @@ pub fn dense_matvecs(k: &[f64], n: usize, vs: &[f64], out: &mut [f64]) {
     }
 }
 
-/// `row += Σ_{(m, t) ∈ active} t · K_m[i, i..]`: one row segment of the upper triangle of
-/// `K_θ`. Each kernel's segment starts a new stream, so the next kernel's is prefetched.
+/// `row = Σ_{(m, t) ∈ active} t · K_m[i, from..from + row.len()]`, kernel after kernel: one
+/// row segment of `K_θ` (of its upper triangle in [`KernelStack::combine`]). Each kernel's
+/// segment starts a new stream, so the next kernel's is prefetched.
 #[inline(always)]
 fn combine_row<T: Element>(
     s: &DenseStack<'_, T>,
     active: &[(usize, f64)],
     i: usize,
+    from: usize,
     row: &mut [f64],
 ) {
     let (n, len) = (s.n, row.len());
-    let start = i * n + (n - len);
+    let start = i * n + from;
     row.fill(0.0);
     for (a, &(m, t)) in active.iter().enumerate() {
         if let Some(&(next, _)) = active.get(a + 1) {
@@ -671,6 +696,7 @@ avx2_dispatch! {
         s: &DenseStack<'_, T>,
         active: &[(usize, f64)],
         i: usize,
+        from: usize,
         row: &mut [f64],
     ) = combine_row;
 }
@@ -857,7 +883,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
         // Upper triangle only (half the bytes of a full pass), parallel over rows: each row
         // sums the same row segment of every active kernel; then mirror.
         out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-            combine_row_dispatch(self, &active, i, &mut row[i..]);
+            combine_row_dispatch(self, &active, i, i, &mut row[i..]);
         });
         mirror(out, n, true);
     }
@@ -877,6 +903,38 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
             }
         });
         out.copy_from_slice(&acc);
+    }
+
+    fn combined_column(&self, weights: &[(usize, f64)], i: usize, out: &mut [f64]) {
+        // Row i (symmetry), summed kernel after kernel as `combine` sums each entry, so the
+        // column equals the formed `K_θ`'s on a symmetric stack. Parallel over segments of
+        // the row: each thread streams its segment of every kernel's row.
+        let seg = self.n.div_ceil(rayon::current_num_threads()).max(64);
+        out.par_chunks_mut(seg).enumerate().for_each(|(c, o)| {
+            combine_row_dispatch(self, weights, i, c * seg, o);
+        });
+    }
+
+    fn add_matvecs(&self, v: &[f64], out: &mut [f64]) {
+        let n = self.n;
+        let nz = nonzeros(v);
+        if nz.is_empty() {
+            return;
+        }
+        // The rows of the non-zeros cost |nz|·n entries, the upper triangle n²/2, but its
+        // short row segments with a product and an update each ran slower per entry than
+        // whole rows (sonar, n = 166, half the rows changed): the triangle only past 3n/4.
+        let upper = 4 * nz.len() > 3 * n;
+        out.par_chunks_mut(n).enumerate().for_each(|(m, o)| {
+            let k = self.kernel(m);
+            if upper {
+                let mut kv = vec![0.0; n];
+                matvecs_dispatch(k, n, v, &mut kv);
+                o.iter_mut().zip(&kv).for_each(|(o, x)| *o += x);
+            } else {
+                rows_axpy_dispatch(k, n, &nz, v, 1.0, o);
+            }
+        });
     }
 
     fn column_at(&self, m: usize, i: usize, rows: &[usize], out: &mut [f64]) {
@@ -1012,6 +1070,48 @@ pub(crate) mod tests {
                     .map(|i| (0..n).map(|j| full[k * n * n + i * n + j] * x[j]).sum())
                     .collect();
                 close(got, &want, tol);
+            }
+        }
+    }
+
+    /// `combined_column` equals the column of the formed `K_θ` exactly on a symmetric stack
+    /// (same sum, kernel after kernel), and `add_matvecs` adds `K_m v` to every kernel's
+    /// vector from the rows of a sparse `v` and from the upper triangle of a dense one.
+    #[test]
+    fn columns_and_added_products_match_the_formed_kernel() {
+        let (m, n) = (4, 150);
+        let d64 = kernels(m, n);
+        let s64 = DenseStack::new(&d64, m, n).unwrap();
+        let theta = [0.5, 0.0, 2.0, 1.25];
+        let mut formed = vec![0.0; n * n];
+        s64.combine(&theta, &mut formed);
+        let mut col = vec![0.0; n];
+        for i in [0, 7, 64, n - 1] {
+            s64.combined_column(&weighted(&theta), i, &mut col);
+            assert_eq!(col, formed[i * n..(i + 1) * n]);
+        }
+        let full = dense_of(&s64);
+        for every in [5, 1] {
+            // Every 5th entry: the rows; every entry: the upper triangle.
+            let v: Vec<f64> = (0..n)
+                .map(|i| {
+                    if i % every == 0 {
+                        (i as f64).sin()
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let mut got: Vec<f64> = (0..m * n).map(|i| i as f64).collect();
+            s64.add_matvecs(&v, &mut got);
+            for (k, g) in got.chunks_exact(n).enumerate() {
+                let want: Vec<f64> = (0..n)
+                    .map(|i| {
+                        let kv: f64 = (0..n).map(|j| full[k * n * n + i * n + j] * v[j]).sum();
+                        (k * n + i) as f64 + kv
+                    })
+                    .collect();
+                close(g, &want, 1e-12);
             }
         }
     }

@@ -11,7 +11,7 @@ use crate::result::{FitResult, PsdWitness, SolveStatus};
 use crate::solvers::driver::{Checked, Driver, Outcome, Solver};
 use crate::solvers::points::{gather_points, new_points, scatter_points, PointSet};
 use crate::solvers::schedule::{GapSchedule, Settled};
-use crate::solvers::single::SingleKernel;
+use crate::solvers::single::{GradientCaches, SingleKernel};
 use crate::solvers::witness::PsdCheck;
 
 /// The over-relaxation of the θ fixed point used while it helps (see [`extrapolate`]):
@@ -74,17 +74,24 @@ struct Step {
     witness: Option<PsdWitness>,
 }
 
+/// Where a step's quadratic forms `βᵀK_mβ` come from.
+enum Forms<'a> {
+    /// Read from a stack at `v`: the stack may be a sub-stack holding every non-zero of `β`,
+    /// with `v` the matching entries, and all the kernels of the fit's.
+    Read(&'a dyn KernelStack, &'a [f64]),
+    /// Known already, from the per-kernel gradient caches (`βᵀh_m`, [`GradientCaches`]).
+    Known(Vec<f64>),
+}
+
 impl Step {
-    /// Completes a step at `(θ, β, b)` with `f = K_θ β`: the quadratic forms `βᵀK_mβ` are
-    /// read from `stack` at `v` (`stack` may be a sub-stack holding every non-zero of `β`,
-    /// with `v` the matching entries, and all the kernels of `psd`'s), then the certificate
-    /// and the witness check of its dual point. For the logistic loss the dual point is the
-    /// model's natural one ([`natural_dual`]), whose forms come in the same pass as `β`'s.
+    /// Completes a step at `(θ, β, b)` with `f = K_θ β`: the quadratic forms `βᵀK_mβ`
+    /// ([`Forms`]), then the certificate and the witness check of its dual point. For the
+    /// logistic loss the dual point is the model's natural one ([`natural_dual`]), whose
+    /// forms come in the same pass as `β`'s.
     #[allow(clippy::too_many_arguments)]
     fn certify(
-        stack: &dyn KernelStack,
+        forms: Forms<'_>,
         psd: &PsdCheck<'_>,
-        v: &[f64],
         cfg: &LpConfig,
         y: &[f64],
         c: &[f64],
@@ -93,14 +100,24 @@ impl Step {
         b: f64,
         f: &[f64],
     ) -> Step {
-        let m = stack.m();
-        let all: Vec<usize> = (0..m).collect();
+        let m = theta.len();
         let natural = natural_dual(cfg.loss, c, y, f, b);
         let hat = natural.as_ref().map(|n| n.1.as_slice());
-        // Newton's losses never use a working set: with `hat`, `v` is the whole `β`.
-        debug_assert!(hat.is_none_or(|h| h.len() == v.len()));
-        let (mut quad, mut hat_quad) = (vec![0.0; m], vec![0.0; m]);
-        read_forms(stack, v, hat, &all, &mut quad, &mut hat_quad);
+        let mut hat_quad = vec![0.0; m];
+        let (quad, v) = match forms {
+            Forms::Read(stack, v) => {
+                let all: Vec<usize> = (0..m).collect();
+                // Newton's losses never use a working set: with `hat`, `v` is the whole `β`.
+                debug_assert!(hat.is_none_or(|h| h.len() == v.len()));
+                let mut quad = vec![0.0; m];
+                read_forms(stack, v, hat, &all, &mut quad, &mut hat_quad);
+                (quad, v)
+            }
+            Forms::Known(quad) => {
+                debug_assert!(hat.is_none(), "the caches serve SMO's losses only");
+                (quad, beta)
+            }
+        };
         let (b, point, scanned, forms) = match &natural {
             Some((b, h)) => (*b, h.as_slice(), h.as_slice(), &hat_quad),
             None => (b, beta, v, &quad),
@@ -150,6 +167,8 @@ pub(super) fn fit_analytic(
         theta: theta_update(&vec![1.0; stack.m()], cfg.p),
         // For p = 1 θ turns sparse and each step is cheap relative to its slow convergence.
         use_ws: cfg.p > 1.0 && whole.is_sparse(),
+        cacheable: whole.is_sparse() && GradientCaches::apply(stack, cfg.loss),
+        caches: None,
         whole,
         ws: None,
         k_theta: Vec::new(),
@@ -174,6 +193,11 @@ struct Analytic<'s> {
     /// The single-kernel solver of the whole problem, and the working set of points.
     whole: SingleKernel,
     ws: Option<PointSet>,
+    /// Whether whole steps keep per-kernel gradient caches (SMO on a stored stack), and the
+    /// caches once the first whole step without a working set built them: later whole steps
+    /// then solve on the columns of `K_θ` on demand instead of forming it.
+    cacheable: bool,
+    caches: Option<GradientCaches>,
     k_theta: Vec<f64>,
     /// `‖w_m‖` of the last iterate: the input of the next θ update.
     norms: Vec<f64>,
@@ -211,15 +235,22 @@ impl Analytic<'_> {
     fn whole_step(&mut self, d: &mut Driver<'_>, first: bool) -> Result<Outcome> {
         let (stack, y, c, cfg) = (self.stack, self.y, self.c, self.cfg);
         let n = stack.n();
-        let (f, b) = self.whole.solve_combined(
-            stack,
-            y,
-            c,
-            &self.theta,
-            d.inner_tol(),
-            &mut self.k_theta,
-            d.interrupt,
-        )?;
+        let (f, b) = match self.caches.as_mut() {
+            Some(caches) => {
+                let (theta, tol, kt) = (&self.theta, d.inner_tol(), &mut self.k_theta);
+                self.whole
+                    .solve_cached(stack, caches, y, c, theta, tol, kt, d.interrupt)?
+            }
+            None => self.whole.solve_combined(
+                stack,
+                y,
+                c,
+                &self.theta,
+                d.inner_tol(),
+                &mut self.k_theta,
+                d.interrupt,
+            )?,
+        };
         if self.use_ws && first {
             let alpha = self.whole.alpha().unwrap_or(&[]).to_vec();
             let z: Vec<f64> = f.iter().map(|fi| fi + b).collect();
@@ -228,24 +259,24 @@ impl Analytic<'_> {
         }
         let (theta, beta) = (&self.theta, self.whole.beta());
         // With a working set, its sub-stack holds every non-zero of β: a cheaper pass.
-        let st = match &self.ws {
+        // Without, the caches' forms (built here at the first such step, at the cost of the
+        // forms' pass) serve every later step.
+        let v;
+        let forms = match &self.ws {
             Some(set) => {
-                let v = gather_points(beta, n, set.idx());
-                Step::certify(
-                    set.stack.stack(),
-                    &self.psd,
-                    &v,
-                    cfg,
-                    y,
-                    c,
-                    theta,
-                    beta,
-                    b,
-                    &f,
-                )
+                v = gather_points(beta, n, set.idx());
+                Forms::Read(set.stack.stack(), &v)
             }
-            None => Step::certify(stack, &self.psd, beta, cfg, y, c, theta, beta, b, &f),
+            None if self.cacheable => {
+                let caches = self
+                    .caches
+                    .get_or_insert_with(|| GradientCaches::new(stack));
+                caches.update(stack, beta);
+                Forms::Known(caches.forms(beta))
+            }
+            None => Forms::Read(stack, beta),
         };
+        let st = Step::certify(forms, &self.psd, cfg, y, c, theta, beta, b, &f);
         let scaled: Vec<f64> = beta.iter().map(|v| st.scale * v).collect();
         let dual = (st.dual, st.witness);
         let gap = d
@@ -282,18 +313,8 @@ impl Analytic<'_> {
         )?;
         let beta = set.solver.beta();
         let (sy, sc) = (&set.y, &set.c);
-        let st = Step::certify(
-            set.stack.stack(),
-            &self.psd,
-            beta,
-            cfg,
-            sy,
-            sc,
-            &self.theta,
-            beta,
-            b,
-            &f,
-        );
+        let forms = Forms::Read(set.stack.stack(), beta);
+        let st = Step::certify(forms, &self.psd, cfg, sy, sc, &self.theta, beta, b, &f);
         // A whole-problem dual value (β = 0 off W), unless β carries a witness.
         d.tracker.note(st.witness);
         let dual = d.tracker.certified(st.dual);

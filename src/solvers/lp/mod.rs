@@ -255,6 +255,74 @@ mod tests {
         }
     }
 
+    /// A dense stack that hides that it stores its entries: the analytic solver then forms
+    /// `K_θ` and reads the forms at every whole step, as before the gradient caches.
+    struct Formed<'a>(DenseStack<'a, f64>);
+
+    impl KernelStack for Formed<'_> {
+        fn n(&self) -> usize {
+            self.0.n()
+        }
+        fn m(&self) -> usize {
+            self.0.m()
+        }
+        fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
+            self.0.quad_forms_subset(v, idx, out)
+        }
+        fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
+            self.0.quad_forms_batch_subset(vs, idx, out)
+        }
+        fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {
+            self.0.matvec(m, v, out)
+        }
+        fn combine(&self, theta: &[f64], out: &mut [f64]) {
+            self.0.combine(theta, out)
+        }
+        fn column(&self, m: usize, i: usize, out: &mut [f64]) {
+            self.0.column(m, i, out)
+        }
+        fn diag(&self, m: usize, out: &mut [f64]) {
+            self.0.diag(m, out)
+        }
+    }
+
+    /// Whole steps on the gradient caches (warm starts from `Σ θ_m K_m β`, columns of `K_θ`
+    /// on demand, forms `βᵀh_m`) certify what forming `K_θ` certifies: the same iterations,
+    /// objective values and weights to rounding.
+    #[test]
+    fn cached_whole_steps_certify_like_the_formed_kernel() {
+        let n = 80;
+        let (g, m, y) = problem(n, false, 3);
+        let dense = DenseStack::new(&g, m, n).unwrap();
+        let formed = Formed(dense);
+        for (loss, p, c) in [
+            (Loss::Hinge, 2.0, 1.0),
+            (Loss::Hinge, 4.0 / 3.0, 10.0),
+            (Loss::SquaredHinge, 2.0, 1.0),
+        ] {
+            let cfg = LpConfig {
+                p,
+                c,
+                loss,
+                tol: 1e-6,
+                ..LpConfig::default()
+            };
+            let a = fit_lp(&dense, &y, &cfg, &NoInterrupt).unwrap();
+            let b = fit_lp(&formed, &y, &cfg, &NoInterrupt).unwrap();
+            let case = format!("{loss:?} p = {p} C = {c}");
+            assert!(a.n_iter > 1, "{case}: one iteration tests no cache");
+            assert_eq!(a.n_iter, b.n_iter, "{case}");
+            assert!(
+                (a.primal - b.primal).abs() <= 1e-10 * b.primal.abs(),
+                "{case}"
+            );
+            assert!((a.dual - b.dual).abs() <= 1e-10 * b.dual.abs(), "{case}");
+            for (u, v) in a.kernel_weights.iter().zip(&b.kernel_weights) {
+                assert!((u - v).abs() <= 1e-8, "{case}: {u} vs {v}");
+            }
+        }
+    }
+
     /// The analytic solver on kernels computed on demand (columns of `K_θ` through the row
     /// cache, the working set packed or on demand) reaches the fit of the same kernels stored
     /// dense: same θ and objective to 1e-8 relative.

@@ -4,6 +4,7 @@
 //! squared and logistic losses. Every variant exposes the model as
 //! `f = K_θ β + b`, with `β` a feasible point of the ℓp dual (docs/mathematics.md §1).
 
+mod cached;
 mod newton;
 
 use crate::error::Result;
@@ -12,8 +13,9 @@ use crate::kernels::{weighted, weighted_factors, KernelStack, OnDemandStack};
 use crate::losses::Loss;
 use crate::solvers::smo::{
     l2svm_shifted, svc_shifted, svr, CachedColumns, DenseKernel, KernelColumns, SmoOptions,
-    SvmSolution,
+    SvmSolution, Warm,
 };
+pub(crate) use cached::GradientCaches;
 use newton::NewtonSolver;
 pub(crate) use newton::{bordered_many, dense_matvec, KernelOp};
 
@@ -78,17 +80,19 @@ impl SingleKernel {
                     SingleKernel::Smo { y, .. } => y.len(),
                     SingleKernel::Newton(_) => unreachable!("an SMO loss"),
                 };
-                s.solve_smo(&DenseKernel::new(k, n)?, tol, interrupt)
+                s.solve_smo(&DenseKernel::new(k, n)?, tol, interrupt, None)
             }
         }
     }
 
-    /// The SMO solve on the kernel `kernel`, warm-started at the last solution.
+    /// The SMO solve on the kernel `kernel`, warm-started at the last solution (or the warm
+    /// start set), whose model values `K coef` are `values` when the caller has them.
     fn solve_smo<K: KernelColumns + ?Sized>(
         &mut self,
         kernel: &K,
         tol: f64,
         interrupt: &dyn Interrupt,
+        values: Option<&[f64]>,
     ) -> Result<()> {
         let SingleKernel::Smo {
             loss,
@@ -111,10 +115,11 @@ impl SingleKernel {
             Some(s) => Some(s.alpha.as_slice()),
             None => warm.as_deref(),
         };
+        let start = warm.map(|alpha| Warm { alpha, values });
         let cs = c.as_slice();
         let sol = match *loss {
-            Loss::Hinge => svc_shifted(kernel, y, cs, o, &opts, warm, interrupt)?,
-            Loss::SquaredHinge => l2svm_shifted(kernel, y, cs, o, &opts, warm, interrupt)?,
+            Loss::Hinge => svc_shifted(kernel, y, cs, o, &opts, start, interrupt)?,
+            Loss::SquaredHinge => l2svm_shifted(kernel, y, cs, o, &opts, start, interrupt)?,
             Loss::EpsilonInsensitive { epsilon } => {
                 // The offset moves the targets: |y − o − f − b|_ε.
                 let t: Vec<f64> = match o {
@@ -217,7 +222,7 @@ impl SingleKernel {
         let products = |v: &[f64], out: &mut [f64]| od.combined_products(&w, v, out);
         let kernel =
             CachedColumns::new(diag, compute, od.column_cache_bytes()).with_products(&products);
-        self.solve_smo(&kernel, tol, interrupt)?;
+        self.solve_smo(&kernel, tol, interrupt, None)?;
         match self {
             SingleKernel::Smo { last: Some(s), .. } => Ok(s.values.clone()),
             _ => unreachable!("solved by SMO"),

@@ -165,15 +165,38 @@ fn initial_alpha(
 /// as rounding; a larger one is a wrong warm start.
 const REPAIRABLE: f64 = 1e-6;
 
+/// A warm start: the QP variables `alpha` of a previous solve and, when the caller holds
+/// them, the model values `K̃ coef` at them, from which the gradient costs no kernel column
+/// ([`SmoState::with_values`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Warm<'a> {
+    pub alpha: &'a [f64],
+    pub values: Option<&'a [f64]>,
+}
+
+impl<'a> Warm<'a> {
+    /// The warm start `alpha`, without model values.
+    pub fn at(alpha: &'a [f64]) -> Self {
+        Warm {
+            alpha,
+            values: None,
+        }
+    }
+}
+
 fn run<K: KernelColumns + ?Sized>(
     kernel: &K,
     spec: &QpSpec<'_>,
     alpha0: &[f64],
+    values: Option<&[f64]>,
     options: &SmoOptions,
     interrupt: &dyn Interrupt,
     coef: impl FnOnce(&[f64]) -> Vec<f64>,
 ) -> Result<SvmSolution> {
-    let mut state = SmoState::new(kernel, spec, alpha0, options)?;
+    let mut state = match values {
+        Some(v) => SmoState::with_values(kernel, spec, alpha0, options, v)?,
+        None => SmoState::new(kernel, spec, alpha0, options)?,
+    };
     let info = state.solve(kernel, interrupt)?;
     let alpha = state.alpha();
     let g = state.gradient();
@@ -214,7 +237,7 @@ pub fn svc<K: KernelColumns + ?Sized>(
     warm: Option<&[f64]>,
     interrupt: &dyn Interrupt,
 ) -> Result<SvmSolution> {
-    svc_shifted(kernel, y, c, None, options, warm, interrupt)
+    svc_shifted(kernel, y, c, None, options, warm.map(Warm::at), interrupt)
 }
 
 /// [`svc`] with a fixed function `o` added to the model, `f(x_i) + o_i + b`: the margin of
@@ -226,7 +249,7 @@ pub(crate) fn svc_shifted<K: KernelColumns + ?Sized>(
     c: &[f64],
     offset: Option<&[f64]>,
     options: &SmoOptions,
-    warm: Option<&[f64]>,
+    warm: Option<Warm<'_>>,
     interrupt: &dyn Interrupt,
 ) -> Result<SvmSolution> {
     check_labels(y)?;
@@ -244,7 +267,7 @@ fn classifier<K: KernelColumns + ?Sized>(
     diag_shift: Option<&[f64]>,
     offset: Option<&[f64]>,
     options: &SmoOptions,
-    warm: Option<&[f64]>,
+    warm: Option<Warm<'_>>,
     interrupt: &dyn Interrupt,
 ) -> Result<SvmSolution> {
     let n = y.len();
@@ -253,7 +276,9 @@ fn classifier<K: KernelColumns + ?Sized>(
         Some(o) => y.iter().zip(o).map(|(y, o)| y * o - 1.0).collect(),
         None => vec![-1.0; n],
     };
-    let alpha0 = initial_alpha(warm, y, upper, 0.0, || vec![0.0; n])?;
+    let alpha0 = initial_alpha(warm.map(|w| w.alpha), y, upper, 0.0, || vec![0.0; n])?;
+    // The values belong to the warm start as given, not to a repaired one.
+    let values = warm.and_then(|w| w.values.filter(|_| w.alpha == alpha0.as_slice()));
     let spec = QpSpec {
         p: &p,
         y,
@@ -261,7 +286,7 @@ fn classifier<K: KernelColumns + ?Sized>(
         diag_shift,
         kernel_index: None,
     };
-    run(kernel, &spec, &alpha0, options, interrupt, |a| {
+    run(kernel, &spec, &alpha0, values, options, interrupt, |a| {
         a.iter().zip(y).map(|(a, y)| a * y).collect()
     })
 }
@@ -283,7 +308,7 @@ pub fn l2svm<K: KernelColumns + ?Sized>(
     warm: Option<&[f64]>,
     interrupt: &dyn Interrupt,
 ) -> Result<SvmSolution> {
-    l2svm_shifted(kernel, y, c, None, options, warm, interrupt)
+    l2svm_shifted(kernel, y, c, None, options, warm.map(Warm::at), interrupt)
 }
 
 /// [`l2svm`] with a fixed function `o` added to the model (as [`svc_shifted`]).
@@ -293,7 +318,7 @@ pub(crate) fn l2svm_shifted<K: KernelColumns + ?Sized>(
     c: &[f64],
     offset: Option<&[f64]>,
     options: &SmoOptions,
-    warm: Option<&[f64]>,
+    warm: Option<Warm<'_>>,
     interrupt: &dyn Interrupt,
 ) -> Result<SvmSolution> {
     check_labels(y)?;
@@ -363,7 +388,7 @@ pub fn svr<K: KernelColumns + ?Sized>(
         diag_shift: None,
         kernel_index: Some(&kidx),
     };
-    run(kernel, &spec, &alpha0, options, interrupt, |a| {
+    run(kernel, &spec, &alpha0, None, options, interrupt, |a| {
         a[..n].iter().zip(&a[n..]).map(|(a, b)| a - b).collect()
     })
 }
@@ -418,7 +443,15 @@ pub fn one_class<K: KernelColumns + ?Sized>(
         diag_shift: None,
         kernel_index: None,
     };
-    run(kernel, &spec, &alpha0, options, interrupt, <[f64]>::to_vec)
+    run(
+        kernel,
+        &spec,
+        &alpha0,
+        None,
+        options,
+        interrupt,
+        <[f64]>::to_vec,
+    )
 }
 
 #[cfg(test)]

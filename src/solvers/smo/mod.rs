@@ -67,7 +67,7 @@ mod tests;
 
 pub use cache::CachedColumns;
 pub use formulations::{l2svm, one_class, svc, svr, SvmSolution};
-pub(crate) use formulations::{l2svm_shifted, svc_shifted};
+pub(crate) use formulations::{l2svm_shifted, svc_shifted, Warm};
 pub use solver::{QpSpec, SmoState, SolveInfo, Step, StepOutcome};
 
 use crate::error::{MkError, Result};

@@ -385,6 +385,50 @@ impl SmoState {
         alpha0: &[f64],
         options: &SmoOptions,
     ) -> Result<Self> {
+        let mut st = Self::setup(kernel, spec, alpha0, options)?;
+        st.recompute_gradient(kernel)?;
+        Ok(st)
+    }
+
+    /// [`SmoState::new`] at a point whose model values `values = K̃ coef(α₀)` (length `n`) the
+    /// caller already holds: `G_t = y_t values_{k(t)} + p_t + d_t α₀_t` (as `Q_st = y_s y_t
+    /// K̃_{k(s) k(t)} + [s = t] d_t`), in `O(l)` instead of one kernel column per non-zero
+    /// `α₀_t`. An MKL solver keeping `K_m β` per kernel has them for any θ (`K_θ β =
+    /// Σ θ_m K_m β`) while the columns of `K_θ` are computed on demand.
+    pub(crate) fn with_values<K: KernelColumns + ?Sized>(
+        kernel: &K,
+        spec: &QpSpec<'_>,
+        alpha0: &[f64],
+        options: &SmoOptions,
+        values: &[f64],
+    ) -> Result<Self> {
+        let mut st = Self::setup(kernel, spec, alpha0, options)?;
+        if values.len() != st.n {
+            return Err(MkError::Shape(format!(
+                "model values of length {} for a kernel of size {}",
+                values.len(),
+                st.n
+            )));
+        }
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err(MkError::non_finite("the SMO gradient"));
+        }
+        st.reset_kernel(kernel)?;
+        for t in 0..st.l {
+            let (y, k) = (st.y[t], st.kidx[t] as usize);
+            // h_t = −y_t G_t (y_t² = 1).
+            st.h[t] = -values[k] - y * (st.p[t] + st.shift[t] * st.alpha[t]);
+        }
+        Ok(st)
+    }
+
+    /// The state of [`SmoState::new`] before its gradient is computed.
+    fn setup<K: KernelColumns + ?Sized>(
+        kernel: &K,
+        spec: &QpSpec<'_>,
+        alpha0: &[f64],
+        options: &SmoOptions,
+    ) -> Result<Self> {
         options.validate()?;
         let n = kernel.n();
         let l = spec.p.len();
@@ -429,7 +473,6 @@ impl SmoState {
         for t in 0..l {
             st.set_status(t);
         }
-        st.recompute_gradient(kernel)?;
         Ok(st)
     }
 

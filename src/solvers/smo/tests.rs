@@ -743,6 +743,57 @@ fn set_gradient_then_shrinking_solve() {
     }
 }
 
+#[test]
+fn warm_start_with_model_values_solves_as_with_the_columns() {
+    // The gradient from the model values `K̃ coef` is the one the columns give: the same
+    // steps, so the same solution, for the hinge and the squared hinge (diagonal shift).
+    let n = 200;
+    let (x, y, _) = data(n, 61);
+    let k1 = gaussian(&x, 0.5);
+    let k2 = gaussian(&x, 0.8);
+    let (kern1, kern2) = (
+        DenseKernel::new(&k1, n).unwrap(),
+        DenseKernel::new(&k2, n).unwrap(),
+    );
+    let opts = SmoOptions {
+        eps: 1e-6,
+        ..SmoOptions::default()
+    };
+    let c = [2.0];
+    for squared in [false, true] {
+        let solve = |k: &DenseKernel<'_>, warm: Option<Warm<'_>>| {
+            if squared {
+                l2svm_shifted(k, &y, &c, None, &opts, warm, &NoInterrupt).unwrap()
+            } else {
+                svc_shifted(k, &y, &c, None, &opts, warm, &NoInterrupt).unwrap()
+            }
+        };
+        let first = solve(&kern1, None);
+        let values: Vec<f64> = (0..n)
+            .map(|i| (0..n).map(|j| k2[i * n + j] * first.coef[j]).sum())
+            .collect();
+        let plain = solve(&kern2, Some(Warm::at(&first.alpha)));
+        let warm = Warm {
+            alpha: &first.alpha,
+            values: Some(&values),
+        };
+        let valued = solve(&kern2, Some(warm));
+        assert_eq!(plain.iterations, valued.iterations, "squared {squared}");
+        assert!(close(plain.objective, valued.objective, 1e-12));
+        for (a, b) in plain.coef.iter().zip(&valued.coef) {
+            assert!((a - b).abs() <= 1e-9 * (1.0 + a.abs()));
+        }
+    }
+    // Model values of the wrong length are refused.
+    let first = svc(&kern1, &y, &c, &opts, None, &NoInterrupt).unwrap();
+    let warm = Warm {
+        alpha: &first.alpha,
+        values: Some(&[0.0; 3]),
+    };
+    let err = svc_shifted(&kern2, &y, &c, None, &opts, Some(warm), &NoInterrupt);
+    assert!(matches!(err, Err(MkError::Shape(_))));
+}
+
 fn cold_objective(k: &DenseKernel<'_>, y: &[f64], opts: &SmoOptions) -> f64 {
     svc(k, y, &[1.0], opts, None, &NoInterrupt)
         .unwrap()
