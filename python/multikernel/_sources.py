@@ -459,12 +459,6 @@ def resolve(
     source = classify(kernels, X, accepts)
     if isinstance(source, RawPoints):
         X = as_table(X)  # a pandas Series: one column, of sequences or numbers
-        if isinstance(source.kernels, FeatureBank) and is_sparse(X):
-            # The bank maps sparse X (linear maps, to sparse blocks), but the solvers of
-            # feature blocks read dense ones.
-            raise sparse_refused(
-                "a fit on kernels=FeatureBank(...) (its solvers read dense blocks)"
-            )
         if isinstance(source.kernels, (Kernel, list, tuple)):
             specs = [source.kernels] if isinstance(source.kernels, Kernel) else source.kernels
             _refuse_sparse(specs, X)  # before scikit-learn accepts X as sparse

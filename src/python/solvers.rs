@@ -664,6 +664,15 @@ fn fit<'py>(
                 ),
             )));
         }
+    } else if is_list && g.extract::<Vec<CsrArrays<'_>>>().is_ok() {
+        return Err(PyErr::from(MkError::config(
+            "solver",
+            format!(
+                "solver {:?} does not fit sparse feature blocks (scipy.sparse X with \
+                 kernels=FeatureBank(...)); solver 'prox_newton' does, or densify X yourself",
+                settings.name()
+            ),
+        )));
     } else {
         if g.cast::<super::kernels::PyOnDemand>().is_ok() {
             on_demand_supported(settings)?;
