@@ -163,13 +163,17 @@ Source: TypeAlias = PrecomputedStack | PrecomputedBlocks | Factors | RawPoints
 def takes_sparse(kernels: Any) -> bool:
     """Whether ``kernels=`` reads sparse ``X`` (the estimators' ``input_tags.sparse``): the
     defaults (None) and vector kernel specifications, which the engine computes from the
-    stored entries; not Python functions, sequence kernels, a FeatureBank or precomputed
-    kernels."""
+    stored entries, and a FeatureBank of ``Linear`` kernels (sparse blocks, fitted by
+    ``prox_newton``); not Python functions, sequence kernels, other FeatureBanks or
+    precomputed kernels."""
     from .kernels._sequence import _SequenceKernel
     from .kernels._specs import Callable as CallableKernel
+    from .kernels._specs import Linear
 
     if kernels is None:
         return True
+    if isinstance(kernels, FeatureBank):
+        return all(isinstance(s, Linear) for s in kernels.specs)
     specs = [kernels] if isinstance(kernels, Kernel) else kernels
     return isinstance(specs, (list, tuple)) and all(
         isinstance(s, Kernel) and not isinstance(s, (CallableKernel, _SequenceKernel))

@@ -67,4 +67,3 @@ pub(super) fn rows_of(stack: &dyn KernelStack) -> Result<(Vec<f64>, Vec<usize>)>
     }
     Ok((data, dims))
 }
-
