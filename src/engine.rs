@@ -29,7 +29,7 @@
 use crate::error::{MkError, Result};
 use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
-use crate::kernels::{Element, KernelStack, RowFeatures};
+use crate::kernels::{Element, KernelStack, RowFeatures, SparseRowFeatures};
 use crate::losses::Loss;
 use crate::penalties::{BlockPenalty, GroupPenalty, Groups, SparsePenalty};
 use crate::result::FitResult;
@@ -428,11 +428,12 @@ struct Common<'a> {
 }
 
 /// What a fit reads: a kernel stack, or explicit feature rows (`(n, Σ D_k)`, one block of
-/// columns per kernel) of float64 or float32.
+/// columns per kernel) of float64 or float32, or sparse (CSR, float64: `prox_newton` only).
 pub enum Data<'a> {
     Stack(&'a dyn KernelStack),
     Rows(&'a RowFeatures<'a, f64>),
     Rows32(&'a RowFeatures<'a, f32>),
+    Sparse(&'a SparseRowFeatures),
 }
 
 /// The element types of feature rows the engine reads (float64, float32) and their [`Data`].
@@ -489,6 +490,7 @@ pub fn fit(
         Data::Stack(s) => s,
         Data::Rows(x) => return one(fit_rows(settings, x, y, w, features, i)?),
         Data::Rows32(x) => return one(fit_rows(settings, x, y, w, features, i)?),
+        Data::Sparse(x) => return one(fit_sparse_rows(settings, x, y, w, features, i)?),
     };
     if let Settings::Wrapper(c, true) = settings {
         let r = fit_wrapper_continued(s, y, w, c, i)?;
@@ -545,6 +547,29 @@ fn fit_rows<T: Element>(
             "solver",
             format!(
                 "{} fits a kernel stack, not explicit feature rows",
+                other.name()
+            ),
+        )),
+    }
+}
+
+/// A feature-space solver on sparse rows: proximal Newton, whose passes read the stored
+/// entries only; SVRG (whose steps read dense rows) is refused by name, never densified.
+fn fit_sparse_rows(
+    settings: &Settings,
+    x: &SparseRowFeatures,
+    y: &[f64],
+    w: Option<&[f64]>,
+    start: Option<&FeatureStart>,
+    i: &dyn Interrupt,
+) -> Result<FitResult> {
+    match settings {
+        Settings::ProxNewton(cfg) => fit_prox_newton_rows(x, y, w, cfg, start, i),
+        other => Err(MkError::config(
+            "solver",
+            format!(
+                "solver {:?} does not fit sparse feature blocks (scipy.sparse X with \
+                 kernels=FeatureBank(...)); solver 'prox_newton' does, or densify X yourself",
                 other.name()
             ),
         )),

@@ -67,18 +67,22 @@ class StackInfo:
         Points and kernels.
     width : int
         The blocks' total width ``Σ_m D_m`` (0 for kernels).
+    sparse : bool
+        The blocks are sparse (a FeatureBank's on ``scipy.sparse`` points): only
+        ``prox_newton`` fits them.
     """
 
     kind: Literal["dense", "on_demand", "features"]
     n: int
     M: int
     width: int = 0
+    sparse: bool = False
 
     @staticmethod
     def of(G: Stack) -> StackInfo:
         """The description of the stack ``G``."""
         if isinstance(G, Blocks):
-            return StackInfo("features", G.n, G.M, sum(G.widths))
+            return StackInfo("features", G.n, G.M, sum(G.widths), G.sparse)
         return StackInfo("on_demand" if isinstance(G, OnDemand) else "dense", G.n, G.M)
 
 
@@ -200,10 +204,12 @@ def choose(
     solvers = [name for name, row in SOLVERS.items() if penalty in row.penalties]
     if penalty == "lp" and isinstance(p, (int, float)) and p == 1 and "mirror" in solvers:
         return Choice("mirror")
+    # Sparse blocks count as narrow whatever their width: the kernels' space solvers would
+    # need their Gram matrices, and prox_newton's passes cost their stored entries.
     narrow = (
         stack is not None
         and stack.kind == "features"
-        and (4 if loss == "hinge" else 2) * stack.width <= stack.n
+        and (stack.sparse or (4 if loss == "hinge" else 2) * stack.width <= stack.n)
     )
     if penalty == "group":
         if narrow and solver_config is None:

@@ -19,7 +19,15 @@ from numpy.typing import NDArray
 
 from . import _core
 from ._pairwise import take_block
-from ._validation import CheckedPoints, aligned, check_feature_blocks, check_stack
+from ._validation import (
+    CheckedPoints,
+    aligned,
+    check_feature_blocks,
+    check_sparse,
+    check_stack,
+    engine_sparse,
+    is_sparse,
+)
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError, MultikernelError
 from .kernels import FeatureBank, KernelBank, LowRankFactors, shift_to_psd
 from .kernels._sequence import _refuse_numbers
@@ -125,9 +133,16 @@ class Blocks:
         return [int(F.shape[1]) for F in self.F]
 
     @property
-    def engine(self) -> list[NDArray[Any]]:
-        """What the engine's ``fit`` and ``path`` read."""
-        return self.F
+    def sparse(self) -> bool:
+        """Whether the blocks are ``scipy.sparse`` (a FeatureBank's on sparse points)."""
+        return any(is_sparse(F) for F in self.F)
+
+    @property
+    def engine(self) -> list[Any]:
+        """What the engine's ``fit`` and ``path`` read: the blocks, sparse ones (a
+        FeatureBank's on ``scipy.sparse`` points) as their CSR arrays (:func:`engine_sparse`),
+        which ``prox_newton`` reads at the cost of their stored entries."""
+        return [engine_sparse(check_sparse(F)) if is_sparse(F) else F for F in self.F]
 
     def aligned(self) -> Blocks:
         """These blocks as aligned arrays (after unpickling in another process)."""
@@ -135,7 +150,7 @@ class Blocks:
 
     def subset(self, rows: NDArray[np.intp]) -> Blocks:
         """The blocks of the points ``rows`` (a one-vs-one pair, a fold)."""
-        return Blocks([np.ascontiguousarray(F[rows]) for F in self.F])
+        return Blocks([F[rows] if is_sparse(F) else np.ascontiguousarray(F[rows]) for F in self.F])
 
     def cross(self, rows: NDArray[np.intp], cols: NDArray[np.intp]) -> Blocks:
         """The test blocks of the points ``rows``; a model fitted on ``cols`` reaches them

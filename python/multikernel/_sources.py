@@ -163,13 +163,17 @@ Source: TypeAlias = PrecomputedStack | PrecomputedBlocks | Factors | RawPoints
 def takes_sparse(kernels: Any) -> bool:
     """Whether ``kernels=`` reads sparse ``X`` (the estimators' ``input_tags.sparse``): the
     defaults (None) and vector kernel specifications, which the engine computes from the
-    stored entries; not Python functions, sequence kernels, a FeatureBank or precomputed
-    kernels."""
+    stored entries, and a FeatureBank of ``Linear`` kernels (sparse blocks, fitted by
+    ``prox_newton``); not Python functions, sequence kernels, other FeatureBanks or
+    precomputed kernels."""
     from .kernels._sequence import _SequenceKernel
     from .kernels._specs import Callable as CallableKernel
+    from .kernels._specs import Linear
 
     if kernels is None:
         return True
+    if isinstance(kernels, FeatureBank):
+        return all(isinstance(s, Linear) for s in kernels.specs)
     specs = [kernels] if isinstance(kernels, Kernel) else kernels
     return isinstance(specs, (list, tuple)) and all(
         isinstance(s, Kernel) and not isinstance(s, (CallableKernel, _SequenceKernel))
@@ -459,12 +463,6 @@ def resolve(
     source = classify(kernels, X, accepts)
     if isinstance(source, RawPoints):
         X = as_table(X)  # a pandas Series: one column, of sequences or numbers
-        if isinstance(source.kernels, FeatureBank) and is_sparse(X):
-            # The bank maps sparse X (linear maps, to sparse blocks), but the solvers of
-            # feature blocks read dense ones.
-            raise sparse_refused(
-                "a fit on kernels=FeatureBank(...) (its solvers read dense blocks)"
-            )
         if isinstance(source.kernels, (Kernel, list, tuple)):
             specs = [source.kernels] if isinstance(source.kernels, Kernel) else source.kernels
             _refuse_sparse(specs, X)  # before scikit-learn accepts X as sparse

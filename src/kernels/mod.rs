@@ -29,7 +29,7 @@ pub use normalize::{NormStats, Normalization};
 pub(crate) use on_demand::support_products;
 pub use on_demand::{CombinedKernel, OnDemandKernel, OnDemandStack};
 pub use packed::{point_subset, PackedStack, PointSubset};
-pub use rows::RowFeatures;
+pub use rows::{RowFeatures, SparseRowFeatures};
 pub use sequence::{wd_weights, SeqColumn, SeqKernel, SeqKernelFn};
 pub use sparse::CsrMatrix;
 pub use spec::{simplemkl_bank, validate_features, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};

@@ -4,7 +4,7 @@
 //! work in feature space (`svrg`, `prox_newton`).
 
 use crate::error::{MkError, Result};
-use crate::kernels::Element;
+use crate::kernels::{CsrMatrix, Element};
 
 /// Row-major features `(n, R)` of `M` kernels, kernel `m` in columns
 /// `offsets[m]..offsets[m + 1]`.
@@ -66,6 +66,69 @@ impl<'a, T: Element> RowFeatures<'a, T> {
     /// The columns of kernel `m`.
     pub fn block(&self, m: usize) -> std::ops::Range<usize> {
         self.offsets[m]..self.offsets[m + 1]
+    }
+
+    /// `[0, D_0, D_0 + D_1, …, R]`.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+}
+
+/// Sparse features `(n, R)` of `M` kernels in one CSR matrix, kernel `m` in columns
+/// `offsets[m]..offsets[m + 1]`: the CSR blocks of a `FeatureBank` of `Linear` kernels on
+/// sparse points, placed side by side, read at the cost of their stored entries.
+pub struct SparseRowFeatures {
+    x: CsrMatrix,
+    offsets: Vec<usize>,
+}
+
+impl SparseRowFeatures {
+    /// The blocks side by side (row `i` is block 0's row `i`, then block 1's shifted by its
+    /// width, …), each with the rows of the first.
+    pub fn new(blocks: &[CsrMatrix]) -> Result<Self> {
+        let n = blocks.first().map_or(0, CsrMatrix::nrows);
+        if n == 0 || blocks.iter().any(|b| b.nrows() != n) {
+            return Err(MkError::Shape(format!(
+                "sparse feature blocks must share their rows (at least one), got {:?}",
+                blocks.iter().map(CsrMatrix::nrows).collect::<Vec<_>>()
+            )));
+        }
+        let mut offsets = vec![0];
+        for b in blocks {
+            offsets.push(offsets.last().copied().unwrap_or(0) + b.ncols());
+        }
+        let nnz: usize = blocks.iter().map(|b| b.row_range(0..n).len()).sum();
+        let (mut indptr, mut indices, mut data) = (vec![0], Vec::with_capacity(nnz), Vec::new());
+        data.reserve(nnz);
+        for i in 0..n {
+            for (b, &off) in blocks.iter().zip(&offsets) {
+                let (idx, val) = b.row(i);
+                indices.extend(idx.iter().map(|&j| j + off));
+                data.extend_from_slice(val);
+            }
+            indptr.push(indices.len());
+        }
+        let width = offsets.last().copied().unwrap_or(0);
+        Ok(SparseRowFeatures {
+            x: CsrMatrix::new(width, indptr, indices, data)?,
+            offsets,
+        })
+    }
+
+    /// Row `i`: its stored columns (increasing) and values.
+    #[inline]
+    pub fn row(&self, i: usize) -> (&[usize], &[f64]) {
+        self.x.row(i)
+    }
+
+    /// Every stored value.
+    pub fn values(&self) -> &[f64] {
+        self.x.values()
+    }
+
+    /// Points.
+    pub fn n(&self) -> usize {
+        self.x.nrows()
     }
 
     /// `[0, D_0, D_0 + D_1, …, R]`.

@@ -86,6 +86,16 @@ impl CsrMatrix {
         self.ncols
     }
 
+    /// The positions of the stored entries of `rows` in [`CsrMatrix::values`].
+    pub(crate) fn row_range(&self, rows: Range<usize>) -> Range<usize> {
+        self.indptr[rows.start]..self.indptr[rows.end]
+    }
+
+    /// Every stored value, row after row.
+    pub(crate) fn values(&self) -> &[f64] {
+        &self.data
+    }
+
     /// The stored columns and values of row `i`.
     #[inline]
     pub(crate) fn row(&self, i: usize) -> (&[usize], &[f64]) {

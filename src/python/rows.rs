@@ -13,7 +13,7 @@ use super::convert::detached;
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
 use crate::kernels::{Element, RowFeatures};
-use crate::solvers::prox_newton::{check_finite, Chunks, DualPoint, Memo, Op, Rows, Update};
+use crate::solvers::prox_newton::{Chunks, DualPoint, Memo, Op, RowRead, Rows, Update};
 
 /// The rows of a fit held by a Python object with `reduce(code) -> list[list[float]]` (every
 /// chunk's part, in chunk order) and `update(code)`; its first error is kept for the caller
@@ -145,7 +145,7 @@ fn on_chunk<T: Element + numpy::Element, R: Send>(
     (y, c): (&[f64], &[f64]),
     memo: &ChunkMemo,
     n_threads: usize,
-    f: impl FnOnce(&Chunks<'_, T>, &mut usize) -> Result<R> + Send,
+    f: impl FnOnce(&Chunks<'_, RowFeatures<'_, T>>, &mut usize) -> Result<R> + Send,
 ) -> PyResult<R> {
     let n = x.as_array().nrows();
     // Read in place when C-ordered; otherwise (an array rebuilt from another process's
@@ -170,7 +170,7 @@ fn on_chunk<T: Element + numpy::Element, R: Send>(
     let (out, applied, kept) = detached(py, n_threads, || {
         let feats = RowFeatures::new(data, n, dims)?;
         if !memo.checked.load(std::sync::atomic::Ordering::Relaxed) {
-            check_finite(&feats)?;
+            feats.check_finite()?;
             memo.checked
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }

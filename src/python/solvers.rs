@@ -13,7 +13,7 @@ use super::rows::PyRows;
 use crate::engine::{self, Data, Fitted, RowElement, Settings, Start, SOLVER_NAMES};
 use crate::error::MkError;
 use crate::fields::Visitor;
-use crate::kernels::RowFeatures;
+use crate::kernels::{CsrMatrix, RowFeatures, SparseRowFeatures};
 use crate::penalties::Groups;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::LpConfig;
@@ -648,16 +648,31 @@ fn fit<'py>(
             fit_on_blocks(py, &blocks, &y, w, settings, start, n_threads, on_iteration)?
         } else if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f32>>>() {
             fit_on_blocks(py, &blocks, &y, w, settings, start, n_threads, on_iteration)?
+        } else if let Ok(blocks) = g.extract::<Vec<CsrArrays<'_>>>() {
+            let x = sparse_rows(&blocks, n)?;
+            run_detached(py, n_threads, on_iteration, |i| {
+                engine::fit(settings, Data::Sparse(&x), &y, w, start, i)
+            })?
         } else {
             return Err(PyErr::from(MkError::config(
                 "solver",
                 format!(
                     "{} needs explicit features: a list of float64 or float32 arrays \
-                     (n, D_k), one per kernel (kernels=FeatureBank(...) in the estimators)",
+                     (n, D_k), or of the CSR arrays (data, indices, indptr, n_cols) of sparse \
+                     ones, one per kernel (kernels=FeatureBank(...) in the estimators)",
                     settings.name()
                 ),
             )));
         }
+    } else if is_list && g.extract::<Vec<CsrArrays<'_>>>().is_ok() {
+        return Err(PyErr::from(MkError::config(
+            "solver",
+            format!(
+                "solver {:?} does not fit sparse feature blocks (scipy.sparse X with \
+                 kernels=FeatureBank(...)); solver 'prox_newton' does, or densify X yourself",
+                settings.name()
+            ),
+        )));
     } else {
         if g.cast::<super::kernels::PyOnDemand>().is_ok() {
             on_demand_supported(settings)?;
@@ -879,6 +894,46 @@ fn fit_on_blocks<T: RowElement + numpy::Element>(
     run_detached(py, n_threads, on_iteration, |i| {
         engine::fit(settings, T::data(&feats), y, weights, start, i)
     })
+}
+
+/// A sparse `(n, D_k)` feature block as it crosses the binding: the CSR arrays `(data,
+/// indices, indptr, n_cols)` (float64, int64, int64; canonical: each row's indices sorted,
+/// no duplicates).
+type CsrArrays<'a> = (
+    PyReadonlyArray1<'a, f64>,
+    PyReadonlyArray1<'a, i64>,
+    PyReadonlyArray1<'a, i64>,
+    usize,
+);
+
+/// Sparse feature blocks side by side, each of `n` rows, checked ([`CsrMatrix::new`]).
+fn sparse_rows(blocks: &[CsrArrays<'_>], n: usize) -> PyResult<SparseRowFeatures> {
+    let index = |a: &PyReadonlyArray1<'_, i64>| -> PyResult<Vec<usize>> {
+        a.as_array()
+            .iter()
+            .map(|&v| {
+                usize::try_from(v)
+                    .map_err(|_| PyErr::from(MkError::Shape("a negative sparse index".into())))
+            })
+            .collect()
+    };
+    let csr = blocks
+        .iter()
+        .map(|(data, indices, indptr, ncols)| {
+            Ok(CsrMatrix::new(
+                *ncols,
+                index(indptr)?,
+                index(indices)?,
+                data.as_array().to_vec(),
+            )?)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    if csr.iter().any(|b| b.nrows() != n) {
+        return Err(PyErr::from(MkError::Shape(format!(
+            "every feature block must have {n} rows, one per target"
+        ))));
+    }
+    Ok(SparseRowFeatures::new(&csr)?)
 }
 
 /// Fits `prox_newton` (`settings`) on rows held by a Python object (`multikernel._dask_fit`:

@@ -1,5 +1,5 @@
-//! [`Rows`] in memory ([`Chunks`]): row-major features (f64 or f32, [`RowFeatures`]) with
-//! their targets, loss weights and per-row state, reduced by chunks of [`CHUNK`] rows in
+//! [`Rows`] in memory ([`Chunks`]): feature rows (dense f64 or f32, or sparse: any
+//! [`RowRead`]) with their targets, loss weights and per-row state, reduced by chunks of [`CHUNK`] rows in
 //! parallel and combined in chunk order, so results do not depend on the number of threads. A
 //! cluster's worker runs the same code on its array chunk (`chunk_run` in the binding), its
 //! state kept between tasks ([`Memo`]).
@@ -9,11 +9,11 @@ use std::sync::RwLock;
 
 use rayon::prelude::*;
 
-use super::features::{gram_lower, CHUNK};
+use super::features::CHUNK;
+use super::read::RowRead;
 use super::rows::{Curvature, DualPoint, Op, Rows, Shift, Update};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
-use crate::kernels::{Element, RowFeatures};
 use crate::losses::Envelope;
 
 /// The per-row state of a fit: the predictions `z` (without the intercept), the step's
@@ -29,8 +29,8 @@ struct RowState {
 const SERIAL_SEARCH_BELOW: usize = 1 << 20;
 
 /// The rows of a fit in memory.
-pub struct Chunks<'a, T> {
-    x: &'a RowFeatures<'a, T>,
+pub struct Chunks<'a, X: ?Sized> {
+    x: &'a X,
     y: &'a [f64],
     c: &'a [f64],
     state: RwLock<RowState>,
@@ -120,15 +120,15 @@ fn dual_entry(dual: &DualPoint, s: Slope) -> f64 {
     }
 }
 
-impl<'a, T: Element> Chunks<'a, T> {
+impl<'a, X: RowRead + ?Sized> Chunks<'a, X> {
     /// The rows `x` with targets `y`, loss weights `c` and predictions `z = 0`.
-    pub fn new(x: &'a RowFeatures<'a, T>, y: &'a [f64], c: &'a [f64]) -> Self {
+    pub fn new(x: &'a X, y: &'a [f64], c: &'a [f64]) -> Self {
         Chunks::with_memo(x, y, c, Memo::default())
     }
 
     /// The rows with what a task before kept ([`Memo`]; the default: `z = 0`); vectors of
     /// another length read as zeros.
-    pub fn with_memo(x: &'a RowFeatures<'a, T>, y: &'a [f64], c: &'a [f64], memo: Memo) -> Self {
+    pub fn with_memo(x: &'a X, y: &'a [f64], c: &'a [f64], memo: Memo) -> Self {
         let n = x.n();
         let fill = |v: Vec<f64>| if v.len() == n { v } else { vec![0.0; n] };
         let st = memo.state;
@@ -170,12 +170,13 @@ impl<'a, T: Element> Chunks<'a, T> {
             .filter(|(_, &d)| d != 0.0)
             .map(|(&j, &d)| (j, d))
             .collect();
+        let mut dense = vec![0.0; self.x.width()];
+        moved.iter().for_each(|&(j, d)| dense[j] += d);
         out.par_chunks_mut(CHUNK)
             .enumerate()
             .for_each(|(ch, chunk)| {
                 for (t, o) in chunk.iter_mut().enumerate() {
-                    let row = self.x.row(ch * CHUNK + t);
-                    *o = moved.iter().map(|&(j, d)| d * row[j].to_f64()).sum();
+                    *o = self.x.dot(ch * CHUNK + t, &moved, &dense);
                 }
             });
     }
@@ -236,12 +237,9 @@ impl<'a, T: Element> Chunks<'a, T> {
         let (grad, rest) = acc.split_at_mut(width);
         let (u, total) = rest.split_at_mut(width);
         for (t, i) in r.enumerate() {
-            let xi = x.row(i);
             for (v, a) in [(d1[t], &mut *grad), (rho[t], &mut *u)] {
                 if v != 0.0 {
-                    a.iter_mut()
-                        .zip(xi)
-                        .for_each(|(s, xj)| *s += v * xj.to_f64());
+                    x.add_row(i, v, a);
                 }
             }
             total[0] += d1[t];
@@ -322,16 +320,7 @@ impl<'a, T: Element> Chunks<'a, T> {
         if rows.is_empty() {
             return vec![0.0; k * k];
         }
-        let nr = rows.len();
-        let mut zs = vec![0.0; nr * k];
-        for (t, (&i, &s)) in rows.iter().zip(&sq).enumerate() {
-            let row = x.row(i);
-            for (cc, &j) in cols.iter().enumerate() {
-                zs[cc * nr + t] = row[j].to_f64() * s;
-            }
-            zs[cols.len() * nr + t] = s;
-        }
-        gram_lower(&zs, nr, k)
+        x.weighted_gram(&rows, &sq, cols)
     }
 
     /// One chunk's part of `op` (`kept`: the [`Kept`] rows of the op's dual point, when it
@@ -387,9 +376,7 @@ impl<'a, T: Element> Chunks<'a, T> {
                         Curvature::Zone { mu } => c[i] / mu,
                         Curvature::Second { env, b } => c[i] * env.deriv2(y[i], z[i] + b).max(1e-3),
                     };
-                    acc.iter_mut()
-                        .zip(x.row(i))
-                        .for_each(|(a, xj)| *a += h * xj.to_f64() * xj.to_f64());
+                    x.add_squares(i, h, &mut acc);
                 }
                 acc
             }
@@ -417,7 +404,7 @@ impl<'a, T: Element> Chunks<'a, T> {
     }
 }
 
-impl<T: Element> Rows for Chunks<'_, T> {
+impl<X: RowRead + ?Sized> Rows for Chunks<'_, X> {
     fn n(&self) -> usize {
         self.x.n()
     }

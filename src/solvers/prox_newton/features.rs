@@ -3,10 +3,8 @@
 //! factors copied into rows once; the chunk size of the passes over them
 //! ([`Chunks`](super::chunk::Chunks)) and a chunk's Hessian product.
 
-use rayon::prelude::*;
-
 use crate::error::{MkError, Result};
-use crate::kernels::{Element, KernelStack, RowFeatures};
+use crate::kernels::KernelStack;
 use crate::linalg::clear_upper_simd_state;
 
 /// Rows per chunk of the passes over the points.
@@ -68,12 +66,4 @@ pub(super) fn rows_of(stack: &dyn KernelStack) -> Result<(Vec<f64>, Vec<usize>)>
         j0 += d;
     }
     Ok((data, dims))
-}
-
-/// Checks that every feature is finite.
-pub fn check_finite<T: Element>(x: &RowFeatures<'_, T>) -> Result<()> {
-    if x.data().par_iter().any(|v| !v.to_f64().is_finite()) {
-        return Err(MkError::non_finite("the features"));
-    }
-    Ok(())
 }

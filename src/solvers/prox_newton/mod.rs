@@ -25,6 +25,7 @@ mod chunk;
 mod continuation;
 mod features;
 mod model;
+mod read;
 mod rows;
 mod search;
 mod solver;
@@ -35,7 +36,7 @@ mod working_set;
 use crate::error::{MkError, Result};
 use crate::fields::{Fields, Visitor};
 use crate::interrupt::Interrupt;
-use crate::kernels::{Element, KernelStack, RowFeatures};
+use crate::kernels::{KernelStack, RowFeatures};
 use crate::losses::{costs, Loss};
 use crate::penalties::{BlockPenalty, SparsePenalty};
 use crate::result::FitResult;
@@ -45,7 +46,7 @@ use features::rows_of;
 use solver::ProxNewton;
 
 pub use chunk::{Chunks, Memo};
-pub use features::check_finite;
+pub use read::RowRead;
 pub use rows::{Curvature, DualPoint, Op, Rows, Shift, Update};
 
 /// Settings of [`fit_prox_newton`].
@@ -137,10 +138,10 @@ pub fn fit_prox_newton_weighted(
     fit_prox_newton_rows(&x, y, sample_weight, cfg, start, interrupt)
 }
 
-/// [`fit_prox_newton_weighted`] on row-major features (numpy's blocks, f64 or f32, read in
-/// place).
-pub fn fit_prox_newton_rows<T: Element>(
-    x: &RowFeatures<'_, T>,
+/// [`fit_prox_newton_weighted`] on feature rows: row-major (numpy's blocks, f64 or f32, read
+/// in place) or sparse ([`crate::kernels::SparseRowFeatures`]), any [`RowRead`].
+pub fn fit_prox_newton_rows<X: RowRead + ?Sized>(
+    x: &X,
     y: &[f64],
     sample_weight: Option<&[f64]>,
     cfg: &ProxNewtonConfig,
@@ -149,7 +150,7 @@ pub fn fit_prox_newton_rows<T: Element>(
 ) -> Result<FitResult> {
     cfg.validate()?;
     crate::solvers::validate_targets(x.n(), y)?;
-    check_finite(x)?;
+    x.check_finite()?;
     let c = costs(cfg.c, sample_weight, y.len())?;
     let rows = Chunks::new(x, y, &c);
     fit_prox_newton_on(&rows, cfg, start, interrupt)

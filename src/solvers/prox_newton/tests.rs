@@ -429,3 +429,157 @@ fn group_with_hinge_losses_is_certified() {
         }
     }
 }
+
+/// Dense rows `(n, Σ dims)` with about 70 % zeros, and the same rows as CSR blocks.
+fn dense_and_sparse(
+    n: usize,
+    dims: &[usize],
+    seed: u64,
+) -> (Vec<f64>, Vec<crate::kernels::CsrMatrix>) {
+    let mut rng = crate::solvers::test_util::Lcg(seed);
+    let width: usize = dims.iter().sum();
+    let data: Vec<f64> = (0..n * width)
+        .map(|_| {
+            let keep = rng.next() < 0.3;
+            let v = rng.next() - 0.5;
+            if keep {
+                v
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mut blocks = Vec::new();
+    let mut j0 = 0;
+    for &d in dims {
+        let (mut indptr, mut indices, mut vals) = (vec![0], Vec::new(), Vec::new());
+        for i in 0..n {
+            for k in 0..d {
+                let v = data[i * width + j0 + k];
+                if v != 0.0 {
+                    indices.push(k);
+                    vals.push(v);
+                }
+            }
+            indptr.push(indices.len());
+        }
+        blocks.push(crate::kernels::CsrMatrix::new(d, indptr, indices, vals).unwrap());
+        j0 += d;
+    }
+    (data, blocks)
+}
+
+/// Every reduction of the chunks on sparse rows equals the dense rows' (several chunks, a
+/// point and a step on a few columns): the predictions, `Gδ`, block gradients, the working
+/// set's Hessian, the squares and the certificate's sums.
+#[test]
+fn sparse_chunks_reduce_as_dense_ones() {
+    use crate::kernels::{RowFeatures, SparseRowFeatures};
+    use chunk::Chunks;
+    let (n, dims) = (2 * features::CHUNK + 300, [5, 1, 7, 3]);
+    let (data, blocks) = dense_and_sparse(n, &dims, 11);
+    let dense = RowFeatures::new(&data, n, &dims).unwrap();
+    let sparse = SparseRowFeatures::new(&blocks).unwrap();
+    let mut rng = crate::solvers::test_util::Lcg(5);
+    let y: Vec<f64> = (0..n)
+        .map(|_| if rng.next() < 0.4 { 1.0 } else { -1.0 })
+        .collect();
+    let c: Vec<f64> = (0..n).map(|_| 0.5 + rng.next()).collect();
+    let (a, b) = (Chunks::new(&dense, &y, &c), Chunks::new(&sparse, &y, &c));
+    let cols = vec![0, 3, 5, 7, 12, 15];
+    let updates = [
+        Update::Point {
+            cols: cols.clone(),
+            vals: vec![0.5, -1.0, 2.0, 0.0, 0.3, -0.7],
+        },
+        Update::Direction {
+            cols: cols.clone(),
+            delta: vec![0.1, 0.2, -0.3, 0.4, 0.0, 0.6],
+        },
+    ];
+    for u in &updates {
+        a.update(u).unwrap();
+        b.update(u).unwrap();
+    }
+    let env = crate::losses::Envelope::from(Loss::Logistic);
+    let dual = DualPoint {
+        env,
+        b: 0.1,
+        shift: Shift::Mean(0.0),
+    };
+    let ops = [
+        Op::Loss {
+            env,
+            bs: vec![0.0, 0.2],
+            step: Some((0.5, 0.1)),
+        },
+        Op::Slope {
+            env,
+            b: 0.1,
+            t: 0.5,
+            db: 0.2,
+        },
+        Op::Centre { env, b: 0.1 },
+        Op::Gradient { dual },
+        Op::Conjugate {
+            dual,
+            conj: env,
+            ts: vec![0.5, 1.0],
+        },
+        Op::Hessian {
+            env,
+            b: 0.1,
+            cols: cols.clone(),
+            zone: false,
+        },
+        Op::Squares {
+            weight: Curvature::Second { env, b: 0.1 },
+        },
+    ];
+    for op in &ops {
+        let (ra, rb) = (
+            a.reduce(op, &NoInterrupt).unwrap(),
+            b.reduce(op, &NoInterrupt).unwrap(),
+        );
+        assert_eq!(ra.len(), rb.len(), "{op:?}");
+        for (k, (u, v)) in ra.iter().zip(&rb).enumerate() {
+            assert!(u.is_finite(), "{op:?} [{k}]");
+            assert!(
+                (u - v).abs() <= 1e-12 * (1.0 + u.abs()),
+                "{op:?} [{k}]: {u} vs {v}"
+            );
+        }
+    }
+}
+
+/// A fit on sparse rows reaches the dense rows' optimum (same steps, up to rounding).
+#[test]
+fn prox_newton_on_sparse_rows_fits_as_on_dense_rows() {
+    use crate::kernels::{RowFeatures, SparseRowFeatures};
+    let (n, dims) = (300, [4, 6, 3, 5]);
+    let (data, blocks) = dense_and_sparse(n, &dims, 3);
+    let dense = RowFeatures::new(&data, n, &dims).unwrap();
+    let sparse = SparseRowFeatures::new(&blocks).unwrap();
+    let y: Vec<f64> = (0..n)
+        .map(|i| {
+            if data[i * 18] + data[i * 18 + 5] > 0.0 {
+                1.0
+            } else {
+                -1.0
+            }
+        })
+        .collect();
+    let cfg = ProxNewtonConfig {
+        loss: Loss::Logistic,
+        c: 5.0,
+        tol: 1e-10,
+        ..ProxNewtonConfig::default()
+    };
+    let a = fit_prox_newton_rows(&dense, &y, None, &cfg, None, &NoInterrupt).unwrap();
+    let b = fit_prox_newton_rows(&sparse, &y, None, &cfg, None, &NoInterrupt).unwrap();
+    assert!((a.primal - b.primal).abs() <= 1e-10 * a.primal.abs());
+    assert!((a.intercept - b.intercept).abs() <= 1e-8);
+    for (u, v) in a.feature_weights.iter().zip(&b.feature_weights) {
+        assert!((u - v).abs() <= 1e-8, "{u} vs {v}");
+    }
+}
