@@ -77,9 +77,9 @@ pub trait KernelStack: Sync {
     /// `out = diag(K_m)`.
     fn diag(&self, m: usize, out: &mut [f64]);
 
-    /// `out = Σ_{(m, t) ∈ weights} t · K_m[:, i]`: one column of `K_θ` (`weights` from
-    /// [`weighted`]) at `|weights|·n` entries read, for a solver that asks `K_θ` only for
-    /// the columns it steps on instead of forming it.
+    /// `out = Σ_{(m, t) ∈ weights} t · K_m[:, i]`: one column of `K_θ` (`weights`: the
+    /// non-zero `θ_m` with their indices) at `|weights|·n` entries read, for a solver that
+    /// asks `K_θ` only for the columns it steps on instead of forming it.
     fn combined_column(&self, weights: &[(usize, f64)], i: usize, out: &mut [f64]) {
         out.fill(0.0);
         for &(m, t) in weights {

@@ -130,8 +130,9 @@ impl SingleKernel {
     /// at the new `β` and returns `f = K_θ β = Σ θ_m h_m` and the intercept that minimises
     /// the loss for it (as [`SingleKernel::solve_combined`]). The columns SMO reads cost
     /// `|{m: θ_m > 0}|·n` entries each and stay in a cache of up to `n` columns (the memory
-    /// of a formed `K_θ`), for this θ only; when the last solve needed more than half of
-    /// them, `K_θ` is formed in `k_theta` instead, which reads fewer entries.
+    /// of a formed `K_θ`), for this θ only; when the last solve needed more than a quarter of
+    /// them ([`GradientCaches::form`]), `K_θ` is formed in `k_theta` instead, which reads
+    /// fewer entries.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn solve_cached(
         &mut self,
