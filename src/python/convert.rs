@@ -1,5 +1,6 @@
 //! Error mapping, panic capture, progress and the Ctrl-C bridge shared by every binding.
 
+use numpy::PyReadonlyArray1;
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
+use crate::kernels::CsrMatrix;
 use crate::parallel::{with_own_pool, with_pool};
 use crate::result::IterRecord;
 
@@ -95,6 +97,33 @@ fn to_py(err: MkError) -> PyErr {
 /// binding itself finds wrong with its arguments.
 pub(crate) fn input_error(message: impl Into<String>) -> PyErr {
     raise("InvalidInputError", message.into(), &[])
+}
+
+/// A sparse matrix as it crosses the binding: its CSR arrays `(data, indices, indptr,
+/// n_cols)` (float64, int64, int64; canonical: each row's indices sorted, no duplicates).
+pub(crate) type CsrArrays<'a> = (
+    PyReadonlyArray1<'a, f64>,
+    PyReadonlyArray1<'a, i64>,
+    PyReadonlyArray1<'a, i64>,
+    usize,
+);
+
+/// The matrix of `arrays`, checked by [`CsrMatrix::new`].
+pub(crate) fn csr_matrix(arrays: &CsrArrays<'_>) -> PyResult<CsrMatrix> {
+    let (data, indices, indptr, ncols) = arrays;
+    let index = |a: &PyReadonlyArray1<'_, i64>| -> PyResult<Vec<usize>> {
+        a.as_array()
+            .iter()
+            .map(|&v| usize::try_from(v).map_err(|_| input_error("a negative sparse index")))
+            .collect()
+    };
+    let (indptr, indices) = (index(indptr)?, index(indices)?);
+    Ok(CsrMatrix::new(
+        *ncols,
+        indptr,
+        indices,
+        data.as_array().to_vec(),
+    )?)
 }
 
 /// The message of a caught panic.

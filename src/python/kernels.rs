@@ -11,7 +11,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice};
 use rayon::prelude::*;
 
-use super::convert::{detached, input_error, run_detached, run_reporting, Report};
+use super::convert::{
+    csr_matrix, detached, input_error, run_detached, run_reporting, CsrArrays, Report,
+};
 use crate::error::{MkError, Result as MkResult};
 use crate::kernels::features;
 use crate::kernels::{
@@ -482,30 +484,13 @@ impl<'py> PyPoints<'py> {
         if let Ok(a) = x.extract::<PyReadonlyArray2<'py, f64>>() {
             return Ok(PyPoints::Dense(a));
         }
-        type Csr<'a> = (
-            PyReadonlyArray1<'a, f64>,
-            PyReadonlyArray1<'a, i64>,
-            PyReadonlyArray1<'a, i64>,
-            usize,
-        );
-        let (data, indices, indptr, ncols) = x.extract::<Csr<'py>>().map_err(|_| {
+        let arrays = x.extract::<CsrArrays<'py>>().map_err(|_| {
             input_error(format!(
                 "{name} must be a float64 array of shape (n, d) or the CSR arrays (data, \
                  indices, indptr, n_cols) of a sparse matrix"
             ))
         })?;
-        let index = |a: &PyReadonlyArray1<'_, i64>| -> PyResult<Vec<usize>> {
-            a.as_array()
-                .iter()
-                .map(|&v| usize::try_from(v).map_err(|_| input_error("negative sparse index")))
-                .collect()
-        };
-        let csr = CsrMatrix::new(
-            ncols,
-            index(&indptr)?,
-            index(&indices)?,
-            data.as_array().to_vec(),
-        )?;
+        let csr = csr_matrix(&arrays)?;
         Ok(PyPoints::Sparse(csr))
     }
 

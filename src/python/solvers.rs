@@ -7,13 +7,13 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyReadonlyArray1, PyRea
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
 
-use super::convert::{run_detached, run_detached_apart};
+use super::convert::{csr_matrix, run_detached, run_detached_apart, CsrArrays};
 use super::kernels::with_dense;
 use super::rows::PyRows;
 use crate::engine::{self, Data, Fitted, RowElement, Settings, Start, SOLVER_NAMES};
 use crate::error::MkError;
 use crate::fields::Visitor;
-use crate::kernels::{CsrMatrix, RowFeatures, SparseRowFeatures};
+use crate::kernels::{RowFeatures, SparseRowFeatures};
 use crate::penalties::Groups;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::LpConfig;
@@ -896,37 +896,11 @@ fn fit_on_blocks<T: RowElement + numpy::Element>(
     })
 }
 
-/// A sparse `(n, D_k)` feature block as it crosses the binding: the CSR arrays `(data,
-/// indices, indptr, n_cols)` (float64, int64, int64; canonical: each row's indices sorted,
-/// no duplicates).
-type CsrArrays<'a> = (
-    PyReadonlyArray1<'a, f64>,
-    PyReadonlyArray1<'a, i64>,
-    PyReadonlyArray1<'a, i64>,
-    usize,
-);
-
-/// Sparse feature blocks side by side, each of `n` rows, checked ([`CsrMatrix::new`]).
+/// Sparse feature blocks side by side, each of `n` rows, checked ([`csr_matrix`]).
 fn sparse_rows(blocks: &[CsrArrays<'_>], n: usize) -> PyResult<SparseRowFeatures> {
-    let index = |a: &PyReadonlyArray1<'_, i64>| -> PyResult<Vec<usize>> {
-        a.as_array()
-            .iter()
-            .map(|&v| {
-                usize::try_from(v)
-                    .map_err(|_| PyErr::from(MkError::Shape("a negative sparse index".into())))
-            })
-            .collect()
-    };
     let csr = blocks
         .iter()
-        .map(|(data, indices, indptr, ncols)| {
-            Ok(CsrMatrix::new(
-                *ncols,
-                index(indptr)?,
-                index(indices)?,
-                data.as_array().to_vec(),
-            )?)
-        })
+        .map(csr_matrix)
         .collect::<PyResult<Vec<_>>>()?;
     if csr.iter().any(|b| b.nrows() != n) {
         return Err(PyErr::from(MkError::Shape(format!(
