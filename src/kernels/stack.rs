@@ -922,8 +922,8 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
             return;
         }
         // The rows of the non-zeros cost |nz|·n entries, the upper triangle n²/2, but its
-        // short row segments with a product and an update each ran slower per entry than
-        // whole rows (sonar, n = 166, half the rows changed): the triangle only past 3n/4.
+        // short row segments cost more per entry than whole rows: the triangle only past
+        // 3n/4 (docs/performance.md, "ℓp steps on per-kernel gradient caches").
         let upper = 4 * nz.len() > 3 * n;
         out.par_chunks_mut(n).enumerate().for_each(|(m, o)| {
             let k = self.kernel(m);

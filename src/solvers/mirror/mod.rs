@@ -177,7 +177,7 @@ pub(crate) const NEWTON_MAX: usize = 300;
 const GAMMA_TRUST: f64 = 4.0;
 
 /// A linearised `γ_j` this many times its current value (or as far below zero) means the
-/// model is no guide at all (e.g. kernels of scales 1 and 1e12: −3.7e9 times): no step.
+/// model is no guide at all (kernels of very different scales, docs/mathematics.md §4, "Safeguard"): no step.
 const GAMMA_ABSURD: f64 = 100.0;
 
 /// The group weight after a second-order step whose linearised `γ_j` is `model` from `now`:

@@ -74,9 +74,9 @@ impl GradientCaches {
     /// Whether the next solve should form `K_θ` (its upper triangle: `n²/2` entries per
     /// kernel, in long row segments) rather than compute its columns on demand (`n` each,
     /// one row of every kernel): when the last solve computed more than `n/4` of them. The
-    /// same free support vectors move from one θ to the next (at C = 10 on sonar, 83–86 of
-    /// 166 columns at every θ), and a column on demand measured about twice the time per
-    /// entry of the formed triangle there.
+    /// same free support vectors move from one θ to the next, and a column on demand costs
+    /// more per entry than the formed triangle (docs/performance.md, "ℓp steps on
+    /// per-kernel gradient caches").
     fn form(&self) -> bool {
         4 * self.columns > self.n
     }
