@@ -98,6 +98,16 @@ pub struct FitResult {
     pub feature_weights: Vec<f64>,
 }
 
+impl FitResult {
+    /// Sets the iterations of a one-solver fit to the count its solver keeps (SpicyMKL's
+    /// certified steps, proximal Newton's Newton steps) in place of the driver's: `n_iter`
+    /// and `solver_iters` together, so that they still sum.
+    pub(crate) fn set_iterations(&mut self, n_iter: usize) {
+        self.n_iter = n_iter;
+        self.solver_iters = vec![n_iter];
+    }
+}
+
 /// The relative duality gap `(P − D)/max(|P|, 1e-12)`.
 pub fn relative_gap(primal: f64, dual: f64) -> f64 {
     (primal - dual) / primal.abs().max(1e-12)

@@ -2,7 +2,8 @@
 run (issue "MKL at the price of three SVMs").
 
 Cases: SimpleMKL's and SpicyMKL's UCI sets (liver, pima, ionosphere, sonar, from the repository's
-``tests/data``) and scikit-learn's breast cancer, standardised features, the SimpleMKL bank of
+``tests/data``) and scikit-learn's breast cancer (``--sets kloft,gauss5000``: the issue's two
+larger setups, see ``problem``), standardised features, the SimpleMKL bank of
 27·(d+1) kernels normalised to unit trace on an 80 % training split, ``kernels="precomputed"``,
 hinge, tol 1e-3, for each C of ``--Cs``. Columns: each penalty's fit (default ``solver="auto"``,
 default ``check_input``) as a ratio to ``SVC(kernel="precomputed")`` fitted on the stack summed
@@ -26,7 +27,13 @@ import multikernel as mk
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _peers_case import Problem, breast_cancer_problem, uci_problem  # noqa: E402
+from _peers_case import (  # noqa: E402
+    Problem,
+    breast_cancer_problem,
+    kloft_problem,
+    ringnorm_problem,
+    uci_problem,
+)
 from _timing import paired_median_times  # noqa: E402
 
 PENALTIES: dict[str, dict[str, Any]] = {
@@ -38,7 +45,17 @@ PENALTIES: dict[str, dict[str, Any]] = {
 
 
 def problem(name: str) -> Problem:
-    return breast_cancer_problem() if name == "breast" else uci_problem(name)
+    """``breast``, a UCI set of the repository's ``tests/data``, or one of the issue's two
+    larger setups: ``kloft`` (Kloft et al.'s digits odd vs even, n = 1 000 training points,
+    M = 50 Gaussians of unit diagonal) and ``gauss5000`` (ringnorm, n = 5 000, M = 20 random
+    Gaussians, unit trace: a 4 GB stack in memory)."""
+    if name == "breast":
+        return breast_cancer_problem()
+    if name == "kloft":
+        return kloft_problem(1000, 50)
+    if name == "gauss5000":
+        return ringnorm_problem(5000, 20)
+    return uci_problem(name)
 
 
 def main() -> None:

@@ -301,8 +301,11 @@ default "mean_diag"
     history_ : structured ndarray of shape ``(n_records,)``, or a list of them for multiclass
         Per recorded iterate: primal, dual, gap, active kernels, seconds, and ``solver``, the
         index in ``solvers_`` of the solver that ran it (where it changes, one solver handed
-        over to the next). ``n_records ≤ n_iter_``: the SVM wrapper and the shared fit's
-        trust region count a refused trial step as an iteration and record no iterate.
+        over to the next). The SVM wrapper and the shared fit's trust region count a refused
+        trial step as an iteration and record no iterate (``n_records ≤ n_iter_``); proximal
+        Newton counts its Newton steps and also records the certificate of its starting point
+        and of each point it certifies again at a lower smoothing level
+        (``n_records > n_iter_``).
     group_weights_ : ndarray of shape (n_groups,) or (n_problems, n_groups)
         ``penalty="group"`` only: the group weights γ on the simplex (in the order of
         ``groups``; one vector for ``multi_class="shared"``). At the optimum

@@ -59,8 +59,8 @@ warm_start, cache_size
         Whether the duality gap reached ``tol``.
     history_ : structured ndarray of shape ``(n_records,)``
         Per recorded iterate: primal, dual, gap, active kernels, seconds, and the index in
-        ``solvers_`` of the solver that ran it (``n_records ≤ n_iter_``, as for
-        :class:`MKLClassifier`).
+        ``solvers_`` of the solver that ran it (how ``n_records`` relates to ``n_iter_``: as
+        for :class:`MKLClassifier`).
     kernel_bank_, n_features_in_, n_kernels_, n_train_, psd_shifts_
         As for :class:`MKLClassifier`.
 

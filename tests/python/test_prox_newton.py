@@ -309,6 +309,19 @@ def test_max_iter_warns(penalty: str) -> None:
     assert clf.dual_objective_ <= clf.primal_objective_
 
 
+@pytest.mark.parametrize("loss", ["logistic", "hinge"])
+def test_the_iterations_are_the_newton_steps_and_every_certificate_is_recorded(loss: str) -> None:
+    """``n_iter_`` counts Newton steps, and ``solver_iterations_`` says the same; the history
+    also holds the start's certificate and, on the hinge, the points certified again at each
+    lower smoothing level (issue 70: the counts agree)."""
+    X, y = cancer()
+    clf = mk.MKLClassifier(kernels=linear_bank(X.shape[1], 5), loss=loss, solver="prox_newton",
+                           C=1.0, tol=1e-6).fit(X, y)  # fmt: skip
+    assert clf.solvers_ == ("prox_newton",)
+    assert clf.solver_iterations_ == (clf.n_iter_,)
+    assert len(clf.history_) >= clf.n_iter_ + 1
+
+
 def test_bad_use_is_refused() -> None:
     X, y = cancer()
     bank = linear_bank(X.shape[1], 2)

@@ -69,7 +69,7 @@ impl Solver for ProxNewton<'_> {
     /// The result counts the Newton steps (0 when the start meets `tol`); its feature weights
     /// are the best iterate's `w`, its coefficients their representer form.
     fn finish(&mut self, mut fit: FitResult) -> Result<FitResult> {
-        fit.n_iter = self.steps;
+        fit.set_iterations(self.steps);
         if let Some(m) = self.best.model.take() {
             (fit.intercept, fit.kernel_weights) = (m.intercept, m.weights);
             fit.kernel_norms = m.norms;

@@ -92,7 +92,7 @@ impl Solver for Spicy<'_> {
 
     /// The result counts the certified iterations ([`Spicy::n_iter`]), not the driver's.
     fn finish(&mut self, mut fit: FitResult) -> Result<FitResult> {
-        fit.n_iter = self.n_iter;
+        fit.set_iterations(self.n_iter);
         Ok(fit)
     }
 }
