@@ -323,6 +323,41 @@ impl<'a, X: RowRead + ?Sized> Chunks<'a, X> {
         x.weighted_gram(&rows, &sq, cols)
     }
 
+    /// One chunk's part of [`Op::HessianProduct`]: `Σ_i h_i (x_{i,W}ᵀ v_W + v_b) [x_{i,W}, 1]`
+    /// with `h_i = c_i ℓ_μ''(y_i, z_i + b)`, two reads of each row (a sparse row's stored
+    /// entries), `k` numbers returned where [`Op::Hessian`]'s part is `k²`.
+    fn product_part(&self, op: &Op, st: &RowState, r: Range<usize>) -> Vec<f64> {
+        let Op::HessianProduct { env, b, cols, v } = op else {
+            unreachable!("a Hessian product's operation")
+        };
+        let (x, y, c, z) = (self.x, self.y, self.c, &st.z);
+        let k = cols.len() + 1;
+        let moved: Vec<(usize, f64)> = cols
+            .iter()
+            .zip(v)
+            .filter(|(_, &d)| d != 0.0)
+            .map(|(&j, &d)| (j, d))
+            .collect();
+        let mut dense = vec![0.0; x.width()];
+        moved.iter().for_each(|&(j, d)| dense[j] = d);
+        let mut acc = vec![0.0; x.width()];
+        let mut total = 0.0;
+        for i in r {
+            let h = (c[i] * env.deriv2(y[i], z[i] + b)).max(0.0);
+            if h == 0.0 {
+                continue;
+            }
+            let s = h * (x.dot(i, &moved, &dense) + v[k - 1]);
+            if s != 0.0 {
+                x.add_row(i, s, &mut acc);
+                total += s;
+            }
+        }
+        let mut out: Vec<f64> = cols.iter().map(|&j| acc[j]).collect();
+        out.push(total);
+        out
+    }
+
     /// One chunk's part of `op` (`kept`: the [`Kept`] rows of the op's dual point, when it
     /// has one).
     fn part(&self, op: &Op, st: &RowState, kept: Option<&Kept>, r: Range<usize>) -> Vec<f64> {
@@ -368,6 +403,7 @@ impl<'a, X: RowRead + ?Sized> Chunks<'a, X> {
                     .collect()
             }
             Op::Hessian { .. } => self.hessian_part(op, st, r),
+            Op::HessianProduct { .. } => self.product_part(op, st, r),
             Op::Squares { weight } => {
                 let mut acc = vec![0.0; width];
                 for i in r {
@@ -440,7 +476,10 @@ impl<X: RowRead + ?Sized> Rows for Chunks<'_, X> {
         let ranges = self.ranges();
         let reads_features = matches!(
             op,
-            Op::Gradient { .. } | Op::Hessian { .. } | Op::Squares { .. }
+            Op::Gradient { .. }
+                | Op::Hessian { .. }
+                | Op::HessianProduct { .. }
+                | Op::Squares { .. }
         );
         // Chunks per batch: up to 16, fewer for wide Hessians, whose parts are `k²` each
         // (benches/peers/results/fit_memory.md); the other parts are at most `2R + 1`.
