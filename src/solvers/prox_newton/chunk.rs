@@ -464,6 +464,10 @@ impl<X: RowRead + ?Sized> Rows for Chunks<'_, X> {
         self.x.offsets()
     }
 
+    fn sparse(&self) -> bool {
+        self.x.sparse()
+    }
+
     /// From a million rows, 15 (a pass's memory traffic outweighs the arithmetic of 15
     /// points, where bisection to the last bit takes a pass per bit).
     fn centre_points(&self) -> usize {

@@ -166,7 +166,13 @@ pub fn fit_prox_newton_on(
     start: Option<&FeatureStart>,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
-    fit_on(x, cfg, start, interrupt, products::PRODUCTS_FROM)
+    fit_on(
+        x,
+        cfg,
+        start,
+        interrupt,
+        products::products_from(x.sparse()),
+    )
 }
 
 /// [`fit_prox_newton_on`] with working sets of at least `products_from` columns taking

@@ -5,7 +5,7 @@
 //! rows, `Σ_i nnz_W(x_i)²` plus `R_W²` per chunk to reduce, and the model's epochs `R_W²`
 //! each. A product `H v = [G_W, 1]ᵀ D [G_W, 1] v` (`D = diag(c ℓ_μ'')`) is one pass over the
 //! rows' stored entries ([`Op::HessianProduct`]), `R_W + 1` numbers back. Above
-//! [`PRODUCTS_FROM`] columns, the model
+//! [`products_from`] columns (1024 on sparse rows, 8192 on dense ones), the model
 //!
 //! ```text
 //! q(δ, δ_b) = gᵀδ + g_b δ_b + ½ [δ; δ_b]ᵀ H [δ; δ_b] + Σ_{m∈W} pen(w_m + δ_m)
@@ -36,10 +36,19 @@ use crate::linalg::{dot, norm};
 use crate::losses::Envelope;
 use crate::penalties::{prox_shrink, subgradient_distance};
 
-/// Working sets of at least this many columns take products ([`inner_products`]): a formed
-/// Hessian's reduction and model epochs cost `R_W²`, products a pass over the rows each
-/// (docs/performance.md, "Hessian-free steps").
-pub(super) const PRODUCTS_FROM: usize = 2048;
+/// The width from which a working set takes products ([`inner_products`]) on sparse rows or on
+/// dense ones. A formed Hessian's reduction and model epochs cost `R_W²`, products a pass over
+/// the rows each; but a first-order inner solver crawls on strongly coupled blocks (Gaussian
+/// widths on the same features, dense), where the formed Hessian's exact block and Newton
+/// steps are needed: dense rows keep it until it no longer fits (docs/performance.md,
+/// "Hessian-free steps").
+pub(super) fn products_from(sparse: bool) -> usize {
+    if sparse {
+        1024
+    } else {
+        8192
+    }
+}
 
 /// The Hessian of a step's model.
 pub(super) enum Hessian {

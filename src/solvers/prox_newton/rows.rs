@@ -43,6 +43,11 @@ pub trait Rows: Sync {
         self.search_points()
     }
 
+    /// Whether the rows store their nonzeros only (a cluster's rows: dense).
+    fn sparse(&self) -> bool {
+        false
+    }
+
     /// Kernels.
     fn m(&self) -> usize {
         self.offsets().len() - 1
