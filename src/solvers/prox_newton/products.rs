@@ -11,8 +11,9 @@
 //! q(δ, δ_b) = gᵀδ + g_b δ_b + ½ [δ; δ_b]ᵀ H [δ; δ_b] + Σ_{m∈W} pen(w_m + δ_m)
 //! ```
 //!
-//! is minimised by accelerated proximal gradient (FISTA with adaptive restart, [FISTA] and
-//! [Restart] in docs/mathematics.md's sources), one product per iteration:
+//! is minimised by accelerated proximal gradient (FISTA, Beck & Teboulle 2009, with the
+//! adaptive restart of O'Donoghue & Candès 2015: docs/mathematics.md's sources), one product
+//! per iteration:
 //!
 //! * the intercept is minimised out exactly: with `H = [[A, a], [aᵀ, β]]`,
 //!   `δ_b(δ) = −(g_b + aᵀδ)/β`, leaving `δ ↦ q(δ, δ_b(δ))` whose Hessian is the Schur
