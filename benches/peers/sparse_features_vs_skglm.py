@@ -15,13 +15,17 @@ both. The objective is ``C Σ_i ℓ(y_i, x_iᵀw + b) + Σ_g ‖w_g‖``.
   only: skglm 0.5's ``LogisticGroup`` lacks the sparse gradient ``GroupBCD`` needs on
   sparse X, and refuses it), its ``tol`` lowered from
   1e-4 until its objective (scored by ours) is within 1e-6 of the better of the two (after
-  warming numba up).
+  warming numba up);
+* ``--singletons``: groups of one column (the lasso), against scikit-learn on the same
+  matrix instead: ``Lasso(alpha=1/(C n))`` (squared) and ``LogisticRegression(l1_ratio=1,
+  solver="liblinear", C=C)`` (logistic; liblinear penalises its intercept, ``|b|/s`` with
+  ``intercept_scaling=s``, here 100), their ``tol`` lowered as skglm's.
 
 Times are medians of ``--repeats``.
 
     python benches/peers/sparse_features_vs_skglm.py [--n 10000] [--d 10000]
         [--density 1e-3] [--groups 100] [--losses squared,logistic] [--tol 1e-6] [--dense]
-        [--repeats 3]
+        [--repeats 3] [--singletons]
 """
 
 from __future__ import annotations
@@ -108,6 +112,24 @@ def skglm_fit(
     return est.coef_.ravel(), float(np.ravel(est.intercept_)[0])
 
 
+def sklearn_fit(
+    loss: str, X: Any, y: FloatArray, C: float, groups: list[list[int]], tol: float
+) -> tuple[FloatArray, float]:
+    from sklearn.linear_model import Lasso, LogisticRegression
+
+    est: Any
+    if loss == "squared":
+        est = Lasso(alpha=1 / (C * X.shape[0]), tol=tol, max_iter=100_000)
+    else:
+        est = LogisticRegression(
+            C=C, l1_ratio=1.0, solver="liblinear", tol=tol, intercept_scaling=100.0, max_iter=10_000
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    return est.coef_.ravel(), float(np.ravel(est.intercept_)[0])
+
+
 def median_time(f: Callable[[], Any], repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -127,22 +149,34 @@ def main() -> None:
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--dense", action="store_true", help="time ours on X.toarray() too")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--singletons", action="store_true", help="groups of one column, against scikit-learn"
+    )
     a = ap.parse_args()
+    if a.singletons:
+        a.groups = a.d
     width = a.d // a.groups
     groups = [list(range(k * width, (k + 1) * width)) for k in range(a.groups)]
+    peer_fit: Callable[..., tuple[FloatArray, float]] = skglm_fit
     try:
-        import skglm
+        if a.singletons:
+            import sklearn
 
-        have_skglm = f"skglm {skglm.__version__}"
+            have_peer, peer_fit = f"scikit-learn {sklearn.__version__}", sklearn_fit
+        else:
+            import skglm
+
+            have_peer = f"skglm {skglm.__version__}"
     except ImportError:
-        have_skglm = ""
+        have_peer = ""
+    name = "scikit-learn" if a.singletons else "skglm"
     print(
         f"n = {a.n}, d = {a.d}, density {a.density}, {a.groups} groups, tol {a.tol}; "
-        f"{platform.processor() or platform.machine()}; {have_skglm or 'no skglm'}"
+        f"{platform.processor() or platform.machine()}; {have_peer or 'no ' + name}"
     )
     print(
-        "| loss | nnz | ours sparse | ours dense | skglm (tol) | sparse / skglm | gap "
-        "| objective: ours − skglm (rel.) |"
+        f"| loss | nnz | ours sparse | ours dense | {name} (tol) | sparse / {name} | gap "
+        f"| objective: ours − {name} (rel.) |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for loss in a.losses.split(","):
@@ -161,18 +195,20 @@ def main() -> None:
             del Xd
         t_sk, sk_tol, p_sk = float("nan"), float("nan"), float("nan")
         # skglm 0.5's LogisticGroup has no sparse gradient (GroupBCD refuses it on sparse X).
-        if have_skglm and loss == "squared":
-            Xc = X.tocsc()
-            skglm_fit(loss, Xc[:200], y[:200], C, groups, 1e-3)  # numba compiles here
-            sk_tol = 1e-4
+        if have_peer and (loss == "squared" or a.singletons):
+            Xc = X.tocsc() if loss == "squared" else X
+            peer_fit(loss, Xc[:200], y[:200], C, groups, 1e-3)  # numba compiles here
+            sk_tol, p_prev = 1e-4, float("inf")
             while True:
-                sw, sb = skglm_fit(loss, Xc, y, C, groups, sk_tol)
+                sw, sb = peer_fit(loss, Xc, y, C, groups, sk_tol)
                 p_sk = objective(loss, X, y, sw, sb, C, groups)
-                if p_sk <= min(p_ours, p_sk) * (1 + 1e-6) or sk_tol < 1e-12:
+                # Also stop when a lower tol no longer helps (liblinear's penalised intercept
+                # leaves it above ours).
+                if p_sk <= p_ours * (1 + 1e-6) or p_sk >= p_prev * (1 - 1e-9) or sk_tol < 1e-12:
                     break
-                sk_tol /= 10
+                sk_tol, p_prev = sk_tol / 10, p_sk
             t_sk = median_time(
-                lambda Xc=Xc, y=y, C=C, t=sk_tol, loss=loss: skglm_fit(loss, Xc, y, C, groups, t),
+                lambda Xc=Xc, y=y, C=C, t=sk_tol, loss=loss: peer_fit(loss, Xc, y, C, groups, t),
                 a.repeats,
             )
         print(

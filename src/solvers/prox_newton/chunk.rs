@@ -71,6 +71,27 @@ impl Kept {
     }
 }
 
+/// A vector `v` on the columns `cols` as [`RowRead::dot`] reads it: its nonzeros (column,
+/// value), and by column (`R` entries).
+struct Moved {
+    list: Vec<(usize, f64)>,
+    dense: Vec<f64>,
+}
+
+impl Moved {
+    fn new(cols: &[usize], v: &[f64], width: usize) -> Self {
+        let list: Vec<(usize, f64)> = cols
+            .iter()
+            .zip(v)
+            .filter(|(_, &d)| d != 0.0)
+            .map(|(&j, &d)| (j, d))
+            .collect();
+        let mut dense = vec![0.0; width];
+        list.iter().for_each(|&(j, d)| dense[j] += d);
+        Moved { list, dense }
+    }
+}
+
 /// A row's candidate and domain.
 #[derive(Clone, Copy)]
 struct Slope {
@@ -164,19 +185,12 @@ impl<'a, X: RowRead + ?Sized> Chunks<'a, X> {
 
     /// `G_W v` on every row.
     fn product(&self, cols: &[usize], v: &[f64], out: &mut [f64]) {
-        let moved: Vec<(usize, f64)> = cols
-            .iter()
-            .zip(v)
-            .filter(|(_, &d)| d != 0.0)
-            .map(|(&j, &d)| (j, d))
-            .collect();
-        let mut dense = vec![0.0; self.x.width()];
-        moved.iter().for_each(|&(j, d)| dense[j] += d);
+        let mv = Moved::new(cols, v, self.x.width());
         out.par_chunks_mut(CHUNK)
             .enumerate()
             .for_each(|(ch, chunk)| {
                 for (t, o) in chunk.iter_mut().enumerate() {
-                    *o = self.x.dot(ch * CHUNK + t, &moved, &dense);
+                    *o = self.x.dot(ch * CHUNK + t, &mv.list, &mv.dense);
                 }
             });
     }
@@ -323,9 +337,43 @@ impl<'a, X: RowRead + ?Sized> Chunks<'a, X> {
         x.weighted_gram(&rows, &sq, cols)
     }
 
+    /// One chunk's part of [`Op::HessianProduct`]: `Σ_i h_i (x_{i,W}ᵀ v_W + v_b) [x_{i,W}, 1]`
+    /// with `h_i = c_i ℓ_μ''(y_i, z_i + b)`, two reads of each row (a sparse row's stored
+    /// entries), `k` numbers returned where [`Op::Hessian`]'s part is `k²`.
+    fn product_part(&self, op: &Op, st: &RowState, mv: &Moved, r: Range<usize>) -> Vec<f64> {
+        let Op::HessianProduct { env, b, cols, v } = op else {
+            unreachable!("a Hessian product's operation")
+        };
+        let (x, y, c, z) = (self.x, self.y, self.c, &st.z);
+        let k = cols.len() + 1;
+        let mut acc = vec![0.0; x.width()];
+        let mut total = 0.0;
+        for i in r {
+            let h = (c[i] * env.deriv2(y[i], z[i] + b)).max(0.0);
+            if h == 0.0 {
+                continue;
+            }
+            let s = h * (x.dot(i, &mv.list, &mv.dense) + v[k - 1]);
+            if s != 0.0 {
+                x.add_row(i, s, &mut acc);
+                total += s;
+            }
+        }
+        let mut out: Vec<f64> = cols.iter().map(|&j| acc[j]).collect();
+        out.push(total);
+        out
+    }
+
     /// One chunk's part of `op` (`kept`: the [`Kept`] rows of the op's dual point, when it
-    /// has one).
-    fn part(&self, op: &Op, st: &RowState, kept: Option<&Kept>, r: Range<usize>) -> Vec<f64> {
+    /// has one; `mv`: a product's vector, when it is one).
+    fn part(
+        &self,
+        op: &Op,
+        st: &RowState,
+        kept: Option<&Kept>,
+        mv: Option<&Moved>,
+        r: Range<usize>,
+    ) -> Vec<f64> {
         let (x, y, c, z, d) = (self.x, self.y, self.c, &st.z, &st.d);
         let width = x.width();
         match op {
@@ -368,6 +416,9 @@ impl<'a, X: RowRead + ?Sized> Chunks<'a, X> {
                     .collect()
             }
             Op::Hessian { .. } => self.hessian_part(op, st, r),
+            Op::HessianProduct { .. } => {
+                self.product_part(op, st, mv.expect("a product's vector"), r)
+            }
             Op::Squares { weight } => {
                 let mut acc = vec![0.0; width];
                 for i in r {
@@ -413,6 +464,10 @@ impl<X: RowRead + ?Sized> Rows for Chunks<'_, X> {
         self.x.offsets()
     }
 
+    fn sparse(&self) -> bool {
+        self.x.sparse()
+    }
+
     /// From a million rows, 15 (a pass's memory traffic outweighs the arithmetic of 15
     /// points, where bisection to the last bit takes a pass per bit).
     fn centre_points(&self) -> usize {
@@ -437,10 +492,18 @@ impl<X: RowRead + ?Sized> Rows for Chunks<'_, X> {
         }
         let kept = self.slopes.read().unwrap_or_else(|e| e.into_inner());
         let kept = kept.as_ref().filter(|_| dual.is_some());
+        // A product's vector, laid out once for every chunk (`R` entries).
+        let moved = match op {
+            Op::HessianProduct { cols, v, .. } => Some(Moved::new(cols, v, self.x.width())),
+            _ => None,
+        };
         let ranges = self.ranges();
         let reads_features = matches!(
             op,
-            Op::Gradient { .. } | Op::Hessian { .. } | Op::Squares { .. }
+            Op::Gradient { .. }
+                | Op::Hessian { .. }
+                | Op::HessianProduct { .. }
+                | Op::Squares { .. }
         );
         // Chunks per batch: up to 16, fewer for wide Hessians, whose parts are `k²` each
         // (benches/peers/results/fit_memory.md); the other parts are at most `2R + 1`.
@@ -477,7 +540,7 @@ impl<X: RowRead + ?Sized> Rows for Chunks<'_, X> {
             let parts: Vec<Vec<f64>> = group
                 .par_iter()
                 .with_min_len(grain)
-                .map(|r| self.part(op, &st, kept, r.clone()))
+                .map(|r| self.part(op, &st, kept, moved.as_ref(), r.clone()))
                 .collect();
             for p in parts {
                 op.combine(&mut acc, &p);

@@ -206,16 +206,22 @@ impl Smoothing {
         true
     }
 
-    /// Adds the damping to the diagonal of `hess` (the working set's columns `cols` and the
-    /// intercept), per coordinate in proportion to its curvature were every point in the zone
+    /// The damping of the diagonal (the working set's columns `cols`, then the intercept),
+    /// per coordinate in proportion to its curvature were every point in the zone
     /// (Marquardt's scaling: the step does not depend on the features' units).
+    pub(super) fn damping(&self, cols: &[usize]) -> Vec<f64> {
+        let scale = self.kappa / (cols.len().max(1) as f64 * self.env.mu);
+        let mut d: Vec<f64> = cols.iter().map(|&j| scale * self.col_scale[j]).collect();
+        d.push(scale * self.total_cost);
+        d
+    }
+
+    /// Adds the [`Smoothing::damping`] to the diagonal of `hess`.
     pub(super) fn damp(&self, hess: &mut [f64], cols: &[usize]) {
         let k = cols.len() + 1;
-        let scale = self.kappa / (cols.len().max(1) as f64 * self.env.mu);
-        for (i, &j) in cols.iter().enumerate() {
-            hess[i * k + i] += scale * self.col_scale[j];
+        for (i, d) in self.damping(cols).into_iter().enumerate() {
+            hess[i * k + i] += d;
         }
-        hess[k * k - 1] += scale * self.total_cost;
     }
 
     /// `κ` after a step of length `t`: ÷4 after a whole step, ×4 after a shortened one.

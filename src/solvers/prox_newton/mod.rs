@@ -25,6 +25,7 @@ mod chunk;
 mod continuation;
 mod features;
 mod model;
+mod products;
 mod read;
 mod rows;
 mod search;
@@ -165,6 +166,24 @@ pub fn fit_prox_newton_on(
     start: Option<&FeatureStart>,
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
+    fit_on(
+        x,
+        cfg,
+        start,
+        interrupt,
+        products::products_from(x.sparse()),
+    )
+}
+
+/// [`fit_prox_newton_on`] with working sets of at least `products_from` columns taking
+/// Hessian products (`products`; the tests lower it to compare both paths).
+fn fit_on(
+    x: &dyn Rows,
+    cfg: &ProxNewtonConfig,
+    start: Option<&FeatureStart>,
+    interrupt: &dyn Interrupt,
+    products_from: usize,
+) -> Result<FitResult> {
     cfg.validate()?;
     let width = x.width();
     if let Some(ids) = cfg.penalty.group_ids() {
@@ -201,6 +220,7 @@ pub fn fit_prox_newton_on(
         }
     };
     let mut driver = Driver::new(cfg.tol, cfg.max_iter, interrupt);
-    let mut solver = ProxNewton::start(prob, point, start.is_some(), &mut driver.tracker)?;
+    let warm = start.is_some();
+    let mut solver = ProxNewton::start(prob, point, warm, products_from, &mut driver.tracker)?;
     driver.run(&mut solver)
 }

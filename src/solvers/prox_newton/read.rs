@@ -34,6 +34,11 @@ pub trait RowRead: Sync {
     fn width(&self) -> usize {
         self.offsets().last().copied().unwrap_or(0)
     }
+
+    /// Whether the rows store their nonzeros only.
+    fn sparse(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Element> RowRead for RowFeatures<'_, T> {
@@ -136,6 +141,10 @@ impl RowRead for SparseRowFeatures {
             }
         }
         out
+    }
+
+    fn sparse(&self) -> bool {
+        true
     }
 
     fn check_finite(&self) -> Result<()> {

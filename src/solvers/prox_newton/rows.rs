@@ -43,6 +43,11 @@ pub trait Rows: Sync {
         self.search_points()
     }
 
+    /// Whether the rows store their nonzeros only (a cluster's rows: dense).
+    fn sparse(&self) -> bool {
+        false
+    }
+
     /// Kernels.
     fn m(&self) -> usize {
         self.offsets().len() - 1
@@ -135,6 +140,14 @@ pub enum Op {
         b: f64,
         cols: Vec<usize>,
         zone: bool,
+    },
+    /// `[G_W, 1]ᵀ diag(c ℓ_μ'') [G_W, 1] v`, order `|cols| + 1` (`v`: the columns' entries,
+    /// then the intercept's): a product with [`Op::Hessian`]'s matrix, never formed.
+    HessianProduct {
+        env: Envelope,
+        b: f64,
+        cols: Vec<usize>,
+        v: Vec<f64>,
     },
     /// Per column `Σ h x²` with the weights `h` of `weight`.
     Squares { weight: Curvature },
@@ -331,6 +344,12 @@ impl Op {
                 o.extend([*b, f64::from(u8::from(*zone))]);
                 put_cols(&mut o, cols, &[]);
             }
+            Op::HessianProduct { env, b, cols, v } => {
+                o.push(13.0);
+                put_env(&mut o, *env);
+                o.push(*b);
+                put_cols(&mut o, cols, v);
+            }
             Op::Squares { weight } => {
                 o.push(9.0);
                 match weight {
@@ -410,6 +429,11 @@ impl Op {
             10 => Op::Moments,
             11 => Op::AbsDev { mean: r.num()? },
             12 => Op::LabelWeights,
+            13 => {
+                let (env, b) = (r.env()?, r.num()?);
+                let (cols, v) = r.cols()?;
+                Op::HessianProduct { env, b, cols, v }
+            }
             k => return Err(MkError::config("op", format!("no operation {k}"))),
         })
     }

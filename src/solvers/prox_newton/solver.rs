@@ -5,6 +5,7 @@
 use super::certificate::{self, Best, Point, Problem};
 use super::continuation::{GroupLevel, Smoothing};
 use super::model::{group_direction, inner, lp_direction};
+use super::products::{inner_products, Hessian, Products};
 use super::rows::{Op, Update};
 use super::search::{exact_step, line_search, Step};
 use super::working_set::{model_decrease, working_set, WorkingSet};
@@ -34,6 +35,8 @@ pub(super) struct ProxNewton<'a> {
     kept: Option<(Vec<usize>, Vec<f64>)>,
     /// Newton steps taken (a level change re-certifies the point without one).
     steps: usize,
+    /// Working sets of at least this many columns take Hessian products ([`Products`]).
+    products_from: usize,
 }
 
 impl Solver for ProxNewton<'_> {
@@ -87,6 +90,7 @@ impl<'a> ProxNewton<'a> {
         prob: Problem<'a>,
         (w, b): (Vec<f64>, f64),
         warm: bool,
+        products_from: usize,
         tracker: &mut Tracker<'_>,
     ) -> Result<Self> {
         let Problem { x, cfg, .. } = prob;
@@ -123,6 +127,7 @@ impl<'a> ProxNewton<'a> {
             level,
             kept: None,
             steps: 0,
+            products_from,
         })
     }
 
@@ -181,9 +186,20 @@ impl<'a> ProxNewton<'a> {
         Ok(true)
     }
 
-    /// The loss's Hessian `H = C [G_W, 1]ᵀ diag(ℓ'') [G_W, 1]` on the working set (one pass
-    /// over its columns), damped on a smoothed level ([`Smoothing::damp`]).
-    fn hessian(&mut self, ws: &WorkingSet) -> Result<Vec<f64>> {
+    /// The loss's Hessian `H = C [G_W, 1]ᵀ diag(ℓ'') [G_W, 1]` on the working set, damped on
+    /// a smoothed level ([`Smoothing::damp`]): formed (one pass over its columns), or, for a
+    /// sparse penalty's set of at least `products_from` columns, given by products.
+    fn hessian(&mut self, ws: &WorkingSet) -> Result<Hessian> {
+        if matches!(self.prob.cfg.penalty, BlockPenalty::Sparse(_))
+            && ws.cols.len() >= self.products_from
+        {
+            let damp = match &self.smoothing {
+                Some(sm) => sm.damping(&ws.cols),
+                None => vec![0.0; ws.cols.len() + 1],
+            };
+            let (env, b, cols) = (self.env(), self.b, ws.cols.clone());
+            return Ok(Hessian::Products(Products { env, b, cols, damp }));
+        }
         let mut hess = match self.kept.take() {
             Some((cols, h)) if cols == ws.cols => h,
             _ => self.prob.reduce(&Op::Hessian {
@@ -197,7 +213,7 @@ impl<'a> ProxNewton<'a> {
         if let Some(sm) = &self.smoothing {
             sm.damp(&mut hess, &ws.cols);
         }
-        Ok(hess)
+        Ok(Hessian::Formed(hess))
     }
 
     /// The Newton direction `(δ, δ_b)` on the working set (`wl`: `w` on its columns): the
@@ -206,23 +222,30 @@ impl<'a> ProxNewton<'a> {
     fn direction(
         &self,
         ws: &WorkingSet,
-        hess: &[f64],
+        hess: &Hessian,
         wl: &[f64],
         interrupt: &dyn Interrupt,
     ) -> Result<Vec<f64>> {
         let pt = &self.pt;
         let mut g: Vec<f64> = ws.cols.iter().map(|&j| pt.grad[j]).collect();
         g.push(pt.d1_sum);
-        match self.prob.cfg.penalty {
+        // The sparse penalties' model is solved well below the current violation: an
+        // accurate step keeps Newton's fast local convergence.
+        let worst = pt
+            .viol
+            .iter()
+            .copied()
+            .fold(g[ws.cols.len()].abs(), f64::max);
+        let (pen, hess) = match (&self.prob.cfg.penalty, hess) {
+            (BlockPenalty::Sparse(sp), Hessian::Products(hp)) => {
+                let pw = sp.weights();
+                return inner_products(&self.prob, hp, ws, &g, wl, pw, 1e-3 * worst);
+            }
+            (pen, Hessian::Formed(h)) => (pen, h),
+            (_, Hessian::Products(_)) => unreachable!("products for the sparse penalties only"),
+        };
+        match *pen {
             BlockPenalty::Sparse(sp) => {
-                // The model is solved well below the current violation: its epochs cost
-                // `|W|²`, no feature read, and an accurate step keeps Newton's fast local
-                // convergence.
-                let worst = pt
-                    .viol
-                    .iter()
-                    .copied()
-                    .fold(g[ws.cols.len()].abs(), f64::max);
                 inner(ws, hess, &g, wl, sp.weights(), 1e-3 * worst, interrupt)
             }
             BlockPenalty::Lp { p } => lp_direction(ws, hess, &g, wl, p),
@@ -241,7 +264,7 @@ impl<'a> ProxNewton<'a> {
     fn take_step(
         &mut self,
         ws: WorkingSet,
-        hess: Vec<f64>,
+        hess: Hessian,
         delta: &[f64],
         tracker: &mut Tracker<'_>,
     ) -> Result<Outcome> {
@@ -264,8 +287,8 @@ impl<'a> ProxNewton<'a> {
             self.w[j] += t * d;
         }
         self.b += t * delta[ws.cols.len()];
-        if self.prob.cfg.loss == Loss::Squared {
-            self.kept = Some((ws.cols, hess));
+        if let (Loss::Squared, Hessian::Formed(h)) = (self.prob.cfg.loss, hess) {
+            self.kept = Some((ws.cols, h));
         }
         self.certify(tracker)?;
         if let Some(sm) = self.smoothing.as_mut().filter(|s| s.env.mu > s.floor) {
