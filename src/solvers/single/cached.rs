@@ -92,6 +92,25 @@ impl GradientCaches {
         self.at.copy_from_slice(beta);
     }
 
+    /// `γ_m = βᵀK_mβ` at `beta` from the caches in `slot`, built there at the first call
+    /// (from `β_c = 0`: the rows of `β`'s non-zeros, what reading the forms reads) and brought
+    /// to `beta`: the forms of a solver's whole iterates, after which its solves run on
+    /// [`SingleKernel::solve_cached`].
+    pub fn forms_in(slot: &mut Option<Self>, stack: &dyn KernelStack, beta: &[f64]) -> Vec<f64> {
+        let caches = slot.get_or_insert_with(|| GradientCaches::new(stack));
+        caches.update(stack, beta);
+        caches.forms(beta)
+    }
+
+    /// `h_k = K_k β_c` for the kernels `set`, `n` values each, one after another (the SVM
+    /// Hessian's products, docs/mathematics.md §2.11).
+    pub fn products(&self, set: &[usize]) -> Vec<f64> {
+        let n = self.n;
+        set.iter()
+            .flat_map(|&k| self.h[k * n..(k + 1) * n].iter().copied())
+            .collect()
+    }
+
     /// `γ_m = βᵀK_mβ = βᵀh_m` for every kernel (the caches must be at `beta`).
     pub fn forms(&self, beta: &[f64]) -> Vec<f64> {
         debug_assert!(self.at == beta, "the caches are at another β");
@@ -117,6 +136,32 @@ impl GradientCaches {
     pub fn combined(&self, w: &[(usize, f64)]) -> Vec<f64> {
         self.combined_of(&self.h, w)
     }
+
+    /// The model at `beta`, `K_θ β = Σ_m θ_m h_m + K_θ (β − β_c)` (`w` = [`weighted`]`(θ)`).
+    /// Where `θ` weighs most kernels the caches are brought to `beta` first (ℓp: the forms
+    /// read them there next); else only the kernels of `θ` are read, on the rows where `β`
+    /// differs from `β_c`, and the caches wait for the forms (the SVM wrapper's trial
+    /// weights, whose solves a refused step never certifies).
+    fn model(
+        &mut self,
+        stack: &dyn KernelStack,
+        theta: &[f64],
+        w: &[(usize, f64)],
+        beta: &[f64],
+    ) -> Vec<f64> {
+        if 2 * w.len() > stack.m() {
+            self.update(stack, beta);
+            return self.combined(w);
+        }
+        let mut f = self.combined(w);
+        let delta: Vec<f64> = beta.iter().zip(&self.at).map(|(b, a)| b - a).collect();
+        if delta.iter().any(|&d| d != 0.0) {
+            let mut kd = vec![0.0; self.n];
+            stack.combined_matvec(theta, &delta, &mut kd);
+            f.iter_mut().zip(&kd).for_each(|(a, b)| *a += b);
+        }
+        f
+    }
 }
 
 /// The coefficients `β = y ∘ α` of the classification losses' QP variables.
@@ -126,9 +171,10 @@ fn coef_of(y: &[f64], alpha: &[f64]) -> Vec<f64> {
 
 impl SingleKernel {
     /// Solves by SMO on `K_θ` of `stack` without forming it, warm-started at the last
-    /// solution (or the warm start set), whose gradient comes from `caches`; leaves `caches`
-    /// at the new `β` and returns `f = K_θ β = Σ θ_m h_m` and the intercept that minimises
-    /// the loss for it (as [`SingleKernel::solve_combined`]). The columns SMO reads cost
+    /// solution (or the warm start set), whose gradient comes from `caches`; returns
+    /// `f = K_θ β` ([`GradientCaches::model`]: the caches at the new `β` when `θ` weighs
+    /// most kernels, else left for [`GradientCaches::forms_in`]) and the intercept that
+    /// minimises the loss for it (as [`SingleKernel::solve_combined`]). The columns SMO reads cost
     /// `|{m: θ_m > 0}|·n` entries each and stay in a cache of up to `n` columns (the memory
     /// of a formed `K_θ`), for this θ only; when the last solve needed more than a quarter of
     /// them ([`GradientCaches::form`]), `K_θ` is formed in `k_theta` instead, which reads
@@ -152,9 +198,8 @@ impl SingleKernel {
             } => coef_of(y, a),
             _ => vec![0.0; stack.n()],
         };
-        caches.update(stack, &start);
         let w = weighted(theta);
-        let values = caches.combined(&w);
+        let values = caches.model(stack, theta, &w, &start);
         let n = stack.n();
         if caches.form() {
             k_theta.resize(n * n, 0.0);
@@ -175,8 +220,7 @@ impl SingleKernel {
             self.solve_smo(&kernel, tol, interrupt, Some(&values))?;
             caches.columns = computed.into_inner();
         }
-        caches.update(stack, self.beta());
-        let f = caches.combined(&w);
+        let f = caches.model(stack, theta, &w, self.beta());
         let b = self
             .loss()
             .best_intercept(y, &self.shifted(&f), c, self.intercept());
