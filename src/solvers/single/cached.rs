@@ -92,14 +92,37 @@ impl GradientCaches {
         self.at.copy_from_slice(beta);
     }
 
-    /// `γ_m = βᵀK_mβ` at `beta` from the caches in `slot`, built there at the first call
-    /// (from `β_c = 0`: the rows of `β`'s non-zeros, what reading the forms reads) and brought
-    /// to `beta`: the forms of a solver's whole iterates, after which its solves run on
-    /// [`SingleKernel::solve_cached`].
+    /// `γ_m = βᵀK_mβ` at `beta` for every kernel: the forms of a solver's whole iterates,
+    /// after which its solves run on [`SingleKernel::solve_cached`]. From the caches in
+    /// `slot`, built there at the first call (the rows of `β`'s non-zeros), then brought to
+    /// `beta` where that reads fewer entries than the forms do ([`Self::refresh_pays`]);
+    /// else read from `stack`, the caches left behind (the solves and the model then add
+    /// `K_θ (β − β_c)` from the kernels with a weight).
     pub fn forms_in(slot: &mut Option<Self>, stack: &dyn KernelStack, beta: &[f64]) -> Vec<f64> {
+        if slot.as_ref().is_some_and(|c| !c.refresh_pays(beta)) {
+            let mut q = vec![0.0; stack.m()];
+            stack.quad_forms(beta, &mut q);
+            return q;
+        }
         let caches = slot.get_or_insert_with(|| GradientCaches::new(stack));
         caches.update(stack, beta);
         caches.forms(beta)
+    }
+
+    /// Whether bringing the caches to `beta` reads no more than the forms `βᵀK_mβ` do: the
+    /// update reads `n` entries per changed coefficient and kernel, the forms the upper
+    /// triangle's rows of `β`'s non-zeros (`n − i` from row `i`). Where most coefficients
+    /// change between two certified iterates (large C) the forms are cheaper.
+    fn refresh_pays(&self, beta: &[f64]) -> bool {
+        let n = self.n;
+        let changed = beta.iter().zip(&self.at).filter(|(b, a)| b != a).count();
+        let forms: usize = (0..n).filter(|&i| beta[i] != 0.0).map(|i| n - i).sum();
+        changed * n <= forms
+    }
+
+    /// Whether the caches are at `beta` (`h_m = K_m β`).
+    pub fn is_at(&self, beta: &[f64]) -> bool {
+        self.at == beta
     }
 
     /// `h_k = K_k β_c` for the kernels `set`, `n` values each, one after another (the SVM
@@ -137,11 +160,18 @@ impl GradientCaches {
         self.combined_of(&self.h, w)
     }
 
-    /// The model at `beta`, `K_θ β = Σ_m θ_m h_m + K_θ (β − β_c)` (`w` = [`weighted`]`(θ)`).
-    /// Where `θ` weighs most kernels the caches are brought to `beta` first (ℓp: the forms
-    /// read them there next); else only the kernels of `θ` are read, on the rows where `β`
-    /// differs from `β_c`, and the caches wait for the forms (the SVM wrapper's trial
-    /// weights, whose solves a refused step never certifies).
+    /// Whether the caches follow every solve of `θ` (`w` = [`weighted`]`(θ)`): when `θ`
+    /// weighs most kernels, so that the rows the update reads are mostly those a model at a
+    /// new `β` reads anyway (ℓp, whose forms read the caches at every solve). Else they wait
+    /// for the forms ([`Self::forms_in`]; the SVM wrapper's trial weights, whose solves a
+    /// refused step never certifies).
+    fn eager(&self, stack: &dyn KernelStack, w: &[(usize, f64)]) -> bool {
+        2 * w.len() > stack.m()
+    }
+
+    /// The model at `beta`, `K_θ β = Σ_m θ_m h_m + K_θ (β − β_c)` (`w` = [`weighted`]`(θ)`):
+    /// the caches brought to `beta` first when [`Self::eager`], else the kernels of `θ` read
+    /// on the rows where `β` differs from `β_c`.
     fn model(
         &mut self,
         stack: &dyn KernelStack,
@@ -149,7 +179,7 @@ impl GradientCaches {
         w: &[(usize, f64)],
         beta: &[f64],
     ) -> Vec<f64> {
-        if 2 * w.len() > stack.m() {
+        if self.eager(stack, w) {
             self.update(stack, beta);
             return self.combined(w);
         }
@@ -172,9 +202,9 @@ fn coef_of(y: &[f64], alpha: &[f64]) -> Vec<f64> {
 impl SingleKernel {
     /// Solves by SMO on `K_θ` of `stack` without forming it, warm-started at the last
     /// solution (or the warm start set), whose gradient comes from `caches`; returns
-    /// `f = K_θ β` ([`GradientCaches::model`]: the caches at the new `β` when `θ` weighs
-    /// most kernels, else left for [`GradientCaches::forms_in`]) and the intercept that
-    /// minimises the loss for it (as [`SingleKernel::solve_combined`]). The columns SMO reads cost
+    /// `f = K_θ β` (from the caches brought to the new `β` when `θ` weighs most kernels,
+    /// else SMO's own, the caches left for [`GradientCaches::forms_in`]) and the intercept
+    /// that minimises the loss for it (as [`SingleKernel::solve_combined`]). The columns SMO reads cost
     /// `|{m: θ_m > 0}|·n` entries each and stay in a cache of up to `n` columns (the memory
     /// of a formed `K_θ`), for this θ only; when the last solve needed more than a quarter of
     /// them ([`GradientCaches::form`]), `K_θ` is formed in `k_theta` instead, which reads
@@ -220,7 +250,11 @@ impl SingleKernel {
             self.solve_smo(&kernel, tol, interrupt, Some(&values))?;
             caches.columns = computed.into_inner();
         }
-        let f = caches.model(stack, theta, &w, self.beta());
+        // SMO's model values at its final gradient, where the caches wait for the forms.
+        let f = match self {
+            SingleKernel::Smo { last: Some(s), .. } if !caches.eager(stack, &w) => s.values.clone(),
+            _ => caches.model(stack, theta, &w, self.beta()),
+        };
         let b = self
             .loss()
             .best_intercept(y, &self.shifted(&f), c, self.intercept());

@@ -421,9 +421,9 @@ impl Wrapper<'_> {
                 .iter()
                 .flat_map(|&kk| all[kk * n..(kk + 1) * n].iter().copied())
                 .collect(),
-            // The caches are at this iterate's `β` (its forms).
-            (None, Some(caches)) => caches.products(&vars),
-            (None, None) => support_products(p.stack, &point.beta, &vars),
+            // The caches, when its forms brought them to this iterate's `β`.
+            (None, Some(caches)) if caches.is_at(&point.beta) => caches.products(&vars),
+            (None, _) => support_products(p.stack, &point.beta, &vars),
         };
         let mut hess = s_hessian(p.solver, p.stack, &self.kw, point, &prod, p.c, self.cfg)?;
         let s = vars.len();
