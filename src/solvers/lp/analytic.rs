@@ -268,7 +268,7 @@ impl Analytic<'_> {
                 Forms::Read(set.stack.stack(), &v)
             }
             None if self.cacheable => {
-                Forms::Known(GradientCaches::forms_in(&mut self.caches, stack, beta))
+                Forms::Known(GradientCaches::forms_in(&mut self.caches, stack, beta, 0))
             }
             None => Forms::Read(stack, beta),
         };

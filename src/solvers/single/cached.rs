@@ -94,12 +94,26 @@ impl GradientCaches {
 
     /// `γ_m = βᵀK_mβ` at `beta` for every kernel: the forms of a solver's whole iterates,
     /// after which its solves run on [`SingleKernel::solve_cached`]. From the caches in
-    /// `slot`, built there at the first call (the rows of `β`'s non-zeros), then brought to
-    /// `beta` where that reads fewer entries than the forms do ([`Self::refresh_pays`]);
-    /// else read from `stack`, the caches left behind (the solves and the model then add
-    /// `K_θ (β − β_c)` from the kernels with a weight).
-    pub fn forms_in(slot: &mut Option<Self>, stack: &dyn KernelStack, beta: &[f64]) -> Vec<f64> {
-        if slot.as_ref().is_some_and(|c| !c.refresh_pays(beta)) {
+    /// `slot`, brought to `beta` where that reads no more entries than the forms do; else
+    /// read from `stack`, the caches left behind (the solves then add `K_θ (β − β_c)` from
+    /// the kernels with a weight). Built in `slot` at the first call (the rows of `β`'s
+    /// non-zeros) when `moving` coefficients changing at the next forms would make the
+    /// update pay (`moving = 0`: always; the SVM wrapper passes its free support vectors,
+    /// since the bounded ones mostly stay).
+    pub fn forms_in(
+        slot: &mut Option<Self>,
+        stack: &dyn KernelStack,
+        beta: &[f64],
+        moving: usize,
+    ) -> Vec<f64> {
+        let refresh = match slot {
+            Some(caches) => {
+                let changed = beta.iter().zip(&caches.at).filter(|(b, a)| b != a).count();
+                update_pays(changed, beta)
+            }
+            None => update_pays(moving, beta),
+        };
+        if !refresh {
             let mut q = vec![0.0; stack.m()];
             stack.quad_forms(beta, &mut q);
             return q;
@@ -107,17 +121,6 @@ impl GradientCaches {
         let caches = slot.get_or_insert_with(|| GradientCaches::new(stack));
         caches.update(stack, beta);
         caches.forms(beta)
-    }
-
-    /// Whether bringing the caches to `beta` reads no more than the forms `βᵀK_mβ` do: the
-    /// update reads `n` entries per changed coefficient and kernel, the forms the upper
-    /// triangle's rows of `β`'s non-zeros (`n − i` from row `i`). Where most coefficients
-    /// change between two certified iterates (large C) the forms are cheaper.
-    fn refresh_pays(&self, beta: &[f64]) -> bool {
-        let n = self.n;
-        let changed = beta.iter().zip(&self.at).filter(|(b, a)| b != a).count();
-        let forms: usize = (0..n).filter(|&i| beta[i] != 0.0).map(|i| n - i).sum();
-        changed * n <= forms
     }
 
     /// Whether the caches are at `beta` (`h_m = K_m β`).
@@ -194,6 +197,15 @@ impl GradientCaches {
     }
 }
 
+/// Whether an update of the caches for `changed` coefficients reads no more than the forms
+/// `βᵀK_mβ` at `beta` do: `n` entries per changed coefficient and kernel against the upper
+/// triangle's rows of `β`'s non-zeros (`n − i` from row `i`).
+fn update_pays(changed: usize, beta: &[f64]) -> bool {
+    let n = beta.len();
+    let forms: usize = (0..n).filter(|&i| beta[i] != 0.0).map(|i| n - i).sum();
+    changed * n <= forms
+}
+
 /// The coefficients `β = y ∘ α` of the classification losses' QP variables.
 fn coef_of(y: &[f64], alpha: &[f64]) -> Vec<f64> {
     y.iter().zip(alpha).map(|(y, a)| y * a).collect()
@@ -229,13 +241,16 @@ impl SingleKernel {
             _ => vec![0.0; stack.n()],
         };
         let w = weighted(theta);
-        let values = caches.model(stack, theta, &w, &start);
+        // Where the caches wait and `K_θ` is formed, SMO's gradient from the formed columns
+        // of the start's non-zeros reads less than their rows in every weighted kernel.
+        let values = (caches.eager(stack, &w) || !caches.form())
+            .then(|| caches.model(stack, theta, &w, &start));
         let n = stack.n();
         if caches.form() {
             k_theta.resize(n * n, 0.0);
             stack.combine(theta, k_theta);
             let kernel = DenseKernel::new(k_theta, n)?;
-            self.solve_smo(&kernel, tol, interrupt, Some(&values))?;
+            self.solve_smo(&kernel, tol, interrupt, values.as_deref())?;
             // Count the columns as on demand: the free support vectors' steps.
             caches.columns = self.changed(&start);
         } else {
@@ -247,7 +262,7 @@ impl SingleKernel {
                 stack.combined_column(&w, i, out)
             };
             let kernel = CachedColumns::new(diag, compute, 8 * n * n);
-            self.solve_smo(&kernel, tol, interrupt, Some(&values))?;
+            self.solve_smo(&kernel, tol, interrupt, values.as_deref())?;
             caches.columns = computed.into_inner();
         }
         // SMO's model values at its final gradient, where the caches wait for the forms.

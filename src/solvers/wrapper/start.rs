@@ -4,6 +4,7 @@
 
 use rayon::prelude::*;
 
+use super::newton::free_count;
 use super::Combined;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
@@ -292,7 +293,8 @@ pub(super) fn start(
     drop(k_lambda);
     let mut caches = None;
     let q = if cacheable {
-        GradientCaches::forms_in(&mut caches, stack, solver.beta())
+        let moving = free_count(solver.beta(), c, solver.loss());
+        GradientCaches::forms_in(&mut caches, stack, solver.beta(), moving)
     } else {
         let mut q = vec![0.0; m];
         stack.quad_forms(solver.beta(), &mut q);

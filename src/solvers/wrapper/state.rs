@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 
 use super::certificate::{forms, solve_point, Certificate, Point};
 use super::newton::{
-    gradient, model_kernels, movable, s_hessian, step_rose, NewtonModel, MAX_MODEL,
+    free_count, gradient, model_kernels, movable, s_hessian, step_rose, NewtonModel, MAX_MODEL,
     MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
 };
 use super::{Combined, Next, Wrapper, MIN_INNER_TOL};
@@ -281,7 +281,8 @@ impl Wrapper<'_> {
         let idx: Option<Vec<usize>> = self.ws.as_ref().map(|s| s.idx().to_vec());
         let prod = if self.cacheable && self.ws.is_none() && self.kset.is_none() {
             // The caches' forms `βᵀh_m` (built here at the first whole iterate).
-            self.q = GradientCaches::forms_in(&mut self.caches, self.stack, &point.beta);
+            let moving = free_count(&point.beta, self.c, self.cfg.loss);
+            self.q = GradientCaches::forms_in(&mut self.caches, self.stack, &point.beta, moving);
             None
         } else {
             let p = iterated(&mut self.ws, &mut self.whole, self.stack, self.y, self.c);
