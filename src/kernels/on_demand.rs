@@ -611,12 +611,14 @@ fn sqdist(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
 
-/// A combined kernel `K_θ = Σ_m θ_m K_m` as a solver holds it: stored (row-major `n × n`), or
-/// the weights `θ` of a stack computed on demand.
+/// A combined kernel `K_θ = Σ_m θ_m K_m` as a solver holds it: stored (row-major `n × n`), the
+/// weights `θ` of a stack computed on demand, or the weights `θ` of a stack that stores its
+/// entries, `K_θ` never formed (a solver that reads its columns on demand from the kernels').
 #[derive(Clone, Copy)]
 pub enum CombinedKernel<'a> {
     Stored(&'a [f64], usize),
     OnDemand(&'a OnDemandStack, &'a [f64]),
+    Columns(&'a dyn KernelStack, &'a [f64]),
 }
 
 impl CombinedKernel<'_> {
@@ -632,6 +634,19 @@ impl CombinedKernel<'_> {
                 if !idx.is_empty() {
                     od.subset(idx).combine(theta, &mut a);
                 }
+                a
+            }
+            CombinedKernel::Columns(stack, theta) => {
+                // `Σ_m θ_m K_m[idx, i]` per row: `|idx|²` entries of each kernel with a weight.
+                let (s, w) = (idx.len(), weighted(theta));
+                let mut a = vec![0.0; s * s];
+                a.par_chunks_mut(s.max(1)).zip(idx).for_each(|(out, &i)| {
+                    let mut col = vec![0.0; s];
+                    for &(m, t) in &w {
+                        stack.column_at(m, i, idx, &mut col);
+                        out.iter_mut().zip(&col).for_each(|(o, x)| *o += t * x);
+                    }
+                });
                 a
             }
         }

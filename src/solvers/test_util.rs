@@ -1,5 +1,7 @@
 //! Shared by the solvers' unit tests.
 
+use crate::kernels::{DenseStack, KernelStack};
+
 /// A deterministic uniform(−1, 1) stream (Knuth's MMIX linear congruential generator).
 pub(crate) struct Lcg(pub u64);
 
@@ -82,7 +84,7 @@ pub(crate) fn factored(
     n: usize,
     rank: usize,
 ) -> (crate::kernels::LowRankStack, Vec<f64>) {
-    use crate::kernels::{DenseStack, KernelStack, LowRankStack};
+    use crate::kernels::LowRankStack;
     let dense = DenseStack::new(g, m, n).unwrap();
     let lr = LowRankStack::from_dense(&dense, 0.0, rank).unwrap();
     let mut products = vec![0.0; m * n * n];
@@ -173,8 +175,8 @@ impl OnDemandProblem {
     }
 
     /// The same kernels stored.
-    pub fn stored(&self) -> crate::kernels::DenseStack<'_, f64> {
-        crate::kernels::DenseStack::new(&self.gram, self.specs.len(), self.n).unwrap()
+    pub fn stored(&self) -> DenseStack<'_, f64> {
+        DenseStack::new(&self.gram, self.specs.len(), self.n).unwrap()
     }
 }
 
@@ -216,4 +218,36 @@ pub(crate) fn duplicated(g: &[f64], m: usize, n: usize, reps: &[usize]) -> (Vec<
         })
         .collect();
     (dup, rows)
+}
+
+/// A dense stack that hides that it stores its entries: the solvers on per-kernel gradient
+/// caches (ℓp's `analytic`, the SVM wrapper) then form `K_θ` and read the forms at every
+/// whole step, as before the caches.
+pub(crate) struct Formed<'a>(pub DenseStack<'a, f64>);
+
+impl KernelStack for Formed<'_> {
+    fn n(&self) -> usize {
+        self.0.n()
+    }
+    fn m(&self) -> usize {
+        self.0.m()
+    }
+    fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.0.quad_forms_subset(v, idx, out)
+    }
+    fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.0.quad_forms_batch_subset(vs, idx, out)
+    }
+    fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {
+        self.0.matvec(m, v, out)
+    }
+    fn combine(&self, theta: &[f64], out: &mut [f64]) {
+        self.0.combine(theta, out)
+    }
+    fn column(&self, m: usize, i: usize, out: &mut [f64]) {
+        self.0.column(m, i, out)
+    }
+    fn diag(&self, m: usize, out: &mut [f64]) {
+        self.0.diag(m, out)
+    }
 }

@@ -268,11 +268,7 @@ impl Analytic<'_> {
                 Forms::Read(set.stack.stack(), &v)
             }
             None if self.cacheable => {
-                let caches = self
-                    .caches
-                    .get_or_insert_with(|| GradientCaches::new(stack));
-                caches.update(stack, beta);
-                Forms::Known(caches.forms(beta))
+                Forms::Known(GradientCaches::forms_in(&mut self.caches, stack, beta, 0))
             }
             None => Forms::Read(stack, beta),
         };

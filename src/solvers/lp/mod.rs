@@ -222,7 +222,7 @@ mod tests {
     use crate::interrupt::NoInterrupt;
     use crate::kernels::DenseStack;
     use crate::result::SolveStatus;
-    use crate::solvers::test_util::{factored, problem};
+    use crate::solvers::test_util::{factored, problem, Formed};
 
     /// The smooth losses' Newton solves on a stack of factors (total rank 15 < n = 60, through
     /// the capacitance matrix) reach the optimum of the same kernels stored dense.
@@ -252,37 +252,6 @@ mod tests {
                     b.primal
                 );
             }
-        }
-    }
-
-    /// A dense stack that hides that it stores its entries: the analytic solver then forms
-    /// `K_θ` and reads the forms at every whole step, as before the gradient caches.
-    struct Formed<'a>(DenseStack<'a, f64>);
-
-    impl KernelStack for Formed<'_> {
-        fn n(&self) -> usize {
-            self.0.n()
-        }
-        fn m(&self) -> usize {
-            self.0.m()
-        }
-        fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
-            self.0.quad_forms_subset(v, idx, out)
-        }
-        fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
-            self.0.quad_forms_batch_subset(vs, idx, out)
-        }
-        fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {
-            self.0.matvec(m, v, out)
-        }
-        fn combine(&self, theta: &[f64], out: &mut [f64]) {
-            self.0.combine(theta, out)
-        }
-        fn column(&self, m: usize, i: usize, out: &mut [f64]) {
-            self.0.column(m, i, out)
-        }
-        fn diag(&self, m: usize, out: &mut [f64]) {
-            self.0.diag(m, out)
         }
     }
 

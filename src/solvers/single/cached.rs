@@ -92,6 +92,51 @@ impl GradientCaches {
         self.at.copy_from_slice(beta);
     }
 
+    /// `γ_m = βᵀK_mβ` at `beta` for every kernel: the forms of a solver's whole iterates,
+    /// after which its solves run on [`SingleKernel::solve_cached`]. From the caches in
+    /// `slot`, brought to `beta` where that reads no more entries than the forms do; else
+    /// read from `stack`, the caches left behind (the solves then add `K_θ (β − β_c)` from
+    /// the kernels with a weight). Built in `slot` at the first call (the rows of `β`'s
+    /// non-zeros) when `moving` coefficients changing at the next forms would make the
+    /// update pay (`moving = 0`: always; the SVM wrapper passes its free support vectors,
+    /// since the bounded ones mostly stay).
+    pub fn forms_in(
+        slot: &mut Option<Self>,
+        stack: &dyn KernelStack,
+        beta: &[f64],
+        moving: usize,
+    ) -> Vec<f64> {
+        let refresh = match slot {
+            Some(caches) => {
+                let changed = beta.iter().zip(&caches.at).filter(|(b, a)| b != a).count();
+                update_pays(changed, beta)
+            }
+            None => update_pays(moving, beta),
+        };
+        if !refresh {
+            let mut q = vec![0.0; stack.m()];
+            stack.quad_forms(beta, &mut q);
+            return q;
+        }
+        let caches = slot.get_or_insert_with(|| GradientCaches::new(stack));
+        caches.update(stack, beta);
+        caches.forms(beta)
+    }
+
+    /// Whether the caches are at `beta` (`h_m = K_m β`).
+    pub fn is_at(&self, beta: &[f64]) -> bool {
+        self.at == beta
+    }
+
+    /// `h_k = K_k β_c` for the kernels `set`, `n` values each, one after another (the SVM
+    /// Hessian's products, docs/mathematics.md §2.11).
+    pub fn products(&self, set: &[usize]) -> Vec<f64> {
+        let n = self.n;
+        set.iter()
+            .flat_map(|&k| self.h[k * n..(k + 1) * n].iter().copied())
+            .collect()
+    }
+
     /// `γ_m = βᵀK_mβ = βᵀh_m` for every kernel (the caches must be at `beta`).
     pub fn forms(&self, beta: &[f64]) -> Vec<f64> {
         debug_assert!(self.at == beta, "the caches are at another β");
@@ -117,6 +162,48 @@ impl GradientCaches {
     pub fn combined(&self, w: &[(usize, f64)]) -> Vec<f64> {
         self.combined_of(&self.h, w)
     }
+
+    /// Whether the caches follow every solve of `θ` (`w` = [`weighted`]`(θ)`): when `θ`
+    /// weighs most kernels, so that the rows the update reads are mostly those a model at a
+    /// new `β` reads anyway (ℓp, whose forms read the caches at every solve). Else they wait
+    /// for the forms ([`Self::forms_in`]; the SVM wrapper's trial weights, whose solves a
+    /// refused step never certifies).
+    fn eager(&self, stack: &dyn KernelStack, w: &[(usize, f64)]) -> bool {
+        2 * w.len() > stack.m()
+    }
+
+    /// The model at `beta`, `K_θ β = Σ_m θ_m h_m + K_θ (β − β_c)` (`w` = [`weighted`]`(θ)`):
+    /// the caches brought to `beta` first when [`Self::eager`], else the kernels of `θ` read
+    /// on the rows where `β` differs from `β_c`.
+    fn model(
+        &mut self,
+        stack: &dyn KernelStack,
+        theta: &[f64],
+        w: &[(usize, f64)],
+        beta: &[f64],
+    ) -> Vec<f64> {
+        if self.eager(stack, w) {
+            self.update(stack, beta);
+            return self.combined(w);
+        }
+        let mut f = self.combined(w);
+        let delta: Vec<f64> = beta.iter().zip(&self.at).map(|(b, a)| b - a).collect();
+        if delta.iter().any(|&d| d != 0.0) {
+            let mut kd = vec![0.0; self.n];
+            stack.combined_matvec(theta, &delta, &mut kd);
+            f.iter_mut().zip(&kd).for_each(|(a, b)| *a += b);
+        }
+        f
+    }
+}
+
+/// Whether an update of the caches for `changed` coefficients reads no more than the forms
+/// `βᵀK_mβ` at `beta` do: `n` entries per changed coefficient and kernel against the upper
+/// triangle's rows of `β`'s non-zeros (`n − i` from row `i`).
+fn update_pays(changed: usize, beta: &[f64]) -> bool {
+    let n = beta.len();
+    let forms: usize = (0..n).filter(|&i| beta[i] != 0.0).map(|i| n - i).sum();
+    changed * n <= forms
 }
 
 /// The coefficients `β = y ∘ α` of the classification losses' QP variables.
@@ -126,9 +213,10 @@ fn coef_of(y: &[f64], alpha: &[f64]) -> Vec<f64> {
 
 impl SingleKernel {
     /// Solves by SMO on `K_θ` of `stack` without forming it, warm-started at the last
-    /// solution (or the warm start set), whose gradient comes from `caches`; leaves `caches`
-    /// at the new `β` and returns `f = K_θ β = Σ θ_m h_m` and the intercept that minimises
-    /// the loss for it (as [`SingleKernel::solve_combined`]). The columns SMO reads cost
+    /// solution (or the warm start set), whose gradient comes from `caches`; returns
+    /// `f = K_θ β` (from the caches brought to the new `β` when `θ` weighs most kernels,
+    /// else SMO's own, the caches left for [`GradientCaches::forms_in`]) and the intercept
+    /// that minimises the loss for it (as [`SingleKernel::solve_combined`]). The columns SMO reads cost
     /// `|{m: θ_m > 0}|·n` entries each and stay in a cache of up to `n` columns (the memory
     /// of a formed `K_θ`), for this θ only; when the last solve needed more than a quarter of
     /// them ([`GradientCaches::form`]), `K_θ` is formed in `k_theta` instead, which reads
@@ -152,15 +240,17 @@ impl SingleKernel {
             } => coef_of(y, a),
             _ => vec![0.0; stack.n()],
         };
-        caches.update(stack, &start);
         let w = weighted(theta);
-        let values = caches.combined(&w);
+        // Where the caches wait and `K_θ` is formed, SMO's gradient from the formed columns
+        // of the start's non-zeros reads less than their rows in every weighted kernel.
+        let values = (caches.eager(stack, &w) || !caches.form())
+            .then(|| caches.model(stack, theta, &w, &start));
         let n = stack.n();
         if caches.form() {
             k_theta.resize(n * n, 0.0);
             stack.combine(theta, k_theta);
             let kernel = DenseKernel::new(k_theta, n)?;
-            self.solve_smo(&kernel, tol, interrupt, Some(&values))?;
+            self.solve_smo(&kernel, tol, interrupt, values.as_deref())?;
             // Count the columns as on demand: the free support vectors' steps.
             caches.columns = self.changed(&start);
         } else {
@@ -172,11 +262,14 @@ impl SingleKernel {
                 stack.combined_column(&w, i, out)
             };
             let kernel = CachedColumns::new(diag, compute, 8 * n * n);
-            self.solve_smo(&kernel, tol, interrupt, Some(&values))?;
+            self.solve_smo(&kernel, tol, interrupt, values.as_deref())?;
             caches.columns = computed.into_inner();
         }
-        caches.update(stack, self.beta());
-        let f = caches.combined(&w);
+        // SMO's model values at its final gradient, where the caches wait for the forms.
+        let f = match self {
+            SingleKernel::Smo { last: Some(s), .. } if !caches.eager(stack, &w) => s.values.clone(),
+            _ => caches.model(stack, theta, &w, self.beta()),
+        };
         let b = self
             .loss()
             .best_intercept(y, &self.shifted(&f), c, self.intercept());

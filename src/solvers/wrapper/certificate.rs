@@ -32,6 +32,18 @@ pub(crate) struct Point {
     pub(crate) value: f64,
 }
 
+impl Point {
+    /// The point of SMO's last solve, whose model is `f = K_w β` with intercept `b`.
+    pub(super) fn of_smo(solver: &SingleKernel, f: Vec<f64>, b: f64) -> Point {
+        Point {
+            beta: solver.beta().to_vec(),
+            f,
+            b,
+            value: solver.svm_dual_value().unwrap_or(f64::NEG_INFINITY),
+        }
+    }
+}
+
 /// Solves the single-kernel problem on `kw` (of `stack`) to accuracy `tol` (warm-started).
 pub(super) fn solve_point(
     solver: &mut SingleKernel,
@@ -46,12 +58,7 @@ pub(super) fn solve_point(
     let mut f = kw.solve(solver, stack, tol, interrupt)?;
     let b = loss.best_intercept(y, &f, c, solver.intercept());
     if solver.is_sparse() {
-        return Ok(Point {
-            beta: solver.beta().to_vec(),
-            f,
-            b,
-            value: solver.svm_dual_value().unwrap_or(f64::NEG_INFINITY),
-        });
+        return Ok(Point::of_smo(solver, f, b));
     }
     // Newton stops inexactly: its `β` can leave the conjugate's domain (logistic), so the
     // model and the certificate both move to the natural point of its model (one more

@@ -7,8 +7,9 @@ use crate::solvers::single::{KernelOp, SingleKernel};
 
 /// The combined kernel `K_w` of an iterate: dense, or `K_w = UUᵀ` (`U` column-major `n × R`)
 /// for the smooth losses on a stack of factors, where Newton and the Hessian's systems form
-/// nothing `n × n` (docs/mathematics.md §3.2), or on a stack computed on demand its weights
-/// `w` only (SMO computes the columns it reads, through a row cache).
+/// nothing `n × n` (docs/mathematics.md §3.2), or its weights `w` only where SMO computes the
+/// columns it reads: through a row cache on a stack computed on demand, or from the stored
+/// kernels' columns beside the per-kernel gradient caches ([`SingleKernel::solve_cached`]).
 pub(crate) enum Combined {
     Dense(Vec<f64>),
     Factor(Vec<f64>),
@@ -44,6 +45,15 @@ impl Combined {
             Combined::Dense(k) => KernelOp::Dense(k),
             Combined::Factor(u) => KernelOp::Factor(u),
             Combined::OnDemand(_) => unreachable!("SMO solves on demand without an operator"),
+        }
+    }
+
+    /// The dense buffer (empty when there is none), `self` left empty: the formed `K_w` of a
+    /// solve on the gradient caches, or the columns on demand.
+    pub(crate) fn take_dense(&mut self) -> Vec<f64> {
+        match std::mem::replace(self, Combined::Dense(Vec::new())) {
+            Combined::Dense(k) => k,
+            Combined::Factor(_) | Combined::OnDemand(_) => Vec::new(),
         }
     }
 
@@ -122,12 +132,14 @@ impl Combined {
         self.kernel(stack).block(free)
     }
 
-    /// The kernel SMO solved on (of `stack`): stored, or computed on demand.
+    /// The kernel SMO solved on (of `stack`): stored, computed on demand, or combined from the
+    /// stored kernels' columns.
     pub(crate) fn kernel<'a>(&'a self, stack: &'a dyn KernelStack) -> CombinedKernel<'a> {
         match (self, stack.on_demand()) {
             (Combined::OnDemand(w), Some(od)) => CombinedKernel::OnDemand(od, w),
+            (Combined::OnDemand(w), None) => CombinedKernel::Columns(stack, w),
             (Combined::Dense(k), _) => CombinedKernel::Stored(k, stack.n()),
-            _ => unreachable!("SMO runs on a dense kernel or on demand"),
+            (Combined::Factor(_), _) => unreachable!("SMO runs on a dense kernel or on demand"),
         }
     }
 }

@@ -69,6 +69,16 @@
 //! model's kernels (the smooth losses' dense `β`: every `K_mβ` in the same one pass as the
 //! forms).
 //!
+//! For SMO on a stored stack the whole problem's iterates run on per-kernel gradient caches
+//! `h_m = K_mβ_c` instead (`GradientCaches`; docs/performance.md, "The SVM wrapper on
+//! per-kernel gradient caches"): the solves read the columns of `K_w` they step on from the
+//! kernels with a weight (or form `K_w` when the last solve read more than a quarter of
+//! them), warm-started from `Σ_m w_m h_m` plus the changed coefficients' rows of those
+//! kernels, so that a trial step, refused or not, combines nothing; the caches of every
+//! kernel are brought to `β` only when an iterate is certified, from the rows of the
+//! coefficients that changed since the last one, and give its forms `q_m = βᵀh_m` and the
+//! Hessian's products `h_k`.
+//!
 //! On kernels computed on demand (hinge-type losses) nothing `n × n` is formed: SMO reads the
 //! columns of `K_w` through its row cache, and the Hessian needs `K_w[F, F]` and `K_kβ` on the
 //! support vectors only (`|S|²` evaluations per kernel, from views of those points).
@@ -97,7 +107,7 @@ use crate::penalties::{SparsePenalty, WeightPenalty};
 use crate::result::FitResult;
 use crate::solvers::driver::Driver;
 use crate::solvers::points::{PointSet, MIN_POINTS};
-use crate::solvers::single::SingleKernel;
+use crate::solvers::single::{GradientCaches, SingleKernel};
 use crate::solvers::witness::PsdCheck;
 
 // The Newton model on the kernel weights, which the shared multiclass fit takes over with the
@@ -237,7 +247,9 @@ fn fit_from(
         ));
     }
     let mut kw = Combined::Dense(Vec::new());
-    let w = start::start(stack, y, c, &mut whole, &mut kw, &pen, smooth, interrupt)?;
+    let cacheable = !smooth && GradientCaches::apply(stack, cfg.loss);
+    let modes = (smooth, cacheable);
+    let (w, caches) = start::start(stack, y, c, &mut whole, &mut kw, &pen, modes, interrupt)?;
     // As the other wrappers' floor (`GapSchedule`): the SVM's accuracy must not bound the gap.
     // Newton's (a relative decrease of the objective) follows the gap instead.
     let inner_tol = if smooth {
@@ -255,6 +267,8 @@ fn fit_from(
         pen,
         smooth,
         use_ws: !smooth && pen.r1 > 0.0 && stack.n() >= min_points,
+        cacheable,
+        caches,
         whole,
         ws: None,
         kset: None,
@@ -290,6 +304,13 @@ struct Wrapper<'s> {
     /// Whether the first whole-problem iterate forms a working set of points (hinge-type
     /// losses, from `min_points` on).
     use_ws: bool,
+    /// Whether whole-problem iterates keep per-kernel gradient caches (SMO on a stored
+    /// stack), and the caches once the start (its ranking of the kernels) or the first whole
+    /// iterate outside a working set of points built them: later whole solves then run on
+    /// the columns of `K_w` on demand, trial weights cost no combine, and the forms and the
+    /// Hessian's products `K_kβ` are read from them.
+    cacheable: bool,
+    caches: Option<GradientCaches>,
     /// The whole problem's single-kernel solver.
     whole: SingleKernel,
     /// The working set of points (module docs); `None` while the whole problem is iterated.

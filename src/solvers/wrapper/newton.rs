@@ -124,6 +124,20 @@ pub(crate) fn free_points(beta: &[f64], upper: &[f64]) -> Vec<usize> {
         .collect()
 }
 
+/// The box of SMO's dual per sample: `c` (the hinge), unbounded for the squared hinge.
+fn dual_box(loss: Loss, c: &[f64]) -> Vec<f64> {
+    match loss {
+        Loss::SquaredHinge => vec![f64::INFINITY; c.len()],
+        _ => c.to_vec(),
+    }
+}
+
+/// How many of an SVM solution's coefficients are free support vectors ([`free_points`]):
+/// those that move with the weights, where the bounded ones mostly stay.
+pub(crate) fn free_count(beta: &[f64], c: &[f64], loss: Loss) -> usize {
+    free_points(beta, &dual_box(loss, c)).len()
+}
+
 /// `H_S = Gᵀ Z G` (module docs) for the kernels `vars`, `prod` holding `K_kβ` for the kernels
 /// `0, 1, …` of its numbering, one after another (`n` values each, of which the free points'
 /// are read), and `a` the block `K_w[F, F]` of the free points `free`.
@@ -209,14 +223,11 @@ pub(crate) fn s_hessian(
         return Ok(h);
     }
     let mean_diag = kw.trace(stack) / n as f64;
-    let (upper, ridge): (Vec<f64>, Vec<f64>) = match cfg.loss {
-        Loss::SquaredHinge => (
-            vec![f64::INFINITY; n],
-            c.iter().map(|ci| 1.0 / ci + 1e-10 * mean_diag).collect(),
-        ),
-        _ => (c.to_vec(), vec![1e-10 * mean_diag; n]),
+    let ridge: Vec<f64> = match cfg.loss {
+        Loss::SquaredHinge => c.iter().map(|ci| 1.0 / ci + 1e-10 * mean_diag).collect(),
+        _ => vec![1e-10 * mean_diag; n],
     };
-    let free = free_points(&point.beta, &upper);
+    let free = free_points(&point.beta, &dual_box(cfg.loss, c));
     let local: Vec<usize> = (0..s).collect();
     svm_hessian(kw.block(stack, &free), n, &free, &ridge, prod, &local)
 }

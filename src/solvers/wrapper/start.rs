@@ -4,14 +4,15 @@
 
 use rayon::prelude::*;
 
+use super::newton::free_count;
 use super::Combined;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
-use crate::kernels::KernelStack;
+use crate::kernels::{CombinedKernel, KernelStack};
 use crate::linalg::dot;
 use crate::losses::Loss;
 use crate::penalties::WeightPenalty;
-use crate::solvers::single::SingleKernel;
+use crate::solvers::single::{GradientCaches, SingleKernel};
 
 /// The kernels that start with a non-zero weight when there are more than twice as many.
 const START_KERNELS: usize = 20;
@@ -96,17 +97,8 @@ impl Sample {
         }
         let cs: Vec<f64> = rows.iter().map(|&i| c[i] * n as f64 / s as f64).collect();
         let solver = SingleKernel::new(loss, &cs, &ys)?;
-        let inv_m = 1.0 / stack.m() as f64;
-        let mut k = vec![0.0; s * s];
-        k.par_chunks_mut(s).zip(&rows).for_each(|(out, &i)| {
-            let mut col = vec![0.0; s];
-            for m in 0..stack.m() {
-                stack.column_at(m, i, &rows, &mut col);
-                for (o, v) in out.iter_mut().zip(&col) {
-                    *o += inv_m * v;
-                }
-            }
-        });
+        let lambda = vec![1.0 / stack.m() as f64; stack.m()];
+        let k = CombinedKernel::Columns(stack, &lambda).block(&rows);
         Ok(Some(Sample {
             rows,
             solver,
@@ -256,8 +248,10 @@ pub(super) struct Scale {
     pub(super) collapsed: bool,
 }
 
-/// The first iterate (step 1 of the module docs): its weights, with `kw` holding `K_w` and
-/// `solver` warm near it.
+/// The first iterate (step 1 of the module docs): its weights, with `solver` warm near it and
+/// `kw` holding `K_w`, or, when `cacheable` and the kernels are ranked on all the points, the
+/// per-kernel gradient caches that ranked them instead: the first iterate then solves on
+/// their columns of `K_w` on demand, and its forms read only the rows that its solve changed.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn start(
     stack: &dyn KernelStack,
@@ -266,9 +260,9 @@ pub(super) fn start(
     solver: &mut SingleKernel,
     kw: &mut Combined,
     pen: &WeightPenalty,
-    factors: bool,
+    (factors, cacheable): (bool, bool),
     interrupt: &dyn Interrupt,
-) -> Result<Vec<f64>> {
+) -> Result<(Vec<f64>, Option<GradientCaches>)> {
     let m = stack.m();
     if pen.r1 > 0.0 {
         if let Some(mut sample) = Sample::new(stack, y, c, solver.loss())? {
@@ -282,7 +276,7 @@ pub(super) fn start(
                 solver.set_warm_start(alpha);
             }
             kw.set(stack, &w, factors);
-            return Ok(w);
+            return Ok((w, None));
         }
     }
     let mut k_lambda = Combined::Dense(Vec::new());
@@ -290,15 +284,22 @@ pub(super) fn start(
     if pen.r1 == 0.0 {
         // No ℓ1 part: every weight sits at its supremum, one SVM on Σ_m K_m / r_2.
         k_lambda.scaled_into(m as f64 * pen.cap(), kw);
-        return Ok(vec![pen.cap(); m]);
+        return Ok((vec![pen.cap(); m], None));
     }
     let scale = scale_search(solver, stack, &k_lambda, kw, pen, interrupt)?;
     if m <= 2 * START_KERNELS {
-        return Ok(vec![scale.t / m as f64; m]);
+        return Ok((vec![scale.t / m as f64; m], None));
     }
     drop(k_lambda);
-    let mut q = vec![0.0; m];
-    stack.quad_forms(solver.beta(), &mut q);
+    let mut caches = None;
+    let q = if cacheable {
+        let moving = free_count(solver.beta(), c, solver.loss());
+        GradientCaches::forms_in(&mut caches, stack, solver.beta(), moving)
+    } else {
+        let mut q = vec![0.0; m];
+        stack.quad_forms(solver.beta(), &mut q);
+        q
+    };
     let mut w = ranked_start(&q, scale.t, pen);
     if scale.collapsed {
         // The uniform ray's minimum is the zero model, but the ranked kernels' need not be:
@@ -316,8 +317,10 @@ pub(super) fn start(
             w = ranked_start(&q, ranked.t, pen);
         }
     }
-    kw.set(stack, &w, factors);
-    Ok(w)
+    if caches.is_none() {
+        kw.set(stack, &w, factors);
+    }
+    Ok((w, caches))
 }
 
 /// Most weights end at zero: the start puts the total weight `t` on the [`START_KERNELS`]

@@ -6,16 +6,16 @@ use std::ops::ControlFlow;
 
 use super::certificate::{forms, solve_point, Certificate, Point};
 use super::newton::{
-    gradient, model_kernels, movable, s_hessian, step_rose, NewtonModel, MAX_MODEL,
+    free_count, gradient, model_kernels, movable, s_hessian, step_rose, NewtonModel, MAX_MODEL,
     MAX_MODEL_SMOOTH, MIN_RADIUS, START_RADIUS,
 };
-use super::{Next, Wrapper, MIN_INNER_TOL};
+use super::{Combined, Next, Wrapper, MIN_INNER_TOL};
 use crate::error::Result;
 use crate::kernels::{support_products, KernelStack};
 use crate::result::SolveStatus;
 use crate::solvers::driver::{Driver, Outcome, Solver};
 use crate::solvers::points::{gather_points, new_points, PointSet};
-use crate::solvers::single::SingleKernel;
+use crate::solvers::single::{GradientCaches, SingleKernel};
 
 /// The kernels whose cross forms dual aggregation reads beyond twice the active ones
 /// ([`Aggregate::segment_forms`](super::certificate::Aggregate::segment_forms)).
@@ -169,12 +169,28 @@ impl Wrapper<'_> {
     /// The single-kernel solve at `w` of the iterated problem, warm-started: its point and
     /// `J(w)` (the SVM's value plus the penalty).
     fn solve(&mut self, d: &Driver<'_>) -> Result<(Point, f64)> {
-        let p = iterated(&mut self.ws, &mut self.whole, self.stack, self.y, self.c);
-        if !self.kw_is_w {
-            self.kw.set(p.stack, &self.w, self.smooth);
-        }
         let tol = self.inner_tol;
-        let point = solve_point(p.solver, p.stack, &self.kw, p.y, p.c, tol, d.interrupt)?;
+        let point = if let Some(caches) = self.caches.as_mut() {
+            debug_assert!(self.ws.is_none(), "the caches serve the whole problem only");
+            // `K_w` formed by the solve when SMO needed many columns, else its weights.
+            let mut k = self.kw.take_dense();
+            let (stack, y, c, w) = (self.stack, self.y, self.c, &self.w);
+            let (f, b) =
+                self.whole
+                    .solve_cached(stack, caches, y, c, w, tol, &mut k, d.interrupt)?;
+            self.kw = if k.is_empty() {
+                Combined::OnDemand(w.clone())
+            } else {
+                Combined::Dense(k)
+            };
+            Point::of_smo(&self.whole, f, b)
+        } else {
+            let p = iterated(&mut self.ws, &mut self.whole, self.stack, self.y, self.c);
+            if !self.kw_is_w {
+                self.kw.set(p.stack, &self.w, self.smooth);
+            }
+            solve_point(p.solver, p.stack, &self.kw, p.y, p.c, tol, d.interrupt)?
+        };
         let j = point.value + self.w.iter().map(|&v| self.pen.value(v)).sum::<f64>();
         Ok((point, j))
     }
@@ -241,6 +257,8 @@ impl Wrapper<'_> {
         }
         d.checks.start(d.tracker.certified(dual));
         self.ws = Some(set);
+        // The restricted problem forms its own `K_w[W, W]`.
+        self.caches = None;
         self.next = Next::Recombine;
         Ok(Some(Outcome::Gap {
             gap,
@@ -261,9 +279,22 @@ impl Wrapper<'_> {
         // Dual aggregation (`Aggregate`) where `β` is sparse and every form is read.
         let aggregate = !self.smooth && self.kset.is_none();
         let idx: Option<Vec<usize>> = self.ws.as_ref().map(|s| s.idx().to_vec());
+        let prod = if self.cacheable && self.ws.is_none() && self.kset.is_none() {
+            // The caches' forms `βᵀh_m` (built here at the first whole iterate).
+            let moving = free_count(&point.beta, self.c, self.cfg.loss);
+            self.q = GradientCaches::forms_in(&mut self.caches, self.stack, &point.beta, moving);
+            None
+        } else {
+            let p = iterated(&mut self.ws, &mut self.whole, self.stack, self.y, self.c);
+            forms(
+                p.stack,
+                &point.beta,
+                self.smooth,
+                self.kset.as_deref(),
+                &mut self.q,
+            )
+        };
         let p = iterated(&mut self.ws, &mut self.whole, self.stack, self.y, self.c);
-        let kset = self.kset.as_deref();
-        let prod = forms(p.stack, &point.beta, self.smooth, kset, &mut self.q);
         let segment = if aggregate {
             let cap = AGGREGATE_KERNELS + 2 * self.w.iter().filter(|&&v| v > 0.0).count();
             let read = (&point.beta[..], &self.q[..]);
@@ -386,12 +417,14 @@ impl Wrapper<'_> {
         let n = self.stack.n();
         let p = iterated(&mut self.ws, &mut self.whole, self.stack, self.y, self.c);
         // `K_kβ` for the model's kernels only: few, once the weights are sparse.
-        let prod = match &all_prod {
-            Some(all) => vars
+        let prod = match (&all_prod, &self.caches) {
+            (Some(all), _) => vars
                 .iter()
                 .flat_map(|&kk| all[kk * n..(kk + 1) * n].iter().copied())
                 .collect(),
-            None => support_products(p.stack, &point.beta, &vars),
+            // The caches, when its forms brought them to this iterate's `β`.
+            (None, Some(caches)) if caches.is_at(&point.beta) => caches.products(&vars),
+            (None, _) => support_products(p.stack, &point.beta, &vars),
         };
         let mut hess = s_hessian(p.solver, p.stack, &self.kw, point, &prod, p.c, self.cfg)?;
         let s = vars.len();

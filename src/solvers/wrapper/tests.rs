@@ -10,7 +10,7 @@ use crate::penalties::WeightPenalty;
 use crate::result::SolveStatus;
 use crate::solvers::single::bordered_many;
 use crate::solvers::spicy::{fit_spicy, SpicyConfig};
-use crate::solvers::test_util::{problem, Lcg};
+use crate::solvers::test_util::{problem, Formed, Lcg};
 
 fn losses() -> [Loss; 3] {
     [
@@ -688,4 +688,64 @@ fn the_best_point_of_a_segment_is_feasible_and_beats_both_ends() {
             .zip(&y)
             .all(|(r, yi)| r * yi >= -1e-15 && r * yi <= 1.0 + 1e-15));
     }
+}
+
+/// Whole iterates on the per-kernel gradient caches (SMO on the columns of `K_w` on demand,
+/// trial weights without a combine, the forms `βᵀh_m` and the Hessian's products `h_k`; with
+/// more than 40 kernels also the start's ranking) certify what forming `K_w` and reading the
+/// forms certifies: the same iterations, primal and dual values to 1e-10, and the same
+/// weights. At a tight tolerance: rounding can change SMO's path within its accuracy, which
+/// the wrapper's solves follow (`inner_tol ≤ tol/10`).
+#[test]
+fn cached_iterates_certify_like_the_formed_kernel() {
+    let n = 80;
+    let (g, m, y) = problem(n, false, 3);
+    // The five kernels at nine scales: a ranked start.
+    let many: Vec<f64> = (1..=9)
+        .flat_map(|s| g.iter().map(move |v| (1.0 + 0.1 * s as f64) * v))
+        .collect();
+    let enet = SparsePenalty::ElasticNet { l1_ratio: 0.5 };
+    // The caches' path rounds differently from the formed one: some fit must show it ran.
+    let mut cached_ran = false;
+    for (kernels, gram) in [(m, &g), (9 * m, &many)] {
+        let dense = DenseStack::new(gram, kernels, n).unwrap();
+        let formed = Formed(DenseStack::new(gram, kernels, n).unwrap());
+        for (penalty, loss, c) in [
+            (SparsePenalty::L1, Loss::Hinge, 1.0),
+            (SparsePenalty::L1, Loss::Hinge, 10.0),
+            (enet, Loss::Hinge, 1.0),
+            (SparsePenalty::L1, Loss::SquaredHinge, 1.0),
+            (enet, Loss::SquaredHinge, 10.0),
+        ] {
+            let cfg = WrapperConfig {
+                penalty,
+                c,
+                loss,
+                tol: 1e-10,
+                ..WrapperConfig::default()
+            };
+            let a = fit_wrapper(&dense, &y, &cfg, &NoInterrupt).unwrap();
+            let b = fit_wrapper(&formed, &y, &cfg, &NoInterrupt).unwrap();
+            let case = format!("M = {kernels}, {penalty:?} {loss:?} C = {c}");
+            assert_eq!(a.status, SolveStatus::Converged, "{case}");
+            assert!(
+                a.n_iter >= 2,
+                "{case}: the first iterate alone tests no cache"
+            );
+            assert_eq!(a.n_iter, b.n_iter, "{case}");
+            let close = |u: f64, v: f64| (u - v).abs() <= 1e-10 * v.abs();
+            assert!(
+                close(a.primal, b.primal),
+                "{case}: P {} vs {}",
+                a.primal,
+                b.primal
+            );
+            assert!(close(a.dual, b.dual), "{case}: D {} vs {}", a.dual, b.dual);
+            for (u, v) in a.kernel_weights.iter().zip(&b.kernel_weights) {
+                assert!((u - v).abs() <= 1e-8, "{case}: {u} vs {v}");
+            }
+            cached_ran |= a.primal != b.primal || a.dual != b.dual;
+        }
+    }
+    assert!(cached_ran, "no fit ran on the caches");
 }
