@@ -364,18 +364,10 @@ impl<'a, X: RowRead + ?Sized> Chunks<'a, X> {
         out
     }
 
-    /// One chunk's part of `op` (`kept`: the [`Kept`] rows of the op's dual point, when it
-    /// has one; `mv`: a product's vector, when it is one).
-    fn part(
-        &self,
-        op: &Op,
-        st: &RowState,
-        kept: Option<&Kept>,
-        mv: Option<&Moved>,
-        r: Range<usize>,
-    ) -> Vec<f64> {
-        let (x, y, c, z, d) = (self.x, self.y, self.c, &st.z, &st.d);
-        let width = x.width();
+    /// One chunk's part of the loss's value ([`Op::Loss`]) or slopes ([`Op::Slope`],
+    /// [`Op::InterceptSlope`]).
+    fn loss_part(&self, op: &Op, st: &RowState, r: Range<usize>) -> Vec<f64> {
+        let (y, c, z, d) = (self.y, self.c, &st.z, &st.d);
         match op {
             Op::Loss { env, bs, step } => {
                 let (y, c, z, d) = (&y[r.clone()], &c[r.clone()], &z[r.clone()], &d[r.clone()]);
@@ -414,6 +406,26 @@ impl<'a, X: RowRead + ?Sized> Chunks<'a, X> {
                             .sum()
                     })
                     .collect()
+            }
+            _ => unreachable!("a loss's operation"),
+        }
+    }
+
+    /// One chunk's part of `op` (`kept`: the [`Kept`] rows of the op's dual point, when it
+    /// has one; `mv`: a product's vector, when it is one).
+    fn part(
+        &self,
+        op: &Op,
+        st: &RowState,
+        kept: Option<&Kept>,
+        mv: Option<&Moved>,
+        r: Range<usize>,
+    ) -> Vec<f64> {
+        let (x, y, c, z) = (self.x, self.y, self.c, &st.z);
+        let width = x.width();
+        match op {
+            Op::Loss { .. } | Op::Slope { .. } | Op::InterceptSlope { .. } => {
+                self.loss_part(op, st, r)
             }
             Op::Hessian { .. } => self.hessian_part(op, st, r),
             Op::HessianProduct { .. } => {
