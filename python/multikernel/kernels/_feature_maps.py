@@ -52,10 +52,15 @@ class FeatureBank:
 
     A fitted bank turns ``n`` points into ``M`` feature blocks ``Φ_m`` of shape
     ``(n, D_m)``, so a kernel is the low-rank factor ``Φ_m Φ_mᵀ`` and no ``n×n`` matrix is
-    formed. ``Linear`` specs get their own columns (exact); the others get random Fourier
-    features (``method="rff"``, Gaussian and Laplacian only: unbiased, error ``~ 1/sqrt(D)``)
-    or Nyström features (``method="nystroem"``, any kernel: ``φ(x) = R⁻¹k(P, x)`` with
-    landmarks ``P`` and ``K_PP = RRᵀ``; exact on the landmarks). Pass it as ``kernels=`` to
+    formed. ``Linear`` specs get their own columns (exact), and the sequence kernels their
+    exact features as sparse CSR blocks (:class:`Spectrum`: the k-mer counts;
+    :class:`WeightedDegree` without shifts: the position-specific substrings of lengths
+    ``1..d`` weighted ``sqrt(β_k)``; columns are the substrings seen at fit, unseen ones are
+    dropped from new strings: docs/guide.md §7, "Sequences at scale"). The others get random
+    Fourier features (``method="rff"``, Gaussian and Laplacian only: unbiased, error
+    ``~ 1/sqrt(D)``) or Nyström features (``method="nystroem"``, any kernel:
+    ``φ(x) = R⁻¹k(P, x)`` with landmarks ``P`` and ``K_PP = RRᵀ``; exact on the landmarks).
+    Pass it as ``kernels=`` to
     the estimators to fit on the low-rank stack.
 
     Parameters
@@ -70,9 +75,11 @@ class FeatureBank:
     landmarks : {"pivoted", "uniform"}, default "pivoted"
         Nyström landmarks: the pivots of the incomplete Cholesky of the training kernel
         (deterministic, adapted to the data), or rows drawn uniformly with ``random_state``.
-    normalize : {"mean_diag", "trace", "none"} or None, default "mean_diag"
+    normalize : {"mean_diag", "trace", "none", "spherical"} or None, default "mean_diag"
         Scale each block so that the approximate training kernel has unit mean diagonal (or
-        unit trace); the scale is kept and applied to new points.
+        unit trace); the scale is kept and applied to new points. ``"spherical"`` (sequence
+        kernels only) divides each row by ``sqrt(k(s, s))``, the cosine normalisation of the
+        Gram matrices.
     random_state : int or None, default None
         Seed (≥ 0) of the random Fourier features and of uniform landmarks (None: 0).
     dtype : {numpy.float64, numpy.float32}, default numpy.float64
@@ -88,9 +95,9 @@ class FeatureBank:
     InvalidParameterError
         An unknown ``method``, ``landmarks`` or ``normalize``, ``n_components < 1``, a
         non-integer ``random_state``, ``method="rff"`` for a kernel that is not
-        shift-invariant, or a :class:`Callable`, :class:`Spectrum` or :class:`WeightedDegree`
-        (they have no feature map here, with either method: factor a sequence kernel's Gram
-        matrix with :func:`low_rank`).
+        shift-invariant, a :class:`Callable` (no feature map), a :class:`WeightedDegree`
+        with ``shift > 0`` (no finite explicit feature map), or sequence kernels beside
+        vector kernels (a bank reads strings or numbers).
 
     Attributes
     ----------
@@ -115,7 +122,14 @@ class FeatureBank:
     >>> bank = FeatureBank([Gaussian(sigma=1.0), Linear(features=[0])], n_components=20)
     >>> [F.shape for F in bank.fit_transform(X)]
     [(50, 20), (50, 1)]
+    >>> from multikernel.kernels import Spectrum
+    >>> F, = FeatureBank([Spectrum(k=3)], normalize="none").fit_transform(["GATTACA", "TACAGAT"])
+    >>> F.format, F.shape, (F @ F.T).toarray().tolist()  # k-mer counts: the spectrum kernel
+    ('csr', (2, 7), [[5.0, 3.0], [3.0, 5.0]])
     """
+
+    params_: list[dict[str, Any]]
+    n_features_in_: int
 
     def __init__(
         self,
@@ -216,7 +230,8 @@ class FeatureBank:
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training points; a ``numpy.memmap`` is read in row batches (pivoted Nyström
             landmarks read it whole, as float64); a ``scipy.sparse`` matrix when every
-            kernel is :class:`Linear` (docs/guide.md, "Sparse data").
+            kernel is :class:`Linear` (docs/guide.md, "Sparse data"); strings (a 1-D array
+            or list, or a DataFrame's string columns) for sequence kernels.
 
         Returns
         -------
@@ -252,14 +267,16 @@ class FeatureBank:
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training points (``scipy.sparse`` when every kernel is :class:`Linear`).
+            Training points (``scipy.sparse`` when every kernel is :class:`Linear`; strings
+            for sequence kernels).
 
         Returns
         -------
         list of ndarray of shape (n_samples, D_m)
             One block per kernel, normalised: consecutive column ranges of one row-major
             ``(n_samples, n_components_.sum())`` array, which the solvers read in place;
-            for sparse ``X``, CSR matrices (each the columns its kernel reads, scaled).
+            for sparse ``X``, CSR matrices (each the columns its kernel reads, scaled); for
+            sequence kernels, CSR matrices of their exact features.
             Equal to ``transform(X)`` (to float32 rounding with ``dtype=float32``: here the
             stored values are scaled, there the scaled values stored).
 
@@ -315,7 +332,7 @@ class FeatureBank:
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             New points (a ``numpy.memmap`` is read batch by batch; a ``scipy.sparse``
             matrix when every kernel is :class:`Linear`, whose blocks are then CSR
-            matrices).
+            matrices; strings for sequence kernels, CSR blocks too).
         out : ndarray of shape ``(n_samples, n_components_.sum())``, optional
             C-ordered array of the bank's ``dtype`` to write the features into (e.g. a
             ``numpy.memmap``); by default a new array.
