@@ -60,8 +60,7 @@ class FeatureBank:
     Fourier features (``method="rff"``, Gaussian and Laplacian only: unbiased, error
     ``~ 1/sqrt(D)``) or Nyström features (``method="nystroem"``, any kernel:
     ``φ(x) = R⁻¹k(P, x)`` with landmarks ``P`` and ``K_PP = RRᵀ``; exact on the landmarks).
-    Pass it as ``kernels=`` to
-    the estimators to fit on the low-rank stack.
+    Pass it as ``kernels=`` to the estimators to fit on the low-rank stack.
 
     Parameters
     ----------
