@@ -37,6 +37,7 @@ __all__ = [
     "path",
     "quad_forms",
     "requested_threads",
+    "sequence_features",
     "shared_capabilities",
     "simd_level",
     "simplemkl_specs",
@@ -210,6 +211,16 @@ def fourier_features(
     b: NDArray[np.float64],
     n_threads: int = 0,
 ) -> NDArray[np.float64]: ...
+def sequence_features(
+    sequences: tuple[NDArray[np.uint8], NDArray[np.int64]],
+    spec: _SpecTuple,
+    vocabulary: tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint32], int] | None = None,
+    n_threads: int = 0,
+) -> tuple[
+    tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int],
+    NDArray[np.float64],
+    tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint32], int] | None,
+]: ...
 def nystroem_landmarks(
     x: NDArray[np.float64],
     spec: _SpecTuple,

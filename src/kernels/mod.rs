@@ -10,6 +10,7 @@ mod on_demand;
 mod packed;
 mod pairwise;
 mod rows;
+mod seq_features;
 mod sequence;
 pub(crate) mod simd;
 mod sparse;
@@ -30,6 +31,9 @@ pub(crate) use on_demand::support_products;
 pub use on_demand::{CombinedKernel, OnDemandKernel, OnDemandStack};
 pub use packed::{point_subset, PackedStack, PointSubset};
 pub use rows::{RowFeatures, SparseRowFeatures};
+pub use seq_features::{
+    features as sequence_features, fit_features as fit_sequence_features, FeatureRows, Vocabulary,
+};
 pub use sequence::{wd_weights, SeqColumn, SeqKernel, SeqKernelFn};
 pub use sparse::CsrMatrix;
 pub use spec::{simplemkl_bank, validate_features, KernelFn, KernelSpec, SIMPLEMKL_WIDTHS};

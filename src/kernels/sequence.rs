@@ -92,6 +92,12 @@ impl SeqColumn {
         &self.data[self.offsets[i]..self.offsets[i + 1] + PAD]
     }
 
+    /// The bytes of the sequences, one after another, and the `n + 1` offsets of their
+    /// starts (what [`SeqColumn::new`] takes).
+    pub fn parts(&self) -> (&[u8], &[usize]) {
+        (&self.data[..self.data.len() - PAD], &self.offsets)
+    }
+
     /// The sequences `idx`, in that order.
     pub fn subset(&self, idx: &[usize]) -> Self {
         let seqs: Vec<&[u8]> = idx.iter().map(|&i| self.get(i)).collect();
@@ -706,7 +712,7 @@ impl CountRows {
 
 /// FNV-1a: a fast, deterministic hash of the k-mers (the map's keys are trusted bytes).
 #[derive(Default)]
-struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Hasher for Fnv {
     fn finish(&self) -> u64 {
@@ -725,7 +731,7 @@ impl Hasher for Fnv {
     }
 }
 
-type KmerIds<'s> = HashMap<&'s [u8], u32, BuildHasherDefault<Fnv>>;
+pub(crate) type KmerIds<'s> = HashMap<&'s [u8], u32, BuildHasherDefault<Fnv>>;
 
 /// Each sequence's k-mer ids, window by window (a CSR matrix whose row `i` lists the id of
 /// `s_i[l..l+k]` for every `l`, repeats included).

@@ -20,8 +20,9 @@ use crate::kernels::{
     cross_gram_bank, gram_bank_weighted, of_kernel, simplemkl_bank, validate_features, BankKernel,
     BlockKernel, CsrMatrix, DenseStack, Element, GramOptions, KernelFn, KernelSpec, KernelStack,
     LowRankStack, NormStats, Normalization, OnDemandKernel, OnDemandStack, Points, SeqColumn,
-    SeqKernel, SeqKernelFn,
+    SeqKernel, SeqKernelFn, Vocabulary,
 };
+use crate::kernels::{fit_sequence_features, sequence_features as map_sequence_features};
 
 /// A kernel specification as it crosses the binding: `(kind, a, b, c, features)`;
 /// polynomial `(degree, coef0, scale)`, gaussian and laplacian `(sigma, 0, 0)`, chi2
@@ -939,6 +940,95 @@ fn fourier_params<'py>(
     Ok((feature_array(py, dim, w)?, b.into_pyarray(py)))
 }
 
+/// The CSR arrays `(data, indices, indptr, n_cols)` of sparse features, as they leave the
+/// binding (float64, int64, int64).
+type CsrOut<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    usize,
+);
+
+/// A feature vocabulary as it crosses the binding: the substrings of the columns as a
+/// sequence column `(data, offsets)`, their positions (uint32) and the training length.
+type VocabIn<'py> = (
+    PyReadonlyArray1<'py, u8>,
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, u32>,
+    usize,
+);
+
+/// Exact sparse features of the sequence kernel `spec` on the column `sequences`
+/// (`kernels::seq_features`) and the self-values `k(s, s)` of the sequences: fitted when
+/// `vocabulary` is None (the new vocabulary is returned), else mapped onto the fitted
+/// `vocabulary` (returned as None).
+#[pyfunction]
+#[pyo3(signature = (sequences, spec, vocabulary=None, n_threads=0))]
+#[allow(clippy::type_complexity)]
+fn sequence_features<'py>(
+    py: Python<'py>,
+    sequences: (PyReadonlyArray1<'py, u8>, PyReadonlyArray1<'py, i64>),
+    spec: SpecTuple,
+    vocabulary: Option<VocabIn<'py>>,
+    n_threads: usize,
+) -> PyResult<(
+    CsrOut<'py>,
+    Bound<'py, PyArray1<f64>>,
+    Option<Bound<'py, PyAny>>,
+)> {
+    let (kind, a, b, c, _) = spec;
+    let Some(func) = seq_from(&(kind.clone(), a, b, c, Some(vec![0]))) else {
+        return Err(input_error(format!("{kind:?} is not a sequence kernel")));
+    };
+    let func = func?.0;
+    let col = &seq_columns(Some(vec![sequences]))?[0];
+    let vocab = match vocabulary {
+        None => None,
+        Some((data, offsets, positions, length)) => {
+            let kmers = &seq_columns(Some(vec![(data, offsets)]))?[0];
+            Some(Vocabulary {
+                kmers: kmers.clone(),
+                positions: positions.as_array().to_vec(),
+                length,
+            })
+        }
+    };
+    let (rows, fitted) = detached(py, n_threads, || match &vocab {
+        None => fit_sequence_features(0, func, col).map(|(r, v)| (r, Some(v))),
+        Some(v) => map_sequence_features(0, func, col, v).map(|r| (r, None)),
+    })?;
+    let index = |v: &[usize]| v.iter().map(|&i| i as i64).collect::<Vec<_>>();
+    let squares = rows.squares.into_pyarray(py);
+    let csr = (
+        rows.values.into_pyarray(py),
+        rows.indices
+            .iter()
+            .map(|&u| u as i64)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
+        rows.indptr
+            .iter()
+            .map(|&i| i as i64)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
+        rows.n_cols,
+    );
+    let vocab = match fitted {
+        None => None,
+        Some(v) => {
+            let (data, offsets) = v.kmers.parts();
+            let out = (
+                data.to_vec().into_pyarray(py),
+                index(offsets).into_pyarray(py),
+                v.positions.into_pyarray(py),
+                v.length,
+            );
+            Some(out.into_pyobject(py)?.into_any())
+        }
+    };
+    Ok((csr, squares, vocab))
+}
+
 /// Random Fourier features `(n, D)` of the rows of `x`.
 #[pyfunction]
 #[pyo3(signature = (x, spec, w, b, n_threads=0))]
@@ -1129,6 +1219,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simplemkl_specs, m)?)?;
     m.add_function(wrap_pyfunction!(fourier_params, m)?)?;
     m.add_function(wrap_pyfunction!(fourier_features, m)?)?;
+    m.add_function(wrap_pyfunction!(sequence_features, m)?)?;
     m.add_function(wrap_pyfunction!(nystroem_landmarks, m)?)?;
     m.add_function(wrap_pyfunction!(nystroem_factor, m)?)?;
     m.add_function(wrap_pyfunction!(nystroem_features, m)?)?;

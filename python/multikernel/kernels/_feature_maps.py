@@ -7,13 +7,15 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 import numpy as np
+import scipy.sparse
 from numpy.typing import DTypeLike, NDArray
 
 from .. import _core
 from .._validation import (
+    Points,
     aligned,
     check_features,
     check_n_threads,
@@ -25,7 +27,7 @@ from .._validation import (
 )
 from ..exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 from ._banks import _bank_repr, _check_same_columns, _is_float32
-from ._sequence import _SequenceKernel
+from ._sequence import WeightedDegree, _engine_entries, _points_for, _SequenceKernel
 from ._specs import (
     Callable,
     Gaussian,
@@ -35,6 +37,7 @@ from ._specs import (
     _check_specs,
     _named,
     _resolve_columns,
+    _SpecTuple,
 )
 
 __all__ = ["FeatureBank", "FeatureMethod"]
@@ -49,11 +52,15 @@ class FeatureBank:
 
     A fitted bank turns ``n`` points into ``M`` feature blocks ``Φ_m`` of shape
     ``(n, D_m)``, so a kernel is the low-rank factor ``Φ_m Φ_mᵀ`` and no ``n×n`` matrix is
-    formed. ``Linear`` specs get their own columns (exact); the others get random Fourier
-    features (``method="rff"``, Gaussian and Laplacian only: unbiased, error ``~ 1/sqrt(D)``)
-    or Nyström features (``method="nystroem"``, any kernel: ``φ(x) = R⁻¹k(P, x)`` with
-    landmarks ``P`` and ``K_PP = RRᵀ``; exact on the landmarks). Pass it as ``kernels=`` to
-    the estimators to fit on the low-rank stack.
+    formed. ``Linear`` specs get their own columns (exact), and the sequence kernels their
+    exact features as sparse CSR blocks (:class:`Spectrum`: the k-mer counts;
+    :class:`WeightedDegree` without shifts: the position-specific substrings of lengths
+    ``1..d`` weighted ``sqrt(β_k)``; columns are the substrings seen at fit, unseen ones are
+    dropped from new strings: docs/guide.md §7, "Sequences at scale"). The others get random
+    Fourier features (``method="rff"``, Gaussian and Laplacian only: unbiased, error
+    ``~ 1/sqrt(D)``) or Nyström features (``method="nystroem"``, any kernel:
+    ``φ(x) = R⁻¹k(P, x)`` with landmarks ``P`` and ``K_PP = RRᵀ``; exact on the landmarks).
+    Pass it as ``kernels=`` to the estimators to fit on the low-rank stack.
 
     Parameters
     ----------
@@ -67,9 +74,11 @@ class FeatureBank:
     landmarks : {"pivoted", "uniform"}, default "pivoted"
         Nyström landmarks: the pivots of the incomplete Cholesky of the training kernel
         (deterministic, adapted to the data), or rows drawn uniformly with ``random_state``.
-    normalize : {"mean_diag", "trace", "none"} or None, default "mean_diag"
+    normalize : {"mean_diag", "trace", "none", "spherical"} or None, default "mean_diag"
         Scale each block so that the approximate training kernel has unit mean diagonal (or
-        unit trace); the scale is kept and applied to new points.
+        unit trace); the scale is kept and applied to new points. ``"spherical"`` (sequence
+        kernels only) divides each row by ``sqrt(k(s, s))``, the cosine normalisation of the
+        Gram matrices.
     random_state : int or None, default None
         Seed (≥ 0) of the random Fourier features and of uniform landmarks (None: 0).
     dtype : {numpy.float64, numpy.float32}, default numpy.float64
@@ -85,9 +94,9 @@ class FeatureBank:
     InvalidParameterError
         An unknown ``method``, ``landmarks`` or ``normalize``, ``n_components < 1``, a
         non-integer ``random_state``, ``method="rff"`` for a kernel that is not
-        shift-invariant, or a :class:`Callable`, :class:`Spectrum` or :class:`WeightedDegree`
-        (they have no feature map here, with either method: factor a sequence kernel's Gram
-        matrix with :func:`low_rank`).
+        shift-invariant, a :class:`Callable` (no feature map), a :class:`WeightedDegree`
+        with ``shift > 0`` (no finite explicit feature map), or sequence kernels beside
+        vector kernels (a bank reads strings or numbers).
 
     Attributes
     ----------
@@ -112,7 +121,14 @@ class FeatureBank:
     >>> bank = FeatureBank([Gaussian(sigma=1.0), Linear(features=[0])], n_components=20)
     >>> [F.shape for F in bank.fit_transform(X)]
     [(50, 20), (50, 1)]
+    >>> from multikernel.kernels import Spectrum
+    >>> F, = FeatureBank([Spectrum(k=3)], normalize="none").fit_transform(["GATTACA", "TACAGAT"])
+    >>> F.format, F.shape, (F @ F.T).toarray().tolist()  # k-mer counts: the spectrum kernel
+    ('csr', (2, 7), [[5.0, 3.0], [3.0, 5.0]])
     """
+
+    params_: list[dict[str, Any]]
+    n_features_in_: int
 
     def __init__(
         self,
@@ -121,21 +137,14 @@ class FeatureBank:
         method: FeatureMethod = "nystroem",
         n_components: int = 100,
         landmarks: Literal["pivoted", "uniform"] = "pivoted",
-        normalize: Literal["mean_diag", "trace", "none"] | None = "mean_diag",
+        normalize: Literal["mean_diag", "trace", "none", "spherical"] | None = "mean_diag",
         random_state: int | None = None,
         dtype: DTypeLike = np.float64,
         n_threads: int = 0,
     ) -> None:
         self.specs: list[Kernel] = _check_specs(specs)
+        _check_sequence_specs(self.specs)
         for m, s in enumerate(self.specs):
-            if isinstance(s, _SequenceKernel):
-                raise InvalidParameterError(
-                    f"kernel {m}, {s!r}, has no feature map here: feature maps read numeric "
-                    "columns; for a low-rank sequence kernel factor its Gram matrix, "
-                    "low_rank(gram(X, specs)), or pass the specifications as kernels=[...] "
-                    "(exact, on demand beyond memory)",
-                    parameter="specs",
-                )
             if isinstance(s, Callable):
                 raise InvalidParameterError(
                     f"kernel {m}, {s!r}, has no feature map: random Fourier features need a "
@@ -166,9 +175,11 @@ class FeatureBank:
                 parameter="landmarks",
             )
         norm = "none" if normalize is None else normalize
-        if norm not in ("mean_diag", "trace", "none"):
+        sequences = _is_sequence_bank(self.specs)
+        if norm not in ("mean_diag", "trace", "none") and not (sequences and norm == "spherical"):
+            also = " ('spherical' for sequence kernels only)" if norm == "spherical" else ""
             raise InvalidParameterError(
-                f"normalize must be 'mean_diag', 'trace', 'none' or None, got {normalize!r}",
+                f"normalize must be 'mean_diag', 'trace', 'none' or None{also}, got {normalize!r}",
                 parameter="normalize",
             )
         check_random_state(random_state)
@@ -218,7 +229,8 @@ class FeatureBank:
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training points; a ``numpy.memmap`` is read in row batches (pivoted Nyström
             landmarks read it whole, as float64); a ``scipy.sparse`` matrix when every
-            kernel is :class:`Linear` (docs/guide.md, "Sparse data").
+            kernel is :class:`Linear` (docs/guide.md, "Sparse data"); strings (a 1-D array
+            or list, or a DataFrame's string columns) for sequence kernels.
 
         Returns
         -------
@@ -233,6 +245,9 @@ class FeatureBank:
         >>> bank.fit(np.zeros((4, 2))).scales_.shape
         (1,)
         """
+        if _is_sequence_bank(self.specs):
+            self._sequence_blocks(X, fit=True)
+            return self
         if is_sparse(X):
             self._fit_sparse(X)
             return self
@@ -251,14 +266,16 @@ class FeatureBank:
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training points (``scipy.sparse`` when every kernel is :class:`Linear`).
+            Training points (``scipy.sparse`` when every kernel is :class:`Linear`; strings
+            for sequence kernels).
 
         Returns
         -------
         list of ndarray of shape (n_samples, D_m)
             One block per kernel, normalised: consecutive column ranges of one row-major
             ``(n_samples, n_components_.sum())`` array, which the solvers read in place;
-            for sparse ``X``, CSR matrices (each the columns its kernel reads, scaled).
+            for sparse ``X``, CSR matrices (each the columns its kernel reads, scaled); for
+            sequence kernels, CSR matrices of their exact features.
             Equal to ``transform(X)`` (to float32 rounding with ``dtype=float32``: here the
             stored values are scaled, there the scaled values stored).
 
@@ -276,6 +293,8 @@ class FeatureBank:
         >>> F.shape[1]  # a degree-2 polynomial kernel on 2 features has rank 6
         6
         """
+        if _is_sequence_bank(self.specs):
+            return self._sequence_blocks(X, fit=True)
         if is_sparse(X):
             return self._sparse_blocks(self._fit_sparse(X))
         self._resolve(X)
@@ -312,7 +331,7 @@ class FeatureBank:
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             New points (a ``numpy.memmap`` is read batch by batch; a ``scipy.sparse``
             matrix when every kernel is :class:`Linear`, whose blocks are then CSR
-            matrices).
+            matrices; strings for sequence kernels, CSR blocks too).
         out : ndarray of shape ``(n_samples, n_components_.sum())``, optional
             C-ordered array of the bank's ``dtype`` to write the features into (e.g. a
             ``numpy.memmap``); by default a new array.
@@ -343,6 +362,13 @@ class FeatureBank:
         if not hasattr(self, "params_"):
             raise NotFittedError("this FeatureBank is not fitted yet: call fit(X_train) first")
         _check_same_columns(X, getattr(self, "feature_names_in_", None))
+        if _is_sequence_bank(self.specs):
+            if out is not None:
+                raise InvalidParameterError(
+                    "out= takes dense blocks; the blocks of sequence kernels are sparse matrices",
+                    parameter="out",
+                )
+            return self._sequence_blocks(X, fit=False)
         if is_sparse(X):
             if out is not None:
                 raise InvalidParameterError(
@@ -440,6 +466,59 @@ class FeatureBank:
             out.append(B.astype(self.dtype, copy=False))
         return out
 
+    def _sequence_blocks(self, X: Any, fit: bool) -> list[Any]:
+        """The exact feature blocks of the sequence kernels on ``X`` (strings), as CSR
+        matrices of the bank's ``dtype``: k-mer counts for :class:`Spectrum`,
+        position-specific substrings weighted ``sqrt(β_k)`` for :class:`WeightedDegree`
+        (docs/mathematics.md §7). ``fit`` numbers the substrings of ``X`` (``params_``) and
+        sets the scales; otherwise a substring unseen at fit is dropped, which the fitted
+        models' weights (spanned by the training rows) never read.
+
+        Scaled as the Gram matrices of the same kernels are: one factor per block from the
+        training rows (``mean_diag``, ``trace``), or each row divided by its norm
+        (``spherical``: ``k(s, t) / sqrt(k(s, s) k(t, t))``, with ``k(s, s)`` of every
+        substring of ``s``, unseen ones included)."""
+        if fit:
+            self._resolve(X)
+        specs = _resolve_columns(self.specs, column_names(X))
+        points = _points_for(specs, X)
+        if not isinstance(points, Points):  # (_points_for refuses X without strings)
+            raise InvalidInputError("the sequence kernels read strings")
+        entries = [cast(_SpecTuple, e) for e in _engine_entries(specs, points)]
+        if not fit and points.shape[1] != self.n_features_in_:
+            raise InvalidInputError(
+                f"X has {points.shape[1]} columns but the bank was fitted on {self.n_features_in_}"
+            )
+        params: list[dict[str, Any]] = []
+        blocks: list[Any] = []
+        squares: list[NDArray[np.float64]] = []
+        for m, t in enumerate(entries):
+            col = points.sequences[cast(list[int], t[4])[0]]
+            vocab = None if fit else _vocabulary(self.params_[m])
+            csr, sq, fitted = _core.sequence_features(
+                (col.data, col.offsets), t, vocab, self.n_threads
+            )
+            if fitted is not None:
+                params.append(_sequence_params(fitted))
+            blocks.append(_csr(csr, len(col)))
+            squares.append(sq)
+        if fit:
+            self.params_ = params
+            self.n_components_ = np.array([B.shape[1] for B in blocks], dtype=np.intp)
+            self.n_features_in_ = points.shape[1]
+            if self.normalize == "spherical":
+                self.scales_ = np.ones(len(blocks))
+            else:
+                self._set_scales([np.stack(squares, 1)], points.shape[0])
+        for B, sq, s in zip(blocks, squares, self.scales_, strict=True):
+            if self.normalize == "spherical":
+                norms = np.sqrt(sq)
+                inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+                B.data *= np.repeat(inv, np.diff(B.indptr))
+            elif s != 1.0:
+                B.data *= s
+        return [B.astype(self.dtype, copy=False) for B in blocks]
+
     def _fit_maps(self, X: NDArray[Any]) -> None:
         """The maps' parameters (``params_``, ``n_components_``, ``n_features_in_``)."""
         n, d = X.shape
@@ -535,6 +614,59 @@ class FeatureBank:
         return out
 
 
+def _is_sequence_bank(specs: Sequence[Kernel]) -> bool:
+    """Whether ``specs`` are sequence kernels (:func:`_check_sequence_specs`: then all)."""
+    return any(isinstance(s, _SequenceKernel) for s in specs)
+
+
+def _check_sequence_specs(specs: Sequence[Kernel]) -> None:
+    """Refuse sequence kernels beside other kernels (the blocks of a bank read one kind of
+    points), and a :class:`WeightedDegree` with shifts (no finite explicit map)."""
+    seq = [m for m, s in enumerate(specs) if isinstance(s, _SequenceKernel)]
+    if seq and len(seq) < len(specs):
+        other = next(m for m in range(len(specs)) if m not in seq)
+        raise InvalidParameterError(
+            f"kernel {seq[0]}, {specs[seq[0]]!r}, is a sequence kernel and kernel {other}, "
+            f"{specs[other]!r}, is not: a FeatureBank holds sequence kernels only (exact "
+            "sparse features of strings) or vector kernels only; pass the specifications as "
+            "kernels=[...] to combine them (Gram matrices)",
+            parameter="specs",
+        )
+    for m in seq:
+        s = specs[m]
+        if isinstance(s, WeightedDegree) and s.shift > 0:
+            raise InvalidParameterError(
+                f"kernel {m}, {s!r}, has no explicit feature map: the shifted weighted-degree "
+                "kernel compares substrings at different positions, which no finite map of "
+                "position-specific substrings reproduces; use shift=0 in a FeatureBank, or "
+                "pass the specification as kernels=[...] (Gram matrices)",
+                parameter="specs",
+            )
+
+
+def _sequence_params(fitted: Any) -> dict[str, Any]:
+    """The fitted map of a sequence kernel: its vocabulary as the engine returned it."""
+    kmers, offsets, positions, length = fitted
+    return {
+        "kind": "sequence",
+        "kmers": kmers,
+        "offsets": offsets,
+        "positions": positions,
+        "length": int(length),
+    }
+
+
+def _vocabulary(p: dict[str, Any]) -> tuple[Any, Any, Any, int]:
+    """The vocabulary of a fitted sequence map as the engine takes it."""
+    return (p["kmers"], p["offsets"], p["positions"], int(p["length"]))
+
+
+def _csr(arrays: tuple[Any, Any, Any, int], n: int) -> Any:
+    """The CSR matrix of the engine's arrays ``(data, indices, indptr, n_cols)``."""
+    data, indices, indptr, width = arrays
+    return scipy.sparse.csr_matrix((data, indices, indptr), shape=(n, int(width)))
+
+
 def _finite_floats(X: Any) -> bool:
     """Whether ``X`` is a finite 2-D float32 or float64 array (read as it is)."""
     return (
@@ -566,6 +698,8 @@ def _map_width(p: dict[str, Any]) -> int:
         return len(p["cols"])
     if p["kind"] == "rff":
         return int(len(p["b"]))
+    if p["kind"] == "sequence":
+        return int(len(p["offsets"]) - 1)
     return int(p["landmarks"].shape[0])
 
 
