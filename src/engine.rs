@@ -565,15 +565,20 @@ fn fit_sparse_rows(
 ) -> Result<FitResult> {
     match settings {
         Settings::ProxNewton(cfg) => fit_prox_newton_rows(x, y, w, cfg, start, i),
-        other => Err(MkError::config(
-            "solver",
-            format!(
-                "solver {:?} does not fit sparse feature blocks (scipy.sparse X with \
-                 kernels=FeatureBank(...)); solver 'prox_newton' does, or densify X yourself",
-                other.name()
-            ),
-        )),
+        other => Err(sparse_refused(other)),
     }
+}
+
+/// The error of a solver given sparse feature blocks, which only proximal Newton fits.
+pub fn sparse_refused(settings: &Settings) -> MkError {
+    MkError::config(
+        "solver",
+        format!(
+            "solver {:?} does not fit sparse feature blocks (a scipy.sparse X, or sequence \
+             kernels, in kernels=FeatureBank(...)); solver 'prox_newton' does",
+            settings.name()
+        ),
+    )
 }
 
 /// What a solver fits, as [`capabilities`] states it.

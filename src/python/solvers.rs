@@ -665,14 +665,7 @@ fn fit<'py>(
             )));
         }
     } else if is_list && g.extract::<Vec<CsrArrays<'_>>>().is_ok() {
-        return Err(PyErr::from(MkError::config(
-            "solver",
-            format!(
-                "solver {:?} does not fit sparse feature blocks (scipy.sparse X with \
-                 kernels=FeatureBank(...)); solver 'prox_newton' does, or densify X yourself",
-                settings.name()
-            ),
-        )));
+        return Err(PyErr::from(engine::sparse_refused(settings)));
     } else {
         if g.cast::<super::kernels::PyOnDemand>().is_ok() {
             on_demand_supported(settings)?;
