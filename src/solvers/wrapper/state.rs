@@ -330,9 +330,8 @@ impl Wrapper<'_> {
         }
     }
 
-    /// A whole-problem iterate: its certificate recorded. The smooth losses read every kernel
-    /// for the forms: once few kernels can move, the next iterates read theirs only (module
-    /// docs).
+    /// A whole-problem iterate: its certificate recorded. Its forms read every kernel: once
+    /// at most half of them can move, the next iterates read theirs only (module docs).
     fn whole_iterate(
         &mut self,
         d: &mut Driver<'_>,
@@ -346,7 +345,7 @@ impl Wrapper<'_> {
             return ControlFlow::Break(converged(gap));
         }
         let set = movable(&self.w, &gradient(&self.w, &self.q, &self.pen));
-        let formed = self.pen.r1 > 0.0 && 2 * set.len() <= self.stack.m();
+        let formed = !self.kset_done && self.pen.r1 > 0.0 && 2 * set.len() <= self.stack.m();
         if formed {
             self.kset = Some(set);
             d.checks.start(d.tracker.certified(dual));
