@@ -58,10 +58,12 @@
 //!    `P` is recorded as `+∞`), each standing for the whole problem only once no point outside
 //!    `W` violates optimality at its weights (else they join `W` and the weights are solved
 //!    again before the trust region judges the step: `J_W ≤ J` can be least far below the
-//!    whole problem's scale, at `w = 0` on pima); for the smooth losses, whose dense `β` makes the forms read
-//!    every kernel whole, a set of kernels (those with a weight or a negative gradient), whose
-//!    restricted iterates read only theirs and certify the whole problem's `P` (their `D`
-//!    bounds the restricted problem only).
+//!    whole problem's scale, at `w = 0` on pima); and, once at most half the kernels can move
+//!    at a whole-problem iterate, a set of kernels (those with a weight or a negative
+//!    gradient), whose restricted iterates read only theirs and certify the whole problem's
+//!    `P` (their `D` bounds the restricted problem only): the smooth losses' dense `β` makes
+//!    the forms read every kernel whole, and SMO's read the support vectors' rows of every
+//!    kernel, about a pass over the stack at small `C`.
 //!
 //! Every accepted iterate is certified with the whole problem's `P`, `D` and gap (outside the
 //! working sets); each costs one combine of the active kernels, one warm-started solve, the
@@ -272,6 +274,7 @@ fn fit_from(
         whole,
         ws: None,
         kset: None,
+        kset_done: false,
         q: vec![0.0; stack.m()],
         w,
         kw,
@@ -315,9 +318,11 @@ struct Wrapper<'s> {
     whole: SingleKernel,
     /// The working set of points (module docs); `None` while the whole problem is iterated.
     ws: Option<PointSet>,
-    /// The smooth losses' working set of kernels (module docs), sorted; `None` while every
+    /// The working set of kernels (module docs), sorted; `None` while every
     /// kernel's form is read.
     kset: Option<Vec<usize>>,
+    /// Whether the working set of kernels gave way to the whole problem for good.
+    kset_done: bool,
     /// The forms `q_m = βᵀK_mβ` of the last iterate.
     q: Vec<f64>,
     w: Vec<f64>,

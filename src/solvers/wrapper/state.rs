@@ -77,6 +77,14 @@ impl Solver for Wrapper<'_> {
     fn update(&mut self, _d: &Driver<'_>) -> Result<()> {
         self.kw_is_w = match std::mem::replace(&mut self.next, Next::Recombine) {
             Next::Weights(w) => {
+                if let Some(set) = &mut self.kset {
+                    // A retry in a smaller region keeps weights the step had set to zero.
+                    for (k, _) in w.iter().enumerate().filter(|(_, &v)| v > 0.0) {
+                        if let Err(at) = set.binary_search(&k) {
+                            set.insert(at, k);
+                        }
+                    }
+                }
                 self.w = w;
                 false
             }
@@ -322,9 +330,8 @@ impl Wrapper<'_> {
         }
     }
 
-    /// A whole-problem iterate: its certificate recorded. The smooth losses read every kernel
-    /// for the forms: once few kernels can move, the next iterates read theirs only (module
-    /// docs).
+    /// A whole-problem iterate: its certificate recorded. Its forms read every kernel: once
+    /// at most half of them can move, the next iterates read theirs only (module docs).
     fn whole_iterate(
         &mut self,
         d: &mut Driver<'_>,
@@ -338,7 +345,7 @@ impl Wrapper<'_> {
             return ControlFlow::Break(converged(gap));
         }
         let set = movable(&self.w, &gradient(&self.w, &self.q, &self.pen));
-        let formed = self.smooth && self.pen.r1 > 0.0 && 2 * set.len() <= self.stack.m();
+        let formed = !self.kset_done && self.pen.r1 > 0.0 && 2 * set.len() <= self.stack.m();
         if formed {
             self.kset = Some(set);
             d.checks.start(d.tracker.certified(dual));
@@ -379,7 +386,14 @@ impl Wrapper<'_> {
             return Ok(d.checks.stalls(restricted).then(stalled));
         }
         let model = self.model_at(point, j, vars, &grad_all, prod)?;
-        let (step, pred) = model.step(self.radius, &self.pen);
+        let (mut step, mut pred) = model.step(self.radius, &self.pen);
+        if self.kset.is_some() && step.iter().all(|&v| v == 0.0) {
+            // The set's kernels can all look useless where others would not (the zero
+            // model's `J` is the whole problem's too): keep them, in a region that
+            // cannot zero a weight.
+            self.radius = self.radius.min(START_RADIUS).sqrt();
+            (step, pred) = model.step(self.radius, &self.pen);
+        }
         // `J` converges to second order in the gradient and the gap to first order, so a step
         // that `J` no longer resolves (1e-15) can still close the gap: it counts while it moves
         // a weight by more than 1e-9 of itself.
