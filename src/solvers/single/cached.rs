@@ -168,7 +168,7 @@ impl GradientCaches {
     /// new `β` reads anyway (ℓp, whose forms read the caches at every solve). Else they wait
     /// for the forms ([`Self::forms_in`]; the SVM wrapper's trial weights, whose solves a
     /// refused step never certifies).
-    fn eager(&self, stack: &dyn KernelStack, w: &[(usize, f64)]) -> bool {
+    fn eager(stack: &dyn KernelStack, w: &[(usize, f64)]) -> bool {
         2 * w.len() > stack.m()
     }
 
@@ -182,7 +182,7 @@ impl GradientCaches {
         w: &[(usize, f64)],
         beta: &[f64],
     ) -> Vec<f64> {
-        if self.eager(stack, w) {
+        if Self::eager(stack, w) {
             self.update(stack, beta);
             return self.combined(w);
         }
@@ -243,7 +243,7 @@ impl SingleKernel {
         let w = weighted(theta);
         // Where the caches wait and `K_θ` is formed, SMO's gradient from the formed columns
         // of the start's non-zeros reads less than their rows in every weighted kernel.
-        let values = (caches.eager(stack, &w) || !caches.form())
+        let values = (GradientCaches::eager(stack, &w) || !caches.form())
             .then(|| caches.model(stack, theta, &w, &start));
         let n = stack.n();
         if caches.form() {
@@ -267,7 +267,9 @@ impl SingleKernel {
         }
         // SMO's model values at its final gradient, where the caches wait for the forms.
         let f = match self {
-            SingleKernel::Smo { last: Some(s), .. } if !caches.eager(stack, &w) => s.values.clone(),
+            SingleKernel::Smo { last: Some(s), .. } if !GradientCaches::eager(stack, &w) => {
+                s.values.clone()
+            }
             _ => caches.model(stack, theta, &w, self.beta()),
         };
         let b = self
