@@ -16,7 +16,7 @@ use crate::solvers::tracker::Tracker;
 /// With the hinge-type losses, a whole-problem check of the working set of kernels is due once
 /// the restricted gap is below half this fraction of the best whole gap (or `tol`/2): solving
 /// each restricted problem to `tol` first took more iterations in all (docs/mathematics.md
-/// §2.11, "A working set of kernels").
+/// §2.11, step 5).
 const KSET_TARGET: f64 = 0.2;
 
 impl Wrapper<'_> {
