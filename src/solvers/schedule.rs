@@ -173,11 +173,17 @@ impl CheckSchedule {
     /// due after it.
     pub(crate) fn due_after(&mut self, rgap: f64, tol: f64) -> bool {
         self.since_check += 1;
-        let due = !(rgap > self.margin * tol && self.since_check < self.budget && !self.forced);
+        let due = !(!self.reached(rgap, tol) && self.since_check < self.budget && !self.forced);
         if due {
             self.since_check = 0;
         }
         due
+    }
+
+    /// Whether a restricted gap `rgap` reached the margin of `tol` that makes a check due (not
+    /// the budget or a forced check); a gap that is not a number counts as reached.
+    pub(crate) fn reached(&self, rgap: f64, tol: f64) -> bool {
+        rgap <= self.margin * tol || rgap.is_nan()
     }
 
     /// Makes the next check due after the next restricted iteration.

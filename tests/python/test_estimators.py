@@ -246,8 +246,8 @@ def test_ctrl_c_interrupts_a_fit_quickly_and_leaves_it_unfitted(kind: Any) -> No
             kernels="precomputed",
             penalty="lp" if kind == "interleaved" else kind,
             p=1.0,
-            # Kloft's update at p = 1: slow to converge, which this test needs; so is SpicyMKL
-            # at tol 1e-14 here (about 50 s; the wrapper ends within a second).
+            # Kloft's update at p = 1 and SpicyMKL at tol 1e-14 converge slowly, which this test
+            # needs (the SVM wrapper does not).
             solver={"lp": "analytic", "interleaved": "interleaved", "l1": "spicy"}.get(
                 kind, "auto"
             ),
@@ -256,8 +256,8 @@ def test_ctrl_c_interrupts_a_fit_quickly_and_leaves_it_unfitted(kind: Any) -> No
             solver_config=mk.MirrorConfig(step="paper") if kind == "group" else None,
             tol=1e-14,
             max_iter=100000,
-            # Kloft's update converges in 0.5 s at C = 100, as soon as the Ctrl-C comes (the
-            # test then failed at random); at C = 1000 it runs for a minute.
+            # At C = 100 Kloft's update converged about when the Ctrl-C came: C = 1000 keeps it
+            # running well past it.
             C=1000.0 if kind == "lp" else 100.0,
         )
     )

@@ -113,9 +113,9 @@ def test_many_kernels_meet_spicy(penalty: str, l1_ratio: float, loss: str) -> No
 def test_a_working_set_of_kernels_records_only_valid_primal_values() -> None:
     """The SimpleMKL bank's first 200 kernels on 150 ionosphere points (hinge, ``l1``, C = 1):
     the wrapper's iterates soon read a working set of kernels only. A trust-region step retried
-    in a smaller region kept weights off the set, whose forms then read as 0: this fit recorded
-    a primal value 40 % below the optimum and ended unconverged. Every recorded primal value
-    bounds the optimum from above, so none may lie below SpicyMKL's certified dual value."""
+    in a smaller region once kept weights off the set, whose forms then read as 0, so that the
+    recorded primal value fell below the optimum. Every recorded primal value bounds the
+    optimum from above, so none may lie below SpicyMKL's certified dual value."""
     X, y = load_dataset("ionosphere", n=150, seed=0)
     specs = mk.kernels.simplemkl_bank(X.shape[1])[:200]
     G = np.asarray(mk.kernels.gram(X, specs, normalize="trace"))

@@ -14,9 +14,9 @@ use crate::solvers::schedule::Settled;
 use crate::solvers::tracker::Tracker;
 
 /// With the hinge-type losses, a whole-problem check of the working set of kernels is due once
-/// the restricted gap is below half this fraction of the best whole gap (or `tol`/2): solving
-/// each restricted problem to `tol` first took more iterations in all (docs/mathematics.md
-/// §2.11, step 5).
+/// the restricted gap is below half this fraction of the best whole gap (or `tol`/2), so that
+/// early restricted problems are not solved far beyond the whole gap they stand in for
+/// (docs/mathematics.md §2.11, step 5).
 const KSET_TARGET: f64 = 0.2;
 
 impl Wrapper<'_> {
@@ -192,7 +192,7 @@ impl Wrapper<'_> {
         };
         if d.checks.due_after(rgap, target) {
             // Due by its budget: the restricted problem crawls.
-            let crawled = rgap > 0.5 * target;
+            let crawled = !d.checks.reached(rgap, target);
             return self.check_kernels(d, point, crawled);
         }
         d.tracker.note(cert.witness.take());
