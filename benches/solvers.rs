@@ -1,5 +1,6 @@
 //! Solver benches on real data: one SMO solve and ℓp-MKL fits (analytic and interleaved) on
-//! the SimpleMKL bank of ionosphere. Run with `cargo bench --bench solvers`.
+//! the SimpleMKL bank of ionosphere, through the engine's one entry (`multikernel::fit`). Run
+//! with `cargo bench --bench solvers`.
 
 use std::hint::black_box;
 
@@ -8,9 +9,9 @@ use multikernel::kernels::{
     gram, simplemkl_bank, DenseStack, GramOptions, KernelStack, Normalization, SIMPLEMKL_WIDTHS,
 };
 use multikernel::parallel::with_pool;
-use multikernel::solvers::lp::{fit_lp, LpAlgorithm, LpConfig};
+use multikernel::solvers::lp::{LpAlgorithm, LpConfig};
 use multikernel::solvers::smo::{svc, DenseKernel, SmoOptions};
-use multikernel::{Loss, NoInterrupt};
+use multikernel::{fit, Data, Loss, NoInterrupt, Settings};
 
 mod common;
 use common::read_labelled;
@@ -48,23 +49,30 @@ fn bench_solvers(c: &mut Criterion) {
         ("lp_p2_analytic", LpAlgorithm::Analytic),
         ("lp_p2_interleaved", LpAlgorithm::Interleaved),
     ] {
-        let cfg = LpConfig {
+        let settings = Settings::Lp(LpConfig {
             p: 2.0,
             algorithm,
             ..LpConfig::default()
-        };
-        group.bench_function(name, |b| {
-            b.iter(|| with_pool(0, || fit_lp(&stack, black_box(&y), &cfg, &NoInterrupt)).unwrap())
         });
+        group.bench_function(name, |b| b.iter(|| fit_on(&settings, &stack, &y)));
     }
-    let cfg = LpConfig {
+    let settings = Settings::Lp(LpConfig {
         loss: Loss::Logistic,
         ..LpConfig::default()
-    };
+    });
     group.bench_function("lp_p2_logistic", |b| {
-        b.iter(|| with_pool(0, || fit_lp(&stack, black_box(&y), &cfg, &NoInterrupt)).unwrap())
+        b.iter(|| fit_on(&settings, &stack, &y))
     });
     group.finish();
+}
+
+/// One fit through the engine's entry, on the bench's thread pool.
+fn fit_on(settings: &Settings, stack: &DenseStack<f64>, y: &[f64]) -> multikernel::FitResult {
+    let data = Data::Stack(stack);
+    let fitted = with_pool(0, || {
+        fit(settings, data, black_box(y), None, None, &NoInterrupt)
+    });
+    fitted.unwrap().unwrap().result
 }
 
 criterion_group!(benches, bench_solvers);

@@ -1,7 +1,8 @@
 //! SpicyMKL on the paper's kernel-count scaling problem (ringnorm, n = 200, Gaussian kernels
 //! on random feature subsets with σ = 5χ² + 0.1, unit trace), on each kind of stack: dense
 //! f64, dense f32 and low rank (pivoted Cholesky to 1e-6), next to one streaming
-//! `quad_forms` pass over the f64 stack. Run with `cargo bench --bench spicy`.
+//! `quad_forms` pass over the f64 stack. The fits go through the engine's one entry
+//! (`multikernel::fit`). Run with `cargo bench --bench spicy`.
 
 use std::hint::black_box;
 
@@ -11,8 +12,8 @@ use multikernel::kernels::{
 };
 use multikernel::parallel::with_pool;
 use multikernel::penalties::SparsePenalty;
-use multikernel::solvers::spicy::{fit_spicy, SpicyConfig};
-use multikernel::{Loss, NoInterrupt};
+use multikernel::solvers::spicy::SpicyConfig;
+use multikernel::{fit, Data, Loss, NoInterrupt, Settings};
 
 mod common;
 use common::read_labelled;
@@ -77,18 +78,23 @@ fn bench_spicy(c: &mut Criterion) {
         });
         for (loss, name) in [(Loss::Hinge, "hinge"), (Loss::Logistic, "logistic")] {
             // The paper's C = 0.5 is our C = 2 (C weights the loss here).
-            let cfg = SpicyConfig {
+            let settings = Settings::Spicy(SpicyConfig {
                 penalty: SparsePenalty::L1,
                 c: 2.0,
                 loss,
                 tol: 0.01,
                 ..SpicyConfig::default()
-            };
+            });
             let stacks: [(&str, &dyn KernelStack); 3] =
                 [("f64", &s64), ("f32", &s32), ("lowrank", &lr)];
             for (kind, stack) in stacks {
                 group.bench_function(format!("M{m}/{name}/{kind}"), |b| {
-                    b.iter(|| with_pool(0, || fit_spicy(stack, y, &cfg, &NoInterrupt)).unwrap())
+                    b.iter(|| {
+                        let data = Data::Stack(stack);
+                        with_pool(0, || fit(&settings, data, y, None, None, &NoInterrupt))
+                            .unwrap()
+                            .unwrap()
+                    })
                 });
             }
         }

@@ -11,15 +11,15 @@
 //! `D ≤ P` from a feasible dual point, and the relative gap `(P − D)/|P|` as a certificate
 //! (see `docs/mathematics.md`).
 //!
-//! Layout: [`engine`] is the one entry, [`engine::fit`] of the solver that
-//! [`engine::Settings`] names on [`engine::Data`]; [`kernels`] computes and normalises Gram matrices and holds them in a
+//! Layout: [`fit`] is the one entry: it runs the solver that [`Settings`] names on [`Data`].
+//! [`kernels`] computes and normalises Gram matrices and holds them in a
 //! [`kernels::KernelStack`], the one abstraction through which solvers touch kernels;
 //! [`losses`] and [`penalties`] hold the two parts of the objective, with their conjugates and
-//! the dual values built on them; [`solvers`] holds the optimisation algorithms; the `python`
+//! the dual values built on them; [`solvers`] holds the optimisation algorithms, a folder
+//! each, and at its root the typed union over them that [`fit`] dispatches on; the `python`
 //! module (feature `python`) is a thin binding without logic. Dependencies run
 //! `solvers → penalties → losses, kernels, linalg`, never back (`tests/layout.rs`).
 
-pub mod engine;
 pub mod error;
 pub mod fields;
 pub mod interrupt;
@@ -38,3 +38,4 @@ pub use error::{MkError, Result};
 pub use interrupt::{Interrupt, NoInterrupt};
 pub use losses::Loss;
 pub use result::{FitResult, IterRecord, PsdWitness, SolveStatus};
+pub use solvers::{fit, Data, Settings};

@@ -1,4 +1,4 @@
-//! A multiple kernel learning fit through the engine's one entry, `multikernel::engine::fit`,
+//! A multiple kernel learning fit through the engine's one entry, `multikernel::fit`,
 //! from Rust: Gaussian kernels of several widths and a linear kernel on generated points,
 //! fitted twice with ℓp-norm MKL (hinge loss): once on the Gram matrices stored as a dense
 //! stack, once with the kernels computed on demand (no `n × n` matrix stored). Both fits are
@@ -6,10 +6,10 @@
 //!
 //! Run with `cargo run --release --example fit`.
 
-use multikernel::engine::{fit, Data, Settings};
 use multikernel::kernels::{
     gram, DenseStack, GramOptions, KernelFn, KernelSpec, Normalization, OnDemandStack,
 };
+use multikernel::{fit, Data, Settings};
 use multikernel::{MkError, NoInterrupt};
 
 /// `n` points in 4 dimensions (a fixed pseudo-random stream) and ±1 labels that depend on

@@ -6,19 +6,12 @@ relative duality gap, which certifies how far the fit is from the optimum.
 
 from __future__ import annotations
 
-from . import exceptions, kernels
+from . import _config, exceptions, kernels
 from ._base import default_kernels
 from ._classifier import MKLClassifier
-from ._config import (
-    AnalyticConfig,
-    InterleavedConfig,
-    MirrorConfig,
-    ProxNewtonConfig,
-    SolverConfig,
-    SpicyConfig,
-    SvrgConfig,
-    WrapperConfig,
-)
+
+# The solver configs: a new solver's config is exported by being in ``_config.__all__``.
+from ._config import *  # noqa: F403
 from ._oneclass import MKLOneClass
 from ._path import MKLPath, PathLoss, mkl_path
 from ._path_cv import MKLClassifierCV, MKLRegressorCV
@@ -28,8 +21,6 @@ from ._typing import LossName, MultiClass, Normalization, Penalty, SolverName
 __version__ = "0.1.0"
 
 __all__ = [
-    "AnalyticConfig",
-    "InterleavedConfig",
     "LossName",
     "MKLClassifier",
     "MKLClassifierCV",
@@ -37,20 +28,15 @@ __all__ = [
     "MKLPath",
     "MKLRegressor",
     "MKLRegressorCV",
-    "MirrorConfig",
     "MultiClass",
     "Normalization",
     "PathLoss",
     "Penalty",
-    "ProxNewtonConfig",
-    "SolverConfig",
     "SolverName",
-    "SpicyConfig",
-    "SvrgConfig",
-    "WrapperConfig",
     "__version__",
     "default_kernels",
     "exceptions",
     "kernels",
     "mkl_path",
 ]
+__all__ += _config.__all__

@@ -6,8 +6,9 @@ read over its defaults and validated. The frozen dataclasses below mirror its so
 fields and check themselves by building one. The engine's list of solvers
 (``_core.Settings.solvers()``) is the registry; the tests hold the typing aliases, the rows of
 :data:`SOLVERS` (losses included) and the dataclasses' defaults equal to it. On this side a
-new solver is its name in ``_typing`` and its dataclass here, in :data:`SolverConfig` and
-``_CONFIGS`` (the whole list: docs/reference.md, "Adding a solver").
+new solver is its name in ``_typing`` and its dataclass here, in ``__all__`` (the package
+exports this module's ``__all__``), :data:`SolverConfig` and ``_CONFIGS`` (the whole list:
+docs/reference.md, "Adding a solver").
 """
 
 from __future__ import annotations
@@ -17,6 +18,18 @@ from typing import ClassVar, Literal, TypeAlias
 
 from . import _core
 from ._typing import LossName, NativeSolver, Penalty
+
+#: The public names of this module, which the package exports as they are.
+__all__ = [
+    "AnalyticConfig",
+    "InterleavedConfig",
+    "MirrorConfig",
+    "ProxNewtonConfig",
+    "SolverConfig",
+    "SpicyConfig",
+    "SvrgConfig",
+    "WrapperConfig",
+]
 
 #: One setting's value as the engine reads it.
 Setting: TypeAlias = float | int | str | list[int] | list[float] | None

@@ -1,6 +1,6 @@
-//! Bindings of the solvers: a table of named settings in (read into [`engine::Settings`] by the
+//! Bindings of the solvers: a table of named settings in (read into [`solvers::Settings`] by the
 //! names its structs give their fields, [`crate::fields`], over their `Default` and checked by
-//! their `validate`), the arrays as [`engine::Data`], [`engine::fit`], a typed [`PyFitResult`]
+//! their `validate`), the arrays as [`solvers::Data`], [`solvers::fit`], a typed [`PyFitResult`]
 //! out. No arm here names a solver's settings.
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyReadonlyArray1, PyReadonlyArray2};
@@ -10,7 +10,6 @@ use pyo3::types::{PyBool, PyDict, PyString};
 use super::convert::{csr_matrix, run_detached, run_detached_apart, CsrArrays};
 use super::kernels::with_dense;
 use super::rows::PyRows;
-use crate::engine::{self, Data, Fitted, RowElement, Settings, Start, SOLVER_NAMES};
 use crate::error::MkError;
 use crate::fields::Visitor;
 use crate::kernels::{RowFeatures, SparseRowFeatures};
@@ -21,6 +20,7 @@ use crate::solvers::path::{fit_path_weighted, PathEnd, PathResult};
 use crate::solvers::prox_newton::{fit_prox_newton_on, FeatureStart};
 use crate::solvers::smo::{l2svm, one_class, svc, svr, DenseKernel, SmoOptions};
 use crate::solvers::spicy::SpicyStart;
+use crate::solvers::{self, Data, Fitted, RowElement, Settings, Start, SOLVER_NAMES};
 
 /// How a fit ended.
 #[pyclass(eq, eq_int, frozen, hash, module = "multikernel._core")]
@@ -511,7 +511,7 @@ impl PySettings {
         Self::new(self.0.name(), Some(&d))
     }
 
-    /// These settings as those of `solver` (`engine::Settings::for_solver`): `C`, the loss,
+    /// These settings as those of `solver` (`solvers::Settings::for_solver`): `C`, the loss,
     /// `tol`, `max_iter` and the penalty carried over, the rest `solver`'s defaults;
     /// `continued` sets the wrapper's continuation by SpicyMKL.
     #[pyo3(signature = (solver, continued=false))]
@@ -651,7 +651,7 @@ fn fit<'py>(
         } else if let Ok(blocks) = g.extract::<Vec<CsrArrays<'_>>>() {
             let x = sparse_rows(&blocks, n)?;
             run_detached(py, n_threads, on_iteration, |i| {
-                engine::fit(settings, Data::Sparse(&x), &y, w, start, i)
+                solvers::fit(settings, Data::Sparse(&x), &y, w, start, i)
             })?
         } else {
             return Err(PyErr::from(MkError::config(
@@ -665,7 +665,7 @@ fn fit<'py>(
             )));
         }
     } else if is_list && g.extract::<Vec<CsrArrays<'_>>>().is_ok() {
-        return Err(PyErr::from(engine::sparse_refused(settings)));
+        return Err(PyErr::from(solvers::sparse_refused(settings)));
     } else {
         if g.cast::<super::kernels::PyOnDemand>().is_ok() {
             on_demand_supported(settings)?;
@@ -673,7 +673,7 @@ fn fit<'py>(
         let (w, start) = (weights.as_deref(), start.as_ref());
         with_dense(g, |s| {
             run_detached(py, n_threads, on_iteration, |i| {
-                engine::fit(settings, Data::Stack(s), &y, w, start, i)
+                solvers::fit(settings, Data::Stack(s), &y, w, start, i)
             })
         })?
     };
@@ -689,20 +689,20 @@ fn on_demand_supported(settings: &Settings) -> PyResult<()> {
         "solver",
         format!(
             "{}; got solver {:?} with the {} loss",
-            engine::on_demand_rule(),
+            solvers::on_demand_rule(),
             settings.name(),
             settings.clone().loss_mut().map_or("(no)", |l| l.name())
         ),
     )))
 }
 
-/// What each solver fits, as the engine states it ([`engine::capabilities`]): `{solver:
+/// What each solver fits, as the engine states it ([`solvers::capabilities`]): `{solver:
 /// {"features": bool, "warm_start": bool, "penalties": [...], "losses": [...],
 /// "on_demand_losses": [...]}}`.
 #[pyfunction]
 fn capabilities(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let table = PyDict::new(py);
-    for cap in engine::capabilities() {
+    for cap in solvers::capabilities() {
         let row = PyDict::new(py);
         row.set_item("features", cap.features)?;
         row.set_item("warm_start", cap.warm_start)?;
@@ -714,10 +714,10 @@ fn capabilities(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(table)
 }
 
-/// The rule of kernels computed on demand, in words ([`engine::on_demand_rule`]).
+/// The rule of kernels computed on demand, in words ([`solvers::on_demand_rule`]).
 #[pyfunction]
 fn on_demand_rule() -> String {
-    engine::on_demand_rule()
+    solvers::on_demand_rule()
 }
 
 /// A regularization path ([`crate::solvers::path`]) as arrays, one row per point.
@@ -885,7 +885,7 @@ fn fit_on_blocks<T: RowElement + numpy::Element>(
     };
     let feats = RowFeatures::new(data, n, &dims)?;
     run_detached(py, n_threads, on_iteration, |i| {
-        engine::fit(settings, T::data(&feats), y, weights, start, i)
+        solvers::fit(settings, T::data(&feats), y, weights, start, i)
     })
 }
 

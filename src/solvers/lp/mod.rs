@@ -80,7 +80,7 @@ impl Default for LpConfig {
 impl Fields for LpConfig {
     fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
         v.float("p", &mut self.p)?;
-        super::common_fields(
+        crate::solvers::common::common_fields(
             v,
             &mut self.c,
             &mut self.loss,
@@ -100,7 +100,7 @@ impl LpConfig {
                 format!("must be in [1, inf], got {}", self.p),
             ));
         }
-        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        crate::solvers::common::validate_common(self.c, self.tol, self.max_iter)?;
         if !(self.inner_tol.is_finite() && self.inner_tol > 0.0) {
             return Err(MkError::config("inner_tol", "must be positive"));
         }
@@ -208,7 +208,7 @@ pub fn fit_lp_weighted(
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
-    crate::solvers::validate_targets(stack.n(), y)?;
+    crate::solvers::common::validate_targets(stack.n(), y)?;
     let c = &costs(cfg.c, sample_weight, y.len())?;
     match cfg.algorithm {
         LpAlgorithm::Analytic => analytic::fit_analytic(stack, y, c, cfg, interrupt),

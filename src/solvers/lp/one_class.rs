@@ -71,7 +71,7 @@ impl Fields for OneClassConfig {
 impl OneClassConfig {
     /// Checks every setting.
     pub fn validate(&self) -> Result<()> {
-        crate::solvers::validate_common(1.0, self.tol, self.max_iter)?;
+        crate::solvers::common::validate_common(1.0, self.tol, self.max_iter)?;
         if self.p.is_nan() || self.p < 1.0 {
             return Err(MkError::config("p", format!("must be ≥ 1, got {}", self.p)));
         }

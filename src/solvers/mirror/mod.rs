@@ -123,7 +123,7 @@ impl Default for MirrorConfig {
 /// The settings by name (the group ids are the engine's `Settings::Mirror`'s).
 impl Fields for MirrorConfig {
     fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
-        super::common_fields(
+        crate::solvers::common::common_fields(
             v,
             &mut self.c,
             &mut self.loss,
@@ -141,7 +141,7 @@ impl Fields for MirrorConfig {
 impl MirrorConfig {
     /// Checks every setting.
     pub fn validate(&self) -> Result<()> {
-        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        crate::solvers::common::validate_common(self.c, self.tol, self.max_iter)?;
         if !(self.inner_tol.is_finite() && self.inner_tol > 0.0) {
             return Err(MkError::config("inner_tol", "must be positive"));
         }
@@ -750,7 +750,7 @@ pub fn fit_group_weighted(
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
-    crate::solvers::validate_targets(stack.n(), y)?;
+    crate::solvers::common::validate_targets(stack.n(), y)?;
     let c = costs(cfg.c, sample_weight, y.len())?;
     let m = stack.m();
     if groups.ids().len() != m {

@@ -1137,7 +1137,7 @@ fn checked_input(
     cfg: &PathConfig,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
     cfg.validate()?;
-    crate::solvers::validate_targets(stack.n(), y)?;
+    crate::solvers::common::validate_targets(stack.n(), y)?;
     let w = crate::losses::costs(1.0, sample_weight, stack.n())?;
     let (n, m) = (stack.n(), stack.m());
     if n == 0 || m == 0 {

@@ -84,7 +84,7 @@ impl Default for ProxNewtonConfig {
 impl Fields for ProxNewtonConfig {
     fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
         self.penalty.fields(v)?;
-        super::common_fields(
+        crate::solvers::common::common_fields(
             v,
             &mut self.c,
             &mut self.loss,
@@ -97,7 +97,7 @@ impl Fields for ProxNewtonConfig {
 impl ProxNewtonConfig {
     /// Checks every setting.
     pub fn validate(&self) -> Result<()> {
-        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        crate::solvers::common::validate_common(self.c, self.tol, self.max_iter)?;
         self.penalty.validate()
     }
 }
@@ -150,7 +150,7 @@ pub fn fit_prox_newton_rows<X: RowRead + ?Sized>(
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
-    crate::solvers::validate_targets(x.n(), y)?;
+    crate::solvers::common::validate_targets(x.n(), y)?;
     x.check_finite()?;
     let c = costs(cfg.c, sample_weight, y.len())?;
     let rows = Chunks::new(x, y, &c);

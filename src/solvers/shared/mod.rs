@@ -104,7 +104,7 @@ impl SharedConfig {
                 "the shared fit takes hinge, squared_hinge or logistic",
             ));
         }
-        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        crate::solvers::common::validate_common(self.c, self.tol, self.max_iter)?;
         if !(self.inner_tol.is_finite() && self.inner_tol > 0.0) {
             return Err(MkError::config("inner_tol", "must be positive"));
         }
@@ -144,7 +144,7 @@ pub fn fit_shared(
         return Err(MkError::config("y", "needs at least one class"));
     }
     for y in ys {
-        crate::solvers::validate_targets(stack.n(), y)?;
+        crate::solvers::common::validate_targets(stack.n(), y)?;
     }
     let c = costs(cfg.c, sample_weight, stack.n())?;
     let classes = ys

@@ -189,7 +189,7 @@ impl Default for SpicyConfig {
 impl Fields for SpicyConfig {
     fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
         self.penalty.fields(v)?;
-        super::common_fields(
+        crate::solvers::common::common_fields(
             v,
             &mut self.c,
             &mut self.loss,
@@ -209,7 +209,7 @@ impl SpicyConfig {
     /// Checks every setting.
     pub fn validate(&self) -> Result<()> {
         self.penalty.validate()?;
-        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        crate::solvers::common::validate_common(self.c, self.tol, self.max_iter)?;
         if self.working_set == Some(0) {
             return Err(MkError::config(
                 "working_set",
@@ -378,7 +378,7 @@ fn fit_from(
 ) -> Result<FitResult> {
     cfg.validate()?;
     let n = stack.n();
-    crate::solvers::validate_targets(n, y)?;
+    crate::solvers::common::validate_targets(n, y)?;
     if cfg.loss.is_classification() && y.iter().any(|&v| v != 1.0 && v != -1.0) {
         return Err(MkError::config(
             "y",

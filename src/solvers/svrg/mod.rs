@@ -73,7 +73,7 @@ impl Default for SvrgConfig {
 impl Fields for SvrgConfig {
     fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
         v.float("p", &mut self.p)?;
-        super::common_fields(
+        crate::solvers::common::common_fields(
             v,
             &mut self.c,
             &mut self.loss,
@@ -90,7 +90,7 @@ impl Fields for SvrgConfig {
 impl SvrgConfig {
     /// Checks every setting (C, tol, max_iter, p ≥ 1, a smooth loss).
     pub fn validate(&self) -> Result<()> {
-        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        crate::solvers::common::validate_common(self.c, self.tol, self.max_iter)?;
         if self.p.is_nan() || self.p < 1.0 {
             return Err(MkError::config("p", format!("must be ≥ 1, got {}", self.p)));
         }
@@ -165,7 +165,7 @@ pub fn fit_svrg_weighted<T: Element>(
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
-    crate::solvers::validate_targets(x.n(), y)?;
+    crate::solvers::common::validate_targets(x.n(), y)?;
     if x.data().iter().any(|v| !v.to_f64().is_finite()) {
         return Err(MkError::non_finite("the features"));
     }

@@ -165,7 +165,7 @@ impl Default for WrapperConfig {
 impl Fields for WrapperConfig {
     fn fields<V: Visitor>(&mut self, v: &mut V) -> std::result::Result<(), V::Error> {
         self.penalty.fields(v)?;
-        super::common_fields(
+        crate::solvers::common::common_fields(
             v,
             &mut self.c,
             &mut self.loss,
@@ -179,7 +179,7 @@ impl Fields for WrapperConfig {
 impl WrapperConfig {
     /// Checks every setting.
     pub fn validate(&self) -> Result<()> {
-        crate::solvers::validate_common(self.c, self.tol, self.max_iter)?;
+        crate::solvers::common::validate_common(self.c, self.tol, self.max_iter)?;
         if !(self.inner_tol.is_finite() && self.inner_tol > 0.0) {
             return Err(MkError::config("inner_tol", "must be positive"));
         }
@@ -235,7 +235,7 @@ fn fit_from(
     interrupt: &dyn Interrupt,
 ) -> Result<FitResult> {
     cfg.validate()?;
-    crate::solvers::validate_targets(stack.n(), y)?;
+    crate::solvers::common::validate_targets(stack.n(), y)?;
     let c = &costs(cfg.c, sample_weight, y.len())?;
     let pen = WeightPenalty::of(cfg.penalty);
     let mut whole = SingleKernel::new(cfg.loss, c, y)?;
