@@ -7,7 +7,10 @@ larger setups, see ``problem``), standardised features, the SimpleMKL bank of
 27·(d+1) kernels normalised to unit trace on an 80 % training split, ``kernels="precomputed"``,
 hinge, tol 1e-3, for each C of ``--Cs``. Columns: each penalty's fit (default ``solver="auto"``,
 default ``check_input``) as a ratio to ``SVC(kernel="precomputed")`` fitted on the stack summed
-inside the timed call; medians of ``--repeats``, each fit in turn within every repeat.
+inside the timed call; medians of ``--repeats``, each fit in turn within every repeat. Each
+cell: the ratio, the iterations, and the passes over the stack (``p``, in the unit of one read
+of every stored entry, which the SVC's sum costs): the fit's ``stack_passes_`` plus the input
+check's ``(n + 1)/n`` (every entry once, and the diagonal again).
 
     python benches/peers/svm_price.py [--sets liver_bupa,pima,ionosphere,sonar,breast]
         [--Cs 0.1,1,10] [--penalties lp2,lp43,l1,enet] [--repeats 3]
@@ -67,7 +70,7 @@ def main() -> None:
     args = ap.parse_args()
     pens = args.penalties.split(",")
     head = f"{'set':>12} {'n':>4} {'M':>5} {'C':>5} {'svc s':>8} "
-    print(head + " ".join(f"{p:>14}" for p in pens))
+    print(head + " ".join(f"{p:>20}" for p in pens))
     for name in args.sets.split(","):
         P = problem(name)
         G, y = P.Gtr, P.ytr
@@ -93,7 +96,9 @@ def main() -> None:
             cells = []
             for (t, est), _ in zip(res[1:], pens, strict=True):
                 flag = "" if est.converged_ else "!"
-                cells.append(f"{t / base:8.1f}x {est.n_iter_:>3}{flag}")
+                n = G.shape[1]
+                passes = est.stack_passes_ + (n + 1) / n
+                cells.append(f"{t / base:8.1f}x {est.n_iter_:>3}{flag} {passes:5.2f}p")
             row = f"{name:>12} {G.shape[1]:>4} {G.shape[0]:>5} {C:>5g} {base:8.4f} "
             print(row + " ".join(cells), flush=True)
 

@@ -102,6 +102,7 @@ FITTED = (
     "n_iter_",
     "solvers_",
     "solver_iterations_",
+    "stack_passes_",
     "converged_",
     "history_",
     "group_weights_",
@@ -238,6 +239,9 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
     #: them for a multiclass classifier.
     solvers_: Any
     solver_iterations_: Any
+    #: The fit's passes over a stored kernel stack (entries read over ``M n²``), or None; a list
+    #: of them for a multiclass classifier.
+    stack_passes_: Any
     converged_: Any
     #: A structured array (fields primal, dual, gap, active, seconds, solver), or a list of them
     #: for a multiclass classifier: ``Any`` so that ``history_["gap"]`` type-checks.
@@ -668,6 +672,8 @@ class BaseMKL(BaseEstimator):  # type: ignore[misc]
         self.solvers_ = solvers if multi else solvers[0]
         iterations = [tuple(int(k) for k in r.solver_iterations) for r in results]
         self.solver_iterations_ = iterations if multi else iterations[0]
+        passes = [r.stack_passes for r in results]
+        self.stack_passes_ = passes if multi else passes[0]
         self.converged_ = stack([r.converged for r in results])
         if self.penalty == "group":
             ids, n_groups = group_ids(self.groups, self.n_kernels_)

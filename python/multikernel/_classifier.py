@@ -296,6 +296,12 @@ default "mean_diag"
         SpicyMKL (``multi_class="shared"``: ``("shared",)``).
     solver_iterations_ : tuple of int, or list of them for multiclass
         The iterations of each solver in ``solvers_``; they sum to ``n_iter_``.
+    stack_passes_ : float or None, or list of them for multiclass
+        The engine's reads of a stored kernel stack: the entries it read over ``M n²``, so 1.0
+        is one read of every stored entry (the summed-kernel SVM's sum costs one pass). None
+        when no stored stack was read (kernels on demand, low-rank factors, explicit
+        features). The input check of ``check_input=True`` reads every entry once more, and
+        is not counted here (docs/performance.md, "Passes over the stack").
     converged_ : bool, or ndarray of shape (n_problems,)
         Whether the duality gap reached ``tol``.
     history_ : structured ndarray of shape ``(n_records,)``, or a list of them for multiclass

@@ -113,6 +113,8 @@ class FitResult:
     def solvers(self) -> list[str]: ...  # the solvers that ran: ["wrapper", "spicy"] when continued
     @property
     def solver_iterations(self) -> list[int]: ...  # each solver's iterations; they sum to n_iter
+    @property
+    def stack_passes(self) -> float | None: ...  # entries read from a stored stack / (M n^2)
 
 @final
 class PathResult:

@@ -93,8 +93,8 @@ class MKLOneClass(OutlierMixin, BaseMKL):  # type: ignore[misc]
         ``‖f_m‖`` in each kernel's space.
     primal_objective_, dual_objective_, duality_gap_ : float
         The certificate: ``P``, ``D`` and ``(P − D)/|P|``.
-    n_iter_, solvers_, solver_iterations_, converged_, history_, kernel_bank_, \
-n_features_in_, n_kernels_, n_train_, psd_shifts_
+    n_iter_, solvers_, solver_iterations_, stack_passes_, converged_, history_, \
+kernel_bank_, n_features_in_, n_kernels_, n_train_, psd_shifts_
         As for :class:`MKLClassifier`.
 
     Examples

@@ -53,13 +53,15 @@ class FitRecord:
     #: The engine solvers that ran, in order, and the iterations of each (summing to n_iter).
     solvers: list[str]
     solver_iterations: list[int]
+    #: The entries read from a stored stack over ``M n²`` (None: no stored stack was read).
+    stack_passes: float | None = None
 
     @classmethod
     def of(cls, r: _core.FitResult) -> FitRecord:
         return cls(
             r.coef, r.intercept, r.kernel_weights, r.kernel_norms, r.primal, r.dual, r.gap,
             r.n_iter, int(r.status), r.converged, r.history, r.feature_weights, r.psd_witness,
-            list(r.solvers), list(r.solver_iterations),
+            list(r.solvers), list(r.solver_iterations), r.stack_passes,
         )  # fmt: skip
 
     @property

@@ -55,6 +55,8 @@ warm_start, cache_size
     solvers_, solver_iterations_ : tuple of str, tuple of int
         The engine solvers that ran and the iterations of each, as for
         :class:`MKLClassifier`.
+    stack_passes_ : float or None
+        The fit's passes over a stored kernel stack, as for :class:`MKLClassifier`.
     converged_ : bool
         Whether the duality gap reached ``tol``.
     history_ : structured ndarray of shape ``(n_records,)``

@@ -5,6 +5,8 @@
 //! (`vᵀKv = Σ_i K_ii v_i² + 2 Σ_{i<j} K_ij v_i v_j`), half the bytes of a full pass, and
 //! evaluate several vectors per pass in the batched form.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use rayon::prelude::*;
 
 use crate::error::{MkError, Result};
@@ -147,6 +149,12 @@ pub trait KernelStack: Sync {
 
     /// The stack itself when its entries are computed from the points on demand: a solver
     /// then reads columns of `K_θ` through a row cache instead of forming it.
+    /// The entries read from the stored stack so far, for a stack that counts them
+    /// ([`DenseStack::counting`]); None for the others.
+    fn entries_read(&self) -> Option<u64> {
+        None
+    }
+
     fn on_demand(&self) -> Option<&crate::kernels::OnDemandStack> {
         None
     }
@@ -394,6 +402,8 @@ pub struct DenseStack<'a, T: Element> {
     data: &'a [T],
     m: usize,
     n: usize,
+    /// Where the entries read are counted ([`DenseStack::counting`]), if anywhere.
+    reads: Option<&'a AtomicU64>,
 }
 
 impl<'a, T: Element> DenseStack<'a, T> {
@@ -406,7 +416,31 @@ impl<'a, T: Element> DenseStack<'a, T> {
                 data.len()
             )));
         }
-        Ok(DenseStack { data, m, n })
+        Ok(DenseStack {
+            data,
+            m,
+            n,
+            reads: None,
+        })
+    }
+
+    /// This stack counting into `reads` the entries each of its operations reads (one
+    /// relaxed atomic add per operation), which [`KernelStack::entries_read`] reports: the
+    /// passes over the stack a fit makes, in the unit of one read of every stored entry
+    /// (docs/performance.md, "Passes over the stack").
+    pub fn counting(self, reads: &'a AtomicU64) -> Self {
+        DenseStack {
+            reads: Some(reads),
+            ..self
+        }
+    }
+
+    /// Adds `entries` to the count of entries read, if this stack counts.
+    #[inline]
+    fn count(&self, entries: usize) {
+        if let Some(r) = self.reads {
+            r.fetch_add(entries as u64, Ordering::Relaxed);
+        }
     }
 
     /// Kernel `m` as a row-major slice.
@@ -448,6 +482,8 @@ impl<'a, T: Element> DenseStack<'a, T> {
 
     fn check(&self, rtol: f64, psd: bool) -> Result<()> {
         let n = self.n;
+        // Every pair with its mirror, and the diagonal twice (the roots).
+        self.count(self.m * n * (n + 1));
         let nb = n.div_ceil(TILE);
         let roots = self.roots();
         let parts: Vec<SymmetryStats> = (0..self.m * nb)
@@ -846,6 +882,8 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
 
     fn quad_forms_subset(&self, v: &[f64], idx: &[usize], out: &mut [f64]) {
         let nz = nonzeros(v);
+        // Row i of the upper triangle from its diagonal: n − i entries.
+        self.count(idx.len() * nz.iter().map(|&i| self.n - i).sum::<usize>());
         out.par_iter_mut()
             .zip(idx.par_iter())
             .for_each(|(o, &m)| *o = self.quad_one(m, v, &nz));
@@ -854,6 +892,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
     fn quad_forms_batch_subset(&self, vs: &[f64], idx: &[usize], out: &mut [f64]) {
         let n = self.n;
         let b = vs.len() / n;
+        self.count(idx.len() * n * (n + 1) / 2);
         out.par_chunks_mut(b)
             .zip(idx.par_iter())
             .for_each(|(o, &m)| quad_batch_dispatch(self.kernel(m), n, vs, o));
@@ -862,6 +901,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
     fn matvec(&self, m: usize, v: &[f64], out: &mut [f64]) {
         let n = self.n;
         let k = self.kernel(m);
+        self.count(n * n);
         out.par_iter_mut()
             .enumerate()
             .for_each(|(i, o)| *o = dot(&k[i * n..(i + 1) * n], v));
@@ -872,6 +912,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
         // quadratic form) for all vectors.
         let n = self.n.max(1);
         let b = vs.len() / n;
+        self.count(idx.len() * n * (n + 1) / 2);
         out.par_chunks_mut(b * n)
             .zip(idx.par_iter())
             .for_each(|(o, &m)| matvecs_dispatch(self.kernel(m), self.n, vs, o));
@@ -880,6 +921,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
     fn combine(&self, theta: &[f64], out: &mut [f64]) {
         let n = self.n;
         let active = weighted(&theta[..self.m]);
+        self.count(active.len() * n * (n + 1) / 2);
         // Upper triangle only (half the bytes of a full pass), parallel over rows: each row
         // sums the same row segment of every active kernel; then mirror.
         out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
@@ -892,6 +934,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
         let n = self.n;
         let nz = nonzeros(v);
         let active = nonzeros(&theta[..self.m]);
+        self.count(active.len() * nz.len() * n);
         // By symmetry `K_m v = Σ_{j: v_j ≠ 0} v_j K_m[j, :]`: only the rows where `v` is
         // non-zero are read, each contiguously. Parallel over chunks of kernels.
         let bounds: Vec<usize> = (0..=SUM_CHUNKS)
@@ -909,6 +952,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
         // Row i (symmetry), summed kernel after kernel as `combine` sums each entry, so the
         // column equals the formed `K_θ`'s on a symmetric stack. Parallel over segments of
         // the row: each thread streams its segment of every kernel's row.
+        self.count(weights.len() * self.n);
         let seg = self.n.div_ceil(rayon::current_num_threads()).max(64);
         out.par_chunks_mut(seg).enumerate().for_each(|(c, o)| {
             combine_row_dispatch(self, weights, i, c * seg, o);
@@ -925,6 +969,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
         // short row segments cost more per entry than whole rows: the triangle only past
         // 3n/4 (docs/performance.md, "ℓp steps on per-kernel gradient caches").
         let upper = 4 * nz.len() > 3 * n;
+        self.count(self.m * if upper { n * (n + 1) / 2 } else { nz.len() * n });
         out.par_chunks_mut(n).enumerate().for_each(|(m, o)| {
             let k = self.kernel(m);
             if upper {
@@ -941,6 +986,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
         // Symmetric: column i is row i, one contiguous read. (Copying the row to a buffer
         // first, or prefetching it whole, measured no faster.)
         let row = &self.kernel(m)[i * self.n..(i + 1) * self.n];
+        self.count(rows.len());
         for (o, &r) in out.iter_mut().zip(rows) {
             *o = row[r].to_f64();
         }
@@ -954,9 +1000,14 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
         true
     }
 
+    fn entries_read(&self) -> Option<u64> {
+        self.reads.map(|r| r.load(Ordering::Relaxed))
+    }
+
     fn column(&self, m: usize, i: usize, out: &mut [f64]) {
         // Symmetric: column i is row i.
         let n = self.n;
+        self.count(n);
         for (o, s) in out.iter_mut().zip(&self.kernel(m)[i * n..(i + 1) * n]) {
             *o = s.to_f64();
         }
@@ -964,6 +1015,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
 
     fn add_column(&self, m: usize, i: usize, c: f64, out: &mut [f64]) {
         let n = self.n;
+        self.count(n);
         for (o, s) in out.iter_mut().zip(&self.kernel(m)[i * n..(i + 1) * n]) {
             *o += c * s.to_f64();
         }
@@ -972,6 +1024,7 @@ impl<T: Element> KernelStack for DenseStack<'_, T> {
     fn diag(&self, m: usize, out: &mut [f64]) {
         let n = self.n;
         let k = self.kernel(m);
+        self.count(n);
         for (i, o) in out.iter_mut().enumerate().take(n) {
             *o = k[i * n + i].to_f64();
         }
@@ -1022,6 +1075,54 @@ pub(crate) mod tests {
         for (x, y) in a.iter().zip(b) {
             assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{x} vs {y}");
         }
+    }
+
+    /// A counting stack adds, for each operation, the entries that operation reads by its
+    /// definition: the upper triangle of each weighted kernel for `combine`, the rows of the
+    /// non-zeros from their diagonal for the forms, a row per column, both triangles and the
+    /// diagonal for the check; a stack that does not count reports None.
+    #[test]
+    fn a_counting_stack_counts_the_entries_each_operation_reads() {
+        let (m, n) = (3, 37);
+        let data = kernels(m, n);
+        let plain = DenseStack::new(&data, m, n).unwrap();
+        assert_eq!(plain.entries_read(), None);
+        let reads = AtomicU64::new(0);
+        let s = plain.counting(&reads);
+        let read = |f: &dyn Fn()| {
+            let before = s.entries_read().unwrap();
+            f();
+            s.entries_read().unwrap() - before
+        };
+        let tri = (n * (n + 1) / 2) as u64;
+        let mut out = vec![0.0; n * n];
+        assert_eq!(
+            read(&|| s.combine(&[0.5, 0.0, 2.0], &mut out.clone())),
+            2 * tri
+        );
+        let v: Vec<f64> = (0..n).map(|i| if i % 4 == 0 { 1.0 } else { 0.0 }).collect();
+        let rows: u64 = (0..n).filter(|i| i % 4 == 0).map(|i| (n - i) as u64).sum();
+        let mut forms = vec![0.0; m];
+        assert_eq!(
+            read(&|| s.quad_forms(&v, &mut forms.clone())),
+            m as u64 * rows
+        );
+        let w = [(0, 1.0), (2, 0.5)];
+        assert_eq!(
+            read(&|| s.combined_column(&w, 5, &mut out.clone()[..n])),
+            2 * n as u64
+        );
+        assert_eq!(
+            read(&|| s.validate(1e-12).unwrap()),
+            (m * n * (n + 1)) as u64
+        );
+        s.quad_forms(&v, &mut forms);
+        out.truncate(n);
+        s.column(1, 3, &mut out);
+        assert_eq!(
+            reads.into_inner(),
+            (2 * tri + 2 * m as u64 * rows + 2 * n as u64 + (m * n * (n + 1)) as u64 + n as u64)
+        );
     }
 
     /// `combine`, `combined_matvec` and `matvecs` against the naive sums, for f64, f32 and low-rank

@@ -675,8 +675,11 @@ pub(crate) fn with_dense<R>(
     if let Ok(od) = g.cast::<PyOnDemand>() {
         return f(&od.get().stack);
     }
+    // The entries a fit reads from the stored stack ([`KernelStack::entries_read`]).
+    let reads = std::sync::atomic::AtomicU64::new(0);
     fn view<'a, T: Element + numpy::Element>(
         a: &'a PyReadonlyArray3<'_, T>,
+        reads: &'a std::sync::atomic::AtomicU64,
     ) -> PyResult<DenseStack<'a, T>> {
         let sh = a.shape();
         if sh[1] != sh[2] {
@@ -688,12 +691,12 @@ pub(crate) fn with_dense<R>(
         let data = a
             .as_slice()
             .map_err(|_| input_error("the kernel stack must be C-contiguous"))?;
-        DenseStack::new(data, sh[0], sh[1]).map_err(PyErr::from)
+        Ok(DenseStack::new(data, sh[0], sh[1])?.counting(reads))
     }
     if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f64>>() {
-        f(&view(&a)?)
+        f(&view(&a, &reads)?)
     } else if let Ok(a) = g.extract::<PyReadonlyArray3<'_, f32>>() {
-        f(&view(&a)?)
+        f(&view(&a, &reads)?)
     } else if let Ok(list) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
         f(&low_rank_stack(&list)?)
     } else if let Ok(list) = g.extract::<Vec<PyReadonlyArray2<'_, f32>>>() {

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 
 use super::convert::run_detached;
 use super::kernels::with_dense;
-use super::solvers::{PyFitResult, PySettings};
+use super::solvers::{stack_passes, PyFitResult, PySettings};
 use crate::error::MkError;
 use crate::penalties::BlockPenalty;
 use crate::solvers::shared::{fit_shared as engine_fit_shared, SharedConfig};
@@ -57,14 +57,16 @@ fn fit_shared<'py>(
     let ys: Vec<Vec<f64>> = y.as_array().outer_iter().map(|r| r.to_vec()).collect();
     let n = y.as_array().ncols();
     let weights = sample_weight.map(|w| w.as_array().to_vec());
-    let r = with_dense(g, |s| {
-        run_detached(py, n_threads, on_iteration, |i| {
+    let (r, passes) = with_dense(g, |s| {
+        let r = run_detached(py, n_threads, on_iteration, |i| {
             engine_fit_shared(s, &ys, weights.as_deref(), &cfg, i)
-        })
+        })?;
+        Ok((r, stack_passes(s)))
     })?;
     let (fit, intercepts) = (r.fit, r.intercepts);
     let k = intercepts.len();
-    let result = PyFitResult::with_classes(py, fit, (Some(k), n), vec!["shared"])?;
+    let result =
+        PyFitResult::with_classes(py, fit, (Some(k), n), vec!["shared"])?.with_passes(passes);
     Ok((result, intercepts.into_pyarray(py).unbind()))
 }
 

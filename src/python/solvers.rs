@@ -12,7 +12,7 @@ use super::kernels::with_dense;
 use super::rows::PyRows;
 use crate::error::MkError;
 use crate::fields::Visitor;
-use crate::kernels::{RowFeatures, SparseRowFeatures};
+use crate::kernels::{KernelStack, RowFeatures, SparseRowFeatures};
 use crate::penalties::Groups;
 use crate::result::{FitResult, SolveStatus};
 use crate::solvers::lp::LpConfig;
@@ -110,6 +110,11 @@ pub(crate) struct PyFitResult {
     /// The iterations of each solver in `solvers`; they sum to `n_iter`.
     #[pyo3(get)]
     solver_iterations: Vec<usize>,
+    /// The entries the fit read from a stored `(M, n, n)` stack, over `M·n²`: its passes over
+    /// the stack (docs/performance.md, "Passes over the stack"). None for kernels on demand,
+    /// low-rank factors and explicit features.
+    #[pyo3(get)]
+    stack_passes: Option<f64>,
 }
 
 /// A fit's history as the `(n_records, 6)` array of `FitResult.history`: primal, dual, gap,
@@ -190,6 +195,14 @@ impl PyFitResult {
 }
 
 impl PyFitResult {
+    /// This result with the fit's passes over a stored stack ([`stack_passes`]).
+    pub(super) fn with_passes(self, stack_passes: Option<f64>) -> Self {
+        PyFitResult {
+            stack_passes,
+            ..self
+        }
+    }
+
     fn new(py: Python<'_>, r: FitResult, n: usize, solvers: Vec<&'static str>) -> PyResult<Self> {
         Self::with_classes(py, r, (None, n), solvers)
     }
@@ -238,6 +251,7 @@ impl PyFitResult {
                 .map(|w| (w.kernel, w.quad_form, w.bound, w.entry_rounding)),
             solvers,
             solver_iterations: r.solver_iters,
+            stack_passes: None,
         })
     }
 }
@@ -671,13 +685,22 @@ fn fit<'py>(
             on_demand_supported(settings)?;
         }
         let (w, start) = (weights.as_deref(), start.as_ref());
-        with_dense(g, |s| {
-            run_detached(py, n_threads, on_iteration, |i| {
+        let (r, passes) = with_dense(g, |s| {
+            let r = run_detached(py, n_threads, on_iteration, |i| {
                 solvers::fit(settings, Data::Stack(s), &y, w, start, i)
-            })
-        })?
+            })?;
+            Ok((r, stack_passes(s)))
+        })?;
+        return Ok(PyFitResult::new(py, r.result, n, r.solvers)?.with_passes(passes));
     };
     PyFitResult::new(py, r.result, n, r.solvers)
+}
+
+/// The passes over `s` read so far ([`KernelStack::entries_read`] over `M·n²`), for a stack
+/// that counts its reads.
+pub(super) fn stack_passes(s: &dyn KernelStack) -> Option<f64> {
+    let entries = s.m() * s.n() * s.n();
+    s.entries_read().map(|e| e as f64 / entries as f64)
 }
 
 /// Refuses settings that cannot fit kernels computed on demand, with [`on_demand_rule`].
