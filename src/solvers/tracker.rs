@@ -168,6 +168,16 @@ impl<'a> Tracker<'a> {
         relative_gap(self.best_primal, dual)
     }
 
+    /// The relative gap [`gap`](Tracker::gap) would be after a record of primal value
+    /// `primal` and no dual value (one that moves the gap through the primal alone).
+    pub fn gap_with(&self, primal: f64) -> f64 {
+        let dual = match self.witness {
+            Some(_) => self.raw_dual,
+            None => self.best_dual,
+        };
+        relative_gap(self.best_primal.min(primal), dual)
+    }
+
     /// The dual value `dual` of a dual point, or `−∞` once any dual point of the fit carried
     /// a witness that a kernel is not PSD (one [`note`](Tracker::note)d or recorded): weak
     /// duality needs every kernel PSD, so from then on no dual value certifies anything, not

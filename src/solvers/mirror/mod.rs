@@ -41,6 +41,7 @@ use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::Model;
 use crate::solvers::witness::PsdCheck;
 
+mod certify;
 mod free;
 mod newton;
 
@@ -795,6 +796,9 @@ struct Mirror<'s> {
     first: bool,
     /// The last step, for the update that follows it.
     last: Option<Step>,
+    /// The certified gap's progress over the records: when a restricted iterate is certified
+    /// on the whole problem alone ([`certify`]).
+    watch: certify::Watch,
 }
 
 /// One iterate `A[jk] = scale·θ_jk β` (intercept `b`): its certificate's values and what the
@@ -857,6 +861,8 @@ impl Solver for Mirror<'_> {
         } else {
             self.restricted_step(d, &mut st)
         };
+        let dual = d.tracker.history.last().is_some_and(|r| r.dual.is_finite());
+        self.watch.observe(d.tracker.gap(), dual);
         self.last = Some(st);
         Ok(outcome)
     }
@@ -945,6 +951,7 @@ impl<'s> Mirror<'s> {
             restricts,
             first: true,
             last: None,
+            watch: certify::Watch::new(),
         })
     }
 
@@ -1078,8 +1085,13 @@ impl<'s> Mirror<'s> {
     /// gap to stop on, and the dual value. The dual value is screened by the witness check of
     /// its point on the kernels whose `q_jk` it uses (docs/mathematics.md §1.8).
     fn certify(&self, d: &mut Driver<'_>, st: &Step) -> (f64, f64) {
-        let m = self.stack.m();
         let (point, dq) = self.dual_point(st);
+        self.certify_at(d, st, point, dq)
+    }
+
+    /// [`Mirror::certify`] at the dual point `point` with the forms `dq` of every kernel there.
+    fn certify_at(&self, d: &mut Driver<'_>, st: &Step, point: &[f64], dq: &[f64]) -> (f64, f64) {
+        let m = self.stack.m();
         let witness = self.psd.all().scan(point, m, |k| dq[k]);
         let dual = st.dual_loss - dual_penalty(dq, self.groups, |_| true);
         let beta = self.solver.beta();
@@ -1091,7 +1103,9 @@ impl<'s> Mirror<'s> {
 
     /// A step on the restricted problem of the working set. Its primal value is a whole-problem
     /// one; its dual value (the max over `G_j` ranges over the set only) bounds the restricted
-    /// problem alone and decides only when a whole-problem check is due.
+    /// problem alone and decides only when a whole-problem check is due. Between checks, a
+    /// certified gap that has not moved for [`certify::CERTIFY_RUN`] records gets the whole
+    /// dual value at this `β`, nothing else changed ([`certify`]).
     fn restricted_step(&mut self, d: &mut Driver<'_>, st: &mut Step) -> Outcome {
         let set = &st.set;
         let (point, dq) = self.dual_point(st);
@@ -1108,6 +1122,11 @@ impl<'s> Mirror<'s> {
                 Checked::End(status) => return Outcome::Stop(status),
                 Checked::Grew => new_problem = true,
                 Checked::BackedOff => {}
+            }
+        } else if self.watch.wants(d.tracker.gap_with(st.primal)) {
+            // The whole dual value at this `β`, the iterates unchanged ([`certify`]).
+            if self.certify_only(d, st) <= d.tol {
+                return Outcome::Stop(SolveStatus::Converged);
             }
         } else {
             // The restricted dual bounds the restricted problem only: not recorded.
