@@ -11,13 +11,16 @@
 //! rule's progress, §1.9) for [`CERTIFY_RUN`] records and no whole dual value was recorded
 //! over as many, the missing forms are read (one pass over the kernels off the set) into a
 //! scratch copy and the whole dual value is recorded: the working set, `λ`, `γ`, the step
-//! length and the check schedule stay as they were, so the restricted iterates are those of a
-//! fit without it until the certificate reaches `tol` (the fit then stops, converged) or the
-//! driver's watch of the certified gap (§1.9) sees progress it would not have seen.
+//! length and the check schedule stay as they were, and the driver's watch of the certified
+//! gap (§1.9), whose stalls time mirror descent's recovery, does not see the value. The
+//! iterates are those of a fit without it until the certificate reaches `tol`: the fit then
+//! stops, converged.
 
 use super::{Mirror, Step};
 use crate::penalties::duals::read_forms;
 use crate::solvers::driver::{Driver, STALL_SHRINK};
+#[cfg(doc)]
+use crate::solvers::tracker::Tracker;
 
 /// Records without a 1 % smaller certified gap, and without a whole dual value, after which a
 /// restricted iterate is certified on the whole problem: half the stall rule's patience, so
@@ -27,6 +30,8 @@ pub(super) const CERTIFY_RUN: usize = 5;
 /// The fit's certified gap over its records, counted as the stall rule counts progress
 /// (§1.9), and the records since the last whole dual value.
 pub(super) struct Watch {
+    /// The records after which a certificate is due ([`CERTIFY_RUN`]; `usize::MAX`: never).
+    run: usize,
     /// The gap at the last progress (∞ before the first).
     reference: f64,
     /// Records since then.
@@ -36,8 +41,10 @@ pub(super) struct Watch {
 }
 
 impl Watch {
-    pub(super) fn new() -> Self {
+    /// A certificate after `run` records without progress and without a whole dual value.
+    pub(super) fn new(run: usize) -> Self {
         Watch {
+            run,
             reference: f64::INFINITY,
             since: 0,
             since_dual: 0,
@@ -60,10 +67,10 @@ impl Watch {
     }
 
     /// Whether a record whose certified gap would be `gap` without a dual value is to be
-    /// certified: it would make no progress, and would be the [`CERTIFY_RUN`]-th record
-    /// without progress and without a whole dual value.
+    /// certified: it would make no progress, and would be the `run`-th record without
+    /// progress and without a whole dual value.
     pub(super) fn wants(&self, gap: f64) -> bool {
-        !self.progress(gap) && self.since.min(self.since_dual) + 1 >= CERTIFY_RUN
+        !self.progress(gap) && self.since.min(self.since_dual).saturating_add(1) >= self.run
     }
 }
 
@@ -71,7 +78,9 @@ impl Mirror<'_> {
     /// The certificate-only check of the restricted step `st`: the forms `q_jk` of the kernels
     /// off the set at the step's dual point, read into a copy of the set's, and the whole
     /// certificate recorded ([`Mirror::certify_at`]); the certified gap. Nothing the next
-    /// step reads is changed.
+    /// step reads is changed, and the driver's stall rule does not see the value
+    /// ([`Tracker::unwatched`]): its recoveries, and so the iterates, are those of a fit
+    /// without certificate-only checks.
     pub(super) fn certify_only(&self, d: &mut Driver<'_>, st: &Step) -> f64 {
         let off: Vec<usize> = (0..self.stack.m())
             .filter(|&k| !self.state.in_set[k])
@@ -84,6 +93,7 @@ impl Mirror<'_> {
             Some(hat) => (hat, &hat_quad),
             None => (beta, &quad),
         };
+        d.tracker.unwatched = true;
         self.certify_at(d, st, point, dq).0
     }
 }

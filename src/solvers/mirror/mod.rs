@@ -761,6 +761,15 @@ pub fn fit_group_weighted(
         ));
     }
     let mut mirror = Mirror::new(stack, y, c, groups, cfg)?;
+    run(&mut mirror, cfg, interrupt)
+}
+
+/// Runs mirror descent from `mirror` under the driver's rules.
+fn run(
+    mirror: &mut Mirror<'_>,
+    cfg: &MirrorConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     // Mirror descent is not monotone: a stall is declared only after 50 steps without progress.
     let gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, 1.0).with_patience(50);
     // Checked at `tol` itself: the restricted tail is first-order, so chasing tol/2 costs
@@ -769,7 +778,7 @@ pub fn fit_group_weighted(
     Driver::new(cfg.tol, cfg.max_iter, interrupt)
         .with_gaps(gaps)
         .with_checks(checks)
-        .run(&mut mirror)
+        .run(mirror)
 }
 
 /// Mirror descent's state between iterations: the weights `(λ, γ)` and their working set, the
@@ -951,7 +960,7 @@ impl<'s> Mirror<'s> {
             restricts,
             first: true,
             last: None,
-            watch: certify::Watch::new(),
+            watch: certify::Watch::new(certify::CERTIFY_RUN),
         })
     }
 
