@@ -235,7 +235,9 @@ impl<'a> Driver<'a> {
             };
             // A restricted problem's certificate can stall while the iterated gap moves: each
             // growth of its working set is a new problem and starts the iterated count over.
-            let certified = self.certified.observe(self.tracker.gap(), false);
+            // Certificate-only dual values (group MKL's) are not watched: the recoveries stay
+            // timed by the solver's own iterates.
+            let certified = self.certified.observe(self.tracker.watched_gap(), false);
             let stall = self
                 .stall
                 .observe(gap, new_problem)

@@ -58,6 +58,12 @@ pub(crate) struct Tracker<'a> {
     pub history: Vec<IterRecord>,
     best_primal: f64,
     best_dual: f64,
+    /// The best dual value of the records the stall rule watches (all but those recorded
+    /// with [`unwatched`](Tracker::unwatched) set).
+    watched_dual: f64,
+    /// Set for the next record only: its dual value certifies, the stall rule does not see it
+    /// (a certificate-only check, docs/mathematics.md §4, "Kernel working set").
+    pub unwatched: bool,
     best: Option<Model>,
     witness: Option<PsdWitness>,
     /// The best dual value as computed, witness or not: after a witness the fit stops where
@@ -76,6 +82,8 @@ impl<'a> Tracker<'a> {
             history: Vec::new(),
             best_primal: f64::INFINITY,
             best_dual: f64::NEG_INFINITY,
+            watched_dual: f64::NEG_INFINITY,
+            unwatched: false,
             best: None,
             witness: None,
             raw_dual: f64::NEG_INFINITY,
@@ -128,6 +136,7 @@ impl<'a> Tracker<'a> {
                 if self.witness.is_none() {
                     self.best_dual = self.raw_dual;
                 }
+                self.watched_dual = self.watched_dual.min(self.best_dual);
             }
         }
         // Weak duality: a dual value above a primal one beyond rounding comes from a dual
@@ -138,7 +147,11 @@ impl<'a> Tracker<'a> {
         let slack = self.best_primal + DUAL_SLACK * self.best_primal.abs();
         if self.witness.is_none() && dual <= slack {
             self.best_dual = self.best_dual.max(dual);
+            if !self.unwatched {
+                self.watched_dual = self.watched_dual.max(dual);
+            }
         }
+        self.unwatched = false;
         if raw <= slack {
             self.raw_dual = self.raw_dual.max(raw);
         }
@@ -166,6 +179,24 @@ impl<'a> Tracker<'a> {
             None => self.best_dual,
         };
         relative_gap(self.best_primal, dual)
+    }
+
+    /// The relative gap of the best primal value and the best watched dual value.
+    pub fn watched_gap(&self) -> f64 {
+        match self.witness {
+            Some(_) => self.gap(),
+            None => relative_gap(self.best_primal, self.watched_dual),
+        }
+    }
+
+    /// The relative gap [`gap`](Tracker::gap) would be after a record of primal value
+    /// `primal` and no dual value (one that moves the gap through the primal alone).
+    pub fn gap_with(&self, primal: f64) -> f64 {
+        let dual = match self.witness {
+            Some(_) => self.raw_dual,
+            None => self.best_dual,
+        };
+        relative_gap(self.best_primal.min(primal), dual)
     }
 
     /// The dual value `dual` of a dual point, or `−∞` once any dual point of the fit carried

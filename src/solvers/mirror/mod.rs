@@ -41,6 +41,7 @@ use crate::solvers::single::SingleKernel;
 use crate::solvers::tracker::Model;
 use crate::solvers::witness::PsdCheck;
 
+mod certify;
 mod free;
 mod newton;
 
@@ -760,6 +761,15 @@ pub fn fit_group_weighted(
         ));
     }
     let mut mirror = Mirror::new(stack, y, c, groups, cfg)?;
+    run(&mut mirror, cfg, interrupt)
+}
+
+/// Runs mirror descent from `mirror` under the driver's rules.
+fn run(
+    mirror: &mut Mirror<'_>,
+    cfg: &MirrorConfig,
+    interrupt: &dyn Interrupt,
+) -> Result<FitResult> {
     // Mirror descent is not monotone: a stall is declared only after 50 steps without progress.
     let gaps = GapSchedule::new(cfg.tol, cfg.inner_tol, 1.0).with_patience(50);
     // Checked at `tol` itself: the restricted tail is first-order, so chasing tol/2 costs
@@ -768,7 +778,7 @@ pub fn fit_group_weighted(
     Driver::new(cfg.tol, cfg.max_iter, interrupt)
         .with_gaps(gaps)
         .with_checks(checks)
-        .run(&mut mirror)
+        .run(mirror)
 }
 
 /// Mirror descent's state between iterations: the weights `(λ, γ)` and their working set, the
@@ -795,6 +805,9 @@ struct Mirror<'s> {
     first: bool,
     /// The last step, for the update that follows it.
     last: Option<Step>,
+    /// The certified gap's progress over the records: when a restricted iterate is certified
+    /// on the whole problem alone ([`certify`]).
+    watch: certify::Watch,
 }
 
 /// One iterate `A[jk] = scale·θ_jk β` (intercept `b`): its certificate's values and what the
@@ -857,6 +870,8 @@ impl Solver for Mirror<'_> {
         } else {
             self.restricted_step(d, &mut st)
         };
+        let dual = d.tracker.history.last().is_some_and(|r| r.dual.is_finite());
+        self.watch.observe(d.tracker.gap(), dual);
         self.last = Some(st);
         Ok(outcome)
     }
@@ -945,6 +960,7 @@ impl<'s> Mirror<'s> {
             restricts,
             first: true,
             last: None,
+            watch: certify::Watch::new(certify::CERTIFY_RUN),
         })
     }
 
@@ -1078,8 +1094,13 @@ impl<'s> Mirror<'s> {
     /// gap to stop on, and the dual value. The dual value is screened by the witness check of
     /// its point on the kernels whose `q_jk` it uses (docs/mathematics.md §1.8).
     fn certify(&self, d: &mut Driver<'_>, st: &Step) -> (f64, f64) {
-        let m = self.stack.m();
         let (point, dq) = self.dual_point(st);
+        self.certify_at(d, st, point, dq)
+    }
+
+    /// [`Mirror::certify`] at the dual point `point` with the forms `dq` of every kernel there.
+    fn certify_at(&self, d: &mut Driver<'_>, st: &Step, point: &[f64], dq: &[f64]) -> (f64, f64) {
+        let m = self.stack.m();
         let witness = self.psd.all().scan(point, m, |k| dq[k]);
         let dual = st.dual_loss - dual_penalty(dq, self.groups, |_| true);
         let beta = self.solver.beta();
@@ -1091,7 +1112,9 @@ impl<'s> Mirror<'s> {
 
     /// A step on the restricted problem of the working set. Its primal value is a whole-problem
     /// one; its dual value (the max over `G_j` ranges over the set only) bounds the restricted
-    /// problem alone and decides only when a whole-problem check is due.
+    /// problem alone and decides only when a whole-problem check is due. Between checks, a
+    /// certified gap that has not moved for [`certify::CERTIFY_RUN`] records gets the whole
+    /// dual value at this `β`, nothing else changed ([`certify`]).
     fn restricted_step(&mut self, d: &mut Driver<'_>, st: &mut Step) -> Outcome {
         let set = &st.set;
         let (point, dq) = self.dual_point(st);
@@ -1108,6 +1131,11 @@ impl<'s> Mirror<'s> {
                 Checked::End(status) => return Outcome::Stop(status),
                 Checked::Grew => new_problem = true,
                 Checked::BackedOff => {}
+            }
+        } else if self.watch.wants(d.tracker.gap_with(st.primal)) {
+            // The whole dual value at this `β`, the iterates unchanged ([`certify`]).
+            if self.certify_only(d, st) <= d.tol {
+                return Outcome::Stop(SolveStatus::Converged);
             }
         } else {
             // The restricted dual bounds the restricted problem only: not recorded.

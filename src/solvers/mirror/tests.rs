@@ -1,6 +1,7 @@
 use super::*;
 use crate::interrupt::NoInterrupt;
 use crate::kernels::DenseStack;
+use crate::result::IterRecord;
 use crate::solvers::lp::{fit_lp, LpConfig};
 use crate::solvers::single::SingleKernel;
 use crate::solvers::test_util::Lcg;
@@ -577,4 +578,145 @@ fn the_second_order_gamma_moves_at_most_the_trust_factor() {
         };
         assert!(close, "{model} from {now}: {got:?}, want {want:?}");
     }
+}
+
+/// The fit of [`fit_group`] with a certificate-only check after `run` records without progress
+/// (`usize::MAX`: none).
+fn fit_certifying(
+    stack: &dyn KernelStack,
+    y: &[f64],
+    groups: &Groups,
+    cfg: &MirrorConfig,
+    run: usize,
+) -> FitResult {
+    let mut mirror = Mirror::new(stack, y, vec![cfg.c; y.len()], groups, cfg).unwrap();
+    mirror.watch = certify::Watch::new(run);
+    super::run(&mut mirror, cfg, &NoInterrupt).unwrap()
+}
+
+/// A certificate-only check at every restricted record that is not progress: each records the
+/// whole dual value at its iterate, below the optimum (a restricted dual, the max over the
+/// working set only, lies above it on this problem), and the iterates are those of the fit
+/// without checks: the same primal value and working-set size at every record, to the record
+/// where the certificate reaches `tol` first.
+#[test]
+fn a_certificate_only_check_is_valid_and_changes_no_iterate() {
+    let (g, m, y, ids) = problem(40, 16, false);
+    let stack = DenseStack::new(&g, m, y.len()).unwrap();
+    let groups = Groups::new(&ids).unwrap();
+    for step in [StepRule::Newton, StepRule::Adaptive] {
+        let cfg = MirrorConfig {
+            step,
+            tol: 1e-6,
+            max_iter: 2000,
+            ..MirrorConfig::default()
+        };
+        let optimum = fit_group(
+            &stack,
+            &y,
+            &groups,
+            &MirrorConfig { tol: 1e-9, ..cfg },
+            &NoInterrupt,
+        )
+        .unwrap();
+        let (plain, checked) = (
+            fit_certifying(&stack, &y, &groups, &cfg, usize::MAX),
+            fit_certifying(&stack, &y, &groups, &cfg, 1),
+        );
+        assert_eq!(checked.status, SolveStatus::Converged, "{step:?}");
+        assert!(checked.n_iter <= plain.n_iter, "{step:?}");
+        let restricted = |h: &IterRecord| h.active < m;
+        let dual = |r: &FitResult| r.history.iter().filter(|h| h.dual.is_finite()).count();
+        // The checks certified restricted records the plain fit left without a dual value.
+        let extra = checked
+            .history
+            .iter()
+            .zip(&plain.history)
+            .filter(|(c, p)| c.dual.is_finite() && !p.dual.is_finite() && restricted(c))
+            .count();
+        assert!(extra >= 1 && dual(&checked) > dual(&plain), "{step:?}");
+        for (t, (c, p)) in checked.history.iter().zip(&plain.history).enumerate() {
+            assert_eq!(
+                (c.primal, c.active),
+                (p.primal, p.active),
+                "{step:?} at {t}"
+            );
+            assert!(
+                c.dual <= optimum.primal * (1.0 + 1e-12),
+                "{step:?} at {t}: {} > {}",
+                c.dual,
+                optimum.primal
+            );
+        }
+    }
+}
+
+/// The certificate-only check of a restricted iterate records the whole dual value at its `β`:
+/// `D(β) = −C Σ ℓ* − ½ (Σ_j max_{k∈G_j} sqrt(βᵀK_kβ))²`, the forms recomputed here from the
+/// Gram matrices, every kernel of a group counted; below the restricted dual value (the max
+/// over the working set only) at some iterate, where the kernels off the set carry the max
+/// (the set is made to leave each group's largest form out).
+#[test]
+fn a_certificate_only_check_records_the_whole_dual_at_its_beta() {
+    let (g, m, y, ids) = problem(40, 16, false);
+    let n = y.len();
+    let stack = DenseStack::new(&g, m, n).unwrap();
+    let groups = Groups::new(&ids).unwrap();
+    let cfg = MirrorConfig {
+        step: StepRule::Adaptive,
+        tol: 1e-9,
+        ..MirrorConfig::default()
+    };
+    let mut mirror = Mirror::new(&stack, &y, vec![cfg.c; n], &groups, &cfg).unwrap();
+    let mut d = Driver::new(cfg.tol, cfg.max_iter, &NoInterrupt);
+    // The first step forms the working set; each group's kernel of largest form leaves it
+    // (a working set a check would grow), so that the kernels off the set carry the max.
+    mirror.step(&mut d).unwrap();
+    mirror.update(&d).unwrap();
+    for g in groups.members() {
+        let top = *g
+            .iter()
+            .max_by(|&&a, &&b| mirror.quad[a].total_cmp(&mirror.quad[b]))
+            .unwrap();
+        let state = &mut mirror.state;
+        (state.in_set[top], state.lambda[top]) = (false, 0.0);
+        let total: f64 = g.iter().map(|&k| state.lambda[k]).sum();
+        g.iter().for_each(|&k| state.lambda[k] /= total);
+    }
+    let mut below = 0;
+    for _ in 0..10 {
+        mirror.step(&mut d).unwrap();
+        mirror.update(&d).unwrap();
+        if !mirror.restricted() {
+            continue;
+        }
+        let st = mirror.solve(&d).unwrap();
+        mirror.certify_only(&mut d, &st);
+        let beta = mirror.solver.beta();
+        let form = |k: usize| {
+            let kk = &g[k * n * n..(k + 1) * n * n];
+            (0..n)
+                .map(|i| beta[i] * (0..n).map(|j| kk[i * n + j] * beta[j]).sum::<f64>())
+                .sum::<f64>()
+        };
+        let roots: f64 = groups
+            .members()
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|&k| form(k).max(0.0).sqrt())
+                    .fold(0.0, f64::max)
+            })
+            .sum();
+        let whole = st.dual_loss - 0.5 * roots * roots;
+        let recorded = d.tracker.history.last().unwrap().dual;
+        assert!(
+            (recorded - whole).abs() <= 1e-9 * whole.abs(),
+            "{recorded} vs {whole}"
+        );
+        let in_set = &mirror.state.in_set;
+        let restricted = st.dual_loss - dual_penalty(&mirror.quad, &groups, |k| in_set[k]);
+        below += usize::from(restricted > whole + 1e-9 * whole.abs());
+    }
+    assert!(below > 0, "{below}");
 }
