@@ -212,8 +212,11 @@ pub(crate) struct Stepper {
     last_primal: f64,
     t: usize,
     log_n: f64,
-    /// Steps that raised the primal value since the last stall.
+    /// Second-order steps that raised the primal value since the last stall: the model's
+    /// mispredictions (an adaptive step's rise says nothing of the model).
     rises: usize,
+    /// Whether the last step was the second-order one.
+    second_order: bool,
 }
 
 impl Stepper {
@@ -225,6 +228,7 @@ impl Stepper {
             t: 0,
             log_n: (groups.largest() as f64).ln(),
             rises: 0,
+            second_order: false,
         }
     }
 
@@ -260,7 +264,8 @@ impl Stepper {
             return;
         }
         let rose = self.t > 1 && !restart && primal > self.last_primal;
-        self.rises += usize::from(rose);
+        self.rises += usize::from(rose && self.second_order);
+        self.second_order = false;
         if self.t > 1 && !restart {
             let factor = if rose { 0.5 } else { 1.5 };
             let floor = self.log_n.sqrt() / (self.t as f64).sqrt();
@@ -269,6 +274,7 @@ impl Stepper {
         self.last_primal = primal;
         if let (StepRule::Newton, Some(it), false, false) = (self.rule, second, restart, rose) {
             if state.newton(groups, quad, it) {
+                self.second_order = true;
                 return;
             }
         }

@@ -552,6 +552,23 @@ fn a_stall_under_the_second_order_rule_falls_back_to_the_adaptive_step_on_every_
     assert!(!state.in_set[1]);
 }
 
+/// Only a second-order step's rise counts as a misprediction: under the second-order rule,
+/// the adaptive steps it takes (no model given, as on working sets above the model's size)
+/// may raise the primal value without the fall-back being due.
+#[test]
+fn an_adaptive_steps_rise_is_not_a_misprediction() {
+    let groups = Groups::new(&[0, 0, 0, 1, 1]).unwrap();
+    let mut state = State::new(&groups);
+    let mut stepper = Stepper::new(StepRule::Newton, &groups);
+    let quad = [1.0, 0.5, 0.25, 2.0, 1.0];
+    for primal in [1.0, 2.0, 3.0, 4.0] {
+        stepper.step(&mut state, &quad, primal, false, &groups, None);
+    }
+    assert_eq!(stepper.rises, 0);
+    assert!(!stepper.fall_back(&mut state, &groups));
+    assert_eq!(stepper.rule, StepRule::Newton);
+}
+
 /// The second-order step's γ per group: the model's value within `GAMMA_TRUST`× of the current
 /// one, a quarter of it when the model's is not positive (a group heading for `γ_j = 0`), and
 /// no step when the model is absurd (`GAMMA_ABSURD`× away, or not finite).
