@@ -331,7 +331,7 @@ class ChunkMemo:
     def applied(self) -> int: ...
 
 def chunk_run(
-    x: NDArray[Any],
+    x: NDArray[Any] | _Csr,
     dims: list[int],
     y: NDArray[np.float64],
     c: NDArray[np.float64],
