@@ -320,6 +320,7 @@ def fit_rows(
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
     init_feature_weights: NDArray[np.float64] | None = None,
     init_intercept: float = 0.0,
+    sparse: bool = False,
 ) -> FitResult: ...
 
 @final

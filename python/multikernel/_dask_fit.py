@@ -763,8 +763,9 @@ def fit_problem(
         name = f"{type(est).__name__}{problem.label}"
         with _progress.iteration_log(name, est.verbose, int(est.max_iter)) as log:
             return _core.fit_rows(
-                settings, rows, dims, problem.n, n_threads=threads, on_iteration=log, **init
-            )
+                settings, rows, dims, problem.n, n_threads=threads, on_iteration=log,
+                sparse=problem.sparse, **init,
+            )  # fmt: skip
     finally:
         rows.close()
 

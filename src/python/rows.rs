@@ -17,16 +17,19 @@ use crate::solvers::prox_newton::{Chunks, DualPoint, Memo, Op, RowRead, Rows, Up
 
 /// The rows of a fit held by a Python object with `reduce(code) -> list[list[float]]` (every
 /// chunk's part, in chunk order) and `update(code)`; its first error is kept for the caller
-/// ([`PyRows::take_error`]) and stops the fit.
+/// ([`PyRows::take_error`]) and stops the fit. `sparse`: the chunks' rows store their
+/// nonzeros only ([`Rows::sparse`], which sets where the Newton steps turn to Hessian
+/// products, as on the same rows in memory).
 pub(super) struct PyRows {
     obj: Py<PyAny>,
     n: usize,
     offsets: Vec<usize>,
+    sparse: bool,
     error: Mutex<Option<PyErr>>,
 }
 
 impl PyRows {
-    pub(super) fn new(obj: Py<PyAny>, n: usize, dims: &[usize]) -> Result<Self> {
+    pub(super) fn new(obj: Py<PyAny>, n: usize, dims: &[usize], sparse: bool) -> Result<Self> {
         if dims.is_empty() || n == 0 {
             return Err(MkError::Shape(format!(
                 "rows need at least one point and one kernel, got {n} points and {} kernels",
@@ -41,6 +44,7 @@ impl PyRows {
             obj,
             n,
             offsets,
+            sparse,
             error: Mutex::new(None),
         })
     }
@@ -97,6 +101,10 @@ impl Rows for PyRows {
 
     fn best_dual_rows(&self, _dual: &DualPoint) -> Option<Vec<f64>> {
         None
+    }
+
+    fn sparse(&self) -> bool {
+        self.sparse
     }
 
     /// A pass is a round trip to the workers: 15 points per pass shrink a search's bracket

@@ -151,10 +151,44 @@ def test_wide_sparse_blocks_are_fitted_by_prox_newton_under_auto(client: Any) ->
         estimator("logistic", **kw).fit(da.from_array(X.toarray(), chunks=(100, -1)), y)
 
 
+def test_wide_working_sets_take_hessian_products_as_in_memory(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A working set of 1024 columns or more on sparse rows takes its Newton steps by Hessian
+    products, one pass each (docs/guide.md, "Sparse data"), on a cluster as in memory: no
+    chunk returns a formed Hessian (``(R_W + 1)²`` numbers; the largest part is the
+    gradient's ``2R + 1``), and the fit takes the in-memory sparse fit's steps. The dense
+    copy's fit forms its Hessian (dense rows keep it up to 8192 columns): another path to
+    the same optimum, equal to the tolerance's accuracy."""
+    largest: list[int] = []
+    reduce = _dask_fit.ChunkRows.reduce
+
+    def recording(self: Any, code: list[float]) -> list[list[float]]:
+        parts = reduce(self, code)
+        largest.append(max(len(p) for p in parts))
+        return parts
+
+    monkeypatch.setattr(_dask_fit.ChunkRows, "reduce", recording)
+    d = 1200
+    rng = np.random.default_rng(7)
+    X = sp.random(N, d, density=0.03, format="csr", random_state=8)
+    y = np.where(X @ rng.normal(size=d) + 0.1 * rng.normal(size=N) > 0, 1.0, -1.0)
+    kw = {"kernels": bank(d, normalize="none"), "penalty": "l1", "tol": 1e-6, "C": 0.3}
+    got = estimator("logistic", **kw).fit(chunked(X, (100, 140), "csr"), y)
+    assert np.count_nonzero(np.concatenate(got.coef_)) >= 1024
+    assert max(largest) == 2 * d + 1
+    ref = estimator("logistic", **kw).fit(X, y)
+    assert got.n_iter_ == ref.n_iter_
+    assert_same_fit(got, ref, X)
+    dense = estimator("logistic", **kw).fit(X.toarray(), y)
+    assert got.primal_objective_ == pytest.approx(dense.primal_objective_, rel=1e-8)
+    np.testing.assert_allclose(np.concatenate(got.coef_), np.concatenate(dense.coef_), atol=1e-5)
+
+
 def test_multiclass_on_sparse_chunks_equals_the_in_memory_fit(client: Any) -> None:
     """One-vs-one takes each pair's rows of every sparse chunk on the workers."""
     X, _, y, w = data(seed=5, classes=3)
-    kw = {"kernels": bank(), "penalty": "l1", "multi_class": "ovo", "tol": 1e-6}
+    kw = {"kernels": bank(), "penalty": "l1", "multi_class": "ovo", "tol": 1e-6, "C": 1.0}
     Xd = chunked(X, (100, 60, 80), "csr")
     got = estimator("logistic", **kw).fit(Xd, y, sample_weight=da.from_array(w, chunks=40))
     ref = estimator("logistic", **kw).fit(X, y, sample_weight=w)
@@ -172,7 +206,7 @@ def test_platt_on_sparse_chunks_equals_its_in_memory_folds(client: Any) -> None:
     the sparse rows of each chunk, Platt's in-memory Newton method) gives the same ``(A, B)``;
     the bank (``normalize="none"``) maps any rows alike."""
     X, _, y, _ = data(seed=2)
-    kw = {"kernels": bank(normalize="none"), "penalty": "l1", "tol": 1e-8}
+    kw = {"kernels": bank(normalize="none"), "penalty": "l1", "tol": 1e-8, "C": 1.0}
     got = estimator("squared_hinge", probability=True, **kw).fit(chunked(X, (130, 110), "csr"), y)
     assert_same_fit(got, estimator("squared_hinge", **kw).fit(X, y), X)
     halves = [np.arange(130), np.arange(130, N)]
