@@ -322,6 +322,7 @@ def fit_rows(
     on_iteration: Callable[[float, float, float, int, float], object] | None = None,
     init_feature_weights: NDArray[np.float64] | None = None,
     init_intercept: float = 0.0,
+    sparse: bool = False,
 ) -> FitResult: ...
 
 @final
@@ -333,7 +334,7 @@ class ChunkMemo:
     def applied(self) -> int: ...
 
 def chunk_run(
-    x: NDArray[Any],
+    x: NDArray[Any] | _Csr,
     dims: list[int],
     y: NDArray[np.float64],
     c: NDArray[np.float64],

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from . import _core, _platt
 from ._dask_fit import Features, Problem, first_start, fit_problem, submit_costs
 from ._multiclass import log_name, per_class_weights
-from ._validation import check_n_threads
+from ._validation import check_n_threads, check_sparse, is_sparse
 from .exceptions import InternalError, InvalidInputError, InvalidParameterError, NonFiniteError
 
 __all__: list[str] = []
@@ -25,10 +25,11 @@ def _targets(codes: NDArray[Any], k: int) -> NDArray[np.float64]:
     return np.where(codes == k, 1.0, -1.0)
 
 
-def _pair_rows(v: NDArray[Any], codes: NDArray[Any], a: int, b: int) -> NDArray[Any]:
-    """The rows of ``v`` (a chunk's features, loss weights) of the classes ``a`` and ``b``."""
-    out: NDArray[Any] = v[(codes == a) | (codes == b)]
-    return out
+def _pair_rows(v: Any, codes: NDArray[Any], a: int, b: int) -> Any:
+    """The rows of ``v`` (a chunk's features, dense or sparse, or its loss weights) of the
+    classes ``a`` and ``b``; sparse ones in canonical form (what the engine reads)."""
+    rows = (codes == a) | (codes == b)
+    return check_sparse(v[rows]) if is_sparse(v) else v[rows]
 
 
 def _pair_targets(codes: NDArray[Any], a: int, b: int) -> NDArray[np.float64]:
@@ -37,9 +38,10 @@ def _pair_targets(codes: NDArray[Any], a: int, b: int) -> NDArray[np.float64]:
     return np.where(codes[(codes == a) | (codes == b)] == a, 1.0, -1.0)
 
 
-def _decision(x: NDArray[Any], w: NDArray[np.float64], b: float) -> NDArray[np.float64]:
-    """A chunk's decision values ``F w + b``."""
-    f: NDArray[np.float64] = np.require(x, requirements=["C", "A"]) @ w + b
+def _decision(x: Any, w: NDArray[np.float64], b: float) -> NDArray[np.float64]:
+    """A chunk's decision values ``F w + b`` (``F`` dense, or sparse: its stored entries)."""
+    F = x if is_sparse(x) else np.require(x, requirements=["C", "A"])
+    f: NDArray[np.float64] = np.asarray(F @ w, dtype=np.float64) + b
     return f
 
 
@@ -94,7 +96,7 @@ def classify(
         y = [client.submit(_targets, codes, k, pure=False) for codes in data.y]
         made.extend(y)
         sides = [(int(a), int(t - a)) for a, t in zip(counts[:, k], total, strict=True)]
-        return Problem(data.x, y, costs, data.sizes, sides, pos, neg, label)
+        return Problem(data.x, y, costs, data.sizes, sides, pos, neg, label, data.sparse)
 
     def one_vs_one(a: int, b: int) -> tuple[Problem, list[Any]]:
         at = [i for i in range(len(data.x)) if counts[i, a] + counts[i, b] > 0]
@@ -103,7 +105,9 @@ def classify(
         y = [client.submit(_pair_targets, data.y[i], a, b, pure=False) for i in at]
         sides = [(int(counts[i, a]), int(counts[i, b])) for i in at]
         label = f" (class {log_name(classes[a])} vs {log_name(classes[b])})"
-        problem = Problem(x, y, c, [p + q for p, q in sides], sides, name[a], name[b], label)
+        problem = Problem(
+            x, y, c, [p + q for p, q in sides], sides, name[a], name[b], label, data.sparse
+        )
         return problem, [*x, *c, *y]
 
     results: list[_core.FitResult] = []

@@ -58,12 +58,13 @@ from ._dask import _task_threads
 from ._validation import (
     check_bool,
     check_n_threads,
+    check_sparse,
     column_names,
+    engine_sparse,
     group_ids,
     is_sparse,
     nonfinite_targets,
     numeric_dtype_error,
-    sparse_refused,
     weights_error,
 )
 from .exceptions import (
@@ -108,6 +109,8 @@ class Features:
         A classifier's points per chunk and class, ``(chunks, classes)``.
     names : list of str or None
         The columns of a Dask DataFrame ``X`` (None for an array).
+    sparse : bool
+        The chunks of ``X`` are ``scipy.sparse`` (their features one CSR matrix per chunk).
     """
 
     key: tuple[Any, ...]
@@ -121,6 +124,7 @@ class Features:
     classes: NDArray[Any] | None
     counts: NDArray[np.int64] | None
     names: list[str] | None = None
+    sparse: bool = False
 
     def futures(self) -> list[Any]:
         return [*self.x, *self.y, *(self.w or [])]
@@ -144,6 +148,8 @@ class Problem:
         The classes of the targets +1 and −1, as errors name them.
     label : str
         The problem's name in the log (`` (class 2 vs rest)``).
+    sparse : bool
+        Its features are sparse (:attr:`Features.sparse`).
     """
 
     x: list[Any]
@@ -154,6 +160,7 @@ class Problem:
     pos: str = "one class"
     neg: str = "the other"
     label: str = ""
+    sparse: bool = False
 
     @property
     def n(self) -> int:
@@ -164,7 +171,7 @@ class Problem:
         return Problem(
             [self.x[i] for i in index], [self.y[i] for i in index], [self.c[i] for i in index],
             [self.sizes[i] for i in index], [self.sides[i] for i in index] if self.sides else [],
-            self.pos, self.neg, self.label,
+            self.pos, self.neg, self.label, self.sparse,
         )  # fmt: skip
 
 
@@ -188,11 +195,16 @@ def held(est: Any) -> Features | None:
     return h.data if isinstance(h, Held) else None
 
 
-def _chunk_features(bank: FeatureBank, X: NDArray[Any], start: int = 0) -> NDArray[Any]:
-    """A chunk's features, one C-ordered ``(n_c, R)`` array; a non-finite point is named by
-    its row in the whole array (the chunk's rows begin at ``start``)."""
-    out = np.empty((X.shape[0], int(np.sum(bank.n_components_))), dtype=bank.dtype)
+def _chunk_features(bank: FeatureBank, X: Any, start: int = 0) -> Any:
+    """A chunk's features: one C-ordered ``(n_c, R)`` array of dense points, or for sparse
+    points (``scipy.sparse``, which the bank's linear maps take) one float64 CSR matrix of
+    the blocks side by side in canonical form (what the engine reads in a task:
+    :func:`_engine_rows`), never densified. A non-finite point is named by its row in the
+    whole array (the chunk's rows begin at ``start``)."""
     try:
+        if is_sparse(X):
+            return _side_by_side(bank.transform(X))
+        out = np.empty((X.shape[0], int(np.sum(bank.n_components_))), dtype=bank.dtype)
         bank.transform(X, out=out)
     except NonFiniteError as e:
         if e.entry is None:
@@ -202,6 +214,24 @@ def _chunk_features(bank: FeatureBank, X: NDArray[Any], start: int = 0) -> NDArr
             f"X contains NaN or infinity (first at row {row}, column {col})", entry=(row, col)
         ) from None
     return out
+
+
+def _side_by_side(blocks: list[Any]) -> Any:
+    """Sparse feature blocks as one float64 CSR matrix ``[F_0, F_1, ...]`` in canonical form:
+    row ``i`` holds block 0's entries, then block 1's shifted by its width, as the in-memory
+    fit lays the blocks out (the engine's ``SparseRowFeatures``)."""
+    import scipy.sparse
+
+    return check_sparse(scipy.sparse.hstack(blocks, format="csr", dtype=np.float64))
+
+
+def _engine_rows(x: Any) -> Any:
+    """A chunk's features as ``_core.chunk_run`` reads them: dense rows C-ordered and
+    aligned (arrays that crossed processes can arrive without their C order, or
+    misaligned), sparse ones (:func:`_side_by_side`) as their CSR arrays."""
+    if is_sparse(x):
+        return engine_sparse(x)
+    return np.require(x, requirements=["C", "A"])
 
 
 def _loss_weights(
@@ -263,7 +293,7 @@ class Pass:
 
 
 def _run(
-    x: NDArray[Any], y: NDArray[np.float64], c: NDArray[np.float64], index: int, p: Pass
+    x: Any, y: NDArray[np.float64], c: NDArray[np.float64], index: int, p: Pass
 ) -> list[list[float]] | None:
     """A chunk's task: the updates its memo lacks, then the reductions ``p.ops``; None when
     this worker lacks updates sent before ``p.start`` (the client sends the whole log)."""
@@ -282,9 +312,8 @@ def _run(
     if memo is None:
         memo = _MEMOS[key] = _core.ChunkMemo()
     # (Arrays that crossed processes can arrive without their C order, or misaligned.)
-    x = np.require(x, requirements=["C", "A"])
     y, c = (np.require(v, np.float64, ["C", "A"]) for v in (y, c))
-    return _core.chunk_run(x, p.dims, y, c, memo, log, p.ops, n_threads=p.threads)
+    return _core.chunk_run(_engine_rows(x), p.dims, y, c, memo, log, p.ops, n_threads=p.threads)
 
 
 def _drop(fit: str) -> None:
@@ -518,8 +547,11 @@ def _persist(
             raise InvalidInputError(
                 "a Dask fit takes sample weights > 0, got a weight of 0: drop those rows"
             )
+    sparse = is_sparse(X._meta) or is_sparse(sample)
     try:
-        bank.fit(np.asarray(sample, dtype=np.float64))
+        # (Sparse points as they are: the bank's linear maps read them, its others refuse
+        # them by name; never densified.)
+        bank.fit(sample if is_sparse(sample) else np.asarray(sample, dtype=np.float64))
     except NonFiniteError as e:
         if e.entry is None or idx is None:
             raise
@@ -549,7 +581,7 @@ def _persist(
     data = Features(
         key, bank, futs[:k], futs[k : 2 * k], futs[2 * k :] if ws else None,
         [int(v) for v in rows], [int(v) for v in bank.n_components_], n, classes, counts,
-        names,
+        names, sparse,
     )  # fmt: skip
     est._dask_rows = Held(data)
     return data
@@ -587,12 +619,12 @@ def _delayed_chunk(fn: Any, *args: Any) -> Any:
     return dask.delayed(fn, pure=True)(*args)
 
 
-def _settings(est: Any, n: int, dims: list[int]) -> _core.Settings:
-    """The engine settings of a fit on ``n`` rows of the blocks ``dims`` (``prox_newton``,
-    as ``solver="auto"`` picks it on these features)."""
+def _settings(est: Any, n: int, dims: list[int], sparse: bool = False) -> _core.Settings:
+    """The engine settings of a fit on ``n`` rows of the blocks ``dims``, sparse or dense
+    (``prox_newton``, as ``solver="auto"`` picks it on these features)."""
     early, settings = est._check_params()
     width = int(sum(dims))
-    choice = early.on(_auto.StackInfo("features", n, len(dims), width))
+    choice = early.on(_auto.StackInfo("features", n, len(dims), width, sparse))
     if choice.solver != "prox_newton":
         raise InvalidParameterError(
             f"a fit on a Dask array runs solver='prox_newton', and solver={est.solver!r} with "
@@ -654,8 +686,6 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classify: Classify | None 
 
     classifier = classify is not None
     started = time.perf_counter()
-    if is_sparse(getattr(X, "_meta", None)):
-        raise sparse_refused("a fit on a Dask array (Dask arrays of sparse chunks)")
     if not isinstance(est.kernels, FeatureBank):
         raise InvalidParameterError(
             "a fit on a Dask array takes kernels=FeatureBank(...): explicit features computed "
@@ -675,7 +705,7 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classify: Classify | None 
     if _dask.is_dask_frame(X):
         X, y, sample_weight, names = _frame(X, y, sample_weight)
     data = _persist(est, X, y, sample_weight, classifier, names)
-    settings = _settings(est, data.n, data.dims)
+    settings = _settings(est, data.n, data.dims, data.sparse)
     made: list[Any] = []  # this fit's futures (targets, loss weights, one-vs-one rows)
     try:
         if classify is None:
@@ -683,7 +713,7 @@ def fit(est: Any, X: Any, y: Any, sample_weight: Any, classify: Classify | None 
             starts = est._warm_starts(previous, (*key, tuple(data.dims)))
             costs = submit_costs(client, data, float(est.C), None)
             made += costs
-            problem = Problem(data.x, data.y, costs, data.sizes, [])
+            problem = Problem(data.x, data.y, costs, data.sizes, [], sparse=data.sparse)
             results = [fit_problem(est, client, problem, data.dims, threads, first_start(starts))]
             ab: list[tuple[float, float]] = []
         else:
@@ -726,15 +756,16 @@ def fit_problem(
 ) -> _core.FitResult:
     """One engine ``prox_newton`` fit of ``problem`` (from ``start``, a warm start, or
     cold): the engine's loop on the client, its passes over the chunks (:class:`ChunkRows`)."""
-    settings = _settings(est, problem.n, dims)
+    settings = _settings(est, problem.n, dims, problem.sparse)
     init = {} if start is None else (_start_args("prox_newton", start) or {})
     rows = ChunkRows(client, problem, dims, _task_threads(threads))
     try:
         name = f"{type(est).__name__}{problem.label}"
         with _progress.iteration_log(name, est.verbose, int(est.max_iter)) as log:
             return _core.fit_rows(
-                settings, rows, dims, problem.n, n_threads=threads, on_iteration=log, **init
-            )
+                settings, rows, dims, problem.n, n_threads=threads, on_iteration=log,
+                sparse=problem.sparse, **init,
+            )  # fmt: skip
     finally:
         rows.close()
 

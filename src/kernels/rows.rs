@@ -93,26 +93,40 @@ impl SparseRowFeatures {
                 blocks.iter().map(CsrMatrix::nrows).collect::<Vec<_>>()
             )));
         }
-        let mut offsets = vec![0];
-        for b in blocks {
-            offsets.push(offsets.last().copied().unwrap_or(0) + b.ncols());
-        }
+        let dims: Vec<usize> = blocks.iter().map(CsrMatrix::ncols).collect();
         let nnz: usize = blocks.iter().map(|b| b.row_range(0..n).len()).sum();
         let (mut indptr, mut indices, mut data) = (vec![0], Vec::with_capacity(nnz), Vec::new());
         data.reserve(nnz);
         for i in 0..n {
-            for (b, &off) in blocks.iter().zip(&offsets) {
+            let mut off = 0;
+            for b in blocks {
                 let (idx, val) = b.row(i);
                 indices.extend(idx.iter().map(|&j| j + off));
                 data.extend_from_slice(val);
+                off += b.ncols();
             }
             indptr.push(indices.len());
         }
-        let width = offsets.last().copied().unwrap_or(0);
-        Ok(SparseRowFeatures {
-            x: CsrMatrix::new(width, indptr, indices, data)?,
-            offsets,
-        })
+        let width = dims.iter().sum();
+        SparseRowFeatures::with_dims(CsrMatrix::new(width, indptr, indices, data)?, &dims)
+    }
+
+    /// The blocks already side by side in `x` (`n × Σ dims`): kernel `m` owns the next
+    /// `dims[m]` columns (a cluster's chunk of the blocks, read as it came).
+    pub fn with_dims(x: CsrMatrix, dims: &[usize]) -> Result<Self> {
+        let mut offsets = vec![0];
+        for d in dims {
+            offsets.push(offsets.last().copied().unwrap_or(0) + d);
+        }
+        if dims.is_empty() || x.nrows() == 0 || offsets.last() != Some(&x.ncols()) {
+            return Err(MkError::Shape(format!(
+                "sparse features of {} rows and {} columns for kernels of {dims:?} columns \
+                 (at least one row and one kernel)",
+                x.nrows(),
+                x.ncols()
+            )));
+        }
+        Ok(SparseRowFeatures { x, offsets })
     }
 
     /// Row `i`: its stored columns (increasing) and values.

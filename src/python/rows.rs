@@ -9,24 +9,27 @@ use std::sync::Mutex;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use super::convert::detached;
+use super::convert::{csr_matrix, detached, CsrArrays};
 use crate::error::{MkError, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{Element, RowFeatures};
+use crate::kernels::{Element, RowFeatures, SparseRowFeatures};
 use crate::solvers::prox_newton::{Chunks, DualPoint, Memo, Op, RowRead, Rows, Update};
 
 /// The rows of a fit held by a Python object with `reduce(code) -> list[list[float]]` (every
 /// chunk's part, in chunk order) and `update(code)`; its first error is kept for the caller
-/// ([`PyRows::take_error`]) and stops the fit.
+/// ([`PyRows::take_error`]) and stops the fit. `sparse`: the chunks' rows store their
+/// nonzeros only ([`Rows::sparse`], which sets where the Newton steps turn to Hessian
+/// products, as on the same rows in memory).
 pub(super) struct PyRows {
     obj: Py<PyAny>,
     n: usize,
     offsets: Vec<usize>,
+    sparse: bool,
     error: Mutex<Option<PyErr>>,
 }
 
 impl PyRows {
-    pub(super) fn new(obj: Py<PyAny>, n: usize, dims: &[usize]) -> Result<Self> {
+    pub(super) fn new(obj: Py<PyAny>, n: usize, dims: &[usize], sparse: bool) -> Result<Self> {
         if dims.is_empty() || n == 0 {
             return Err(MkError::Shape(format!(
                 "rows need at least one point and one kernel, got {n} points and {} kernels",
@@ -41,6 +44,7 @@ impl PyRows {
             obj,
             n,
             offsets,
+            sparse,
             error: Mutex::new(None),
         })
     }
@@ -99,6 +103,10 @@ impl Rows for PyRows {
         None
     }
 
+    fn sparse(&self) -> bool {
+        self.sparse
+    }
+
     /// A pass is a round trip to the workers: 15 points per pass shrink a search's bracket
     /// 16-fold, where bisection halves it.
     fn search_points(&self) -> usize {
@@ -106,11 +114,13 @@ impl Rows for PyRows {
     }
 }
 
-/// A chunk's features as float64 or float32.
+/// A chunk's features: dense rows of float64 or float32, or the CSR arrays of sparse ones
+/// (the blocks side by side, as [`SparseRowFeatures::with_dims`] reads them).
 #[derive(FromPyObject)]
 enum Features<'py> {
     F64(PyReadonlyArray2<'py, f64>),
     F32(PyReadonlyArray2<'py, f32>),
+    Sparse(CsrArrays<'py>),
 }
 
 /// What a worker keeps of one chunk between the tasks of a fit ([`Memo`]: its per-row state
@@ -137,27 +147,42 @@ impl ChunkMemo {
     }
 }
 
-/// Runs `f` on the chunk `(x, y, c)` with what `memo` kept, which it keeps again.
-fn on_chunk<T: Element + numpy::Element, R: Send>(
+/// A dense chunk's values in row order: read in place when C-ordered; otherwise (an array
+/// rebuilt from another process's buffers can come without the flag) one copy in row order.
+fn row_major<'a, T: Element + numpy::Element>(
+    x: &'a PyReadonlyArray2<'_, T>,
+) -> std::borrow::Cow<'a, [T]> {
+    match x.as_slice() {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => std::borrow::Cow::Owned(x.as_array().iter().copied().collect()),
+    }
+}
+
+/// [`on_chunk`] on dense rows `x` (kernel `k` owns `dims[k]` consecutive columns).
+fn on_dense<T: Element + numpy::Element, R: Send>(
     py: Python<'_>,
     x: &PyReadonlyArray2<'_, T>,
     dims: &[usize],
+    yc: (&[f64], &[f64]),
+    memo: &ChunkMemo,
+    n_threads: usize,
+    f: impl FnOnce(&dyn Rows, &mut usize) -> Result<R> + Send,
+) -> PyResult<R> {
+    let data = row_major(x);
+    let feats = RowFeatures::new(&data[..], x.as_array().nrows(), dims)?;
+    on_chunk(py, &feats, yc, memo, n_threads, f)
+}
+
+/// Runs `f` on the chunk `(x, y, c)` with what `memo` kept, which it keeps again.
+fn on_chunk<X: RowRead, R: Send>(
+    py: Python<'_>,
+    x: &X,
     (y, c): (&[f64], &[f64]),
     memo: &ChunkMemo,
     n_threads: usize,
-    f: impl FnOnce(&Chunks<'_, RowFeatures<'_, T>>, &mut usize) -> Result<R> + Send,
+    f: impl FnOnce(&dyn Rows, &mut usize) -> Result<R> + Send,
 ) -> PyResult<R> {
-    let n = x.as_array().nrows();
-    // Read in place when C-ordered; otherwise (an array rebuilt from another process's
-    // buffers can come without the flag) one copy in row order.
-    let copied: Vec<T>;
-    let data: &[T] = match x.as_slice() {
-        Ok(s) => s,
-        Err(_) => {
-            copied = x.as_array().iter().copied().collect();
-            &copied
-        }
-    };
+    let n = x.n();
     if y.len() != n || c.len() != n {
         return Err(PyErr::from(MkError::Shape(format!(
             "a chunk of {n} rows with {} targets and {} loss weights",
@@ -168,13 +193,12 @@ fn on_chunk<T: Element + numpy::Element, R: Send>(
     let mut guard = memo.kept.lock().unwrap_or_else(|e| e.into_inner());
     let (applied, kept) = std::mem::take(&mut *guard);
     let (out, applied, kept) = detached(py, n_threads, || {
-        let feats = RowFeatures::new(data, n, dims)?;
         if !memo.checked.load(std::sync::atomic::Ordering::Relaxed) {
-            feats.check_finite()?;
+            x.check_finite()?;
             memo.checked
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let rows = Chunks::with_memo(&feats, y, c, kept);
+        let rows = Chunks::with_memo(x, y, c, kept);
         let mut applied = applied;
         let out = f(&rows, &mut applied);
         Ok((out, applied, rows.into_memo()))
@@ -186,9 +210,10 @@ fn on_chunk<T: Element + numpy::Element, R: Send>(
 /// One chunk's task of a fit on a cluster: the updates of `log` (the fit's encoded updates
 /// from its start, [`Update::encode`]) that `memo` has not applied yet, then each reduction
 /// of `ops` ([`Op::encode`]), whose parts it returns, on `(n_c, R)` features `x` (kernel `k`
-/// owns `dims[k]` consecutive columns) with targets `y` and loss weights `c`, in a pool of
-/// `n_threads`. A new (or lost) memo replays the whole log, so a chunk recomputed elsewhere
-/// reaches the same bits.
+/// owns `dims[k]` consecutive columns; dense, or the CSR arrays `(data, indices, indptr,
+/// R)` of sparse ones, read at the cost of their stored entries) with targets `y` and loss
+/// weights `c`, in a pool of `n_threads`. A new (or lost) memo replays the whole log, so a
+/// chunk recomputed elsewhere reaches the same bits.
 #[pyfunction]
 #[pyo3(signature = (x, dims, y, c, memo, log, ops, *, n_threads=1))]
 #[allow(clippy::too_many_arguments)]
@@ -224,8 +249,12 @@ fn chunk_run(
         ops.iter().map(|op| rows.reduce(op, &none)).collect()
     };
     match &x {
-        Features::F64(x) => on_chunk(py, x, &dims, (y, c), memo, n_threads, |r, a| run(r, a)),
-        Features::F32(x) => on_chunk(py, x, &dims, (y, c), memo, n_threads, |r, a| run(r, a)),
+        Features::F64(x) => on_dense(py, x, &dims, (y, c), memo, n_threads, run),
+        Features::F32(x) => on_dense(py, x, &dims, (y, c), memo, n_threads, run),
+        Features::Sparse(x) => {
+            let feats = SparseRowFeatures::with_dims(csr_matrix(x)?, &dims)?;
+            on_chunk(py, &feats, (y, c), memo, n_threads, run)
+        }
     }
 }
 

@@ -930,12 +930,13 @@ fn sparse_rows(blocks: &[CsrArrays<'_>], n: usize) -> PyResult<SparseRowFeatures
 /// the chunks of Dask arrays on a cluster) with `reduce(code)` and `update(code)`
 /// ([`PyRows`]): `n` points, kernel `k` of `dims[k]` features. The engine's loop runs here;
 /// every pass over the rows is a reduction on the chunks. From `init_feature_weights` and
-/// `init_intercept` when given. The result's `coef` is empty (`(M, 0)`): its `n` columns
-/// stay with the rows.
+/// `init_intercept` when given. `sparse`: the chunks' features are sparse (their working sets
+/// take Hessian products from the width they do in memory). The result's `coef` is empty
+/// (`(M, 0)`): its `n` columns stay with the rows.
 #[pyfunction]
 #[pyo3(signature = (
     settings, rows, dims, n, *, n_threads=0, on_iteration=None, init_feature_weights=None,
-    init_intercept=0.0
+    init_intercept=0.0, sparse=false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fit_rows<'py>(
@@ -948,6 +949,7 @@ fn fit_rows<'py>(
     on_iteration: Option<&Bound<'py, PyAny>>,
     init_feature_weights: Option<PyReadonlyArray1<'py, f64>>,
     init_intercept: f64,
+    sparse: bool,
 ) -> PyResult<PyFitResult> {
     let Settings::ProxNewton(cfg) = &settings.get().0 else {
         return Err(PyErr::from(MkError::config(
@@ -962,7 +964,7 @@ fn fit_rows<'py>(
         weights: v.as_array().to_vec(),
         intercept: init_intercept,
     });
-    let held = PyRows::new(rows.clone().unbind(), n, &dims)?;
+    let held = PyRows::new(rows.clone().unbind(), n, &dims, sparse)?;
     // Its own pool: the rows' reductions wait for tasks that may run the engine in this
     // process (in-process workers).
     let r = run_detached_apart(py, n_threads, on_iteration, |i| {

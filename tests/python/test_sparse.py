@@ -355,11 +355,10 @@ def test_feature_banks_refuse_sparse_points_for_other_maps() -> None:
         FeatureBank([Laplacian()], method="rff").fit(S.toarray()).transform(S)
 
 
-def test_dask_arrays_of_sparse_chunks_are_refused() -> None:
+def test_kernel_banks_refuse_dask_arrays_of_sparse_chunks() -> None:
+    """(A Dask fit on a FeatureBank takes them: tests/python/test_dask_sparse.py.)"""
     da = pytest.importorskip("dask.array")
-    X, y = problem(n=20)
+    X, _ = problem(n=20)
     D = da.from_array(sp.csr_matrix(X), chunks=(10, X.shape[1]), asarray=False)
     with refused("Dask"):
         KernelBank([Linear()]).fit_transform(D)
-    with refused("Dask"):
-        mk.MKLClassifier(kernels=FeatureBank([Linear()])).fit(D, y)

@@ -43,7 +43,7 @@ pub trait Rows: Sync {
         self.search_points()
     }
 
-    /// Whether the rows store their nonzeros only (a cluster's rows: dense).
+    /// Whether the rows store their nonzeros only (a cluster's rows: as its chunks are).
     fn sparse(&self) -> bool {
         false
     }
