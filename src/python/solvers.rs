@@ -655,10 +655,11 @@ fn fit<'py>(
     // would extract as one too: its (n, n) slices are kernels, not features).
     let is_list =
         g.is_instance_of::<pyo3::types::PyList>() || g.is_instance_of::<pyo3::types::PyTuple>();
-    let r = if settings.reads_features() && is_list {
+    // Explicit features read no stored stack: no passes.
+    let (r, passes) = if settings.reads_features() && is_list {
         let w = weights.as_deref();
         let start = start.as_ref();
-        if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
+        let r = if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f64>>>() {
             fit_on_blocks(py, &blocks, &y, w, settings, start, n_threads, on_iteration)?
         } else if let Ok(blocks) = g.extract::<Vec<PyReadonlyArray2<'_, f32>>>() {
             fit_on_blocks(py, &blocks, &y, w, settings, start, n_threads, on_iteration)?
@@ -677,7 +678,8 @@ fn fit<'py>(
                     settings.name()
                 ),
             )));
-        }
+        };
+        (r, None)
     } else if is_list && g.extract::<Vec<CsrArrays<'_>>>().is_ok() {
         return Err(PyErr::from(solvers::sparse_refused(settings)));
     } else {
@@ -685,15 +687,14 @@ fn fit<'py>(
             on_demand_supported(settings)?;
         }
         let (w, start) = (weights.as_deref(), start.as_ref());
-        let (r, passes) = with_dense(g, |s| {
+        with_dense(g, |s| {
             let r = run_detached(py, n_threads, on_iteration, |i| {
                 solvers::fit(settings, Data::Stack(s), &y, w, start, i)
             })?;
             Ok((r, stack_passes(s)))
-        })?;
-        return Ok(PyFitResult::new(py, r.result, n, r.solvers)?.with_passes(passes));
+        })?
     };
-    PyFitResult::new(py, r.result, n, r.solvers)
+    Ok(PyFitResult::new(py, r.result, n, r.solvers)?.with_passes(passes))
 }
 
 /// The passes over `s` read so far ([`KernelStack::entries_read`] over `M·n²`), for a stack

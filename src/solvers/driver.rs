@@ -153,7 +153,7 @@ impl StallWatch {
 
     /// Takes in the gap of an iteration: the stall of the iterated problem, if it stalled.
     pub(crate) fn observe(&mut self, gap: f64, new_problem: bool) -> Option<Stall> {
-        if gap <= STALL_SHRINK * self.reference || self.reference.is_infinite() {
+        if self.progress(gap) {
             (self.reference, self.least, self.since) = (gap, gap, 0);
         } else {
             self.since += 1;
@@ -166,6 +166,17 @@ impl StallWatch {
             *self = StallWatch::new();
         }
         stall
+    }
+
+    /// Whether `gap` is progress: [`STALL_SHRINK`] of the gap at the last progress, or the
+    /// first gap.
+    pub(crate) fn progress(&self, gap: f64) -> bool {
+        gap <= STALL_SHRINK * self.reference || self.reference.is_infinite()
+    }
+
+    /// Iterations since the last progress.
+    pub(crate) fn since(&self) -> usize {
+        self.since
     }
 
     /// Starts the count over from the gap now (after a recovery or a forced check).

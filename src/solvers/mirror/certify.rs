@@ -18,7 +18,7 @@
 
 use super::{Mirror, Step};
 use crate::penalties::duals::read_forms;
-use crate::solvers::driver::{Driver, STALL_SHRINK};
+use crate::solvers::driver::{Driver, StallWatch};
 #[cfg(doc)]
 use crate::solvers::tracker::Tracker;
 
@@ -27,15 +27,14 @@ use crate::solvers::tracker::Tracker;
 /// that a certificate that does not help leaves one more before the patience runs out.
 pub(super) const CERTIFY_RUN: usize = 5;
 
-/// The fit's certified gap over its records, counted as the stall rule counts progress
-/// (§1.9), and the records since the last whole dual value.
+/// The fit's certified gap over its records, its progress counted by the stall rule's own
+/// [`StallWatch`] (§1.9), and the records since the last whole dual value.
 pub(super) struct Watch {
     /// The records after which a certificate is due ([`CERTIFY_RUN`]; `usize::MAX`: never).
     run: usize,
-    /// The gap at the last progress (∞ before the first).
-    reference: f64,
-    /// Records since then.
-    since: usize,
+    /// The certified gap's progress (never restarted by a new problem: the gap is the whole
+    /// problem's).
+    gaps: StallWatch,
     /// Records since the last one with a whole dual value.
     since_dual: usize,
 }
@@ -45,8 +44,7 @@ impl Watch {
     pub(super) fn new(run: usize) -> Self {
         Watch {
             run,
-            reference: f64::INFINITY,
-            since: 0,
+            gaps: StallWatch::new(),
             since_dual: 0,
         }
     }
@@ -54,23 +52,17 @@ impl Watch {
     /// Takes in the certified gap after a record, and whether the record carried a whole
     /// dual value.
     pub(super) fn observe(&mut self, gap: f64, dual: bool) {
-        if self.progress(gap) {
-            (self.reference, self.since) = (gap, 0);
-        } else {
-            self.since += 1;
-        }
+        // Only the count of records without progress is read here, not a stall.
+        let _ = self.gaps.observe(gap, false);
         self.since_dual = if dual { 0 } else { self.since_dual + 1 };
-    }
-
-    fn progress(&self, gap: f64) -> bool {
-        self.reference.is_infinite() || gap <= STALL_SHRINK * self.reference
     }
 
     /// Whether a record whose certified gap would be `gap` without a dual value is to be
     /// certified: it would make no progress, and would be the `run`-th record without
     /// progress and without a whole dual value.
     pub(super) fn wants(&self, gap: f64) -> bool {
-        !self.progress(gap) && self.since.min(self.since_dual).saturating_add(1) >= self.run
+        !self.gaps.progress(gap)
+            && self.gaps.since().min(self.since_dual).saturating_add(1) >= self.run
     }
 }
 
